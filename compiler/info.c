@@ -1,0 +1,206 @@
+/* info.c — `flowc info`: one aligned block that says what a model is.
+ *
+ * It reports the module as imported (before any pass), so the op histogram shows how the importer
+ * legalised the model: graph inputs and outputs with their types, ops by kind (most frequent first),
+ * the constants as parameters (elements and bytes, taken from the types so elided text dumps count too),
+ * and FLOPs. The FLOP convention is the common one: 2 per multiply-accumulate of conv, conv_transpose and
+ * matmul (bias additions, activations and other elementwise work are not counted).
+ *
+ * The block is two columns: a key (indented for list items) and its value; the key column is as wide
+ * as the longest key, so names of any length stay aligned.
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Product of dims[from..rank) with overflow checks. */
+static bool dims_product(const FcType *t, int from, int64_t *out) {
+  int64_t p = 1;
+  for (int i = from; i < t->rank; i++)
+    if (!fc_checked_mul(p, t->dims[i], &p)) return false;
+  *out = p;
+  return true;
+}
+
+bool fc_op_macs(const FcOp *op, int64_t *out) {
+  *out = 0;
+  int64_t n, per;
+  switch (op->kind) {
+  case FC_OP_CONV: {
+    /* Each output element sums C/group x K1..Kn products: the weight's dims after the first. */
+    if (op->n_operands < 2 || op->n_results < 1) return true;
+    if (!fc_type_numel(&op->results[0].type, &n)) return false;
+    if (!dims_product(&op->operands[1].value->type, 1, &per)) return false;
+    return fc_checked_mul(n, per, out);
+  }
+  case FC_OP_CONV_TRANSPOSE: {
+    /* Each input element is scattered to M/group x K1..Kn outputs: again the weight's dims after the first. */
+    if (op->n_operands < 2) return true;
+    if (!fc_type_numel(&op->operands[0].value->type, &n)) return false;
+    if (!dims_product(&op->operands[1].value->type, 1, &per)) return false;
+    return fc_checked_mul(n, per, out);
+  }
+  case FC_OP_MATMUL: {
+    /* [..., M, K] x [..., K, N]: each output element sums K products. */
+    if (op->n_operands < 2 || op->n_results < 1) return true;
+    const FcType *a = &op->operands[0].value->type;
+    if (a->rank < 1) return true;
+    if (!fc_type_numel(&op->results[0].type, &n)) return false;
+    return fc_checked_mul(n, a->dims[a->rank - 1], out);
+  }
+  default: return true;
+  }
+}
+
+/* One row of the block. */
+typedef struct Row {
+  int indent;       /* 0 for a heading, 2 for a list item */
+  const char *key;  /* arena string */
+  const char *val;
+} Row;
+
+typedef struct Rows {
+  Row *v;
+  int n, cap;
+  FcArena *arena;
+} Rows;
+
+static void add_row(Rows *r, int indent, const char *key, const char *val) {
+  if (r->n == r->cap) {
+    int cap = r->cap ? 2 * r->cap : 32;
+    Row *nv = FC_NEW_ARRAY(r->arena, Row, (size_t)cap);
+    if (r->n) memcpy(nv, r->v, (size_t)r->n * sizeof *nv);
+    r->v = nv;
+    r->cap = cap;
+  }
+  r->v[r->n++] = (Row){indent, key, val};
+}
+
+/* Names come from the model: control characters would break the block, so they print as '?'. */
+static const char *clean_name(FcArena *a, const char *s) {
+  if (!s || !*s) return "(unnamed)";
+  char *c = fc_arena_strdup(a, s);
+  for (char *p = c; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+  return c;
+}
+
+static const char *type_str(FcArena *a, const FcType *t) {
+  char buf[512];
+  return fc_arena_strdup(a, fc_type_str(t, buf, sizeof buf));
+}
+
+/* "1.64 MiB" style, for bytes (binary units). */
+static const char *human_bytes(FcArena *a, int64_t b) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = (double)b;
+  int u = 0;
+  while (v >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    u++;
+  }
+  return u == 0 ? fc_arena_printf(a, "%lld B", (long long)b) : fc_arena_printf(a, "%.2f %s", v, units[u]);
+}
+
+/* "3.63 G" style, for counts (decimal units); "" below 1000. */
+static const char *human_count(FcArena *a, int64_t c) {
+  static const char *const units[] = {"", "K", "M", "G", "T", "P", "E"};
+  double v = (double)c;
+  int u = 0;
+  while (v >= 1000.0 && u < 6) {
+    v /= 1000.0;
+    u++;
+  }
+  return u == 0 ? "" : fc_arena_printf(a, "%.2f %s", v, units[u]);
+}
+
+typedef struct KindCount {
+  FcOpKind kind;
+  int64_t count;
+} KindCount;
+
+static int by_count_then_name(const void *x, const void *y) {
+  const KindCount *a = x, *b = y;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return strcmp(fc_op_info(a->kind)->name, fc_op_info(b->kind)->name);
+}
+
+FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, FcDiag *diag) {
+  /* Scratch strings live in their own arena, freed on return, so the module is left as it was. */
+  FcArena scratch;
+  fc_arena_init(&scratch);
+  FcArena *a = &scratch;
+  Rows rows = {.arena = a};
+  FcGraph *g = m->graph;
+
+  add_row(&rows, 0, "model", clean_name(a, path));
+  add_row(&rows, 0, "format", fc_model_format_name(format));
+
+  add_row(&rows, 0, "inputs", fc_arena_printf(a, "%d", g->n_inputs));
+  for (int i = 0; i < g->n_inputs; i++)
+    add_row(&rows, 2, clean_name(a, g->inputs[i]->name), type_str(a, &g->inputs[i]->type));
+
+  int n_out = fc_graph_num_outputs(g);
+  add_row(&rows, 0, "outputs", fc_arena_printf(a, "%d", n_out));
+  for (int i = 0; i < n_out; i++)
+    add_row(&rows, 2, clean_name(a, fc_graph_output_name(g, i)), type_str(a, &fc_graph_output(g, i)->type));
+
+  KindCount hist[FC_OP_COUNT];
+  for (int k = 0; k < FC_OP_COUNT; k++) hist[k] = (KindCount){(FcOpKind)k, 0};
+  int64_t n_ops = 0, n_consts = 0, params = 0, param_bytes = 0, macs = 0;
+  bool params_overflow = false, macs_overflow = false;
+  fc_graph_for_each_op(g, op) {
+    if (op->kind == FC_OP_RETURN) continue;
+    hist[op->kind].count++;
+    n_ops++;
+    if (op->kind == FC_OP_CONSTANT && op->n_results == 1) {
+      int64_t ne, nb;
+      n_consts++;
+      if (!fc_type_numel(&op->results[0].type, &ne) || !fc_type_nbytes(&op->results[0].type, &nb) ||
+          !fc_checked_add(params, ne, &params) || !fc_checked_add(param_bytes, nb, &param_bytes))
+        params_overflow = true;
+    }
+    int64_t om;
+    if (!fc_op_macs(op, &om) || !fc_checked_add(macs, om, &macs)) macs_overflow = true;
+  }
+  qsort(hist, FC_OP_COUNT, sizeof *hist, by_count_then_name);
+
+  add_row(&rows, 0, "ops", fc_arena_printf(a, "%lld", (long long)n_ops));
+  for (int k = 0; k < FC_OP_COUNT && hist[k].count; k++)
+    add_row(&rows, 2, fc_op_info(hist[k].kind)->name, fc_arena_printf(a, "%lld", (long long)hist[k].count));
+
+  const char *cs = n_consts == 1 ? "" : "s";
+  if (params_overflow)
+    add_row(&rows, 0, "parameters", fc_arena_printf(a, "too many to count in %lld constant%s", (long long)n_consts, cs));
+  else
+    add_row(&rows, 0, "parameters",
+            fc_arena_printf(a, "%lld in %lld constant%s, %s", (long long)params, (long long)n_consts, cs,
+                            param_bytes < 1024 ? fc_arena_printf(a, "%lld bytes", (long long)param_bytes)
+                                               : fc_arena_printf(a, "%lld bytes (%s)", (long long)param_bytes,
+                                                                 human_bytes(a, param_bytes))));
+
+  static const char convention[] = "2 per multiply-accumulate of conv, conv_transpose and matmul";
+  int64_t flops;
+  if (macs_overflow || !fc_checked_mul(macs, 2, &flops)) {
+    add_row(&rows, 0, "flops", fc_arena_printf(a, "more than %lld (%s)", (long long)INT64_MAX, convention));
+  } else {
+    const char *h = human_count(a, flops);
+    add_row(&rows, 0, "flops", *h ? fc_arena_printf(a, "%lld (%s; %s)", (long long)flops, h, convention)
+                                   : fc_arena_printf(a, "%lld (%s)", (long long)flops, convention));
+  }
+
+  size_t width = 0;
+  for (int i = 0; i < rows.n; i++) {
+    size_t w = (size_t)rows.v[i].indent + strlen(rows.v[i].key);
+    if (w > width) width = w;
+  }
+  for (int i = 0; i < rows.n; i++) {
+    const Row *r = &rows.v[i];
+    int pad = (int)(width - (size_t)r->indent - strlen(r->key)) + 2;
+    fprintf(out, "%*s%s%*s%s\n", r->indent, "", r->key, pad, "", r->val);
+  }
+  fc_arena_free(&scratch);
+  if (fflush(out) != 0 || ferror(out)) return fc_error(diag, FC_ERR_IO, "cannot write the summary");
+  return FC_OK;
+}

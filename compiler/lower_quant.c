@@ -1,0 +1,390 @@
+/* lower_quant.c — legalisers of quantisation and integer arithmetic: QuantizeLinear, DequantizeLinear,
+ * DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv.
+ *
+ * Quantisation is y = saturate(round(x / scale) + zero_point) in f32 (round half to even, the core
+ * round), clamped to the output type's range and cast; dequantisation is (x - zero_point) * scale in
+ * f32. A 1-D scale/zero point is per-axis (QuantizeLinear/DequantizeLinear >= 13, `axis` default 1):
+ * it is viewed as [C, 1, .., 1] so it broadcasts along that axis.
+ *
+ * Integer products widen to i32 and subtract the zero points first (zero points are per tensor, per
+ * row of A / per column of B for matmul, per output channel of W for conv), then use core matmul/conv
+ * on i32 — exact, as the spec requires. Padding in ConvInteger/QLinearConv therefore contributes zeros
+ * of the shifted values, as ONNX's reference does. The QLinear* ops then requantise the i32 result:
+ * y = saturate(round(acc * (a_scale * b_scale / y_scale)) + y_zero_point), the multiplier in f32.
+ *
+ * Conv attributes (auto_pad, pads, strides, dilations, group, kernel_shape) are resolved here to the
+ * explicit form core conv takes.
+ */
+#include "onnx.h"
+
+#include <string.h>
+
+static FcValue *sc(FcLower *l, const FcValue *like, double v) {
+  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
+}
+
+static int64_t *new_dims(FcLower *l, int n) { return FC_NEW_ARRAY(&l->b->g->module->arena, int64_t, n > 0 ? n : 1); }
+
+static FcStatus bail(const FcLower *l) {
+  if (l->b->status != FC_OK) return l->b->status;
+  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
+}
+
+static bool need_inputs(FcLower *l, int n) {
+  if (l->n_in < n) {
+    fc_lx_error(l, "expects at least %d inputs, has %d", n, l->n_in);
+    return false;
+  }
+  for (int i = 0; i < n; i++)
+    if (!l->in[i]) {
+      fc_lx_error(l, "input %d is required", i);
+      return false;
+    }
+  return true;
+}
+
+static bool out_named(const FcLower *l, int i) {
+  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
+}
+
+static FcValue *opt_in(const FcLower *l, int i) { return i < l->n_in ? l->in[i] : NULL; }
+
+static FcValue *cast_to(FcLower *l, FcValue *v, FcDtype dt) {
+  return v && v->type.dtype != dt ? fc_b_cast(l->b, v, dt) : v;
+}
+
+/* The saturation range of a quantised type. */
+static bool quant_range(FcDtype dt, double *lo, double *hi) {
+  switch (dt) {
+  case FC_DT_U8: *lo = 0; *hi = 255; return true;
+  case FC_DT_I8: *lo = -128; *hi = 127; return true;
+  case FC_DT_U16: *lo = 0; *hi = 65535; return true;
+  case FC_DT_I16: *lo = -32768; *hi = 32767; return true;
+  default: return false;
+  }
+}
+
+static bool need_quant_type(FcLower *l, const FcValue *v, const char *what) {
+  double lo, hi;
+  if (quant_range(v->type.dtype, &lo, &hi)) return true;
+  fc_lx_error(l, "%s must be a 8- or 16-bit integer, not %s", what, fc_dtype_name(v->type.dtype));
+  return false;
+}
+
+/* round(v) + zp, clamped to dt's range and cast to dt; v and zp_f are f32 (zp_f may be NULL). */
+static FcValue *requantize(FcLower *l, FcValue *v, FcValue *zp_f, FcDtype dt) {
+  double lo, hi;
+  FC_ASSERT(quant_range(dt, &lo, &hi));
+  FcValue *y = fc_b_unary(l->b, FC_OP_ROUND, v);
+  if (zp_f) y = fc_b_binary(l->b, FC_OP_ADD, y, zp_f);
+  y = fc_b_binary(l->b, FC_OP_MAX, y, sc(l, y, lo));
+  y = fc_b_binary(l->b, FC_OP_MIN, y, sc(l, y, hi));
+  return fc_b_cast(l->b, y, dt);
+}
+
+/* A scale or zero point for x: rank 0 or a single element is per tensor; from opset 13 a 1-D one of
+ * x's dim at `axis` (attribute, default 1, read only then) is per axis and viewed as [C, 1, .., 1].
+ * Returns NULL (error recorded) otherwise. */
+static FcValue *axis_view(FcLower *l, FcValue *p, const FcValue *x, const char *what) {
+  const FcType *t = &p->type;
+  int64_t n, axis = 1;
+  if (!fc_type_numel(t, &n)) n = -1;
+  if (t->rank == 0 || (n == 1 && t->rank <= x->type.rank)) return p;
+  char b1[256], b2[256];
+  if (t->rank == 1 && l->opset >= 13) {
+    if (!fc_lx_axis(l, fc_lx_int(l, "axis", 1), x->type.rank, &axis)) return NULL;
+    if (t->dims[0] == x->type.dims[axis]) {
+      int r = x->type.rank - (int)axis;
+      if (r == 1) return p;
+      int64_t *dims = new_dims(l, r);
+      dims[0] = t->dims[0];
+      for (int i = 1; i < r; i++) dims[i] = 1;
+      return fc_b_reshape(l->b, p, r, dims);
+    }
+    fc_lx_error(l, "%s %s does not match dim %lld of input %s", what, fc_type_str(t, b1, sizeof b1),
+                (long long)axis, fc_type_str(&x->type, b2, sizeof b2));
+    return NULL;
+  }
+  fc_lx_error(l, "%s %s must be a scalar%s", what, fc_type_str(t, b1, sizeof b1),
+              l->opset >= 13 ? " or 1-D along the quantisation axis" : "");
+  return NULL;
+}
+
+/* ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------ */
+
+FcStatus fc_lower_quantize(FcLower *l) {
+  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  FcValue *x = l->in[0], *scale = l->in[1], *zp = opt_in(l, 2);
+  if (scale->type.dtype != FC_DT_F32) return fc_lx_error(l, "y_scale must be float32");
+  if (zp && !need_quant_type(l, zp, "y_zero_point")) return FC_ERR_INPUT;
+  FcDtype qdt = zp ? zp->type.dtype : FC_DT_U8;
+  FcValue *s = axis_view(l, scale, x, "y_scale");
+  if (!s) return bail(l);
+  FcValue *zf = NULL;
+  if (zp) {
+    FcValue *z = axis_view(l, zp, x, "y_zero_point");
+    if (!z) return bail(l);
+    zf = fc_b_cast(l->b, z, FC_DT_F32);
+  }
+  FcValue *xf = cast_to(l, x, FC_DT_F32);
+  l->out[0] = requantize(l, fc_b_binary(l->b, FC_OP_DIV, xf, s), zf, qdt);
+  return fc_lx_finish(l);
+}
+
+FcStatus fc_lower_dequantize(FcLower *l) {
+  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  FcValue *x = l->in[0], *scale = l->in[1], *zp = opt_in(l, 2);
+  FcDtype dt = x->type.dtype;
+  if (dt != FC_DT_U8 && dt != FC_DT_I8 && dt != FC_DT_I32 && dt != FC_DT_U16 && dt != FC_DT_I16)
+    return fc_lx_error(l, "x must be an integer tensor, not %s", fc_dtype_name(dt));
+  if (scale->type.dtype != FC_DT_F32) return fc_lx_error(l, "x_scale must be float32");
+  if (zp && zp->type.dtype != dt) return fc_lx_error(l, "x_zero_point must have x's type %s", fc_dtype_name(dt));
+  FcValue *s = axis_view(l, scale, x, "x_scale");
+  if (!s) return bail(l);
+  FcValue *y = fc_b_cast(l->b, x, FC_DT_F32);
+  if (zp) {
+    FcValue *z = axis_view(l, zp, x, "x_zero_point");
+    if (!z) return bail(l);
+    y = fc_b_binary(l->b, FC_OP_SUB, y, fc_b_cast(l->b, z, FC_DT_F32));
+  }
+  l->out[0] = fc_b_binary(l->b, FC_OP_MUL, y, s);
+  return fc_lx_finish(l);
+}
+
+/* scale = (max(x, 0) - min(x, 0)) / 255; zero_point = saturate(round(-min / scale)); y = quantised x. */
+FcStatus fc_lower_dynamic_quantize(FcLower *l) {
+  if (!need_inputs(l, 1)) return FC_ERR_INPUT;
+  FcValue *x = l->in[0];
+  if (x->type.dtype != FC_DT_F32) return fc_lx_error(l, "x must be float32, not %s", fc_dtype_name(x->type.dtype));
+  int rank = x->type.rank;
+  int64_t *all = new_dims(l, rank);
+  for (int i = 0; i < rank; i++) all[i] = i;
+  FcValue *mx = rank ? fc_b_reduce(l->b, FC_OP_REDUCE_MAX, x, rank, all, false) : x;
+  FcValue *mn = rank ? fc_b_reduce(l->b, FC_OP_REDUCE_MIN, x, rank, all, false) : x;
+  FcValue *zero = sc(l, x, 0);
+  mx = fc_b_binary(l->b, FC_OP_MAX, mx, zero);
+  mn = fc_b_binary(l->b, FC_OP_MIN, mn, zero);
+  FcValue *scale = fc_b_binary(l->b, FC_OP_SUB, mx, mn);
+  scale = fc_b_binary(l->b, FC_OP_DIV, scale, sc(l, x, 255));
+  FcValue *zp = requantize(l, fc_b_binary(l->b, FC_OP_DIV, fc_b_unary(l->b, FC_OP_NEG, mn), scale), NULL, FC_DT_U8);
+  FcValue *zf = fc_b_cast(l->b, zp, FC_DT_F32);
+  l->out[0] = requantize(l, fc_b_binary(l->b, FC_OP_DIV, x, scale), zf, FC_DT_U8);
+  if (out_named(l, 1)) l->out[1] = scale;
+  if (out_named(l, 2)) l->out[2] = zp;
+  return fc_lx_finish(l);
+}
+
+/* ---- integer matmul ------------------------------------------------------------------------------ */
+
+/* A per-row parameter of A (or of the result): 1-D [M] viewed as [M, 1]; other shapes as given. */
+static FcValue *per_row(FcLower *l, FcValue *p) {
+  if (!p || p->type.rank != 1 || p->type.dims[0] == 1) return p;
+  int64_t dims[2] = {p->type.dims[0], 1};
+  return fc_b_reshape(l->b, p, 2, dims);
+}
+
+/* x widened to i32 minus its zero point (already shaped to broadcast), or x alone without one. */
+static FcValue *shifted(FcLower *l, FcValue *x, FcValue *zp) {
+  FcValue *v = cast_to(l, x, FC_DT_I32);
+  return zp ? fc_b_binary(l->b, FC_OP_SUB, v, cast_to(l, zp, FC_DT_I32)) : v;
+}
+
+/* NumPy matmul on i32 operands: 1-D operands are promoted to matrices and the added dim dropped. */
+static FcValue *matmul_nd(FcLower *l, FcValue *a, FcValue *b) {
+  if (!a || !b) return NULL;
+  int ra = a->type.rank, rb = b->type.rank;
+  if (ra < 1 || rb < 1) {
+    fc_lx_error(l, "matmul operands must have rank >= 1");
+    return NULL;
+  }
+  if (ra == 1) {
+    int64_t d[2] = {1, a->type.dims[0]};
+    a = fc_b_reshape(l->b, a, 2, d);
+  }
+  if (rb == 1) {
+    int64_t d[2] = {b->type.dims[0], 1};
+    b = fc_b_reshape(l->b, b, 2, d);
+  }
+  FcValue *y = fc_b_binary(l->b, FC_OP_MATMUL, a, b);
+  if (!y || (ra > 1 && rb > 1)) return y;
+  /* drop the promoted dims: M (ra == 1) sits at rank-2, N (rb == 1) at rank-1 */
+  int r = y->type.rank, n = 0;
+  int64_t *dims = new_dims(l, r);
+  for (int i = 0; i < r; i++) {
+    if ((ra == 1 && i == r - 2) || (rb == 1 && i == r - 1)) continue;
+    dims[n++] = y->type.dims[i];
+  }
+  return fc_b_reshape(l->b, y, n, dims);
+}
+
+static bool need_int8(FcLower *l, const FcValue *v, const char *what) {
+  if (v->type.dtype == FC_DT_U8 || v->type.dtype == FC_DT_I8) return true;
+  fc_lx_error(l, "%s must be uint8 or int8, not %s", what, fc_dtype_name(v->type.dtype));
+  return false;
+}
+
+FcStatus fc_lower_matmul_integer(FcLower *l) {
+  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  FcValue *a = l->in[0], *b = l->in[1];
+  if (!need_int8(l, a, "A") || !need_int8(l, b, "B")) return FC_ERR_INPUT;
+  FcValue *azp = per_row(l, opt_in(l, 2)), *bzp = opt_in(l, 3);
+  FcValue *as = shifted(l, a, azp), *bs = shifted(l, b, bzp);
+  l->out[0] = matmul_nd(l, as, bs);
+  if (!l->out[0]) return bail(l);
+  return fc_lx_finish(l);
+}
+
+/* y = saturate(round(acc * multiplier) + y_zero_point) with acc i32 and the multiplier f32. */
+static FcValue *requantize_acc(FcLower *l, FcValue *acc, FcValue *mult, FcValue *yzp) {
+  if (!yzp) return NULL;
+  FcValue *v = fc_b_binary(l->b, FC_OP_MUL, fc_b_cast(l->b, acc, FC_DT_F32), mult);
+  return requantize(l, v, fc_b_cast(l->b, yzp, FC_DT_F32), yzp->type.dtype);
+}
+
+FcStatus fc_lower_qlinear_matmul(FcLower *l) {
+  if (!need_inputs(l, 8)) return FC_ERR_INPUT;
+  FcValue *a = l->in[0], *as = l->in[1], *azp = l->in[2], *b = l->in[3], *bs = l->in[4], *bzp = l->in[5],
+          *ys = l->in[6], *yzp = l->in[7];
+  if (!need_int8(l, a, "a") || !need_int8(l, b, "b") || !need_int8(l, yzp, "y_zero_point")) return FC_ERR_INPUT;
+  if (as->type.dtype != FC_DT_F32 || bs->type.dtype != FC_DT_F32 || ys->type.dtype != FC_DT_F32)
+    return fc_lx_error(l, "scales must be float32");
+  FcValue *a_shift = shifted(l, a, per_row(l, azp));
+  FcValue *b_shift = shifted(l, b, bzp);
+  FcValue *acc = matmul_nd(l, a_shift, b_shift);
+  if (!acc) return bail(l);
+  FcValue *mult = fc_b_binary(l->b, FC_OP_MUL, per_row(l, as), bs);
+  mult = fc_b_binary(l->b, FC_OP_DIV, mult, per_row(l, ys));
+  l->out[0] = requantize_acc(l, acc, mult, per_row(l, yzp));
+  return fc_lx_finish(l);
+}
+
+/* ---- integer convolution ------------------------------------------------------------------------- */
+
+typedef struct ConvAttrs {
+  int n;                      /* spatial dims */
+  int64_t *strides, *dilations, *pads;
+  int64_t group;
+} ConvAttrs;
+
+/* Resolves ONNX conv attributes for x [N, C, D..] and w [M, C/group, K..] into explicit ones. */
+static bool conv_attrs(FcLower *l, const FcType *x, const FcType *w, ConvAttrs *c) {
+  if (x->rank < 3 || w->rank != x->rank) {
+    fc_lx_error(l, "input (rank %d) and weight (rank %d) must have one rank >= 3", x->rank, w->rank);
+    return false;
+  }
+  int n = c->n = x->rank - 2;
+  const int64_t *v;
+  int cnt = fc_lx_ints(l, "kernel_shape", &v);
+  if (cnt >= 0) {
+    bool same = cnt == n;
+    for (int i = 0; same && i < n; i++) same = v[i] == w->dims[2 + i];
+    if (!same) {
+      fc_lx_error(l, "kernel_shape does not match the weight's spatial dims");
+      return false;
+    }
+  }
+  static const char *const names[2] = {"strides", "dilations"};
+  int64_t **dst[2] = {&c->strides, &c->dilations};
+  for (int k = 0; k < 2; k++) {
+    *dst[k] = new_dims(l, n);
+    cnt = fc_lx_ints(l, names[k], &v);
+    if (cnt >= 0 && cnt != n) {
+      fc_lx_error(l, "%s has %d values, expects %d", names[k], cnt, n);
+      return false;
+    }
+    for (int i = 0; i < n; i++) {
+      (*dst[k])[i] = cnt >= 0 ? v[i] : 1;
+      if ((*dst[k])[i] < 1) {
+        fc_lx_error(l, "%s must be positive", names[k]);
+        return false;
+      }
+    }
+  }
+  c->group = fc_lx_int(l, "group", 1);
+  c->pads = new_dims(l, 2 * n);
+  const char *auto_pad = fc_lx_str(l, "auto_pad", "NOTSET");
+  if (strcmp(auto_pad, "NOTSET") == 0) {
+    cnt = fc_lx_ints(l, "pads", &v);
+    if (cnt >= 0 && cnt != 2 * n) {
+      fc_lx_error(l, "pads has %d values, expects %d", cnt, 2 * n);
+      return false;
+    }
+    for (int i = 0; i < 2 * n; i++) {
+      c->pads[i] = cnt >= 0 ? v[i] : 0;
+      if (c->pads[i] < 0) {
+        fc_lx_error(l, "pads must be non-negative");
+        return false;
+      }
+    }
+  } else if (strcmp(auto_pad, "VALID") == 0) {
+    for (int i = 0; i < 2 * n; i++) c->pads[i] = 0;
+  } else if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {
+    /* out = ceil(in / stride); the padding that makes it: (out-1)*stride + (k-1)*dilation + 1 - in */
+    bool upper = auto_pad[5] == 'U';
+    for (int i = 0; i < n; i++) {
+      int64_t in = x->dims[2 + i], st = c->strides[i], out = in / st + (in % st != 0), span, need, total;
+      if (!fc_checked_mul(w->dims[2 + i] > 0 ? w->dims[2 + i] - 1 : 0, c->dilations[i], &span) ||
+          !fc_checked_mul(out > 0 ? out - 1 : 0, st, &need) || !fc_checked_add(need, span, &need) ||
+          !fc_checked_add(need, 1, &need)) {
+        fc_lx_error(l, "convolution window sizes overflow");
+        return false;
+      }
+      total = need > in ? need - in : 0;
+      c->pads[i] = upper ? total / 2 : total - total / 2;
+      c->pads[n + i] = total - c->pads[i];
+    }
+  } else {
+    fc_lx_error(l, "auto_pad \"%s\" is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad);
+    return false;
+  }
+  return true;
+}
+
+/* A per-output-channel parameter of length M viewed as [M, 1, .., 1] of rank `rank`. */
+static FcValue *per_channel(FcLower *l, FcValue *p, int rank) {
+  if (!p || p->type.rank != 1 || p->type.dims[0] == 1) return p;
+  int64_t *dims = new_dims(l, rank);
+  dims[0] = p->type.dims[0];
+  for (int i = 1; i < rank; i++) dims[i] = 1;
+  return fc_b_reshape(l->b, p, rank, dims);
+}
+
+static FcValue *conv_i32(FcLower *l, FcValue *x, FcValue *w, FcValue *bias, const ConvAttrs *c) {
+  FcValue *ops[3] = {x, w, bias};
+  FcAttr a[4] = {FC_A_INTS(DILATIONS, c->dilations, c->n), FC_A_INT(GROUP, c->group),
+                 FC_A_INTS(PADS, c->pads, 2 * c->n), FC_A_INTS(STRIDES, c->strides, c->n)};
+  return fc_b_op1(l->b, FC_OP_CONV, ops, bias ? 3 : 2, a, 4);
+}
+
+FcStatus fc_lower_conv_integer(FcLower *l) {
+  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  FcValue *x = l->in[0], *w = l->in[1];
+  if (!need_int8(l, x, "x") || !need_int8(l, w, "w")) return FC_ERR_INPUT;
+  ConvAttrs c;
+  if (!conv_attrs(l, &x->type, &w->type, &c)) return bail(l);
+  FcValue *xs = shifted(l, x, opt_in(l, 2));
+  FcValue *ws = shifted(l, w, per_channel(l, opt_in(l, 3), w->type.rank));
+  l->out[0] = conv_i32(l, xs, ws, NULL, &c);
+  return fc_lx_finish(l);
+}
+
+FcStatus fc_lower_qlinear_conv(FcLower *l) {
+  if (!need_inputs(l, 8)) return FC_ERR_INPUT;
+  FcValue *x = l->in[0], *xs = l->in[1], *xzp = l->in[2], *w = l->in[3], *ws = l->in[4], *wzp = l->in[5],
+          *ys = l->in[6], *yzp = l->in[7], *bias = opt_in(l, 8);
+  if (!need_int8(l, x, "x") || !need_int8(l, w, "w") || !need_int8(l, yzp, "y_zero_point")) return FC_ERR_INPUT;
+  if (xs->type.dtype != FC_DT_F32 || ws->type.dtype != FC_DT_F32 || ys->type.dtype != FC_DT_F32)
+    return fc_lx_error(l, "scales must be float32");
+  if (bias && bias->type.dtype != FC_DT_I32) return fc_lx_error(l, "B must be int32");
+  ConvAttrs c;
+  if (!conv_attrs(l, &x->type, &w->type, &c)) return bail(l);
+  int rank = x->type.rank;
+  FcValue *x_shift = shifted(l, x, xzp);
+  FcValue *w_shift = shifted(l, w, per_channel(l, wzp, rank));
+  FcValue *acc = conv_i32(l, x_shift, w_shift, bias, &c);
+  /* w_scale is per output channel: dim 1 of the result, so [M, 1, .., 1] of rank - 1 */
+  FcValue *mult = fc_b_binary(l->b, FC_OP_MUL, xs, per_channel(l, ws, rank - 1));
+  mult = fc_b_binary(l->b, FC_OP_DIV, mult, ys);
+  l->out[0] = acc ? requantize_acc(l, acc, mult, yzp) : NULL;
+  return fc_lx_finish(l);
+}

@@ -1,0 +1,493 @@
+/* main.c — the `flowc` command line: `flowc build` and `flowc info`.
+ *
+ * This is the only place that prints errors and exits. The flow of `build` is flat: parse and check
+ * every option first (a bad flag or pass name is reported before the model is read), load the model by
+ * its content (ONNX or IR text), verify it, run the pass pipeline (-O2 unless -O or --passes says
+ * otherwise), then open the output and emit. Nothing is written to -o FILE unless the model got that far.
+ * `info` stops after the verifier and summarises the imported module.
+ *
+ * Exit status: 0 success; 1 the input was rejected (one line `flowc: error: <file>: <what>` on stderr);
+ * 2 the command line is wrong (one line `flowc: error: <what>`).
+ *
+ * --split-input-file (IR text only) processes each `// -----` separated part as its own module and
+ * joins the outputs with `// -----` lines, continuing after a part that fails; lit tests use it to keep
+ * several small cases in one file.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "passes.h"
+
+#ifndef FLOWC_VERSION
+#define FLOWC_VERSION "unknown"
+#endif
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
+#define MAX_RANK_FLAG 1024 /* --max-rank above this is refused: types that large are not a real model */
+
+typedef struct Cli {
+  const char *cmd;   /* "build" or "info" */
+  const char *model;
+  const char *output; /* NULL or "-": stdout */
+  const char *emit;   /* "ir" or "dot" */
+  bool weights, split;
+  int opt_level;
+  const char *passes, *print_before, *print_after;
+  bool verify_each;
+  FcImportOptions imp;
+  FcBinding *binds;
+  int n_binds;
+} Cli;
+
+static void cli_free(Cli *c) {
+  for (int i = 0; i < c->n_binds; i++) free((char *)c->binds[i].name);
+  free(c->binds);
+}
+
+static int usage_error(Cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(Cli *c, const char *fmt, ...) {
+  fflush(stdout);
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("flowc: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  cli_free(c);
+  return EXIT_USAGE;
+}
+
+/* Writes s with control characters as '?': a file name must not split the one-line message. */
+static void put_line_safe(const char *s, FILE *f) {
+  for (; *s; s++) fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+/* Prints the diagnostic for `file`. Messages that already start with "<file>:" (parser positions,
+ * "<file>:<line>:<col>: ...") are not prefixed twice. */
+static void report(const char *file, const FcDiag *d) {
+  fflush(stdout);
+  const char *msg = d->msg[0] ? d->msg : fc_status_name(d->status);
+  size_t n = strlen(file);
+  fputs("flowc: error: ", stderr);
+  if (strncmp(msg, file, n) != 0 || msg[n] != ':') {
+    put_line_safe(file, stderr);
+    fputs(": ", stderr);
+  }
+  put_line_safe(msg, stderr);
+  fputc('\n', stderr);
+}
+
+/* ---- help ----------------------------------------------------------------------------------------- */
+
+static void print_main_help(void) {
+  puts("usage: flowc <command> MODEL [options]\n"
+       "       flowc --help | --version\n"
+       "\n"
+       "flowc compiles neural-network models ahead of time.\n"
+       "\n"
+       "commands:\n"
+       "  build MODEL   import, verify and optimise a model; write its IR or a Graphviz graph\n"
+       "  info MODEL    summarise a model: inputs, outputs, op histogram, parameters, FLOPs\n"
+       "\n"
+       "Run 'flowc <command> --help' for the options of a command.\n"
+       "\n"
+       "MODEL is an ONNX protobuf file or an IR text file (such as 'flowc build --emit ir --weights' writes);\n"
+       "the format is recognised from the content.\n"
+       "\n"
+       "exit status: 0 success; 1 the input was rejected ('flowc: error: <file>: <what>' on stderr);\n"
+       "2 the command line is wrong ('flowc: error: <what>').");
+}
+
+static const char input_help[] =
+    "  --bind NAME=FILE       make graph input NAME the constant in FILE (.npy or ONNX TensorProto .pb);\n"
+    "                         repeatable\n"
+    "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"
+    "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64)\n"
+    "  --max-rank=N           refuse tensors of rank above N (default 16)\n";
+
+static void print_build_help(void) {
+  puts("usage: flowc build MODEL [options]\n"
+       "\n"
+       "Imports MODEL, runs the verifier, runs the pass pipeline (-O2 unless told otherwise) and writes the\n"
+       "result. IR dumps of --print-before/--print-after go to stderr.\n"
+       "\n"
+       "output:\n"
+       "  --emit KIND            ir (default): the IR as MLIR generic-operation text; dot: a Graphviz graph.\n"
+       "                         exe, lib and obj are not yet supported\n"
+       "  -o FILE                write to FILE instead of standard output\n"
+       "  --weights              write every constant's data, so the IR text is a complete model\n"
+       "\n"
+       "passes:\n"
+       "  -O0, -O1, -O2, -O3     run the pipeline of that level (default -O2)\n"
+       "  --passes=a,b,c         run exactly these passes, in this order, instead of a pipeline\n"
+       "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
+       "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
+       "  --verify-each          run the verifier after every pass\n"
+       "\n"
+       "input:");
+  fputs(input_help, stdout);
+  puts("  --split-input-file     IR text only: treat each part between '// -----' lines as its own model;\n"
+       "                         the outputs are joined with '// -----' lines\n"
+       "\n"
+       "registered passes:");
+  int width = 0;
+  for (int i = 0; i < fc_pass_count(); i++) {
+    int w = (int)strlen(fc_pass_at(i)->name);
+    if (w > width) width = w;
+  }
+  for (int i = 0; i < fc_pass_count(); i++)
+    printf("  %-*s  %s\n", width, fc_pass_at(i)->name, fc_pass_at(i)->help);
+  puts("\npipelines:");
+  for (int l = 0; l <= 3; l++) {
+    const char *p = fc_pipeline_for_level(l);
+    printf("  -O%d  %s\n", l, p && *p ? p : "(no passes)");
+  }
+  puts("\nexit status: 0 success; 1 the input was rejected; 2 the command line is wrong.");
+}
+
+static void print_info_help(void) {
+  puts("usage: flowc info MODEL [options]\n"
+       "\n"
+       "Imports and verifies MODEL (no passes run) and prints one block: graph inputs and outputs with\n"
+       "their types, the ops by kind, the parameters (elements and bytes of all constants) and the FLOPs\n"
+       "(2 per multiply-accumulate of conv, conv_transpose and matmul).\n"
+       "\n"
+       "input:");
+  fputs(input_help, stdout);
+  puts("\nexit status: 0 success; 1 the input was rejected; 2 the command line is wrong.");
+}
+
+/* ---- option parsing -------------------------------------------------------------------------------- */
+
+/* Matches `--name=VALUE` or `--name VALUE` (and `-o FILE`, `-oFILE` for the one-letter form). Returns
+ * 0 if argv[*i] is not this option, 1 with *val set, -1 if the value is missing. */
+static int take_value(int argc, char **argv, int *i, const char *name, const char **val) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0) return 0;
+  if (a[n] == '=' && name[1] == '-') {
+    *val = a + n + 1;
+    return 1;
+  }
+  if (a[n] != '\0') {
+    if (name[1] != '-') { /* -oFILE */
+      *val = a + n;
+      return 1;
+    }
+    return 0;
+  }
+  if (*i + 1 >= argc) return -1;
+  *val = argv[++*i];
+  return 1;
+}
+
+/* A non-negative decimal integer, optionally with a K/M/G (binary) suffix when `suffixes`. */
+static bool parse_count(const char *s, bool suffixes, int64_t max, int64_t *out) {
+  if (!*s) return false;
+  int64_t v = 0;
+  const char *p = s;
+  for (; *p >= '0' && *p <= '9'; p++)
+    if (!fc_checked_mul(v, 10, &v) || !fc_checked_add(v, *p - '0', &v)) return false;
+  if (p == s) return false;
+  if (suffixes && *p) {
+    int shift = *p == 'K' || *p == 'k' ? 10 : *p == 'M' || *p == 'm' ? 20 : *p == 'G' || *p == 'g' ? 30 : -1;
+    if (shift < 0 || !fc_checked_mul(v, (int64_t)1 << shift, &v)) return false;
+    p++;
+  }
+  if (*p || v > max) return false;
+  *out = v;
+  return true;
+}
+
+static bool is_pass_or_all(const char *name) { return strcmp(name, "all") == 0 || fc_pass_lookup(name); }
+
+/* Parses argv[2..]; returns -1 to go on, or an exit status (help printed, or a usage error). */
+static int parse_args(Cli *c, int argc, char **argv) {
+  bool build = strcmp(c->cmd, "build") == 0;
+  bool options_done = false;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    int r;
+    if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
+      if (c->model) return usage_error(c, "more than one model given ('%s' and '%s')", c->model, a);
+      c->model = a;
+      continue;
+    }
+    if (strcmp(a, "--") == 0) {
+      options_done = true;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      if (build) print_build_help();
+      else print_info_help();
+      cli_free(c);
+      return 0;
+    } else if ((r = take_value(argc, argv, &i, "--bind", &v)) != 0) {
+      if (r < 0) return usage_error(c, "--bind needs NAME=FILE");
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v || !eq[1]) return usage_error(c, "--bind needs NAME=FILE, got '%s'", v);
+      for (int k = 0; k < c->n_binds; k++)
+        if (strlen(c->binds[k].name) == (size_t)(eq - v) && strncmp(c->binds[k].name, v, (size_t)(eq - v)) == 0)
+          return usage_error(c, "input '%s' is bound twice", c->binds[k].name);
+      FcBinding *nb = realloc(c->binds, (size_t)(c->n_binds + 1) * sizeof *nb);
+      char *name = strndup(v, (size_t)(eq - v));
+      if (!nb || !name) fc_die(__FILE__, __LINE__, "out of memory");
+      c->binds = nb;
+      c->binds[c->n_binds++] = (FcBinding){name, eq + 1};
+    } else if ((r = take_value(argc, argv, &i, "--max-file-size", &v)) != 0) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, true, INT64_MAX, &n))
+        return usage_error(c, "--max-file-size needs a byte count (such as 4096, 64M or 2G)");
+      c->imp.limits.max_file_bytes = n;
+    } else if ((r = take_value(argc, argv, &i, "--max-nesting", &v)) != 0) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, false, INT_MAX, &n) || n < 1)
+        return usage_error(c, "--max-nesting needs a count of at least 1");
+      c->imp.limits.max_nesting = (int)n;
+    } else if ((r = take_value(argc, argv, &i, "--max-rank", &v)) != 0) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, false, MAX_RANK_FLAG, &n))
+        return usage_error(c, "--max-rank needs a rank from 0 to %d", MAX_RANK_FLAG);
+      c->imp.limits.max_rank = (int)n;
+    } else if (!build) {
+      return usage_error(c, "unknown option '%s' for 'flowc info' (see 'flowc info --help')", a);
+    } else if ((r = take_value(argc, argv, &i, "--emit", &v)) != 0) {
+      if (r < 0) return usage_error(c, "--emit needs a kind: ir or dot");
+      if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0) {
+        if (strcmp(v, "exe") == 0 || strcmp(v, "lib") == 0 || strcmp(v, "obj") == 0)
+          return usage_error(c, "--emit %s is not yet supported (this flowc emits ir or dot)", v);
+        return usage_error(c, "unknown --emit kind '%s' (expected ir or dot)", v);
+      }
+      c->emit = v;
+    } else if ((r = take_value(argc, argv, &i, "-o", &v)) != 0) {
+      if (r < 0 || !*v) return usage_error(c, "-o needs a file name");
+      c->output = v;
+    } else if ((r = take_value(argc, argv, &i, "--passes", &v)) != 0) {
+      if (r < 0) return usage_error(c, "--passes needs a list such as --passes=fold,dce");
+      FcDiag d;
+      fc_diag_init(&d);
+      if (fc_pipeline_check(v, &d) != FC_OK) return usage_error(c, "--passes: %s", d.msg);
+      c->passes = v;
+    } else if ((r = take_value(argc, argv, &i, "--print-after", &v)) != 0) {
+      if (r < 0 || !is_pass_or_all(v))
+        return usage_error(c, "--print-after needs a registered pass name or 'all'%s%s%s", r < 0 ? "" : ", not '",
+                           r < 0 ? "" : v, r < 0 ? "" : "'");
+      c->print_after = v;
+    } else if ((r = take_value(argc, argv, &i, "--print-before", &v)) != 0) {
+      if (r < 0 || !is_pass_or_all(v))
+        return usage_error(c, "--print-before needs a registered pass name or 'all'%s%s%s", r < 0 ? "" : ", not '",
+                           r < 0 ? "" : v, r < 0 ? "" : "'");
+      c->print_before = v;
+    } else if (a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+      c->opt_level = a[2] - '0';
+    } else if (strcmp(a, "--verify-each") == 0) {
+      c->verify_each = true;
+    } else if (strcmp(a, "--weights") == 0) {
+      c->weights = true;
+    } else if (strcmp(a, "--split-input-file") == 0) {
+      c->split = true;
+    } else {
+      return usage_error(c, "unknown option '%s' for 'flowc build' (see 'flowc build --help')", a);
+    }
+  }
+  if (!c->model) return usage_error(c, "no model given (usage: flowc %s MODEL [options])", c->cmd);
+  if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
+  c->imp.bindings = c->binds;
+  c->imp.n_bindings = c->n_binds;
+  return -1;
+}
+
+/* ---- build ---------------------------------------------------------------------------------------- */
+
+/* The output stream, opened on first use so a model that fails leaves no file behind. */
+typedef struct Output {
+  const char *path; /* NULL: stdout */
+  FILE *f;
+  bool regular;     /* the output is a regular file (only such a file is removed after a failure) */
+} Output;
+
+static const char *output_name(const Output *o) { return o->path ? o->path : "<stdout>"; }
+
+static FcStatus output_open(Output *o, FcDiag *d) {
+  if (o->f) return FC_OK;
+  if (!o->path) {
+    o->f = stdout;
+    return FC_OK;
+  }
+  o->f = fopen(o->path, "w");
+  if (!o->f) return fc_error(d, FC_ERR_IO, "cannot write: %s", strerror(errno));
+  struct stat st;
+  o->regular = fstat(fileno(o->f), &st) == 0 && S_ISREG(st.st_mode);
+  return FC_OK;
+}
+
+/* Closes the output; FC_ERR_IO if any write failed. */
+static FcStatus output_close(Output *o, FcDiag *d) {
+  if (!o->f) return FC_OK;
+  bool ok = fflush(o->f) == 0 && !ferror(o->f);
+  int e = errno;
+  if (o->f != stdout && fclose(o->f) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  o->f = NULL;
+  return ok ? FC_OK : fc_error(d, FC_ERR_IO, "cannot write: %s", strerror(e));
+}
+
+/* Which file a failure is about: the model, or the output. */
+typedef enum Blame { BLAME_MODEL, BLAME_OUTPUT } Blame;
+
+/* Verifies, runs the pipeline and emits one module. Does not free it. */
+static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blame, FcDiag *d) {
+  *blame = BLAME_MODEL;
+  FcStatus st = fc_verify(m, d);
+  if (st != FC_OK) return st;
+  FcPipelineOptions po;
+  fc_pipeline_options_default(&po);
+  po.opt_level = c->opt_level;
+  po.passes = c->passes;
+  po.print_before = c->print_before;
+  po.print_after = c->print_after;
+  po.verify_each = c->verify_each;
+  /* Dumps share stderr with messages: flush what went to stdout so 2>&1 keeps the order. */
+  fflush(stdout);
+  st = fc_pipeline_run(m, &po, d);
+  if (st != FC_OK) return st;
+  *blame = BLAME_OUTPUT;
+  st = output_open(out, d);
+  if (st != FC_OK) return st;
+  if (strcmp(c->emit, "dot") == 0) st = fc_dot_print(out->f, m, d);
+  else {
+    FcPrintOptions pr = {.weights = c->weights, .inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT};
+    st = fc_print_module(out->f, m, &pr, d);
+  }
+  if (st != FC_ERR_IO) *blame = BLAME_MODEL;
+  return st;
+}
+
+static int run_build_one(Cli *c, Output *out) {
+  FcDiag d;
+  fc_diag_init(&d);
+  FcModule *m = NULL;
+  Blame blame = BLAME_MODEL;
+  FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+  if (st == FC_OK) st = build_module(c, m, out, &blame, &d);
+  fc_module_destroy(m);
+  if (output_close(out, &d) != FC_OK && st == FC_OK) {
+    st = d.status;
+    blame = BLAME_OUTPUT;
+  }
+  if (st == FC_OK) return 0;
+  /* A half-written output is worse than none; -o /dev/... is left alone. */
+  if (out->regular) remove(out->path);
+  report(blame == BLAME_OUTPUT ? output_name(out) : c->model, &d);
+  return EXIT_INPUT;
+}
+
+static int run_build_split(Cli *c, Output *out) {
+  FcDiag d;
+  fc_diag_init(&d);
+  FcModelFormat fmt;
+  char *text = NULL;
+  size_t len = 0;
+  FcStatus st = fc_model_format_of(c->model, &fmt, &d);
+  if (st == FC_OK && fmt != FC_FORMAT_TEXT)
+    st = fc_error(&d, FC_ERR_INPUT, "--split-input-file needs IR text input, not an ONNX model");
+  if (st == FC_OK) st = fc_read_file(c->model, c->imp.limits.max_file_bytes, &text, &len, &d);
+  if (st != FC_OK) {
+    report(c->model, &d);
+    return EXIT_INPUT;
+  }
+  FcChunk *chunks;
+  int n = fc_split_input(text, len, &chunks);
+  free(text);
+  int status = 0;
+  for (int i = 0; i < n; i++) {
+    fc_diag_init(&d);
+    FcModule *m = NULL;
+    Blame blame = BLAME_MODEL;
+    /* The separator goes out even for a part that fails, so part k of the output is part k of the input. */
+    if (i) {
+      st = output_open(out, &d);
+      if (st != FC_OK) {
+        report(output_name(out), &d);
+        status = EXIT_INPUT;
+        break;
+      }
+      fputs("// -----\n", out->f);
+    }
+    st = fc_load_text(chunks[i].text, chunks[i].len, c->model, &c->imp, &m, &d);
+    if (st == FC_OK) st = build_module(c, m, out, &blame, &d);
+    fc_module_destroy(m);
+    if (st != FC_OK) {
+      report(blame == BLAME_OUTPUT ? output_name(out) : c->model, &d);
+      status = EXIT_INPUT;
+      if (blame == BLAME_OUTPUT) break; /* nothing more can be written */
+    }
+  }
+  fc_chunks_free(chunks, n);
+  fc_diag_init(&d);
+  if (output_close(out, &d) != FC_OK && status == 0) {
+    report(output_name(out), &d);
+    status = EXIT_INPUT;
+  }
+  return status;
+}
+
+static int run_build(Cli *c) {
+  Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
+  int status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
+  cli_free(c);
+  return status;
+}
+
+/* ---- info ----------------------------------------------------------------------------------------- */
+
+static int run_info(Cli *c) {
+  FcDiag d;
+  fc_diag_init(&d);
+  FcModule *m = NULL;
+  FcModelFormat fmt = FC_FORMAT_ONNX;
+  Blame blame = BLAME_MODEL;
+  FcStatus st = fc_load_model(c->model, &c->imp, &m, &fmt, &d);
+  if (st == FC_OK) st = fc_verify(m, &d);
+  if (st == FC_OK) {
+    blame = BLAME_OUTPUT;
+    st = fc_info_print(stdout, m, c->model, fmt, &d);
+  }
+  fc_module_destroy(m);
+  int status = 0;
+  if (st != FC_OK) {
+    report(blame == BLAME_OUTPUT ? "<stdout>" : c->model, &d);
+    status = EXIT_INPUT;
+  }
+  cli_free(c);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  Cli c = {.emit = "ir", .opt_level = 2};
+  fc_import_options_default(&c.imp);
+  if (argc < 2) return usage_error(&c, "no command given (see 'flowc --help')");
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    print_main_help();
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("flowc %s\n", FLOWC_VERSION);
+    return 0;
+  }
+  if (strcmp(cmd, "build") != 0 && strcmp(cmd, "info") != 0) {
+    if (cmd[0] == '-') return usage_error(&c, "unknown option '%s' (see 'flowc --help')", cmd);
+    return usage_error(&c, "unknown command '%s' (commands: build, info; see 'flowc --help')", cmd);
+  }
+  c.cmd = cmd;
+  int r = parse_args(&c, argc, argv);
+  if (r >= 0) return r;
+  return strcmp(cmd, "build") == 0 ? run_build(&c) : run_info(&c);
+}

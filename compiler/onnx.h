@@ -1,0 +1,137 @@
+/* onnx.h — the ONNX frontend: one internal header for compiler/onnx_*.c and compiler/lower_*.c.
+ *
+ * onnx_load.c    reads a model file within limits (size, message nesting), unpacks it with protobuf-c,
+ *                resolves external data safely, converts TensorProto to FcTensor, and reads the tensor
+ *                files (.npy, TensorProto .pb) given to --bind.
+ * onnx_import.c  walks the graph in order, maps ONNX value names to IR values, turns initializers and
+ *                Constant nodes into CONSTANT ops, dispatches each node to its legaliser through the table
+ *                in onnx_ops.def, and reports every unsupported op at once.
+ * lower_*.c      legalisers: each turns one ONNX node into core IR ops through an FcBuilder.
+ */
+#ifndef FLOWC_ONNX_H
+#define FLOWC_ONNX_H
+
+#include "ir.h"
+#include "onnx.pb-c.h"
+
+/* ---- options ------------------------------------------------------------------------------------- */
+
+#define FC_DEFAULT_MAX_FILE_BYTES ((int64_t)2 << 30) /* 2 GiB */
+#define FC_DEFAULT_MAX_NESTING 64                    /* protobuf message nesting (subgraphs) */
+
+typedef struct FcImportLimits {
+  int64_t max_file_bytes; /* model file and each external-data file */
+  int max_nesting;        /* depth of nested messages, checked on the wire before unpacking */
+  int max_rank;           /* every tensor type */
+} FcImportLimits;
+
+/* A graph input fixed at compile time (--bind NAME=FILE, FILE .npy or TensorProto .pb). */
+typedef struct FcBinding {
+  const char *name;
+  const char *path;
+} FcBinding;
+
+/* Asked lazily for a graph input that a node needs as a constant (a shape, axes, k, ...), when no
+ * FcBinding names it. Return FC_OK with *out set (allocated in `arena`), FC_ERR_UNSUPPORTED when the
+ * callback has no value for it (the importer then reports that the input must be bound), or another
+ * status with a message in diag. */
+typedef FcStatus (*FcBindFn)(void *ctx, const char *input_name, int input_index, FcArena *arena,
+                             FcTensor **out, FcDiag *diag);
+
+/* A static shape for a graph input whose ONNX type has symbolic or unknown dims (--shape NAME=1x3x224x224).
+ * It must agree with every dim the model does fix. */
+typedef struct FcInputShape {
+  const char *name;
+  int rank;
+  const int64_t *dims;
+} FcInputShape;
+
+typedef struct FcImportOptions {
+  FcImportLimits limits;
+  const FcInputShape *shapes;
+  int n_shapes;
+  const FcBinding *bindings;
+  int n_bindings;
+  FcBindFn bind_fn;
+  void *bind_ctx;
+} FcImportOptions;
+
+void fc_import_options_default(FcImportOptions *o);
+
+/* Imports an ONNX model file into a new module. On failure *out is NULL and diag holds one line. */
+FcStatus fc_onnx_import(const char *path, const FcImportOptions *opts, FcModule **out, FcDiag *diag);
+
+/* ---- onnx_load.c --------------------------------------------------------------------------------- */
+
+/* Reads `path` (at most max_file_bytes), checks message nesting against max_nesting on the wire with
+ * the protobuf-c descriptors, and unpacks. Free with fc_onnx_model_free. */
+FcStatus fc_onnx_load_model(const char *path, const FcImportLimits *lim, Onnx__ModelProto **out, FcDiag *diag);
+void fc_onnx_model_free(Onnx__ModelProto *m);
+
+/* Converts a TensorProto (raw_data, typed fields, or external data relative to `model_dir`) to an
+ * FcTensor in `arena`. Refuses external paths that are absolute, contain "..", or resolve (through
+ * symlinks) outside model_dir; offsets/lengths beyond the file; sizes that disagree with the dims. */
+FcStatus fc_onnx_tensor_to_fc(const Onnx__TensorProto *tp, const char *model_dir, const FcImportLimits *lim,
+                              FcArena *arena, FcTensor **out, FcDiag *diag);
+
+/* Reads a tensor file: .npy (v1/v2/v3, little-endian, C order) or ONNX TensorProto .pb. */
+FcStatus fc_read_tensor_file(const char *path, const FcImportLimits *lim, FcArena *arena, FcTensor **out,
+                             FcDiag *diag);
+
+/* ---- onnx_import.c: what legalisers see ----------------------------------------------------------- */
+
+typedef struct FcImporter FcImporter; /* importer state, private to onnx_import.c */
+
+/* One ONNX node being legalised. The legaliser reads inputs and attributes, builds core ops with `b`
+ * (insertion at the end of the graph, loc = node name), and sets out[i] for every output the node
+ * names (outputs named "" may stay NULL). */
+typedef struct FcLower {
+  FcImporter *imp;
+  FcBuilder *b;
+  const Onnx__NodeProto *node;
+  int opset;      /* opset version of the node's domain */
+  FcValue **in;   /* node inputs; NULL where the input name is "" (omitted optional) */
+  int n_in;
+  FcValue **out;  /* to fill */
+  int n_out;
+  FcDiag *diag;
+} FcLower;
+
+typedef FcStatus (*FcLowerFn)(FcLower *l);
+
+/* Attributes (absent → default / -1). Strings are NUL-terminated copies in the module arena. */
+bool fc_lx_has_attr(const FcLower *l, const char *name);
+int64_t fc_lx_int(const FcLower *l, const char *name, int64_t dflt);
+float fc_lx_float(const FcLower *l, const char *name, float dflt);
+const char *fc_lx_str(const FcLower *l, const char *name, const char *dflt);
+int fc_lx_ints(const FcLower *l, const char *name, const int64_t **v);  /* -1 if absent */
+int fc_lx_floats(const FcLower *l, const char *name, const float **v);  /* -1 if absent */
+/* A TENSOR attribute converted to an FcTensor (NULL if absent; on a bad tensor records an error). */
+const FcTensor *fc_lx_tensor_attr(FcLower *l, const char *name);
+
+/* The compile-time value of input i: a constant, a chain of pure ops over constants (evaluated on
+ * demand), or a graph input given by --bind / the bind callback (which the importer then turns into a
+ * constant). NULL when it is not a constant; then an error naming the input and "--bind" is recorded. */
+const FcTensor *fc_lx_const_input(FcLower *l, int i);
+/* Same, but NULL without recording an error when the input is not constant. */
+const FcTensor *fc_lx_try_const_input(FcLower *l, int i);
+/* Integer contents of a constant input (any int dtype), as an int64 array in the arena; -1 on error. */
+int fc_lx_const_ints(FcLower *l, int i, const int64_t **v);
+
+/* Errors naming this node: "node '<name>' (<OpType>): <what>". fc_lx_unsupported marks the node as not
+ * supported (collected into the one message listing every unsupported op); fc_lx_error is bad input. */
+FcStatus fc_lx_unsupported(FcLower *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+FcStatus fc_lx_error(FcLower *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Checks the builder's sticky status after a chain of fc_b_* calls and that every named output is set. */
+FcStatus fc_lx_finish(FcLower *l);
+
+/* Normalises an axis in [-rank, rank) to [0, rank); false (and an error recorded) when out of range. */
+bool fc_lx_axis(FcLower *l, int64_t axis, int rank, int64_t *out);
+
+/* ---- onnx_ops.def: ONNX op type → legaliser --------------------------------------------------------- */
+
+#define FC_ONNX_OP(domain, name, fn) FcStatus fn(FcLower *l);
+#include "onnx_ops.def"
+#undef FC_ONNX_OP
+
+#endif /* FLOWC_ONNX_H */

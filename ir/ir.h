@@ -1,0 +1,418 @@
+/* ir.h — flowc's SSA IR over tensors: the one internal header of ir/, one section per .c file.
+ *
+ * A module owns an arena and one graph (the model's function). A graph is a list of ops; each op has
+ * operands (uses of values), results (values) and typed attributes. Values carry a static type
+ * (dtype + shape). Every value keeps a doubly linked list of its uses, so replace-all-uses and dead-code
+ * checks are O(uses). The last op of a graph is a RETURN whose operands are the graph outputs.
+ *
+ * Memory: everything a module holds is allocated in its arena and freed at once with the module
+ * (fc_module_destroy). Passes never free; erased ops are unlinked and left in the arena. Allocation
+ * failure is fatal (fc_arena_alloc aborts with a message): input sizes are limit-checked before they
+ * reach an allocation, so running out of memory is not a user error we can report per node.
+ *
+ * Errors: library code returns FcStatus and fills an FcDiag with a one-line message; only the CLI exits.
+ * Internal invariants go through FC_ASSERT, which stays on in release builds.
+ */
+#ifndef FLOWC_IR_H
+#define FLOWC_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- diag.c: status codes, diagnostics, internal asserts ---------------------------------------- */
+
+typedef enum FcStatus {
+  FC_OK = 0,
+  FC_ERR_INPUT,       /* malformed or inconsistent input (model, text, data file) */
+  FC_ERR_UNSUPPORTED, /* valid input that flowc does not handle (yet) */
+  FC_ERR_LIMIT,       /* input beyond a configured limit (file size, nesting, rank, element count) */
+  FC_ERR_IO,          /* cannot open/read/write a file */
+  FC_ERR_INTERNAL,    /* a bug in flowc reported as a status (verifier failure after a pass, ...) */
+} FcStatus;
+
+/* One diagnostic: the first error wins (later ones do not overwrite it). `msg` is one line without the
+ * "flowc: error: <file>: " prefix, which the CLI adds; messages about a node start with
+ * "node '<name>' (<OpType>): ". */
+typedef struct FcDiag {
+  FcStatus status;
+  char msg[2048];
+} FcDiag;
+
+void fc_diag_init(FcDiag *d);
+/* Records an error (if none is recorded yet) and returns `st`, so callers can `return fc_error(...)`. */
+FcStatus fc_error(FcDiag *d, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+FcStatus fc_verror(FcDiag *d, FcStatus st, const char *fmt, va_list ap);
+/* Same, prefixed with "node '<node>' (<op>): ". */
+FcStatus fc_error_node(FcDiag *d, FcStatus st, const char *node, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+const char *fc_status_name(FcStatus st);
+
+_Noreturn void fc_die(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define FC_ASSERT(cond)                                                            \
+  do {                                                                             \
+    if (!(cond)) fc_die(__FILE__, __LINE__, "assertion failed: %s", #cond);         \
+  } while (0)
+#define FC_UNREACHABLE() fc_die(__FILE__, __LINE__, "unreachable")
+
+/* ---- arena.c: bump allocator with whole-lifetime free -------------------------------------------- */
+
+typedef struct FcArenaChunk FcArenaChunk;
+typedef struct FcArena {
+  FcArenaChunk *head; /* newest chunk first */
+  size_t total;       /* bytes obtained from the system */
+} FcArena;
+
+void fc_arena_init(FcArena *a);
+void fc_arena_free(FcArena *a);
+/* Zeroed memory, aligned to `align` (a power of two <= 64). Aborts on out-of-memory. */
+void *fc_arena_alloc(FcArena *a, size_t size, size_t align);
+#define FC_NEW(a, T) ((T *)fc_arena_alloc((a), sizeof(T), _Alignof(T)))
+#define FC_NEW_ARRAY(a, T, n) ((T *)fc_arena_alloc((a), fc_size_mul_or_die((n), sizeof(T)), _Alignof(T)))
+char *fc_arena_strdup(FcArena *a, const char *s);
+char *fc_arena_strndup(FcArena *a, const char *s, size_t n);
+void *fc_arena_memdup(FcArena *a, const void *p, size_t n, size_t align);
+char *fc_arena_printf(FcArena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- checked.c: overflow-checked arithmetic for every size computed from input ------------------- */
+
+/* Each returns false on overflow (or negative input where sizes must be >= 0) and leaves *out unset. */
+bool fc_checked_mul(int64_t a, int64_t b, int64_t *out);
+bool fc_checked_add(int64_t a, int64_t b, int64_t *out);
+size_t fc_size_mul_or_die(size_t a, size_t b); /* for internal sizes already known to be sane */
+
+/* ---- types.c: dtypes and tensor types ------------------------------------------------------------ */
+
+typedef enum FcDtypeClass { FC_DTC_FLOAT, FC_DTC_SINT, FC_DTC_UINT, FC_DTC_BOOL } FcDtypeClass;
+
+typedef enum FcDtype {
+#define FC_DTYPE(E, mlir, bytes, onnx, cls) FC_DT_##E,
+#include "dtypes.def"
+#undef FC_DTYPE
+  FC_DT_COUNT
+} FcDtype;
+
+const char *fc_dtype_name(FcDtype dt);  /* MLIR spelling: "f32", "i64", "ui8", "i1", ... */
+size_t fc_dtype_size(FcDtype dt);
+FcDtypeClass fc_dtype_class(FcDtype dt);
+bool fc_dtype_is_float(FcDtype dt);
+bool fc_dtype_is_int(FcDtype dt);       /* signed or unsigned integer, not bool */
+bool fc_dtype_from_onnx(int onnx_code, FcDtype *out);
+int fc_dtype_to_onnx(FcDtype dt);
+bool fc_dtype_from_name(const char *s, size_t n, FcDtype *out);
+
+/* Limits applied wherever a type is created from input. */
+#define FC_DEFAULT_MAX_RANK 16
+#define FC_DEFAULT_MAX_TENSOR_BYTES ((int64_t)1 << 34) /* 16 GiB: larger tensors are refused */
+
+/* A static tensor type. dims[] lives in an arena (or is NULL for rank 0); a dim may be 0. */
+typedef struct FcType {
+  FcDtype dtype;
+  int rank;
+  const int64_t *dims;
+} FcType;
+
+/* numel/nbytes with overflow checks; false if the count overflows int64. */
+bool fc_type_numel(const FcType *t, int64_t *out);
+bool fc_type_nbytes(const FcType *t, int64_t *out);
+bool fc_type_equal(const FcType *a, const FcType *b);
+bool fc_shape_equal(const FcType *a, const FcType *b);
+/* Makes a type with dims copied into the arena. */
+FcType fc_type_make(FcArena *a, FcDtype dt, int rank, const int64_t *dims);
+/* Writes "tensor<1x3xf32>" into buf (always NUL-terminated, truncated if needed); returns buf. */
+char *fc_type_str(const FcType *t, char *buf, size_t cap);
+/* NumPy broadcast of two shapes into `out` (arena); false if incompatible. */
+bool fc_broadcast_shapes(FcArena *a, const FcType *x, const FcType *y, int *rank_out, const int64_t **dims_out);
+
+/* ---- attr.c: typed attributes and the per-op attribute schema ------------------------------------ */
+
+typedef enum FcAttrName {
+#define FC_ATTR_NAME(E, s) FC_ATTR_##E,
+#include "attrs.def"
+#undef FC_ATTR_NAME
+  FC_ATTR_NAME_COUNT
+} FcAttrName;
+
+typedef enum FcAttrKind {
+  FC_AK_INT,    /* int64, printed `1 : i64` */
+  FC_AK_FLOAT,  /* f32, printed `1.000000e+00 : f32` */
+  FC_AK_STR,    /* printed "..." */
+  FC_AK_INTS,   /* printed array<i64: 1, 2> */
+  FC_AK_FLOATS, /* printed array<f32: 1.0, 2.0> */
+  FC_AK_TYPE,   /* an element type, printed bare (`f32`) */
+  FC_AK_TENSOR, /* constant data, printed dense<...> or dense_resource<...> */
+} FcAttrKind;
+
+/* Constant tensor data. `data` is NULL when the text form elided it (dense_resource<__elided__>):
+ * such a module can be printed and verified but not folded or compiled. */
+typedef struct FcTensor {
+  FcType type;
+  const void *data; /* numel * dtype size bytes, little-endian, row-major; bool is one byte 0/1 */
+  int64_t nbytes;
+} FcTensor;
+
+typedef struct FcAttr {
+  FcAttrName name;
+  FcAttrKind kind;
+  union {
+    int64_t i;
+    float f;
+    const char *s;
+    struct { const int64_t *v; int n; } ints;
+    struct { const float *v; int n; } floats;
+    FcDtype type;
+    const FcTensor *tensor;
+  };
+} FcAttr;
+
+/* One attribute slot of an op's schema, parsed once from ops.def. */
+typedef struct FcAttrSpec {
+  FcAttrName name;
+  FcAttrKind kind;
+  bool optional;
+} FcAttrSpec;
+
+const char *fc_attr_name_str(FcAttrName n);
+bool fc_attr_name_from_str(const char *s, size_t n, FcAttrName *out);
+const char *fc_attr_kind_str(FcAttrKind k);
+
+/* Convenience constructors for builder calls (arrays are copied into the arena by the builder). */
+#define FC_A_INT(n, val) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_INT, .i = (val)})
+#define FC_A_FLOAT(n, val) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_FLOAT, .f = (val)})
+#define FC_A_STR(n, val) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_STR, .s = (val)})
+#define FC_A_INTS(n, arr, cnt) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_INTS, .ints = {(arr), (cnt)}})
+#define FC_A_FLOATS(n, arr, cnt) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_FLOATS, .floats = {(arr), (cnt)}})
+#define FC_A_TYPE(n, val) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_TYPE, .type = (val)})
+
+/* ---- ops.c: the op table (expanded from ops.def) ------------------------------------------------- */
+
+typedef enum FcOpKind {
+#define FC_OP(E, mn, imin, imax, omin, omax, flags, schema, infer, eval) FC_OP_##E,
+#include "ops.def"
+#undef FC_OP
+  FC_OP_COUNT
+} FcOpKind;
+
+enum {
+  FC_OPF_PURE = 1 << 0,        /* no side effects: may be folded, CSE'd, and removed when unused */
+  FC_OPF_ELEMENTWISE = 1 << 1, /* result[i] depends only on operand elements at i (after broadcast) */
+  FC_OPF_COMMUTATIVE = 1 << 2, /* binary op whose operands may be swapped */
+  FC_OPF_TERMINATOR = 1 << 3,  /* ends a graph (RETURN) */
+};
+
+typedef struct FcOp FcOp;
+/* Computes the result types of `op` from its operand types and attributes (writes op->results[i].type).
+ * Returns FC_ERR_INPUT with a message naming the op when operands/attributes are inconsistent. */
+typedef FcStatus (*FcInferFn)(FcOp *op, FcArena *arena, FcDiag *diag);
+/* Evaluates `op` on constant operands in[0..n_operands) (NULL for an absent optional operand), making
+ * out[i] (in `arena`) with op->results[i].type. FC_ERR_UNSUPPORTED when this op/dtype cannot be
+ * evaluated at compile time (the caller then leaves the op alone). Semantics are the reference ones
+ * that generated kernels are tested against. */
+typedef FcStatus (*FcEvalFn)(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,
+                             FcDiag *diag);
+
+typedef struct FcOpInfo {
+  const char *name;        /* mnemonic, e.g. "conv" */
+  const char *full_name;   /* "flow.conv" / "func.return" */
+  int in_min, in_max;      /* in_max -1: variadic */
+  int out_min, out_max;
+  unsigned flags;
+  const FcAttrSpec *attrs; /* schema, in the order of ops.def (alphabetical by convention) */
+  int n_attrs;
+  FcInferFn infer;
+  FcEvalFn eval;           /* NULL for `none` */
+} FcOpInfo;
+
+const FcOpInfo *fc_op_info(FcOpKind k);
+/* Looks up "flow.conv" / "func.return" (full name, length n); false if unknown. */
+bool fc_op_kind_from_name(const char *s, size_t n, FcOpKind *out);
+
+/* ---- graph.c: modules, graphs, values, ops, use lists -------------------------------------------- */
+
+typedef struct FcValue FcValue;
+typedef struct FcGraph FcGraph;
+
+/* One use of a value: operand `index` of `user`. Lives inside the user's operand array. */
+typedef struct FcUse {
+  FcValue *value;
+  FcOp *user;
+  int index;
+  struct FcUse *prev_use, *next_use; /* the value's use list */
+} FcUse;
+
+struct FcValue {
+  FcType type;
+  FcOp *def;         /* defining op; NULL for a graph input */
+  int index;         /* result index in def, or input index in the graph */
+  FcUse *first_use;
+  uint32_t id;       /* unique within the graph, for maps in passes */
+  const char *name;  /* ONNX name for graph inputs/outputs (NULL otherwise) */
+};
+
+struct FcOp {
+  FcOpKind kind;
+  int n_operands, n_results, n_attrs;
+  FcUse *operands;   /* operands[i].value */
+  FcValue *results;
+  FcAttr *attrs;     /* in schema order; only present attributes are stored */
+  const char *loc;   /* ONNX node name (printed as loc("...")), may be NULL */
+  FcOp *prev, *next; /* position in the graph's op list */
+  FcGraph *graph;
+  uint32_t id;
+  bool erased;
+};
+
+struct FcGraph {
+  struct FcModule *module;
+  const char *name;  /* function name, "main" */
+  FcValue **inputs;  /* graph inputs, in order */
+  int n_inputs, cap_inputs;
+  const char **output_names; /* ONNX names of the outputs, by position */
+  int n_output_names;
+  FcOp *first, *last;
+  uint32_t next_value_id, next_op_id;
+};
+
+typedef struct FcModule {
+  FcArena arena;
+  FcGraph *graph;
+  const char *source; /* file the module came from (for messages) */
+} FcModule;
+
+FcModule *fc_module_create(const char *source);
+void fc_module_destroy(FcModule *m);
+
+FcValue *fc_graph_add_input(FcGraph *g, FcType type, const char *name);
+/* The graph's RETURN op (NULL while the graph is being built); outputs are its operands. */
+FcOp *fc_graph_return(FcGraph *g);
+int fc_graph_num_outputs(FcGraph *g);
+FcValue *fc_graph_output(FcGraph *g, int i);
+const char *fc_graph_output_name(FcGraph *g, int i);
+/* Appends the RETURN op with the graph outputs and records their names. */
+FcOp *fc_graph_set_outputs(FcGraph *g, FcValue *const *outputs, const char *const *names, int n);
+
+/* Creates an op (not yet in a graph) with the given operands and `n_results` untyped results. */
+FcOp *fc_op_create(FcGraph *g, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results);
+/* Copies attributes (and their arrays/strings) into the arena; replaces one with the same name. */
+void fc_op_set_attr(FcOp *op, FcAttr attr);
+const FcAttr *fc_op_attr(const FcOp *op, FcAttrName name); /* NULL if absent */
+int64_t fc_op_attr_int(const FcOp *op, FcAttrName name, int64_t dflt);
+float fc_op_attr_float(const FcOp *op, FcAttrName name, float dflt);
+const char *fc_op_attr_str(const FcOp *op, FcAttrName name, const char *dflt);
+/* Array attributes: returns the count and sets *v (NULL/0 if absent). */
+int fc_op_attr_ints(const FcOp *op, FcAttrName name, const int64_t **v);
+int fc_op_attr_floats(const FcOp *op, FcAttrName name, const float **v);
+
+void fc_op_insert_before(FcOp *pos, FcOp *op);  /* pos NULL: append at the end of op's graph */
+void fc_op_insert_after(FcOp *pos, FcOp *op);
+/* Unlinks an op whose results have no uses; drops its operand uses. */
+void fc_op_erase(FcOp *op);
+void fc_op_set_operand(FcOp *op, int i, FcValue *v);
+void fc_value_replace_all_uses(FcValue *from, FcValue *to);
+bool fc_value_has_uses(const FcValue *v);
+int fc_value_num_uses(const FcValue *v);
+/* The op's node name for messages: its loc, or "". */
+const char *fc_op_name(const FcOp *op);
+
+#define fc_graph_for_each_op(g, op) for (FcOp *op = (g)->first; op; op = op->next)
+/* Safe against erasing `op` inside the loop. */
+#define fc_graph_for_each_op_safe(g, op, tmp) \
+  for (FcOp *op = (g)->first, *tmp = op ? op->next : NULL; op; op = tmp, tmp = op ? op->next : NULL)
+
+/* ---- build.c: a builder with an insertion point and a sticky error --------------------------------
+ * Every fc_b_* call appends one op before `before` (or at the end), infers its result types and
+ * returns its first result. After the first failure all calls return NULL and do nothing, so callers
+ * check fc_b_status() once at the end. */
+
+typedef struct FcBuilder {
+  FcGraph *g;
+  FcOp *before;     /* insertion point; NULL: end of graph */
+  const char *loc;  /* loc of the ops created */
+  FcDiag *diag;
+  FcStatus status;
+} FcBuilder;
+
+void fc_builder_init(FcBuilder *b, FcGraph *g, FcDiag *diag);
+FcStatus fc_b_status(const FcBuilder *b);
+/* The general form: creates op `kind`, sets attrs, infers, inserts; returns the op (NULL on error). */
+FcOp *fc_b_op(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
+              const FcAttr *attrs, int n_attrs);
+FcValue *fc_b_op1(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands,
+                  const FcAttr *attrs, int n_attrs);
+FcValue *fc_b_unary(FcBuilder *b, FcOpKind kind, FcValue *x);
+FcValue *fc_b_binary(FcBuilder *b, FcOpKind kind, FcValue *x, FcValue *y);
+FcValue *fc_b_select(FcBuilder *b, FcValue *cond, FcValue *x, FcValue *y);
+FcValue *fc_b_cast(FcBuilder *b, FcValue *x, FcDtype to);
+FcValue *fc_b_reshape(FcBuilder *b, FcValue *x, int rank, const int64_t *dims);
+FcValue *fc_b_transpose(FcBuilder *b, FcValue *x, const int64_t *perm);
+FcValue *fc_b_broadcast(FcBuilder *b, FcValue *x, int rank, const int64_t *dims);
+FcValue *fc_b_reduce(FcBuilder *b, FcOpKind kind, FcValue *x, int n_axes, const int64_t *axes, bool keepdims);
+FcValue *fc_b_slice(FcBuilder *b, FcValue *x, const int64_t *starts, const int64_t *ends, const int64_t *steps);
+FcValue *fc_b_concat(FcBuilder *b, FcValue *const *xs, int n, int64_t axis);
+/* Constants: data is copied. */
+FcValue *fc_b_const(FcBuilder *b, FcDtype dt, int rank, const int64_t *dims, const void *data);
+FcValue *fc_b_const_tensor(FcBuilder *b, const FcTensor *t); /* shares t (must live in the arena) */
+FcValue *fc_b_scalar(FcBuilder *b, FcDtype dt, double v);    /* rank-0 constant, value converted */
+FcValue *fc_b_const_i64(FcBuilder *b, int n, const int64_t *v); /* 1-D i64 */
+/* Records an error in the builder (first one wins) and returns NULL. */
+FcValue *fc_b_fail(FcBuilder *b, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- tensor.c: constant data helpers -------------------------------------------------------------- */
+
+/* Makes an arena tensor of `type` (data zeroed). */
+FcTensor *fc_tensor_new(FcArena *a, FcType type);
+/* Element i as double / int64 (any dtype; bool → 0/1; f16/bf16 converted). */
+double fc_tensor_get_f64(const FcTensor *t, int64_t i);
+int64_t fc_tensor_get_i64(const FcTensor *t, int64_t i);
+void fc_tensor_set_f64(FcTensor *t, int64_t i, double v); /* converts to the dtype (ints truncate) */
+void fc_tensor_set_i64(FcTensor *t, int64_t i, int64_t v);
+float fc_f16_to_f32(uint16_t h);
+uint16_t fc_f32_to_f16(float f);   /* round to nearest even */
+float fc_bf16_to_f32(uint16_t h);
+uint16_t fc_f32_to_bf16(float f);  /* round to nearest even */
+/* The constant behind a value, or NULL when it is not defined by a CONSTANT op with data. */
+const FcTensor *fc_value_const(const FcValue *v);
+
+/* ---- infer_*.c: shape/dtype inference hooks named in ops.def -------------------------------------- */
+
+#define FC_OP(E, mn, imin, imax, omin, omax, flags, schema, infer, eval) \
+  FcStatus fc_infer_##infer(FcOp *op, FcArena *arena, FcDiag *diag);
+#include "ops.def"
+#undef FC_OP
+
+/* ---- eval_*.c: reference evaluators named in ops.def ---------------------------------------------- */
+
+#define FC_OP(E, mn, imin, imax, omin, omax, flags, schema, infer, eval) \
+  FcStatus fc_eval_##eval(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag);
+#include "ops.def"
+#undef FC_OP
+
+/* Evaluates an op whose operands are all constants with data (see FcEvalFn). */
+FcStatus fc_op_eval(const FcOp *op, FcArena *arena, FcTensor **out, FcDiag *diag);
+
+/* Re-infers one op's result types and checks them against the recorded ones (verifier, shape pass). */
+FcStatus fc_op_infer(FcOp *op, FcDiag *diag);
+
+/* ---- verify.c ------------------------------------------------------------------------------------- */
+
+/* Checks: op table counts, attribute schema (presence, kinds), types re-inferred equal the recorded
+ * ones, operands defined before use (SSA dominance in a single block), use lists consistent, exactly
+ * one RETURN at the end, rank/size limits. */
+FcStatus fc_verify(FcModule *m, FcDiag *diag);
+
+/* ---- print.c / parse.c: MLIR generic-operation text ----------------------------------------------- */
+
+typedef struct FcPrintOptions {
+  bool weights;            /* write every constant's data (dense_resource blobs) so the text is complete */
+  int64_t inline_limit;    /* constants with at most this many elements print inline as dense<...> */
+} FcPrintOptions;
+#define FC_PRINT_INLINE_LIMIT_DEFAULT 16
+
+#include <stdio.h>
+FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcDiag *diag);
+/* Parses text produced by fc_print_module (and hand-written text in the same form). `source` names
+ * the file in messages ("<file>:<line>:<col>: ..."). */
+FcStatus fc_parse_module(const char *text, size_t len, const char *source, FcModule **out, FcDiag *diag);
+
+#endif /* FLOWC_IR_H */

@@ -1,0 +1,387 @@
+/* print.c — a module as MLIR generic-operation text.
+ *
+ * The output parses with `mlir-opt-19 --allow-unregistered-dialect` and with fc_parse_module, and
+ * print → parse → print is byte-identical. One func.func @main holds the graph: inputs are %argN with
+ * their ONNX names as argument attributes {flow.name = "..."}, outputs carry theirs as result
+ * attributes, every op is printed in generic form ("flow.conv"(...) {...} : (...) -> ...) with its node
+ * name as loc("..."), and the RETURN op closes the body.
+ *
+ * Values are numbered in print order, one number per op that has results (`%3:2 = ...` defines %3#0
+ * and %3#1), as MLIR numbers them. Numbers are assigned in a first pass so that a broken module (a use
+ * before its definition, after a buggy pass) still prints every name; the verifier reports such
+ * modules, the printer only shows them, and fails only when the stream does.
+ *
+ * Floats print with the fewest digits (at least seven) that read back to the same bits, always with a
+ * '.', which MLIR requires of float literals; NaN and infinities print as hex bit patterns
+ * (0x7FC00000), which MLIR accepts for float elements and attributes. Constants print inline as
+ * dense<...> when they have at most opts->inline_limit elements or all their elements are equal
+ * (splat, `dense<0.000000e+00>`); others print as dense_resource<__elided__>, or, with opts->weights,
+ * as dense_resource<cN> with the data in the trailing dialect_resources section.
+ */
+#include "ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Printer {
+  FILE *out;
+  const FcPrintOptions *opts;
+  FcGraph *g;
+  uint32_t n_ids;          /* size of the two maps below: the graph's next_value_id */
+  const FcValue **val_of;  /* value id -> the value numbered under that id (NULL: not in the graph) */
+  int64_t *num_of;         /* value id -> printed op number */
+  const FcTensor **blobs;  /* constants printed as dense_resource<cN>, N = index here */
+  size_t n_blobs, cap_blobs;
+} Printer;
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) fc_die(__FILE__, __LINE__, "out of memory");
+  return p;
+}
+
+/* Strings as MLIR escapes them (llvm::printEscapedString): printable ASCII stays, '\' doubles, every
+ * other byte (quote, control, non-ASCII) is \XX with two upper-case hex digits. */
+static void print_string(FILE *out, const char *s) {
+  static const char hex[] = "0123456789ABCDEF";
+  fputc('"', out);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '\\') fputs("\\\\", out);
+    else if (*p >= 0x20 && *p < 0x7f && *p != '"') fputc(*p, out);
+    else {
+      fputc('\\', out);
+      fputc(hex[*p >> 4], out);
+      fputc(hex[*p & 15], out);
+    }
+  }
+  fputc('"', out);
+}
+
+/* Symbol names print bare when they are MLIR bare identifiers, quoted otherwise. */
+static void print_symbol(FILE *out, const char *s) {
+  bool bare = s[0] && (s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'));
+  for (const char *p = s; bare && *p; p++)
+    bare = *p == '_' || *p == '$' || *p == '.' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+           (*p >= '0' && *p <= '9');
+  fputc('@', out);
+  if (bare) fputs(s, out);
+  else print_string(out, s);
+}
+
+/* Shortest "%.*e" form (7 to 9 significant digits) that strtof reads back to the same bits. */
+static void fmt_f32(char *buf, size_t cap, float f) {
+  for (int p = 6; p <= 8; p++) {
+    snprintf(buf, cap, "%.*e", p, (double)f);
+    float r = strtof(buf, NULL);
+    if (memcmp(&r, &f, sizeof f) == 0) return;
+  }
+}
+
+static void fmt_f64(char *buf, size_t cap, double d) {
+  for (int p = 6; p <= 16; p++) {
+    snprintf(buf, cap, "%.*e", p, d);
+    double r = strtod(buf, NULL);
+    if (memcmp(&r, &d, sizeof d) == 0) return;
+  }
+}
+
+static void print_f32(FILE *out, float f) {
+  if (!isfinite(f)) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    fprintf(out, "0x%08" PRIX32, bits);
+    return;
+  }
+  char buf[64];
+  fmt_f32(buf, sizeof buf, f);
+  fputs(buf, out);
+}
+
+static void print_type(FILE *out, const FcType *t) {
+  fputs("tensor<", out);
+  for (int i = 0; i < t->rank; i++) fprintf(out, "%" PRId64 "x", t->dims ? t->dims[i] : (int64_t)-1);
+  fprintf(out, "%s>", fc_dtype_name(t->dtype));
+}
+
+/* One element of constant data, in the form the parser reads back bit-exactly. */
+static void print_element(FILE *out, const FcTensor *t, int64_t i) {
+  const unsigned char *p = (const unsigned char *)t->data + (size_t)i * fc_dtype_size(t->type.dtype);
+  switch (t->type.dtype) {
+  case FC_DT_F32: {
+    float f;
+    memcpy(&f, p, 4);
+    print_f32(out, f);
+    return;
+  }
+  case FC_DT_F64: {
+    double d;
+    memcpy(&d, p, 8);
+    if (!isfinite(d)) {
+      uint64_t bits;
+      memcpy(&bits, &d, 8);
+      fprintf(out, "0x%016" PRIX64, bits);
+    } else {
+      char buf[64];
+      fmt_f64(buf, sizeof buf, d);
+      fputs(buf, out);
+    }
+    return;
+  }
+  case FC_DT_F16:
+  case FC_DT_BF16: {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    float f = t->type.dtype == FC_DT_F16 ? fc_f16_to_f32(h) : fc_bf16_to_f32(h);
+    /* f16/bf16 values are exact in f32, so the f32 digits read back to the same half bits. */
+    if (!isfinite(f)) fprintf(out, "0x%04X", (unsigned)h);
+    else print_f32(out, f);
+    return;
+  }
+  case FC_DT_BOOL: fputs(*p ? "true" : "false", out); return;
+  case FC_DT_U8:
+  case FC_DT_U16:
+  case FC_DT_U32:
+  case FC_DT_U64: fprintf(out, "%" PRIu64, (uint64_t)fc_tensor_get_i64(t, i)); return;
+  default: fprintf(out, "%" PRId64, fc_tensor_get_i64(t, i)); return;
+  }
+}
+
+static void print_nested(FILE *out, const FcTensor *t, int dim, int64_t *next) {
+  fputc('[', out);
+  for (int64_t k = 0; k < t->type.dims[dim]; k++) {
+    if (k) fputs(", ", out);
+    if (dim + 1 == t->type.rank) print_element(out, t, (*next)++);
+    else print_nested(out, t, dim + 1, next);
+  }
+  fputc(']', out);
+}
+
+static bool is_splat(const FcTensor *t, int64_t numel) {
+  size_t es = fc_dtype_size(t->type.dtype);
+  const unsigned char *d = t->data;
+  if (t->type.dtype == FC_DT_BOOL) {
+    for (int64_t i = 1; i < numel; i++)
+      if ((d[i] != 0) != (d[0] != 0)) return false;
+    return true;
+  }
+  for (int64_t i = 1; i < numel; i++)
+    if (memcmp(d + (size_t)i * es, d, es) != 0) return false;
+  return true;
+}
+
+static void print_tensor(Printer *pr, const FcTensor *t) {
+  FILE *out = pr->out;
+  int64_t numel = 0, nbytes = 0;
+  bool sane = t->type.rank >= 0 && t->type.rank <= FC_DEFAULT_MAX_RANK && (t->type.rank == 0 || t->type.dims) &&
+              (unsigned)t->type.dtype < FC_DT_COUNT && fc_type_numel(&t->type, &numel) &&
+              fc_type_nbytes(&t->type, &nbytes) && nbytes == t->nbytes;
+  int64_t limit = pr->opts->inline_limit > 0 ? pr->opts->inline_limit : 0;
+  if (!sane || !t->data) {
+    fputs("dense_resource<__elided__>", out);
+  } else if (numel == 0) {
+    fputs("dense<>", out);
+  } else if (t->type.rank == 0 || (numel > 1 && is_splat(t, numel))) {
+    fputs("dense<", out);
+    print_element(out, t, 0);
+    fputc('>', out);
+  } else if (numel <= limit) {
+    int64_t next = 0;
+    fputs("dense<", out);
+    print_nested(out, t, 0, &next);
+    fputc('>', out);
+  } else if (pr->opts->weights) {
+    if (pr->n_blobs == pr->cap_blobs) {
+      pr->cap_blobs = pr->cap_blobs ? 2 * pr->cap_blobs : 16;
+      pr->blobs = realloc(pr->blobs, fc_size_mul_or_die(pr->cap_blobs, sizeof *pr->blobs));
+      if (!pr->blobs) fc_die(__FILE__, __LINE__, "out of memory");
+    }
+    fprintf(out, "dense_resource<c%zu>", pr->n_blobs);
+    pr->blobs[pr->n_blobs++] = t;
+  } else {
+    fputs("dense_resource<__elided__>", out);
+  }
+  fputs(" : ", out);
+  print_type(out, &t->type);
+}
+
+static void print_attr(Printer *pr, const FcAttr *a) {
+  FILE *out = pr->out;
+  fprintf(out, "%s = ", fc_attr_name_str(a->name));
+  switch (a->kind) {
+  case FC_AK_INT: fprintf(out, "%" PRId64 " : i64", a->i); break;
+  case FC_AK_FLOAT:
+    print_f32(out, a->f);
+    fputs(" : f32", out);
+    break;
+  case FC_AK_STR: print_string(out, a->s ? a->s : ""); break;
+  case FC_AK_INTS:
+    fputs(a->ints.n > 0 ? "array<i64: " : "array<i64", out);
+    for (int i = 0; i < a->ints.n; i++) fprintf(out, "%s%" PRId64, i ? ", " : "", a->ints.v[i]);
+    fputc('>', out);
+    break;
+  case FC_AK_FLOATS:
+    fputs(a->floats.n > 0 ? "array<f32: " : "array<f32", out);
+    for (int i = 0; i < a->floats.n; i++) {
+      if (i) fputs(", ", out);
+      print_f32(out, a->floats.v[i]);
+    }
+    fputc('>', out);
+    break;
+  case FC_AK_TYPE: fputs(fc_dtype_name(a->type), out); break;
+  case FC_AK_TENSOR:
+    if (a->tensor) print_tensor(pr, a->tensor);
+    else fputs("unit", out); /* only a hand-broken module gets here; the verifier reports it */
+    break;
+  }
+}
+
+static void print_value(Printer *pr, const FcValue *v) {
+  FILE *out = pr->out;
+  if (!v) {
+    fputs("%<null>", out);
+  } else if (!v->def) {
+    if (v->index >= 0 && v->index < pr->g->n_inputs && pr->g->inputs[v->index] == v) fprintf(out, "%%arg%d", v->index);
+    else fputs("%<invalid>", out);
+  } else if (v->id < pr->n_ids && pr->val_of[v->id] == v) {
+    fprintf(out, "%%%" PRId64, pr->num_of[v->id]);
+    if (v->def->n_results > 1) fprintf(out, "#%d", v->index);
+  } else {
+    fputs("%<invalid>", out);
+  }
+}
+
+static void print_loc(FILE *out, const char *loc) {
+  if (!loc) return;
+  fputs(" loc(", out);
+  print_string(out, loc);
+  fputc(')', out);
+}
+
+static void print_op(Printer *pr, const FcOp *op) {
+  FILE *out = pr->out;
+  fputs("    ", out);
+  if (op->n_results > 0) {
+    const FcValue *v = &op->results[0];
+    if (v->id < pr->n_ids && pr->val_of[v->id] == v) fprintf(out, "%%%" PRId64, pr->num_of[v->id]);
+    else fputs("%<invalid>", out);
+    if (op->n_results > 1) fprintf(out, ":%d", op->n_results);
+    fputs(" = ", out);
+  }
+  fprintf(out, "\"%s\"(", fc_op_info(op->kind)->full_name);
+  for (int i = 0; i < op->n_operands; i++) {
+    if (i) fputs(", ", out);
+    print_value(pr, op->operands[i].value);
+  }
+  fputc(')', out);
+  if (op->n_attrs > 0) {
+    fputs(" {", out);
+    for (int i = 0; i < op->n_attrs; i++) {
+      if (i) fputs(", ", out);
+      print_attr(pr, &op->attrs[i]);
+    }
+    fputc('}', out);
+  }
+  fputs(" : (", out);
+  for (int i = 0; i < op->n_operands; i++) {
+    if (i) fputs(", ", out);
+    const FcValue *v = op->operands[i].value;
+    if (v) print_type(out, &v->type);
+    else fputs("none", out);
+  }
+  fputs(") -> ", out);
+  if (op->n_results != 1) fputc('(', out);
+  for (int i = 0; i < op->n_results; i++) {
+    if (i) fputs(", ", out);
+    print_type(out, &op->results[i].type);
+  }
+  if (op->n_results != 1) fputc(')', out);
+  print_loc(out, op->loc);
+  fputc('\n', out);
+}
+
+static void print_blobs(Printer *pr) {
+  static const char hex[] = "0123456789ABCDEF";
+  FILE *out = pr->out;
+  if (pr->n_blobs == 0) return;
+  fputs("\n{-#\n  dialect_resources: {\n    builtin: {\n", out);
+  for (size_t b = 0; b < pr->n_blobs; b++) {
+    const FcTensor *t = pr->blobs[b];
+    uint32_t align = (uint32_t)fc_dtype_size(t->type.dtype);
+    fprintf(out, "      c%zu: \"0x%02X%02X%02X%02X", b, align & 0xff, (align >> 8) & 0xff, (align >> 16) & 0xff,
+            align >> 24);
+    const unsigned char *d = t->data;
+    char buf[4096];
+    size_t n = 0;
+    for (int64_t i = 0; i < t->nbytes; i++) {
+      buf[n++] = hex[d[i] >> 4];
+      buf[n++] = hex[d[i] & 15];
+      if (n == sizeof buf) {
+        fwrite(buf, 1, n, out);
+        n = 0;
+      }
+    }
+    fwrite(buf, 1, n, out);
+    fputs(b + 1 < pr->n_blobs ? "\",\n" : "\"\n", out);
+  }
+  fputs("    }\n  }\n#-}\n", out);
+}
+
+FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcDiag *diag) {
+  static const FcPrintOptions defaults = {.weights = false, .inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT};
+  FcGraph *g = m->graph;
+  Printer pr = {.out = out, .opts = opts ? opts : &defaults, .g = g, .n_ids = g->next_value_id};
+  pr.val_of = xcalloc(pr.n_ids, sizeof *pr.val_of);
+  pr.num_of = xcalloc(pr.n_ids, sizeof *pr.num_of);
+  int64_t next = 0;
+  fc_graph_for_each_op(g, op) {
+    if (op->n_results == 0) continue;
+    for (int i = 0; i < op->n_results; i++) {
+      const FcValue *v = &op->results[i];
+      if (v->id < pr.n_ids) {
+        pr.val_of[v->id] = v;
+        pr.num_of[v->id] = next;
+      }
+    }
+    next++;
+  }
+
+  fputs("module {\n  func.func ", out);
+  print_symbol(out, g->name ? g->name : "main");
+  fputc('(', out);
+  for (int i = 0; i < g->n_inputs; i++) {
+    const FcValue *v = g->inputs[i];
+    fprintf(out, "%s%%arg%d: ", i ? ", " : "", i);
+    print_type(out, &v->type);
+    if (v->name) {
+      fputs(" {flow.name = ", out);
+      print_string(out, v->name);
+      fputc('}', out);
+    }
+  }
+  fputs(") -> (", out);
+  FcOp *ret = fc_graph_return(g);
+  for (int i = 0; ret && i < ret->n_operands; i++) {
+    if (i) fputs(", ", out);
+    const FcValue *v = ret->operands[i].value;
+    if (v) print_type(out, &v->type);
+    else fputs("none", out);
+    const char *name = fc_graph_output_name(g, i);
+    if (name) {
+      fputs(" {flow.name = ", out);
+      print_string(out, name);
+      fputc('}', out);
+    }
+  }
+  fputs(") {\n", out);
+  fc_graph_for_each_op(g, op) print_op(&pr, op);
+  fputs("  }\n}\n", out);
+  print_blobs(&pr);
+
+  free(pr.val_of);
+  free(pr.num_of);
+  free(pr.blobs);
+  if (fflush(out) != 0 || ferror(out)) return fc_error(diag, FC_ERR_IO, "cannot write the IR text");
+  return FC_OK;
+}

@@ -1,0 +1,49 @@
+/* passes.h — the pass registry and the pipeline driver: one internal header for passes/.
+ *
+ * Every pass is one file (passes/<name>.c) with one entry point `FcStatus fc_pass_<name>(FcModule *,
+ * FcDiag *)`, listed once in passes.def; the registry feeds both `--passes=a,b,c` and the -O0..-O3
+ * pipelines. The driver runs a list, dumps IR before/after passes on request, and runs the verifier
+ * after each pass with --verify-each.
+ */
+#ifndef FLOWC_PASSES_H
+#define FLOWC_PASSES_H
+
+#include <stdio.h>
+
+#include "ir.h"
+
+typedef FcStatus (*FcPassFn)(FcModule *m, FcDiag *diag);
+
+typedef struct FcPassInfo {
+  const char *name; /* as given to --passes and --print-after */
+  FcPassFn fn;
+  const char *help; /* one line for `flowc build --help` */
+} FcPassInfo;
+
+#define FC_PASS(name, help) FcStatus fc_pass_##name(FcModule *m, FcDiag *diag);
+#include "passes.def"
+#undef FC_PASS
+
+int fc_pass_count(void);
+const FcPassInfo *fc_pass_at(int i);
+const FcPassInfo *fc_pass_lookup(const char *name); /* NULL if unknown */
+
+typedef struct FcPipelineOptions {
+  const char *passes;       /* explicit "a,b,c" list; NULL: the pipeline of opt_level */
+  int opt_level;            /* 0..3 */
+  const char *print_before; /* a pass name, "all", or NULL */
+  const char *print_after;  /* a pass name, "all", or NULL */
+  bool verify_each;         /* run fc_verify after every pass */
+  FILE *dump;               /* where IR dumps go (NULL: stderr) */
+  FcPrintOptions print;     /* how dumps print */
+} FcPipelineOptions;
+
+void fc_pipeline_options_default(FcPipelineOptions *o);
+/* The comma-separated pass list of -O<level> (level clamped to 0..3). */
+const char *fc_pipeline_for_level(int level);
+/* Checks a list ("a,b,c") names only registered passes; FC_ERR_INPUT naming the first unknown one. */
+FcStatus fc_pipeline_check(const char *list, FcDiag *diag);
+/* Runs the pipeline. Dumps are headed `// -----// IR Dump After <name> //----- //` as MLIR does. */
+FcStatus fc_pipeline_run(FcModule *m, const FcPipelineOptions *o, FcDiag *diag);
+
+#endif /* FLOWC_PASSES_H */

@@ -1,0 +1,149 @@
+/* pipeline.c — the -O pipelines and the driver that runs a pass list.
+ *
+ * A pipeline is a comma-separated list of registered pass names ("canonicalize,fold,dce"), the same
+ * string --passes takes, so every -O level can be reproduced by hand. The whole list (and the
+ * --print-before/--print-after names) is checked before the first pass runs: a typo at the end of a
+ * list must not leave a half-transformed module behind an error.
+ *
+ * The levels:
+ *   -O0  nothing. The importer and the parser already verify and infer every type, so the module is
+ *        compiled as written; codegen-required lowering passes will be appended here when they exist.
+ *   -O1  canonicalize,fold,dce — cheap local clean-up: identities, constant subgraphs, dead ops.
+ *   -O2  shapes,canonicalize,fold,cse,canonicalize,fold,cse,dce — shapes first so that every type is
+ *        consistent before anything matches on it; then two rounds of the local passes, because each
+ *        exposes work for the others: folding makes constants that CSE merges, CSE turns
+ *        select(c, k1, k2) with equal constants into select(c, k, k), which fold removes, and both
+ *        leave reshape-of-constant and constant-first forms for canonicalize. The second round makes
+ *        -O2 idempotent on every importable ONNX test model (a second -O2 run changes nothing), which
+ *        one round was not. dce last removes what the rewrites left unused.
+ *   -O3  the same as -O2 until fusion and layout passes exist.
+ *
+ * With verify_each the verifier runs after every pass; a failure there is a flowc bug, reported as
+ * FC_ERR_INTERNAL "after pass '<name>': <verifier message>". Dumps are headed the way mlir-opt heads
+ * them, so the output of --print-after=all reads (and splits) like an MLIR dump.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+static const char *const level_pipelines[4] = {
+    "",
+    "canonicalize,fold,dce",
+    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,dce",
+    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,dce",
+};
+
+void fc_pipeline_options_default(FcPipelineOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->passes = NULL;
+  o->opt_level = 2;
+  o->print_before = NULL;
+  o->print_after = NULL;
+  o->verify_each = false;
+  o->dump = NULL;
+  o->print.weights = false;
+  o->print.inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT;
+}
+
+const char *fc_pipeline_for_level(int level) {
+  if (level < 0) level = 0;
+  if (level > 3) level = 3;
+  return level_pipelines[level];
+}
+
+static bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+static const FcPassInfo *lookup_n(const char *s, size_t n) {
+  for (int i = 0; i < fc_pass_count(); i++) {
+    const FcPassInfo *p = fc_pass_at(i);
+    if (strlen(p->name) == n && memcmp(p->name, s, n) == 0) return p;
+  }
+  return NULL;
+}
+
+/* Splits `list` at commas, trimming blanks around each name. Calls `fn` (when not NULL) for each
+ * pass in order; stops at the first error. An empty list is valid and names no pass. */
+typedef FcStatus (*PassVisit)(const FcPassInfo *p, void *ctx);
+
+static FcStatus for_each_pass(const char *list, PassVisit fn, void *ctx, FcDiag *diag) {
+  if (!list) return FC_OK;
+  const char *p = list;
+  while (is_space(*p)) p++;
+  if (!*p) return FC_OK;
+  for (;;) {
+    const char *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    const char *b = p, *e = end;
+    while (b < e && is_space(*b)) b++;
+    while (e > b && is_space(e[-1])) e--;
+    if (b == e) return fc_error(diag, FC_ERR_INPUT, "empty pass name in pass list '%.200s'", list);
+    const FcPassInfo *info = lookup_n(b, (size_t)(e - b));
+    if (!info) {
+      int n = e - b > 64 ? 64 : (int)(e - b);
+      return fc_error(diag, FC_ERR_INPUT, "unknown pass '%.*s'%s (see `flowc build --help` for the list)", n, b,
+                      e - b > 64 ? "..." : "");
+    }
+    if (fn) {
+      FcStatus st = fn(info, ctx);
+      if (st != FC_OK) return st;
+    }
+    if (!*end) return FC_OK;
+    p = end + 1;
+  }
+}
+
+FcStatus fc_pipeline_check(const char *list, FcDiag *diag) { return for_each_pass(list, NULL, NULL, diag); }
+
+/* A --print-before/--print-after value: NULL (no dumps), "all", or one registered pass. */
+static FcStatus check_print_name(const char *name, const char *flag, FcDiag *diag) {
+  if (!name || strcmp(name, "all") == 0 || fc_pass_lookup(name)) return FC_OK;
+  return fc_error(diag, FC_ERR_INPUT, "unknown pass '%.64s' in %s", name, flag);
+}
+
+static bool print_matches(const char *sel, const FcPassInfo *p) {
+  return sel && (strcmp(sel, "all") == 0 || strcmp(sel, p->name) == 0);
+}
+
+typedef struct RunCtx {
+  FcModule *m;
+  const FcPipelineOptions *o;
+  FILE *dump;
+  FcDiag *diag;
+} RunCtx;
+
+static FcStatus dump_ir(RunCtx *c, const char *when, const FcPassInfo *p) {
+  fprintf(c->dump, "// -----// IR Dump %s %s //----- //\n", when, p->name);
+  FcStatus st = fc_print_module(c->dump, c->m, &c->o->print, c->diag);
+  fputc('\n', c->dump);
+  fflush(c->dump);
+  return st;
+}
+
+static FcStatus run_one(const FcPassInfo *p, void *ctx) {
+  RunCtx *c = ctx;
+  FcStatus st;
+  if (print_matches(c->o->print_before, p) && (st = dump_ir(c, "Before", p)) != FC_OK) return st;
+  if ((st = p->fn(c->m, c->diag)) != FC_OK) {
+    /* A pass that fails must say why; an empty message would print as a bare "error:". */
+    if (c->diag->status == FC_OK) fc_error(c->diag, st, "pass '%s' failed", p->name);
+    return st;
+  }
+  if (c->o->verify_each) {
+    FcDiag vd;
+    fc_diag_init(&vd);
+    if (fc_verify(c->m, &vd) != FC_OK)
+      return fc_error(c->diag, FC_ERR_INTERNAL, "after pass '%s': %s", p->name, vd.msg);
+  }
+  if (print_matches(c->o->print_after, p) && (st = dump_ir(c, "After", p)) != FC_OK) return st;
+  return FC_OK;
+}
+
+FcStatus fc_pipeline_run(FcModule *m, const FcPipelineOptions *o, FcDiag *diag) {
+  const char *list = o->passes ? o->passes : fc_pipeline_for_level(o->opt_level);
+  FcStatus st;
+  if ((st = fc_pipeline_check(list, diag)) != FC_OK) return st;
+  if ((st = check_print_name(o->print_before, "--print-before", diag)) != FC_OK) return st;
+  if ((st = check_print_name(o->print_after, "--print-after", diag)) != FC_OK) return st;
+  RunCtx c = {m, o, o->dump ? o->dump : stderr, diag};
+  return for_each_pass(list, run_one, &c, diag);
+}

@@ -1,0 +1,68 @@
+/* rewrite.c — helpers shared by the rewriting passes: a scratch op stack, dead-op erasure that follows
+ * operand chains, replace-and-erase, and constant materialisation.
+ *
+ * Erasure is iterative (an explicit stack, not recursion) because an op chain can be as long as the
+ * model; a recursive walk would overflow the C stack on a deep graph.
+ */
+#include "rewrite.h"
+
+#include <string.h>
+
+void fc_op_stack_init(FcOpStack *s, FcArena *arena) {
+  memset(s, 0, sizeof *s);
+  s->arena = arena;
+}
+
+void fc_op_stack_push(FcOpStack *s, FcOp *op) {
+  if (s->n == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 64;
+    FcOp **v = FC_NEW_ARRAY(s->arena, FcOp *, (size_t)cap);
+    if (s->n) memcpy(v, s->v, (size_t)s->n * sizeof *v);
+    s->v = v;
+    s->cap = cap;
+  }
+  s->v[s->n++] = op;
+}
+
+bool fc_rw_removable(const FcOp *op) {
+  unsigned f = fc_op_info(op->kind)->flags;
+  return (f & FC_OPF_PURE) && !(f & FC_OPF_TERMINATOR);
+}
+
+static bool results_unused(const FcOp *op) {
+  for (int i = 0; i < op->n_results; i++)
+    if (fc_value_has_uses(&op->results[i])) return false;
+  return true;
+}
+
+int fc_rw_erase_if_dead(FcOp *op, FcOpStack *scratch) {
+  int erased = 0, base = scratch->n;
+  fc_op_stack_push(scratch, op);
+  while (scratch->n > base) {
+    FcOp *o = scratch->v[--scratch->n];
+    if (o->erased || !fc_rw_removable(o) || !results_unused(o)) continue;
+    for (int i = 0; i < o->n_operands; i++) {
+      FcValue *v = o->operands[i].value;
+      if (v && v->def) fc_op_stack_push(scratch, v->def);
+    }
+    fc_op_erase(o);
+    erased++;
+  }
+  return erased;
+}
+
+void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch) {
+  for (int i = 0; i < op->n_results; i++) {
+    FC_ASSERT(with[i] && fc_type_equal(&with[i]->type, &op->results[i].type));
+    fc_value_replace_all_uses(&op->results[i], with[i]);
+  }
+  fc_rw_erase_if_dead(op, scratch);
+}
+
+FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDiag *diag) {
+  FcBuilder b;
+  fc_builder_init(&b, pos->graph, diag);
+  b.before = pos;
+  b.loc = loc;
+  return fc_b_const_tensor(&b, t);
+}

@@ -1,0 +1,37 @@
+/* rewrite.h — small helpers shared by the rewriting passes (canonicalize, fold, cse, dce).
+ *
+ * Kept apart from passes.h, which is the registry/driver interface, so that passes.h stays the one
+ * header other folders include; only the pass sources include this one.
+ */
+#ifndef FLOWC_PASSES_REWRITE_H
+#define FLOWC_PASSES_REWRITE_H
+
+#include "ir.h"
+
+/* A growable stack of ops in the module arena (scratch for worklists; grows by doubling, so the
+ * memory left behind in the arena is at most twice the largest size it reached). */
+typedef struct FcOpStack {
+  FcArena *arena;
+  FcOp **v;
+  int n, cap;
+} FcOpStack;
+
+void fc_op_stack_init(FcOpStack *s, FcArena *arena);
+void fc_op_stack_push(FcOpStack *s, FcOp *op);
+
+/* True when `op` may be removed once its results are unused: pure and not a terminator. */
+bool fc_rw_removable(const FcOp *op);
+/* Erases `op` if it is removable and none of its results is used, then does the same, transitively,
+ * for the producers of its operands (which may have just lost their last use). Returns how many ops
+ * were erased. Only ops at or before `op` are touched, so a forward walk may hold a pointer to the
+ * op after `op`. */
+int fc_rw_erase_if_dead(FcOp *op, FcOpStack *scratch);
+/* Replaces every use of op's results with `with[i]` and erases op (and operand producers left dead).
+ * Each with[i] must have exactly the type of result i (asserted: a rewrite that changes a type is a
+ * flowc bug). */
+void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch);
+/* Appends a CONSTANT op holding `t` (shared, must live in the module arena) just before `pos`, with
+ * loc `loc`; returns its result, or NULL with an error in `diag`. */
+FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDiag *diag);
+
+#endif /* FLOWC_PASSES_REWRITE_H */

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# setup.sh — one command from a fresh Debian 12 machine to a working flowc.
+#
+#   tools/setup.sh demo   install what is missing, build, run the main job on the shipped example
+#   tools/setup.sh test   install what is missing, build, run the whole test suite
+#
+# Idempotent and quiet when already set up: apt runs only for packages that are missing, meson only
+# configures a build folder once. Runs as root (or with sudo available for apt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-demo}
+# The demo runs an optimised build; the tests run in a second build under ASan + UBSan.
+case "$mode" in
+demo) build=${BUILD_DIR:-build} ; meson_args=() ;;
+test) build=${BUILD_DIR:-build-test} ; meson_args=(-Db_sanitize=address,undefined) ;;
+*) echo "usage: tools/setup.sh demo|test" >&2; exit 2 ;;
+esac
+
+packages=(meson ninja-build pkg-config gcc g++ libprotobuf-c-dev protobuf-c-compiler libcmocka-dev
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 libonnx-dev libonnx-testdata
+  python3-onnx python3-numpy zlib1g-dev graphviz)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Quiet on success; the full log on failure.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "${meson_args[@]}" >"$log" 2>&1 || { cat "$log"; exit 1; }
+fi
+ninja -C "$build" >"$log" 2>&1 || { cat "$log"; exit 1; }
+
+case "$mode" in
+demo)
+  tools/demo.sh "$build"
+  ;;
+test)
+  tools/run_tests.sh "$build"
+  ;;
+esac
