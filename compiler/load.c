@@ -203,6 +203,8 @@ FcStatus fc_load_text(const char *text, size_t len, const char *source, const Fc
     return st;
   }
   st = check_ranks(m, opts->limits.max_rank, diag);
+  if (st == FC_OK && opts->n_shapes)
+    st = fc_error(diag, FC_ERR_INPUT, "--shape applies to ONNX models; IR text has static shapes already");
   for (int i = 0; i < opts->n_bindings && st == FC_OK; i++)
     st = bind_input(m, &opts->bindings[i], &opts->limits, diag);
   if (st != FC_OK) {

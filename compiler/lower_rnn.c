@@ -93,6 +93,8 @@ static FcValue *scalar(Rnn *r, double v) {
 
 static FcValue *bin(Rnn *r, FcOpKind k, FcValue *x, FcValue *y) { return fc_b_binary(r->b, k, x, y); }
 
+/* Every builder call below is its own statement: C leaves the order in which a call's arguments are
+ * evaluated unspecified, so two op-creating arguments would number ops differently under gcc and clang. */
 static FcValue *apply_act(Rnn *r, const Act *a, FcValue *x) {
   FcBuilder *b = r->b;
   switch (a->kind) {
@@ -100,28 +102,60 @@ static FcValue *apply_act(Rnn *r, const Act *a, FcValue *x) {
   case ACT_TANH: return fc_b_unary(b, FC_OP_TANH, x);
   case ACT_SIGMOID: return fc_b_unary(b, FC_OP_SIGMOID, x);
   case ACT_SOFTPLUS: return fc_b_unary(b, FC_OP_SOFTPLUS, x);
-  case ACT_AFFINE: return bin(r, FC_OP_ADD, bin(r, FC_OP_MUL, x, scalar(r, a->alpha)), scalar(r, a->beta));
-  case ACT_LEAKY_RELU:
-    return fc_b_select(b, bin(r, FC_OP_LESS, x, scalar(r, 0)), bin(r, FC_OP_MUL, x, scalar(r, a->alpha)), x);
-  case ACT_THRESHOLDED_RELU: return fc_b_select(b, bin(r, FC_OP_GREATER, x, scalar(r, a->alpha)), x, scalar(r, 0));
-  case ACT_SCALED_TANH:
-    return bin(r, FC_OP_MUL, fc_b_unary(b, FC_OP_TANH, bin(r, FC_OP_MUL, x, scalar(r, a->beta))), scalar(r, a->alpha));
+  case ACT_AFFINE: {
+    FcValue *alpha = scalar(r, a->alpha), *beta = scalar(r, a->beta);
+    FcValue *ax = bin(r, FC_OP_MUL, x, alpha);
+    return bin(r, FC_OP_ADD, ax, beta);
+  }
+  case ACT_LEAKY_RELU: {
+    FcValue *zero = scalar(r, 0), *alpha = scalar(r, a->alpha);
+    FcValue *neg = bin(r, FC_OP_LESS, x, zero);
+    FcValue *ax = bin(r, FC_OP_MUL, x, alpha);
+    return fc_b_select(b, neg, ax, x);
+  }
+  case ACT_THRESHOLDED_RELU: {
+    FcValue *zero = scalar(r, 0), *alpha = scalar(r, a->alpha);
+    FcValue *above = bin(r, FC_OP_GREATER, x, alpha);
+    return fc_b_select(b, above, x, zero);
+  }
+  case ACT_SCALED_TANH: {
+    FcValue *alpha = scalar(r, a->alpha), *beta = scalar(r, a->beta);
+    FcValue *bx = bin(r, FC_OP_MUL, x, beta);
+    FcValue *t = fc_b_unary(b, FC_OP_TANH, bx);
+    return bin(r, FC_OP_MUL, t, alpha);
+  }
   case ACT_HARD_SIGMOID: {
-    FcValue *y = bin(r, FC_OP_ADD, bin(r, FC_OP_MUL, x, scalar(r, a->alpha)), scalar(r, a->beta));
-    return bin(r, FC_OP_MAX, bin(r, FC_OP_MIN, y, scalar(r, 1)), scalar(r, 0));
+    FcValue *alpha = scalar(r, a->alpha), *beta = scalar(r, a->beta), *one = scalar(r, 1), *zero = scalar(r, 0);
+    FcValue *ax = bin(r, FC_OP_MUL, x, alpha);
+    FcValue *y = bin(r, FC_OP_ADD, ax, beta);
+    FcValue *lo = bin(r, FC_OP_MIN, y, one);
+    return bin(r, FC_OP_MAX, lo, zero);
   }
   case ACT_ELU: {
-    FcValue *neg = bin(r, FC_OP_MUL, bin(r, FC_OP_SUB, fc_b_unary(b, FC_OP_EXP, x), scalar(r, 1)), scalar(r, a->alpha));
-    return fc_b_select(b, bin(r, FC_OP_LESS, x, scalar(r, 0)), neg, x);
+    FcValue *one = scalar(r, 1), *alpha = scalar(r, a->alpha), *zero = scalar(r, 0);
+    FcValue *e = fc_b_unary(b, FC_OP_EXP, x);
+    FcValue *em1 = bin(r, FC_OP_SUB, e, one);
+    FcValue *neg = bin(r, FC_OP_MUL, em1, alpha);
+    FcValue *is_neg = bin(r, FC_OP_LESS, x, zero);
+    return fc_b_select(b, is_neg, neg, x);
   }
-  case ACT_SOFTSIGN: return bin(r, FC_OP_DIV, x, bin(r, FC_OP_ADD, fc_b_unary(b, FC_OP_ABS, x), scalar(r, 1)));
+  case ACT_SOFTSIGN: {
+    FcValue *one = scalar(r, 1);
+    FcValue *ax = fc_b_unary(b, FC_OP_ABS, x);
+    FcValue *den = bin(r, FC_OP_ADD, ax, one);
+    return bin(r, FC_OP_DIV, x, den);
+  }
   }
   FC_UNREACHABLE();
 }
 
 /* clip(x) then activation k of direction d. */
 static FcValue *gate(Rnn *r, int d, int k, FcValue *x) {
-  if (r->has_clip) x = bin(r, FC_OP_MAX, bin(r, FC_OP_MIN, x, scalar(r, r->clip)), scalar(r, -r->clip));
+  if (r->has_clip) {
+    FcValue *hi = scalar(r, r->clip), *lo = scalar(r, -r->clip);
+    FcValue *m = bin(r, FC_OP_MIN, x, hi);
+    x = bin(r, FC_OP_MAX, m, lo);
+  }
   return apply_act(r, &r->act[d][k], x);
 }
 
@@ -265,19 +299,22 @@ static void run_dir(Rnn *r, Kind kind, int d, FcValue *x2, FcValue *h0, FcValue 
       hn = gate(r, d, 0, bin(r, FC_OP_ADD, xt, bin(r, FC_OP_MATMUL, h, rt)));
     } else if (kind == K_GRU) {
       FcValue *z, *rg, *hh;
+      /* Each builder call is its own statement (argument evaluation order is unspecified in C). */
+      FcValue *hg = bin(r, FC_OP_MATMUL, h, r->lbr ? rt : rt_zr); /* h times the z, r (and h) blocks */
+      FcValue *xz = cols(r, xt, 0, 1), *hz = cols(r, hg, 0, 1);
+      z = gate(r, d, 0, bin(r, FC_OP_ADD, xz, hz));
+      FcValue *xr = cols(r, xt, 1, 1), *hr_ = cols(r, hg, 1, 1);
+      rg = gate(r, d, 0, bin(r, FC_OP_ADD, xr, hr_));
+      FcValue *xh = cols(r, xt, 2, 1), *rec;
       if (!r->lbr) {
-        FcValue *hzr = bin(r, FC_OP_MATMUL, h, rt_zr);
-        z = gate(r, d, 0, bin(r, FC_OP_ADD, cols(r, xt, 0, 1), cols(r, hzr, 0, 1)));
-        rg = gate(r, d, 0, bin(r, FC_OP_ADD, cols(r, xt, 1, 1), cols(r, hzr, 1, 1)));
-        hh = gate(r, d, 1, bin(r, FC_OP_ADD, cols(r, xt, 2, 1), bin(r, FC_OP_MATMUL, bin(r, FC_OP_MUL, rg, h), rt_h)));
+        FcValue *rh = bin(r, FC_OP_MUL, rg, h);
+        rec = bin(r, FC_OP_MATMUL, rh, rt_h);
       } else {
-        FcValue *hall = bin(r, FC_OP_MATMUL, h, rt);
-        z = gate(r, d, 0, bin(r, FC_OP_ADD, cols(r, xt, 0, 1), cols(r, hall, 0, 1)));
-        rg = gate(r, d, 0, bin(r, FC_OP_ADD, cols(r, xt, 1, 1), cols(r, hall, 1, 1)));
-        FcValue *hr = cols(r, hall, 2, 1);
+        FcValue *hr = cols(r, hg, 2, 1);
         if (rb_h) hr = bin(r, FC_OP_ADD, hr, rb_h);
-        hh = gate(r, d, 1, bin(r, FC_OP_ADD, cols(r, xt, 2, 1), bin(r, FC_OP_MUL, rg, hr)));
+        rec = bin(r, FC_OP_MUL, rg, hr);
       }
+      hh = gate(r, d, 1, bin(r, FC_OP_ADD, xh, rec));
       /* (1 - z) * hh + z * h, written as hh + z * (h - hh) */
       hn = bin(r, FC_OP_ADD, hh, bin(r, FC_OP_MUL, z, bin(r, FC_OP_SUB, h, hh)));
     } else {
@@ -291,9 +328,14 @@ static void run_dir(Rnn *r, Kind kind, int d, FcValue *x2, FcValue *h0, FcValue 
         if (p_f) fp = bin(r, FC_OP_ADD, fp, bin(r, FC_OP_MUL, p_f, c));
         fg = gate(r, d, 0, fp);
       }
-      cn = bin(r, FC_OP_ADD, bin(r, FC_OP_MUL, fg, c), bin(r, FC_OP_MUL, ig, gate(r, d, 1, cp)));
+      FcValue *keep = bin(r, FC_OP_MUL, fg, c);
+      FcValue *cand = gate(r, d, 1, cp);
+      FcValue *add = bin(r, FC_OP_MUL, ig, cand);
+      cn = bin(r, FC_OP_ADD, keep, add);
       if (p_o) op = bin(r, FC_OP_ADD, op, bin(r, FC_OP_MUL, p_o, cn));
-      hn = bin(r, FC_OP_MUL, gate(r, d, 0, op), apply_act(r, &r->act[d][2], cn));
+      FcValue *og = gate(r, d, 0, op);
+      FcValue *hc = apply_act(r, &r->act[d][2], cn);
+      hn = bin(r, FC_OP_MUL, og, hc);
     }
     if (r->lens || r->lens_col) {
       FcValue *m = step_mask(r, t);

@@ -43,11 +43,18 @@ typedef struct Cli {
   FcImportOptions imp;
   FcBinding *binds;
   int n_binds;
+  FcInputShape *shapes;
+  int n_shapes;
 } Cli;
 
 static void cli_free(Cli *c) {
   for (int i = 0; i < c->n_binds; i++) free((char *)c->binds[i].name);
   free(c->binds);
+  for (int i = 0; i < c->n_shapes; i++) {
+    free((char *)c->shapes[i].name);
+    free((int64_t *)c->shapes[i].dims);
+  }
+  free(c->shapes);
 }
 
 static int usage_error(Cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -107,6 +114,8 @@ static void print_main_help(void) {
 static const char input_help[] =
     "  --bind NAME=FILE       make graph input NAME the constant in FILE (.npy or ONNX TensorProto .pb);\n"
     "                         repeatable\n"
+    "  --shape NAME=DIMS      fix the symbolic dims of graph input NAME, e.g. --shape image=64x1x28x28\n"
+    "                         (DIMS may be empty for a scalar); repeatable\n"
     "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"
     "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64)\n"
     "  --max-rank=N           refuse tensors of rank above N (default 16)\n";
@@ -238,6 +247,33 @@ static int parse_args(Cli *c, int argc, char **argv) {
       if (!nb || !name) fc_die(__FILE__, __LINE__, "out of memory");
       c->binds = nb;
       c->binds[c->n_binds++] = (FcBinding){name, eq + 1};
+    } else if ((r = take_value(argc, argv, &i, "--shape", &v)) != 0) {
+      if (r < 0) return usage_error(c, "--shape needs NAME=DIMS");
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v) return usage_error(c, "--shape needs NAME=DIMS (such as image=1x3x224x224), got '%s'", v);
+      for (int k = 0; k < c->n_shapes; k++)
+        if (strlen(c->shapes[k].name) == (size_t)(eq - v) && strncmp(c->shapes[k].name, v, (size_t)(eq - v)) == 0)
+          return usage_error(c, "input '%s' is given two shapes", c->shapes[k].name);
+      int64_t dims[64];
+      int rank = 0;
+      for (const char *p = eq + 1; *p;) {
+        char *end;
+        errno = 0;
+        long long d = strtoll(p, &end, 10);
+        if (end == p || errno || d < 0 || rank == 64 || (*end && *end != 'x'))
+          return usage_error(c, "--shape %s: bad dimensions '%s' (want sizes joined by 'x', such as 1x3x224x224)",
+                             v, eq + 1);
+        dims[rank++] = d;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) return usage_error(c, "--shape %s: trailing 'x'", v);
+      }
+      FcInputShape *ns = realloc(c->shapes, (size_t)(c->n_shapes + 1) * sizeof *ns);
+      char *name = strndup(v, (size_t)(eq - v));
+      int64_t *d = malloc(rank ? (size_t)rank * sizeof *d : 1);
+      if (!ns || !name || !d) fc_die(__FILE__, __LINE__, "out of memory");
+      if (rank) memcpy(d, dims, (size_t)rank * sizeof *d);
+      c->shapes = ns;
+      c->shapes[c->n_shapes++] = (FcInputShape){name, rank, d};
     } else if ((r = take_value(argc, argv, &i, "--max-file-size", &v)) != 0) {
       int64_t n;
       if (r < 0 || !parse_count(v, true, INT64_MAX, &n))
@@ -298,6 +334,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
   if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
   c->imp.bindings = c->binds;
   c->imp.n_bindings = c->n_binds;
+  c->imp.shapes = c->shapes;
+  c->imp.n_shapes = c->n_shapes;
   return -1;
 }
 

@@ -376,8 +376,8 @@ static FcStatus input_type(FcImporter *imp, const Onnx__ValueInfoProto *vi, bool
                                 *d->dim_param ? d->dim_param : "?";
     if (!allow_dynamic)
       return fc_error(imp->diag, FC_ERR_UNSUPPORTED,
-                      "input '%s' has a dynamic dimension '%s'; flowc needs static shapes (or --bind %s=FILE)", name,
-                      param, name);
+                      "input '%s' has a dynamic dimension '%s'; flowc needs static shapes: give them with --shape %s=DIMS",
+                      name, param, name);
     dims[i] = -1;
     dynamic = true;
   }
@@ -463,7 +463,38 @@ static FcStatus import_initializers(FcImporter *imp, const Onnx__GraphProto *gp)
   return FC_OK;
 }
 
+static const FcInputShape *find_shape(const FcImporter *imp, const char *name) {
+  for (int i = 0; i < imp->opts->n_shapes; i++)
+    if (strcmp(imp->opts->shapes[i].name, name) == 0) return &imp->opts->shapes[i];
+  return NULL;
+}
+
+/* --shape NAME=DIMS fixes the symbolic dims of an input; it must agree with the dims the model fixes. */
+static FcStatus apply_shape(FcImporter *imp, const char *name, const FcInputShape *sh, FcType *decl) {
+  FcType t = fc_type_make(imp->a, decl->dtype, sh->rank, sh->dims);
+  if (sh->rank > imp->lim.max_rank)
+    return fc_error(imp->diag, FC_ERR_LIMIT, "--shape %s: rank %d is over the limit of %d (raise it with --max-rank)",
+                    name, sh->rank, imp->lim.max_rank);
+  for (int i = 0; i < sh->rank; i++)
+    if (sh->dims[i] < 0) return fc_error(imp->diag, FC_ERR_INPUT, "--shape %s: dimension %d is negative", name, i);
+  if (!type_accepts(decl, &t))
+    return fc_error(imp->diag, FC_ERR_INPUT, "--shape %s: %s does not fit the declared %s", name,
+                    decl_str(imp->a, &t), decl_str(imp->a, decl));
+  int64_t nbytes;
+  if (!fc_type_nbytes(&t, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)
+    return fc_error(imp->diag, FC_ERR_LIMIT, "--shape %s: the input would be larger than the limit of %lld bytes",
+                    name, (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
+  *decl = t;
+  return FC_OK;
+}
+
 static FcStatus import_inputs(FcImporter *imp, const Onnx__GraphProto *gp) {
+  for (int i = 0; i < imp->opts->n_shapes; i++) {
+    bool found = false;
+    for (size_t k = 0; k < gp->n_input && !found; k++)
+      found = gp->input[k]->name && strcmp(gp->input[k]->name, imp->opts->shapes[i].name) == 0;
+    if (!found) return fc_error(imp->diag, FC_ERR_INPUT, "--shape names '%s', which is not a graph input", imp->opts->shapes[i].name);
+  }
   imp->inputs = gp->n_input ? FC_NEW_ARRAY(imp->a, InputOrig, gp->n_input) : NULL;
   int orig = 0;
   for (size_t i = 0; i < gp->n_input; i++) {
@@ -478,9 +509,11 @@ static FcStatus import_inputs(FcImporter *imp, const Onnx__GraphProto *gp) {
     for (size_t k = 0; bd && k < gp->n_initializer && !from_initializer; k++)
       from_initializer = gp->initializer[k]->name && strcmp(gp->initializer[k]->name, name) == 0;
     int index = from_initializer ? -1 : orig++;
+    const FcInputShape *shape = bd ? NULL : find_shape(imp, name);
     FcType decl;
-    FcStatus st = input_type(imp, vi, bd != NULL, &decl);
+    FcStatus st = input_type(imp, vi, bd != NULL || shape != NULL, &decl);
     if (st != FC_OK) return st;
+    if (shape && (st = apply_shape(imp, name, shape, &decl)) != FC_OK) return st;
     FcValue *v;
     if (bd) {
       FcDiag local;

@@ -202,6 +202,21 @@ static int hex_val(int c) { return is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10
 static bool is_id_char(int c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '$' || c == '.'; }
 static bool is_suffix_char(int c) { return is_id_char(c) || c == '-'; }
 
+/* Hex digit values plus one (0: not a hex digit): weight blobs are decoded through this table. */
+static const unsigned char hex_table[256] = {
+    ['0'] = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ['A'] = 11, 12, 13, 14, 15, 16, ['a'] = 11, 12, 13, 14, 15, 16,
+};
+
+/* Decodes 2*n hex digits into n bytes; false on a non-hex character. */
+static bool decode_hex(const char *h, size_t n, unsigned char *out) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char a = (unsigned char)h[2 * i], b = (unsigned char)h[2 * i + 1];
+    if (!hex_table[a] || !hex_table[b]) return false;
+    out[i] = (unsigned char)((hex_table[a] - 1) << 4 | (hex_table[b] - 1));
+  }
+  return true;
+}
+
 static int col_of(const Lexer *lx, const char *p) {
   size_t c = (size_t)(p - lx->line_start) + 1;
   return c > INT_MAX ? INT_MAX : (int)c;
@@ -217,6 +232,9 @@ static void lex_fail(Parser *ps, Token *t, const char *at, const char *msg) {
   t->kind = TK_ERROR;
   ps->lx.cur = ps->end; /* nothing after a lexical error is read */
 }
+
+/* Bytes that end the plain run of a string literal. */
+static const bool str_stop[256] = {['"'] = true, ['\\'] = true, ['\n'] = true, ['\r'] = true};
 
 static void lex_next(Parser *ps) {
   Lexer *lx = &ps->lx;
@@ -301,6 +319,7 @@ static void lex_next(Parser *ps) {
   string:
     p++;
     for (;;) {
+      while (p < end && !str_stop[(unsigned char)*p]) p++; /* fast path for long weight blobs */
       if (p >= end || *p == '\n' || *p == '\r') return lex_fail(ps, t, s, "unterminated string");
       if (*p == '"') break;
       if (*p == '\\') {
@@ -756,18 +775,13 @@ static bool parse_dense_hex(Parser *ps, FcTensor *t, int64_t numel) {
   size_t n = s->n - 2;
   if (t->type.dtype == FC_DT_BOOL) return err(ps, "hexadecimal dense literals are not supported for i1");
   if (n < 2 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X') || (n - 2) % 2) return err(ps, "malformed hexadecimal dense literal");
-  for (size_t i = 2; i < n; i++)
-    if (!is_hex((unsigned char)p[i])) return err(ps, "malformed hexadecimal dense literal");
   size_t bytes = (n - 2) / 2, es = fc_dtype_size(t->type.dtype);
   unsigned char *d = (unsigned char *)t->data;
-  if ((int64_t)bytes == t->nbytes) {
-    for (size_t i = 0; i < bytes; i++) d[i] = (unsigned char)(hex_val(p[2 + 2 * i]) * 16 + hex_val(p[3 + 2 * i]));
-  } else if (bytes == es && numel > 0) {
-    for (size_t i = 0; i < es; i++) d[i] = (unsigned char)(hex_val(p[2 + 2 * i]) * 16 + hex_val(p[3 + 2 * i]));
-    for (int64_t i = 1; i < numel; i++) memcpy(d + (size_t)i * es, d, es);
-  } else {
+  if ((int64_t)bytes != t->nbytes && !(bytes == es && numel > 0))
     return err(ps, "hexadecimal dense literal has %zu bytes, its type needs %lld", bytes, (long long)t->nbytes);
-  }
+  if (!decode_hex(p + 2, bytes, d)) return err(ps, "malformed hexadecimal dense literal");
+  if ((int64_t)bytes != t->nbytes) /* one element: a splat */
+    for (int64_t i = 1; i < numel; i++) memcpy(d + (size_t)i * es, d, es);
   lex_next(ps);
   return true;
 }
@@ -1307,12 +1321,10 @@ static bool resolve_blob(Parser *ps, const Token *key, const Token *blob) {
   if (r->tensor->data) return err_at(ps, key->line, key->col, "duplicate resource '%.*s'", (int)(key->n > 40 ? 40 : key->n), key->p);
   const char *p = blob->p + 1;
   size_t n = blob->n - 2;
-  if (n < 10 || p[0] != '0' || p[1] != 'x' || n % 2)
+  unsigned char al[4];
+  if (n < 10 || p[0] != '0' || p[1] != 'x' || n % 2 || !decode_hex(p + 2, 4, al))
     return err_at(ps, blob->line, blob->col, "malformed resource blob (expected \"0x\" and hex digits)");
-  for (size_t i = 2; i < n; i++)
-    if (!is_hex((unsigned char)p[i])) return err_at(ps, blob->line, blob->col, "malformed resource blob (expected \"0x\" and hex digits)");
-  uint32_t align = 0;
-  for (int i = 3; i >= 0; i--) align = align << 8 | (uint32_t)(hex_val(p[2 + 2 * i]) * 16 + hex_val(p[3 + 2 * i]));
+  uint32_t align = (uint32_t)al[0] | (uint32_t)al[1] << 8 | (uint32_t)al[2] << 16 | (uint32_t)al[3] << 24;
   size_t bytes = (n - 10) / 2;
   if (align == 0 ? bytes != 0 : (align & (align - 1)) != 0)
     return err_at(ps, blob->line, blob->col, "resource blob alignment %u is not a power of two", (unsigned)align);
@@ -1324,8 +1336,8 @@ static bool resolve_blob(Parser *ps, const Token *key, const Token *blob) {
                     (long long)q->tensor->nbytes);
     }
   unsigned char *d = fc_arena_alloc(ps->arena, bytes, 64);
-  const char *h = p + 10;
-  for (size_t i = 0; i < bytes; i++) d[i] = (unsigned char)(hex_val(h[2 * i]) * 16 + hex_val(h[2 * i + 1]));
+  if (!decode_hex(p + 10, bytes, d))
+    return err_at(ps, blob->line, blob->col, "malformed resource blob (expected \"0x\" and hex digits)");
   for (ResRef *q = r; q; q = q->next) {
     if (q->tensor->type.dtype == FC_DT_BOOL)
       for (size_t i = 0; i < bytes; i++)
@@ -1401,6 +1413,7 @@ static bool parse_module(Parser *ps) {
 
 FcStatus fc_parse_module(const char *text, size_t len, const char *source, FcModule **out, FcDiag *diag) {
   *out = NULL;
+  if (!text) text = ""; /* NULL with len 0: empty input */
   Parser ps = {.text = text, .end = text + len, .source = source ? source : "<input>", .diag = diag};
   ps.lx.cur = text;
   ps.lx.line_start = text;
