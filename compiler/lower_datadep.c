@@ -4,8 +4,9 @@
  * flowc's IR has static shapes only, so these ops are evaluated at import time: every input must be a
  * compile-time constant (an initializer, a chain of pure ops over constants, or a graph input bound with
  * --bind / the bind callback; fc_lx_const_input records the "bind it with --bind" message otherwise).
- * The results are computed here in C, following the ONNX reference implementations (op_non_zero.py,
- * op_unique.py, op_non_max_suppression.py, themselves ports of onnxruntime), and emitted as CONSTANT ops.
+ * The results are computed here in C as ONNX's reference implementations compute them (op_non_zero.py
+ * and op_unique.py on numpy, op_non_max_suppression.py a port of onnxruntime's kernel), and emitted as
+ * CONSTANT ops.
  *
  * NonZero: the [rank, nnz] i64 coordinates of the non-zero elements in row-major order (NaN is non-zero;
  * a rank-0 input gives [0, nnz]).
@@ -155,10 +156,10 @@ FcStatus fc_lower_unique(FcLower *l) {
           (i > axis && !fc_checked_mul(s.inner, x->type.dims[i], &s.inner)))
         return fc_lx_error(l, "input dims around axis %lld are too large", (long long)axis);
   }
-  /* With an empty input the slice count is not bounded by the data: bound it by the inverse_indices
-   * result before sizing the work arrays. */
-  int64_t inv_bytes;
-  if (!fc_checked_mul(s.count, 8, &inv_bytes) || inv_bytes > FC_DEFAULT_MAX_TENSOR_BYTES)
+  /* With an empty input the slice count is not bounded by the data: bound the six i64 arrays of that
+   * length (work arrays and inverse_indices) before allocating them. */
+  int64_t work_bytes;
+  if (!fc_checked_mul(s.count, 6 * 8, &work_bytes) || work_bytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return fc_lx_error(l, "%lld slices along axis %lld are too many", (long long)s.count, (long long)axis);
   bool sorted = fc_lx_int(l, "sorted", 1) != 0;
   int64_t n = s.count;
@@ -166,7 +167,7 @@ FcStatus fc_lower_unique(FcLower *l) {
   for (int64_t i = 0; i < n; i++) order[i] = i;
   sort_slices(&s, order, tmp, n);
 
-  /* Groups of equal slices in sorted order; group g starts at order[gstart[g]], its first occurrence. */
+  /* Groups of equal slices in sorted order; first[g] is group g's earliest slice (the sort is stable). */
   int64_t *group_of = FC_NEW_ARRAY(a, int64_t, (size_t)n + 1); /* slice → group */
   int64_t *first = FC_NEW_ARRAY(a, int64_t, (size_t)n + 1), *count = FC_NEW_ARRAY(a, int64_t, (size_t)n + 1);
   int64_t u = 0;
@@ -306,8 +307,9 @@ FcStatus fc_lower_nms(FcLower *l) {
   if (boxes->type.rank != 3 || scores->type.rank != 3 || boxes->type.dims[2] != 4 ||
       boxes->type.dims[0] != scores->type.dims[0] || boxes->type.dims[1] != scores->type.dims[2] ||
       boxes->type.dtype != FC_DT_F32 || scores->type.dtype != FC_DT_F32)
-    return fc_lx_error(l, "boxes must be f32 [batches, boxes, 4] and scores f32 [batches, classes, boxes], have %s and %s",
-                       fc_type_str(&boxes->type, b1, sizeof b1), fc_type_str(&scores->type, b2, sizeof b2));
+    return fc_lx_error(l, "boxes must be f32 [batches, boxes, 4] and scores f32 [batches, classes, boxes], "
+                       "have %s and %s", fc_type_str(&boxes->type, b1, sizeof b1),
+                       fc_type_str(&scores->type, b2, sizeof b2));
   int64_t center = fc_lx_int(l, "center_point_box", 0);
   if (center != 0 && center != 1) return fc_lx_error(l, "center_point_box must be 0 or 1, is %lld", (long long)center);
   const FcTensor *t_max = NULL, *t_iou = NULL, *t_score = NULL;
@@ -324,8 +326,9 @@ FcStatus fc_lower_nms(FcLower *l) {
   int64_t nb = boxes->type.dims[0], ns = boxes->type.dims[1], nc = scores->type.dims[1];
   const float *bd = boxes->data, *sd = scores->data;
   int64_t limit = max_out < 0 ? 0 : max_out < ns ? max_out : ns;
-  /* At most `limit` per batch and class: nb * nc * limit <= numel(scores), which exists. */
-  int64_t cap = nb * nc * limit, cap_bytes;
+  /* At most `limit` per batch and class; with limit > 0, nb * nc * limit <= numel(scores), which exists
+   * (with no boxes, nb * nc alone may not fit). */
+  int64_t cap = limit > 0 ? nb * nc * limit : 0, cap_bytes;
   if (!fc_checked_mul(cap, 3 * 8, &cap_bytes) || cap_bytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return fc_lx_error(l, "up to %lld selected boxes is too many", (long long)cap);
   FcArena *a = lx_arena(l);

@@ -15,12 +15,13 @@
  * with P = C - (n-1)d positions, summed over d. The counts of all levels are concatenated with one zero
  * column appended, and each output column gathers its n-gram's count (or the zero column). When several
  * ids share a column (their counts add, as in the reference), the counts are gathered in column order
- * instead, and each column is a difference of their running sum (cumsum) at its range's ends. Then TF = count, IDF = count > 0 ? weight : 0 (1 without weights), TFIDF = count * weight,
- * with weights indexed by output column as the reference does. The input is widened to i64 so a pool
- * value outside an i32 input's range never matches.
+ * instead, and each column is the difference of their running sum (cumsum) at its range's ends.
+ * Then TF = count, IDF = count > 0 ? weight : 0 (1 without weights), TFIDF = count * weight, with weights
+ * indexed by output column as the reference does. The input is widened to i64 so a pool value outside
+ * an i32 input's range never matches.
  *
  * pool_strings needs string tensors, which flowc does not have: unsupported. A pool holding one n-gram
- * twice is refused, as onnxruntime refuses it (the reference silently drops the first id).
+ * twice is refused as ambiguous (the trie keeps one id for it; which one differs between runtimes).
  */
 #include "onnx.h"
 
@@ -29,7 +30,7 @@
 
 /* The most slice/compare steps one node may expand to; beyond it the node is reported unsupported
  * rather than flooding the graph (e.g. a huge max_skip_count over long rows). */
-#define TFIDF_MAX_STEPS ((int64_t)1 << 20)
+#define TFIDF_MAX_STEPS ((int64_t)1 << 16)
 
 typedef struct Gram {
   const int64_t *v; /* n values in the pool */
@@ -77,7 +78,8 @@ static FcValue *count_level(FcLower *l, FcValue *x3, const Gram *grams, int64_t 
     FcValue *match = NULL;
     for (int k = 0; k < n; k++) {
       int64_t starts[3] = {0, 0, k * d}, ends[3] = {B, 1, k * d + p}, steps[3] = {1, 1, 1};
-      FcValue *e = fc_b_binary(b, FC_OP_EQUAL, fc_b_slice(b, x3, starts, ends, steps), cols[k]);
+      FcValue *win = p == C ? x3 : fc_b_slice(b, x3, starts, ends, steps); /* unigrams see the whole row */
+      FcValue *e = fc_b_binary(b, FC_OP_EQUAL, win, cols[k]);
       match = match ? fc_b_binary(b, FC_OP_AND, match, e) : e;
     }
     int64_t axis = 2;
@@ -101,35 +103,34 @@ static FcValue *place_counts(FcLower *l, FcValue **level_counts, int n_counted, 
   for (int64_t id = 0; id < n_grams; id++)
     if (col_of[id] >= 0) shared |= ++start[indexes[id] + 1] > 1;
   for (int64_t j = 0; j < n_out; j++) start[j + 1] += start[j];
-  FcValue *zero = fc_b_broadcast(b, fc_b_scalar(b, FC_DT_I64, 0), 2, zdims);
+  /* The counts of all levels and a zero column at index n_cols (level_counts has room for it). */
+  level_counts[n_counted++] = fc_b_broadcast(b, fc_b_scalar(b, FC_DT_I64, 0), 2, zdims);
+  FcValue *all = fc_b_concat(b, level_counts, n_counted, 1);
   if (!shared) {
-    /* One id at most per column: gather from the counts with a zero column appended. */
+    /* One id at most per column: gather its count, or the zero column. */
     int64_t *idx = FC_NEW_ARRAY(arena, int64_t, (size_t)n_out);
     for (int64_t j = 0; j < n_out; j++) idx[j] = n_cols;
     for (int64_t id = 0; id < n_grams; id++)
       if (col_of[id] >= 0) idx[indexes[id]] = col_of[id];
-    level_counts[n_counted++] = zero;
-    FcValue *ops[2] = {fc_b_concat(b, level_counts, n_counted, 1), fc_b_const(b, FC_DT_I64, 1, idims, idx)};
+    FcValue *ops[2] = {all, fc_b_const(b, FC_DT_I64, 1, idims, idx)};
     return fc_b_op1(b, FC_OP_GATHER, ops, 2, &axis1, 1);
   }
-  /* Ids sharing a column add up: order the counts by column, take a running sum with a leading zero,
-   * and each column is the difference of the running sum at the ends of its range. */
+  /* Ids sharing a column add up: gather the counts in column order behind a leading zero (the zero
+   * column), take their running sum, and each column is the difference of the running
+   * sum at the ends of its range. */
   int64_t *fill = FC_NEW_ARRAY(arena, int64_t, (size_t)n_out);
-  int64_t *perm = FC_NEW_ARRAY(arena, int64_t, (size_t)n_cols);
-  int64_t n_perm = 0;
+  int64_t *perm = FC_NEW_ARRAY(arena, int64_t, (size_t)n_cols + 1);
+  perm[0] = n_cols;
   for (int64_t id = 0; id < n_grams; id++)
     if (col_of[id] >= 0) {
       int64_t j = indexes[id];
-      perm[start[j] + fill[j]++] = col_of[id];
-      n_perm++;
+      perm[1 + start[j] + fill[j]++] = col_of[id];
     }
-  FC_ASSERT(n_perm == n_cols);
-  int64_t pdims[1] = {n_cols};
-  FcValue *all = n_counted == 1 ? level_counts[0] : fc_b_concat(b, level_counts, n_counted, 1);
+  FC_ASSERT(start[n_out] == n_cols);
+  int64_t pdims[1] = {n_cols + 1};
   FcValue *ops[2] = {all, fc_b_const(b, FC_DT_I64, 1, pdims, perm)};
-  FcValue *sorted[2] = {zero, fc_b_op1(b, FC_OP_GATHER, ops, 2, &axis1, 1)};
   FcAttr cs[3] = {FC_A_INT(AXIS, 1), FC_A_INT(EXCLUSIVE, 0), FC_A_INT(REVERSE, 0)};
-  FcValue *run = fc_b_concat(b, sorted, 2, 1);
+  FcValue *run = fc_b_op1(b, FC_OP_GATHER, ops, 2, &axis1, 1);
   run = fc_b_op1(b, FC_OP_CUMSUM, &run, 1, cs, 3);
   FcValue *lo_ops[2] = {run, fc_b_const(b, FC_DT_I64, 1, idims, start)};
   FcValue *hi_ops[2] = {run, fc_b_const(b, FC_DT_I64, 1, idims, start + 1)};
@@ -147,7 +148,8 @@ FcStatus fc_lower_tfidf(FcLower *l) {
   if (x->type.rank != 1 && x->type.rank != 2)
     return fc_lx_error(l, "input must be 1-D or 2-D, not %s", fc_type_str(&x->type, tbuf, sizeof tbuf));
   if (x->type.dtype != FC_DT_I32 && x->type.dtype != FC_DT_I64)
-    return fc_lx_error(l, "input must be i32 or i64 with pool_int64s, not %s", fc_type_str(&x->type, tbuf, sizeof tbuf));
+    return fc_lx_error(l, "input must be i32 or i64 with pool_int64s, not %s",
+                       fc_type_str(&x->type, tbuf, sizeof tbuf));
 
   int64_t min_n, max_n, max_skip;
   if (!required_int(l, "min_gram_length", &min_n) || !required_int(l, "max_gram_length", &max_n) ||
@@ -213,15 +215,17 @@ FcStatus fc_lower_tfidf(FcLower *l) {
       idx_bytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return fc_lx_error(l, "output of %lld x %lld values is too large", (long long)B, (long long)n_out);
 
-  /* Duplicates: equal n-grams are adjacent once each level is sorted. */
+  /* Duplicates: equal n-grams are adjacent once a copy of each level is sorted. */
+  Gram *sorted = FC_NEW_ARRAY(arena, Gram, (size_t)n_grams + 1);
+  memcpy(sorted, grams, (size_t)n_grams * sizeof *grams);
   for (int64_t g = 0; g < n_grams;) {
     int64_t e = g;
-    while (e < n_grams && grams[e].n == grams[g].n) e++;
-    qsort(grams + g, (size_t)(e - g), sizeof *grams, cmp_gram);
+    while (e < n_grams && sorted[e].n == sorted[g].n) e++;
+    qsort(sorted + g, (size_t)(e - g), sizeof *sorted, cmp_gram);
     for (int64_t k = g + 1; k < e; k++)
-      if (memcmp(grams[k].v, grams[k - 1].v, (size_t)grams[k].n * sizeof(int64_t)) == 0)
-        return fc_lx_error(l, "the pool holds the %d-gram at ids %lld and %lld twice", grams[k].n,
-                           (long long)grams[k - 1].id, (long long)grams[k].id);
+      if (memcmp(sorted[k].v, sorted[k - 1].v, (size_t)sorted[k].n * sizeof(int64_t)) == 0)
+        return fc_lx_error(l, "the pool holds the %d-gram at ids %lld and %lld twice", sorted[k].n,
+                           (long long)sorted[k - 1].id, (long long)sorted[k].id);
     g = e;
   }
 

@@ -792,9 +792,12 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
   lex_next(ps);
   if (!expect(ps, TK_LT, "'<' after 'dense'")) return false;
   Lexer literal = ps->lx;
-  /* Skim to the closing '>' to reach the type; brackets may nest no deeper than the rank limit. */
+  /* Skim to the closing '>' to reach the type, counting the values; brackets may nest no deeper than
+   * the rank limit. */
+  int64_t values = 0;
   for (int depth = 0;;) {
     TokKind k = ps->lx.tok.kind;
+    if (k == TK_INT || k == TK_FLOAT || tok_is_id(ps, "true") || tok_is_id(ps, "false")) values++;
     if (k == TK_LBRACKET && ++depth > FC_DEFAULT_MAX_RANK)
       return err_limit(ps, ps->lx.tok.line, ps->lx.tok.col, "dense literal nested deeper than the rank limit of %d",
                        FC_DEFAULT_MAX_RANK);
@@ -815,13 +818,23 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
   FcType ty;
   if (!parse_type(ps, &ty)) return false;
   Lexer after = ps->lx;
+  int64_t numel, nbytes;
+  FC_ASSERT(fc_type_numel(&ty, &numel) && fc_type_nbytes(&ty, &nbytes));
+  /* Only a splat may be smaller than its tensor: check the other forms' sizes before allocating, so
+   * a short text cannot claim gigabytes. */
+  char tbuf[256];
+  const Token *first = &literal.tok;
+  size_t hex_bytes = first->n >= 4 ? (first->n - 4) / 2 : 0;
+  if (first->kind == TK_LBRACKET && values != numel)
+    return err_at(ps, first->line, first->col, "dense literal has %lld values, %s has %lld elements", (long long)values,
+                  fc_type_str(&ty, tbuf, sizeof tbuf), (long long)numel);
+  if (first->kind == TK_STRING && (int64_t)hex_bytes != nbytes && !(hex_bytes == fc_dtype_size(ty.dtype) && numel > 0))
+    return err_at(ps, first->line, first->col, "hexadecimal dense literal has %zu bytes, its type needs %lld", hex_bytes,
+                  (long long)nbytes);
   FcTensor *t;
   if (!tensor_alloc(ps, &ty, true, at.line, at.col, &t)) return false;
-  int64_t numel;
-  FC_ASSERT(fc_type_numel(&t->type, &numel));
 
   ps->lx = literal;
-  char tbuf[256];
   if (tok_is(ps, TK_GT)) {
     if (numel != 0)
       return err(ps, "empty dense literal for %s with %lld elements", fc_type_str(&t->type, tbuf, sizeof tbuf), (long long)numel);

@@ -34,7 +34,6 @@
 #include "rewrite.h"
 
 #include <math.h>
-#include <string.h>
 
 #define FOLD_MAX_RESULT_BYTES ((int64_t)64 << 20)
 #define FOLD_SMALL_RESULT_BYTES ((int64_t)64 << 10)
@@ -118,12 +117,6 @@ static int64_t fold_cost(const FcOp *op) {
   }
 }
 
-/* Adds "node '<loc>': " to an evaluator message unless it already names the node. */
-static FcStatus report(Fold *f, const FcOp *op, FcStatus st, const char *msg) {
-  if (op->loc && strncmp(msg, "node '", 6) != 0) return fc_error(f->diag, st, "node '%s': %s", op->loc, msg);
-  return fc_error(f->diag, st, "%s", msg);
-}
-
 /* Replaces the used results of `op` with constants `t[i]`, then erases `op`. */
 static FcStatus replace_with_constants(Fold *f, FcOp *op, FcTensor *const *t) {
   FcValue *with[MAX_RESULTS];
@@ -164,11 +157,10 @@ static FcStatus try_eval(Fold *f, FcOp *op, FoldResult *res) {
   fc_diag_init(&ed);
   FcStatus st = fc_op_eval(op, &f->m->arena, out, &ed);
   if (st == FC_ERR_UNSUPPORTED) return FC_OK;
-  if (st != FC_OK) return report(f, op, st, ed.msg);
+  if (st != FC_OK) return fc_rw_op_error(f->diag, op, st, ed.msg);
   for (int i = 0; i < op->n_results; i++)
     if (!out[i] || !out[i]->data || !fc_type_equal(&out[i]->type, &op->results[i].type))
-      return fc_error(f->diag, FC_ERR_INTERNAL, "node '%s': evaluator of %s returned a result of the wrong type",
-                      fc_op_name(op), info->name);
+      return fc_rw_op_error(f->diag, op, FC_ERR_INTERNAL, "the evaluator returned a result of the wrong type");
   *res = FOLD_DONE;
   return replace_with_constants(f, op, out);
 }

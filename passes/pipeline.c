@@ -79,9 +79,13 @@ static FcStatus for_each_pass(const char *list, PassVisit fn, void *ctx, FcDiag 
     if (b == e) return fc_error(diag, FC_ERR_INPUT, "empty pass name in pass list '%.200s'", list);
     const FcPassInfo *info = lookup_n(b, (size_t)(e - b));
     if (!info) {
+      char known[512] = "";
+      for (int i = 0; i < fc_pass_count(); i++) {
+        size_t len = strlen(known);
+        snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", fc_pass_at(i)->name);
+      }
       int n = e - b > 64 ? 64 : (int)(e - b);
-      return fc_error(diag, FC_ERR_INPUT, "unknown pass '%.*s'%s (see `flowc build --help` for the list)", n, b,
-                      e - b > 64 ? "..." : "");
+      return fc_error(diag, FC_ERR_INPUT, "unknown pass '%.*s'%s (passes: %s)", n, b, e - b > 64 ? "..." : "", known);
     }
     if (fn) {
       FcStatus st = fn(info, ctx);

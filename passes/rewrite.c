@@ -66,3 +66,11 @@ FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDi
   b.loc = loc;
   return fc_b_const_tensor(&b, t);
 }
+
+FcStatus fc_rw_op_error(FcDiag *diag, const FcOp *op, FcStatus st, const char *msg) {
+  if (strncmp(msg, "node '", 6) == 0) return fc_error(diag, st, "%s", msg);
+  const char *mn = fc_op_info(op->kind)->name;
+  size_t n = strlen(mn);
+  if (strncmp(msg, mn, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2;
+  return fc_error_node(diag, st, fc_op_name(op), mn, "%s", msg);
+}

@@ -34,4 +34,9 @@ void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch);
  * loc `loc`; returns its result, or NULL with an error in `diag`. */
 FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDiag *diag);
 
+/* Records `msg` (from an inference hook or evaluator about `op`) in the verifier's form
+ * "node '<loc>' (<mnemonic>): <what>", dropping the "<mnemonic>: " the hooks start with; a message
+ * that already names its node is kept as it is. Returns `st`. */
+FcStatus fc_rw_op_error(FcDiag *diag, const FcOp *op, FcStatus st, const char *msg);
+
 #endif /* FLOWC_PASSES_REWRITE_H */

@@ -7,6 +7,7 @@
  * function signature printed from them — follow without extra work.
  */
 #include "passes.h"
+#include "rewrite.h"
 
 FcStatus fc_pass_shapes(FcModule *m, FcDiag *diag) {
   fc_graph_for_each_op(m->graph, op) {
@@ -14,11 +15,7 @@ FcStatus fc_pass_shapes(FcModule *m, FcDiag *diag) {
     FcDiag d;
     fc_diag_init(&d);
     FcStatus st = info->infer(op, &m->arena, &d);
-    if (st != FC_OK) {
-      /* Hooks name the op ("conv: ..."); the node name comes from its loc. */
-      if (op->loc) return fc_error(diag, st, "node '%s': %s", op->loc, d.msg);
-      return fc_error(diag, st, "%s", d.msg);
-    }
+    if (st != FC_OK) return fc_rw_op_error(diag, op, st, d.msg);
   }
   return FC_OK;
 }

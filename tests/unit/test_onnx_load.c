@@ -437,9 +437,9 @@ static void test_unsupported_message(void **state) {
   (void)state;
   FcImportOptions o = defaults();
   import_fails("unsupported.onnx", &o, FC_ERR_UNSUPPORTED,
-               "unsupported ops: Loop x2 ('loop_a', 'loop_b'), NonMaxSuppression x7 ('nms0', 'nms1', 'nms2', "
-               "'nms3', 'nms4', ...), NonZero x3 ('nz', 'inner_nz', 'inner_nz'), Unique x3 ('Unique_4', "
-               "'loop_a/body/Unique_1', 'loop_b/body/Unique_1'), "
+               "unsupported ops: Loop x2 ('loop_a', 'loop_b'), SequenceErase x3 ('SequenceErase_4', "
+               "'loop_a/body/SequenceErase_1', 'loop_b/body/SequenceErase_1'), SequenceLength x3 ('nz', "
+               "'inner_nz', 'inner_nz'), StringNormalizer x7 ('nms0', 'nms1', 'nms2', 'nms3', 'nms4', ...), "
                "ai.onnx.ml.LinearClassifier x1 ('lc')",
                NULL);
 }

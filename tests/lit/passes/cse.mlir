@@ -69,3 +69,16 @@ func.func @impure() -> (tensor<2xf32>, tensor<2xf32>) {
   %1 = "flow.random_uniform"() {dtype = f32, high = 1.0 : f32, low = 0.0 : f32, shape = array<i64: 2>} : () -> tensor<2xf32>
   "func.return"(%0, %1) : (tensor<2xf32>, tensor<2xf32>) -> ()
 }
+
+// -----
+
+// Elided constants have unknown values: never merged.
+// CHECK-LABEL: func.func @elided(
+// CHECK-NEXT:    %0 = "flow.constant"() {value = dense_resource<__elided__> : tensor<20xf32>}
+// CHECK-NEXT:    %1 = "flow.constant"() {value = dense_resource<__elided__> : tensor<20xf32>}
+// CHECK-NEXT:    "func.return"(%0, %1)
+func.func @elided() -> (tensor<20xf32>, tensor<20xf32>) {
+  %0 = "flow.constant"() {value = dense_resource<__elided__> : tensor<20xf32>} : () -> tensor<20xf32>
+  %1 = "flow.constant"() {value = dense_resource<__elided__> : tensor<20xf32>} : () -> tensor<20xf32>
+  "func.return"(%0, %1) : (tensor<20xf32>, tensor<20xf32>) -> ()
+}

@@ -143,3 +143,15 @@ func.func @bool_select(%arg0: tensor<2xi1>, %arg1: tensor<2xf32>, %arg2: tensor<
   %6 = "flow.select"(%1, %arg1, %arg2) : (tensor<i1>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   "func.return"(%2, %3, %4, %5, %6) : (tensor<2xi1>, tensor<2xi1>, tensor<2xi1>, tensor<2xi1>, tensor<2xf32>) -> ()
 }
+
+// -----
+
+// A constant whose data was elided from the text has no value to fold.
+// CHECK-LABEL: func.func @elided(
+// CHECK-NEXT:    %0 = "flow.constant"() {value = dense_resource<__elided__> : tensor<20xf32>}
+// CHECK-NEXT:    %1 = "flow.neg"(%0)
+func.func @elided() -> (tensor<20xf32>) {
+  %0 = "flow.constant"() {value = dense_resource<__elided__> : tensor<20xf32>} : () -> tensor<20xf32>
+  %1 = "flow.neg"(%0) : (tensor<20xf32>) -> tensor<20xf32>
+  "func.return"(%1) : (tensor<20xf32>) -> ()
+}
