@@ -43,7 +43,8 @@ FcStatus fc_eval_gather(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   FC_EV_TRY(fc_ev_check(op, in, 2, diag));
   const FcType *xt = &in[0]->type, *it = &in[1]->type;
   int64_t axis = fc_op_attr_int(op, FC_ATTR_AXIS, 0);
-  if (axis < 0 || axis >= xt->rank) return fc_ev_fail(op, diag, FC_ERR_INPUT, "axis %lld out of range", (long long)axis);
+  if (axis < 0 || axis >= xt->rank)
+    return fc_ev_fail(op, diag, FC_ERR_INPUT, "axis %lld out of range", (long long)axis);
   int rr = xt->rank + it->rank - 1;
   if (rr > FC_EV_MAX_RANK) return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "result rank %d too large", rr);
   int64_t dims[FC_EV_MAX_RANK];
@@ -76,8 +77,10 @@ FcStatus fc_eval_gather(const FcOp *op, const FcTensor *const *in, FcTensor **ou
 
 /* Shared shape check of gather_elements/scatter_elements: same rank, indices no larger off the axis. */
 static FcStatus elements_shape(const FcOp *op, const FcType *xt, const FcType *it, int64_t axis, FcDiag *diag) {
-  if (axis < 0 || axis >= xt->rank) return fc_ev_fail(op, diag, FC_ERR_INPUT, "axis %lld out of range", (long long)axis);
-  if (it->rank != xt->rank) return fc_ev_fail(op, diag, FC_ERR_INPUT, "indices rank %d differs from data rank %d", it->rank, xt->rank);
+  if (axis < 0 || axis >= xt->rank)
+    return fc_ev_fail(op, diag, FC_ERR_INPUT, "axis %lld out of range", (long long)axis);
+  if (it->rank != xt->rank)
+    return fc_ev_fail(op, diag, FC_ERR_INPUT, "indices rank %d differs from data rank %d", it->rank, xt->rank);
   for (int d = 0; d < xt->rank; d++)
     if (d != axis && it->dims[d] > xt->dims[d])
       return fc_ev_fail(op, diag, FC_ERR_INPUT, "indices dim %d (%lld) exceeds the data's (%lld)", d,
@@ -333,7 +336,8 @@ FcStatus fc_eval_topk(const FcOp *op, const FcTensor *const *in, FcTensor **out,
   const FcType *xt = &in[0]->type;
   int64_t axis = fc_op_attr_int(op, FC_ATTR_AXIS, -1), k = fc_op_attr_int(op, FC_ATTR_K, -1);
   bool largest = fc_op_attr_int(op, FC_ATTR_LARGEST, 1) != 0;
-  if (axis < 0 || axis >= xt->rank) return fc_ev_fail(op, diag, FC_ERR_INPUT, "axis %lld out of range", (long long)axis);
+  if (axis < 0 || axis >= xt->rank)
+    return fc_ev_fail(op, diag, FC_ERR_INPUT, "axis %lld out of range", (long long)axis);
   if (k < 0 || k > xt->dims[axis])
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "k %lld out of range [0, %lld]", (long long)k, (long long)xt->dims[axis]);
   if (op->n_results != 2) return fc_ev_fail(op, diag, FC_ERR_INPUT, "expects 2 results");

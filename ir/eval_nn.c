@@ -165,7 +165,8 @@ static FcStatus conv_attrs(const FcOp *op, int n, ConvAttrs *c, FcDiag *diag) {
   for (int i = 0; i < n; i++) {
     /* Bounds keep every coordinate computed below far inside int64. */
     if (c->strides[i] < 1 || c->dilations[i] < 1 || c->strides[i] > (1 << 30) || c->dilations[i] > (1 << 30) ||
-        c->pads[i] < 0 || c->pads[n + i] < 0 || c->pads[i] > ((int64_t)1 << 40) || c->pads[n + i] > ((int64_t)1 << 40) ||
+        c->pads[i] < 0 || c->pads[n + i] < 0 || c->pads[i] > ((int64_t)1 << 40) ||
+        c->pads[n + i] > ((int64_t)1 << 40) ||
         c->out_pad[i] < 0 || c->out_pad[i] > ((int64_t)1 << 40))
       return fc_ev_fail(op, diag, FC_ERR_INPUT, "strides, dilations or pads of spatial dim %d are invalid", i);
   }
@@ -215,7 +216,8 @@ FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out,
   for (int i = 0; i < n; i++) {
     if (K[i] > ((int64_t)1 << 32) || D[i] > ((int64_t)1 << 40))
       return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "spatial dim %d too large to evaluate", i);
-    int64_t want = floor_div(D[i] + ca.pads[i] + ca.pads[n + i] - ((K[i] - 1) * ca.dilations[i] + 1), ca.strides[i]) + 1;
+    int64_t span = D[i] + ca.pads[i] + ca.pads[n + i] - ((K[i] - 1) * ca.dilations[i] + 1);
+    int64_t want = floor_div(span, ca.strides[i]) + 1;
     if (want < 0) want = 0;
     if (O[i] != want)
       return fc_ev_fail(op, diag, FC_ERR_INPUT, "spatial dim %d of the result is %lld, attributes give %lld", i,
@@ -592,7 +594,8 @@ FcStatus fc_eval_einsum(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   FcEvDomain dom;
   FC_EV_TRY(arith_domain(op, rt->dtype, true, &dom, diag));
   for (int k = 0; k < nops; k++)
-    if (in[k]->type.dtype != rt->dtype) return fc_ev_fail(op, diag, FC_ERR_INPUT, "operands must share the result dtype");
+    if (in[k]->type.dtype != rt->dtype)
+      return fc_ev_fail(op, diag, FC_ERR_INPUT, "operands must share the result dtype");
   const char *eq = fc_op_attr_str(op, FC_ATTR_EQUATION, "");
   EinTerm terms[EIN_MAX_OPS], outt;
   const char *p = eq;

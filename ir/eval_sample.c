@@ -502,6 +502,7 @@ FcStatus fc_eval_roi_align(const FcOp *op, const FcTensor *const *in, FcTensor *
   fc_arena_init(&scratch);
   const double *X = fc_ev_load_f64(&scratch, in[0]);
   FcStatus st = FC_OK;
+  int64_t work = 0;
   for (int64_t n = 0; n < R && st == FC_OK; n++) {
     int64_t b = fc_tensor_get_i64(in[2], n);
     double offset = half_pixel ? 0.5 : 0.0;
@@ -519,11 +520,16 @@ FcStatus fc_eval_roi_align(const FcOp *op, const FcTensor *const *in, FcTensor *
       break;
     }
     double bh = rh / (double)oh, bw = rw / (double)ow;
-    double gh_d = ratio > 0 ? (double)ratio : ceil(rh / (double)oh), gw_d = ratio > 0 ? (double)ratio : ceil(rw / (double)ow);
+    double gh_d = ratio > 0 ? (double)ratio : ceil(rh / (double)oh);
+    double gw_d = ratio > 0 ? (double)ratio : ceil(rw / (double)ow);
     int64_t gh = gh_d > 0 ? (gh_d < 1e9 ? (int64_t)gh_d : (int64_t)1e9) : 0;
     int64_t gw = gw_d > 0 ? (gw_d < 1e9 ? (int64_t)gw_d : (int64_t)1e9) : 0;
-    int64_t f[5] = {oh, ow, gh, gw, C};
-    if ((st = fc_ev_work(op, diag, 5, f)) != FC_OK) break;
+    /* Work adds up over the rois; each sample costs about 16 steps. */
+    int64_t f[7] = {oh, ow, gh, gw, C, 16, 1};
+    if ((st = fc_ev_work(op, diag, 6, f)) != FC_OK) break;
+    for (int i = 0; i < 6; i++) f[6] *= f[i];
+    work += f[6];
+    if (work > FC_EV_MAX_WORK && (st = fc_ev_work(op, diag, 1, &work)) != FC_OK) break;
     double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;
     for (int64_t c = 0; c < C; c++) {
       const double *plane = X + (b * C + c) * H * W;

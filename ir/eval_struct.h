@@ -21,14 +21,17 @@
     if (st_ != FC_OK) return st_;    \
   } while (0)
 
-/* Ranks above this are refused (FC_ERR_LIMIT) so per-dim scratch can live on the stack. */
+/* Ranks above this are refused (FC_ERR_UNSUPPORTED) so per-dim scratch can live on the stack. */
 #define FC_EV_MAX_RANK 64
-/* Upper bound on the multiply-adds (or samples) of one evaluation: folding is a compile-time
- * convenience, and a constant 16k x 16k x 16k matmul would stall the compiler for minutes. */
-#define FC_EV_MAX_WORK ((int64_t)1 << 36)
+/* Upper bound on the elementary steps (multiply-adds; samples count as their taps) of one evaluation,
+ * a few seconds: folding is a compile-time convenience, and a constant 4k x 4k x 4k matmul or a roi
+ * with a huge sampling grid would stall the compiler. Beyond it an evaluator answers
+ * FC_ERR_UNSUPPORTED, which leaves the op alone. */
+#define FC_EV_MAX_WORK ((int64_t)1 << 32)
 
 /* Records "<mnemonic>: <msg>" with status `st` and returns it. */
-FcStatus fc_ev_fail(const FcOp *op, FcDiag *diag, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+FcStatus fc_ev_fail(const FcOp *op, FcDiag *diag, FcStatus st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Operands [0, n_required) must be present with data; present optional ones must have data too.
  * Operand and result ranks must be <= FC_EV_MAX_RANK. */
 FcStatus fc_ev_check(const FcOp *op, const FcTensor *const *in, int n_required, FcDiag *diag);
@@ -36,7 +39,7 @@ FcStatus fc_ev_check(const FcOp *op, const FcTensor *const *in, int n_required, 
 void fc_ev_make_results(const FcOp *op, FcTensor **out, FcArena *arena);
 /* An ints attribute of exactly `count` entries into out[]; absent or empty gives `dflt` everywhere. */
 FcStatus fc_ev_ints(const FcOp *op, FcAttrName name, int count, int64_t dflt, int64_t *out, FcDiag *diag);
-/* Checks that the product of `n` factors stays within FC_EV_MAX_WORK (FC_ERR_LIMIT otherwise). */
+/* Checks that the product of `n` factors stays within FC_EV_MAX_WORK (FC_ERR_UNSUPPORTED otherwise). */
 FcStatus fc_ev_work(const FcOp *op, FcDiag *diag, int n, const int64_t *factors);
 /* Normalises a possibly negative index from tensor data against `dim`; false if outside [-dim, dim). */
 bool fc_ev_index(int64_t idx, int64_t dim, int64_t *out);

@@ -182,7 +182,7 @@ static void print_tensor(Printer *pr, const FcTensor *t) {
     fputs("dense_resource<__elided__>", out);
   } else if (numel == 0) {
     fputs("dense<>", out);
-  } else if (t->type.rank == 0 || (numel > 1 && is_splat(t, numel))) {
+  } else if (t->type.rank == 0 || (numel > 1 && t->nbytes <= (256 << 20) && is_splat(t, numel))) {
     fputs("dense<", out);
     print_element(out, t, 0);
     fputc('>', out);

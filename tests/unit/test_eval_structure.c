@@ -458,7 +458,8 @@ static void test_reshape_transpose_broadcast(void **state) {
 static void test_concat_slice(void **state) {
   Ctx *c = ctx_new();
   int64_t a[2] = {1, 2}, b[4] = {3, 4, 5, 6}, d[2] = {7, 8};
-  FcValue *xs[3] = {cst(c, FC_DT_I64, 2, D(2, 1), a), cst(c, FC_DT_I64, 2, D(2, 2), b), cst(c, FC_DT_I64, 2, D(2, 1), d)};
+  FcValue *xs[3] = {cst(c, FC_DT_I64, 2, D(2, 1), a), cst(c, FC_DT_I64, 2, D(2, 2), b),
+                    cst(c, FC_DT_I64, 2, D(2, 1), d)};
   FcTensor *y = ev(c, fc_b_concat(&c->b, xs, 3, 1)->def)[0];
   int64_t want[8] = {1, 3, 4, 7, 2, 5, 6, 8};
   expect_shape(y, FC_DT_I64, 2, D(2, 4));
@@ -778,11 +779,13 @@ static void test_det(void **state) {
 static void test_grid_sample_all_modes(void **state) {
   static const float *const want[18] = {gs_y0,  gs_y1,  gs_y2,  gs_y3,  gs_y4,  gs_y5,  gs_y6,  gs_y7,  gs_y8,
                                         gs_y9,  gs_y10, gs_y11, gs_y12, gs_y13, gs_y14, gs_y15, gs_y16, gs_y17};
-  static const char *const modes[3] = {"bilinear", "nearest", "bicubic"}, *const pads[3] = {"zeros", "border", "reflection"};
+  static const char *const modes[3] = {"bilinear", "nearest", "bicubic"};
+  static const char *const pads[3] = {"zeros", "border", "reflection"};
   Ctx *c = ctx_new();
   FcValue *ops[2] = {cst(c, FC_DT_F32, 4, D(1, 2, 3, 4), gs_x), cst(c, FC_DT_F32, 4, D(1, 2, 3, 2), gs_g)};
   for (int i = 0; i < 18; i++) {
-    FcAttr a[3] = {FC_A_INT(ALIGN_CORNERS, i % 2), FC_A_STR(MODE, modes[i / 6]), FC_A_STR(PADDING_MODE, pads[i / 2 % 3])};
+    FcAttr a[3] = {FC_A_INT(ALIGN_CORNERS, i % 2), FC_A_STR(MODE, modes[i / 6]),
+                   FC_A_STR(PADDING_MODE, pads[i / 2 % 3])};
     FcTensor *y = ev(c, mk(c, FC_OP_GRID_SAMPLE, ops, 2, 1, a, 3))[0];
     expect_shape(y, FC_DT_F32, 4, D(1, 2, 2, 3));
     print_message("grid_sample %s %s align_corners=%d\n", modes[i / 6], pads[i / 2 % 3], i % 2);

@@ -1,0 +1,131 @@
+/* flowrt.h — libflowrt, the small runtime linked into every program flowc builds.
+ *
+ * A worked example: running a model that `flowc build model.onnx --emit lib -o model` compiled.
+ *
+ *     #include "flowrt.h"
+ *     extern const FrtModel flowc_model;             // defined by the generated object
+ *
+ *     FrtError err = {0};
+ *     FrtPool *pool = frt_pool_create(0, &err);      // 0: one thread per online core
+ *     void *ws = aligned_alloc(64, frt_model_workspace_size(&flowc_model));
+ *     float image[1 * 1 * 28 * 28] = {0}, logits[10];
+ *     const void *inputs[] = {image};
+ *     void *outputs[] = {logits};
+ *     if (frt_model_run(&flowc_model, inputs, outputs, ws, pool, &err) != FRT_OK)
+ *       fprintf(stderr, "%s\n", err.msg);
+ *     frt_pool_destroy(pool);
+ *
+ * Everything returns a status and fills an FrtError with one line; nothing exits, aborts or prints on
+ * bad input. frt_model_run never allocates: the workspace (sized by the memory plan) is the caller's.
+ * Tensor files (.npy, ONNX TensorProto .pb) are read and written by frt_tensor_* before and after runs.
+ */
+#ifndef FLOWRT_H
+#define FLOWRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status -------------------------------------------------------------------------------------- */
+
+typedef enum FrtStatus {
+  FRT_OK = 0,
+  FRT_ERR_INPUT,       /* bad input: wrong shape/dtype, corrupt file, missing input */
+  FRT_ERR_IO,          /* cannot open/read/write a file */
+  FRT_ERR_UNSUPPORTED, /* valid but not handled (a dtype the writer lacks, ...) */
+  FRT_ERR_RESOURCE,    /* out of memory, cannot start threads */
+} FrtStatus;
+
+typedef struct FrtError {
+  FrtStatus status;
+  char msg[512]; /* one line, no trailing newline */
+} FrtError;
+
+/* ---- dtypes (the same codes as ONNX TensorProto.DataType) ----------------------------------------- */
+
+typedef enum FrtDtype {
+  FRT_F32 = 1, FRT_U8 = 2, FRT_I8 = 3, FRT_U16 = 4, FRT_I16 = 5, FRT_I32 = 6, FRT_I64 = 7,
+  FRT_BOOL = 9, FRT_F16 = 10, FRT_F64 = 11, FRT_U32 = 12, FRT_U64 = 13, FRT_BF16 = 16,
+} FrtDtype;
+
+size_t frt_dtype_size(FrtDtype dt);      /* 0 for an unknown code */
+const char *frt_dtype_name(FrtDtype dt); /* "f32", "i64", ... */
+
+#define FRT_MAX_RANK 16
+
+/* ---- the compiled model's description (emitted by flowc's codegen) ------------------------------- */
+
+typedef struct FrtTensorDesc {
+  const char *name;     /* ONNX name */
+  FrtDtype dtype;
+  int32_t rank;
+  const int64_t *dims;
+} FrtTensorDesc;
+
+typedef struct FrtPool FrtPool;
+
+/* The generated entry point: inputs/outputs are dense row-major buffers of the described types; the
+ * workspace is at least workspace_size bytes, 64-byte aligned. Returns 0. */
+typedef int (*FrtRunFn)(const void *const *inputs, void *const *outputs, void *workspace, FrtPool *pool);
+
+typedef struct FrtModel {
+  uint32_t abi_version;     /* FRT_ABI_VERSION */
+  const char *name;
+  int32_t n_inputs, n_outputs;
+  const FrtTensorDesc *inputs, *outputs;
+  uint64_t workspace_size;  /* bytes */
+  FrtRunFn run;
+} FrtModel;
+
+#define FRT_ABI_VERSION 1
+
+size_t frt_model_workspace_size(const FrtModel *m);
+/* Runs the model once. Checks nothing about the buffers' contents; never allocates. */
+FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *const *outputs, void *workspace,
+                        FrtPool *pool, FrtError *err);
+
+/* ---- thread pool (called by generated code) ------------------------------------------------------ */
+
+/* n_threads 0: one per online core. Threads start once and wait; parallel_for never starts threads. */
+FrtPool *frt_pool_create(int n_threads, FrtError *err);
+void frt_pool_destroy(FrtPool *pool);
+int frt_pool_threads(const FrtPool *pool);
+/* Calls fn(ctx, begin, end) over [0, n) split into contiguous chunks across the pool's threads (the
+ * caller's thread takes part); returns when all are done. pool NULL or 1 thread: runs inline. */
+typedef void (*FrtTaskFn)(void *ctx, int64_t begin, int64_t end);
+void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx);
+
+/* ---- tensors and tensor files ---------------------------------------------------------------------- */
+
+typedef struct FrtTensor {
+  FrtDtype dtype;
+  int32_t rank;
+  int64_t dims[FRT_MAX_RANK];
+  void *data;     /* owned when read from a file: free with frt_tensor_free */
+  size_t nbytes;
+} FrtTensor;
+
+/* .npy (v1/v2/v3, little-endian, C order) or ONNX TensorProto .pb, chosen by content. */
+FrtStatus frt_tensor_read(const char *path, FrtTensor *out, FrtError *err);
+FrtStatus frt_tensor_write_npy(const char *path, const FrtTensor *t, FrtError *err);
+FrtStatus frt_tensor_write_pb(const char *path, const FrtTensor *t, const char *name, FrtError *err);
+void frt_tensor_free(FrtTensor *t);
+
+/* ---- time ------------------------------------------------------------------------------------------ */
+
+double frt_now_seconds(void); /* monotonic */
+
+/* ---- the standalone program's main (runtime/main.c) ------------------------------------------------ */
+
+/* Implements `OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]
+ * [--threads N] [--bench N] [--print]` for `m`; returns the process exit status. */
+int frt_main(int argc, char **argv, const FrtModel *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLOWRT_H */
