@@ -834,8 +834,9 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
   /* A splat is the one form whose size the text does not bound: cap what it may materialise. */
   enum { SPLAT_MAX_BYTES = 256 << 20 }; /* print.c inlines splats up to the same size */
   bool splat = first->kind != TK_LBRACKET && first->kind != TK_STRING && first->kind != TK_GT;
-  if ((splat || (first->kind == TK_STRING && (int64_t)hex_bytes != nbytes)) && nbytes > SPLAT_MAX_BYTES)
-    return err_at(ps, first->line, first->col, "splat dense literal for %s would be %lld bytes, over the limit of %d",
+  if ((splat || (first->kind == TK_STRING && (int64_t)hex_bytes != nbytes)) && nbytes > SPLAT_MAX_BYTES &&
+      nbytes <= FC_DEFAULT_MAX_TENSOR_BYTES)
+    return err_limit(ps, first->line, first->col, "splat dense literal for %s would be %lld bytes, over the limit of %d",
                   fc_type_str(&ty, tbuf, sizeof tbuf), (long long)nbytes, SPLAT_MAX_BYTES);
   FcTensor *t;
   if (!tensor_alloc(ps, &ty, true, at.line, at.col, &t)) return false;

@@ -502,6 +502,9 @@ static void test_parse_errors_constants(void **state) {
   expect_parse_error(text, FC_ERR_INPUT, "dimension too large");
   splice(text, sizeof text, "    %0 = \"flow.constant\"() {value = dense<1.0> : tensor<8589934592xf32>} : () -> tensor<8589934592xf32>\n");
   expect_parse_error(text, FC_ERR_LIMIT, "constant of 34359738368 bytes exceeds the limit");
+  /* A splat is the one literal whose size the text does not bound: it may fill at most 256 MiB. */
+  splice(text, sizeof text, "    %0 = \"flow.constant\"() {value = dense<1.0> : tensor<67108865xf32>} : () -> tensor<67108865xf32>\n");
+  expect_parse_error(text, FC_ERR_LIMIT, "splat dense literal for tensor<67108865xf32> would be 268435460 bytes, over the limit of 268435456");
   /* Just under the rank limit parses. */
   splice(text, sizeof text, "    %0 = \"flow.constant\"() {value = dense<[[[[[[[[[[[[[[[[1.0]]]]]]]]]]]]]]]]> : "
                 "tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1xf32>} : () -> tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1xf32>\n");
