@@ -10,6 +10,8 @@
  * as the longest key, so names of any length stay aligned.
  */
 #include "cli.h"
+#include "memplan.h"
+#include "passes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +191,21 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
     add_row(&rows, 0, "flops", *h ? fc_arena_printf(a, "%lld (%s; %s)", (long long)flops, h, convention)
                                    : fc_arena_printf(a, "%lld (%s)", (long long)flops, convention));
   }
+
+  /* The workspace the memory planner lays out after the default pipeline, beside the naive sum of all
+   * intermediate values. The pipeline changes the module, so this comes after every other row. */
+  FcPipelineOptions po;
+  fc_pipeline_options_default(&po);
+  FcDiag pd;
+  fc_diag_init(&pd);
+  FcMemPlan plan;
+  if (fc_pipeline_run(m, &po, &pd) == FC_OK && fc_memplan(m, NULL, a, &plan, &pd) == FC_OK)
+    add_row(&rows, 0, "workspace",
+            fc_arena_printf(a, "%lld bytes planned after -O2 (%s); %lld bytes if every intermediate had its own",
+                            (long long)plan.workspace_bytes, human_bytes(a, plan.workspace_bytes),
+                            (long long)plan.naive_bytes));
+  else
+    add_row(&rows, 0, "workspace", fc_arena_printf(a, "not planned: %s", pd.msg));
 
   size_t width = 0;
   for (int i = 0; i < rows.n; i++) {
