@@ -4,6 +4,9 @@
  *          --bind to text input too, and splits text on `// -----` lines (--split-input-file).
  * info.c   `flowc info`: inputs, outputs, op histogram, parameters, FLOPs as one aligned block.
  * dot.c    `--emit dot`: the graph for Graphviz.
+ * run.c    compiling a module in memory (passes, codegen, LLVM, ORC JIT) for `flowc run` and `check`.
+ * testcase.c  ONNX backend test cases (model.onnx + test_data_set_N/): binding inputs, reading data sets.
+ * check.c  `flowc check`: compiles each test case, runs its data sets and compares the outputs.
  *
  * Everything here returns a status and fills an FcDiag; only compiler/main.c prints errors and exits.
  */
@@ -75,5 +78,73 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
 /* Writes the graph as a Graphviz digraph: one vertex per op (op name, node name), graph inputs and
  * outputs as distinct vertices, edges labelled with the tensor type. FC_ERR_IO if writing fails. */
 FcStatus fc_dot_print(FILE *out, FcModule *m, FcDiag *diag);
+
+/* ---- run.c -------------------------------------------------------------------------------------- */
+
+struct FcJit;
+struct FcCodegenOptions;
+struct FcPipelineOptions;
+
+/* Compiles a loaded module for this process: verify, the pass pipeline of `po`, code generation and
+ * LLVM's pipeline (co->opt_level) for the host, then the JIT. co->cpu NULL means "native": JIT code only
+ * ever runs here. The module is left as the passes made it (check looks at its outputs afterwards). */
+FcStatus fc_compile_jit(FcModule *m, const struct FcPipelineOptions *po, const struct FcCodegenOptions *co,
+                        struct FcJit **out, FcDiag *diag);
+
+/* ---- testcase.c ---------------------------------------------------------------------------------- */
+
+/* One ONNX backend test case: `dir` holds model.onnx and test_data_set_<k>/{input,output}_<i>.pb. */
+typedef struct FcTestCase {
+  const char *dir;
+  int data_set;          /* the set the bind callback reads inputs from */
+  FcImportLimits limits; /* applied to every data file */
+  int n_bound;           /* how many inputs the callback bound (counted by fc_testcase_bind) */
+} FcTestCase;
+
+/* An FcBindFn (ctx: FcTestCase *): finds graph input `name` in test_data_set_<data_set> by the
+ * TensorProto's own name first, then by position `index` among the model's real inputs. */
+FcStatus fc_testcase_bind(void *ctx, const char *name, int index, FcArena *arena, FcTensor **out, FcDiag *diag);
+
+/* The number of test_data_set_<k> folders, k = 0, 1, ... without gaps. */
+int fc_testcase_count_sets(const char *dir);
+
+/* The tensors of one data set, `kind` "input" or "output": input_0.pb, input_1.pb, ... in order, with
+ * the TensorProto's name (NULL if it has none). Arrays in `arena`. */
+typedef struct FcTestTensor {
+  const char *name;
+  const FcTensor *t;
+} FcTestTensor;
+FcStatus fc_testcase_read_set(const FcTestCase *tc, int set, const char *kind, FcArena *arena, FcTestTensor **out,
+                              int *n, FcDiag *diag);
+
+/* The model's real graph inputs (ONNX graph inputs that are not initializers), by name, in order. */
+FcStatus fc_testcase_real_inputs(const FcTestCase *tc, FcArena *arena, const char ***names, int *n, FcDiag *diag);
+
+/* ---- check.c ------------------------------------------------------------------------------------- */
+
+typedef struct FcCheckOptions {
+  FcImportLimits limits;
+  int opt_level;     /* -O: the pass pipeline and LLVM's */
+  int threads;       /* the pool the models run on; 0: one per online core */
+  double rtol, atol; /* float comparison: |got - want| <= atol + rtol * |want| */
+  int timeout_s;     /* per case; 0: none */
+  int jobs;          /* cases checked at the same time (each in its own process) */
+  const char *cpu;   /* NULL: native */
+} FcCheckOptions;
+
+void fc_check_options_default(FcCheckOptions *o); /* -O2, rtol 1e-3, atol 1e-7, 600 s, 1 thread, 1 job */
+
+typedef struct FcCheckSummary {
+  int passed, failed, skipped, constant;
+} FcCheckSummary;
+
+/* Checks each DIR (a test case, or a folder of test cases, checked in name order), printing one line per
+ * case to `out` — `PASS name`, `FAIL name: <why>`, `UNSUPPORTED name: <op or reason>` or `CONSTANT name`
+ * (every output was computed at compile time, so no kernel was tested) — and then the summary lines.
+ * Each case runs in a child process, so a crash or a hang in generated code fails that case only; lines
+ * come out in case order whatever `jobs` is.
+ * FC_ERR_IO (with a message) if a DIR cannot be read or the output cannot be written. */
+FcStatus fc_check_dirs(FILE *out, const char *const *dirs, int n_dirs, const FcCheckOptions *o, FcCheckSummary *sum,
+                       FcDiag *diag);
 
 #endif /* FLOWC_CLI_H */

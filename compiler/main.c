@@ -1,10 +1,15 @@
-/* main.c — the `flowc` command line: `flowc build` and `flowc info`.
+/* main.c — the `flowc` command line: `flowc build`, `flowc info`, `flowc run` and `flowc check`.
  *
  * This is the only place that prints errors and exits. The flow of `build` is flat: parse and check
  * every option first (a bad flag or pass name is reported before the model is read), load the model by
  * its content (ONNX or IR text), verify it, run the pass pipeline (-O2 unless -O or --passes says
  * otherwise), then open the output and emit. Nothing is written to -o FILE unless the model got that far.
- * `info` stops after the verifier and summarises the imported module.
+ * Artefacts (--emit exe, the default, obj and lib) go through cg_emit.h's fc_emit_artifact instead: code
+ * generation, LLVM, then link or archive; their -o, --target and --cpu are checked with the flags.
+ * `info` stops after the verifier and summarises the imported module. `run` compiles in memory (run.c)
+ * and hands the model, with the arguments flowc does not consume, to the runtime's own command line
+ * (frt_main), so `flowc run MODEL ARGS` behaves as `./built-model ARGS`. `check` runs ONNX backend test
+ * cases (check.c) and exits 1 if any failed.
  *
  * Exit status: 0 success; 1 the input was rejected (one line `flowc: error: <file>: <what>` on stderr);
  * 2 the command line is wrong (one line `flowc: error: <what>`).
@@ -21,7 +26,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cg_emit.h"
 #include "cli.h"
+#include "codegen.h"
+#include "flowrt.h"
 #include "passes.h"
 
 #ifndef FLOWC_VERSION
@@ -31,11 +39,16 @@
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 #define MAX_RANK_FLAG 1024 /* --max-rank above this is refused: types that large are not a real model */
 
+typedef enum Cmd { CMD_BUILD, CMD_INFO, CMD_RUN, CMD_CHECK } Cmd;
+
 typedef struct Cli {
-  const char *cmd;   /* "build" or "info" */
+  const char *cmd;   /* "build", "info", "run" or "check" */
+  Cmd kind;
   const char *model;
   const char *output; /* NULL or "-": stdout */
-  const char *emit;   /* "ir" or "dot" */
+  const char *emit;   /* "ir", "dot", or an artefact: "exe" (default), "obj", "lib" */
+  const char *aot_triple, *aot_cpu; /* build: --target, --cpu (artefacts only) */
+  char aot_name[128];  /* build: the artefact's symbol prefix, from -o (cg_emit.h) */
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
@@ -45,6 +58,12 @@ typedef struct Cli {
   int n_binds;
   FcInputShape *shapes;
   int n_shapes;
+  const char *cpu;    /* run, check: --cpu */
+  char **rt_argv;     /* run: argv for the runtime's command line ("flowc" + what flowc does not consume) */
+  int rt_argc;
+  const char **dirs;  /* check: the test case folders */
+  int n_dirs;
+  int threads, jobs, timeout_s; /* check */
 } Cli;
 
 static void cli_free(Cli *c) {
@@ -55,6 +74,17 @@ static void cli_free(Cli *c) {
     free((int64_t *)c->shapes[i].dims);
   }
   free(c->shapes);
+  free(c->rt_argv);
+  free(c->dirs);
+}
+
+/* Appends to a NULL-terminated malloc'd array of strings. */
+static void push_arg(char ***v, int *n, const char *a) {
+  char **nv = realloc(*v, (size_t)(*n + 2) * sizeof *nv);
+  if (!nv) fc_die(__FILE__, __LINE__, "out of memory");
+  nv[(*n)++] = (char *)a;
+  nv[*n] = NULL;
+  *v = nv;
 }
 
 static int usage_error(Cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -99,8 +129,10 @@ static void print_main_help(void) {
        "flowc compiles neural-network models ahead of time.\n"
        "\n"
        "commands:\n"
-       "  build MODEL   import, verify and optimise a model; write its IR or a Graphviz graph\n"
+       "  build MODEL   compile a model to a program, object or library (or write its IR or a graph)\n"
        "  info MODEL    summarise a model: inputs, outputs, op histogram, parameters, FLOPs\n"
+       "  run MODEL     compile a model in memory and run it on input files\n"
+       "  check DIR...  compile and run ONNX backend test cases, comparing with their expected outputs\n"
        "\n"
        "Run 'flowc <command> --help' for the options of a command.\n"
        "\n"
@@ -127,13 +159,22 @@ static void print_build_help(void) {
        "result. IR dumps of --print-before/--print-after go to stderr.\n"
        "\n"
        "output:\n"
-       "  --emit KIND            ir (default): the IR as MLIR generic-operation text; dot: a Graphviz graph.\n"
-       "                         exe, lib and obj are not yet supported\n"
-       "  -o FILE                write to FILE instead of standard output\n"
+       "  --emit KIND            exe (default): a standalone program with the weights inside, linked with\n"
+       "                         libflowrt (needs only libc, libm and libpthread; run it with --help);\n"
+       "                         obj: an object file and a C header FILE.h (FILE without .o) beside it;\n"
+       "                         lib: a static library (model + libflowrt) and a C header NAME.h beside it\n"
+       "                         (-o libNAME.a); ir: the IR as MLIR generic-operation text; dot: a Graphviz\n"
+       "                         graph. obj and lib name their symbols NAME_run, NAME_workspace_size and\n"
+       "                         NAME_model after the file name\n"
+       "  -o FILE                write to FILE (exe, obj and lib need it; ir and dot default to standard\n"
+       "                         output)\n"
+       "  --target TRIPLE        generate code for TRIPLE (default: this machine's, e.g. x86_64-linux-gnu)\n"
+       "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
+       "                         or an LLVM CPU name (default x86-64-v3 on x86-64, generic elsewhere)\n"
        "  --weights              write every constant's data, so the IR text is a complete model\n"
        "\n"
        "passes:\n"
-       "  -O0, -O1, -O2, -O3     run the pipeline of that level (default -O2)\n"
+       "  -O0, -O1, -O2, -O3     run the pipeline of that level, and LLVM's optimisation level (default -O2)\n"
        "  --passes=a,b,c         run exactly these passes, in this order, instead of a pipeline\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
@@ -160,6 +201,57 @@ static void print_build_help(void) {
   puts("\nexit status: 0 success; 1 the input was rejected; 2 the command line is wrong.");
 }
 
+static void print_run_help(void) {
+  puts("usage: flowc run MODEL [FILE ...] [--input NAME=FILE ...] [options]\n"
+       "\n"
+       "Compiles MODEL in memory (the pass pipeline, code generation for this CPU, LLVM's optimiser and a\n"
+       "JIT) and runs it as the executable 'flowc build' would make:\n"
+       "\n"
+       "run:\n"
+       "  FILE                   a .npy or ONNX TensorProto .pb file; the k-th FILE binds the k-th input\n"
+       "  --input NAME=FILE      bind the input named NAME to FILE\n"
+       "  --output-dir DIR       write the outputs as DIR/output_<i>.npy (or .pb), creating DIR if missing\n"
+       "  --output-format F      npy (the default) or pb\n"
+       "  --threads N            threads, the calling one included (default 0: one per online core)\n"
+       "  --bench N              run once to warm up, then N timed runs; print min and median latency\n"
+       "  --print                print each output's shape, dtype, first values and argmax\n"
+       "                         (the default when neither --output-dir nor --bench is given)\n"
+       "\n"
+       "compile:\n"
+       "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
+       "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n"
+       "\n"
+       "input:");
+  fputs(input_help, stdout);
+  puts("\nexit status: 0 success; 1 the model or an input was rejected; 2 the command line is wrong.");
+}
+
+static void print_check_help(void) {
+  puts("usage: flowc check DIR ... [options]\n"
+       "\n"
+       "Each DIR is an ONNX backend test case (model.onnx and test_data_set_<k>/ folders of input_<i>.pb and\n"
+       "output_<i>.pb), or a folder of such cases. Inputs that the model needs at compile time (shapes, axes,\n"
+       "counts) are bound from the data set; the others stay inputs, so generated kernels compute every\n"
+       "output. Each data set runs and its outputs are compared: dtypes and shapes exactly, integers and\n"
+       "bools exactly, floats within rtol 1e-3 and atol 1e-7 (NaN equals NaN).\n"
+       "\n"
+       "One line per case: 'PASS name', 'FAIL name: <worst element and its error>', 'UNSUPPORTED name: <op\n"
+       "or reason>', or 'CONSTANT name' (it passed, but every output was computed at compile time, so no\n"
+       "kernel ran; counted apart). The last line is 'N passed, N failed, N skipped'.\n"
+       "\n"
+       "options:\n"
+       "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
+       "  --cpu NAME             the CPU to generate code for (default: native)\n"
+       "  --threads N            threads each model runs on (default 1; 0: one per online core)\n"
+       "  -j N, --jobs N         check N cases at once, each in its own process (default 1)\n"
+       "  --timeout N            fail a case that runs longer than N seconds (default 600; 0: no limit)\n"
+       "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"
+       "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64)\n"
+       "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
+       "\n"
+       "exit status: 0 no case failed; 1 a case failed or a DIR could not be read; 2 the command line is wrong.");
+}
+
 static void print_info_help(void) {
   puts("usage: flowc info MODEL [options]\n"
        "\n"
@@ -173,6 +265,40 @@ static void print_info_help(void) {
 }
 
 /* ---- option parsing -------------------------------------------------------------------------------- */
+
+/* The artefact an --emit kind asks for (cg_emit.h), or -1 for ir and dot. */
+static int emit_kind(const char *e) {
+  if (strcmp(e, "exe") == 0) return FC_EMIT_EXE;
+  if (strcmp(e, "obj") == 0) return FC_EMIT_OBJ;
+  if (strcmp(e, "lib") == 0) return FC_EMIT_LIB;
+  return -1;
+}
+
+/* Checks the build options of an artefact (-o, --target, --cpu, the symbol prefix) before any model is
+ * read; returns -1 to go on or the usage error's exit status. */
+static int check_artefact_options(Cli *c) {
+  int kind = emit_kind(c->emit);
+  if (kind < 0) {
+    if (c->aot_triple || c->aot_cpu)
+      return usage_error(c, "%s applies to --emit exe, obj and lib, not --emit %s", c->aot_triple ? "--target" : "--cpu",
+                         c->emit);
+    return -1;
+  }
+  if (!c->output || strcmp(c->output, "-") == 0)
+    return usage_error(c, "--emit %s writes a file: give -o FILE", c->emit);
+  if (c->split) return usage_error(c, "--split-input-file applies to --emit ir and dot only");
+  if (c->weights) return usage_error(c, "--weights applies to --emit ir only");
+  FcDiag d;
+  fc_diag_init(&d);
+  if (kind != FC_EMIT_EXE && !fc_emit_model_name(c->output, (FcEmitKind)kind, c->aot_name, sizeof c->aot_name, &d))
+    return usage_error(c, "-o %s: %s", c->output, d.msg);
+  /* A misspelt triple or CPU is a command-line mistake: find it before the model is read. */
+  FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level};
+  LLVMTargetMachineRef tm = NULL;
+  if (fc_target_machine(&co, &tm, &d) != FC_OK) return usage_error(c, "%s", d.msg);
+  LLVMDisposeTargetMachine(tm);
+  return -1;
+}
 
 /* Matches `--name=VALUE` or `--name VALUE` (and `-o FILE`, `-oFILE` for the one-letter form). Returns
  * 0 if argv[*i] is not this option, 1 with *val set, -1 if the value is missing. */
@@ -216,25 +342,61 @@ static bool parse_count(const char *s, bool suffixes, int64_t max, int64_t *out)
 
 static bool is_pass_or_all(const char *name) { return strcmp(name, "all") == 0 || fc_pass_lookup(name); }
 
+/* The runtime's options, passed through by `flowc run` to frt_main, which checks their values: --print
+ * and those taking a value (`--name VALUE` or `--name=VALUE`). Returns true if argv[*i] is one. */
+static bool is_runtime_option(int argc, char **argv, int *i, Cli *c) {
+  static const char *const with_value[] = {"--input", "--output-dir", "--output-format", "--threads", "--bench"};
+  const char *a = argv[*i];
+  if (strcmp(a, "--print") == 0) {
+    push_arg(&c->rt_argv, &c->rt_argc, a);
+    return true;
+  }
+  for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
+    size_t n = strlen(with_value[k]);
+    if (strncmp(a, with_value[k], n) != 0 || (a[n] != '\0' && a[n] != '=')) continue;
+    push_arg(&c->rt_argv, &c->rt_argc, a);
+    if (a[n] == '\0' && *i + 1 < argc) push_arg(&c->rt_argv, &c->rt_argc, argv[++*i]);
+    return true;
+  }
+  return false;
+}
+
 /* Parses argv[2..]; returns -1 to go on, or an exit status (help printed, or a usage error). */
 static int parse_args(Cli *c, int argc, char **argv) {
-  bool build = strcmp(c->cmd, "build") == 0;
+  bool build = c->kind == CMD_BUILD, run = c->kind == CMD_RUN, check = c->kind == CMD_CHECK;
   bool options_done = false;
+  if (run) push_arg(&c->rt_argv, &c->rt_argc, "flowc");
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     int r;
     if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
+      if (check) {
+        c->dirs = realloc(c->dirs, (size_t)(c->n_dirs + 1) * sizeof *c->dirs);
+        if (!c->dirs) fc_die(__FILE__, __LINE__, "out of memory");
+        c->dirs[c->n_dirs++] = a;
+        continue;
+      }
+      if (run && c->model) {
+        push_arg(&c->rt_argv, &c->rt_argc, a); /* an input FILE for the runtime */
+        continue;
+      }
       if (c->model) return usage_error(c, "more than one model given ('%s' and '%s')", c->model, a);
       c->model = a;
       continue;
     }
     if (strcmp(a, "--") == 0) {
       options_done = true;
+      if (run) push_arg(&c->rt_argv, &c->rt_argc, a);
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       if (build) print_build_help();
+      else if (run) print_run_help();
+      else if (check) print_check_help();
       else print_info_help();
       cli_free(c);
       return 0;
+    } else if (check && (strncmp(a, "--bind", 6) == 0 || strncmp(a, "--shape", 7) == 0)) {
+      return usage_error(c, "'flowc check' binds inputs from each test's data set itself; %s is not an option of check",
+                         strncmp(a, "--bind", 6) == 0 ? "--bind" : "--shape");
     } else if ((r = take_value(argc, argv, &i, "--bind", &v)) != 0) {
       if (r < 0) return usage_error(c, "--bind needs NAME=FILE");
       const char *eq = strchr(v, '=');
@@ -289,16 +451,38 @@ static int parse_args(Cli *c, int argc, char **argv) {
       if (r < 0 || !parse_count(v, false, MAX_RANK_FLAG, &n))
         return usage_error(c, "--max-rank needs a rank from 0 to %d", MAX_RANK_FLAG);
       c->imp.limits.max_rank = (int)n;
+    } else if ((run || check) && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+      c->opt_level = a[2] - '0';
+    } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
+      if (r < 0 || !*v) return usage_error(c, "--cpu needs a CPU name (such as native, x86-64-v3 or skylake)");
+      c->cpu = v;
+    } else if (run && is_runtime_option(argc, argv, &i, c)) {
+      /* passed through to the runtime */
+    } else if (check && ((r = take_value(argc, argv, &i, "--threads", &v)) != 0)) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, false, 1024, &n)) return usage_error(c, "--threads needs a count from 0 to 1024");
+      c->threads = (int)n;
+    } else if (check && ((r = take_value(argc, argv, &i, "--jobs", &v)) != 0 || (r = take_value(argc, argv, &i, "-j", &v)) != 0)) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, false, 256, &n) || n < 1) return usage_error(c, "--jobs needs a count from 1 to 256");
+      c->jobs = (int)n;
+    } else if (check && ((r = take_value(argc, argv, &i, "--timeout", &v)) != 0)) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, false, 86400, &n)) return usage_error(c, "--timeout needs seconds from 0 to 86400");
+      c->timeout_s = (int)n;
     } else if (!build) {
-      return usage_error(c, "unknown option '%s' for 'flowc info' (see 'flowc info --help')", a);
+      return usage_error(c, "unknown option '%s' for 'flowc %s' (see 'flowc %s --help')", a, c->cmd, c->cmd);
     } else if ((r = take_value(argc, argv, &i, "--emit", &v)) != 0) {
-      if (r < 0) return usage_error(c, "--emit needs a kind: ir or dot");
-      if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0) {
-        if (strcmp(v, "exe") == 0 || strcmp(v, "lib") == 0 || strcmp(v, "obj") == 0)
-          return usage_error(c, "--emit %s is not yet supported (this flowc emits ir or dot)", v);
-        return usage_error(c, "unknown --emit kind '%s' (expected ir or dot)", v);
-      }
+      if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, ir or dot");
+      if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0 && emit_kind(v) < 0)
+        return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, ir or dot)", v);
       c->emit = v;
+    } else if ((r = take_value(argc, argv, &i, "--target", &v)) != 0) {
+      if (r < 0 || !*v) return usage_error(c, "--target needs a target triple (such as x86_64-linux-gnu)");
+      c->aot_triple = v;
+    } else if ((r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
+      if (r < 0 || !*v) return usage_error(c, "--cpu needs a CPU name (such as native, x86-64-v3 or skylake)");
+      c->aot_cpu = v;
     } else if ((r = take_value(argc, argv, &i, "-o", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "-o needs a file name");
       c->output = v;
@@ -330,8 +514,16 @@ static int parse_args(Cli *c, int argc, char **argv) {
       return usage_error(c, "unknown option '%s' for 'flowc build' (see 'flowc build --help')", a);
     }
   }
+  if (check) {
+    if (!c->n_dirs) return usage_error(c, "no test case given (usage: flowc check DIR ... [options])");
+    return -1;
+  }
   if (!c->model) return usage_error(c, "no model given (usage: flowc %s MODEL [options])", c->cmd);
   if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
+  if (build) {
+    int ra = check_artefact_options(c);
+    if (ra >= 0) return ra;
+  }
   c->imp.bindings = c->binds;
   c->imp.n_bindings = c->n_binds;
   c->imp.shapes = c->shapes;
@@ -395,6 +587,14 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   fflush(stdout);
   st = fc_pipeline_run(m, &po, d);
   if (st != FC_OK) return st;
+  int kind = emit_kind(c->emit);
+  if (kind >= 0) {
+    FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
+                           .model_name = kind == FC_EMIT_EXE ? NULL : c->aot_name};
+    st = fc_emit_artifact(m, &co, (FcEmitKind)kind, c->output, d);
+    *blame = st == FC_ERR_IO ? BLAME_OUTPUT : BLAME_MODEL;
+    return st;
+  }
   *blame = BLAME_OUTPUT;
   st = output_open(out, d);
   if (st != FC_OK) return st;
@@ -507,8 +707,63 @@ static int run_info(Cli *c) {
   return status;
 }
 
+/* ---- run ------------------------------------------------------------------------------------------ */
+
+static int run_run(Cli *c) {
+  FcDiag d;
+  fc_diag_init(&d);
+  FcModule *m = NULL;
+  FcJit *jit = NULL;
+  FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+  if (st == FC_OK) {
+    FcPipelineOptions po;
+    fc_pipeline_options_default(&po);
+    po.opt_level = c->opt_level;
+    FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level};
+    st = fc_compile_jit(m, &po, &co, &jit, &d);
+  }
+  int status;
+  if (st != FC_OK) {
+    report(c->model, &d);
+    status = EXIT_INPUT;
+  } else {
+    fflush(stdout);
+    status = frt_main(c->rt_argc, c->rt_argv, fc_jit_model(jit));
+  }
+  fc_jit_destroy(jit);
+  fc_module_destroy(m);
+  cli_free(c);
+  return status;
+}
+
+/* ---- check ---------------------------------------------------------------------------------------- */
+
+static int run_check(Cli *c) {
+  FcCheckOptions o;
+  fc_check_options_default(&o);
+  o.limits = c->imp.limits;
+  o.opt_level = c->opt_level;
+  o.threads = c->threads;
+  o.jobs = c->jobs;
+  o.timeout_s = c->timeout_s;
+  o.cpu = c->cpu;
+  FcDiag d;
+  fc_diag_init(&d);
+  FcCheckSummary sum;
+  FcStatus st = fc_check_dirs(stdout, c->dirs, c->n_dirs, &o, &sum, &d);
+  cli_free(c);
+  if (st != FC_OK) {
+    fflush(stdout);
+    fputs("flowc: error: ", stderr);
+    put_line_safe(d.msg, stderr);
+    fputc('\n', stderr);
+    return EXIT_INPUT;
+  }
+  return sum.failed ? EXIT_INPUT : 0;
+}
+
 int main(int argc, char **argv) {
-  Cli c = {.emit = "ir", .opt_level = 2};
+  Cli c = {.emit = "exe", .opt_level = 2, .threads = 1, .jobs = 1, .timeout_s = 600};
   fc_import_options_default(&c.imp);
   if (argc < 2) return usage_error(&c, "no command given (see 'flowc --help')");
   const char *cmd = argv[1];
@@ -520,12 +775,22 @@ int main(int argc, char **argv) {
     printf("flowc %s\n", FLOWC_VERSION);
     return 0;
   }
-  if (strcmp(cmd, "build") != 0 && strcmp(cmd, "info") != 0) {
+  static const char *const cmds[] = {"build", "info", "run", "check"};
+  int k = 0;
+  while (k < 4 && strcmp(cmd, cmds[k]) != 0) k++;
+  if (k == 4) {
     if (cmd[0] == '-') return usage_error(&c, "unknown option '%s' (see 'flowc --help')", cmd);
-    return usage_error(&c, "unknown command '%s' (commands: build, info; see 'flowc --help')", cmd);
+    return usage_error(&c, "unknown command '%s' (commands: build, info, run, check; see 'flowc --help')", cmd);
   }
   c.cmd = cmd;
+  c.kind = (Cmd)k;
   int r = parse_args(&c, argc, argv);
   if (r >= 0) return r;
-  return strcmp(cmd, "build") == 0 ? run_build(&c) : run_info(&c);
+  switch (c.kind) {
+  case CMD_BUILD: return run_build(&c);
+  case CMD_INFO: return run_info(&c);
+  case CMD_RUN: return run_run(&c);
+  case CMD_CHECK: return run_check(&c);
+  }
+  FC_UNREACHABLE();
 }

@@ -52,7 +52,7 @@ typedef enum FrtDtype {
 } FrtDtype;
 
 size_t frt_dtype_size(FrtDtype dt);      /* 0 for an unknown code */
-const char *frt_dtype_name(FrtDtype dt); /* "f32", "i64", ... */
+const char *frt_dtype_name(FrtDtype dt); /* the IR's spelling: "f32", "i64", "ui8", "i1" (bool), "?" */
 
 #define FRT_MAX_RANK 16
 
@@ -68,7 +68,8 @@ typedef struct FrtTensorDesc {
 typedef struct FrtPool FrtPool;
 
 /* The generated entry point: inputs/outputs are dense row-major buffers of the described types; the
- * workspace is at least workspace_size bytes, 64-byte aligned. Returns 0. */
+ * workspace is at least workspace_size bytes, 64-byte aligned. Returns 0, or 1 + the index of the first
+ * kernel that found bad data (an index out of range, ...): kernel_names[index] describes it. */
 typedef int (*FrtRunFn)(const void *const *inputs, void *const *outputs, void *workspace, FrtPool *pool);
 
 typedef struct FrtModel {
@@ -78,23 +79,30 @@ typedef struct FrtModel {
   const FrtTensorDesc *inputs, *outputs;
   uint64_t workspace_size;  /* bytes */
   FrtRunFn run;
+  int32_t n_kernels;
+  const char *const *kernel_names; /* "node '<name>' (<op>)", for run-time data errors */
 } FrtModel;
 
 #define FRT_ABI_VERSION 1
 
 size_t frt_model_workspace_size(const FrtModel *m);
-/* Runs the model once. Checks nothing about the buffers' contents; never allocates. */
+/* Runs the model once. Checks the ABI version, that no buffer is NULL and that the workspace is 64-byte
+ * aligned, nothing about the buffers' contents; never allocates. A non-zero return of m->run becomes
+ * FRT_ERR_INPUT naming kernel_names[rc - 1]. */
 FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *const *outputs, void *workspace,
                         FrtPool *pool, FrtError *err);
 
 /* ---- thread pool (called by generated code) ------------------------------------------------------ */
 
-/* n_threads 0: one per online core. Threads start once and wait; parallel_for never starts threads. */
+/* n_threads 0: one per online core (the CPUs this process may run on); at most 1024. Threads start once
+ * and wait; parallel_for never starts threads or allocates. */
 FrtPool *frt_pool_create(int n_threads, FrtError *err);
 void frt_pool_destroy(FrtPool *pool);
 int frt_pool_threads(const FrtPool *pool);
 /* Calls fn(ctx, begin, end) over [0, n) split into contiguous chunks across the pool's threads (the
- * caller's thread takes part); returns when all are done. pool NULL or 1 thread: runs inline. */
+ * caller's thread takes part); returns when all are done. pool NULL or 1 thread: runs inline. Chunk i of
+ * min(threads, n) chunks starts at i*(n/chunks) + min(i, n%chunks): the same for the same (n, threads).
+ * A call from inside a task, or while another thread is using the pool, runs inline (no deadlock). */
 typedef void (*FrtTaskFn)(void *ctx, int64_t begin, int64_t end);
 void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx);
 
@@ -108,7 +116,11 @@ typedef struct FrtTensor {
   size_t nbytes;
 } FrtTensor;
 
-/* .npy (v1/v2/v3, little-endian, C order) or ONNX TensorProto .pb, chosen by content. */
+/* .npy (v1/v2/v3, little-endian, C order) or ONNX TensorProto .pb, chosen by content. The data is
+ * 64-byte aligned; bools read as 0/1. .npy has no bf16: such files hold '<u2' and read as FRT_U16 (the
+ * caller decides). Errors name the file: "x.npy: the shape needs 24 bytes of data, the file holds 20".
+ * The writers produce what numpy.save and onnx.numpy_helper.from_array(t, name) produce (bf16 goes to
+ * .npy as '<u2'; a NULL or empty name is omitted). */
 FrtStatus frt_tensor_read(const char *path, FrtTensor *out, FrtError *err);
 FrtStatus frt_tensor_write_npy(const char *path, const FrtTensor *t, FrtError *err);
 FrtStatus frt_tensor_write_pb(const char *path, const FrtTensor *t, const char *name, FrtError *err);
@@ -121,7 +133,9 @@ double frt_now_seconds(void); /* monotonic */
 /* ---- the standalone program's main (runtime/main.c) ------------------------------------------------ */
 
 /* Implements `OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]
- * [--threads N] [--bench N] [--print]` for `m`; returns the process exit status. */
+ * [--threads N] [--bench N] [--print]` for `m`; returns the process exit status: 0, 1 on bad input (one
+ * line `<prog>: error: <what>` on stderr), 2 on bad usage. Outputs are written only with --output-dir;
+ * without it and without --bench, --print is implied. */
 int frt_main(int argc, char **argv, const FrtModel *m);
 
 #ifdef __cplusplus

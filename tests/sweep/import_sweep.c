@@ -2,7 +2,8 @@
  *
  * For each DIR given (a folder holding model.onnx and test_data_set_N/input_N.pb files, as in Debian's
  * libonnx-testdata), the sweep imports the model, binding on demand any graph input a node needs as a
- * compile-time constant (a shape, axes, k, ...) from the test's own test_data_set_0 inputs; verifies the
+ * compile-time constant (a shape, axes, k, ...) from the test's own test_data_set_0 inputs
+ * (fc_testcase_bind, compiler/testcase.c, which `flowc check` uses too); verifies the
  * module; runs the -O2 pipeline and verifies again; and checks that print -> parse -> print is
  * byte-identical for both the imported and the optimised IR (with and without weights). With --dump DIR
  * it writes each IR text to DIR for the mlir-opt check.
@@ -19,44 +20,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "ir.h"
 #include "onnx.h"
 #include "passes.h"
-
-typedef struct BindCtx {
-  const char *dir; /* test folder */
-} BindCtx;
-
-/* Finds the tensor for graph input `name` (index `index` among the model's real inputs) in
- * test_data_set_0: by the TensorProto's own name first, then by position. */
-static FcStatus bind_from_test_data(void *ctx, const char *name, int index, FcArena *arena, FcTensor **out,
-                                    FcDiag *diag) {
-  const BindCtx *bc = ctx;
-  char path[8192];
-  FcImportLimits lim = {FC_DEFAULT_MAX_FILE_BYTES, FC_DEFAULT_MAX_NESTING, FC_DEFAULT_MAX_RANK};
-  for (int i = 0; i < 64; i++) {
-    snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", bc->dir, i);
-    FILE *f = fopen(path, "rb");
-    if (!f) break;
-    /* The TensorProto name is field 8; reading it needs a full unpack, so read the file as a tensor
-     * through protobuf-c directly. */
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = n > 0 ? malloc((size_t)n) : NULL;
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    Onnx__TensorProto *tp = buf && got == (size_t)n ? onnx__tensor_proto__unpack(NULL, (size_t)n, buf) : NULL;
-    free(buf);
-    bool match = tp && tp->name && strcmp(tp->name, name) == 0;
-    if (tp) onnx__tensor_proto__free_unpacked(tp, NULL);
-    if (match) return fc_read_tensor_file(path, &lim, arena, out, diag);
-  }
-  snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", bc->dir, index);
-  struct stat st;
-  if (index >= 0 && stat(path, &st) == 0) return fc_read_tensor_file(path, &lim, arena, out, diag);
-  return FC_ERR_UNSUPPORTED;
-}
 
 /* Prints the module to a malloc'd string. */
 static char *print_to_string(FcModule *m, bool weights, FcDiag *diag, size_t *len) {
@@ -111,11 +78,11 @@ typedef enum { R_OK, R_UNSUPPORTED, R_FAIL } Result;
 static Result sweep_one(const char *dir, const char *label, const char *dump_dir, char *why, size_t whycap) {
   char path[8192];
   snprintf(path, sizeof path, "%s/model.onnx", dir);
-  BindCtx bc = {dir};
   FcImportOptions opts;
   fc_import_options_default(&opts);
-  opts.bind_fn = bind_from_test_data;
-  opts.bind_ctx = &bc;
+  FcTestCase tc = {.dir = dir, .data_set = 0, .limits = opts.limits};
+  opts.bind_fn = fc_testcase_bind;
+  opts.bind_ctx = &tc;
   FcDiag d;
   fc_diag_init(&d);
   FcModule *m = NULL;

@@ -2,7 +2,7 @@
 // `// -----`; a part that fails prints its error (with the line number in this file) and the others go on.
 // RUN: not %flowc build %s -O0 --emit ir --split-input-file 2>&1 | FileCheck %s
 // RUN: not %flowc build %s -O0 --emit ir --split-input-file 2>/dev/null | FileCheck %s --check-prefix=OUT
-// RUN: sh -c '%flowc build %s -O0 --split-input-file >/dev/null 2>&1; echo exit=$?' | FileCheck %s --check-prefix=EXIT
+// RUN: sh -c '%flowc build %s --emit ir -O0 --split-input-file >/dev/null 2>&1; echo exit=$?' | FileCheck %s --check-prefix=EXIT
 
 // CHECK-LABEL: module {
 // CHECK:       "flow.relu"(%arg0)

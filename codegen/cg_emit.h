@@ -1,0 +1,90 @@
+/* cg_emit.h — ahead-of-time artefacts: `flowc build --emit exe|obj|lib` (codegen/cg_emit.c).
+ *
+ * codegen.h declares the three building blocks (fc_emit_object, fc_link_executable, fc_write_library);
+ * this header adds the whole flow the command line runs — target machine, LLVM module, entry points,
+ * LLVM's pipeline, object, then link or archive — and the naming rules for the symbols and files it
+ * writes, so the CLI stays a thin caller; and the ar reader/writer behind --emit lib (cg_archive.c).
+ *
+ * Symbols of an artefact, for a model name NAME (a C identifier; FcCodegenOptions.model_name):
+ *   NAME_model            const FrtModel, the model's description (runtime/flowrt.h);
+ *   NAME_run              int (const void *const *in, void *const *out, void *workspace, FrtPool *pool);
+ *   NAME_workspace_size   size_t (void): bytes of workspace NAME_run needs, a multiple of 64 (obj, lib);
+ *   main                  calls frt_main(argc, argv, &NAME_model) (exe only; NAME is "flowc" there).
+ */
+#ifndef FLOWC_CG_EMIT_H
+#define FLOWC_CG_EMIT_H
+
+#include "codegen.h"
+
+typedef enum FcEmitKind {
+  FC_EMIT_EXE, /* a standalone program: the model + libflowrt + a main calling frt_main */
+  FC_EMIT_OBJ, /* an object file OUT and a C header next to it */
+  FC_EMIT_LIB, /* a static library (the model's object and libflowrt's members) and a C header */
+} FcEmitKind;
+
+/* The model name (symbol prefix) for output path `out`: its file name without directories, without a
+ * leading "lib" for a library, and without the extension, with every character that cannot be in a C
+ * identifier replaced by '_' ("libmnist.a" -> "mnist", "my-net.o" -> "my_net"); "m_" goes in front of
+ * anything but a letter ("3x.o" -> "m_3x"). False (with a message) when nothing usable is left or the
+ * symbols would fall in libflowrt's namespace ("frt" or "frt_..."). */
+bool fc_emit_model_name(const char *out, FcEmitKind kind, char *buf, size_t cap, FcDiag *diag);
+
+/* Where the C header of an artefact goes: for obj, OUT with a trailing ".o" replaced by ".h" (".h"
+ * appended otherwise); for lib, NAME.h in the archive's folder. Malloc'd. */
+char *fc_emit_header_path(const char *out, FcEmitKind kind, const char *name);
+
+/* Writes the C header for a model compiled under `name`: self-contained C (with or without flowrt.h),
+ * declaring NAME_run, NAME_workspace_size and NAME_model, and documenting each input and output (name,
+ * dtype, shape, bytes) with NAME_INPUT_<i>_BYTES / NAME_OUTPUT_<i>_BYTES macros, and how to link
+ * `artefact` (the object or library it describes). `m` is the module as compiled (after the pass
+ * pipeline). FC_ERR_IO if the file cannot be written. */
+FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, FcEmitKind kind, const char *artefact,
+                               FcDiag *diag);
+
+/* Adds the artefact's entry points to a module from fc_codegen_module built with model name `name`:
+ * `main` for an executable, `NAME_workspace_size` for an object or library. */
+FcStatus fc_emit_add_entry_points(LLVMModuleRef mod, const char *name, FcEmitKind kind, FcDiag *diag);
+
+/* The whole ahead-of-time flow for a module that verified and went through the pass pipeline: target
+ * machine for `o` (o->model_name must be set for obj and lib), code generation, entry points, LLVM's
+ * default<O{o->opt_level}> pipeline, then the object and the link (exe), the header (obj), or the
+ * archive and header (lib). Temporary files live in a private mkdtemp folder that is removed on every
+ * path; on failure no partial output is left behind. FC_ERR_IO for failures about the output (cannot
+ * write, the linker or runtime library failed), other statuses for the model. */
+FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, FcEmitKind kind, const char *out, FcDiag *diag);
+
+/* The libflowrt archive artefacts link against: $FLOWC_RUNTIME_LIB, else the one installed beside this
+ * flowc (<prefix>/<libdir>/libflowrt.a, found from /proc/self/exe), else the build tree's, else the
+ * configured install prefix's. Malloc'd path; FC_ERR_IO naming the places looked at if none exists. */
+FcStatus fc_runtime_library_path(char **out, FcDiag *diag);
+
+/* ---- cg_archive.c: static archives ---------------------------------------------------------------- */
+
+typedef struct FcArchiveMember {
+  const char *name;          /* file name, without folders */
+  const unsigned char *data; /* the member's bytes (mapped; valid until the archive is closed) */
+  size_t size;
+} FcArchiveMember;
+
+typedef struct FcArchive FcArchive;
+/* Opens an ar archive (GNU, BSD or thin) and lists its members, indexes left out. FC_ERR_IO with a
+ * message for a file that is missing or not a well-formed archive. */
+FcStatus fc_archive_open(const char *path, FcArchive **out, FcDiag *diag);
+/* An archive-to-be holding one file (mapped) as member `member_name`. */
+FcStatus fc_archive_of_file(const char *path, const char *member_name, FcArchive **out, FcDiag *diag);
+int fc_archive_count(const FcArchive *a);
+const FcArchiveMember *fc_archive_member(const FcArchive *a, int i);
+void fc_archive_close(FcArchive *a);
+
+/* Writes a GNU archive with a symbol index of the members, which must be ELF objects, to `path`. */
+FcStatus fc_archive_write(const char *path, const FcArchiveMember *members, int n, FcDiag *diag);
+
+/* The sanitizer runtimes an archive's ELF members call into (they reference __asan_*, __ubsan_* or
+ * __tsan_* symbols): a program linking them must be linked with the same -fsanitize flags. */
+enum { FC_SANITIZE_ADDRESS = 1, FC_SANITIZE_UNDEFINED = 2, FC_SANITIZE_THREAD = 4 };
+unsigned fc_archive_sanitizers(const FcArchive *a);
+
+/* The e_machine of an ELF file (EM_X86_64, EM_AARCH64, ...), or -1 if `data` is not ELF. */
+int fc_elf_machine(const unsigned char *data, size_t size);
+
+#endif /* FLOWC_CG_EMIT_H */

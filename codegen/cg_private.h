@@ -1,0 +1,27 @@
+/* cg_private.h — the per-module codegen state shared by cg_module.c (which owns it) and cg_util.c (whose
+ * fc_cg_flag_error needs the current kernel's status word). Kernel emitters never include this: they
+ * see only FcKernel and the helpers of codegen.h.
+ */
+#ifndef FLOWC_CG_PRIVATE_H
+#define FLOWC_CG_PRIVATE_H
+
+#include "codegen.h"
+#include "memplan.h"
+
+struct FcCg {
+  FcModule *m;
+  const FcCodegenOptions *opts;
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMTargetMachineRef tm;
+  FcArena *arena;       /* the module's arena: plan arrays and per-kernel scratch */
+  FcMemPlan plan;
+  LLVMTypeRef ptr, i8, i32, i64, v;
+  LLVMValueRef *const_globals; /* by constant ordinal (memplan's `index` of FC_BUF_CONSTANT) */
+  int n_consts;
+  /* The kernel being emitted. */
+  int kernel_index;     /* its position in flowc_model.kernel_names */
+  LLVMValueRef status;  /* ptr to the run's i32 status word, loaded in the kernel's entry block */
+};
+
+#endif /* FLOWC_CG_PRIVATE_H */

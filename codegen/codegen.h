@@ -1,0 +1,152 @@
+/* codegen.h — flowc's code generator: one internal header for codegen/, one section per file.
+ *
+ * A module becomes one LLVM module:
+ *   - each constant becomes a private global (64-byte aligned) holding its bytes;
+ *   - each op with a kernel becomes an internal function `void kN(ptr ctx, i64 begin, i64 end)` whose
+ *     ctx points at an array of buffer pointers (operands first, then results) and which computes the
+ *     op's outer iterations [begin, end) — the shape of FrtTaskFn, so the run function hands it straight
+ *     to frt_parallel_for (runtime/flowrt.h);
+ *   - `flowc_run(ptr inputs, ptr outputs, ptr workspace, ptr pool)` computes every value's address from
+ *     the memory plan (passes/memplan.h): caller input/output buffers, workspace offsets, constant
+ *     globals, aliases — and calls the kernels in op order;
+ *   - `flowc_model`, an FrtModel describing inputs, outputs, workspace size and the run function.
+ * The module is optimised with LLVM's new pass manager and then either emitted as an object (AOT:
+ * cg_emit.c, linked with libflowrt into an executable or archived into a library) or JIT-compiled with
+ * ORC (cg_jit.c) for `flowc run` and `flowc check`.
+ *
+ * Kernels are generated code: one emitter per op family (kernel_*.c), chosen through the table in
+ * kernels.def. An emitter sees an FcKernel: the op, an IRBuilder positioned in the kernel function's
+ * entry, the buffer pointers, and the [begin, end) range; it first declares how many outer iterations the
+ * op has (fc_kernel_set_outer) and then emits loops over its iterations in [begin, end).
+ *
+ * Targets are a table of function pointers (FcTarget), so NVPTX plugs in later beside the CPU.
+ */
+#ifndef FLOWC_CODEGEN_H
+#define FLOWC_CODEGEN_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "ir.h"
+
+/* ---- target.c: targets ------------------------------------------------------------------------- */
+
+typedef struct FcCodegenOptions {
+  const char *triple;     /* NULL: the host's */
+  const char *cpu;        /* NULL: "x86-64-v3" for x86-64 artefacts; "native": the host CPU */
+  const char *features;   /* extra "+avx512f,..." or NULL */
+  int opt_level;          /* 0..3: LLVM pipeline default<Ox> */
+  const char *model_name; /* symbol prefix for --emit lib/obj headers; default "flowc" */
+} FcCodegenOptions;
+
+typedef struct FcTarget FcTarget;
+struct FcTarget {
+  const char *name;                               /* "cpu" */
+  bool (*accepts)(const char *triple);            /* true if this target generates for `triple` */
+  /* Vector width in elements the kernels should use for `dt` (1 = scalar loops, let LLVM vectorise). */
+  int (*vector_width)(const FcTarget *t, LLVMTargetMachineRef tm, FcDtype dt);
+};
+const FcTarget *fc_target_for_triple(const char *triple);
+/* Creates the target machine for the options (host triple/CPU resolution, "native"); FC_ERR_INPUT with
+ * a message for an unknown triple or CPU. */
+FcStatus fc_target_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *out, FcDiag *diag);
+
+/* ---- cg_module.c: module → LLVM module ---------------------------------------------------------- */
+
+typedef struct FcCg FcCg; /* per-module codegen state (private to cg_module.c; emitters use accessors) */
+
+/* Builds the LLVM module for `m` (which must verify; run the pipeline first) in `ctx`. Ops without a
+ * kernel fail with FC_ERR_UNSUPPORTED naming every such op kind once. */
+FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRef ctx, LLVMTargetMachineRef tm,
+                           LLVMModuleRef *out, FcDiag *diag);
+/* Runs LLVM's default<O0..3> pipeline for the target machine. */
+FcStatus fc_codegen_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, FcDiag *diag);
+
+/* ---- cg_emit.c: objects, executables, libraries --------------------------------------------------- */
+
+FcStatus fc_emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *path, FcDiag *diag);
+/* Links an object with libflowrt (and the runtime's main) into an executable needing only libc, libm and
+ * libpthread; writes a static library (object + libflowrt members) and a C header for --emit lib. */
+FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag);
+FcStatus fc_write_library(const char *obj, const char *out_archive, const char *header, const char *name,
+                          FcModule *m, FcDiag *diag);
+
+/* ---- cg_jit.c: in-process compilation ------------------------------------------------------------- */
+
+typedef struct FcJit FcJit;
+/* JIT-compiles the module (takes ownership of mod and its context); runtime symbols (frt_*) resolve to
+ * the ones linked into flowc. */
+FcStatus fc_jit_create(LLVMModuleRef mod, LLVMContextRef ctx, FcJit **out, FcDiag *diag);
+const struct FrtModel *fc_jit_model(FcJit *j); /* the `flowc_model` descriptor */
+void fc_jit_destroy(FcJit *j);
+
+/* ---- kernels: what an emitter sees ---------------------------------------------------------------- */
+
+typedef struct FcKernel {
+  FcCg *cg;
+  FcOp *op;
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;       /* positioned in the kernel function, after the buffer loads */
+  LLVMValueRef fn;        /* the kernel function */
+  LLVMTargetMachineRef tm;
+  LLVMValueRef *in;       /* operand buffer pointers (ptr), op->n_operands (NULL for absent optional) */
+  LLVMValueRef *out;      /* result buffer pointers (ptr), op->n_results */
+  LLVMValueRef begin, end; /* i64: the outer iterations this call computes */
+  int64_t outer;          /* set with fc_kernel_set_outer before emitting loops (default 1) */
+  double work_per_outer;  /* estimated scalar operations per outer iteration (for the parallel cut-off) */
+  FcDiag *diag;
+} FcKernel;
+
+typedef FcStatus (*FcKernelFn)(FcKernel *k);
+
+/* The number of outer iterations (parallelised over the thread pool) and the work in each. */
+void fc_kernel_set_outer(FcKernel *k, int64_t outer, double work_per_outer);
+
+#define FC_KERNEL(kind, fn) FcStatus fn(FcKernel *k);
+#include "kernels.def"
+#undef FC_KERNEL
+
+/* ---- cg_util.c: helpers every emitter uses ------------------------------------------------------- */
+
+LLVMTypeRef fc_cg_i64(FcKernel *k);
+LLVMValueRef fc_cg_const_i64(FcKernel *k, int64_t v);
+/* The LLVM type kernels compute `dt` in: f16/bf16 compute in float; bool is i8 in memory and i1 in
+ * registers; other ints their width; f32/f64 themselves. */
+LLVMTypeRef fc_cg_compute_type(FcKernel *k, FcDtype dt);
+LLVMTypeRef fc_cg_storage_type(FcKernel *k, FcDtype dt); /* in memory: half→i16, bf16→i16, bool→i8 */
+/* Element `index` (i64) of buffer `base` with dtype dt: address, load (converted to the compute type),
+ * store (converted from the compute type). f16/bf16 conversions are emitted inline (round to nearest
+ * even), never as library calls. */
+LLVMValueRef fc_cg_gep(FcKernel *k, FcDtype dt, LLVMValueRef base, LLVMValueRef index);
+LLVMValueRef fc_cg_load(FcKernel *k, FcDtype dt, LLVMValueRef base, LLVMValueRef index);
+void fc_cg_store(FcKernel *k, FcDtype dt, LLVMValueRef base, LLVMValueRef index, LLVMValueRef v);
+/* Converts a computed value between dtypes with ONNX Cast semantics (float→int truncates toward zero,
+ * saturating, NaN→0; →bool is x != 0). */
+LLVMValueRef fc_cg_convert(FcKernel *k, LLVMValueRef v, FcDtype from, FcDtype to);
+
+/* Counted loops: for (i = lo; i < hi; i += step). fc_cg_loop_begin returns the induction variable and
+ * leaves the builder in the body; fc_cg_loop_end closes it (the builder continues after the loop). */
+typedef struct FcLoop {
+  LLVMBasicBlockRef header, body, latch, exit;
+  LLVMValueRef iv, next;
+  LLVMValueRef step;
+} FcLoop;
+LLVMValueRef fc_cg_loop_begin(FcKernel *k, FcLoop *l, LLVMValueRef lo, LLVMValueRef hi, int64_t step, const char *name);
+void fc_cg_loop_end(FcKernel *k, FcLoop *l);
+
+/* Row-major strides of a type, and the strides of an operand broadcast to a result shape (0 on
+ * broadcast dims), both in elements; arrays of rank entries in `a`. */
+const int64_t *fc_cg_strides(FcArena *a, const FcType *t);
+const int64_t *fc_cg_broadcast_strides(FcArena *a, const FcType *operand, const FcType *result);
+
+/* Run-time data errors (an index out of range): where `bad` (i1) is true, records the failure in the
+ * run's status word so flowc_run returns 1 + this kernel's index; the kernel must still not touch memory
+ * out of bounds (clamp or skip after flagging). */
+void fc_cg_flag_error(FcKernel *k, LLVMValueRef bad);
+
+/* Scalar element-wise computation of an op kind on compute-type values (shared by the element-wise
+ * kernel and, later, fusion): x, y, z as the op needs; dt is the operands' dtype. */
+LLVMValueRef fc_cg_scalar_op(FcKernel *k, const FcOp *op, FcDtype dt, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z);
+
+#endif /* FLOWC_CODEGEN_H */

@@ -1,0 +1,101 @@
+/* fcmath.h — accurate, vectorisable elementwise math emitted as LLVM IR: exp, expm1, log, log1p, tanh,
+ * sigmoid, softplus, erf, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, pow.
+ *
+ * Generated kernels call fc_math_emit where they need f(x): it emits straight-line IR at the builder's
+ * position — selects for special cases, no branches, no calls — so LLVM's loop and SLP vectorisers keep
+ * the code vectorised and built programs depend on no math library for it:
+ *
+ *   LLVMValueRef y = fc_math_emit(mod, b, FC_MATH_TANH, x, NULL);   // x, y: <8 x float>
+ *
+ * Values are float or double, scalar or a fixed-width vector (f16/bf16 are computed by the caller in
+ * f32). The only intrinsics emitted are llvm.fmuladd, llvm.fabs, llvm.copysign, llvm.sqrt and (sin, cos
+ * and tan) llvm.masked.gather, which become instructions on every x86-64 and AArch64 target; fmuladd
+ * is a multiply and an add without FMA, and the error bounds below hold either way. The algorithms need
+ * IEEE rounding of each operation: no fast-math flags on what is emitted, and no FP contraction beyond
+ * fmuladd (LLVM's default).
+ *
+ * Results follow C's libm (C99 Annex F) for NaN, ±Inf, ±0, subnormal inputs and results, overflow and
+ * underflow: exp(-inf) = +0, exp(large) = +inf, log(±0) = -inf, log(x<0) = NaN, tanh and erf saturate
+ * to ±1, sigmoid(-inf) = +0, odd functions keep the sign of zero, pow has every special case of
+ * F.9.4.4. Methods (codegen/math.c, math_trig.c): range reduction plus minimax polynomials fitted by
+ * bench/math_fit.py, Cody–Waite and Payne–Hanek reductions and double-word arithmetic, after the
+ * published approaches of fdlibm/musl, Cephes and SLEEF; no table approximations (the only tables are
+ * the bits of 2/pi). Functions marked "via f64" compute f32 in double and round once, which costs two
+ * vector registers per eight lanes and makes them almost correctly rounded.
+ *
+ * Maximum error in ulp against a double (f32) or long double (f64) libm reference, as asserted by
+ * tests/unit/test_math.c (measured: every f32 for the functions computed in f32, 2^22 f32 bit patterns
+ * for the others, 2^20 f64 bit patterns plus focused ranges, with and without FMA):
+ *
+ *   fn        f32 bound (measured)   f64 bound (measured)   method
+ *   exp       1 (0.74)               1 (0.75)               n = rint(x/ln2), r = x - n ln2 (two steps),
+ *                                                            1 + r + r^2 P(r) rounded once, 2^n in halves
+ *   expm1     2 (1.17)               2 (1.42)               same reduction, 2^n ((1 - 2^-n) + e^r - 1)
+ *   log       1 (0.77)               1 (0.78)               fdlibm: s = f/(2+f), 2s + s R(s^2)
+ *   log1p     1 (0.80)               1 (0.80)               log of 1+x plus the rounding error of 1+x
+ *   tanh      1 (0.78)               1 (0.78)               odd polynomial below 0.625, else
+ *                                                            1 - 2/(e^2|x| + 1) with e as a pair
+ *   sigmoid   2 (1.17)               2 (1.19)               e/(1+e) or 1/(1+e), e = e^-|x| as a pair
+ *   softplus  2 (1.17)               2 (1.16)               max(x,0) + log1p(e^-|x|)
+ *   erf       2 (1.07)               2 (1.26)               x + x Q(x^2) below 1, else 1 - e^-x^2 g(x)
+ *                                                            with x^2 as an exact pair (g piecewise, f64)
+ *   sin cos   1 (0.50, via f64)      1 (0.77)               f32: exact Payne–Hanek for every float;
+ *   tan       1 (0.50, via f64)      3 (2.03)               f64: see below; sin/cos kernels (fdlibm)
+ *   asin acos 1 (0.50, via f64)      1 (0.87)               fdlibm: polynomial in x^2 or (1-|x|)/2
+ *   atan      1 (0.50, via f64)      2 (1.62)               reduction to |t| <= tan(pi/8)
+ *   sinh cosh 1 (0.50, via f64)      2 (1.56)               polynomial below 1, e^|x|/2 -+ 1/(4 e^|x|/2)
+ *   asinh acosh atanh 1 (0.50, f64)  2 (1.75)               fdlibm's log/log1p forms
+ *   pow       1 (0.50, via f64)      1 (0.81)               f64: log|x| and y log|x| as double-word
+ *                                                            pairs, exp of the pair
+ *
+ * f64 sin/cos/tan: Cody–Waite with pi/2 in five parts, exact for |x| < 2^28; above, a Payne–Hanek
+ * reduction (2/pi in 26-bit chunks gathered by exponent, exact partial products) whose reduced argument
+ * has an absolute error below 2^-98, so results stay within the bound except for arguments within about
+ * 2^-45 of a zero of sin or cos (a handful of doubles), where the error relative to the tiny result
+ * grows. f32 needs no such caveat: its reduction is exact for every float.
+ */
+#ifndef FLOWC_FCMATH_H
+#define FLOWC_FCMATH_H
+
+#include <llvm-c/Core.h>
+#include <stdbool.h>
+
+/* The functions up to FC_MATH_ERF compute f32 values in f32; the rest compute them in double. */
+typedef enum FcMathFn {
+  FC_MATH_EXP,
+  FC_MATH_EXPM1,
+  FC_MATH_LOG,
+  FC_MATH_LOG1P,
+  FC_MATH_TANH,
+  FC_MATH_SIGMOID,  /* 1 / (1 + e^-x) */
+  FC_MATH_SOFTPLUS, /* log(1 + e^x) */
+  FC_MATH_ERF,
+  FC_MATH_SIN,
+  FC_MATH_COS,
+  FC_MATH_TAN,
+  FC_MATH_ASIN,
+  FC_MATH_ACOS,
+  FC_MATH_ATAN,
+  FC_MATH_SINH,
+  FC_MATH_COSH,
+  FC_MATH_ASINH,
+  FC_MATH_ACOSH,
+  FC_MATH_ATANH,
+  FC_MATH_POW, /* binary: pow(x, y) */
+  FC_MATH_COUNT
+} FcMathFn;
+
+/* "exp", "log1p", ... */
+const char *fc_math_name(FcMathFn fn);
+/* 1, or 2 for FC_MATH_POW. */
+int fc_math_arity(FcMathFn fn);
+/* The asserted maximum error in ulp (the table above) for f32 (f64 false) or f64. */
+double fc_math_max_ulp(FcMathFn fn, bool f64);
+
+/* Emits fn(x) (fn(x, y) for pow, y of x's type; y is ignored otherwise) at the builder's position and
+ * returns the result, of x's type. x must be float/double or a fixed-width vector of them (at most 64
+ * lanes): anything else is a caller bug (FC_ASSERT). May add intrinsic declarations and, for sin, cos
+ * and tan, a private constant table of 2/pi bits to mod. Thread-safe for distinct modules. */
+LLVMValueRef fc_math_emit(LLVMModuleRef mod, LLVMBuilderRef b, FcMathFn fn, LLVMValueRef x, LLVMValueRef y);
+
+#endif

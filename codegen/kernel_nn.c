@@ -1,0 +1,685 @@
+/* kernel_nn.c — kernel emitters of the network ops: matmul, conv, conv_transpose, max_pool and avg_pool.
+ *
+ * Every kernel here is a direct loop nest over the op's definition, shaped so that LLVM vectorises its
+ * innermost loop: that loop always runs over a unit- or constant-stride row of the result (matmul's N,
+ * the output width of convolutions and pools) and accumulates into a small tile of at most TILE
+ * elements on the stack, in the compute type (f16/bf16 accumulate in f32). The tile is private to the
+ * kernel call, so LLVM knows it aliases nothing and can keep the accumulation vectorised; the result is
+ * stored (and rounded to the storage dtype) once per element. Padding is never materialised: the valid
+ * range of the innermost loop for each kernel tap along the last spatial dim is a compile-time table
+ * (shapes are static), and taps along the outer spatial dims are skipped with one compare each.
+ *
+ * Outer iterations (parallelised over the thread pool) are result rows: batch×M for matmul,
+ * N×M×(outer output dims) for convolutions, N×C×(outer output dims) for pools. Each is independent, so
+ * results do not depend on the thread count. Issue 4 replaces matmul and conv with packed, blocked
+ * kernels; the row structure here is the reference they must keep matching.
+ */
+#include "codegen.h"
+
+#include <float.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum {
+  TILE = 256,                     /* elements of the innermost accumulation tile */
+  MAX_SP = FC_DEFAULT_MAX_RANK,   /* spatial dims handled (rank limit of the importer) */
+};
+
+/* ---- small emit helpers ------------------------------------------------------------------------- */
+
+static FcStatus kerr(FcKernel *k, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static FcStatus kerr(FcKernel *k, FcStatus st, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fc_error_node(k->diag, st, fc_op_name(k->op), fc_op_info(k->op->kind)->name, "%s", msg);
+}
+
+static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands[i].value->type; }
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
+static LLVMValueRef sub(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(k->b, a, b, ""); }
+static LLVMValueRef mul(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(k->b, a, b, ""); }
+static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) { return c == 1 ? a : mul(k, a, c64(k, c)); }
+static LLVMValueRef smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+static LLVMValueRef smax(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
+/* floor(a / s) and ceil(a / s) for a constant s > 0 and any sign of a. */
+static LLVMValueRef floor_divc(FcKernel *k, LLVMValueRef a, int64_t s) {
+  if (s == 1) return a;
+  LLVMValueRef neg = LLVMBuildICmp(k->b, LLVMIntSLT, a, c64(k, 0), "");
+  LLVMValueRef adj = LLVMBuildSelect(k->b, neg, c64(k, s - 1), c64(k, 0), "");
+  return LLVMBuildSDiv(k->b, sub(k, a, adj), c64(k, s), "");
+}
+static LLVMValueRef ceil_divc(FcKernel *k, LLVMValueRef a, int64_t s) {
+  return s == 1 ? a : floor_divc(k, add(k, a, c64(k, s - 1)), s);
+}
+
+/* A call of an intrinsic overloaded on one type (llvm.fmuladd, ...). */
+static LLVMValueRef intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  FC_ASSERT(id != 0);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, &ty, 1);
+  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &ty, 1), fn, args, n, "");
+}
+
+static bool is_int_type(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMIntegerTypeKind; }
+
+/* a * b + c in the compute type: llvm.fmuladd for floats (fused where the target has FMA), wrapping
+ * integer arithmetic otherwise. */
+static LLVMValueRef madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  if (is_int_type(t)) return LLVMBuildAdd(k->b, LLVMBuildMul(k->b, a, b, ""), c, "");
+  LLVMValueRef args[3] = {a, b, c};
+  return intrinsic(k, "llvm.fmuladd", t, args, 3);
+}
+
+/* An alloca in the function's entry block (so LLVM treats it as a fixed stack slot). */
+static LLVMValueRef entry_alloca(FcKernel *k, LLVMTypeRef t, const char *name) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(k->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(eb, first);
+  else LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
+  LLVMSetAlignment(a, 64);
+  LLVMDisposeBuilder(eb);
+  return a;
+}
+
+/* A tile of n elements of type t, and the address of element i. */
+static LLVMValueRef tile_new(FcKernel *k, LLVMTypeRef t, int64_t n, const char *name) {
+  return entry_alloca(k, LLVMArrayType2(t, (uint64_t)(n > 0 ? n : 1)), name);
+}
+static LLVMValueRef tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMValueRef i) {
+  return LLVMBuildGEP2(k->b, t, tile, &i, 1, "");
+}
+
+/* A private constant i64 table; elements are read with fc_cg_load(k, FC_DT_I64, table, i). */
+static LLVMValueRef i64_table(FcKernel *k, const int64_t *v, int64_t n, const char *name) {
+  LLVMTypeRef i64 = fc_cg_i64(k);
+  LLVMValueRef *vals = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)(n > 0 ? n : 1));
+  for (int64_t i = 0; i < n; i++) vals[i] = LLVMConstInt(i64, (unsigned long long)v[i], 1);
+  if (n == 0) vals[n++] = LLVMConstInt(i64, 0, 0);
+  LLVMValueRef init = LLVMConstArray2(i64, vals, (uint64_t)n);
+  LLVMValueRef g = LLVMAddGlobal(k->mod, LLVMTypeOf(init), name);
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  LLVMSetAlignment(g, 64);
+  return g;
+}
+static LLVMValueRef tload(FcKernel *k, LLVMValueRef table, LLVMValueRef i) { return fc_cg_load(k, FC_DT_I64, table, i); }
+
+/* if (cond) { ... }: if_begin leaves the builder in the then-block; if_end joins. */
+static LLVMBasicBlockRef if_begin(FcKernel *k, LLVMValueRef cond) {
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "then");
+  LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "endif");
+  LLVMBuildCondBr(k->b, cond, then, cont);
+  LLVMPositionBuilderAtEnd(k->b, then);
+  return cont;
+}
+static void if_end(FcKernel *k, LLVMBasicBlockRef cont) {
+  LLVMBuildBr(k->b, cont);
+  LLVMPositionBuilderAtEnd(k->b, cont);
+}
+
+/* Splits a row-major linear index into coordinates over dims[0..n) (the last varies fastest); the
+ * first coordinate takes what is left, so lin need not be reduced modulo the product. */
+static void unflatten(FcKernel *k, LLVMValueRef lin, const int64_t *dims, int n, LLVMValueRef *coord) {
+  for (int i = n - 1; i > 0; i--) {
+    coord[i] = LLVMBuildURem(k->b, lin, c64(k, dims[i]), "");
+    lin = LLVMBuildUDiv(k->b, lin, c64(k, dims[i]), "");
+  }
+  if (n > 0) coord[0] = lin;
+}
+
+static int64_t prod(const int64_t *d, int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++) p *= d[i]; /* callers pass dims of a type whose numel was checked */
+  return p;
+}
+
+/* Stores tile[0..tn) to dst[at ..) converted to dt. */
+static void tile_store(FcKernel *k, FcDtype dt, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueRef tn,
+                       LLVMValueRef dst, LLVMValueRef at) {
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), tn, 1, "st");
+  LLVMValueRef v = LLVMBuildLoad2(k->b, ct, tile_at(k, ct, tile, j), "");
+  fc_cg_store(k, dt, dst, add(k, at, j), v);
+  fc_cg_loop_end(k, &l);
+}
+
+static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueRef tn, LLVMValueRef v) {
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), tn, 1, "fill");
+  LLVMBuildStore(k->b, v, tile_at(k, ct, tile, j));
+  fc_cg_loop_end(k, &l);
+}
+
+/* ---- matmul -------------------------------------------------------------------------------------- */
+
+/* C[b, i, :] = sum_k A[b, i, k] * B[b, k, :], one outer iteration per (b, i), loop order k-j with the
+ * j loop (a TILE-wide slice of the row) innermost. */
+FcStatus fc_kernel_matmul(FcKernel *k) {
+  const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
+  int r = rt->rank, nb = r - 2;
+  if (r < 2 || r > FC_DEFAULT_MAX_RANK) return kerr(k, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
+  FcDtype dt = rt->dtype;
+  int64_t M = rt->dims[r - 2], N = rt->dims[r - 1], K = at->dims[at->rank - 1], numel;
+  if (!fc_type_numel(rt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  /* Batch strides in matrices; broadcast (size-1 or missing) dims have stride 0. */
+  int64_t as[FC_DEFAULT_MAX_RANK], bs[FC_DEFAULT_MAX_RANK], sa = 1, sb = 1;
+  for (int d = nb - 1; d >= 0; d--) {
+    int da = d - (r - at->rank), db = d - (r - bt->rank);
+    int64_t ad = da >= 0 ? at->dims[da] : 1, bd = db >= 0 ? bt->dims[db] : 1;
+    as[d] = ad == 1 ? 0 : sa;
+    bs[d] = bd == 1 ? 0 : sb;
+    sa *= ad;
+    sb *= bd;
+  }
+  int64_t rows = numel == 0 ? 0 : numel / N;
+  fc_kernel_set_outer(k, rows, 2.0 * (double)K * (double)N + (double)N);
+  if (rows == 0) return FC_OK;
+
+  LLVMTypeRef ct = fc_cg_compute_type(k, dt);
+  int64_t T = N < TILE ? N : TILE;
+  LLVMValueRef tile = tile_new(k, ct, T, "acc");
+  FcLoop lr;
+  LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
+  LLVMValueRef bi = LLVMBuildUDiv(k->b, row, c64(k, M), ""), i = LLVMBuildURem(k->b, row, c64(k, M), "");
+  LLVMValueRef idx[FC_DEFAULT_MAX_RANK], aoff = c64(k, 0), boff = c64(k, 0);
+  unflatten(k, bi, rt->dims, nb, idx);
+  for (int d = 0; d < nb; d++) {
+    if (as[d]) aoff = add(k, aoff, mulc(k, idx[d], as[d]));
+    if (bs[d]) boff = add(k, boff, mulc(k, idx[d], bs[d]));
+  }
+  aoff = add(k, mulc(k, aoff, M * K), mulc(k, i, K));
+  boff = mulc(k, boff, K * N);
+
+  FcLoop lt;
+  LLVMValueRef j0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, N), T, "j0");
+  LLVMValueRef tn = smin(k, c64(k, T), sub(k, c64(k, N), j0));
+  tile_fill(k, ct, tile, tn, LLVMConstNull(ct));
+  FcLoop lk;
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), 1, "k");
+  LLVMValueRef a = fc_cg_load(k, dt, k->in[0], add(k, aoff, kk));
+  LLVMValueRef brow = add(k, add(k, boff, mulc(k, kk, N)), j0);
+  FcLoop lj;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
+  LLVMValueRef p = tile_at(k, ct, tile, j);
+  LLVMValueRef bv = fc_cg_load(k, dt, k->in[1], add(k, brow, j));
+  LLVMBuildStore(k->b, madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lk);
+  tile_store(k, dt, ct, tile, tn, k->out[0], add(k, mulc(k, row, N), j0));
+  fc_cg_loop_end(k, &lt);
+  fc_cg_loop_end(k, &lr);
+  return FC_OK;
+}
+
+/* ---- convolution geometry ------------------------------------------------------------------------- */
+
+/* The static geometry of a conv, conv_transpose or pool over n spatial dims. For conv and pools
+ * D are the input dims and O the output dims; the tap at kernel index kk of output o reads input
+ * o*s + kk*d - pad. conv_transpose is the same relation read the other way round (input i feeds output
+ * i*s + kk*d - pad). */
+typedef struct Geom {
+  int n;
+  const int64_t *D, *K, *O;
+  int64_t s[MAX_SP], d[MAX_SP], pad[MAX_SP], pad_end[MAX_SP];
+  int64_t ds[MAX_SP];     /* row-major strides of the input's spatial dims */
+  int64_t ks[MAX_SP];     /* row-major strides of the kernel's spatial dims */
+  int64_t isz, osz, ksz;  /* spatial element counts */
+  int64_t rows_sp;        /* output rows per plane: product of O[0..n-1) */
+} Geom;
+
+static FcStatus geom_init(FcKernel *k, Geom *g, int n, const int64_t *D, const int64_t *K, const int64_t *O) {
+  if (n < 1 || n > MAX_SP) return kerr(k, FC_ERR_UNSUPPORTED, "%d spatial dims are not supported", n);
+  const int64_t *s, *d, *p;
+  if (fc_op_attr_ints(k->op, FC_ATTR_STRIDES, &s) != n || fc_op_attr_ints(k->op, FC_ATTR_DILATIONS, &d) != n ||
+      fc_op_attr_ints(k->op, FC_ATTR_PADS, &p) != 2 * n)
+    return kerr(k, FC_ERR_INTERNAL, "strides, dilations or pads do not match %d spatial dims", n);
+  g->n = n;
+  g->D = D;
+  g->K = K;
+  g->O = O;
+  for (int i = 0; i < n; i++) {
+    g->s[i] = s[i];
+    g->d[i] = d[i];
+    g->pad[i] = p[i];
+    g->pad_end[i] = p[n + i];
+    FC_ASSERT(s[i] >= 1 && d[i] >= 1 && p[i] >= 0 && p[n + i] >= 0);
+  }
+  g->ds[n - 1] = g->ks[n - 1] = 1;
+  for (int i = n - 2; i >= 0; i--) {
+    g->ds[i] = g->ds[i + 1] * D[i + 1];
+    g->ks[i] = g->ks[i + 1] * K[i + 1];
+  }
+  g->isz = prod(D, n);
+  g->osz = prod(O, n);
+  g->ksz = prod(K, n);
+  g->rows_sp = prod(O, n - 1);
+  return FC_OK;
+}
+
+/* Valid range [lo, hi) of j in [0, count) with 0 <= j*s + off < limit. */
+static void stride_range(int64_t count, int64_t s, int64_t off, int64_t limit, int64_t *lo, int64_t *hi) {
+  int64_t l = off >= 0 ? 0 : (-off + s - 1) / s, top = limit - 1 - off;
+  int64_t h = top < 0 ? 0 : top / s + 1;
+  *lo = l > count ? count : l;
+  *hi = h > count ? count : h;
+  if (*hi < *lo) *hi = *lo;
+}
+
+/* Per kernel tap along the last spatial dim: the range of output positions whose input lies inside
+ * (forward ops), or of input positions whose output lies inside (conv_transpose). */
+static void last_dim_tables(FcKernel *k, const Geom *g, bool transpose, LLVMValueRef *lo, LLVMValueRef *hi) {
+  int l = g->n - 1;
+  int64_t KL = g->K[l];
+  int64_t *vlo = FC_NEW_ARRAY(&k->op->graph->module->arena, int64_t, (size_t)KL);
+  int64_t *vhi = FC_NEW_ARRAY(&k->op->graph->module->arena, int64_t, (size_t)KL);
+  for (int64_t kk = 0; kk < KL; kk++) {
+    int64_t off = kk * g->d[l] - g->pad[l];
+    if (transpose) stride_range(g->D[l], g->s[l], off, g->O[l], &vlo[kk], &vhi[kk]);
+    else stride_range(g->O[l], g->s[l], off, g->D[l], &vlo[kk], &vhi[kk]);
+  }
+  *lo = i64_table(k, vlo, KL, "tap_lo");
+  *hi = i64_table(k, vhi, KL, "tap_hi");
+}
+
+/* The per-row state of a conv-like kernel: the row's output coordinates along the outer spatial dims,
+ * the current tile [t0, t0 + tn) of the last dim, and the accumulation tile. */
+typedef struct Row {
+  LLVMValueRef o[MAX_SP];
+  LLVMValueRef t0, tn;
+  LLVMValueRef tile, itile; /* itile: max_pool's index tile (or NULL) */
+  LLVMTypeRef ct;
+} Row;
+
+/* ---- conv ---------------------------------------------------------------------------------------- */
+
+typedef struct ConvCtx {
+  FcKernel *k;
+  const Geom *g;
+  FcDtype dt;
+  LLVMValueRef lo_tab, hi_tab;
+  Row *row;
+} ConvCtx;
+
+/* Emits the taps of spatial dim i onwards: xo/wo are the input and weight offsets so far. */
+static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
+  FcKernel *k = c->k;
+  const Geom *g = c->g;
+  Row *rw = c->row;
+  int l = g->n - 1;
+  if (i < l) {
+    FcLoop lk;
+    LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
+    LLVMValueRef p = add(k, mulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i]));
+    p = add(k, p, mulc(k, kk, g->d[i]));
+    LLVMBasicBlockRef cont = if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
+    conv_taps(c, i + 1, add(k, xo, mulc(k, p, g->ds[i])), add(k, wo, mulc(k, kk, g->ks[i])));
+    if_end(k, cont);
+    fc_cg_loop_end(k, &lk);
+    return;
+  }
+  FcLoop lk;
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[l]), 1, "kl");
+  LLVMValueRef lo = smax(k, tload(k, c->lo_tab, kk), rw->t0);
+  LLVMValueRef hi = smin(k, tload(k, c->hi_tab, kk), add(k, rw->t0, rw->tn));
+  LLVMValueRef off = add(k, mulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
+  LLVMValueRef wv = fc_cg_load(k, c->dt, k->in[1], add(k, wo, kk));
+  LLVMValueRef xrow = add(k, xo, off);
+  FcLoop lj;
+  LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
+  LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], add(k, xrow, mulc(k, ow, g->s[l])));
+  LLVMValueRef p = tile_at(k, rw->ct, rw->tile, sub(k, ow, rw->t0));
+  LLVMBuildStore(k->b, madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lk);
+}
+
+/* y[b, m, o..] = bias[m] + sum_{c, kk} w[m, c, kk] * x[b, g*Cg + c, o*s + kk*d - pad]. */
+FcStatus fc_kernel_conv(FcKernel *k) {
+  const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &k->op->results[0].type;
+  int n = xt->rank - 2;
+  Geom g;
+  FcStatus st = geom_init(k, &g, n, xt->dims + 2, wt->dims + 2, yt->dims + 2);
+  if (st != FC_OK) return st;
+  FcDtype dt = xt->dtype;
+  int64_t C = xt->dims[1], M = wt->dims[0], G = fc_op_attr_int(k->op, FC_ATTR_GROUP, 1), numel;
+  FC_ASSERT(G >= 1 && C % G == 0 && M % G == 0);
+  int64_t Cg = C / G, Mg = M / G, OL = g.O[n - 1];
+  if (!fc_type_numel(yt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  int64_t rows = numel == 0 ? 0 : numel / OL;
+  fc_kernel_set_outer(k, rows, 2.0 * (double)Cg * (double)g.ksz * (double)OL + (double)OL);
+  if (rows == 0) return FC_OK;
+
+  ConvCtx c = {.k = k, .g = &g, .dt = dt};
+  last_dim_tables(k, &g, false, &c.lo_tab, &c.hi_tab);
+  Row rw = {.ct = fc_cg_compute_type(k, dt)};
+  c.row = &rw;
+  int64_t T = OL < TILE ? OL : TILE;
+  rw.tile = tile_new(k, rw.ct, T, "acc");
+  bool has_bias = k->op->n_operands > 2 && k->in[2];
+
+  FcLoop lr;
+  LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
+  LLVMValueRef sp = LLVMBuildURem(k->b, row, c64(k, g.rows_sp), "");
+  LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, g.rows_sp), "");
+  LLVMValueRef m = LLVMBuildURem(k->b, plane, c64(k, M), ""), b = LLVMBuildUDiv(k->b, plane, c64(k, M), "");
+  unflatten(k, sp, g.O, n - 1, rw.o);
+  LLVMValueRef grp = LLVMBuildUDiv(k->b, m, c64(k, Mg), "");
+  LLVMValueRef xbase = mulc(k, add(k, mulc(k, b, C), mulc(k, grp, Cg)), g.isz);
+  LLVMValueRef wbase = mulc(k, m, Cg * g.ksz);
+  LLVMValueRef init = has_bias ? fc_cg_load(k, dt, k->in[2], m) : LLVMConstNull(rw.ct);
+
+  FcLoop lt;
+  rw.t0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, OL), T, "t0");
+  rw.tn = smin(k, c64(k, T), sub(k, c64(k, OL), rw.t0));
+  tile_fill(k, rw.ct, rw.tile, rw.tn, init);
+  FcLoop lc;
+  LLVMValueRef ci = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, Cg), 1, "c");
+  conv_taps(&c, 0, add(k, xbase, mulc(k, ci, g.isz)), add(k, wbase, mulc(k, ci, g.ksz)));
+  fc_cg_loop_end(k, &lc);
+  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], add(k, mulc(k, row, OL), rw.t0));
+  fc_cg_loop_end(k, &lt);
+  fc_cg_loop_end(k, &lr);
+  return FC_OK;
+}
+
+/* ---- conv_transpose ------------------------------------------------------------------------------- */
+
+/* Taps of spatial dim i onwards for one output row: along an outer dim, output o takes input
+ * i = (o + pad - kk*d) / s where that division is exact and i is inside; along the last dim each tap
+ * scatters a contiguous input run into the tile with stride s. */
+static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
+  FcKernel *k = c->k;
+  const Geom *g = c->g;
+  Row *rw = c->row;
+  int l = g->n - 1;
+  if (i < l) {
+    FcLoop lk;
+    LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
+    LLVMValueRef q = sub(k, add(k, rw->o[i], c64(k, g->pad[i])), mulc(k, kk, g->d[i]));
+    LLVMValueRef iq = g->s[i] == 1 ? q : LLVMBuildUDiv(k->b, q, c64(k, g->s[i]), "");
+    LLVMValueRef ok = LLVMBuildICmp(k->b, LLVMIntSGE, q, c64(k, 0), "");
+    if (g->s[i] > 1)
+      ok = LLVMBuildAnd(k->b, ok,
+                        LLVMBuildICmp(k->b, LLVMIntEQ, LLVMBuildURem(k->b, q, c64(k, g->s[i]), ""), c64(k, 0), ""), "");
+    ok = LLVMBuildAnd(k->b, ok, LLVMBuildICmp(k->b, LLVMIntULT, iq, c64(k, g->D[i]), ""), "");
+    LLVMBasicBlockRef cont = if_begin(k, ok);
+    convt_taps(c, i + 1, add(k, xo, mulc(k, iq, g->ds[i])), add(k, wo, mulc(k, kk, g->ks[i])));
+    if_end(k, cont);
+    fc_cg_loop_end(k, &lk);
+    return;
+  }
+  int64_t s = g->s[l];
+  FcLoop lk;
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[l]), 1, "kl");
+  LLVMValueRef off = add(k, mulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
+  /* Inputs whose output i*s + off lies in the tile [t0, t0 + tn). */
+  LLVMValueRef lo = smax(k, tload(k, c->lo_tab, kk), ceil_divc(k, sub(k, rw->t0, off), s));
+  LLVMValueRef hi = smin(k, tload(k, c->hi_tab, kk), ceil_divc(k, sub(k, add(k, rw->t0, rw->tn), off), s));
+  LLVMValueRef wv = fc_cg_load(k, c->dt, k->in[1], add(k, wo, kk));
+  LLVMValueRef toff = sub(k, off, rw->t0);
+  FcLoop lj;
+  LLVMValueRef ix = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ix");
+  LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], add(k, xo, ix));
+  LLVMValueRef p = tile_at(k, rw->ct, rw->tile, add(k, mulc(k, ix, s), toff));
+  LLVMBuildStore(k->b, madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lk);
+}
+
+/* y[b, m, o..] = bias[m] + sum over (c in m's group, kk, i) with i*s + kk*d - pad = o of
+ * x[b, c, i] * w[c, m % Mg, kk]; computed per output row (a gather), so rows are independent. */
+FcStatus fc_kernel_conv_transpose(FcKernel *k) {
+  const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &k->op->results[0].type;
+  int n = xt->rank - 2;
+  Geom g;
+  FcStatus st = geom_init(k, &g, n, xt->dims + 2, wt->dims + 2, yt->dims + 2);
+  if (st != FC_OK) return st;
+  FcDtype dt = xt->dtype;
+  int64_t C = xt->dims[1], G = fc_op_attr_int(k->op, FC_ATTR_GROUP, 1), Mg = wt->dims[1], numel;
+  FC_ASSERT(G >= 1 && C % G == 0);
+  int64_t Cg = C / G, M = Mg * G, OL = g.O[n - 1];
+  if (!fc_type_numel(yt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  int64_t rows = numel == 0 ? 0 : numel / OL;
+  /* Each output element gathers about ksz / prod(s) taps per input channel. */
+  double taps = (double)g.ksz;
+  for (int i = 0; i < n; i++) taps /= (double)g.s[i];
+  fc_kernel_set_outer(k, rows, 2.0 * (double)Cg * (taps < 1 ? 1 : taps) * (double)OL + (double)OL);
+  if (rows == 0) return FC_OK;
+
+  ConvCtx c = {.k = k, .g = &g, .dt = dt};
+  last_dim_tables(k, &g, true, &c.lo_tab, &c.hi_tab);
+  Row rw = {.ct = fc_cg_compute_type(k, dt)};
+  c.row = &rw;
+  int64_t T = OL < TILE ? OL : TILE;
+  rw.tile = tile_new(k, rw.ct, T, "acc");
+  bool has_bias = k->op->n_operands > 2 && k->in[2];
+
+  FcLoop lr;
+  LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
+  LLVMValueRef sp = LLVMBuildURem(k->b, row, c64(k, g.rows_sp), "");
+  LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, g.rows_sp), "");
+  LLVMValueRef m = LLVMBuildURem(k->b, plane, c64(k, M), ""), b = LLVMBuildUDiv(k->b, plane, c64(k, M), "");
+  unflatten(k, sp, g.O, n - 1, rw.o);
+  LLVMValueRef grp = LLVMBuildUDiv(k->b, m, c64(k, Mg), ""), mg = LLVMBuildURem(k->b, m, c64(k, Mg), "");
+  LLVMValueRef c0 = mulc(k, grp, Cg); /* first input channel of the group */
+  LLVMValueRef init = has_bias ? fc_cg_load(k, dt, k->in[2], m) : LLVMConstNull(rw.ct);
+
+  FcLoop lt;
+  rw.t0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, OL), T, "t0");
+  rw.tn = smin(k, c64(k, T), sub(k, c64(k, OL), rw.t0));
+  tile_fill(k, rw.ct, rw.tile, rw.tn, init);
+  FcLoop lc;
+  LLVMValueRef ci = add(k, c0, fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, Cg), 1, "c"));
+  LLVMValueRef xo = mulc(k, add(k, mulc(k, b, C), ci), g.isz);
+  LLVMValueRef wo = mulc(k, add(k, mulc(k, ci, Mg), mg), g.ksz);
+  convt_taps(&c, 0, xo, wo);
+  fc_cg_loop_end(k, &lc);
+  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], add(k, mulc(k, row, OL), rw.t0));
+  fc_cg_loop_end(k, &lt);
+  fc_cg_loop_end(k, &lr);
+  return FC_OK;
+}
+
+/* ---- pools --------------------------------------------------------------------------------------- */
+
+typedef struct PoolCtx {
+  FcKernel *k;
+  const Geom *g;
+  FcDtype dt;
+  bool is_max, want_idx, is_float, is_unsigned;
+  int64_t ist[MAX_SP];     /* strides of the spatial coordinates in max_pool's flat index */
+  LLVMValueRef lo_tab, hi_tab;
+  Row *row;
+} PoolCtx;
+
+/* The max update of one element: NaN never wins (and the accumulator starts as NaN, meaning "no
+ * element yet"); ties keep the first. Integers start at the dtype's minimum; with indices wanted the
+ * first element is taken even when it equals that minimum (index -1 means none yet). */
+static LLVMValueRef max_cond(PoolCtx *c, LLVMValueRef v, LLVMValueRef acc, LLVMValueRef idx) {
+  FcKernel *k = c->k;
+  if (c->is_float) {
+    LLVMValueRef gt = LLVMBuildFCmp(k->b, LLVMRealOGT, v, acc, "");
+    LLVMValueRef none = LLVMBuildAnd(k->b, LLVMBuildFCmp(k->b, LLVMRealUNO, acc, acc, ""),
+                                     LLVMBuildFCmp(k->b, LLVMRealORD, v, v, ""), "");
+    return LLVMBuildOr(k->b, gt, none, "");
+  }
+  LLVMValueRef gt = LLVMBuildICmp(k->b, c->is_unsigned ? LLVMIntUGT : LLVMIntSGT, v, acc, "");
+  if (idx) gt = LLVMBuildOr(k->b, gt, LLVMBuildICmp(k->b, LLVMIntSLT, idx, c64(k, 0), ""), "");
+  return gt;
+}
+
+/* Taps of spatial dim i onwards: xo is the input offset (plane included), lin the flat index so far. */
+static void pool_taps(PoolCtx *c, int i, LLVMValueRef xo, LLVMValueRef lin) {
+  FcKernel *k = c->k;
+  const Geom *g = c->g;
+  Row *rw = c->row;
+  int l = g->n - 1;
+  if (i < l) {
+    FcLoop lk;
+    LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
+    LLVMValueRef p = add(k, add(k, mulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i])), mulc(k, kk, g->d[i]));
+    LLVMBasicBlockRef cont = if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
+    pool_taps(c, i + 1, add(k, xo, mulc(k, p, g->ds[i])), add(k, lin, mulc(k, p, c->ist[i])));
+    if_end(k, cont);
+    fc_cg_loop_end(k, &lk);
+    return;
+  }
+  FcLoop lk;
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[l]), 1, "kl");
+  LLVMValueRef lo = smax(k, tload(k, c->lo_tab, kk), rw->t0);
+  LLVMValueRef hi = smin(k, tload(k, c->hi_tab, kk), add(k, rw->t0, rw->tn));
+  LLVMValueRef off = add(k, mulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
+  LLVMValueRef xrow = add(k, xo, off);
+  LLVMValueRef lrow = add(k, lin, mulc(k, off, c->ist[l]));
+  FcLoop lj;
+  LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
+  LLVMValueRef v = fc_cg_load(k, c->dt, k->in[0], add(k, xrow, mulc(k, ow, g->s[l])));
+  LLVMValueRef tj = sub(k, ow, rw->t0);
+  LLVMValueRef p = tile_at(k, rw->ct, rw->tile, tj);
+  LLVMValueRef acc = LLVMBuildLoad2(k->b, rw->ct, p, "");
+  if (!c->is_max) {
+    LLVMBuildStore(k->b, c->is_float ? LLVMBuildFAdd(k->b, acc, v, "") : LLVMBuildAdd(k->b, acc, v, ""), p);
+  } else {
+    LLVMValueRef ip = rw->itile ? tile_at(k, fc_cg_i64(k), rw->itile, tj) : NULL;
+    LLVMValueRef idx = ip ? LLVMBuildLoad2(k->b, fc_cg_i64(k), ip, "") : NULL;
+    LLVMValueRef take = max_cond(c, v, acc, idx);
+    LLVMBuildStore(k->b, LLVMBuildSelect(k->b, take, v, acc, ""), p);
+    if (ip) {
+      LLVMValueRef at = add(k, lrow, mulc(k, ow, g->s[l] * c->ist[l]));
+      LLVMBuildStore(k->b, LLVMBuildSelect(k->b, take, at, idx, ""), ip);
+    }
+  }
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lk);
+}
+
+/* The most negative finite value of a float dtype: what max_pool gives a window without a number
+ * (ONNX Runtime's initial max, which the reference evaluator keeps too). */
+static double lowest_finite(FcDtype dt) {
+  switch (dt) {
+  case FC_DT_F16: return -65504.0;
+  case FC_DT_BF16: return -3.3895313892515355e38;
+  case FC_DT_F64: return -DBL_MAX;
+  default: return -FLT_MAX;
+  }
+}
+
+/* Windows over the spatial dims of x[N, C, D..]. avg_pool divides by the taps inside the input, or with
+ * count_include_pad by the taps inside the padded input (separable per dim, so a product of per-dim
+ * counts from tables); max_pool optionally writes each max's flat index into x (row-major over
+ * N, C, D.., or column-major over the spatial dims with storage_order 1). */
+FcStatus fc_kernel_pool(FcKernel *k) {
+  const FcType *xt = in_type(k, 0), *yt = &k->op->results[0].type;
+  int n = xt->rank - 2;
+  const int64_t *K;
+  if (n < 1 || fc_op_attr_ints(k->op, FC_ATTR_KERNEL_SHAPE, &K) != n)
+    return kerr(k, FC_ERR_INTERNAL, "kernel_shape does not match the input rank");
+  Geom g;
+  FcStatus st = geom_init(k, &g, n, xt->dims + 2, K, yt->dims + 2);
+  if (st != FC_OK) return st;
+  FcDtype dt = xt->dtype;
+  PoolCtx c = {.k = k, .g = &g, .dt = dt};
+  c.is_max = k->op->kind == FC_OP_MAX_POOL;
+  c.want_idx = c.is_max && k->op->n_results > 1;
+  c.is_float = fc_dtype_is_float(dt);
+  c.is_unsigned = fc_dtype_class(dt) == FC_DTC_UINT;
+  if (!c.is_float && !c.is_max) return kerr(k, FC_ERR_UNSUPPORTED, "avg_pool on %s", fc_dtype_name(dt));
+  if (dt == FC_DT_BOOL) return kerr(k, FC_ERR_UNSUPPORTED, "max_pool on i1");
+  bool col_major = fc_op_attr_int(k->op, FC_ATTR_STORAGE_ORDER, 0) != 0;
+  bool include_pad = fc_op_attr_int(k->op, FC_ATTR_COUNT_INCLUDE_PAD, 0) != 0;
+  for (int i = 0; i < n; i++) c.ist[i] = g.ds[i];
+  if (col_major) {
+    c.ist[0] = 1;
+    for (int i = 1; i < n; i++) c.ist[i] = c.ist[i - 1] * g.D[i - 1];
+  }
+  int64_t numel, OL = g.O[n - 1];
+  if (!fc_type_numel(yt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  int64_t rows = numel == 0 ? 0 : numel / OL;
+  fc_kernel_set_outer(k, rows, 2.0 * (double)g.ksz * (double)OL + 2.0 * (double)OL);
+  if (rows == 0) return FC_OK;
+
+  /* Per dim and output position: the divisor count (avg_pool). */
+  LLVMValueRef cnt_tab[MAX_SP] = {0};
+  if (!c.is_max)
+    for (int i = 0; i < n; i++) {
+      int64_t *cnt = FC_NEW_ARRAY(&k->op->graph->module->arena, int64_t, (size_t)g.O[i]);
+      for (int64_t o = 0; o < g.O[i]; o++) {
+        int64_t start = o * g.s[i] - g.pad[i], lo, hi;
+        stride_range(g.K[i], g.d[i], start, g.D[i], &lo, &hi);
+        if (include_pad) {
+          /* Taps up to the end of the end padding (a ceil-mode window may run past it). */
+          int64_t span = g.D[i] + g.pad_end[i] - start;
+          int64_t cn = span <= 0 ? 0 : (span + g.d[i] - 1) / g.d[i];
+          cnt[o] = cn > g.K[i] ? g.K[i] : cn;
+        } else {
+          cnt[o] = hi - lo;
+        }
+      }
+      cnt_tab[i] = i64_table(k, cnt, g.O[i], "pool_cnt");
+    }
+  last_dim_tables(k, &g, false, &c.lo_tab, &c.hi_tab);
+  Row rw = {.ct = fc_cg_compute_type(k, dt)};
+  c.row = &rw;
+  int64_t T = OL < TILE ? OL : TILE;
+  rw.tile = tile_new(k, rw.ct, T, "acc");
+  if (c.want_idx) rw.itile = tile_new(k, fc_cg_i64(k), T, "idx");
+  LLVMValueRef init;
+  if (!c.is_max) init = LLVMConstNull(rw.ct);
+  else if (c.is_float) init = LLVMConstReal(rw.ct, __builtin_nan(""));
+  else if (c.is_unsigned) init = LLVMConstNull(rw.ct);
+  else init = LLVMConstInt(rw.ct, 1ull << (LLVMGetIntTypeWidth(rw.ct) - 1), 0);
+
+  FcLoop lr;
+  LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
+  LLVMValueRef sp = LLVMBuildURem(k->b, row, c64(k, g.rows_sp), "");
+  LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, g.rows_sp), "");
+  unflatten(k, sp, g.O, n - 1, rw.o);
+  LLVMValueRef pbase = mulc(k, plane, g.isz);
+  LLVMValueRef rowcnt = c64(k, 1);
+  if (!c.is_max)
+    for (int i = 0; i < n - 1; i++) rowcnt = mul(k, rowcnt, tload(k, cnt_tab[i], rw.o[i]));
+
+  FcLoop lt;
+  rw.t0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, OL), T, "t0");
+  rw.tn = smin(k, c64(k, T), sub(k, c64(k, OL), rw.t0));
+  tile_fill(k, rw.ct, rw.tile, rw.tn, init);
+  if (rw.itile) tile_fill(k, fc_cg_i64(k), rw.itile, rw.tn, c64(k, -1));
+  pool_taps(&c, 0, pbase, pbase);
+
+  /* Finish and store the tile. */
+  LLVMValueRef at = add(k, mulc(k, row, OL), rw.t0);
+  FcLoop ls;
+  LLVMValueRef j = fc_cg_loop_begin(k, &ls, c64(k, 0), rw.tn, 1, "st");
+  LLVMValueRef v = LLVMBuildLoad2(k->b, rw.ct, tile_at(k, rw.ct, rw.tile, j), "");
+  if (!c.is_max) {
+    LLVMValueRef cnt = mul(k, rowcnt, tload(k, cnt_tab[n - 1], add(k, rw.t0, j)));
+    v = LLVMBuildFDiv(k->b, v, LLVMBuildSIToFP(k->b, cnt, rw.ct, ""), "");
+  } else if (c.is_float) {
+    v = LLVMBuildSelect(k->b, LLVMBuildFCmp(k->b, LLVMRealUNO, v, v, ""), LLVMConstReal(rw.ct, lowest_finite(dt)), v,
+                        "");
+  }
+  fc_cg_store(k, dt, k->out[0], add(k, at, j), v);
+  if (rw.itile)
+    fc_cg_store(k, FC_DT_I64, k->out[1], add(k, at, j),
+                LLVMBuildLoad2(k->b, fc_cg_i64(k), tile_at(k, fc_cg_i64(k), rw.itile, j), ""));
+  fc_cg_loop_end(k, &ls);
+  fc_cg_loop_end(k, &lt);
+  fc_cg_loop_end(k, &lr);
+  return FC_OK;
+}

@@ -1,0 +1,67 @@
+/* flowrt_internal.h — what libflowrt's files share and its users never see; one section per .c file.
+ *
+ * The runtime is little-endian only (x86-64 and AArch64, the targets flowc emits code for): tensor files
+ * store little-endian data and the readers hand bytes straight to generated code.
+ */
+#ifndef FLOWRT_INTERNAL_H
+#define FLOWRT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flowrt.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libflowrt assumes a little-endian target"
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define FRT_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FRT_PRINTF(f, a)
+#endif
+
+/* Buffers handed to generated code (tensor data, workspace) are aligned for the widest vector loads. */
+#define FRT_ALIGN 64
+
+/* ---- util.c ----------------------------------------------------------------------------------------- */
+
+/* Fills err (when not NULL) with one line — control characters (a newline in a path) become '?' — and
+ * returns st. */
+FrtStatus frt_errorf(FrtError *err, FrtStatus st, const char *fmt, ...) FRT_PRINTF(3, 4);
+
+bool frt_mul_overflows(size_t a, size_t b, size_t *out);
+bool frt_add_overflows(size_t a, size_t b, size_t *out);
+/* Bytes of a dense tensor; false when a dim is negative or the product does not fit in size_t/int64. */
+bool frt_dense_nbytes(FrtDtype dt, int32_t rank, const int64_t *dims, size_t *nbytes);
+/* FRT_ALIGN-aligned allocation of at least n bytes (at least FRT_ALIGN); free with free(). */
+void *frt_alloc_aligned(size_t n);
+/* "tensor<2x3xf32>" (rank 0: "tensor<f32>"); always NUL-terminated, truncated to cap. */
+void frt_format_type(char *buf, size_t cap, FrtDtype dt, int32_t rank, const int64_t *dims);
+float frt_f16_to_f32(uint16_t h);
+float frt_bf16_to_f32(uint16_t h);
+
+/* ---- npy.c ------------------------------------------------------------------------------------------ */
+
+/* Parses a whole .npy file held in buf (FRT_ALIGN-aligned, len bytes, owned by the caller). On success
+ * out->data is buf itself, the array moved to its front (the caller must not free buf then). */
+FrtStatus frt_npy_parse(const char *path, uint8_t *buf, size_t len, FrtTensor *out, FrtError *err);
+/* The v1 header numpy writes for t (magic to newline); returns its length, 0 if cap is too small. */
+size_t frt_npy_header(const FrtTensor *t, char *buf, size_t cap);
+
+/* ---- pb.c ------------------------------------------------------------------------------------------- */
+
+/* Parses a serialised ONNX TensorProto held in buf (FRT_ALIGN-aligned, owned by the caller). On success
+ * out->data is either buf (raw_data moved to its front) or a new allocation (typed fields decoded). */
+FrtStatus frt_pb_parse(const char *path, uint8_t *buf, size_t len, FrtTensor *out, FrtError *err);
+/* Serialises the TensorProto header of t (dims, data_type, name, raw_data's key and length) into buf;
+ * the raw bytes follow it in the file. Returns the length, 0 if cap is too small. */
+size_t frt_pb_header(const FrtTensor *t, const char *name, uint8_t *buf, size_t cap);
+
+/* ---- io.c ------------------------------------------------------------------------------------------- */
+
+/* Validates a caller-built tensor before writing (dtype, rank, dims, nbytes, data). */
+FrtStatus frt_tensor_check(const char *path, const FrtTensor *t, FrtError *err);
+
+#endif /* FLOWRT_INTERNAL_H */

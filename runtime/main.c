@@ -1,0 +1,506 @@
+/* main.c — frt_main, the command line of every executable flowc builds:
+ *
+ *   OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb] [--threads N]
+ *       [--bench N] [--print]
+ *
+ * The steps run in a fixed order so that everything that can fail on the user's input fails before the
+ * model runs, and nothing allocates in between runs: parse the arguments (exit 2 on bad usage), bind
+ * files to inputs (positional FILE k is input k), read and check each one against the model's
+ * FrtTensorDesc, allocate outputs, workspace and the timing buffer, start the pool; then run (once, or a
+ * warm-up plus N timed runs); then write outputs and print. Every failure is one line
+ * `<prog>: error: <what>` on stderr and exit 1.
+ *
+ * Outputs are written only when --output-dir is given (so a run with --print or --bench leaves no files
+ * behind); a run asking for neither files, --print nor --bench prints, so it always shows its result.
+ * numpy has no bf16, so a .npy holding ui16 bits feeds a bf16 input, and bf16 outputs go out as <u2.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "flowrt_internal.h"
+
+#define EXIT_INPUT 1
+#define EXIT_USAGE 2
+#define PRINT_VALUES 8
+
+typedef struct Cli {
+  const char *prog;
+  const FrtModel *m;
+  const char **bound; /* per input: the file bound to it, or NULL */
+  int n_positional;
+  const char *out_dir;
+  bool pb;
+  int threads;
+  long bench;
+  bool print;
+} Cli;
+
+static int fail(const Cli *c, int code, const char *fmt, ...) FRT_PRINTF(3, 4);
+
+static int fail(const Cli *c, int code, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (char *p = msg; *p; p++)
+    if ((unsigned char)*p < 0x20)
+      *p = '?';
+  fprintf(stderr, "%s: error: %s\n", c->prog, msg);
+  return code;
+}
+
+static const char *desc_name(const FrtTensorDesc *d) { return d->name ? d->name : "?"; }
+
+static void desc_type(char *buf, size_t cap, const FrtTensorDesc *d) {
+  frt_format_type(buf, cap, d->dtype, d->rank, d->dims);
+}
+
+static void usage(const Cli *c, FILE *out) {
+  const FrtModel *m = c->m;
+  fprintf(out,
+          "usage: %s [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]\n"
+          "       [--threads N] [--bench N] [--print]\n"
+          "Runs the model '%s' compiled by flowc.\n"
+          "  FILE                 a .npy or ONNX TensorProto .pb file; the k-th FILE binds the k-th input\n"
+          "  --input NAME=FILE    bind the input named NAME to FILE\n"
+          "  --output-dir DIR     write the outputs as DIR/output_<i>.npy (or .pb), creating DIR if missing\n"
+          "  --output-format F    npy (the default) or pb\n"
+          "  --threads N          threads, the calling one included (default 0: one per online core)\n"
+          "  --bench N            run once to warm up, then N timed runs; print min and median latency\n"
+          "  --print              print each output's shape, dtype, first values and argmax\n"
+          "                       (the default when neither --output-dir nor --bench is given)\n"
+          "  --help               this text\n",
+          c->prog, m->name ? m->name : "?");
+  char ty[256];
+  fprintf(out, "inputs:%s\n", m->n_inputs ? "" : " none");
+  for (int32_t i = 0; i < m->n_inputs; i++) {
+    desc_type(ty, sizeof ty, &m->inputs[i]);
+    fprintf(out, "  %d '%s': %s\n", (int)i, desc_name(&m->inputs[i]), ty);
+  }
+  fprintf(out, "outputs:\n");
+  for (int32_t i = 0; i < m->n_outputs; i++) {
+    desc_type(ty, sizeof ty, &m->outputs[i]);
+    fprintf(out, "  %d '%s': %s\n", (int)i, desc_name(&m->outputs[i]), ty);
+  }
+  fprintf(out, "exit status: 0 success, 1 bad input (files, shapes, dtypes, bindings), 2 bad usage\n");
+}
+
+static bool parse_count(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* Fills c from argv. Returns -1 to go on, else the exit status (0 after --help). */
+static int parse_args(Cli *c, int argc, char **argv) {
+  const FrtModel *m = c->m;
+  bool only_files = false;
+  bool explicit_print = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (only_files || a[0] != '-' || a[1] == 0) {
+      if (c->n_positional >= m->n_inputs)
+        return fail(c, EXIT_INPUT, "too many input files: the model takes %d input%s, '%s' is one more",
+                    (int)m->n_inputs, m->n_inputs == 1 ? "" : "s", a);
+      if (c->bound[c->n_positional])
+        return fail(c, EXIT_INPUT, "input '%s' is bound twice ('%s' and '%s')",
+                    desc_name(&m->inputs[c->n_positional]), c->bound[c->n_positional], a);
+      c->bound[c->n_positional++] = a;
+      continue;
+    }
+    if (strcmp(a, "--") == 0) {
+      only_files = true;
+      continue;
+    }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(c, stdout);
+      return 0;
+    }
+    if (strcmp(a, "--print") == 0) {
+      explicit_print = true;
+      continue;
+    }
+    static const char *const with_value[] = {"--input", "--output-dir", "--output-format", "--threads",
+                                             "--bench"};
+    const char *opt = NULL, *val = NULL;
+    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0] && !opt; k++) {
+      size_t n = strlen(with_value[k]);
+      if (strncmp(a, with_value[k], n) == 0 && (a[n] == 0 || a[n] == '=')) {
+        opt = with_value[k];
+        val = a[n] == '=' ? a + n + 1 : NULL;
+      }
+    }
+    if (!opt)
+      return fail(c, EXIT_USAGE, "unknown option '%s' (see --help)", a);
+    if (!val) {
+      if (i + 1 >= argc)
+        return fail(c, EXIT_USAGE, "option %s needs a value (see --help)", opt);
+      val = argv[++i];
+    }
+    long v;
+    if (strcmp(opt, "--input") == 0) {
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || eq[1] == 0)
+        return fail(c, EXIT_USAGE, "--input wants NAME=FILE, got '%s'", val);
+      size_t n = (size_t)(eq - val);
+      int32_t k = 0;
+      while (k < m->n_inputs && !(m->inputs[k].name && strlen(m->inputs[k].name) == n &&
+                                  memcmp(m->inputs[k].name, val, n) == 0))
+        k++;
+      if (k == m->n_inputs)
+        return fail(c, EXIT_INPUT, "the model has no input named '%.*s'", (int)(n < 200 ? n : 200), val);
+      if (c->bound[k])
+        return fail(c, EXIT_INPUT, "input '%s' is bound twice ('%s' and '%s')", desc_name(&m->inputs[k]),
+                    c->bound[k], eq + 1);
+      c->bound[k] = eq + 1;
+    } else if (strcmp(opt, "--output-dir") == 0) {
+      if (!*val)
+        return fail(c, EXIT_USAGE, "--output-dir wants a directory");
+      c->out_dir = val;
+    } else if (strcmp(opt, "--output-format") == 0) {
+      if (strcmp(val, "npy") != 0 && strcmp(val, "pb") != 0)
+        return fail(c, EXIT_USAGE, "--output-format wants npy or pb, got '%s'", val);
+      c->pb = strcmp(val, "pb") == 0;
+    } else if (strcmp(opt, "--threads") == 0) {
+      if (!parse_count(val, 0, 1024, &v))
+        return fail(c, EXIT_USAGE, "--threads wants a count from 0 to 1024, got '%s'", val);
+      c->threads = (int)v;
+    } else {
+      if (!parse_count(val, 1, 1000000000L, &v))
+        return fail(c, EXIT_USAGE, "--bench wants a positive count, got '%s'", val);
+      c->bench = v;
+    }
+  }
+  c->print = explicit_print || (!c->out_dir && !c->bench);
+  return -1;
+}
+
+/* ---- model description ------------------------------------------------------------------------------ */
+
+static bool desc_ok(const FrtTensorDesc *d, size_t *nbytes) {
+  return d->rank >= 0 && d->rank <= FRT_MAX_RANK && (d->rank == 0 || d->dims) &&
+         frt_dense_nbytes(d->dtype, d->rank, d->dims, nbytes);
+}
+
+static int check_model(const Cli *c) {
+  const FrtModel *m = c->m;
+  if (m->abi_version != FRT_ABI_VERSION)
+    return fail(c, EXIT_INPUT, "the model was built for runtime ABI %u, this runtime is ABI %d",
+                (unsigned)m->abi_version, FRT_ABI_VERSION);
+  if (m->n_inputs < 0 || m->n_outputs < 0 || (m->n_inputs && !m->inputs) || (m->n_outputs && !m->outputs) ||
+      !m->run)
+    return fail(c, EXIT_INPUT, "malformed model description");
+  size_t n;
+  for (int32_t i = 0; i < m->n_inputs; i++)
+    if (!desc_ok(&m->inputs[i], &n))
+      return fail(c, EXIT_INPUT, "malformed model description of input %d", (int)i);
+  for (int32_t i = 0; i < m->n_outputs; i++)
+    if (!desc_ok(&m->outputs[i], &n))
+      return fail(c, EXIT_INPUT, "malformed model description of output %d", (int)i);
+  return -1;
+}
+
+static int check_bound(const Cli *c) {
+  const FrtModel *m = c->m;
+  char list[512];
+  size_t at = 0;
+  int missing = 0;
+  list[0] = 0;
+  for (int32_t i = 0; i < m->n_inputs; i++) {
+    if (c->bound[i])
+      continue;
+    if (at < sizeof list) {
+      int k = snprintf(list + at, sizeof list - at, "%s'%s'", missing ? ", " : "", desc_name(&m->inputs[i]));
+      at += k > 0 ? (size_t)k : 0;
+    }
+    missing++;
+  }
+  if (!missing)
+    return -1;
+  bool one = missing == 1;
+  return fail(c, EXIT_INPUT, "%s %s %s not bound: give %s as FILE or --input NAME=FILE",
+              one ? "input" : "inputs", list, one ? "is" : "are", one ? "it" : "them");
+}
+
+/* Reads input i into t and checks it against the model's description. */
+static int read_input(const Cli *c, int32_t i, FrtTensor *t) {
+  const FrtTensorDesc *d = &c->m->inputs[i];
+  FrtError err = {0};
+  if (frt_tensor_read(c->bound[i], t, &err) != FRT_OK)
+    return fail(c, EXIT_INPUT, "input '%s': %s", desc_name(d), err.msg);
+  /* numpy has no bf16: a .npy of bf16 bits holds '<u2', which feeds a bf16 input as it is. */
+  if (d->dtype == FRT_BF16 && t->dtype == FRT_U16)
+    t->dtype = FRT_BF16;
+  bool same = t->dtype == d->dtype && t->rank == d->rank;
+  for (int32_t k = 0; same && k < d->rank; k++)
+    same = t->dims[k] == d->dims[k];
+  if (same)
+    return -1;
+  char have[256], want[256];
+  frt_format_type(have, sizeof have, t->dtype, t->rank, t->dims);
+  desc_type(want, sizeof want, d);
+  return fail(c, EXIT_INPUT, "input '%s': file %s holds %s, the model needs %s", desc_name(d), c->bound[i],
+              have, want);
+}
+
+/* ---- outputs ----------------------------------------------------------------------------------------- */
+
+/* mkdir -p. */
+static int make_dir(const Cli *c, const char *dir) {
+  char *p = strdup(dir);
+  if (!p)
+    return fail(c, EXIT_INPUT, "out of memory");
+  int rc = -1;
+  for (char *s = p + 1;; s++) {
+    bool last = *s == 0;
+    if (*s != '/' && !last)
+      continue;
+    *s = 0;
+    struct stat st;
+    if (mkdir(p, 0777) != 0 && !(errno == EEXIST && stat(p, &st) == 0 && S_ISDIR(st.st_mode))) {
+      rc = fail(c, EXIT_INPUT, "cannot create the output directory %s: %s", p,
+                errno == EEXIST ? "not a directory" : strerror(errno));
+      break;
+    }
+    if (last)
+      break;
+    *s = '/';
+  }
+  free(p);
+  return rc;
+}
+
+static int write_outputs(const Cli *c, void *const *outs) {
+  int rc = make_dir(c, c->out_dir);
+  if (rc >= 0)
+    return rc;
+  const FrtModel *m = c->m;
+  size_t cap = strlen(c->out_dir) + 32;
+  char *path = malloc(cap);
+  if (!path)
+    return fail(c, EXIT_INPUT, "out of memory");
+  for (int32_t i = 0; i < m->n_outputs && rc < 0; i++) {
+    const FrtTensorDesc *d = &m->outputs[i];
+    FrtTensor t = {.dtype = d->dtype, .rank = d->rank, .data = outs[i]};
+    if (d->rank > 0)
+      memcpy(t.dims, d->dims, sizeof d->dims[0] * (size_t)d->rank);
+    frt_dense_nbytes(d->dtype, d->rank, d->dims, &t.nbytes);
+    snprintf(path, cap, "%s/output_%d.%s", c->out_dir, (int)i, c->pb ? "pb" : "npy");
+    FrtError err = {0};
+    FrtStatus st = c->pb ? frt_tensor_write_pb(path, &t, desc_name(d), &err)
+                         : frt_tensor_write_npy(path, &t, &err);
+    if (st != FRT_OK)
+      rc = fail(c, EXIT_INPUT, "output '%s': %s", desc_name(d), err.msg);
+  }
+  free(path);
+  return rc;
+}
+
+static double value_at(FrtDtype dt, const void *data, size_t i) {
+  const uint8_t *p = (const uint8_t *)data + i * frt_dtype_size(dt);
+  union {
+    float f; double d; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32; uint32_t u32;
+    int64_t i64; uint64_t u64;
+  } v;
+  memcpy(&v, p, frt_dtype_size(dt));
+  switch (dt) {
+  case FRT_F32: return v.f;
+  case FRT_F64: return v.d;
+  case FRT_F16: return frt_f16_to_f32(v.u16);
+  case FRT_BF16: return frt_bf16_to_f32(v.u16);
+  case FRT_I8: return v.i8;
+  case FRT_U8: case FRT_BOOL: return v.u8;
+  case FRT_I16: return v.i16;
+  case FRT_U16: return v.u16;
+  case FRT_I32: return v.i32;
+  case FRT_U32: return v.u32;
+  case FRT_I64: return (double)v.i64;
+  case FRT_U64: return (double)v.u64;
+  }
+  return 0;
+}
+
+static void print_value(FrtDtype dt, const void *data, size_t i) {
+  const uint8_t *p = (const uint8_t *)data + i * frt_dtype_size(dt);
+  int64_t s;
+  uint64_t u;
+  switch (dt) {
+  case FRT_BOOL: fputs(*p ? "true" : "false", stdout); return;
+  case FRT_I64: memcpy(&s, p, 8); printf("%lld", (long long)s); return;
+  case FRT_U64: memcpy(&u, p, 8); printf("%llu", (unsigned long long)u); return;
+  case FRT_F32: case FRT_F64: case FRT_F16: case FRT_BF16: printf("%.6g", value_at(dt, data, i)); return;
+  default: printf("%.0f", value_at(dt, data, i)); return;
+  }
+}
+
+/* numpy's argmax: the first maximum, or the first NaN if there is one. Exact for 64-bit integers. */
+static size_t argmax(FrtDtype dt, const void *data, size_t begin, size_t n) {
+  size_t best = begin;
+  for (size_t i = begin + 1; i < begin + n; i++) {
+    if (dt == FRT_I64 || dt == FRT_U64) {
+      const uint8_t *p = data;
+      int64_t a, b;
+      memcpy(&a, p + 8 * i, 8);
+      memcpy(&b, p + 8 * best, 8);
+      if (dt == FRT_I64 ? a > b : (uint64_t)a > (uint64_t)b)
+        best = i;
+      continue;
+    }
+    double a = value_at(dt, data, i), b = value_at(dt, data, best);
+    if (b != b)
+      return best;
+    if (a > b || a != a)
+      best = i;
+  }
+  return best;
+}
+
+static void print_output(const FrtTensorDesc *d, int32_t index, const void *data) {
+  char ty[256];
+  desc_type(ty, sizeof ty, d);
+  size_t nbytes;
+  frt_dense_nbytes(d->dtype, d->rank, d->dims, &nbytes);
+  size_t numel = nbytes / frt_dtype_size(d->dtype);
+  printf("output %d '%s': %s\n  values: [", (int)index, desc_name(d), ty);
+  for (size_t i = 0; i < numel && i < PRINT_VALUES; i++) {
+    if (i)
+      fputs(", ", stdout);
+    print_value(d->dtype, data, i);
+  }
+  printf(numel > PRINT_VALUES ? ", ...] (%zu values)\n" : "]\n", numel);
+  /* A vector of scores: rank 1, or one row per batch element at rank 2. */
+  if (d->dtype == FRT_BOOL || numel == 0 || (d->rank != 1 && d->rank != 2))
+    return;
+  size_t rows = d->rank == 2 ? (size_t)d->dims[0] : 1, cols = numel / rows;
+  for (size_t r = 0; r < rows; r++) {
+    size_t best = argmax(d->dtype, data, r * cols, cols);
+    if (d->rank == 1 || rows == 1)
+      printf("  argmax: %zu (", best - r * cols);
+    else
+      printf("  argmax[%zu]: %zu (", r, best - r * cols);
+    print_value(d->dtype, data, best);
+    fputs(")\n", stdout);
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* ---- main --------------------------------------------------------------------------------------------- */
+
+int frt_main(int argc, char **argv, const FrtModel *m) {
+  Cli c = {0};
+  c.prog = argc > 0 && argv[0] && argv[0][0] ? argv[0] : "model";
+  const char *slash = strrchr(c.prog, '/');
+  if (slash && slash[1])
+    c.prog = slash + 1;
+  c.m = m;
+  if (!m) {
+    fprintf(stderr, "%s: error: no model\n", c.prog);
+    return EXIT_INPUT;
+  }
+  int rc = check_model(&c);
+  if (rc >= 0)
+    return rc;
+
+  int32_t ni = m->n_inputs, no = m->n_outputs;
+  FrtTensor *ins = calloc((size_t)ni + 1, sizeof *ins);
+  c.bound = calloc((size_t)ni + 1, sizeof *c.bound);
+  const void **in_ptrs = calloc((size_t)ni + 1, sizeof *in_ptrs);
+  void **outs = calloc((size_t)no + 1, sizeof *outs);
+  void *ws = NULL;
+  double *times = NULL;
+  FrtPool *pool = NULL;
+  if (!ins || !c.bound || !in_ptrs || !outs) {
+    rc = fail(&c, EXIT_INPUT, "out of memory");
+    goto done;
+  }
+  if ((rc = parse_args(&c, argc, argv)) >= 0 || (rc = check_bound(&c)) >= 0)
+    goto done;
+  for (int32_t i = 0; i < ni; i++) {
+    if ((rc = read_input(&c, i, &ins[i])) >= 0)
+      goto done;
+    in_ptrs[i] = ins[i].data;
+  }
+
+  /* Everything the runs need is allocated here, before the first run. */
+  for (int32_t i = 0; i < no; i++) {
+    size_t nbytes;
+    frt_dense_nbytes(m->outputs[i].dtype, m->outputs[i].rank, m->outputs[i].dims, &nbytes);
+    outs[i] = frt_alloc_aligned(nbytes);
+    if (!outs[i]) {
+      rc = fail(&c, EXIT_INPUT, "out of memory for output '%s' (%zu bytes)", desc_name(&m->outputs[i]),
+                nbytes);
+      goto done;
+    }
+    memset(outs[i], 0, nbytes);
+  }
+  size_t ws_size = frt_model_workspace_size(m);
+  if (m->workspace_size > SIZE_MAX || !(ws = frt_alloc_aligned(ws_size))) {
+    rc = fail(&c, EXIT_INPUT, "out of memory for the workspace (%llu bytes)",
+              (unsigned long long)m->workspace_size);
+    goto done;
+  }
+  if (c.bench && !(times = calloc((size_t)c.bench, sizeof *times))) {
+    rc = fail(&c, EXIT_INPUT, "out of memory for %ld timings", c.bench);
+    goto done;
+  }
+  FrtError err = {0};
+  if (!(pool = frt_pool_create(c.threads, &err))) {
+    rc = fail(&c, EXIT_INPUT, "%s", err.msg);
+    goto done;
+  }
+
+  for (long r = c.bench ? -1 : 0; r < (c.bench ? c.bench : 1); r++) {
+    double t0 = frt_now_seconds();
+    if (frt_model_run(m, in_ptrs, outs, ws, pool, &err) != FRT_OK) {
+      rc = fail(&c, EXIT_INPUT, "%s", err.msg);
+      goto done;
+    }
+    if (r >= 0 && c.bench)
+      times[r] = frt_now_seconds() - t0;
+  }
+
+  if (c.out_dir && (rc = write_outputs(&c, outs)) >= 0)
+    goto done;
+  if (c.print)
+    for (int32_t i = 0; i < no; i++)
+      print_output(&m->outputs[i], i, outs[i]);
+  if (c.bench) {
+    qsort(times, (size_t)c.bench, sizeof *times, cmp_double);
+    size_t k = (size_t)c.bench;
+    double median = k % 2 ? times[k / 2] : (times[k / 2 - 1] + times[k / 2]) / 2;
+    printf("latency: min %.4f ms, median %.4f ms (%ld runs after 1 warm-up, %d thread%s)\n", times[0] * 1e3,
+           median * 1e3, c.bench, frt_pool_threads(pool), frt_pool_threads(pool) == 1 ? "" : "s");
+  }
+  fflush(stdout);
+  rc = 0;
+
+done:
+  frt_pool_destroy(pool);
+  free(times);
+  free(ws);
+  if (outs)
+    for (int32_t i = 0; i < no; i++)
+      free(outs[i]);
+  if (ins)
+    for (int32_t i = 0; i < ni; i++)
+      frt_tensor_free(&ins[i]);
+  free(outs);
+  free(in_ptrs);
+  free(ins);
+  free(c.bound);
+  return rc;
+}

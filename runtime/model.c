@@ -1,0 +1,63 @@
+/* model.c — the checked entry into a compiled model.
+ *
+ * Generated code trusts its arguments (no checks in the kernels), so this is where a caller's mistake
+ * — a model built for another runtime version, a missing buffer, a misaligned workspace — becomes a
+ * status and a message instead of a crash. It allocates nothing.
+ */
+#include <stdint.h>
+
+#include "flowrt_internal.h"
+
+size_t frt_model_workspace_size(const FrtModel *m) {
+  if (!m || m->workspace_size > SIZE_MAX)
+    return 0;
+  return (size_t)m->workspace_size;
+}
+
+FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *const *outputs, void *workspace,
+                        FrtPool *pool, FrtError *err) {
+  if (!m)
+    return frt_errorf(err, FRT_ERR_INPUT, "frt_model_run: NULL model");
+  const char *name = m->name ? m->name : "?";
+  if (m->abi_version != FRT_ABI_VERSION)
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s' was built for runtime ABI %u, this runtime is ABI %d",
+                      name, (unsigned)m->abi_version, FRT_ABI_VERSION);
+  if (!m->run || m->n_inputs < 0 || m->n_outputs < 0 || (m->n_inputs && !m->inputs) ||
+      (m->n_outputs && !m->outputs))
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s': malformed model description", name);
+  if (m->workspace_size > SIZE_MAX)
+    return frt_errorf(err, FRT_ERR_RESOURCE, "model '%s': workspace of %llu bytes does not fit in memory",
+                      name, (unsigned long long)m->workspace_size);
+  if (m->n_inputs && !inputs)
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s': NULL inputs array", name);
+  if (m->n_outputs && !outputs)
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s': NULL outputs array", name);
+  for (int32_t i = 0; i < m->n_inputs; i++)
+    if (!inputs[i])
+      return frt_errorf(err, FRT_ERR_INPUT, "model '%s': input %d ('%s') is NULL", name, (int)i,
+                        m->inputs[i].name ? m->inputs[i].name : "?");
+  for (int32_t i = 0; i < m->n_outputs; i++)
+    if (!outputs[i])
+      return frt_errorf(err, FRT_ERR_INPUT, "model '%s': output %d ('%s') is NULL", name, (int)i,
+                        m->outputs[i].name ? m->outputs[i].name : "?");
+  if (m->workspace_size && !workspace)
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s': needs a workspace of %llu bytes, got NULL", name,
+                      (unsigned long long)m->workspace_size);
+  if ((uintptr_t)workspace % FRT_ALIGN)
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s': the workspace is not %d-byte aligned", name,
+                      FRT_ALIGN);
+  int rc = m->run(inputs, outputs, workspace, pool);
+  if (rc != 0) {
+    /* rc is 1 + the index of the kernel that found bad data; kernel_names says which node that is. */
+    if (rc >= 1 && rc <= m->n_kernels && m->kernel_names && m->kernel_names[rc - 1])
+      return frt_errorf(err, FRT_ERR_INPUT,
+                        "model '%s': %s: bad data at run time (an index out of range, ...)", name,
+                        m->kernel_names[rc - 1]);
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s': run failed in kernel %d", name, rc - 1);
+  }
+  if (err) {
+    err->status = FRT_OK;
+    err->msg[0] = 0;
+  }
+  return FRT_OK;
+}

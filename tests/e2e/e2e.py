@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""e2e.py — the end-to-end tests (meson suite 'e2e'): flowc against PyTorch, and bad input at run time.
+Tests may use Python; the programs under test never do. (The main job, tools/demo.sh, is the suite's
+third kind of test; tests/e2e/meson.build runs it.)
+
+  e2e.py compare --flowc FLOWC --case DIR --mode run|exe [--threads 1,2] --work DIR [--export SCRIPT]
+      DIR is a test case written by tools/export_e2e_models.py (model.onnx, test_data_set_0/input_<i>.pb,
+      output_<i>.pb = PyTorch's outputs); with --export, SCRIPT first (re-)exports it when it is missing
+      or stale. mode run: `flowc run MODEL INPUTS --threads N --output-dir D`;
+      mode exe: `flowc build MODEL -o EXE` once (EXE may need only libc, libm and libpthread, says ldd),
+      then `EXE INPUTS --threads N --output-dir D`. Every
+      output must have PyTorch's shape and dtype and agree element-wise within |got - want| <=
+      atol + rtol * |want| (rtol 1e-4, atol 1e-5: issue 3's end-to-end tolerance), with no NaN or Inf.
+      One line per thread count with the largest absolute and relative errors and the worst element.
+
+  e2e.py bad-input --flowc FLOWC --work DIR
+      Builds a two-input model (pixels: f32[2,3], bias: f32[3]; z = pixels + bias) and feeds it bad
+      inputs through `flowc run` and through the built executable: a wrong shape, a wrong dtype, a missing input, an
+      unknown input name, too many files, a missing file, truncated .npy and .pb files, and headers that
+      lie about the size. Each must exit 1 with exactly one line on stderr naming the input (or file),
+      and nothing from the sanitizers; a valid run must exit 0 with the right sum.
+"""
+import argparse
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RTOL, ATOL = 1e-4, 1e-5
+TIMEOUT = 1200  # seconds for one compile or run; resnet18 under ASan is the slowest
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer", "runtime error:")
+
+
+def run(cmd, **kw):
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=TIMEOUT, **kw)
+    p.seconds = time.time() - t0
+    return p
+
+
+def show(cmd):
+    return " ".join(str(c) for c in cmd)
+
+
+def fail(msg):
+    print(f"FAIL {msg}")
+    sys.exit(1)
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+# ---- compare with PyTorch -----------------------------------------------------------------------------
+
+def case_files(case, kind):
+    d = os.path.join(case, "test_data_set_0")
+    files = []
+    while os.path.exists(os.path.join(d, f"{kind}_{len(files)}.pb")):
+        files.append(os.path.join(d, f"{kind}_{len(files)}.pb"))
+    return files
+
+
+def compare_outputs(out_dir, refs):
+    """Returns (ok, line): the worst errors over every output."""
+    parts, ok = [], True
+    for i, ref_path in enumerate(refs):
+        want = numpy_helper.to_array(onnx.load_tensor(ref_path))
+        path = os.path.join(out_dir, f"output_{i}.npy")
+        if not os.path.exists(path):
+            return False, f"output {i}: {path} was not written"
+        got = np.load(path)
+        if got.dtype != want.dtype or got.shape != want.shape:
+            return False, f"output {i}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
+        if not np.all(np.isfinite(got)):
+            bad = np.argwhere(~np.isfinite(got))[0]
+            return False, f"output {i}: non-finite value {got[tuple(bad)]} at {list(bad)}"
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        err = np.abs(g - w)
+        ratio = err / (ATOL + RTOL * np.abs(w))
+        worst = np.unravel_index(np.argmax(ratio), ratio.shape)
+        rel = err / np.maximum(np.abs(w), 1e-30)
+        ok = ok and bool(ratio.max() <= 1.0)
+        parts.append(f"output {i}: max abs err {err.max():.2e}, max rel err {rel.max():.2e}, worst err/tol "
+                     f"{ratio.max():.3f} at {list(map(int, worst))} (got {g[worst]:.8g}, want {w[worst]:.8g})")
+    return ok, "; ".join(parts)
+
+
+ALLOWED_LIBS = ("linux-vdso.so", "libc.so", "libm.so", "libpthread.so", "ld-linux")
+
+
+def shared_libraries(exe):
+    """The shared libraries ldd lists for exe (names only)."""
+    p = run(["ldd", exe])
+    if p.returncode != 0 and "not a dynamic executable" not in p.stdout + p.stderr:
+        fail(f"ldd {exe} exited {p.returncode}: {p.stderr.strip()}")
+    return [line.split()[0].rsplit("/", 1)[-1] for line in p.stdout.splitlines() if line.strip()
+            and "not a dynamic executable" not in line]
+
+
+def cmd_compare(a):
+    name = os.path.basename(os.path.normpath(a.case))
+    if a.export:
+        # The exporter skips a model that is already there and serialises concurrent exports of one model.
+        cmd = [sys.executable, a.export, os.path.dirname(os.path.normpath(a.case)), "--models", name]
+        p = run(cmd)
+        if p.returncode != 0:
+            fail(f"{name}: `{show(cmd)}` exited {p.returncode}: {(p.stderr or p.stdout).strip()[-3000:]}")
+        print(f"{p.stdout.strip()} [export step: {p.seconds:.1f} s]")
+    model = os.path.join(a.case, "model.onnx")
+    inputs, refs = case_files(a.case, "input"), case_files(a.case, "output")
+    if not os.path.exists(model) or not inputs or not refs:
+        fail(f"{name}: {a.case} is not a complete test case (run tools/export_e2e_models.py)")
+    work = fresh_dir(a.work)
+    if a.mode == "exe":
+        exe = os.path.join(work, name)
+        cmd = [a.flowc, "build", model, "-o", exe]
+        p = run(cmd)
+        if p.returncode != 0 or not os.access(exe, os.X_OK):
+            fail(f"{name} exe: `{show(cmd)}` exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}")
+        libs = shared_libraries(exe)
+        extra = [lib for lib in libs if not lib.startswith(ALLOWED_LIBS)]
+        if extra:
+            fail(f"{name} exe: {exe} needs {', '.join(extra)} (only libc, libm and libpthread are allowed)")
+        print(f"built {exe} in {p.seconds:.1f} s; it needs {', '.join(libs)}")
+        base = [exe]
+    else:
+        base = [a.flowc, "run", model]
+    failed = False
+    for threads in a.threads.split(","):
+        out_dir = fresh_dir(os.path.join(work, f"out_t{threads}"))
+        cmd = base + inputs + ["--threads", threads, "--output-dir", out_dir]
+        p = run(cmd)
+        if p.returncode != 0:
+            fail(f"{name} {a.mode} --threads {threads}: `{show(cmd)}` exited {p.returncode}: "
+                 f"{(p.stderr or p.stdout).strip()[-2000:]}")
+        ok, line = compare_outputs(out_dir, refs)
+        print(f"{'ok  ' if ok else 'FAIL'} {name} {a.mode} --threads {threads} ({p.seconds:.1f} s): {line}")
+        failed |= not ok
+    sys.exit(1 if failed else 0)
+
+
+# ---- bad input at run time ----------------------------------------------------------------------------
+
+def npy_bytes(arr, header_override=None):
+    """A version-1 .npy file; header_override replaces the header dict text (to make it lie)."""
+    header = header_override or ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }"
+                                 % (arr.dtype.str, repr(tuple(arr.shape))))
+    pad = 64 - (10 + len(header) + 1) % 64
+    header = header + " " * (pad % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + arr.tobytes()
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def make_bad_input_model(path):
+    x = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [2, 3])
+    b = helper.make_tensor_value_info("bias", TensorProto.FLOAT, [3])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])
+    g = helper.make_graph([helper.make_node("Add", ["pixels", "bias"], ["z"], name="add")], "bad_input", [x, b], [z])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def bad_input_cases(d):
+    """(label, argv for the inputs, words that must all appear in the error line)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.array([10, 20, 30], dtype=np.float32)
+    good_x, good_b = write(f"{d}/x.npy", npy_bytes(x)), write(f"{d}/bias.npy", npy_bytes(b))
+    good_b_pb = write(f"{d}/bias.pb", numpy_helper.from_array(b, "bias").SerializeToString())
+    pb = numpy_helper.from_array(x, "pixels").SerializeToString()
+    lying_pb = numpy_helper.from_array(x, "pixels")
+    lying_pb.dims[:] = [2, 300000]  # raw_data holds 6 floats
+    huge_pb = numpy_helper.from_array(x, "pixels")
+    huge_pb.dims[:] = [1 << 31, 1 << 31, 1 << 31]
+    files = {
+        "wrong shape": write(f"{d}/x_shape.npy", npy_bytes(np.zeros((3, 2), np.float32))),
+        "wrong rank": write(f"{d}/x_rank.npy", npy_bytes(np.zeros((6,), np.float32))),
+        "wrong dtype": write(f"{d}/x_f64.npy", npy_bytes(x.astype(np.float64))),
+        "wrong dtype (.pb)": write(f"{d}/x_i32.pb",
+                                   numpy_helper.from_array(x.astype(np.int32), "pixels").SerializeToString()),
+        "truncated .npy data": write(f"{d}/x_trunc.npy", npy_bytes(x)[:-5]),
+        "truncated .npy header": write(f"{d}/x_trunc_header.npy", npy_bytes(x)[:30]),
+        "truncated .pb": write(f"{d}/x_trunc.pb", pb[:len(pb) - 7]),
+        ".npy header lies about the shape": write(
+            f"{d}/x_lie.npy", npy_bytes(x, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 300000), }")),
+        ".npy header claims a huge shape": write(
+            f"{d}/x_huge.npy",
+            npy_bytes(x, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }")),
+        ".npy header length beyond the file": write(f"{d}/x_hlen.npy", b"\x93NUMPY\x01\x00\xff\xff{'descr': '<f4'"),
+        ".pb dims lie about the data": write(f"{d}/x_lie.pb", lying_pb.SerializeToString()),
+        ".pb dims claim a huge tensor": write(f"{d}/x_huge.pb", huge_pb.SerializeToString()),
+        "not a tensor file": write(f"{d}/x_text.npy", b"hello, world\n" * 10),
+        "empty file": write(f"{d}/x_empty.npy", b""),
+    }
+    cases = [(label, [path, good_b], ["pixels"]) for label, path in files.items()]
+    cases += [
+        ("bias of the wrong shape", [good_x, write(f"{d}/bias_shape.npy", npy_bytes(np.zeros((2, 3), np.float32)))],
+         ["bias"]),
+        ("missing input", [good_x], ["bias"]),
+        ("missing input (--input)", ["--input", f"pixels={good_x}"], ["bias"]),
+        ("unknown input name", ["--input", f"pixels={good_x}", "--input", f"nosuch={good_b}"], ["nosuch"]),
+        ("too many files", [good_x, good_b, good_b], []),
+        ("file does not exist", [f"{d}/does-not-exist.npy", good_b], ["pixels", "does-not-exist.npy"]),
+        ("a folder as the file", [d, good_b], ["pixels"]),
+    ]
+    valid = [("valid .npy", [good_x, good_b]),
+             ("valid .npy + .pb by name", ["--input", f"bias={good_b_pb}", "--input", f"pixels={good_x}"])]
+    return cases, valid, x + b
+
+
+def cmd_bad_input(a):
+    work = fresh_dir(a.work)
+    model = os.path.join(work, "bad_input.onnx")
+    make_bad_input_model(model)
+    exe = os.path.join(work, "bad_input")
+    p = run([a.flowc, "build", model, "-o", exe])
+    if p.returncode != 0:
+        fail(f"flowc build {model} -o {exe} exited {p.returncode}: {p.stderr.strip()}")
+    cases, valid, want = bad_input_cases(work)
+    failures = 0
+    for runner, base in (("flowc run", [a.flowc, "run", model]), ("exe", [exe])):
+        for label, args in valid:
+            out_dir = fresh_dir(os.path.join(work, "out"))
+            p = run(base + args + ["--output-dir", out_dir])
+            path = os.path.join(out_dir, "output_0.npy")
+            ok = p.returncode == 0 and os.path.exists(path) and np.array_equal(np.load(path), want)
+            print(f"{'ok  ' if ok else 'FAIL'} {runner}: {label}: exit {p.returncode} {p.stderr.strip()}")
+            failures += not ok
+        for label, args, words in cases:
+            p = run(base + args + ["--output-dir", os.path.join(work, "out_bad")])
+            lines = p.stderr.splitlines()
+            problems = []
+            if p.returncode != 1:
+                problems.append(f"exit status {p.returncode}, want 1")
+            if len(lines) != 1:
+                problems.append(f"{len(lines)} lines on stderr, want 1")
+            if any(m in p.stderr for m in SANITIZER_MARKS):
+                problems.append("a sanitizer report")
+            missing = [w for w in words if w not in (lines[0] if lines else "")]
+            if missing:
+                problems.append(f"the message does not name {', '.join(repr(w) for w in missing)}")
+            shown = p.stderr.strip().replace("\n", " | ")[:600]
+            verdict = f"FAIL {'; '.join(problems)}: " if problems else "ok   "
+            print(f"{verdict}{runner}: {label}: {shown}")
+            failures += bool(problems)
+    print(f"{failures} failed")
+    sys.exit(1 if failures else 0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compare")
+    c.add_argument("--flowc", required=True)
+    c.add_argument("--case", required=True)
+    c.add_argument("--export", help="tools/export_e2e_models.py: export the case first if it is missing or stale")
+    c.add_argument("--mode", choices=["run", "exe"], required=True)
+    c.add_argument("--threads", default="1,2")
+    c.add_argument("--work", required=True)
+    b = sub.add_parser("bad-input")
+    b.add_argument("--flowc", required=True)
+    b.add_argument("--work", required=True)
+    a = ap.parse_args()
+    {"compare": cmd_compare, "bad-input": cmd_bad_input}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()

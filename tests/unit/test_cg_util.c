@@ -1,0 +1,415 @@
+/* test_cg_util.c — codegen/cg_util.c and codegen/target.c: the builders every kernel emitter uses.
+ *
+ * A module of small kernels `void f(const void *src, void *dst, int64_t n)` is built with the helpers
+ * (fc_cg_loop_begin/end around fc_cg_load, fc_cg_convert and fc_cg_store), optimised with default<O3>
+ * for the host (so the conversions are also checked after vectorisation) and JIT-compiled. Each kernel is
+ * compared bit for bit with the C reference the IR's evaluators use (ir/tensor.c, ir/eval_elementwise.c):
+ *   - f16 and bf16 → f32 and f64 for all 65536 patterns;
+ *   - f32 → f16 and bf16 (through the store and through fc_cg_convert) for 2^24 patterns spread over the
+ *     whole range (every 256th) plus every pattern around the rounding boundaries and special values;
+ *   - f64 → f16 and bf16 (one rounding, as the reference's round-to-odd gives) for random doubles, values
+ *     in f16's range and exact halfway cases;
+ *   - ONNX Cast between floats, integers and bool: truncation, saturation, NaN → 0, wrap-around, → bool.
+ * The optimised IR must contain no call at all (the half conversions are bit manipulation, not
+ * __truncsfhf2), and strides, broadcast strides and target machines (default CPU, "native", errors for an
+ * unknown CPU or triple) are checked directly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+
+#include "codegen.h"
+
+typedef void (*ConvFn)(const void *src, void *dst, int64_t n);
+
+/* The kernels: name, source dtype, destination dtype, and whether the value goes through fc_cg_convert
+ * (otherwise only through the load and store conversions). */
+static const struct {
+  const char *name;
+  FcDtype from, to;
+  bool convert;
+} KERNELS[] = {
+    {"f16_f32", FC_DT_F16, FC_DT_F32, false},   {"bf16_f32", FC_DT_BF16, FC_DT_F32, false},
+    {"f16_f64", FC_DT_F16, FC_DT_F64, true},    {"bf16_f64", FC_DT_BF16, FC_DT_F64, true},
+    {"f32_f16", FC_DT_F32, FC_DT_F16, false},   {"f32_bf16", FC_DT_F32, FC_DT_BF16, false},
+    {"f32c_f16", FC_DT_F32, FC_DT_F16, true},   {"f32c_bf16", FC_DT_F32, FC_DT_BF16, true},
+    {"f64_f16", FC_DT_F64, FC_DT_F16, true},    {"f64_bf16", FC_DT_F64, FC_DT_BF16, true},
+    {"f16_bf16", FC_DT_F16, FC_DT_BF16, true},  {"i64_f16", FC_DT_I64, FC_DT_F16, true},
+    {"f32_i32", FC_DT_F32, FC_DT_I32, true},    {"f32_u8", FC_DT_F32, FC_DT_U8, true},
+    {"f64_i64", FC_DT_F64, FC_DT_I64, true},    {"f32_u64", FC_DT_F32, FC_DT_U64, true},
+    {"f32_bool", FC_DT_F32, FC_DT_BOOL, true},  {"i32_i8", FC_DT_I32, FC_DT_I8, true},
+    {"i8_u64", FC_DT_I8, FC_DT_U64, true},      {"u8_i32", FC_DT_U8, FC_DT_I32, true},
+    {"i64_bool", FC_DT_I64, FC_DT_BOOL, true},  {"bool_f32", FC_DT_BOOL, FC_DT_F32, true},
+    {"bool_i64", FC_DT_BOOL, FC_DT_I64, true},  {"u64_f32", FC_DT_U64, FC_DT_F32, true},
+};
+enum { N_KERNELS = sizeof KERNELS / sizeof KERNELS[0] };
+
+static LLVMOrcLLJITRef jit;
+static ConvFn fns[N_KERNELS];
+
+static ConvFn fn(const char *name) {
+  for (int i = 0; i < N_KERNELS; i++)
+    if (strcmp(KERNELS[i].name, name) == 0) return fns[i];
+  fail_msg("no kernel %s", name);
+  return NULL;
+}
+
+static void build(LLVMContextRef ctx, LLVMModuleRef mod, int i) {
+  LLVMTypeRef p = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
+  LLVMTypeRef ps[3] = {p, p, i64};
+  LLVMValueRef f = LLVMAddFunction(mod, KERNELS[i].name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), ps, 3, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, "entry"));
+  FcKernel k = {.ctx = ctx, .mod = mod, .b = b, .fn = f};
+  FcLoop l;
+  LLVMValueRef iv = fc_cg_loop_begin(&k, &l, fc_cg_const_i64(&k, 0), LLVMGetParam(f, 2), 1, "i");
+  LLVMValueRef v = fc_cg_load(&k, KERNELS[i].from, LLVMGetParam(f, 0), iv);
+  /* Without convert, the two dtypes share a compute type (float): only load and store convert. */
+  if (KERNELS[i].convert) v = fc_cg_convert(&k, v, KERNELS[i].from, KERNELS[i].to);
+  fc_cg_store(&k, KERNELS[i].to, LLVMGetParam(f, 1), iv, v);
+  fc_cg_loop_end(&k, &l);
+  LLVMBuildRetVoid(b);
+  LLVMDisposeBuilder(b);
+}
+
+static bool ir_has_call(LLVMModuleRef mod) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+        if (LLVMGetInstructionOpcode(in) != LLVMCall) continue;
+        /* Saturating conversions and min/max are instruction-like intrinsics, not library calls. */
+        LLVMValueRef callee = LLVMGetCalledValue(in);
+        size_t n;
+        const char *name = LLVMGetValueName2(callee, &n);
+        if (strncmp(name, "llvm.", 5) != 0) return true;
+      }
+  return false;
+}
+
+static int setup(void **state) {
+  (void)state;
+  FcDiag d;
+  fc_diag_init(&d);
+  FcCodegenOptions o = {.cpu = "native", .opt_level = 3};
+  LLVMTargetMachineRef tm;
+  if (fc_target_machine(&o, &tm, &d) != FC_OK) {
+    fprintf(stderr, "%s\n", d.msg);
+    return -1;
+  }
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cg_util", ctx);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(mod, td);
+  LLVMDisposeTargetData(td);
+  for (int i = 0; i < N_KERNELS; i++) build(ctx, mod, i);
+  char *err = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
+    fprintf(stderr, "verify: %s\n", err);
+    return -1;
+  }
+  LLVMDisposeMessage(err);
+  if (fc_codegen_optimize(mod, tm, 3, &d) != FC_OK) {
+    fprintf(stderr, "%s\n", d.msg);
+    return -1;
+  }
+  LLVMDisposeTargetMachine(tm);
+  if (ir_has_call(mod)) {
+    fprintf(stderr, "the optimised conversions call a function\n");
+    return -1;
+  }
+  if (LLVMOrcCreateLLJIT(&jit, LLVMOrcCreateLLJITBuilder())) return -1;
+  if (LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), LLVMOrcCreateNewThreadSafeModule(mod, tsc)))
+    return -1;
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  for (int i = 0; i < N_KERNELS; i++) {
+    LLVMOrcExecutorAddress a = 0;
+    if (LLVMOrcLLJITLookup(jit, &a, KERNELS[i].name)) return -1;
+    fns[i] = (ConvFn)(uintptr_t)a;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  if (jit) LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
+  return 0;
+}
+
+/* ---- half widening ------------------------------------------------------------------------------------- */
+
+static void test_widen_all(void **state) {
+  (void)state;
+  static uint16_t h[65536];
+  static float f[65536];
+  static double d[65536];
+  for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+  fn("f16_f32")(h, f, 65536);
+  fn("f16_f64")(h, d, 65536);
+  for (int i = 0; i < 65536; i++) {
+    float r = fc_f16_to_f32(h[i]);
+    assert_memory_equal(&r, &f[i], 4);
+    if (isnan(r)) assert_true(isnan(d[i]));
+    else assert_true(d[i] == (double)r);
+  }
+  fn("bf16_f32")(h, f, 65536);
+  fn("bf16_f64")(h, d, 65536);
+  for (int i = 0; i < 65536; i++) {
+    float r = fc_bf16_to_f32(h[i]);
+    assert_memory_equal(&r, &f[i], 4);
+    if (isnan(r)) assert_true(isnan(d[i]));
+    else assert_true(d[i] == (double)r);
+  }
+}
+
+/* ---- f32 narrowing --------------------------------------------------------------------------------------- */
+
+static void check_f32_patterns(const uint32_t *in, int n) {
+  uint16_t *a = malloc((size_t)n * 2), *b = malloc((size_t)n * 2), *c = malloc((size_t)n * 2), *e = malloc((size_t)n * 2);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(c);
+  assert_non_null(e);
+  fn("f32_f16")(in, a, n);
+  fn("f32c_f16")(in, b, n);
+  fn("f32_bf16")(in, c, n);
+  fn("f32c_bf16")(in, e, n);
+  for (int i = 0; i < n; i++) {
+    float x;
+    memcpy(&x, &in[i], 4);
+    uint16_t rh = fc_f32_to_f16(x), rb = fc_f32_to_bf16(x);
+    if (a[i] != rh || b[i] != rh || c[i] != rb || e[i] != rb)
+      fail_msg("f32 %08x: f16 %04x/%04x (want %04x), bf16 %04x/%04x (want %04x)", in[i], a[i], b[i], rh, c[i], e[i], rb);
+  }
+  free(a);
+  free(b);
+  free(c);
+  free(e);
+}
+
+static void test_narrow_f32(void **state) {
+  (void)state;
+  enum { N = 1 << 20 };
+  uint32_t *in = malloc(N * sizeof *in);
+  assert_non_null(in);
+  /* Every 256th pattern: 2^24 values, every exponent and sign, both rounding directions. */
+  for (uint64_t base = 0; base < (1ull << 32); base += (uint64_t)N * 256) {
+    for (int i = 0; i < N; i++) in[i] = (uint32_t)(base + (uint64_t)i * 256 + (uint64_t)(i % 251));
+    check_f32_patterns(in, N);
+  }
+  /* Every pattern near f16's subnormal/normal/overflow boundaries and the specials. */
+  static const uint32_t centres[] = {0x00000000, 0x33000000, 0x33800000, 0x387fe000, 0x38800000, 0x477fe000,
+                                     0x477ff000, 0x47800000, 0x7f7fffff, 0x7f800000, 0x7fc00000, 0x00800000};
+  int n = 0;
+  for (size_t c = 0; c < sizeof centres / sizeof centres[0]; c++)
+    for (int s = 0; s < 2; s++)
+      for (int d = -20000; d <= 20000; d++) {
+        uint32_t v = centres[c] + (uint32_t)d;
+        in[n++] = s ? v | 0x80000000u : v;
+      }
+  check_f32_patterns(in, n);
+  free(in);
+}
+
+/* ---- f64 narrowing --------------------------------------------------------------------------------------- */
+
+/* The reference's one rounding from double: round to odd in f32, then to nearest even. */
+static float round_to_odd_f32(double d) {
+  float f = (float)d;
+  if (d != d || (double)f == d) return f;
+  if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  bits |= 1;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next_u64(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+static void test_narrow_f64(void **state) {
+  (void)state;
+  enum { N = 1 << 20 };
+  double *in = malloc(N * sizeof *in);
+  uint16_t *h = malloc(N * 2), *b = malloc(N * 2);
+  assert_non_null(in);
+  assert_non_null(h);
+  assert_non_null(b);
+  for (int i = 0; i < N; i++) {
+    uint64_t u = next_u64();
+    if (i % 3 == 0) { /* f16's exponent range and a little beyond, both signs */
+      u = (u & 0x800fffffffffffffull) | ((uint64_t)(1023 - 30 + next_u64() % 50) << 52);
+    } else if (i % 3 == 1) { /* exactly halfway between two f16 values, and one ulp either side */
+      double x = fc_f16_to_f32((uint16_t)next_u64());
+      memcpy(&u, &x, 8);
+      u += (1ull << 41) + (uint64_t)((int64_t)(next_u64() % 3) - 1);
+    }
+    memcpy(&in[i], &u, 8);
+  }
+  fn("f64_f16")(in, h, N);
+  fn("f64_bf16")(in, b, N);
+  for (int i = 0; i < N; i++) {
+    if (isnan(in[i])) {
+      assert_true((h[i] & 0x7c00) == 0x7c00 && (h[i] & 0x3ff));
+      assert_true((b[i] & 0x7f80) == 0x7f80 && (b[i] & 0x7f));
+      continue;
+    }
+    uint16_t rh = fc_f32_to_f16(round_to_odd_f32(in[i])), rb = fc_f32_to_bf16(round_to_odd_f32(in[i]));
+    if (h[i] != rh || b[i] != rb) fail_msg("f64 %a: f16 %04x (want %04x), bf16 %04x (want %04x)", in[i], h[i], rh, b[i], rb);
+  }
+  free(in);
+  free(h);
+  free(b);
+}
+
+/* ---- casts ---------------------------------------------------------------------------------------------- */
+
+static void test_casts(void **state) {
+  (void)state;
+  float fi[10] = {1.9f, -1.9f, NAN, INFINITY, -INFINITY, 3e9f, -3e9f, 255.5f, -0.0f, 1e-30f};
+  int32_t i32[10];
+  uint8_t u8[10], b8[10];
+  uint64_t u64[10];
+  fn("f32_i32")(fi, i32, 10);
+  fn("f32_u8")(fi, u8, 10);
+  fn("f32_bool")(fi, b8, 10);
+  fn("f32_u64")(fi, u64, 10);
+  const int32_t want_i32[10] = {1, -1, 0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 255, 0, 0};
+  const uint8_t want_u8[10] = {1, 0, 0, 255, 0, 255, 0, 255, 0, 0};
+  const uint8_t want_b8[10] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 1};
+  const uint64_t want_u64[10] = {1, 0, 0, UINT64_MAX, 0, 3000000000u, 0, 255, 0, 0};
+  for (int i = 0; i < 10; i++) {
+    assert_int_equal(i32[i], want_i32[i]);
+    assert_int_equal(u8[i], want_u8[i]);
+    assert_int_equal(b8[i], want_b8[i]);
+    assert_true(u64[i] == want_u64[i]);
+  }
+  double dd[4] = {9.3e18, -9.3e18, -2.5, NAN};
+  int64_t i64[4];
+  fn("f64_i64")(dd, i64, 4);
+  assert_true(i64[0] == INT64_MAX && i64[1] == INT64_MIN && i64[2] == -2 && i64[3] == 0);
+
+  int32_t a[4] = {300, -129, 127, -1};
+  int8_t s8[4];
+  fn("i32_i8")(a, s8, 4);
+  assert_true(s8[0] == 44 && s8[1] == 127 && s8[2] == 127 && s8[3] == -1);
+  int8_t c[3] = {-1, 5, -128};
+  uint64_t w[3];
+  fn("i8_u64")(c, w, 3);
+  assert_true(w[0] == UINT64_MAX && w[1] == 5 && w[2] == (uint64_t)(int64_t)-128);
+  uint8_t u[2] = {200, 7};
+  int32_t z[2];
+  fn("u8_i32")(u, z, 2);
+  assert_true(z[0] == 200 && z[1] == 7);
+  int64_t l[3] = {0, -5, INT64_MIN};
+  uint8_t lb[3];
+  fn("i64_bool")(l, lb, 3);
+  assert_true(lb[0] == 0 && lb[1] == 1 && lb[2] == 1);
+  uint8_t bools[2] = {0, 1};
+  float bf[2];
+  int64_t bi[2];
+  fn("bool_f32")(bools, bf, 2);
+  fn("bool_i64")(bools, bi, 2);
+  assert_true(bf[0] == 0.0f && bf[1] == 1.0f && bi[0] == 0 && bi[1] == 1);
+  uint64_t big[2] = {UINT64_MAX, 1ull << 63};
+  float bigf[2];
+  fn("u64_f32")(big, bigf, 2);
+  assert_true(bigf[0] == 18446744073709551616.0f && bigf[1] == 9223372036854775808.0f);
+  int64_t ints[6] = {0, 1, -1, 65504, 65520, -70000};
+  uint16_t ih[6];
+  fn("i64_f16")(ints, ih, 6);
+  const uint16_t want_ih[6] = {0x0000, 0x3c00, 0xbc00, 0x7bff, 0x7c00, 0xfc00};
+  for (int i = 0; i < 6; i++) assert_int_equal(ih[i], want_ih[i]);
+  /* f16 → bf16: one value that bf16 cannot hold exactly rounds to nearest even. */
+  uint16_t hh[2] = {0x3c01, 0x7e00}, hb[2];
+  fn("f16_bf16")(hh, hb, 2);
+  assert_int_equal(hb[0], fc_f32_to_bf16(fc_f16_to_f32(0x3c01)));
+  assert_true((hb[1] & 0x7fc0) == 0x7fc0);
+}
+
+/* ---- strides and targets ------------------------------------------------------------------------------ */
+
+static void test_strides(void **state) {
+  (void)state;
+  FcArena a;
+  fc_arena_init(&a);
+  int64_t d4[4] = {2, 3, 4, 5};
+  FcType t = {FC_DT_F32, 4, d4};
+  const int64_t *s = fc_cg_strides(&a, &t);
+  assert_true(s[0] == 60 && s[1] == 20 && s[2] == 5 && s[3] == 1);
+  int64_t od[2] = {4, 1};
+  FcType o = {FC_DT_F32, 2, od};
+  const int64_t *bs = fc_cg_broadcast_strides(&a, &o, &t);
+  assert_true(bs[0] == 0 && bs[1] == 0 && bs[2] == 1 && bs[3] == 0);
+  FcType scalar = {FC_DT_F32, 0, NULL};
+  const int64_t *ss = fc_cg_broadcast_strides(&a, &scalar, &t);
+  for (int i = 0; i < 4; i++) assert_int_equal(ss[i], 0);
+  fc_arena_free(&a);
+}
+
+static void test_targets(void **state) {
+  (void)state;
+  const FcTarget *cpu_t = fc_target_for_triple("x86_64-pc-linux-gnu");
+  assert_non_null(cpu_t);
+  assert_ptr_equal(fc_target_for_triple("aarch64-linux-gnu"), cpu_t);
+  assert_null(fc_target_for_triple("nvptx64-nvidia-cuda"));
+  FcDiag d;
+  fc_diag_init(&d);
+  LLVMTargetMachineRef tm = NULL;
+  FcCodegenOptions x86 = {.triple = "x86_64-linux-gnu", .opt_level = 2};
+  assert_int_equal(fc_target_machine(&x86, &tm, &d), FC_OK);
+  char *cpu = LLVMGetTargetMachineCPU(tm);
+  assert_string_equal(cpu, "x86-64-v3");
+  LLVMDisposeMessage(cpu);
+  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F32), 8); /* AVX2 */
+  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F64), 4);
+  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F16), 8); /* computed in float */
+  LLVMDisposeTargetMachine(tm);
+  FcCodegenOptions arm = {.triple = "aarch64-linux-gnu", .opt_level = 2};
+  assert_int_equal(fc_target_machine(&arm, &tm, &d), FC_OK);
+  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F32), 4); /* NEON */
+  LLVMDisposeTargetMachine(tm);
+  FcCodegenOptions bad_cpu = {.cpu = "no-such-cpu"};
+  assert_int_equal(fc_target_machine(&bad_cpu, &tm, &d), FC_ERR_INPUT);
+  assert_non_null(strstr(d.msg, "unknown CPU 'no-such-cpu'"));
+  fc_diag_init(&d);
+  FcCodegenOptions bad_triple = {.triple = "riscv64-linux-gnu"};
+  assert_int_equal(fc_target_machine(&bad_triple, &tm, &d), FC_ERR_INPUT);
+  assert_non_null(strstr(d.msg, "unsupported target"));
+  fc_diag_init(&d);
+  /* "native" describes the host, so it is refused for the other architecture. */
+  char *host = LLVMGetDefaultTargetTriple();
+  FcCodegenOptions cross_native = {.triple = strncmp(host, "x86_64", 6) == 0 ? "aarch64-linux-gnu" : "x86_64-linux-gnu",
+                                   .cpu = "native"};
+  LLVMDisposeMessage(host);
+  assert_int_equal(fc_target_machine(&cross_native, &tm, &d), FC_ERR_INPUT);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_widen_all), cmocka_unit_test(test_narrow_f32), cmocka_unit_test(test_narrow_f64),
+      cmocka_unit_test(test_casts),     cmocka_unit_test(test_strides),    cmocka_unit_test(test_targets),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""export_e2e_models.py OUTDIR [--models a,b,...] [--force] — exports the end-to-end test models.
+
+Each model becomes an ONNX backend test case that `flowc check` (and tests/e2e/compare.py) can read:
+
+    OUTDIR/<name>/model.onnx
+    OUTDIR/<name>/test_data_set_0/input_0.pb     (ONNX TensorProto, named after the graph input)
+    OUTDIR/<name>/test_data_set_0/output_0.pb    PyTorch's float32 output on that input
+    OUTDIR/<name>/info.json                      shapes, output statistics, PyTorch f32 vs f64 error
+
+The models (issue 3, section 8), all exported with opset 13 and static shapes:
+  cnn_b1, cnn_b64      the seed CNN with the trained weights of examples/fashion_cnn.onnx, on the first
+                       1 / 64 Fashion-MNIST test images, scaled as tools/train_example.py does;
+  resnet18, mobilenet_v2, squeezenet1_1
+                       torchvision architectures, random init, 1x3x224x224;
+  transformer          nn.TransformerEncoder, 2 layers, d_model 256, 4 heads, ff 1024, batch_first,
+                       input 1x128x256;
+  mlp_b64              784-1024-1024-10 with ReLU, batch 64.
+
+Random weights need realistic statistics: each BatchNorm's running mean and variance are set from a
+few forward passes in training mode on data drawn like the test input (momentum None, so they are the
+plain average of the batch statistics) before eval() and export. Otherwise random-init mobilenet_v2
+outputs values near 1e-9 and any tolerance passes. info.json records the output's spread and how far
+PyTorch's float32 result is from its own float64 result (the accuracy headroom of the test).
+
+Everything is seeded, so a re-export gives the same files. A model is skipped when its folder holds a
+complete export (info.json is written last) made by the same exporter, training script and example
+(their SHA-256 is kept in info.json), unless --force. Concurrent exports of one model (tests running
+in parallel) take turns on a lock file, so the second finds the first's result. Runs on the CPU with
+Debian's python3-torch 1.13 and python3-torchvision 0.14: /usr/bin/python3 tools/export_e2e_models.py OUT
+"""
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from train_example import SeedCNN, find, read_idx  # noqa: E402  (the same network and IDX reader)
+
+OPSET = 13
+EXAMPLE = os.path.join(HERE, "..", "examples", "fashion_cnn.onnx")
+
+
+# ---- the models ------------------------------------------------------------------------------------
+
+def seed_cnn(batch):
+    """The trained example, re-created in PyTorch from the ONNX file's initializers."""
+    def build():
+        model = SeedCNN()
+        onnx_model = onnx.load(EXAMPLE)
+        state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in onnx_model.graph.initializer}
+        model.load_state_dict(state, strict=True)
+        images = read_idx(find("t10k-images-idx3-ubyte"))[:batch]
+        x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
+        return model, x, ["image"], ["logits"]
+    return build
+
+
+def torchvision_model(name):
+    def build():
+        import torchvision
+        model = getattr(torchvision.models, name)()  # random init (no weights downloaded)
+        return model, image_batch(1), ["input"], ["output"]
+    return build
+
+
+def image_batch(n):
+    return torch.randn(n, 3, 224, 224)
+
+
+def transformer():
+    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+    # Without nested tensors eval() never takes PyTorch's fused fast path, which ONNX export cannot trace.
+    model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    return model, torch.randn(1, 128, 256), ["input"], ["output"]
+
+
+def mlp():
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    # He initialisation keeps activations near unit scale through the ReLUs, as in a trained network;
+    # PyTorch's default shrinks them layer by layer (outputs near 0.05).
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+    return model, torch.rand(64, 784), ["input"], ["output"]
+
+
+MODELS = {
+    "cnn_b1": seed_cnn(1),
+    "cnn_b64": seed_cnn(64),
+    "resnet18": torchvision_model("resnet18"),
+    "mobilenet_v2": torchvision_model("mobilenet_v2"),
+    "squeezenet1_1": torchvision_model("squeezenet1_1"),
+    "transformer": transformer,
+    "mlp_b64": mlp,
+}
+
+
+# ---- export ----------------------------------------------------------------------------------------
+
+def calibrate_batchnorm(model, x):
+    """Sets every BatchNorm's running statistics from training-mode passes on inputs drawn like x."""
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return 0
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None  # cumulative average of the batches seen
+    model.train()
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn(8, *x.shape[1:]) * x.std() + x.mean())
+    return len(bns)
+
+
+def save_pb(array, name, path):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
+def source_hash():
+    h = hashlib.sha256()
+    for path in (__file__, os.path.join(HERE, "train_example.py"), EXAMPLE):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def up_to_date(out, digest):
+    try:
+        with open(os.path.join(out, "info.json")) as f:
+            return json.load(f).get("source_sha256") == digest
+    except (OSError, ValueError):
+        return False
+
+
+def export(name, out_root, force):
+    out = os.path.join(out_root, name)
+    digest = source_hash()
+    with open(os.path.join(out_root, f".{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not force and up_to_date(out, digest):
+            print(f"{name}: up to date")
+            return
+        export_locked(name, out, digest)
+
+
+def export_locked(name, out, digest):
+    t0 = time.time()
+    # One seed per model, so each export is reproducible on its own and in any order.
+    seed = sum(map(ord, name))
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    model, x, in_names, out_names = MODELS[name]()
+    n_bn = calibrate_batchnorm(model, x)
+    model.eval()
+    with torch.no_grad():
+        y = model(x).numpy()
+        y64 = model.double()(x.double()).numpy()
+        model.float()
+    if not np.all(np.isfinite(y)):
+        raise SystemExit(f"{name}: PyTorch's output is not finite")
+    # Outputs this flat would pass the tests' absolute tolerance whatever flowc computes.
+    if np.std(y) < 1e-2:
+        raise SystemExit(f"{name}: PyTorch's output is degenerate (std {np.std(y):.3g}); the test would prove nothing")
+
+    # Written beside the old export and swapped in at the end, so no reader ever sees half a case.
+    final, out = out, out + ".tmp"
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "test_data_set_0"))
+    path = os.path.join(out, "model.onnx")
+    torch.onnx.export(model, x, path, opset_version=OPSET, input_names=in_names, output_names=out_names,
+                      do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(path))
+    save_pb(x.numpy(), in_names[0], os.path.join(out, "test_data_set_0", "input_0.pb"))
+    save_pb(y, out_names[0], os.path.join(out, "test_data_set_0", "output_0.pb"))
+
+    err64 = np.abs(y.astype(np.float64) - y64)
+    info = {
+        "model": name,
+        "input": {"name": in_names[0], "shape": list(x.shape)},
+        "output": {"name": out_names[0], "shape": list(y.shape),
+                   "mean_abs": float(np.mean(np.abs(y))), "std": float(np.std(y)),
+                   "max_abs": float(np.max(np.abs(y)))},
+        "batchnorm_layers_calibrated": n_bn,
+        "torch_f32_vs_f64_max_abs_err": float(err64.max()),
+        "torch_f32_vs_f64_max_err_over_tol": float((err64 / (1e-5 + 1e-4 * np.abs(y64))).max()),
+        "torch": torch.__version__,
+        "opset": OPSET,
+        "source_sha256": digest,
+    }
+    with open(os.path.join(out, "info.json"), "w") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+    shutil.rmtree(final + ".old", ignore_errors=True)
+    if os.path.exists(final):
+        os.rename(final, final + ".old")
+    os.rename(out, final)
+    shutil.rmtree(final + ".old", ignore_errors=True)
+    print(f"{name}: output {list(y.shape)} mean |y| {info['output']['mean_abs']:.3g}, "
+          f"PyTorch f32 vs f64 max error {info['torch_f32_vs_f64_max_abs_err']:.2e} ({time.time() - t0:.1f} s)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: " + ", ".join(MODELS))
+    ap.add_argument("--force", action="store_true", help="re-export models that are already there")
+    args = ap.parse_args()
+    names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        ap.error(f"unknown model(s): {', '.join(unknown)}")
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in names:
+        export(name, args.outdir, args.force)
+
+
+if __name__ == "__main__":
+    main()
