@@ -1,6 +1,7 @@
 /* cg_util.c — the small builders every kernel emitter uses: dtype → LLVM types, element addresses,
  * loads and stores with conversion to and from the compute type, ONNX Cast conversions, counted loops,
- * strides, and run-time data errors.
+ * strides, run-time data errors, and the small emit helpers the kernel emitters share (error reports,
+ * intrinsic calls, entry-block allocas and tiles, constant tables, if blocks).
  *
  * f16 and bf16 are computed in float and stored as i16. The conversions between them are emitted as
  * integer bit manipulation with selects only (no branches, no library calls such as __truncsfhf2, no
@@ -10,6 +11,8 @@
  *
  * Every conversion helper accepts scalars or vectors: constants are splatted to the value's shape.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cg_private.h"
@@ -324,4 +327,88 @@ void fc_kernel_set_outer(FcKernel *k, int64_t outer, double work_per_outer) {
   FC_ASSERT(outer >= 0);
   k->outer = outer;
   k->work_per_outer = work_per_outer > 0 ? work_per_outer : 1;
+}
+
+/* ---- small emit helpers ------------------------------------------------------------------------------ */
+
+FcStatus fc_cg_error(FcKernel *k, FcStatus st, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fc_error_node(k->diag, st, fc_op_name(k->op), fc_op_info(k->op->kind)->name, "%s", msg);
+}
+
+LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  FC_ASSERT(id != 0);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, &ty, 1);
+  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &ty, 1), fn, args, n, "");
+}
+
+LLVMValueRef fc_cg_madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  if (LLVMGetTypeKind(t) == LLVMIntegerTypeKind) return LLVMBuildAdd(k->b, LLVMBuildMul(k->b, a, b, ""), c, "");
+  LLVMValueRef args[3] = {a, b, c};
+  return fc_cg_intrinsic(k, "llvm.fmuladd", t, args, 3);
+}
+
+LLVMValueRef fc_cg_entry_alloca(FcKernel *k, LLVMTypeRef t, const char *name) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(k->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(eb, first);
+  else LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
+  LLVMSetAlignment(a, 64);
+  LLVMDisposeBuilder(eb);
+  return a;
+}
+
+LLVMValueRef fc_cg_tile_new(FcKernel *k, LLVMTypeRef t, int64_t n, const char *name) {
+  return fc_cg_entry_alloca(k, LLVMArrayType2(t, (uint64_t)(n > 0 ? n : 1)), name);
+}
+
+LLVMValueRef fc_cg_tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMValueRef i) {
+  return LLVMBuildGEP2(k->b, t, tile, &i, 1, "");
+}
+
+LLVMValueRef fc_cg_const_table(FcKernel *k, LLVMTypeRef t, LLVMValueRef *vals, int64_t n, const char *name) {
+  if (n == 0) vals[n++] = LLVMConstNull(t);
+  LLVMValueRef init = LLVMConstArray2(t, vals, (uint64_t)n);
+  LLVMValueRef g = LLVMAddGlobal(k->mod, LLVMTypeOf(init), name);
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  LLVMSetAlignment(g, 64);
+  return g;
+}
+
+LLVMValueRef fc_cg_i64_table(FcKernel *k, const int64_t *v, int64_t n, const char *name) {
+  LLVMValueRef *vals = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)(n > 0 ? n : 1));
+  for (int64_t i = 0; i < n; i++) vals[i] = LLVMConstInt(fc_cg_i64(k), (unsigned long long)v[i], 1);
+  return fc_cg_const_table(k, fc_cg_i64(k), vals, n, name);
+}
+
+LLVMBasicBlockRef fc_cg_if_begin(FcKernel *k, LLVMValueRef cond) {
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "then");
+  LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "endif");
+  LLVMBuildCondBr(k->b, cond, then, cont);
+  LLVMPositionBuilderAtEnd(k->b, then);
+  return cont;
+}
+
+void fc_cg_if_end(FcKernel *k, LLVMBasicBlockRef cont) {
+  LLVMBuildBr(k->b, cont);
+  LLVMPositionBuilderAtEnd(k->b, cont);
+}
+
+void fc_cg_unflatten(FcKernel *k, LLVMValueRef lin, const int64_t *dims, int n, LLVMValueRef *coord) {
+  for (int i = n - 1; i > 0; i--) {
+    coord[i] = LLVMBuildURem(k->b, lin, fc_cg_const_i64(k, dims[i]), "");
+    lin = LLVMBuildUDiv(k->b, lin, fc_cg_const_i64(k, dims[i]), "");
+  }
+  if (n > 0) coord[0] = lin;
 }

@@ -145,6 +145,31 @@ const int64_t *fc_cg_broadcast_strides(FcArena *a, const FcType *operand, const 
  * out of bounds (clamp or skip after flagging). */
 void fc_cg_flag_error(FcKernel *k, LLVMValueRef bad);
 
+/* Small emit helpers shared by the kernel emitters. */
+/* A node-level error for the kernel's op (FcDiag), returning st. */
+FcStatus fc_cg_error(FcKernel *k, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A call of an intrinsic overloaded on one type (llvm.fmuladd, ...). */
+LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n);
+/* a * b + c in the compute type: llvm.fmuladd for floats, wrapping integer arithmetic otherwise. */
+LLVMValueRef fc_cg_madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
+/* An alloca (64-byte aligned) in the function's entry block, so LLVM treats it as a fixed stack slot. */
+LLVMValueRef fc_cg_entry_alloca(FcKernel *k, LLVMTypeRef t, const char *name);
+/* A stack tile of n (at least 1) elements of type t, and the address of element i. */
+LLVMValueRef fc_cg_tile_new(FcKernel *k, LLVMTypeRef t, int64_t n, const char *name);
+LLVMValueRef fc_cg_tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMValueRef i);
+/* A private constant global array of the n constants vals of type t (vals must have room for one
+ * element when n == 0: an empty table holds one zero). */
+LLVMValueRef fc_cg_const_table(FcKernel *k, LLVMTypeRef t, LLVMValueRef *vals, int64_t n, const char *name);
+/* A private constant i64 table; elements are read with fc_cg_load(k, FC_DT_I64, table, i). */
+LLVMValueRef fc_cg_i64_table(FcKernel *k, const int64_t *v, int64_t n, const char *name);
+/* if (cond) { ... }: fc_cg_if_begin leaves the builder in the then-block and returns the join block,
+ * fc_cg_if_end branches to it and continues there. */
+LLVMBasicBlockRef fc_cg_if_begin(FcKernel *k, LLVMValueRef cond);
+void fc_cg_if_end(FcKernel *k, LLVMBasicBlockRef cont);
+/* Splits a row-major linear index into coordinates over dims[0..n) (the last varies fastest); the
+ * first coordinate takes what is left, so lin need not be reduced modulo the product. */
+void fc_cg_unflatten(FcKernel *k, LLVMValueRef lin, const int64_t *dims, int n, LLVMValueRef *coord);
+
 /* Scalar element-wise computation of an op kind on compute-type values (shared by the element-wise
  * kernel and, later, fusion): x, y, z as the op needs; dt is the operands' dtype. */
 LLVMValueRef fc_cg_scalar_op(FcKernel *k, const FcOp *op, FcDtype dt, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z);

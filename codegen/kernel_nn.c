@@ -17,9 +17,6 @@
 #include "codegen.h"
 
 #include <float.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
 
 enum {
   TILE = 256,                     /* elements of the innermost accumulation tile */
@@ -27,16 +24,6 @@ enum {
 };
 
 /* ---- small emit helpers ------------------------------------------------------------------------- */
-
-static FcStatus kerr(FcKernel *k, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static FcStatus kerr(FcKernel *k, FcStatus st, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return fc_error_node(k->diag, st, fc_op_name(k->op), fc_op_info(k->op->kind)->name, "%s", msg);
-}
 
 static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands[i].value->type; }
 
@@ -63,85 +50,7 @@ static LLVMValueRef ceil_divc(FcKernel *k, LLVMValueRef a, int64_t s) {
   return s == 1 ? a : floor_divc(k, add(k, a, c64(k, s - 1)), s);
 }
 
-/* A call of an intrinsic overloaded on one type (llvm.fmuladd, ...). */
-static LLVMValueRef intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  FC_ASSERT(id != 0);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, &ty, 1);
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &ty, 1), fn, args, n, "");
-}
-
-static bool is_int_type(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMIntegerTypeKind; }
-
-/* a * b + c in the compute type: llvm.fmuladd for floats (fused where the target has FMA), wrapping
- * integer arithmetic otherwise. */
-static LLVMValueRef madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
-  LLVMTypeRef t = LLVMTypeOf(a);
-  if (is_int_type(t)) return LLVMBuildAdd(k->b, LLVMBuildMul(k->b, a, b, ""), c, "");
-  LLVMValueRef args[3] = {a, b, c};
-  return intrinsic(k, "llvm.fmuladd", t, args, 3);
-}
-
-/* An alloca in the function's entry block (so LLVM treats it as a fixed stack slot). */
-static LLVMValueRef entry_alloca(FcKernel *k, LLVMTypeRef t, const char *name) {
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
-  LLVMBuilderRef eb = LLVMCreateBuilderInContext(k->ctx);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first) LLVMPositionBuilderBefore(eb, first);
-  else LLVMPositionBuilderAtEnd(eb, entry);
-  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
-  LLVMSetAlignment(a, 64);
-  LLVMDisposeBuilder(eb);
-  return a;
-}
-
-/* A tile of n elements of type t, and the address of element i. */
-static LLVMValueRef tile_new(FcKernel *k, LLVMTypeRef t, int64_t n, const char *name) {
-  return entry_alloca(k, LLVMArrayType2(t, (uint64_t)(n > 0 ? n : 1)), name);
-}
-static LLVMValueRef tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMValueRef i) {
-  return LLVMBuildGEP2(k->b, t, tile, &i, 1, "");
-}
-
-/* A private constant i64 table; elements are read with fc_cg_load(k, FC_DT_I64, table, i). */
-static LLVMValueRef i64_table(FcKernel *k, const int64_t *v, int64_t n, const char *name) {
-  LLVMTypeRef i64 = fc_cg_i64(k);
-  LLVMValueRef *vals = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)(n > 0 ? n : 1));
-  for (int64_t i = 0; i < n; i++) vals[i] = LLVMConstInt(i64, (unsigned long long)v[i], 1);
-  if (n == 0) vals[n++] = LLVMConstInt(i64, 0, 0);
-  LLVMValueRef init = LLVMConstArray2(i64, vals, (uint64_t)n);
-  LLVMValueRef g = LLVMAddGlobal(k->mod, LLVMTypeOf(init), name);
-  LLVMSetInitializer(g, init);
-  LLVMSetGlobalConstant(g, 1);
-  LLVMSetLinkage(g, LLVMPrivateLinkage);
-  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-  LLVMSetAlignment(g, 64);
-  return g;
-}
 static LLVMValueRef tload(FcKernel *k, LLVMValueRef table, LLVMValueRef i) { return fc_cg_load(k, FC_DT_I64, table, i); }
-
-/* if (cond) { ... }: if_begin leaves the builder in the then-block; if_end joins. */
-static LLVMBasicBlockRef if_begin(FcKernel *k, LLVMValueRef cond) {
-  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "then");
-  LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "endif");
-  LLVMBuildCondBr(k->b, cond, then, cont);
-  LLVMPositionBuilderAtEnd(k->b, then);
-  return cont;
-}
-static void if_end(FcKernel *k, LLVMBasicBlockRef cont) {
-  LLVMBuildBr(k->b, cont);
-  LLVMPositionBuilderAtEnd(k->b, cont);
-}
-
-/* Splits a row-major linear index into coordinates over dims[0..n) (the last varies fastest); the
- * first coordinate takes what is left, so lin need not be reduced modulo the product. */
-static void unflatten(FcKernel *k, LLVMValueRef lin, const int64_t *dims, int n, LLVMValueRef *coord) {
-  for (int i = n - 1; i > 0; i--) {
-    coord[i] = LLVMBuildURem(k->b, lin, c64(k, dims[i]), "");
-    lin = LLVMBuildUDiv(k->b, lin, c64(k, dims[i]), "");
-  }
-  if (n > 0) coord[0] = lin;
-}
 
 static int64_t prod(const int64_t *d, int n) {
   int64_t p = 1;
@@ -154,7 +63,7 @@ static void tile_store(FcKernel *k, FcDtype dt, LLVMTypeRef ct, LLVMValueRef til
                        LLVMValueRef dst, LLVMValueRef at) {
   FcLoop l;
   LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), tn, 1, "st");
-  LLVMValueRef v = LLVMBuildLoad2(k->b, ct, tile_at(k, ct, tile, j), "");
+  LLVMValueRef v = LLVMBuildLoad2(k->b, ct, fc_cg_tile_at(k, ct, tile, j), "");
   fc_cg_store(k, dt, dst, add(k, at, j), v);
   fc_cg_loop_end(k, &l);
 }
@@ -162,7 +71,7 @@ static void tile_store(FcKernel *k, FcDtype dt, LLVMTypeRef ct, LLVMValueRef til
 static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueRef tn, LLVMValueRef v) {
   FcLoop l;
   LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), tn, 1, "fill");
-  LLVMBuildStore(k->b, v, tile_at(k, ct, tile, j));
+  LLVMBuildStore(k->b, v, fc_cg_tile_at(k, ct, tile, j));
   fc_cg_loop_end(k, &l);
 }
 
@@ -173,10 +82,10 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
 FcStatus fc_kernel_matmul(FcKernel *k) {
   const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
   int r = rt->rank, nb = r - 2;
-  if (r < 2 || r > FC_DEFAULT_MAX_RANK) return kerr(k, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
+  if (r < 2 || r > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
   FcDtype dt = rt->dtype;
   int64_t M = rt->dims[r - 2], N = rt->dims[r - 1], K = at->dims[at->rank - 1], numel;
-  if (!fc_type_numel(rt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   /* Batch strides in matrices; broadcast (size-1 or missing) dims have stride 0. */
   int64_t as[FC_DEFAULT_MAX_RANK], bs[FC_DEFAULT_MAX_RANK], sa = 1, sb = 1;
   for (int d = nb - 1; d >= 0; d--) {
@@ -193,12 +102,12 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
 
   LLVMTypeRef ct = fc_cg_compute_type(k, dt);
   int64_t T = N < TILE ? N : TILE;
-  LLVMValueRef tile = tile_new(k, ct, T, "acc");
+  LLVMValueRef tile = fc_cg_tile_new(k, ct, T, "acc");
   FcLoop lr;
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
   LLVMValueRef bi = LLVMBuildUDiv(k->b, row, c64(k, M), ""), i = LLVMBuildURem(k->b, row, c64(k, M), "");
   LLVMValueRef idx[FC_DEFAULT_MAX_RANK], aoff = c64(k, 0), boff = c64(k, 0);
-  unflatten(k, bi, rt->dims, nb, idx);
+  fc_cg_unflatten(k, bi, rt->dims, nb, idx);
   for (int d = 0; d < nb; d++) {
     if (as[d]) aoff = add(k, aoff, mulc(k, idx[d], as[d]));
     if (bs[d]) boff = add(k, boff, mulc(k, idx[d], bs[d]));
@@ -216,9 +125,9 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
   LLVMValueRef brow = add(k, add(k, boff, mulc(k, kk, N)), j0);
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
-  LLVMValueRef p = tile_at(k, ct, tile, j);
+  LLVMValueRef p = fc_cg_tile_at(k, ct, tile, j);
   LLVMValueRef bv = fc_cg_load(k, dt, k->in[1], add(k, brow, j));
-  LLVMBuildStore(k->b, madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
+  LLVMBuildStore(k->b, fc_cg_madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
   tile_store(k, dt, ct, tile, tn, k->out[0], add(k, mulc(k, row, N), j0));
@@ -244,11 +153,11 @@ typedef struct Geom {
 } Geom;
 
 static FcStatus geom_init(FcKernel *k, Geom *g, int n, const int64_t *D, const int64_t *K, const int64_t *O) {
-  if (n < 1 || n > MAX_SP) return kerr(k, FC_ERR_UNSUPPORTED, "%d spatial dims are not supported", n);
+  if (n < 1 || n > MAX_SP) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "%d spatial dims are not supported", n);
   const int64_t *s, *d, *p;
   if (fc_op_attr_ints(k->op, FC_ATTR_STRIDES, &s) != n || fc_op_attr_ints(k->op, FC_ATTR_DILATIONS, &d) != n ||
       fc_op_attr_ints(k->op, FC_ATTR_PADS, &p) != 2 * n)
-    return kerr(k, FC_ERR_INTERNAL, "strides, dilations or pads do not match %d spatial dims", n);
+    return fc_cg_error(k, FC_ERR_INTERNAL, "strides, dilations or pads do not match %d spatial dims", n);
   g->n = n;
   g->D = D;
   g->K = K;
@@ -293,8 +202,8 @@ static void last_dim_tables(FcKernel *k, const Geom *g, bool transpose, LLVMValu
     if (transpose) stride_range(g->D[l], g->s[l], off, g->O[l], &vlo[kk], &vhi[kk]);
     else stride_range(g->O[l], g->s[l], off, g->D[l], &vlo[kk], &vhi[kk]);
   }
-  *lo = i64_table(k, vlo, KL, "tap_lo");
-  *hi = i64_table(k, vhi, KL, "tap_hi");
+  *lo = fc_cg_i64_table(k, vlo, KL, "tap_lo");
+  *hi = fc_cg_i64_table(k, vhi, KL, "tap_hi");
 }
 
 /* The per-row state of a conv-like kernel: the row's output coordinates along the outer spatial dims,
@@ -327,9 +236,9 @@ static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
     LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
     LLVMValueRef p = add(k, mulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i]));
     p = add(k, p, mulc(k, kk, g->d[i]));
-    LLVMBasicBlockRef cont = if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
     conv_taps(c, i + 1, add(k, xo, mulc(k, p, g->ds[i])), add(k, wo, mulc(k, kk, g->ks[i])));
-    if_end(k, cont);
+    fc_cg_if_end(k, cont);
     fc_cg_loop_end(k, &lk);
     return;
   }
@@ -343,8 +252,8 @@ static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   FcLoop lj;
   LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
   LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], add(k, xrow, mulc(k, ow, g->s[l])));
-  LLVMValueRef p = tile_at(k, rw->ct, rw->tile, sub(k, ow, rw->t0));
-  LLVMBuildStore(k->b, madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
+  LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, sub(k, ow, rw->t0));
+  LLVMBuildStore(k->b, fc_cg_madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
 }
@@ -360,7 +269,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   int64_t C = xt->dims[1], M = wt->dims[0], G = fc_op_attr_int(k->op, FC_ATTR_GROUP, 1), numel;
   FC_ASSERT(G >= 1 && C % G == 0 && M % G == 0);
   int64_t Cg = C / G, Mg = M / G, OL = g.O[n - 1];
-  if (!fc_type_numel(yt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(yt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t rows = numel == 0 ? 0 : numel / OL;
   fc_kernel_set_outer(k, rows, 2.0 * (double)Cg * (double)g.ksz * (double)OL + (double)OL);
   if (rows == 0) return FC_OK;
@@ -370,7 +279,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   Row rw = {.ct = fc_cg_compute_type(k, dt)};
   c.row = &rw;
   int64_t T = OL < TILE ? OL : TILE;
-  rw.tile = tile_new(k, rw.ct, T, "acc");
+  rw.tile = fc_cg_tile_new(k, rw.ct, T, "acc");
   bool has_bias = k->op->n_operands > 2 && k->in[2];
 
   FcLoop lr;
@@ -378,7 +287,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   LLVMValueRef sp = LLVMBuildURem(k->b, row, c64(k, g.rows_sp), "");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, g.rows_sp), "");
   LLVMValueRef m = LLVMBuildURem(k->b, plane, c64(k, M), ""), b = LLVMBuildUDiv(k->b, plane, c64(k, M), "");
-  unflatten(k, sp, g.O, n - 1, rw.o);
+  fc_cg_unflatten(k, sp, g.O, n - 1, rw.o);
   LLVMValueRef grp = LLVMBuildUDiv(k->b, m, c64(k, Mg), "");
   LLVMValueRef xbase = mulc(k, add(k, mulc(k, b, C), mulc(k, grp, Cg)), g.isz);
   LLVMValueRef wbase = mulc(k, m, Cg * g.ksz);
@@ -418,9 +327,9 @@ static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
       ok = LLVMBuildAnd(k->b, ok,
                         LLVMBuildICmp(k->b, LLVMIntEQ, LLVMBuildURem(k->b, q, c64(k, g->s[i]), ""), c64(k, 0), ""), "");
     ok = LLVMBuildAnd(k->b, ok, LLVMBuildICmp(k->b, LLVMIntULT, iq, c64(k, g->D[i]), ""), "");
-    LLVMBasicBlockRef cont = if_begin(k, ok);
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, ok);
     convt_taps(c, i + 1, add(k, xo, mulc(k, iq, g->ds[i])), add(k, wo, mulc(k, kk, g->ks[i])));
-    if_end(k, cont);
+    fc_cg_if_end(k, cont);
     fc_cg_loop_end(k, &lk);
     return;
   }
@@ -436,8 +345,8 @@ static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   FcLoop lj;
   LLVMValueRef ix = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ix");
   LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], add(k, xo, ix));
-  LLVMValueRef p = tile_at(k, rw->ct, rw->tile, add(k, mulc(k, ix, s), toff));
-  LLVMBuildStore(k->b, madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
+  LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, add(k, mulc(k, ix, s), toff));
+  LLVMBuildStore(k->b, fc_cg_madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
 }
@@ -454,7 +363,7 @@ FcStatus fc_kernel_conv_transpose(FcKernel *k) {
   int64_t C = xt->dims[1], G = fc_op_attr_int(k->op, FC_ATTR_GROUP, 1), Mg = wt->dims[1], numel;
   FC_ASSERT(G >= 1 && C % G == 0);
   int64_t Cg = C / G, M = Mg * G, OL = g.O[n - 1];
-  if (!fc_type_numel(yt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(yt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t rows = numel == 0 ? 0 : numel / OL;
   /* Each output element gathers about ksz / prod(s) taps per input channel. */
   double taps = (double)g.ksz;
@@ -467,7 +376,7 @@ FcStatus fc_kernel_conv_transpose(FcKernel *k) {
   Row rw = {.ct = fc_cg_compute_type(k, dt)};
   c.row = &rw;
   int64_t T = OL < TILE ? OL : TILE;
-  rw.tile = tile_new(k, rw.ct, T, "acc");
+  rw.tile = fc_cg_tile_new(k, rw.ct, T, "acc");
   bool has_bias = k->op->n_operands > 2 && k->in[2];
 
   FcLoop lr;
@@ -475,7 +384,7 @@ FcStatus fc_kernel_conv_transpose(FcKernel *k) {
   LLVMValueRef sp = LLVMBuildURem(k->b, row, c64(k, g.rows_sp), "");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, g.rows_sp), "");
   LLVMValueRef m = LLVMBuildURem(k->b, plane, c64(k, M), ""), b = LLVMBuildUDiv(k->b, plane, c64(k, M), "");
-  unflatten(k, sp, g.O, n - 1, rw.o);
+  fc_cg_unflatten(k, sp, g.O, n - 1, rw.o);
   LLVMValueRef grp = LLVMBuildUDiv(k->b, m, c64(k, Mg), ""), mg = LLVMBuildURem(k->b, m, c64(k, Mg), "");
   LLVMValueRef c0 = mulc(k, grp, Cg); /* first input channel of the group */
   LLVMValueRef init = has_bias ? fc_cg_load(k, dt, k->in[2], m) : LLVMConstNull(rw.ct);
@@ -534,9 +443,9 @@ static void pool_taps(PoolCtx *c, int i, LLVMValueRef xo, LLVMValueRef lin) {
     FcLoop lk;
     LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
     LLVMValueRef p = add(k, add(k, mulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i])), mulc(k, kk, g->d[i]));
-    LLVMBasicBlockRef cont = if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
     pool_taps(c, i + 1, add(k, xo, mulc(k, p, g->ds[i])), add(k, lin, mulc(k, p, c->ist[i])));
-    if_end(k, cont);
+    fc_cg_if_end(k, cont);
     fc_cg_loop_end(k, &lk);
     return;
   }
@@ -551,12 +460,12 @@ static void pool_taps(PoolCtx *c, int i, LLVMValueRef xo, LLVMValueRef lin) {
   LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
   LLVMValueRef v = fc_cg_load(k, c->dt, k->in[0], add(k, xrow, mulc(k, ow, g->s[l])));
   LLVMValueRef tj = sub(k, ow, rw->t0);
-  LLVMValueRef p = tile_at(k, rw->ct, rw->tile, tj);
+  LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, tj);
   LLVMValueRef acc = LLVMBuildLoad2(k->b, rw->ct, p, "");
   if (!c->is_max) {
     LLVMBuildStore(k->b, c->is_float ? LLVMBuildFAdd(k->b, acc, v, "") : LLVMBuildAdd(k->b, acc, v, ""), p);
   } else {
-    LLVMValueRef ip = rw->itile ? tile_at(k, fc_cg_i64(k), rw->itile, tj) : NULL;
+    LLVMValueRef ip = rw->itile ? fc_cg_tile_at(k, fc_cg_i64(k), rw->itile, tj) : NULL;
     LLVMValueRef idx = ip ? LLVMBuildLoad2(k->b, fc_cg_i64(k), ip, "") : NULL;
     LLVMValueRef take = max_cond(c, v, acc, idx);
     LLVMBuildStore(k->b, LLVMBuildSelect(k->b, take, v, acc, ""), p);
@@ -589,7 +498,7 @@ FcStatus fc_kernel_pool(FcKernel *k) {
   int n = xt->rank - 2;
   const int64_t *K;
   if (n < 1 || fc_op_attr_ints(k->op, FC_ATTR_KERNEL_SHAPE, &K) != n)
-    return kerr(k, FC_ERR_INTERNAL, "kernel_shape does not match the input rank");
+    return fc_cg_error(k, FC_ERR_INTERNAL, "kernel_shape does not match the input rank");
   Geom g;
   FcStatus st = geom_init(k, &g, n, xt->dims + 2, K, yt->dims + 2);
   if (st != FC_OK) return st;
@@ -599,8 +508,8 @@ FcStatus fc_kernel_pool(FcKernel *k) {
   c.want_idx = c.is_max && k->op->n_results > 1;
   c.is_float = fc_dtype_is_float(dt);
   c.is_unsigned = fc_dtype_class(dt) == FC_DTC_UINT;
-  if (!c.is_float && !c.is_max) return kerr(k, FC_ERR_UNSUPPORTED, "avg_pool on %s", fc_dtype_name(dt));
-  if (dt == FC_DT_BOOL) return kerr(k, FC_ERR_UNSUPPORTED, "max_pool on i1");
+  if (!c.is_float && !c.is_max) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "avg_pool on %s", fc_dtype_name(dt));
+  if (dt == FC_DT_BOOL) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "max_pool on i1");
   bool col_major = fc_op_attr_int(k->op, FC_ATTR_STORAGE_ORDER, 0) != 0;
   bool include_pad = fc_op_attr_int(k->op, FC_ATTR_COUNT_INCLUDE_PAD, 0) != 0;
   for (int i = 0; i < n; i++) c.ist[i] = g.ds[i];
@@ -609,7 +518,7 @@ FcStatus fc_kernel_pool(FcKernel *k) {
     for (int i = 1; i < n; i++) c.ist[i] = c.ist[i - 1] * g.D[i - 1];
   }
   int64_t numel, OL = g.O[n - 1];
-  if (!fc_type_numel(yt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(yt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t rows = numel == 0 ? 0 : numel / OL;
   fc_kernel_set_outer(k, rows, 2.0 * (double)g.ksz * (double)OL + 2.0 * (double)OL);
   if (rows == 0) return FC_OK;
@@ -631,14 +540,14 @@ FcStatus fc_kernel_pool(FcKernel *k) {
           cnt[o] = hi - lo;
         }
       }
-      cnt_tab[i] = i64_table(k, cnt, g.O[i], "pool_cnt");
+      cnt_tab[i] = fc_cg_i64_table(k, cnt, g.O[i], "pool_cnt");
     }
   last_dim_tables(k, &g, false, &c.lo_tab, &c.hi_tab);
   Row rw = {.ct = fc_cg_compute_type(k, dt)};
   c.row = &rw;
   int64_t T = OL < TILE ? OL : TILE;
-  rw.tile = tile_new(k, rw.ct, T, "acc");
-  if (c.want_idx) rw.itile = tile_new(k, fc_cg_i64(k), T, "idx");
+  rw.tile = fc_cg_tile_new(k, rw.ct, T, "acc");
+  if (c.want_idx) rw.itile = fc_cg_tile_new(k, fc_cg_i64(k), T, "idx");
   LLVMValueRef init;
   if (!c.is_max) init = LLVMConstNull(rw.ct);
   else if (c.is_float) init = LLVMConstReal(rw.ct, __builtin_nan(""));
@@ -649,7 +558,7 @@ FcStatus fc_kernel_pool(FcKernel *k) {
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
   LLVMValueRef sp = LLVMBuildURem(k->b, row, c64(k, g.rows_sp), "");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, g.rows_sp), "");
-  unflatten(k, sp, g.O, n - 1, rw.o);
+  fc_cg_unflatten(k, sp, g.O, n - 1, rw.o);
   LLVMValueRef pbase = mulc(k, plane, g.isz);
   LLVMValueRef rowcnt = c64(k, 1);
   if (!c.is_max)
@@ -666,7 +575,7 @@ FcStatus fc_kernel_pool(FcKernel *k) {
   LLVMValueRef at = add(k, mulc(k, row, OL), rw.t0);
   FcLoop ls;
   LLVMValueRef j = fc_cg_loop_begin(k, &ls, c64(k, 0), rw.tn, 1, "st");
-  LLVMValueRef v = LLVMBuildLoad2(k->b, rw.ct, tile_at(k, rw.ct, rw.tile, j), "");
+  LLVMValueRef v = LLVMBuildLoad2(k->b, rw.ct, fc_cg_tile_at(k, rw.ct, rw.tile, j), "");
   if (!c.is_max) {
     LLVMValueRef cnt = mul(k, rowcnt, tload(k, cnt_tab[n - 1], add(k, rw.t0, j)));
     v = LLVMBuildFDiv(k->b, v, LLVMBuildSIToFP(k->b, cnt, rw.ct, ""), "");
@@ -677,7 +586,7 @@ FcStatus fc_kernel_pool(FcKernel *k) {
   fc_cg_store(k, dt, k->out[0], add(k, at, j), v);
   if (rw.itile)
     fc_cg_store(k, FC_DT_I64, k->out[1], add(k, at, j),
-                LLVMBuildLoad2(k->b, fc_cg_i64(k), tile_at(k, fc_cg_i64(k), rw.itile, j), ""));
+                LLVMBuildLoad2(k->b, fc_cg_i64(k), fc_cg_tile_at(k, fc_cg_i64(k), rw.itile, j), ""));
   fc_cg_loop_end(k, &ls);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);

@@ -4,7 +4,7 @@
  * They follow the reference evaluators (ir/eval_sample.c, ir/eval_nn.c) step for step, moving as much
  * as the static shapes allow to compile time:
  *   - resize computes, per axis, the taps (input indices premultiplied by the axis stride) and weights of
- *     every output coordinate exactly as the evaluator does, in double, and emits them as constant
+ *     every output coordinate with the evaluator's tables (ir/resize_map.c), and emits them as constant
  *     tables; the kernel is then a gather (nearest) or a sum over the tensor product of the per-axis taps
  *     (linear, cubic), last axis innermost, in the compute type. An output coordinate without taps is
  *     tf_crop_and_resize's extrapolation.
@@ -24,11 +24,10 @@
  *     other but every run of a program repeats its numbers (the runtime offers no per-run entropy).
  */
 #include "codegen.h"
+#include "resize_map.h"
 
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -42,17 +41,7 @@ enum {
 #define ROI_MAX_SAMPLES ((double)(1 << 22))
 #define RANDOM_DEFAULT_KEY 0x666c6f77632e726eull /* "flowc.rn" */
 
-/* ---- small emit helpers (as in kernel_nn.c) ------------------------------------------------------ */
-
-static FcStatus kerr(FcKernel *k, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static FcStatus kerr(FcKernel *k, FcStatus st, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return fc_error_node(k->diag, st, fc_op_name(k->op), fc_op_info(k->op->kind)->name, "%s", msg);
-}
+/* ---- small emit helpers (the shared ones are in cg_util.c) --------------------------------------- */
 
 static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands[i].value->type; }
 static FcArena *arena(FcKernel *k) { return &k->op->graph->module->arena; }
@@ -89,14 +78,8 @@ static LLVMValueRef fcmp(FcKernel *k, LLVMRealPredicate p, LLVMValueRef a, LLVMV
 }
 static LLVMValueRef i2d(FcKernel *k, LLVMValueRef v) { return LLVMBuildSIToFP(k->b, v, f64t(k), ""); }
 
-static LLVMValueRef intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  FC_ASSERT(id != 0);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, &ty, 1);
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &ty, 1), fn, args, n, "");
-}
 static LLVMValueRef fun1(FcKernel *k, const char *name, LLVMValueRef x) {
-  return intrinsic(k, name, LLVMTypeOf(x), &x, 1);
+  return fc_cg_intrinsic(k, name, LLVMTypeOf(x), &x, 1);
 }
 
 /* A value of float dtype `dt` (already in its compute type) widened to double, and back. */
@@ -108,73 +91,23 @@ static LLVMValueRef from_f64(FcKernel *k, LLVMValueRef v, LLVMTypeRef ct) {
 }
 
 static bool is_int_type(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMIntegerTypeKind; }
-static LLVMValueRef madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
-  LLVMTypeRef t = LLVMTypeOf(a);
-  if (is_int_type(t)) return LLVMBuildAdd(k->b, LLVMBuildMul(k->b, a, b, ""), c, "");
-  LLVMValueRef args[3] = {a, b, c};
-  return intrinsic(k, "llvm.fmuladd", t, args, 3);
-}
 
-static LLVMValueRef entry_alloca(FcKernel *k, LLVMTypeRef t, const char *name) {
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
-  LLVMBuilderRef eb = LLVMCreateBuilderInContext(k->ctx);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first) LLVMPositionBuilderBefore(eb, first);
-  else LLVMPositionBuilderAtEnd(eb, entry);
-  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
-  LLVMSetAlignment(a, 64);
-  LLVMDisposeBuilder(eb);
-  return a;
-}
-static LLVMValueRef tile_new(FcKernel *k, LLVMTypeRef t, int64_t n, const char *name) {
-  return entry_alloca(k, LLVMArrayType2(t, (uint64_t)(n > 0 ? n : 1)), name);
-}
-static LLVMValueRef tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMValueRef i) {
-  return LLVMBuildGEP2(k->b, t, tile, &i, 1, "");
-}
 /* A mutable scalar (promoted to SSA by LLVM). */
 static LLVMValueRef var_get(FcKernel *k, LLVMTypeRef t, LLVMValueRef v) { return LLVMBuildLoad2(k->b, t, v, ""); }
 static void var_set(FcKernel *k, LLVMValueRef var, LLVMValueRef x) { LLVMBuildStore(k->b, x, var); }
 
-static LLVMValueRef global_table(FcKernel *k, LLVMTypeRef t, LLVMValueRef *vals, int64_t n, const char *name) {
-  if (n == 0) vals[n++] = LLVMConstNull(t);
-  LLVMValueRef init = LLVMConstArray2(t, vals, (uint64_t)n);
-  LLVMValueRef g = LLVMAddGlobal(k->mod, LLVMTypeOf(init), name);
-  LLVMSetInitializer(g, init);
-  LLVMSetGlobalConstant(g, 1);
-  LLVMSetLinkage(g, LLVMPrivateLinkage);
-  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-  LLVMSetAlignment(g, 64);
-  return g;
-}
-static LLVMValueRef i64_table(FcKernel *k, const int64_t *v, int64_t n, const char *name) {
-  LLVMValueRef *vals = FC_NEW_ARRAY(arena(k), LLVMValueRef, (size_t)(n > 0 ? n : 1));
-  for (int64_t i = 0; i < n; i++) vals[i] = LLVMConstInt(fc_cg_i64(k), (unsigned long long)v[i], 1);
-  return global_table(k, fc_cg_i64(k), vals, n, name);
-}
 /* A table of reals in type t (float or double), read with LLVMBuildLoad2 through real_at. */
 static LLVMValueRef real_table(FcKernel *k, LLVMTypeRef t, const double *v, int64_t n, const char *name) {
   LLVMValueRef *vals = FC_NEW_ARRAY(arena(k), LLVMValueRef, (size_t)(n > 0 ? n : 1));
   for (int64_t i = 0; i < n; i++) vals[i] = LLVMConstReal(t, v[i]);
-  return global_table(k, t, vals, n, name);
+  return fc_cg_const_table(k, t, vals, n, name);
 }
 static LLVMValueRef tload(FcKernel *k, LLVMValueRef table, LLVMValueRef i) { return fc_cg_load(k, FC_DT_I64, table, i); }
 static LLVMValueRef rload(FcKernel *k, LLVMTypeRef t, LLVMValueRef table, LLVMValueRef i) {
   return LLVMBuildLoad2(k->b, t, LLVMBuildInBoundsGEP2(k->b, t, table, &i, 1, ""), "");
 }
 
-static LLVMBasicBlockRef if_begin(FcKernel *k, LLVMValueRef cond) {
-  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "then");
-  LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "endif");
-  LLVMBuildCondBr(k->b, cond, then, cont);
-  LLVMPositionBuilderAtEnd(k->b, then);
-  return cont;
-}
-static void if_end(FcKernel *k, LLVMBasicBlockRef cont) {
-  LLVMBuildBr(k->b, cont);
-  LLVMPositionBuilderAtEnd(k->b, cont);
-}
-/* if (cond) {A} else {B}: if_else_begin enters A, if_else_mid moves to B, if_end joins. */
+/* if (cond) {A} else {B}: if_else_begin enters A, if_else_mid moves to B, fc_cg_if_end joins. */
 typedef struct IfElse {
   LLVMBasicBlockRef other, cont;
 } IfElse;
@@ -190,14 +123,6 @@ static void if_else_mid(FcKernel *k, IfElse *f) {
   LLVMPositionBuilderAtEnd(k->b, f->other);
 }
 
-static void unflatten(FcKernel *k, LLVMValueRef lin, const int64_t *dims, int n, LLVMValueRef *coord) {
-  for (int i = n - 1; i > 0; i--) {
-    coord[i] = LLVMBuildURem(k->b, lin, c64(k, dims[i]), "");
-    lin = LLVMBuildUDiv(k->b, lin, c64(k, dims[i]), "");
-  }
-  if (n > 0) coord[0] = lin;
-}
-
 static bool pick(const char *s, const char *const *names, int n, int *out) {
   for (int i = 0; i < n; i++)
     if (strcmp(s, names[i]) == 0) {
@@ -207,130 +132,10 @@ static bool pick(const char *s, const char *const *names, int n, int *out) {
   return false;
 }
 
-/* ---- resize: the per-axis maps (the evaluator's, in double) --------------------------------------- */
-
-typedef enum Ctm {
-  CTM_HALF_PIXEL, CTM_HALF_PIXEL_SYMMETRIC, CTM_PYTORCH_HALF_PIXEL, CTM_ALIGN_CORNERS, CTM_ASYMMETRIC, CTM_TF_CROP
-} Ctm;
-typedef enum RMode { RM_NEAREST, RM_LINEAR, RM_CUBIC } RMode;
-typedef enum NMode { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } NMode;
-
-typedef struct ResizeParams {
-  Ctm ctm;
-  RMode mode;
-  NMode nearest;
-  double cubic_a;
-  bool exclude_outside;
-} ResizeParams;
-
-/* Output o of an axis reads taps [tap0[o], tap0[o+1]) of (idx, w); no taps means extrapolation. */
-typedef struct AxisMap {
-  int64_t in, out;
-  int64_t *tap0, *idx;
-  double *w;
-  bool identity; /* every output reads its own input with weight 1 */
-} AxisMap;
-
-static bool resize_coord(const ResizeParams *p, double x, double scale, int64_t in, int64_t out, float r0, float r1,
-                         double *xo) {
-  double iw = (double)in, ow = scale * iw;
-  switch (p->ctm) {
-  case CTM_HALF_PIXEL: *xo = (x + 0.5) / scale - 0.5; return true;
-  case CTM_HALF_PIXEL_SYMMETRIC: {
-    double adjustment = (double)out / ow, center = iw / 2;
-    *xo = center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
-    return true;
-  }
-  case CTM_PYTORCH_HALF_PIXEL: *xo = ow > 1 ? (x + 0.5) / scale - 0.5 : 0.0; return true;
-  case CTM_ALIGN_CORNERS: *xo = ow == 1 ? 0.0 : x * (iw - 1) / (ow - 1); return true;
-  case CTM_ASYMMETRIC: *xo = x / scale; return true;
-  case CTM_TF_CROP: {
-    double span = (double)(r1 - r0); /* the reference subtracts the f32 roi values in f32 */
-    *xo = ow == 1 ? span * (iw - 1) / 2 : x * span * (iw - 1) / (ow - 1);
-    *xo += (double)r0 * (iw - 1);
-    return !(*xo < 0 || *xo > iw - 1);
-  }
-  }
-  FC_UNREACHABLE();
-}
-
-static int resize_coeffs(const ResizeParams *p, double ratio, double *c) {
-  if (p->mode == RM_LINEAR) {
-    c[0] = 1 - ratio;
-    c[1] = ratio;
-    return 2;
-  }
-  double A = p->cubic_a, r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
-  c[0] = ((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A;
-  c[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
-  c[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
-  c[3] = ((A * q1 - 5 * A) * q1 + 8 * A) * q1 - 4 * A;
-  return 4;
-}
-
-/* The evaluator's axis_map: neighbourhood with ratio in (0, 1] (an integral coordinate takes the left
- * tap set), nearest rounding by nearest_mode, exclude_outside renormalising, exact-zero taps dropped. */
-static void axis_map(const ResizeParams *p, double scale, float r0, float r1, AxisMap *m, FcArena *a) {
-  int64_t per = p->mode == RM_CUBIC ? 4 : p->mode == RM_LINEAR ? 2 : 1;
-  m->tap0 = FC_NEW_ARRAY(a, int64_t, (size_t)m->out + 1);
-  m->idx = FC_NEW_ARRAY(a, int64_t, (size_t)(m->out * per + 1));
-  m->w = FC_NEW_ARRAY(a, double, (size_t)(m->out * per + 1));
-  m->identity = m->in == m->out;
-  int64_t nt = 0;
-  for (int64_t o = 0; o < m->out; o++) {
-    m->tap0[o] = nt;
-    double xo;
-    if (!resize_coord(p, (double)o, scale, m->in, m->out, r0, r1, &xo)) {
-      m->identity = false;
-      continue;
-    }
-    double fl = floor(xo);
-    bool integral = fl == xo;
-    double left = integral ? xo - 1 : fl, ratio = integral ? 1.0 : xo - fl;
-    if (!(fabs(left) < 4e18)) left = left > 0 ? 4e18 : -4e18;
-    int64_t l = (int64_t)left;
-    if (p->mode == RM_NEAREST) {
-      bool up;
-      switch (p->nearest) {
-      case NM_ROUND_PREFER_FLOOR: up = ratio > 0.5; break;
-      case NM_ROUND_PREFER_CEIL: up = ratio >= 0.5; break;
-      case NM_FLOOR: up = false; break;
-      default: up = true; break;
-      }
-      int64_t i = integral ? l + 1 : up ? l + 1 : l;
-      m->idx[nt] = i < 0 ? 0 : i >= m->in ? m->in - 1 : i;
-      m->w[nt++] = 1.0;
-      m->identity &= m->idx[nt - 1] == o;
-      continue;
-    }
-    double c[4];
-    int n = resize_coeffs(p, ratio, c);
-    int64_t first = n == 4 ? l - 1 : l;
-    if (p->exclude_outside) {
-      double sum = 0;
-      for (int t = 0; t < n; t++) {
-        int64_t i = first + t;
-        if (i < 0 || i >= m->in) c[t] = 0;
-        sum += c[t];
-      }
-      for (int t = 0; t < n; t++) c[t] /= sum;
-    }
-    int64_t start = nt;
-    for (int t = 0; t < n; t++) {
-      if (c[t] == 0.0) continue;
-      int64_t i = first + t;
-      m->idx[nt] = i < 0 ? 0 : i >= m->in ? m->in - 1 : i;
-      m->w[nt++] = c[t];
-    }
-    m->identity &= nt == start + 1 && m->idx[start] == o && m->w[start] == 1.0;
-  }
-  m->tap0[m->out] = nt;
-}
-
 /* ---- resize: the kernel ----------------------------------------------------------------------------- */
 
 typedef struct ResizeAxis {
-  const AxisMap *m;
+  const FcResizeAxis *m;
   LLVMValueRef tap0, idx, w; /* tables; idx premultiplied by the axis stride */
   int64_t stride;
 } ResizeAxis;
@@ -375,12 +180,12 @@ static void resize_taps(ResizeCtx *c, int d, LLVMValueRef off, LLVMValueRef w) {
     LLVMValueRef lo = tload(k, a->tap0, ow), hi = tload(k, a->tap0, add(k, ow, c64(k, 1)));
     LLVMValueRef t = fc_cg_loop_begin(k, &lt, lo, hi, 1, "tap");
     LLVMValueRef x = fc_cg_load(k, c->dt, k->in[0], add(k, off, tload(k, a->idx, t)));
-    var_set(k, c->sum, madd(k, rload(k, c->ct, a->w, t), x, var_get(k, c->ct, c->sum)));
+    var_set(k, c->sum, fc_cg_madd(k, rload(k, c->ct, a->w, t), x, var_get(k, c->ct, c->sum)));
     fc_cg_loop_end(k, &lt);
     v = var_get(k, c->ct, c->sum);
   }
-  LLVMValueRef p = tile_at(k, c->ct, c->tile, j);
-  LLVMBuildStore(k->b, madd(k, w, v, LLVMBuildLoad2(k->b, c->ct, p, "")), p);
+  LLVMValueRef p = fc_cg_tile_at(k, c->ct, c->tile, j);
+  LLVMBuildStore(k->b, fc_cg_madd(k, w, v, LLVMBuildLoad2(k->b, c->ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
 }
 
@@ -396,35 +201,20 @@ FcStatus fc_kernel_resize(FcKernel *k) {
   const FcType *xt = in_type(k, 0), *rt = &op->results[0].type;
   int r = xt->rank;
   FcDtype dt = xt->dtype;
-  if (r > FC_DEFAULT_MAX_RANK) return kerr(k, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
-  static const char *const ctms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                     "align_corners", "asymmetric", "tf_crop_and_resize"};
-  static const char *const modes[] = {"nearest", "linear", "cubic"};
-  static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  ResizeParams p;
-  const char *s;
-  int v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, "half_pixel"), ctms, 6, &v))
-    return kerr(k, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", s);
-  p.ctm = (Ctm)v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_MODE, "nearest"), modes, 3, &v))
-    return kerr(k, FC_ERR_INPUT, "unknown mode \"%s\"", s);
-  p.mode = (RMode)v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_NEAREST_MODE, "round_prefer_floor"), nmodes, 4, &v))
-    return kerr(k, FC_ERR_INPUT, "unknown nearest_mode \"%s\"", s);
-  p.nearest = (NMode)v;
-  p.cubic_a = fc_op_attr_float(op, FC_ATTR_CUBIC_COEFF_A, -0.75f);
-  p.exclude_outside = fc_op_attr_int(op, FC_ATTR_EXCLUDE_OUTSIDE, 0) != 0;
+  if (r > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
+  FcResizeParams p;
+  const char *an, *av;
+  if (!fc_resize_params(op, &p, &an, &av)) return fc_cg_error(k, FC_ERR_INPUT, "unknown %s \"%s\"", an, av);
   double extrap = fc_op_attr_float(op, FC_ATTR_EXTRAPOLATION_VALUE, 0.0f);
-  if (p.mode != RM_NEAREST && !fc_dtype_is_float(dt))
-    return kerr(k, FC_ERR_UNSUPPORTED, "%s mode on %s", modes[p.mode], fc_dtype_name(dt));
-  if (dt == FC_DT_BOOL) return kerr(k, FC_ERR_UNSUPPORTED, "resize of i1");
+  if (p.mode != FC_RESIZE_NEAREST && !fc_dtype_is_float(dt))
+    return fc_cg_error(k, FC_ERR_UNSUPPORTED, "%s mode on %s", fc_resize_mode_name(p.mode), fc_dtype_name(dt));
+  if (dt == FC_DT_BOOL) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "resize of i1");
   const float *scales, *roi;
   int ns = fc_op_attr_floats(op, FC_ATTR_SCALES, &scales), nr = fc_op_attr_floats(op, FC_ATTR_ROI, &roi);
   if ((ns && ns != r) || (nr && nr != 2 * r))
-    return kerr(k, FC_ERR_INPUT, "scales and roi must have one entry per axis (roi two)");
+    return fc_cg_error(k, FC_ERR_INPUT, "scales and roi must have one entry per axis (roi two)");
   int64_t numel;
-  if (!fc_type_numel(rt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   LLVMTypeRef ct = fc_cg_compute_type(k, dt);
   if (r == 0) {
     fc_kernel_set_outer(k, 1, 1);
@@ -432,18 +222,19 @@ FcStatus fc_kernel_resize(FcKernel *k) {
     return FC_OK;
   }
   int64_t OL = rt->dims[r - 1], rows = numel == 0 ? 0 : numel / OL;
-  int64_t taps_per = p.mode == RM_CUBIC ? 4 : p.mode == RM_LINEAR ? 2 : 1;
+  int64_t taps_per = fc_resize_taps_per(p.mode);
   double taps_all = 1;
   ResizeCtx c = {.k = k, .dt = dt, .ct = ct, .r = r};
-  AxisMap *maps = FC_NEW_ARRAY(arena(k), AxisMap, (size_t)r);
+  FcResizeAxis *maps = FC_NEW_ARRAY(arena(k), FcResizeAxis, (size_t)r);
   int64_t stride = 1;
   for (int d = r - 1; d >= 0; d--) {
-    if (xt->dims[d] == 0 && rt->dims[d] > 0) return kerr(k, FC_ERR_INPUT, "cannot resize the empty axis %d", d);
+    if (xt->dims[d] == 0 && rt->dims[d] > 0) return fc_cg_error(k, FC_ERR_INPUT, "cannot resize the empty axis %d", d);
     double scale = ns ? (double)scales[d] : xt->dims[d] ? (double)rt->dims[d] / (double)xt->dims[d] : 1.0;
-    if (!(scale > 0) || !isfinite(scale)) return kerr(k, FC_ERR_INPUT, "scale %g of axis %d must be positive", scale, d);
+    if (!(scale > 0) || !isfinite(scale))
+      return fc_cg_error(k, FC_ERR_INPUT, "scale %g of axis %d must be positive", scale, d);
     maps[d].in = xt->dims[d];
     maps[d].out = rt->dims[d];
-    if (numel > 0) axis_map(&p, scale, nr ? roi[d] : 0.0f, nr ? roi[r + d] : 1.0f, &maps[d], arena(k));
+    if (numel > 0) fc_resize_axis_map(&p, scale, nr ? roi[d] : 0.0f, nr ? roi[r + d] : 1.0f, &maps[d], arena(k));
     c.ax[d].m = &maps[d];
     c.ax[d].stride = stride;
     stride *= xt->dims[d] > 0 ? xt->dims[d] : 1;
@@ -453,33 +244,33 @@ FcStatus fc_kernel_resize(FcKernel *k) {
   if (rows == 0) return FC_OK;
 
   for (int d = 0; d < r; d++) {
-    const AxisMap *m = &maps[d];
+    const FcResizeAxis *m = &maps[d];
     ResizeAxis *a = &c.ax[d];
     if (m->identity) continue;
     int64_t nt = m->tap0[m->out];
     int64_t *scaled = FC_NEW_ARRAY(arena(k), int64_t, (size_t)(nt > 0 ? nt : 1));
     for (int64_t t = 0; t < nt; t++) scaled[t] = m->idx[t] * a->stride;
-    a->tap0 = i64_table(k, m->tap0, m->out + 1, "rs_tap0");
-    a->idx = i64_table(k, scaled, nt, "rs_idx");
-    if (p.mode != RM_NEAREST) a->w = real_table(k, ct, m->w, nt, "rs_w");
+    a->tap0 = fc_cg_i64_table(k, m->tap0, m->out + 1, "rs_tap0");
+    a->idx = fc_cg_i64_table(k, scaled, nt, "rs_idx");
+    if (p.mode != FC_RESIZE_NEAREST) a->w = real_table(k, ct, m->w, nt, "rs_w");
   }
   LLVMValueRef ev = fc_dtype_is_float(dt) ? LLVMConstReal(ct, extrap)
                                           : fc_cg_convert(k, LLVMConstReal(LLVMFloatTypeInContext(k->ctx), extrap),
                                                           FC_DT_F32, dt);
   int64_t T = OL < TILE ? OL : TILE;
-  c.tile = tile_new(k, ct, T, "acc");
-  c.sum = entry_alloca(k, ct, "sum");
+  c.tile = fc_cg_tile_new(k, ct, T, "acc");
+  c.sum = fc_cg_entry_alloca(k, ct, "sum");
 
   FcLoop lr;
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
-  unflatten(k, row, rt->dims, r - 1, c.o);
+  fc_cg_unflatten(k, row, rt->dims, r - 1, c.o);
   LLVMValueRef row_ex = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 0, 0);
   for (int d = 0; d < r - 1; d++)
     if (!maps[d].identity) row_ex = or1(k, row_ex, resize_extrap(k, &c.ax[d], c.o[d]));
   LLVMValueRef out_at = mulc(k, row, OL);
   ResizeAxis *la = &c.ax[r - 1];
 
-  if (p.mode == RM_NEAREST) {
+  if (p.mode == FC_RESIZE_NEAREST) {
     /* One gather: the row's base offset from the outer axes, the last axis from its table. */
     LLVMValueRef base = c64(k, 0);
     for (int d = 0; d < r - 1; d++) {
@@ -514,19 +305,19 @@ FcStatus fc_kernel_resize(FcKernel *k) {
       c.tn = smin(k, c64(k, T), sub(k, c64(k, OL), c.t0));
       FcLoop lf;
       LLVMValueRef j = fc_cg_loop_begin(k, &lf, c64(k, 0), c.tn, 1, "fill");
-      LLVMBuildStore(k->b, LLVMConstNull(ct), tile_at(k, ct, c.tile, j));
+      LLVMBuildStore(k->b, LLVMConstNull(ct), fc_cg_tile_at(k, ct, c.tile, j));
       fc_cg_loop_end(k, &lf);
       resize_taps(&c, 0, c64(k, 0), LLVMConstReal(ct, 1.0));
       FcLoop ls;
       j = fc_cg_loop_begin(k, &ls, c64(k, 0), c.tn, 1, "st");
       LLVMValueRef ow = add(k, c.t0, j);
-      LLVMValueRef val = LLVMBuildLoad2(k->b, ct, tile_at(k, ct, c.tile, j), "");
+      LLVMValueRef val = LLVMBuildLoad2(k->b, ct, fc_cg_tile_at(k, ct, c.tile, j), "");
       if (!la->m->identity) val = sel(k, resize_extrap(k, la, ow), ev, val);
       fc_cg_store(k, dt, k->out[0], add(k, out_at, ow), val);
       fc_cg_loop_end(k, &ls);
       fc_cg_loop_end(k, &lt);
     }
-    if_end(k, f.cont);
+    fc_cg_if_end(k, f.cont);
   }
   fc_cg_loop_end(k, &lr);
   return FC_OK;
@@ -624,7 +415,7 @@ static void gs_cubic_coeffs(FcKernel *k, LLVMValueRef t, LLVMValueRef *c) {
 FcStatus fc_kernel_grid_sample(FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *xt = in_type(k, 0), *gt = in_type(k, 1), *rt = &op->results[0].type;
-  if (xt->rank != 4 || gt->rank != 4) return kerr(k, FC_ERR_UNSUPPORTED, "only 2-D sampling is supported");
+  if (xt->rank != 4 || gt->rank != 4) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "only 2-D sampling is supported");
   FcDtype dt = xt->dtype, gdt = gt->dtype;
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3], Ho = gt->dims[1], Wo = gt->dims[2];
   static const char *const modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic"};
@@ -632,20 +423,20 @@ FcStatus fc_kernel_grid_sample(FcKernel *k) {
   const char *s;
   int mode, pad;
   if (!pick(s = fc_op_attr_str(op, FC_ATTR_MODE, "bilinear"), modes, 5, &mode))
-    return kerr(k, FC_ERR_INPUT, "unknown mode \"%s\"", s);
+    return fc_cg_error(k, FC_ERR_INPUT, "unknown mode \"%s\"", s);
   if (mode >= 3) mode -= 3;
   if (!pick(s = fc_op_attr_str(op, FC_ATTR_PADDING_MODE, "zeros"), pads, 3, &pad))
-    return kerr(k, FC_ERR_INPUT, "unknown padding_mode \"%s\"", s);
+    return fc_cg_error(k, FC_ERR_INPUT, "unknown padding_mode \"%s\"", s);
   bool align = fc_op_attr_int(op, FC_ATTR_ALIGN_CORNERS, 0) != 0;
   int ntaps = mode == 1 ? 1 : mode == 0 ? 4 : 16;
   int64_t numel;
-  if (!fc_type_numel(rt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t rows = numel == 0 ? 0 : N * Ho;
   fc_kernel_set_outer(k, rows, (double)Wo * ((double)C * (2.0 * ntaps + 1) + 30.0 * ntaps));
   if (rows == 0) return FC_OK;
   LLVMTypeRef ct = fc_cg_compute_type(k, dt);
   bool empty = H == 0 || W == 0;
-  if (empty && pad != GS_ZEROS) return kerr(k, FC_ERR_INPUT, "cannot sample an empty image with padding");
+  if (empty && pad != GS_ZEROS) return fc_cg_error(k, FC_ERR_INPUT, "cannot sample an empty image with padding");
   GsGeom g = {.H = H, .W = W, .pad = (GsPad)pad};
   g.lo_x = align ? 0.0 : -0.5;
   g.hi_x = align ? (double)W - 1 : (double)W - 0.5;
@@ -761,20 +552,20 @@ FcStatus fc_kernel_roi_align(FcKernel *k) {
   const char *ms = fc_op_attr_str(op, FC_ATTR_MODE, "avg");
   const char *cs = fc_op_attr_str(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, "half_pixel");
   bool is_max = strcmp(ms, "max") == 0, half_pixel = strcmp(cs, "half_pixel") == 0;
-  if (!is_max && strcmp(ms, "avg") != 0) return kerr(k, FC_ERR_INPUT, "unknown mode \"%s\"", ms);
+  if (!is_max && strcmp(ms, "avg") != 0) return fc_cg_error(k, FC_ERR_INPUT, "unknown mode \"%s\"", ms);
   if (!half_pixel && strcmp(cs, "output_half_pixel") != 0)
-    return kerr(k, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", cs);
+    return fc_cg_error(k, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", cs);
   if (xt->rank != 4 || bt->rank != 2 || it->rank != 1 || oh < 1 || ow < 1 || ratio < 0)
-    return kerr(k, FC_ERR_INTERNAL, "operands or attributes are malformed");
+    return fc_cg_error(k, FC_ERR_INTERNAL, "operands or attributes are malformed");
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3], R = bt->dims[0], numel;
-  if (!fc_type_numel(rt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t rows = numel == 0 ? 0 : R * C;
   double per_bin = ratio > 0 ? (double)(ratio * ratio) : 4.0;
   fc_kernel_set_outer(k, rows, (double)(oh * ow) * per_bin * 24.0 + 40.0);
   if (rows == 0) return FC_OK;
-  if (H == 0 || W == 0) return kerr(k, FC_ERR_INPUT, "cannot align rois on an empty feature map");
+  if (H == 0 || W == 0) return fc_cg_error(k, FC_ERR_INPUT, "cannot align rois on an empty feature map");
   LLVMTypeRef ct = fc_cg_compute_type(k, dt), i64 = fc_cg_i64(k);
-  LLVMValueRef acc = entry_alloca(k, f64t(k), "acc");
+  LLVMValueRef acc = fc_cg_entry_alloca(k, f64t(k), "acc");
 
   FcLoop lr;
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
@@ -922,32 +713,33 @@ static FcStatus ein_compile(FcKernel *k, Ein *e) {
   const FcOp *op = k->op;
   int nops = op->n_operands;
   const FcType *rt = &op->results[0].type;
-  if (nops > EIN_MAX_OPS) return kerr(k, FC_ERR_UNSUPPORTED, "more than %d operands", EIN_MAX_OPS);
+  if (nops > EIN_MAX_OPS) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "more than %d operands", EIN_MAX_OPS);
   const char *eq = fc_op_attr_str(op, FC_ATTR_EQUATION, "");
   EinTerm *terms = FC_NEW_ARRAY(arena(k), EinTerm, (size_t)nops), outt;
   const char *p = eq;
   for (int i = 0; i < nops; i++) {
-    if (in_type(k, i)->rank > FC_DEFAULT_MAX_RANK) return kerr(k, FC_ERR_UNSUPPORTED, "operand rank too large");
+    if (in_type(k, i)->rank > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "operand rank too large");
     p = ein_term(p, &terms[i]);
     if (!p || (i + 1 < nops ? *p != ',' : (*p != '\0' && *p != '-')))
-      return kerr(k, FC_ERR_INPUT, "equation \"%s\" does not parse for %d operands", eq, nops);
+      return fc_cg_error(k, FC_ERR_INPUT, "equation \"%s\" does not parse for %d operands", eq, nops);
     if (i + 1 < nops) p++;
   }
   bool explicit_out = *p == '-';
   if (explicit_out) {
-    if (p[1] != '>') return kerr(k, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
+    if (p[1] != '>') return fc_cg_error(k, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
     p = ein_term(p + 2, &outt);
     while (p && *p == ' ') p++;
-    if (!p || *p) return kerr(k, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
+    if (!p || *p) return fc_cg_error(k, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
   }
   int E = 0, ranks[EIN_MAX_OPS];
   for (int i = 0; i < nops; i++) {
     int w = in_type(k, i)->rank - terms[i].n_explicit;
     if (w < 0 || (w > 0 && terms[i].ell_pos < 0))
-      return kerr(k, FC_ERR_INPUT, "term %d of \"%s\" does not match operand rank %d", i, eq, in_type(k, i)->rank);
+      return fc_cg_error(k, FC_ERR_INPUT, "term %d of \"%s\" does not match operand rank %d", i, eq,
+                         in_type(k, i)->rank);
     if (terms[i].ell_pos >= 0 && w > E) E = w;
   }
-  if (E > FC_DEFAULT_MAX_RANK) return kerr(k, FC_ERR_UNSUPPORTED, "ellipsis too wide");
+  if (E > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "ellipsis too wide");
   for (int i = 0; i < nops; i++) ranks[i] = ein_expand(&terms[i], in_type(k, i)->rank - terms[i].n_explicit, E);
   int64_t size[EIN_MAX_LABELS];
   int count[EIN_MAX_LABELS] = {0};
@@ -958,17 +750,17 @@ static FcStatus ein_compile(FcKernel *k, Ein *e) {
       int64_t d = in_type(k, i)->dims[a];
       count[l]++;
       if (size[l] < 0 || size[l] == 1) size[l] = d;
-      else if (size[l] != d && d != 1) return kerr(k, FC_ERR_INPUT, "a label of \"%s\" has two sizes", eq);
+      else if (size[l] != d && d != 1) return fc_cg_error(k, FC_ERR_INPUT, "a label of \"%s\" has two sizes", eq);
     }
   int out_labels[EIN_MAX_LABELS], n_out = 0;
   bool is_out[EIN_MAX_LABELS] = {false};
   if (explicit_out) {
     int orank = ein_expand(&outt, outt.ell_pos >= 0 ? E : 0, E);
-    if (outt.ell_pos < 0 && E > 0) return kerr(k, FC_ERR_INPUT, "output of \"%s\" drops the ellipsis", eq);
+    if (outt.ell_pos < 0 && E > 0) return fc_cg_error(k, FC_ERR_INPUT, "output of \"%s\" drops the ellipsis", eq);
     for (int a = 0; a < orank; a++) {
       int l = outt.labels[a];
       if (is_out[l] || size[l] < 0)
-        return kerr(k, FC_ERR_INPUT, "output of \"%s\" repeats a label or names an unused one", eq);
+        return fc_cg_error(k, FC_ERR_INPUT, "output of \"%s\" repeats a label or names an unused one", eq);
       is_out[l] = true;
       out_labels[n_out++] = l;
     }
@@ -977,10 +769,10 @@ static FcStatus ein_compile(FcKernel *k, Ein *e) {
     for (int l = 0; l < EIN_LETTERS; l++)
       if (count[l] == 1) is_out[out_labels[n_out++] = l] = true;
   }
-  if (rt->rank != n_out) return kerr(k, FC_ERR_INPUT, "result rank differs from the equation's output");
+  if (rt->rank != n_out) return fc_cg_error(k, FC_ERR_INPUT, "result rank differs from the equation's output");
   for (int a = 0; a < n_out; a++)
     if (rt->dims[a] != size[out_labels[a]])
-      return kerr(k, FC_ERR_INPUT, "result dim %d differs from the equation's output", a);
+      return fc_cg_error(k, FC_ERR_INPUT, "result dim %d differs from the equation's output", a);
   int order[EIN_MAX_LABELS], nl = n_out;
   memcpy(order, out_labels, (size_t)n_out * sizeof *order);
   for (int l = 0; l < EIN_MAX_LABELS; l++)
@@ -1034,7 +826,7 @@ static void ein_loops(EinCtx *c, int j, LLVMValueRef *off) {
     LLVMValueRef x = fc_cg_load(k, c->dt, k->in[i], at);
     prod = prod ? (is_int_type(c->ct) ? mul(k, prod, x) : LLVMBuildFMul(k->b, prod, x, "")) : x;
   }
-  LLVMValueRef p = tile_at(k, c->ct, c->tile, jj), acc = LLVMBuildLoad2(k->b, c->ct, p, "");
+  LLVMValueRef p = fc_cg_tile_at(k, c->ct, c->tile, jj), acc = LLVMBuildLoad2(k->b, c->ct, p, "");
   LLVMBuildStore(k->b, is_int_type(c->ct) ? add(k, acc, prod) : LLVMBuildFAdd(k->b, acc, prod, ""), p);
   fc_cg_loop_end(k, &lj);
 }
@@ -1046,24 +838,24 @@ FcStatus fc_kernel_einsum(FcKernel *k) {
   if (st != FC_OK) return st;
   const FcType *rt = &k->op->results[0].type;
   FcDtype dt = rt->dtype;
-  if (dt == FC_DT_BOOL) return kerr(k, FC_ERR_UNSUPPORTED, "einsum on i1");
+  if (dt == FC_DT_BOOL) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "einsum on i1");
   int64_t numel, con = 1;
-  if (!fc_type_numel(rt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   for (int j = e.n_out; j < e.nl; j++)
-    if (!fc_checked_mul(con, e.dims[j], &con)) return kerr(k, FC_ERR_LIMIT, "too many contracted elements");
+    if (!fc_checked_mul(con, e.dims[j], &con)) return fc_cg_error(k, FC_ERR_LIMIT, "too many contracted elements");
   int64_t L = e.n_out > 0 ? rt->dims[e.n_out - 1] : 1;
   int64_t rows = numel == 0 ? 0 : numel / L;
   fc_kernel_set_outer(k, rows, (double)L * ((double)con * (double)(e.nops + 1) + 1.0));
   if (rows == 0) return FC_OK;
   EinCtx c = {.k = k, .e = &e, .dt = dt, .ct = fc_cg_compute_type(k, dt)};
   int64_t T = L < TILE ? L : TILE;
-  c.tile = tile_new(k, c.ct, T, "acc");
+  c.tile = fc_cg_tile_new(k, c.ct, T, "acc");
 
   FcLoop lr;
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
   LLVMValueRef idx[EIN_MAX_LABELS], off[EIN_MAX_OPS];
   int nrow = e.n_out > 0 ? e.n_out - 1 : 0;
-  unflatten(k, row, rt->dims, nrow, idx);
+  fc_cg_unflatten(k, row, rt->dims, nrow, idx);
   for (int i = 0; i < e.nops; i++) {
     off[i] = c64(k, 0);
     for (int j = 0; j < nrow; j++)
@@ -1074,13 +866,13 @@ FcStatus fc_kernel_einsum(FcKernel *k) {
   c.tn = smin(k, c64(k, T), sub(k, c64(k, L), c.t0));
   FcLoop lf;
   LLVMValueRef j = fc_cg_loop_begin(k, &lf, c64(k, 0), c.tn, 1, "fill");
-  LLVMBuildStore(k->b, LLVMConstNull(c.ct), tile_at(k, c.ct, c.tile, j));
+  LLVMBuildStore(k->b, LLVMConstNull(c.ct), fc_cg_tile_at(k, c.ct, c.tile, j));
   fc_cg_loop_end(k, &lf);
   ein_loops(&c, e.n_out, off);
   LLVMValueRef at = add(k, mulc(k, row, L), c.t0);
   FcLoop ls;
   j = fc_cg_loop_begin(k, &ls, c64(k, 0), c.tn, 1, "st");
-  fc_cg_store(k, dt, k->out[0], add(k, at, j), LLVMBuildLoad2(k->b, c.ct, tile_at(k, c.ct, c.tile, j), ""));
+  fc_cg_store(k, dt, k->out[0], add(k, at, j), LLVMBuildLoad2(k->b, c.ct, fc_cg_tile_at(k, c.ct, c.tile, j), ""));
   fc_cg_loop_end(k, &ls);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
@@ -1095,19 +887,21 @@ FcStatus fc_kernel_einsum(FcKernel *k) {
 FcStatus fc_kernel_det(FcKernel *k) {
   const FcType *xt = in_type(k, 0), *rt = &k->op->results[0].type;
   FcDtype dt = xt->dtype;
-  if (!fc_dtype_is_float(dt) || xt->rank < 2) return kerr(k, FC_ERR_INTERNAL, "operand must be [..., n, n] floats");
+  if (!fc_dtype_is_float(dt) || xt->rank < 2)
+    return fc_cg_error(k, FC_ERR_INTERNAL, "operand must be [..., n, n] floats");
   int64_t n = xt->dims[xt->rank - 1], batches;
-  if (!fc_type_numel(rt, &batches)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(rt, &batches)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   if (n > DET_MAX_N)
-    return kerr(k, FC_ERR_UNSUPPORTED, "determinants of %lldx%lld matrices (at most %dx%d)", (long long)n,
+    return fc_cg_error(k, FC_ERR_UNSUPPORTED, "determinants of %lldx%lld matrices (at most %dx%d)", (long long)n,
                 (long long)n, DET_MAX_N, DET_MAX_N);
   fc_kernel_set_outer(k, batches, (double)n * (double)n * (double)n + 2.0 * (double)n * (double)n);
   if (batches == 0) return FC_OK;
   LLVMTypeRef d = f64t(k), i64 = fc_cg_i64(k);
-  LLVMValueRef a = tile_new(k, d, n * n, "lu");
-  LLVMValueRef det = entry_alloca(k, d, "det"), zero = entry_alloca(k, LLVMInt1TypeInContext(k->ctx), "zero");
-  LLVMValueRef piv = entry_alloca(k, i64, "piv");
-#define A(i, j) tile_at(k, d, a, add(k, mulc(k, (i), n), (j)))
+  LLVMValueRef a = fc_cg_tile_new(k, d, n * n, "lu");
+  LLVMValueRef det = fc_cg_entry_alloca(k, d, "det");
+  LLVMValueRef zero = fc_cg_entry_alloca(k, LLVMInt1TypeInContext(k->ctx), "zero");
+  LLVMValueRef piv = fc_cg_entry_alloca(k, i64, "piv");
+#define A(i, j) fc_cg_tile_at(k, d, a, add(k, mulc(k, (i), n), (j)))
 
   FcLoop lb;
   LLVMValueRef bi = fc_cg_loop_begin(k, &lb, k->begin, k->end, 1, "mat");
@@ -1115,14 +909,14 @@ FcStatus fc_kernel_det(FcKernel *k) {
   {
     FcLoop lc;
     LLVMValueRef i = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, n * n), 1, "cp");
-    LLVMBuildStore(k->b, to_f64(k, fc_cg_load(k, dt, k->in[0], add(k, base, i))), tile_at(k, d, a, i));
+    LLVMBuildStore(k->b, to_f64(k, fc_cg_load(k, dt, k->in[0], add(k, base, i))), fc_cg_tile_at(k, d, a, i));
     fc_cg_loop_end(k, &lc);
   }
   var_set(k, det, cd(k, 1.0));
   var_set(k, zero, LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 0, 0));
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, n), 1, "k");
-  LLVMBasicBlockRef live = if_begin(k, LLVMBuildNot(k->b, var_get(k, LLVMInt1TypeInContext(k->ctx), zero), ""));
+  LLVMBasicBlockRef live = fc_cg_if_begin(k, LLVMBuildNot(k->b, var_get(k, LLVMInt1TypeInContext(k->ctx), zero), ""));
   {
     var_set(k, piv, kk);
     FcLoop li;
@@ -1139,7 +933,7 @@ FcStatus fc_kernel_det(FcKernel *k) {
     var_set(k, zero, LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0));
     if_else_mid(k, &f);
     {
-      LLVMBasicBlockRef swapped = if_begin(k, icmp(k, LLVMIntNE, p, kk));
+      LLVMBasicBlockRef swapped = fc_cg_if_begin(k, icmp(k, LLVMIntNE, p, kk));
       FcLoop lj;
       LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, n), 1, "sw");
       LLVMValueRef pk = A(kk, j), pp = A(p, j);
@@ -1148,7 +942,7 @@ FcStatus fc_kernel_det(FcKernel *k) {
       LLVMBuildStore(k->b, vk, pp);
       fc_cg_loop_end(k, &lj);
       var_set(k, det, LLVMBuildFNeg(k->b, var_get(k, d, det), ""));
-      if_end(k, swapped);
+      fc_cg_if_end(k, swapped);
       var_set(k, det, dmul(k, var_get(k, d, det), pv));
       FcLoop lr;
       LLVMValueRef r = fc_cg_loop_begin(k, &lr, add(k, kk, c64(k, 1)), c64(k, n), 1, "r");
@@ -1161,9 +955,9 @@ FcStatus fc_kernel_det(FcKernel *k) {
       fc_cg_loop_end(k, &lj2);
       fc_cg_loop_end(k, &lr);
     }
-    if_end(k, f.cont);
+    fc_cg_if_end(k, f.cont);
   }
-  if_end(k, live);
+  fc_cg_if_end(k, live);
   fc_cg_loop_end(k, &lk);
   LLVMValueRef res = sel(k, var_get(k, LLVMInt1TypeInContext(k->ctx), zero), cd(k, 0.0), var_get(k, d, det));
   fc_cg_store(k, dt, k->out[0], bi, from_f64(k, res, fc_cg_compute_type(k, dt)));
@@ -1191,9 +985,9 @@ FcStatus fc_kernel_random_uniform(FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *rt = &op->results[0].type;
   FcDtype dt = rt->dtype;
-  if (!fc_dtype_is_float(dt)) return kerr(k, FC_ERR_INTERNAL, "dtype must be a float type");
+  if (!fc_dtype_is_float(dt)) return fc_cg_error(k, FC_ERR_INTERNAL, "dtype must be a float type");
   int64_t numel;
-  if (!fc_type_numel(rt, &numel)) return kerr(k, FC_ERR_LIMIT, "result is too large");
+  if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t chunks = numel / RANDOM_CHUNK + (numel % RANDOM_CHUNK != 0);
   fc_kernel_set_outer(k, chunks, RANDOM_CHUNK * 16.0);
   if (chunks == 0) return FC_OK;

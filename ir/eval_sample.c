@@ -5,26 +5,20 @@
  * output_width = scale * input_width (not the rounded output size), the neighbours of x_original are
  * the ones its edge-padded reference picks (ratio in (0, 1], so an integral x takes the left tap set),
  * and N-d interpolation is separable, applied from the last axis to the first as the reference nests
- * it — tf_crop_and_resize's extrapolation included. Taps whose weight is exactly zero are dropped, so an
- * inf next to a sampled point does not turn into 0 * inf = NaN. One departure: pytorch_half_pixel maps
- * a length-1 output to 0 as the ONNX spec and ONNX Runtime do (the numpy reference uses -0.5).
+ * it — tf_crop_and_resize's extrapolation included. The per-axis tap tables (ir/resize_map.c) drop
+ * taps whose weight is exactly zero, so an inf next to a sampled point does not turn into 0 * inf = NaN.
+ * One departure: pytorch_half_pixel maps a length-1 output to 0 as the ONNX spec and ONNX Runtime do
+ * (the numpy reference uses -0.5).
  *
  * grid_sample (2-D, opset-16 modes) and roi_align follow ONNX Runtime's CPU kernels, which ONNX's
  * reference implementations mirror, including roi_align's max mode taking the max of the weighted
  * corner values. All arithmetic is double; results are stored with one rounding.
  */
 #include "eval_struct.h"
+#include "resize_map.h"
 
 #include <math.h>
 #include <string.h>
-
-/* ---- resize -------------------------------------------------------------------------------------- */
-
-typedef enum Ctm {
-  CTM_HALF_PIXEL, CTM_HALF_PIXEL_SYMMETRIC, CTM_PYTORCH_HALF_PIXEL, CTM_ALIGN_CORNERS, CTM_ASYMMETRIC, CTM_TF_CROP
-} Ctm;
-typedef enum RMode { RM_NEAREST, RM_LINEAR, RM_CUBIC } RMode;
-typedef enum NMode { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } NMode;
 
 static bool pick(const char *s, const char *const *names, int n, int *out) {
   for (int i = 0; i < n; i++)
@@ -35,126 +29,7 @@ static bool pick(const char *s, const char *const *names, int n, int *out) {
   return false;
 }
 
-/* The 1-D resampling of one axis: output o reads taps [tap0[o], tap0[o+1]) of (idx, w), or the
- * extrapolation value when tap0[o] == tap0[o+1] and extrap[o]. */
-typedef struct AxisMap {
-  int64_t in, out;
-  int64_t *tap0, *idx;
-  double *w;
-  bool *extrap;
-  bool identity;
-} AxisMap;
-
-typedef struct ResizeParams {
-  Ctm ctm;
-  RMode mode;
-  NMode nearest;
-  double cubic_a;
-  bool exclude_outside;
-} ResizeParams;
-
-/* x_original of output coordinate x, in the reference's operation order; false when
- * tf_crop_and_resize lands outside the input (extrapolate). */
-static bool resize_coord(const ResizeParams *p, double x, double scale, int64_t in, int64_t out, float r0, float r1,
-                         double *xo) {
-  double iw = (double)in, ow = scale * iw;
-  switch (p->ctm) {
-  case CTM_HALF_PIXEL: *xo = (x + 0.5) / scale - 0.5; return true;
-  case CTM_HALF_PIXEL_SYMMETRIC: {
-    double adjustment = (double)out / ow, center = iw / 2;
-    *xo = center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
-    return true;
-  }
-  case CTM_PYTORCH_HALF_PIXEL: *xo = ow > 1 ? (x + 0.5) / scale - 0.5 : 0.0; return true;
-  case CTM_ALIGN_CORNERS: *xo = ow == 1 ? 0.0 : x * (iw - 1) / (ow - 1); return true;
-  case CTM_ASYMMETRIC: *xo = x / scale; return true;
-  case CTM_TF_CROP: {
-    /* The reference subtracts the f32 roi values in f32. */
-    double span = (double)(r1 - r0);
-    *xo = ow == 1 ? span * (iw - 1) / 2 : x * span * (iw - 1) / (ow - 1);
-    *xo += (double)r0 * (iw - 1);
-    return !(*xo < 0 || *xo > iw - 1);
-  }
-  }
-  FC_UNREACHABLE();
-}
-
-/* Interpolation coefficients for ratio in (0, 1] over the taps left-1 .. left+2 (cubic), left ..
- * left+1 (linear) or the one chosen tap (nearest). */
-static int resize_coeffs(const ResizeParams *p, double ratio, double *c) {
-  if (p->mode == RM_LINEAR) {
-    c[0] = 1 - ratio;
-    c[1] = ratio;
-    return 2;
-  }
-  double A = p->cubic_a, r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
-  c[0] = ((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A;
-  c[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
-  c[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
-  c[3] = ((A * q1 - 5 * A) * q1 + 8 * A) * q1 - 4 * A;
-  return 4;
-}
-
-static void axis_map(const ResizeParams *p, double scale, float r0, float r1, AxisMap *m, FcArena *scratch) {
-  int64_t per = p->mode == RM_CUBIC ? 4 : p->mode == RM_LINEAR ? 2 : 1;
-  m->tap0 = FC_NEW_ARRAY(scratch, int64_t, (size_t)m->out + 1);
-  m->idx = FC_NEW_ARRAY(scratch, int64_t, (size_t)(m->out * per + 1));
-  m->w = FC_NEW_ARRAY(scratch, double, (size_t)(m->out * per + 1));
-  m->extrap = FC_NEW_ARRAY(scratch, bool, (size_t)m->out + 1);
-  m->identity = m->in == m->out;
-  int64_t nt = 0;
-  for (int64_t o = 0; o < m->out; o++) {
-    m->tap0[o] = nt;
-    double xo;
-    if (!resize_coord(p, (double)o, scale, m->in, m->out, r0, r1, &xo)) {
-      m->extrap[o] = true;
-      m->identity = false;
-      continue;
-    }
-    /* The reference's neighbourhood: ratio in (0, 1], an integral x_original counts as ratio 1 of the
-     * tap on its left. */
-    double fl = floor(xo);
-    bool integral = fl == xo;
-    double left = integral ? xo - 1 : fl, ratio = integral ? 1.0 : xo - fl;
-    if (!(fabs(left) < 4e18)) left = left > 0 ? 4e18 : -4e18; /* NaN/huge coordinates: clamped below */
-    int64_t l = (int64_t)left;
-    if (p->mode == RM_NEAREST) {
-      bool up;
-      switch (p->nearest) {
-      case NM_ROUND_PREFER_FLOOR: up = ratio > 0.5; break;
-      case NM_ROUND_PREFER_CEIL: up = ratio >= 0.5; break;
-      case NM_FLOOR: up = false; break;
-      default: up = true; break;
-      }
-      int64_t i = integral ? l + 1 : up ? l + 1 : l;
-      m->idx[nt] = i < 0 ? 0 : i >= m->in ? m->in - 1 : i;
-      m->w[nt++] = 1.0;
-      m->identity &= m->idx[nt - 1] == o;
-      continue;
-    }
-    double c[4];
-    int n = resize_coeffs(p, ratio, c);
-    int64_t first = n == 4 ? l - 1 : l;
-    if (p->exclude_outside) {
-      double sum = 0;
-      for (int t = 0; t < n; t++) {
-        int64_t i = first + t;
-        if (i < 0 || i >= m->in) c[t] = 0;
-        sum += c[t];
-      }
-      for (int t = 0; t < n; t++) c[t] /= sum;
-    }
-    int64_t start = nt;
-    for (int t = 0; t < n; t++) {
-      if (c[t] == 0.0) continue;
-      int64_t i = first + t;
-      m->idx[nt] = i < 0 ? 0 : i >= m->in ? m->in - 1 : i;
-      m->w[nt++] = c[t];
-    }
-    m->identity &= nt == start + 1 && m->idx[start] == o && m->w[start] == 1.0;
-  }
-  m->tap0[m->out] = nt;
-}
+/* ---- resize -------------------------------------------------------------------------------------- */
 
 FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   FC_EV_TRY(fc_ev_check(op, in, 1, diag));
@@ -162,27 +37,13 @@ FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   int r = xt->rank;
   if (rt->rank != r || rt->dtype != xt->dtype)
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "result rank/dtype differs from the operand's");
-  static const char *const ctms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                     "align_corners", "asymmetric", "tf_crop_and_resize"};
-  static const char *const modes[] = {"nearest", "linear", "cubic"};
-  static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  ResizeParams p;
-  const char *s;
-  int v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, "half_pixel"), ctms, 6, &v))
-    return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", s);
-  p.ctm = (Ctm)v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_MODE, "nearest"), modes, 3, &v))
-    return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown mode \"%s\"", s);
-  p.mode = (RMode)v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_NEAREST_MODE, "round_prefer_floor"), nmodes, 4, &v))
-    return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown nearest_mode \"%s\"", s);
-  p.nearest = (NMode)v;
-  p.cubic_a = fc_op_attr_float(op, FC_ATTR_CUBIC_COEFF_A, -0.75f);
-  p.exclude_outside = fc_op_attr_int(op, FC_ATTR_EXCLUDE_OUTSIDE, 0) != 0;
+  FcResizeParams p;
+  const char *an, *av;
+  if (!fc_resize_params(op, &p, &an, &av)) return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown %s \"%s\"", an, av);
   double extrap = fc_op_attr_float(op, FC_ATTR_EXTRAPOLATION_VALUE, 0.0f);
-  if (p.mode != RM_NEAREST && !fc_dtype_is_float(xt->dtype))
-    return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "%s mode on %s", modes[p.mode], fc_dtype_name(xt->dtype));
+  if (p.mode != FC_RESIZE_NEAREST && !fc_dtype_is_float(xt->dtype))
+    return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "%s mode on %s", fc_resize_mode_name(p.mode),
+                      fc_dtype_name(xt->dtype));
 
   const float *scales, *roi;
   const int64_t *sizes;
@@ -209,16 +70,16 @@ FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **ou
 
   FcArena scratch;
   fc_arena_init(&scratch);
-  AxisMap maps[FC_EV_MAX_RANK];
+  FcResizeAxis maps[FC_EV_MAX_RANK];
   int64_t work = 0;
   for (int d = 0; d < r; d++) {
     maps[d].in = xt->dims[d];
     maps[d].out = rt->dims[d];
-    axis_map(&p, scale[d], nr ? roi[d] : 0.0f, nr ? roi[r + d] : 1.0f, &maps[d], &scratch);
+    fc_resize_axis_map(&p, scale[d], nr ? roi[d] : 0.0f, nr ? roi[r + d] : 1.0f, &maps[d], &scratch);
   }
   size_t es = fc_dtype_size(xt->dtype);
   FcStatus st = FC_OK;
-  if (p.mode == RM_NEAREST) {
+  if (p.mode == FC_RESIZE_NEAREST) {
     /* One gather over all axes: any axis extrapolating gives the extrapolation value. */
     int64_t xs[FC_EV_MAX_RANK], idx[FC_EV_MAX_RANK] = {0};
     fc_ev_strides(xt, xs);
@@ -228,7 +89,7 @@ FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **ou
       int64_t off = 0;
       bool ex = false;
       for (int d = 0; d < r && !ex; d++) {
-        const AxisMap *m = &maps[d];
+        const FcResizeAxis *m = &maps[d];
         ex = m->extrap[idx[d]];
         if (!ex) off += m->idx[m->tap0[idx[d]]] * xs[d];
       }
@@ -244,7 +105,7 @@ FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   memcpy(cur, xt->dims, (size_t)r * sizeof *cur);
   double *buf = fc_ev_load_f64(&scratch, in[0]);
   for (int d = r - 1; d >= 0 && st == FC_OK; d--) {
-    const AxisMap *m = &maps[d];
+    const FcResizeAxis *m = &maps[d];
     if (m->identity) continue;
     int64_t outer = 1, inner = 1, size = 1;
     for (int e = 0; e < d; e++) outer *= cur[e];
