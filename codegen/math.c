@@ -135,24 +135,32 @@ static FcV exp_p(const FcMathB *m, FcV r)
   return m->f64 ? fc_mb_poly(m, r, EXP_P_F64, NELEM(EXP_P_F64)) : fc_mb_poly(m, r, EXP_P_F32, NELEM(EXP_P_F32));
 }
 
-/* t + e^r - 1 for |r| <= ln2/2: t + r is split exactly into hi + lo, so the sum rounds once (at the
- * final add) instead of twice; that keeps exp within about 0.55 ulp before scaling. */
-static FcV plus_expm1(const FcMathB *m, FcV t, FcV r)
-{
-  FcV hi, lo;
-  fc_mb_fast_two_sum(m, t, r, &hi, &lo); /* t is 0 or |t| >= 1/2 > |r| */
-  return fc_mb_add(m, hi, fc_mb_mla(m, fc_mb_mul(m, r, r), exp_p(m, r), lo));
-}
-
-/* Rounds x*log2e to n and returns r = x - n ln2 (Cody–Waite); the integer n goes to *ni. The clamp keeps
- * n finite and small for every x (NaN included); r is only meaningful inside [lo, hi]. */
-static FcV exp_reduce(const FcMathB *m, FcV x, double lo, double hi, FcV *ni)
+/* Rounds x*log2e to n (*ni) and returns r = x - n ln2 (Cody–Waite) as a pair: *rh = x - n ln2_hi is
+ * exact, *rl = -n ln2_lo; the return value is their rounded sum. The clamp keeps n finite and small
+ * for every x (NaN included); r is only meaningful inside [lo, hi]. */
+static FcV exp_reduce(const FcMathB *m, FcV x, double lo, double hi, FcV *ni, FcV *rh, FcV *rl)
 {
   FcV xc = fc_mb_clamp(m, x, lo, hi);
   FcV nf = fc_mb_rint(m, fc_mb_mul(m, xc, k(m, LOG2E)), ni);
   double h = m->f64 ? LN2_HI_F64 : EXP_LN2_HI_F32, l = m->f64 ? LN2_LO_F64 : EXP_LN2_LO_F32;
-  FcV r = fc_mb_mla(m, nf, k(m, -h), x);
-  return fc_mb_mla(m, nf, k(m, -l), r);
+  *rh = fc_mb_mla(m, nf, k(m, -h), x);
+  *rl = fc_mb_mul(m, nf, k(m, -l));
+  return fc_mb_add(m, *rh, *rl);
+}
+
+/* t + e^r - 1 for |r| <= ln2/2, r = rh + rl: t + rh is split exactly into hi + lo and everything else is
+ * added to lo, so the sum rounds once, at the end. Keeping rl apart matters where t + r cancels
+ * (expm1 with n = 1); for exp (t = 1) it keeps the error near 0.5 ulp before scaling. With `tail`
+ * non-NULL the final add is split too: the result is hi + *tail exactly. */
+static FcV plus_expm1(const FcMathB *m, FcV t, FcV r, FcV rh, FcV rl, FcV *tail)
+{
+  FcV hi, lo;
+  fc_mb_fast_two_sum(m, t, rh, &hi, &lo); /* t is 0 or |t| >= 1/2 > |rh| */
+  FcV rest = fc_mb_mla(m, fc_mb_mul(m, r, r), exp_p(m, r), fc_mb_add(m, lo, rl));
+  if (!tail) return fc_mb_add(m, hi, rest);
+  FcV y;
+  fc_mb_fast_two_sum(m, hi, rest, &y, tail);
+  return y;
 }
 
 static double exp_lo(const FcMathB *m)
@@ -171,15 +179,9 @@ static FcV exp_parts(const FcMathB *m, FcV x, int kadj, FcV *lo)
 {
   FC_ASSERT(kadj >= -2 && kadj <= 2);
   double xlo = exp_lo(m), xhi = exp_hi(m);
-  FcV ni;
-  FcV r = exp_reduce(m, x, xlo, xhi, &ni);
-  FcV p = plus_expm1(m, k(m, 1), r), pl = NULL;
-  if (lo) {
-    /* plus_expm1's final add, redone as an exact split */
-    FcV h1, l1;
-    fc_mb_fast_two_sum(m, k(m, 1), r, &h1, &l1);
-    fc_mb_fast_two_sum(m, h1, fc_mb_mla(m, fc_mb_mul(m, r, r), exp_p(m, r), l1), &p, &pl);
-  }
+  FcV ni, rh, rl, pl = NULL;
+  FcV r = exp_reduce(m, x, xlo, xhi, &ni, &rh, &rl);
+  FcV p = plus_expm1(m, k(m, 1), r, rh, rl, lo ? &pl : NULL);
   if (kadj) ni = fc_mb_iadd(m, ni, fc_mb_ki(m, kadj));
   FcV over = fc_mb_gt(m, x, k(m, xhi)), under = fc_mb_lt(m, x, k(m, xlo));
   FcV y = fc_mb_scale(m, p, ni);
@@ -257,15 +259,16 @@ static FcV emit_exp(const FcMathB *m, FcV x)
 static FcV emit_expm1(const FcMathB *m, FcV x)
 {
   double lo = -(m->p + 3) * LN2, hi = exp_hi(m);
-  FcV ni;
-  FcV r = exp_reduce(m, x, lo, hi, &ni);
-  /* For -1 <= n <= p-2, t = 1 - 2^-n is exact and 2^n (t + e^r - 1) rounds once; elsewhere the -1 is
-   * either tiny next to 2^n e^r or dominates it, and 2^n e^r - 1 is as good. */
-  FcV in_a = fc_mb_and(m, fc_mb_ilt(m, fc_mb_ki(m, -2), ni), fc_mb_ilt(m, ni, fc_mb_ki(m, m->p - 1)));
+  FcV ni, rh, rl;
+  FcV r = exp_reduce(m, x, lo, hi, &ni, &rh, &rl);
+  /* For n >= -1: 2^n ((1 - 2^-n) + e^r - 1) with 1 - 2^-n as an exact pair (th, tl), rounding once
+   * before the exact scaling. For n <= -2, 2^n e^r <= 0.36 and 2^n e^r - 1 is as good. */
+  FcV in_a = fc_mb_ilt(m, fc_mb_ki(m, -2), ni);
   FcV na = fc_mb_sel(m, in_a, ni, fc_mb_ki(m, 0));
-  FcV t = fc_mb_sub(m, k(m, 1), fc_mb_pow2i(m, fc_mb_isub(m, fc_mb_ki(m, 0), na)));
-  FcV ya = fc_mb_mul(m, plus_expm1(m, t, r), fc_mb_pow2i(m, na));
-  FcV yb = fc_mb_sub(m, fc_mb_scale(m, plus_expm1(m, k(m, 1), r), ni), k(m, 1));
+  FcV th, tl;
+  fc_mb_fast_two_sum(m, k(m, 1), fc_mb_neg(m, fc_mb_scale(m, k(m, 1), fc_mb_isub(m, fc_mb_ki(m, 0), na))), &th, &tl);
+  FcV ya = fc_mb_scale(m, plus_expm1(m, th, r, rh, fc_mb_add(m, rl, tl), NULL), na);
+  FcV yb = fc_mb_sub(m, fc_mb_scale(m, plus_expm1(m, k(m, 1), r, rh, rl, NULL), ni), k(m, 1));
   FcV y = fc_mb_sel(m, in_a, ya, yb);
   y = fc_mb_sel(m, fc_mb_gt(m, x, k(m, hi)), inf(m), y);
   y = fc_mb_sel(m, fc_mb_lt(m, x, k(m, lo)), k(m, -1), y);

@@ -4,7 +4,9 @@
  * minimax polynomials, fdlibm's arrangement for cos) and pick by the quadrant n mod 4; tan is
  * sin/cos of r (or -cos/sin in odd quadrants).
  * - f64: Cody–Waite with pi/2 in five parts (four of 25 bits, so n*part is exact for n < 2^28), the
- *   subtractions kept as a double-word pair: exact enough for |x| < 2^28 (documented in fcmath.h).
+ *   subtractions kept as a double-word pair: exact enough for |x| < 2^28. Above, Payne–Hanek over
+ *   26-bit chunks of 2/pi (ph_reduce_f64). Both are computed and the lanes pick one (straight-line
+ *   code); fcmath.h documents the large-argument accuracy.
  * - f32: an exact Payne–Hanek reduction for every float, done in double. With x = M 2^(e-150) (M a
  *   24-bit integer), x 2/pi mod 4 = M W_e mod 4 where W_e = (2^(e-150) 2/pi) mod 4 depends only on the
  *   exponent. W_e is tabulated as three 29-bit chunks (built here from the bits of 2/pi), so each
