@@ -20,33 +20,35 @@
  * F.9.4.4. Methods (codegen/math.c, math_trig.c): range reduction plus minimax polynomials fitted by
  * bench/math_fit.py, Cody–Waite and Payne–Hanek reductions and double-word arithmetic, after the
  * published approaches of fdlibm/musl, Cephes and SLEEF; no table approximations (the only tables are
- * the bits of 2/pi). Functions marked "via f64" compute f32 in double and round once, which costs two
- * vector registers per eight lanes and makes them almost correctly rounded.
+ * the bits of 2/pi). The functions after erf compute f32 values in double and round once ("f64" in
+ * the table), which costs two vector registers per eight lanes and makes them almost correctly rounded.
  *
- * Maximum error in ulp against a double (f32) or long double (f64) libm reference, as asserted by
- * tests/unit/test_math.c (measured: every f32 for the functions computed in f32, 2^22 f32 bit patterns
- * for the others, 2^20 f64 bit patterns plus focused ranges, with and without FMA):
+ * Maximum error in ulp against a double (f32) or long double (f64) libm reference: the bound that
+ * tests/unit/test_math.c asserts (fc_math_max_ulp) and, in parentheses, the largest error measured:
+ * f32 over all 2^32 floats for exp ... erf (FC_MATH_EXHAUSTIVE=1) and over 2^20 bit patterns plus
+ * focused ranges for the rest; f64 over 2^24 (exp ... erf) or 2^18 (the rest) bit patterns plus 7 x 2^16
+ * focused values; on x86-64 with FMA and on the baseline x86-64 CPU without it.
  *
- *   fn        f32 bound (measured)   f64 bound (measured)   method
- *   exp       1 (0.74)               1 (0.75)               n = rint(x/ln2), r = x - n ln2 (two steps),
- *                                                            1 + r + r^2 P(r) rounded once, 2^n in halves
- *   expm1     2 (1.17)               2 (1.42)               same reduction, 2^n ((1 - 2^-n) + e^r - 1)
- *   log       1 (0.77)               1 (0.78)               fdlibm: s = f/(2+f), 2s + s R(s^2)
- *   log1p     1 (0.80)               1 (0.80)               log of 1+x plus the rounding error of 1+x
- *   tanh      1 (0.78)               1 (0.78)               odd polynomial below 0.625, else
- *                                                            1 - 2/(e^2|x| + 1) with e as a pair
- *   sigmoid   2 (1.17)               2 (1.19)               e/(1+e) or 1/(1+e), e = e^-|x| as a pair
- *   softplus  2 (1.17)               2 (1.16)               max(x,0) + log1p(e^-|x|)
- *   erf       2 (1.07)               2 (1.26)               x + x Q(x^2) below 1, else 1 - e^-x^2 g(x)
- *                                                            with x^2 as an exact pair (g piecewise, f64)
- *   sin cos   1 (0.50, via f64)      1 (0.77)               f32: exact Payne–Hanek for every float;
- *   tan       1 (0.50, via f64)      3 (2.03)               f64: see below; sin/cos kernels (fdlibm)
- *   asin acos 1 (0.50, via f64)      1 (0.87)               fdlibm: polynomial in x^2 or (1-|x|)/2
- *   atan      1 (0.50, via f64)      2 (1.62)               reduction to |t| <= tan(pi/8)
- *   sinh cosh 1 (0.50, via f64)      2 (1.56)               polynomial below 1, e^|x|/2 -+ 1/(4 e^|x|/2)
- *   asinh acosh atanh 1 (0.50, f64)  2 (1.75)               fdlibm's log/log1p forms
- *   pow       1 (0.50, via f64)      1 (0.81)               f64: log|x| and y log|x| as double-word
- *                                                            pairs, exp of the pair
+ *   fn        f32            f64            method
+ *   exp       1   (0.78)     1   (0.73)     n = rint(x/ln2), r = x - n ln2 as a pair, 1 + r + r^2 P(r)
+ *                                           rounded once, 2^n in two exact halves
+ *   expm1     1.5 (0.94)     1.5 (1.01)     same; 2^n ((1 - 2^-n) + r + r^2 P(r)) rounded once
+ *   log       1   (0.84)     1   (0.76)     fdlibm: s = f/(2+f), 2s + s R(s^2)
+ *   log1p     1   (0.84)     1   (0.79)     log of 1+x plus the rounding error of 1+x
+ *   tanh      1   (0.78)     1   (0.78)     odd polynomial below 0.625, else 1 - 2/(e^2|x| + 1)
+ *   sigmoid   1.5 (1.13)     1.5 (1.07)     e/(1+e) or 1/(1+e), e = e^-|x|; e and 1+e as pairs
+ *   softplus  1.5 (1.19)     1.5 (1.16)     max(x,0) + log1p(e^-|x|)
+ *   erf       1.5 (1.11)     1.5 (1.20)     x + x Q(x^2) below 1, else 1 - e^-x^2 g(x) with x^2 as an
+ *                                           exact pair (g piecewise for f64)
+ *   sin cos   1 (0.50, f64)  1   (0.77)     f32: exact Payne–Hanek for every float; f64: see below;
+ *   tan       1 (0.50, f64)  2.5 (2.06)     fdlibm's sin/cos kernels, tan = sin/cos
+ *   asin acos 1 (0.50, f64)  1   (0.87)     fdlibm: polynomial in x^2 or in (1-|x|)/2, split sqrt
+ *   atan      1 (0.50, f64)  2   (1.66)     reduction to |t| <= tan(pi/8)
+ *   sinh      1 (0.50, f64)  2   (1.56)     polynomial below 1, else E - 1/(4E), E = e^|x|/2
+ *   cosh      1 (0.50, f64)  1.5 (1.05)     E + 1/(4E)
+ *   asinh acosh atanh  1 (0.50, f64)  2 (1.71)   fdlibm's log and log1p forms
+ *   pow       1 (0.50, f64)  1   (0.81)     f64: log|x| and y log|x| as double-word pairs, exp of the
+ *                                           pair; C99 special cases by selects
  *
  * f64 sin/cos/tan: Cody–Waite with pi/2 in five parts, exact for |x| < 2^28; above, a Payne–Hanek
  * reduction (2/pi in 26-bit chunks gathered by exponent, exact partial products) whose reduced argument
