@@ -24,6 +24,7 @@
  *     other but every run of a program repeats its numbers (the runtime offers no per-run entropy).
  */
 #include "codegen.h"
+#include "einsum_plan.h"
 #include "resize_map.h"
 
 #include <float.h>
@@ -33,9 +34,6 @@
 enum {
   TILE = 256,                        /* elements of the innermost accumulation tile */
   DET_MAX_N = 64,                    /* det copies one matrix (n*n doubles) to the stack */
-  EIN_LETTERS = 52,                  /* einsum label ids: A-Z a-z, then the ellipsis dims */
-  EIN_MAX_LABELS = EIN_LETTERS + FC_DEFAULT_MAX_RANK,
-  EIN_MAX_OPS = 64,
 };
 /* roi_align: a bin with more samples than this is bad data (a runaway box would otherwise hang). */
 #define ROI_MAX_SAMPLES ((double)(1 << 22))
@@ -663,135 +661,20 @@ FcStatus fc_kernel_roi_align(FcKernel *k) {
 
 /* ---- einsum ------------------------------------------------------------------------------------------ */
 
-typedef struct EinTerm {
-  int labels[FC_DEFAULT_MAX_RANK]; /* per axis; ellipsis dims are filled in once its width is known */
-  int n_explicit;
-  int ell_pos;                     /* axis index of the ellipsis, -1 if none */
-} EinTerm;
-
-static int ein_letter(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return 26 + c - 'a';
-  return -1;
-}
-
-static const char *ein_term(const char *p, EinTerm *t) {
-  t->n_explicit = 0;
-  t->ell_pos = -1;
-  for (;; p++) {
-    while (*p == ' ') p++;
-    if (*p == '.') {
-      if (p[1] != '.' || p[2] != '.' || t->ell_pos >= 0) return NULL;
-      t->ell_pos = t->n_explicit;
-      p += 2;
-      continue;
-    }
-    int l = ein_letter(*p);
-    if (l < 0) return p;
-    if (t->n_explicit >= FC_DEFAULT_MAX_RANK) return NULL;
-    t->labels[t->n_explicit++] = l;
-  }
-}
-
-/* Expands a term's ellipsis of width w (total ellipsis width E, right-aligned) into label ids. */
-static int ein_expand(EinTerm *t, int w, int E) {
-  if (t->ell_pos < 0) return t->n_explicit;
-  for (int i = t->n_explicit - 1; i >= t->ell_pos; i--) t->labels[i + w] = t->labels[i];
-  for (int j = 0; j < w; j++) t->labels[t->ell_pos + j] = EIN_LETTERS + (E - w) + j;
-  return t->n_explicit + w;
-}
-
-/* The equation compiled: loop labels in order (output labels first), their sizes, and per operand the
- * element stride of each loop label. */
-typedef struct Ein {
-  int nops, n_out, nl;
-  int64_t dims[EIN_MAX_LABELS];
-  int64_t (*strides)[EIN_MAX_LABELS];
-} Ein;
+/* The equation compiled (ir/einsum_plan.c, shared with the evaluator): loop labels in order (output
+ * labels first), their sizes, and per operand the element stride of each loop label. */
+typedef FcEinsumPlan Ein;
 
 static FcStatus ein_compile(FcKernel *k, Ein *e) {
   const FcOp *op = k->op;
   int nops = op->n_operands;
-  const FcType *rt = &op->results[0].type;
-  if (nops > EIN_MAX_OPS) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "more than %d operands", EIN_MAX_OPS);
-  const char *eq = fc_op_attr_str(op, FC_ATTR_EQUATION, "");
-  EinTerm *terms = FC_NEW_ARRAY(arena(k), EinTerm, (size_t)nops), outt;
-  const char *p = eq;
-  for (int i = 0; i < nops; i++) {
-    if (in_type(k, i)->rank > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "operand rank too large");
-    p = ein_term(p, &terms[i]);
-    if (!p || (i + 1 < nops ? *p != ',' : (*p != '\0' && *p != '-')))
-      return fc_cg_error(k, FC_ERR_INPUT, "equation \"%s\" does not parse for %d operands", eq, nops);
-    if (i + 1 < nops) p++;
-  }
-  bool explicit_out = *p == '-';
-  if (explicit_out) {
-    if (p[1] != '>') return fc_cg_error(k, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
-    p = ein_term(p + 2, &outt);
-    while (p && *p == ' ') p++;
-    if (!p || *p) return fc_cg_error(k, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
-  }
-  int E = 0, ranks[EIN_MAX_OPS];
-  for (int i = 0; i < nops; i++) {
-    int w = in_type(k, i)->rank - terms[i].n_explicit;
-    if (w < 0 || (w > 0 && terms[i].ell_pos < 0))
-      return fc_cg_error(k, FC_ERR_INPUT, "term %d of \"%s\" does not match operand rank %d", i, eq,
-                         in_type(k, i)->rank);
-    if (terms[i].ell_pos >= 0 && w > E) E = w;
-  }
-  if (E > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "ellipsis too wide");
-  for (int i = 0; i < nops; i++) ranks[i] = ein_expand(&terms[i], in_type(k, i)->rank - terms[i].n_explicit, E);
-  int64_t size[EIN_MAX_LABELS];
-  int count[EIN_MAX_LABELS] = {0};
-  for (int l = 0; l < EIN_MAX_LABELS; l++) size[l] = -1;
-  for (int i = 0; i < nops; i++)
-    for (int a = 0; a < ranks[i]; a++) {
-      int l = terms[i].labels[a];
-      int64_t d = in_type(k, i)->dims[a];
-      count[l]++;
-      if (size[l] < 0 || size[l] == 1) size[l] = d;
-      else if (size[l] != d && d != 1) return fc_cg_error(k, FC_ERR_INPUT, "a label of \"%s\" has two sizes", eq);
-    }
-  int out_labels[EIN_MAX_LABELS], n_out = 0;
-  bool is_out[EIN_MAX_LABELS] = {false};
-  if (explicit_out) {
-    int orank = ein_expand(&outt, outt.ell_pos >= 0 ? E : 0, E);
-    if (outt.ell_pos < 0 && E > 0) return fc_cg_error(k, FC_ERR_INPUT, "output of \"%s\" drops the ellipsis", eq);
-    for (int a = 0; a < orank; a++) {
-      int l = outt.labels[a];
-      if (is_out[l] || size[l] < 0)
-        return fc_cg_error(k, FC_ERR_INPUT, "output of \"%s\" repeats a label or names an unused one", eq);
-      is_out[l] = true;
-      out_labels[n_out++] = l;
-    }
-  } else {
-    for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) is_out[out_labels[n_out++] = l] = true;
-    for (int l = 0; l < EIN_LETTERS; l++)
-      if (count[l] == 1) is_out[out_labels[n_out++] = l] = true;
-  }
-  if (rt->rank != n_out) return fc_cg_error(k, FC_ERR_INPUT, "result rank differs from the equation's output");
-  for (int a = 0; a < n_out; a++)
-    if (rt->dims[a] != size[out_labels[a]])
-      return fc_cg_error(k, FC_ERR_INPUT, "result dim %d differs from the equation's output", a);
-  int order[EIN_MAX_LABELS], nl = n_out;
-  memcpy(order, out_labels, (size_t)n_out * sizeof *order);
-  for (int l = 0; l < EIN_MAX_LABELS; l++)
-    if (size[l] >= 0 && !is_out[l]) order[nl++] = l;
-  e->nops = nops;
-  e->n_out = n_out;
-  e->nl = nl;
-  for (int i = 0; i < nl; i++) e->dims[i] = size[order[i]];
-  e->strides = (int64_t(*)[EIN_MAX_LABELS])FC_NEW_ARRAY(arena(k), int64_t, (size_t)nops * EIN_MAX_LABELS);
-  for (int i = 0; i < nops; i++) {
-    const FcType *t = in_type(k, i);
-    const int64_t *xs = fc_cg_strides(arena(k), t);
-    for (int j = 0; j < nl; j++) {
-      e->strides[i][j] = 0;
-      for (int a = 0; a < ranks[i]; a++)
-        if (terms[i].labels[a] == order[j] && t->dims[a] != 1) e->strides[i][j] += xs[a];
-    }
-  }
-  return FC_OK;
+  if (nops > FC_EIN_MAX_OPS) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "more than %d operands", FC_EIN_MAX_OPS);
+  const FcType *types[FC_EIN_MAX_OPS];
+  for (int i = 0; i < nops; i++) types[i] = in_type(k, i);
+  char why[512];
+  FcStatus st = fc_einsum_plan(fc_op_attr_str(op, FC_ATTR_EQUATION, ""), nops, types, &op->results[0].type,
+                               arena(k), e, why, sizeof why);
+  return st == FC_OK ? FC_OK : fc_cg_error(k, st, "%s", why);
 }
 
 typedef struct EinCtx {
@@ -809,7 +692,7 @@ static void ein_loops(EinCtx *c, int j, LLVMValueRef *off) {
   if (j < e->nl) {
     FcLoop l;
     LLVMValueRef v = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, e->dims[j]), 1, "sum");
-    LLVMValueRef next[EIN_MAX_OPS];
+    LLVMValueRef next[FC_EIN_MAX_OPS];
     for (int i = 0; i < e->nops; i++) next[i] = e->strides[i][j] ? add(k, off[i], mulc(k, v, e->strides[i][j])) : off[i];
     ein_loops(c, j + 1, next);
     fc_cg_loop_end(k, &l);
@@ -853,7 +736,7 @@ FcStatus fc_kernel_einsum(FcKernel *k) {
 
   FcLoop lr;
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
-  LLVMValueRef idx[EIN_MAX_LABELS], off[EIN_MAX_OPS];
+  LLVMValueRef idx[FC_EIN_MAX_LABELS], off[FC_EIN_MAX_OPS];
   int nrow = e.n_out > 0 ? e.n_out - 1 : 0;
   fc_cg_unflatten(k, row, rt->dims, nrow, idx);
   for (int i = 0; i < e.nops; i++) {

@@ -8,6 +8,7 @@
  * never testing bounds per element; padding is never materialised. Every evaluation first checks its
  * multiply-add count against FC_EV_MAX_WORK.
  */
+#include "einsum_plan.h"
 #include "eval_struct.h"
 
 #include <float.h>
@@ -540,168 +541,54 @@ FcStatus fc_eval_pool(const FcOp *op, const FcTensor *const *in, FcTensor **out,
 
 /* ---- einsum -------------------------------------------------------------------------------------- */
 
-/* Label ids: 0..51 for A-Z a-z, 52.. for the dims an ellipsis stands for (right-aligned). */
-enum { EIN_LETTERS = 52, EIN_MAX_LABELS = EIN_LETTERS + FC_EV_MAX_RANK, EIN_MAX_OPS = 64 };
-
-typedef int64_t EinStrides[EIN_MAX_LABELS];
-
-typedef struct EinTerm {
-  int labels[FC_EV_MAX_RANK]; /* per axis; ellipsis dims are filled in once its width is known */
-  int n_explicit;             /* letters */
-  int ell_pos;                /* axis index of the ellipsis, -1 if none */
-} EinTerm;
-
-static int ein_letter(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return 26 + c - 'a';
-  return -1;
-}
-
-/* Parses one term up to ',' '-' or the end; returns the position after it or NULL on a syntax error. */
-static const char *ein_term(const char *p, EinTerm *t) {
-  t->n_explicit = 0;
-  t->ell_pos = -1;
-  for (;; p++) {
-    while (*p == ' ') p++;
-    if (*p == '.') {
-      if (p[1] != '.' || p[2] != '.' || t->ell_pos >= 0) return NULL;
-      t->ell_pos = t->n_explicit;
-      p += 2;
-      continue;
-    }
-    int l = ein_letter(*p);
-    if (l < 0) return p;
-    if (t->n_explicit >= FC_EV_MAX_RANK) return NULL;
-    t->labels[t->n_explicit++] = l;
-  }
-}
-
-/* Expands a term's ellipsis (width w, total ellipsis width E) into label ids in place. */
-static void ein_expand(EinTerm *t, int w, int E, int *rank) {
-  int r = t->n_explicit + (t->ell_pos >= 0 ? w : 0);
-  if (t->ell_pos >= 0) {
-    for (int i = t->n_explicit - 1; i >= t->ell_pos; i--) t->labels[i + w] = t->labels[i];
-    for (int j = 0; j < w; j++) t->labels[t->ell_pos + j] = EIN_LETTERS + (E - w) + j;
-  }
-  *rank = r;
-}
-
+/* The equation is compiled by ir/einsum_plan.c, shared with the kernel emitter. */
 FcStatus fc_eval_einsum(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   int nops = op->n_operands;
   FC_EV_TRY(fc_ev_check(op, in, nops, diag));
   const FcType *rt = &op->results[0].type;
-  if (nops > EIN_MAX_OPS) return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "more than %d operands", EIN_MAX_OPS);
+  if (nops > FC_EIN_MAX_OPS) return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "more than %d operands", FC_EIN_MAX_OPS);
   FcEvDomain dom;
   FC_EV_TRY(arith_domain(op, rt->dtype, true, &dom, diag));
   for (int k = 0; k < nops; k++)
     if (in[k]->type.dtype != rt->dtype)
       return fc_ev_fail(op, diag, FC_ERR_INPUT, "operands must share the result dtype");
-  const char *eq = fc_op_attr_str(op, FC_ATTR_EQUATION, "");
-  EinTerm terms[EIN_MAX_OPS], outt;
-  const char *p = eq;
-  for (int k = 0; k < nops; k++) {
-    p = ein_term(p, &terms[k]);
-    if (!p || (k + 1 < nops ? *p != ',' : (*p != '\0' && *p != '-')))
-      return fc_ev_fail(op, diag, FC_ERR_INPUT, "equation \"%s\" does not parse for %d operands", eq, nops);
-    if (k + 1 < nops) p++;
-  }
-  bool explicit_out = *p == '-';
-  if (explicit_out) {
-    if (p[1] != '>') return fc_ev_fail(op, diag, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
-    p = ein_term(p + 2, &outt);
-    while (p && *p == ' ') p++;
-    if (!p || *p) return fc_ev_fail(op, diag, FC_ERR_INPUT, "equation \"%s\" does not parse", eq);
-  }
-  /* Ellipsis width per operand and overall. */
-  int E = 0, ranks[EIN_MAX_OPS];
-  for (int k = 0; k < nops; k++) {
-    int w = in[k]->type.rank - terms[k].n_explicit;
-    if (w < 0 || (w > 0 && terms[k].ell_pos < 0))
-      return fc_ev_fail(op, diag, FC_ERR_INPUT, "term %d of \"%s\" does not match operand rank %d", k, eq,
-                        in[k]->type.rank);
-    if (terms[k].ell_pos >= 0 && w > E) E = w;
-    ein_expand(&terms[k], terms[k].ell_pos >= 0 ? w : 0, E, &ranks[k]);
-  }
-  /* Re-expand with the final E (ids of narrower ellipses shift right). */
-  for (int k = 0; k < nops; k++)
-    if (terms[k].ell_pos >= 0) {
-      int w = in[k]->type.rank - terms[k].n_explicit;
-      for (int j = 0; j < w; j++) terms[k].labels[terms[k].ell_pos + j] = EIN_LETTERS + (E - w) + j;
-    }
-  /* Label sizes: a size-1 dim broadcasts against the others, as numpy allows for letters too. */
-  int64_t size[EIN_MAX_LABELS];
-  int count[EIN_MAX_LABELS] = {0};
-  for (int l = 0; l < EIN_MAX_LABELS; l++) size[l] = -1;
-  for (int k = 0; k < nops; k++)
-    for (int a = 0; a < ranks[k]; a++) {
-      int l = terms[k].labels[a];
-      int64_t d = in[k]->type.dims[a];
-      count[l]++;
-      if (size[l] < 0 || size[l] == 1) size[l] = d;
-      else if (size[l] != d && d != 1)
-        return fc_ev_fail(op, diag, FC_ERR_INPUT, "label '%c' has sizes %lld and %lld",
-                          l < EIN_LETTERS ? (l < 26 ? 'A' + l : 'a' + l - 26) : '.', (long long)size[l], (long long)d);
-    }
-  /* Output labels: explicit, or the ellipsis then every letter used once, alphabetically (ASCII). */
-  int out_labels[EIN_MAX_LABELS], n_out = 0;
-  bool is_out[EIN_MAX_LABELS] = {false};
-  if (explicit_out) {
-    int orank;
-    ein_expand(&outt, outt.ell_pos >= 0 ? E : 0, E, &orank);
-    /* numpy (ONNX's reference) refuses to sum the ellipsis away implicitly. */
-    if (outt.ell_pos < 0 && E > 0)
-      return fc_ev_fail(op, diag, FC_ERR_INPUT, "output of \"%s\" drops the ellipsis", eq);
-    for (int a = 0; a < orank; a++) {
-      int l = outt.labels[a];
-      if (is_out[l] || size[l] < 0)
-        return fc_ev_fail(op, diag, FC_ERR_INPUT, "output of \"%s\" repeats a label or names an unused one", eq);
-      is_out[l] = true;
-      out_labels[n_out++] = l;
-    }
-  } else {
-    for (int l = EIN_LETTERS; l < EIN_LETTERS + E; l++) is_out[out_labels[n_out++] = l] = true;
-    for (int l = 0; l < EIN_LETTERS; l++)
-      if (count[l] == 1) is_out[out_labels[n_out++] = l] = true;
-  }
-  if (rt->rank != n_out) return fc_ev_fail(op, diag, FC_ERR_INPUT, "result rank differs from the equation's output");
-  for (int a = 0; a < n_out; a++)
-    if (rt->dims[a] != size[out_labels[a]])
-      return fc_ev_fail(op, diag, FC_ERR_INPUT, "result dim %d differs from the equation's output", a);
-  /* Loop order: output labels (row-major over the result), then the contracted ones. */
-  int order[EIN_MAX_LABELS], nl = n_out;
-  int64_t dims[EIN_MAX_LABELS];
-  memcpy(order, out_labels, (size_t)n_out * sizeof *order);
-  for (int l = 0; l < EIN_MAX_LABELS; l++)
-    if (size[l] >= 0 && !is_out[l]) order[nl++] = l;
-  int64_t total_out = 1, total_con = 1;
-  for (int i = 0; i < nl; i++) {
-    dims[i] = size[order[i]];
-    if (i < n_out) total_out *= dims[i];
-    else if (!fc_checked_mul(total_con, dims[i], &total_con))
-      return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "too much work to evaluate at compile time");
-  }
-  int64_t work[3] = {total_out, total_con, nops};
-  FC_EV_TRY(fc_ev_work(op, diag, 3, work));
-  fc_ev_make_results(op, out, arena);
-  if (total_out == 0) return FC_OK;
-
-  /* strides[k][i]: element step of operand k when loop label i advances (summed over repeated labels,
-   * which walks the diagonal; 0 where the operand lacks the label or broadcasts it). */
   FcArena scratch;
   fc_arena_init(&scratch);
-  EinStrides *strides = FC_NEW_ARRAY(&scratch, EinStrides, (size_t)nops);
-  Num vals[EIN_MAX_OPS];
-  for (int k = 0; k < nops; k++) {
-    int64_t xs[FC_EV_MAX_RANK];
-    fc_ev_strides(&in[k]->type, xs);
-    for (int i = 0; i < nl; i++) {
-      strides[k][i] = 0;
-      for (int a = 0; a < ranks[k]; a++)
-        if (terms[k].labels[a] == order[i] && in[k]->type.dims[a] != 1) strides[k][i] += xs[a];
-    }
-    vals[k] = num_load(&scratch, in[k], dom);
+  const FcType *types[FC_EIN_MAX_OPS];
+  for (int k = 0; k < nops; k++) types[k] = &in[k]->type;
+  FcEinsumPlan plan;
+  char why[512];
+  FcStatus st = fc_einsum_plan(fc_op_attr_str(op, FC_ATTR_EQUATION, ""), nops, types, rt, &scratch, &plan, why,
+                               sizeof why);
+  if (st != FC_OK) {
+    fc_arena_free(&scratch);
+    return fc_ev_fail(op, diag, st, "%s", why);
   }
-  int64_t idx[EIN_MAX_LABELS] = {0}, off[EIN_MAX_OPS] = {0};
+  int nl = plan.nl, n_out = plan.n_out;
+  const int64_t *dims = plan.dims;
+  int64_t(*strides)[FC_EIN_MAX_LABELS] = plan.strides;
+  int64_t total_out = 1, total_con = 1;
+  for (int i = 0; i < nl; i++) {
+    if (i < n_out) total_out *= dims[i];
+    else if (!fc_checked_mul(total_con, dims[i], &total_con)) {
+      fc_arena_free(&scratch);
+      return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "too much work to evaluate at compile time");
+    }
+  }
+  int64_t work[3] = {total_out, total_con, nops};
+  st = fc_ev_work(op, diag, 3, work);
+  if (st != FC_OK) {
+    fc_arena_free(&scratch);
+    return st;
+  }
+  fc_ev_make_results(op, out, arena);
+  if (total_out == 0) {
+    fc_arena_free(&scratch);
+    return FC_OK;
+  }
+  Num vals[FC_EIN_MAX_OPS];
+  for (int k = 0; k < nops; k++) vals[k] = num_load(&scratch, in[k], dom);
+  int64_t idx[FC_EIN_MAX_LABELS] = {0}, off[FC_EIN_MAX_OPS] = {0};
   for (int64_t o = 0; o < total_out; o++) {
     double accf = 0.0;
     uint64_t accu = 0;
