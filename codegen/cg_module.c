@@ -6,7 +6,9 @@
  * last the run function, which knows each kernel's outer iteration count only after its emitter ran.
  *
  * Kernel ABI: `void kN(ptr ctx, i64 begin, i64 end)`; ctx[0..n_operands) are the operand buffers,
- * ctx[n_operands..+n_results) the result buffers and the entry after them the run's status word. One
+ * ctx[n_operands..+n_results) the result buffers, the entry after them the run's status word and the
+ * next the scratch area (fc_kernel_scratch: FC_CG_SCRATCH_SLOTS slots after the planned blocks; a
+ * kernel indexes them with frt_task_index() and runs in at most that many chunks). One
  * ctx array (a stack slot of the run function, sized for the largest op) is refilled before each call:
  * kernels run one after the other, and frt_parallel_for returns only when all chunks are done.
  *
@@ -42,6 +44,8 @@ typedef struct CgKernel {
   LLVMValueRef fn;
   int64_t outer;
   double work_per_outer;
+  bool scratch; /* uses per-task scratch: at most FC_CG_SCRATCH_SLOTS chunks */
+  uint64_t dropped; /* operands passed as NULL (fc_kernel_drop_operand) */
 } CgKernel;
 
 static bool is_view(const FcCg *cg, const FcOp *op) {
@@ -209,6 +213,9 @@ static FcStatus build_kernel(FcCg *cg, FcOp *op, int index, CgKernel *out, FcDia
     k.in[i] = op->operands[i].value ? load_ctx_ptr(cg, b, ctxp, i) : NULL;
   for (int i = 0; i < op->n_results; i++) k.out[i] = load_ctx_ptr(cg, b, ctxp, op->n_operands + i);
   cg->status = load_ctx_ptr(cg, b, ctxp, op->n_operands + op->n_results);
+  cg->scratch_base = load_ctx_ptr(cg, b, ctxp, op->n_operands + op->n_results + 1);
+  cg->kernel_scratch = 0;
+  cg->kernel_dropped = 0;
   cg->kernel_index = index;
   FcStatus st = emitters[op->kind](&k);
   if (st == FC_OK) {
@@ -221,8 +228,35 @@ static FcStatus build_kernel(FcCg *cg, FcOp *op, int index, CgKernel *out, FcDia
   }
   LLVMDisposeBuilder(b);
   cg->status = NULL;
-  *out = (CgKernel){op, fn, k.outer, k.work_per_outer};
+  cg->scratch_base = NULL;
+  *out = (CgKernel){op, fn, k.outer, k.work_per_outer, cg->kernel_scratch > 0, cg->kernel_dropped};
   return st;
+}
+
+/* ---- per-task scratch and re-laid-out constants ---------------------------------------------------------- */
+
+LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes) {
+  FcCg *cg = k->cg;
+  FC_ASSERT(cg->kernel_scratch == 0 && cg->scratch_base);
+  int64_t slot = bytes < 1 ? 64 : bytes;
+  if (slot > INT64_MAX / FC_CG_SCRATCH_SLOTS - 64) slot = INT64_MAX / FC_CG_SCRATCH_SLOTS - 64; /* caught by the workspace check */
+  slot = (slot + 63) / 64 * 64;
+  cg->kernel_scratch = slot;
+  if (slot > cg->scratch_slot_max) cg->scratch_slot_max = slot;
+  LLVMTypeRef fty = LLVMFunctionType(cg->i32, NULL, 0, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(cg->mod, "frt_task_index");
+  if (!f) f = LLVMAddFunction(cg->mod, "frt_task_index", fty);
+  LLVMValueRef idx = LLVMBuildCall2(k->b, fty, f, NULL, 0, "task");
+  LLVMValueRef off = LLVMBuildMul(k->b, LLVMBuildZExt(k->b, idx, cg->i64, ""), LLVMConstInt(cg->i64, (unsigned long long)slot, 0), "");
+  return LLVMBuildInBoundsGEP2(k->b, cg->i8, cg->scratch_base, &off, 1, "scratch");
+}
+
+void fc_kernel_drop_operand(FcKernel *k, int i) {
+  if (i >= 0 && i < 64) k->cg->kernel_dropped |= 1ull << i;
+}
+
+LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, const char *name) {
+  return bytes_global(k->cg, name, data, nbytes, FC_MEMPLAN_ALIGN, false);
 }
 
 /* ---- the run function ------------------------------------------------------------------------------------- */
@@ -273,7 +307,7 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
 
   int max_slots = 1;
   for (int i = 0; i < n_kernels; i++) {
-    int n = ks[i].op->n_operands + ks[i].op->n_results + 1;
+    int n = ks[i].op->n_operands + ks[i].op->n_results + 2;
     if (n > max_slots) max_slots = n;
   }
   LLVMValueRef slots = LLVMBuildArrayAlloca(b, cg->ptr, LLVMConstInt(cg->i32, (unsigned long long)max_slots, 0), "ctx");
@@ -283,26 +317,39 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
   LLVMTypeRef pf_ty = LLVMFunctionType(cg->v, pf_params, 4, 0);
   LLVMValueRef pf = LLVMGetNamedFunction(cg->mod, "frt_parallel_for");
   if (!pf) pf = LLVMAddFunction(cg->mod, "frt_parallel_for", pf_ty);
+  LLVMTypeRef pfm_params[5] = {cg->ptr, cg->i64, cg->i32, cg->ptr, cg->ptr};
+  LLVMTypeRef pfm_ty = LLVMFunctionType(cg->v, pfm_params, 5, 0);
+  LLVMValueRef pfm = LLVMGetNamedFunction(cg->mod, "frt_parallel_for_max");
+  if (!pfm) pfm = LLVMAddFunction(cg->mod, "frt_parallel_for_max", pfm_ty);
+  LLVMValueRef scratch_off = LLVMConstInt(cg->i64, (unsigned long long)(cg->plan.workspace_bytes + FC_CG_STATUS_BYTES), 0);
+  LLVMValueRef scratch = LLVMBuildInBoundsGEP2(b, cg->i8, rs.ws, &scratch_off, 1, "scratch");
 
   for (int i = 0; i < n_kernels; i++) {
     const CgKernel *kk = &ks[i];
     const FcOp *op = kk->op;
     if (kk->outer == 0) continue; /* an empty tensor: nothing to compute */
     int slot = 0;
-    for (int j = 0; j < op->n_operands + op->n_results + 1; j++) {
+    for (int j = 0; j < op->n_operands + op->n_results + 2; j++) {
       LLVMValueRef a;
       if (j < op->n_operands) {
         const FcValue *v = op->operands[j].value;
-        a = v ? value_addr(cg, &rs, v) : LLVMConstNull(cg->ptr);
+        bool dropped = j < 64 && (kk->dropped >> j & 1);
+        a = v && !dropped ? value_addr(cg, &rs, v) : LLVMConstNull(cg->ptr);
       } else if (j < op->n_operands + op->n_results) {
         a = value_addr(cg, &rs, &op->results[j - op->n_operands]);
-      } else {
+      } else if (j == op->n_operands + op->n_results) {
         a = rs.ws;
+      } else {
+        a = scratch;
       }
       LLVMValueRef idx = LLVMConstInt(cg->i64, (unsigned long long)slot++, 0);
       LLVMBuildStore(b, a, LLVMBuildInBoundsGEP2(b, cg->ptr, slots, &idx, 1, ""));
     }
-    if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK) {
+    if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK && kk->scratch) {
+      LLVMValueRef args[5] = {LLVMGetParam(fn, 3), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0),
+                              LLVMConstInt(cg->i32, FC_CG_SCRATCH_SLOTS, 0), kk->fn, slots};
+      LLVMBuildCall2(b, pfm_ty, pfm, args, 5, "");
+    } else if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK) {
       LLVMValueRef args[4] = {LLVMGetParam(fn, 3), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), kk->fn,
                               slots};
       LLVMBuildCall2(b, pf_ty, pf, args, 4, "");
@@ -469,6 +516,12 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
       n_kernels++;
     }
     if (st == FC_OK && unsup.n) st = report_unsupported(&unsup, diag);
+  }
+  if (st == FC_OK) {
+    int64_t scratch_total;
+    if (!fc_checked_mul(cg.scratch_slot_max, FC_CG_SCRATCH_SLOTS, &scratch_total) ||
+        !fc_checked_add(ws_bytes, scratch_total, &ws_bytes))
+      st = fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
   }
   if (st == FC_OK) {
     LLVMValueRef run = build_run(&cg, ks, n_kernels, prefix);

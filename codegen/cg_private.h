@@ -22,6 +22,10 @@ struct FcCg {
   /* The kernel being emitted. */
   int kernel_index;     /* its position in flowc_model.kernel_names */
   LLVMValueRef status;  /* ptr to the run's i32 status word, loaded in the kernel's entry block */
+  LLVMValueRef scratch_base; /* ptr to the scratch area (ctx slot after the status word) */
+  int64_t kernel_scratch;    /* bytes per slot the current kernel asked for (0: none) */
+  int64_t scratch_slot_max;  /* the largest request of any kernel (rounded to 64) */
+  uint64_t kernel_dropped;   /* operands the current kernel never reads (fc_kernel_drop_operand) */
 };
 
 #endif /* FLOWC_CG_PRIVATE_H */

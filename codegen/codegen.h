@@ -103,9 +103,42 @@ typedef FcStatus (*FcKernelFn)(FcKernel *k);
 /* The number of outer iterations (parallelised over the thread pool) and the work in each. */
 void fc_kernel_set_outer(FcKernel *k, int64_t outer, double work_per_outer);
 
+/* Scratch memory private to the calling task (one chunk of the kernel's parallel loop, which runs on
+ * one thread): at least `bytes` bytes, 64-byte aligned, contents undefined on entry, valid until the
+ * kernel returns. Call at most once per kernel, from the entry block (before any loop). The model's
+ * workspace holds FC_CG_SCRATCH_SLOTS slots of the largest request after the planned blocks; a kernel
+ * that asks for scratch is split into at most that many chunks (runtime: frt_parallel_for_max). */
+#define FC_CG_SCRATCH_SLOTS 64
+LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes);
+
+/* Declares that the kernel never reads operand i's buffer (it uses a re-laid-out copy of a constant
+ * instead): the run function then passes NULL for it, so the original constant can be dropped from the
+ * binary when nothing else uses it. Operands 0..63 only. */
+void fc_kernel_drop_operand(FcKernel *k, int i);
+
+/* A private constant global (64-byte aligned) holding `nbytes` bytes copied from data: weights that a
+ * kernel re-laid-out at compile time (packed GEMM panels, Winograd-transformed filters). */
+LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, const char *name);
+
 #define FC_KERNEL(kind, fn) FcStatus fn(FcKernel *k);
 #include "kernels.def"
 #undef FC_KERNEL
+
+/* Convolution strategies, chosen by fc_kernel_conv (kernel_nn.c) per op. Each `_applies` is a pure
+ * compile-time test of the op (shapes, attributes, dtype) and the target. */
+bool fc_conv_depthwise_applies(const FcKernel *k); /* kernel_dwconv.c: group == C == M, f32 */
+FcStatus fc_conv_depthwise(FcKernel *k);
+/* Pool strategy, chosen by fc_kernel_pool (kernel_nn.c): kernel_pool.c, f32 1-D/2-D max_pool without
+ * indices and avg_pool, vectorised along the output width. */
+bool fc_pool_window_applies(const FcKernel *k);
+FcStatus fc_pool_window(FcKernel *k);
+bool fc_conv_winograd_applies(const FcKernel *k);  /* kernel_winograd.c: 2-D 3×3, stride 1, dilation 1, group 1, f32 */
+FcStatus fc_conv_winograd(FcKernel *k);
+bool fc_conv_gemm_applies(const FcKernel *k);      /* kernel_conv_gemm.c: 2-D, group 1, f32: implicit im2col GEMM */
+FcStatus fc_conv_gemm(FcKernel *k);
+/* Matrix products: f32 through the packed GEMM (kernel_matmul.c); other dtypes use the loop nest. */
+bool fc_matmul_gemm_applies(const FcKernel *k);
+FcStatus fc_matmul_gemm(FcKernel *k);
 
 /* ---- cg_util.c: helpers every emitter uses ------------------------------------------------------- */
 

@@ -402,14 +402,19 @@ static void emit_nest(FcKernel *k, const EwSpace *sp, LLVMValueRef const *ptrs) 
 
   LLVMValueRef i = fc_cg_loop_begin(k, &lo_inner, lo, hi, 1, "i");
   LLVMValueRef v[3] = {NULL, NULL, NULL};
+  LLVMValueRef out_idx = LLVMBuildAdd(B, out_base, i, "");
   for (int j = 0; j < sp->n_in; j++) {
     LLVMValueRef idx = off[j];
     int64_t s = sp->cs[j][cr - 1];
-    if (s != 0) idx = LLVMBuildAdd(B, idx, s == 1 ? i : LLVMBuildMul(B, i, fc_cg_const_i64(k, s), ""), "");
+    /* An operand read through the result pointer (in place) is read at the result's own index: the
+     * same address expression as the store, so the vectoriser sees a distance of 0 and needs no run-time
+     * overlap check (which an equal but differently computed range would fail). */
+    if (ptrs[j] == k->out[0]) idx = out_idx;
+    else if (s != 0) idx = LLVMBuildAdd(B, idx, s == 1 ? i : LLVMBuildMul(B, i, fc_cg_const_i64(k, s), ""), "");
     v[j] = fc_cg_load(k, op->operands[j].value->type.dtype, ptrs[j], idx);
   }
   LLVMValueRef res = fc_cg_scalar_op(k, op, op->operands[0].value->type.dtype, v[0], v[1], v[2]);
-  fc_cg_store(k, op->results[0].type.dtype, k->out[0], LLVMBuildAdd(B, out_base, i, ""), res);
+  fc_cg_store(k, op->results[0].type.dtype, k->out[0], out_idx, res);
   fc_cg_loop_end(k, &lo_inner);
   fc_cg_loop_end(k, &lo_outer);
 }

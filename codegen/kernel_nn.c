@@ -11,9 +11,15 @@
  *
  * Outer iterations (parallelised over the thread pool) are result rows: batch×M for matmul,
  * N×M×(outer output dims) for convolutions, N×C×(outer output dims) for pools. Each is independent, so
- * results do not depend on the thread count. Issue 4 replaces matmul and conv with packed, blocked
- * kernels; the row structure here is the reference they must keep matching.
+ * results do not depend on the thread count.
+ *
+ * These loop nests are the general case. The fast paths are chosen first: f32 matmul goes through the
+ * packed GEMM (kernel_matmul.c); f32 convolutions through the depthwise kernel (kernel_dwconv.c),
+ * Winograd (kernel_winograd.c) or the implicit-im2col GEMM (kernel_conv_gemm.c) when they apply; f32
+ * 1-D/2-D pools without indices through kernel_pool.c. An f32 conv that stays here applies its bias and
+ * fused epilogue through cg_epilogue.h after each row.
  */
+#include "cg_epilogue.h"
 #include "codegen.h"
 
 #include <float.h>
@@ -80,6 +86,9 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
 /* C[b, i, :] = sum_k A[b, i, k] * B[b, k, :], one outer iteration per (b, i), loop order k-j with the
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
+  if (fc_matmul_gemm_applies(k)) return fc_matmul_gemm(k);
+  if (k->op->n_operands > 2 || fc_op_attr_str(k->op, FC_ATTR_EPILOGUE, NULL))
+    return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(k->op->results[0].type.dtype));
   const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
   int r = rt->rank, nb = r - 2;
   if (r < 2 || r > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
@@ -260,6 +269,9 @@ static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
 
 /* y[b, m, o..] = bias[m] + sum_{c, kk} w[m, c, kk] * x[b, g*Cg + c, o*s + kk*d - pad]. */
 FcStatus fc_kernel_conv(FcKernel *k) {
+  if (fc_conv_depthwise_applies(k)) return fc_conv_depthwise(k);
+  if (fc_conv_winograd_applies(k)) return fc_conv_winograd(k);
+  if (fc_conv_gemm_applies(k)) return fc_conv_gemm(k);
   const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &k->op->results[0].type;
   int n = xt->rank - 2;
   Geom g;
@@ -274,13 +286,22 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   fc_kernel_set_outer(k, rows, 2.0 * (double)Cg * (double)g.ksz * (double)OL + (double)OL);
   if (rows == 0) return FC_OK;
 
+  /* f32: bias and fused epilogue through cg_epilogue.h, per output row after the tile is stored; other
+   * dtypes never carry an epilogue (fuse-epilogue is f32-only) and start from the bias. */
+  FcCgEpilogue *epi = NULL;
+  if (dt == FC_DT_F32) {
+    FcStatus est = fc_cg_epilogue_init(k, n, &epi);
+    if (est != FC_OK) return est;
+  } else if (k->op->n_operands > 3 || fc_op_attr_str(k->op, FC_ATTR_EPILOGUE, NULL)) {
+    return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s conv", fc_dtype_name(dt));
+  }
   ConvCtx c = {.k = k, .g = &g, .dt = dt};
   last_dim_tables(k, &g, false, &c.lo_tab, &c.hi_tab);
   Row rw = {.ct = fc_cg_compute_type(k, dt)};
   c.row = &rw;
   int64_t T = OL < TILE ? OL : TILE;
   rw.tile = fc_cg_tile_new(k, rw.ct, T, "acc");
-  bool has_bias = k->op->n_operands > 2 && k->in[2];
+  bool has_bias = k->op->n_operands > 2 && k->in[2] && dt != FC_DT_F32;
 
   FcLoop lr;
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
@@ -302,6 +323,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   conv_taps(&c, 0, add(k, xbase, mulc(k, ci, g.isz)), add(k, wbase, mulc(k, ci, g.ksz)));
   fc_cg_loop_end(k, &lc);
   tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], add(k, mulc(k, row, OL), rw.t0));
+  if (epi) fc_cg_epilogue_row(k, epi, k->out[0], plane, add(k, mulc(k, sp, OL), rw.t0), rw.tn);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
   return FC_OK;
@@ -494,6 +516,7 @@ static double lowest_finite(FcDtype dt) {
  * counts from tables); max_pool optionally writes each max's flat index into x (row-major over
  * N, C, D.., or column-major over the spatial dims with storage_order 1). */
 FcStatus fc_kernel_pool(FcKernel *k) {
+  if (fc_pool_window_applies(k)) return fc_pool_window(k);
   const FcType *xt = in_type(k, 0), *yt = &k->op->results[0].type;
   int n = xt->rank - 2;
   const int64_t *K;

@@ -6,10 +6,12 @@
  * is the dtype's after truncation. Loops are the direct definitions (no im2col, no blocking) written so
  * the innermost loop runs over a contiguous or fixed-stride row with its valid range computed up front,
  * never testing bounds per element; padding is never materialised. Every evaluation first checks its
- * multiply-add count against FC_EV_MAX_WORK.
+ * multiply-add count against FC_EV_MAX_WORK. A conv's or matmul's fused epilogue runs afterwards over
+ * the stored result with the element-wise evaluators (fc_ew_program_eval), exactly as the unfused ops did.
  */
 #include "einsum_plan.h"
 #include "eval_struct.h"
+#include "ew_program.h"
 
 #include <float.h>
 #include <math.h>
@@ -84,6 +86,20 @@ static FcStatus arith_domain(const FcOp *op, FcDtype dt, bool ints_ok, FcEvDomai
   return FC_OK;
 }
 
+/* A fused epilogue (ops.def: conv and matmul): runs the `epilogue` program over the plain result
+ * out[0] ('x') and the extra operands, replacing out[0]. Nothing to do without the attribute. */
+static FcStatus apply_epilogue(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,
+                               FcDiag *diag) {
+  const char *text = fc_op_attr_str(op, FC_ATTR_EPILOGUE, NULL);
+  if (!text) return FC_OK;
+  FcEwProgram p;
+  FC_EV_TRY(fc_ew_program_parse(text, op, true, &p, diag));
+  FcTensor *y = NULL;
+  FC_EV_TRY(fc_ew_program_eval(op, &p, &op->results[0].type, out[0], in, &y, arena, diag));
+  out[0] = y;
+  return FC_OK;
+}
+
 /* ---- matmul -------------------------------------------------------------------------------------- */
 
 FcStatus fc_eval_matmul(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
@@ -141,7 +157,7 @@ FcStatus fc_eval_matmul(const FcOp *op, const FcTensor *const *in, FcTensor **ou
     fc_ev_next(idx, rt->dims, nb);
   }
   fc_arena_free(&scratch);
-  return FC_OK;
+  return apply_epilogue(op, in, out, arena, diag);
 }
 
 /* ---- conv and conv_transpose --------------------------------------------------------------------- */
@@ -277,7 +293,7 @@ FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out,
       acc_store(&acc, out[0], (b * M + m) * osz, osz);
     }
   fc_arena_free(&scratch);
-  return FC_OK;
+  return apply_epilogue(op, in, out, arena, diag);
 }
 
 FcStatus fc_eval_conv_transpose(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,

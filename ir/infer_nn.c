@@ -6,9 +6,13 @@
  * sizes go through overflow-checked arithmetic; a window that does not fit its padded input even once
  * is an error rather than a zero or negative dim. einsum parses its equation here with the same rules
  * as numpy (which ONNX's reference follows), so the evaluator can assume a well-formed one.
+ * conv and matmul may carry a fused epilogue (an `epilogue` program over extra operands, added by
+ * passes/fuse_epilogue.c); check_epilogue validates it against the result type computed first.
  */
+#include "ew_program.h"
 #include "infer_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct Spatial {
@@ -75,6 +79,78 @@ static FcStatus check_bias(const FcOp *op, int64_t m, FcDiag *diag) {
   return FC_OK;
 }
 
+/* ---- fused epilogues of conv and matmul ----------------------------------------------------------
+ * Operands [first, n) are the extras of the op's `epilogue` program (ew_program.h). The program must
+ * parse with 'x' allowed, reference only extras, and keep the result's dtype at every step; each extra
+ * has the result's dtype and broadcasts to the result's shape without enlarging it (the epilogue is
+ * computed in place over the product). Each step is checked by running its op's own inference hook
+ * on rank-0 stand-ins of the result dtype, so "sqrt" on integers or "less" (a bool result) are
+ * reported here rather than miscompiled. */
+
+static FcStatus check_step(const FcOp *op, int i, const FcEwStep *st, FcDtype dt, FcArena *arena, FcDiag *diag) {
+  const FcOpInfo *info = fc_op_info(st->kind);
+  FcValue args[FC_EW_MAX_ARGS], res = {0};
+  FcUse uses[FC_EW_MAX_ARGS];
+  memset(uses, 0, sizeof uses);
+  memset(args, 0, sizeof args);
+  FcOp tmp = {.kind = st->kind, .n_operands = st->n_args, .n_results = 1, .operands = uses, .results = &res};
+  for (int a = 0; a < st->n_args; a++) {
+    args[a].type = (FcType){.dtype = dt, .rank = 0, .dims = NULL};
+    uses[a] = (FcUse){.value = &args[a], .user = &tmp, .index = a};
+  }
+  FcDiag d;
+  fc_diag_init(&d);
+  if (!info->infer || info->infer(&tmp, arena, &d) != FC_OK)
+    return fc_ih_fail(op, diag, "epilogue step %d: %s", i, info->infer ? d.msg : "cannot be inferred");
+  if (res.type.dtype != dt)
+    return fc_ih_fail(op, diag, "epilogue step %d (%s) gives %s, not the result's %s", i, info->name,
+                      fc_dtype_name(res.type.dtype), fc_dtype_name(dt));
+  return FC_OK;
+}
+
+static FcStatus check_epilogue(FcOp *op, int first, FcDtype dt, int rank, const int64_t *dims, FcArena *arena,
+                               FcDiag *diag) {
+  const FcAttr *a = fc_op_attr(op, FC_ATTR_EPILOGUE);
+  if (!a) {
+    if (op->n_operands > first)
+      return fc_ih_fail(op, diag, "has %d operands; more than %d need an 'epilogue'", op->n_operands, first);
+    return FC_OK;
+  }
+  if (a->kind != FC_AK_STR || !a->s) return fc_ih_fail(op, diag, "attribute 'epilogue' must be a string");
+  FcEwProgram p;
+  FcDiag d;
+  fc_diag_init(&d);
+  if (fc_ew_program_parse(a->s, op, true, &p, &d) != FC_OK) {
+    const char *m = strstr(d.msg, "element-wise program");
+    return fc_ih_fail(op, diag, "epilogue: %s", m ? m : d.msg);
+  }
+  for (int i = 0; i < p.n_steps; i++) {
+    const FcEwStep *st = &p.steps[i];
+    for (int k = 0; k < st->n_args; k++)
+      if (st->args[k] >= 0 && st->args[k] < first)
+        return fc_ih_fail(op, diag, "epilogue step %d references operand %d; only operands %d.. are extras", i,
+                          (int)st->args[k], first);
+    FC_ITRY(check_step(op, i, st, dt, arena, diag));
+  }
+  for (int i = first; i < op->n_operands; i++) {
+    const FcType *t = fc_ih_in(op, i);
+    if (t->dtype != dt)
+      return fc_ih_fail(op, diag, "epilogue operand %d is %s, the result %s", i, fc_dtype_name(t->dtype),
+                        fc_dtype_name(dt));
+    bool ok = t->rank <= rank;
+    for (int k = 0; ok && k < t->rank; k++) {
+      int64_t d1 = t->dims[t->rank - 1 - k], d2 = dims[rank - 1 - k];
+      ok = d1 == d2 || d1 == 1;
+    }
+    if (!ok) {
+      char s1[256];
+      return fc_ih_fail(op, diag, "epilogue operand %d (%s) does not broadcast to the result shape", i,
+                        fc_type_str(t, s1, sizeof s1));
+    }
+  }
+  return FC_OK;
+}
+
 static FcStatus conv_common(const FcOp *op, int64_t *group, FcDiag *diag) {
   const FcType *x = fc_ih_in(op, 0), *w = fc_ih_in(op, 1);
   if (x->rank < 3) return fc_ih_fail(op, diag, "input must have rank >= 3 (N, C, spatial...), has %d", x->rank);
@@ -107,6 +183,7 @@ FcStatus fc_infer_conv(FcOp *op, FcArena *arena, FcDiag *diag) {
   d[0] = x->dims[0];
   d[1] = m;
   for (int i = 0; i < n; i++) FC_ITRY(window_out(op, &s, i, x->dims[2 + i], w->dims[2 + i], false, &d[2 + i], diag));
+  FC_ITRY(check_epilogue(op, 3, x->dtype, x->rank, d, arena, diag));
   fc_ih_set(op, 0, arena, x->dtype, x->rank, d);
   return FC_OK;
 }
@@ -206,6 +283,7 @@ FcStatus fc_infer_matmul(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (r) memcpy(d, bd, (size_t)r * sizeof *d);
   d[r] = a->dims[a->rank - 2];
   d[r + 1] = b->dims[b->rank - 1];
+  FC_ITRY(check_epilogue(op, 2, a->dtype, r + 2, d, arena, diag));
   fc_ih_set(op, 0, arena, a->dtype, r + 2, d);
   return FC_OK;
 }

@@ -19,7 +19,7 @@
  *     below never writes into a group whose root is not a workspace value, so a view of an input or a
  *     constant is never written, and a view of an output value never clobbers it. A reshape whose own
  *     result is a graph output is computed into the output buffer (a copy) instead.
- *   - in place: an elementwise op (FC_OPF_ELEMENTWISE) may write its result over an operand x when x's
+ *   - in place: an elementwise op (FC_OPF_ELEMENTWISE, or flow.fused) may write its result over an operand x when x's
  *     group is rooted in the workspace, no member of that group is used after this op, x has the result's
  *     shape and element size (hence its byte size: no broadcast), and no other operand of the op is a
  *     different member of x's group (which could be read at other positions after being overwritten).
@@ -129,7 +129,8 @@ static void assign_sharing(Planner *pl, const FcMemPlanOptions *o) {
         set_alias(pl, r, x, true);
         continue;
       }
-      if (o->in_place && (fc_op_info(op->kind)->flags & FC_OPF_ELEMENTWISE) && op->n_results == 1 &&
+      if (o->in_place && ((fc_op_info(op->kind)->flags & FC_OPF_ELEMENTWISE) || op->kind == FC_OP_FUSED) &&
+          op->n_results == 1 &&
           (x = in_place_operand(pl, op, pos))) {
         set_alias(pl, r, x, false);
         continue;

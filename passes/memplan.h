@@ -12,7 +12,7 @@
  *   FC_BUF_OUTPUT     the caller's output buffer `index`
  *   FC_BUF_CONSTANT   the constant's data in the binary (`index` numbers the constants in op order)
  * An op whose result has kind FC_BUF_ALIAS and `is_view` (a reshape) needs no code at all; one with
- * kind FC_BUF_ALIAS and !is_view is an elementwise op computed in place over operand `alias_of`, which
+ * kind FC_BUF_ALIAS and !is_view is an elementwise op (or a flow.fused loop) computed in place over operand `alias_of`, which
  * is legal because element i of every operand is read before element i of the result is written.
  * Graph output i needs a copy after the run exactly when fc_memplan_output_is_copy says so (it is an
  * input, a constant, or a value that an earlier output position already returns); the copy's source is

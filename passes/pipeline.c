@@ -15,8 +15,16 @@
  *        select(c, k1, k2) with equal constants into select(c, k, k), which fold removes, and both
  *        leave reshape-of-constant and constant-first forms for canonicalize. The second round makes
  *        -O2 idempotent on every importable ONNX test model (a second -O2 run changes nothing), which
- *        one round was not. dce last removes what the rewrites left unused.
- *   -O3  the same as -O2 until fusion and layout passes exist.
+ *        one round was not. Then the fusions, on the cleaned-up graph: fuse_layer_norm turns the
+ *        written-out LayerNorm (ReduceMean, Sub, Pow, ...) into one layer_norm op before anything
+ *        else can take its mul/add tail; eliminate_transpose removes layout-free transposes and
+ *        sinks the rest (canonicalize merges the reshapes it leaves); fold_batchnorm folds
+ *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases,
+ *        so that fuse_epilogue finds the activation right after the conv and fuses it, with bias
+ *        and residual adds, into the conv's or matmul's epilogue; fuse_elementwise then merges the
+ *        element-wise chains that are left into flow.fused loops. dce last removes what the
+ *        rewrites left unused.
+ *   -O3  the same as -O2 until layout passes exist.
  *
  * With verify_each the verifier runs after every pass; a failure there is a flowc bug, reported as
  * FC_ERR_INTERNAL "after pass '<name>': <verifier message>". Dumps are headed the way mlir-opt heads
@@ -29,8 +37,10 @@
 static const char *const level_pipelines[4] = {
     "",
     "canonicalize,fold,dce",
-    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,dce",
-    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,dce",
+    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
+    "fold_batchnorm,fuse_epilogue,fuse_elementwise,dce",
+    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
+    "fold_batchnorm,fuse_epilogue,fuse_elementwise,dce",
 };
 
 void fc_pipeline_options_default(FcPipelineOptions *o) {

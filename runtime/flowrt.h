@@ -105,6 +105,12 @@ int frt_pool_threads(const FrtPool *pool);
  * A call from inside a task, or while another thread is using the pool, runs inline (no deadlock). */
 typedef void (*FrtTaskFn)(void *ctx, int64_t begin, int64_t end);
 void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx);
+/* The same with at most max_chunks chunks (>= 1), for tasks that use one of max_chunks scratch slots. */
+void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn, void *ctx);
+/* Inside a task: its chunk index, in [0, chunks) of the running parallel_for (0 outside any task, and
+ * for a nested call, which runs inline as part of its caller's chunk). Generated kernels index their
+ * per-task scratch with it. */
+int frt_task_index(void);
 
 /* ---- tensors and tensor files ---------------------------------------------------------------------- */
 

@@ -1,16 +1,23 @@
 /* pool.c — the thread pool behind generated code's parallel loops.
  *
  * Workers start once and then wait for jobs. A job is one frt_parallel_for: [0, n) is cut into
- * min(threads, n) contiguous chunks, chunk i = [i*q + min(i, r), ...) with q = n / chunks, r = n % chunks,
- * so a given (n, threads) always gives the same boundaries (results never depend on scheduling).
- * The caller runs chunk 0 itself; worker i runs chunk i.
+ * `chunks` = min(threads, n, max_chunks) contiguous chunks, chunk i = [i*q + min(i, r), ...) with
+ * q = n / chunks, r = n % chunks, so a given (n, chunks) always gives the same boundaries (results never
+ * depend on scheduling, only on the chunk count).
  *
- * Publication: the caller writes the job, then bumps `gen` (release) under the mutex and broadcasts;
- * workers spin briefly on `gen` (acquire) before sleeping on the condition variable, because kernels come
- * in quick succession and a futex wake costs more than a short spin. Completion mirrors it: each worker
- * decrements `pending` (acq_rel), the last one signals `done` under the mutex, and the caller spins then
- * waits. Every worker takes part in every job (an empty chunk is a no-op), so no worker can still be
- * reading a job the caller has already replaced. A call never allocates.
+ * Chunks are claimed, not assigned: one atomic word holds the job's generation, its chunk count and the
+ * next unclaimed chunk, and every thread (the caller included) takes chunks with a compare-and-swap
+ * that succeeds only for the current generation. So a worker that the OS has not scheduled yet costs
+ * nothing: the caller (or another worker) runs its chunk, and the job ends when `done` reaches the chunk
+ * count — a late worker later finds the generation changed or no chunk left and goes back to waiting.
+ * A job's fields (fn, ctx, n) are read only after a successful claim, while that chunk is unfinished, so
+ * the caller cannot have replaced them. Each chunk index runs exactly once per job, so frt_task_index
+ * names a private scratch slot.
+ *
+ * Publication: the caller writes the job, then the claim word (release) under the mutex and broadcasts;
+ * workers spin briefly on it (acquire) before sleeping on the condition variable, because kernels come
+ * in quick succession and a futex wake costs more than a short spin. Completion: the thread finishing
+ * the last chunk signals `done_cv` under the mutex; the caller spins, then waits. A call never allocates.
  *
  * Re-entrancy: a parallel_for from inside a task (any thread, any pool) runs inline, and so does a call
  * made while another thread is using the same pool — neither can deadlock.
@@ -37,26 +44,28 @@ struct FrtPool {
   pthread_t *threads;
   struct Worker *workers;
   pthread_mutex_t mu;
-  pthread_cond_t wake; /* workers: gen changed */
-  pthread_cond_t done; /* caller: pending reached 0 */
-  atomic_uint gen;     /* bumped per job and at shutdown */
-  atomic_int pending;  /* workers yet to finish the current job */
-  atomic_bool busy;    /* a parallel_for owns the pool */
+  pthread_cond_t wake;    /* workers: the claim word changed generation */
+  pthread_cond_t done_cv; /* caller: done reached the chunk count */
+  /* generation (bits 32..63), chunk count (16..31), next unclaimed chunk (0..15) */
+  _Atomic uint64_t claim;
+  atomic_int done;        /* chunks finished in the current job */
+  atomic_bool busy;       /* a parallel_for owns the pool */
   atomic_bool stop;
-  /* The current job: written by the caller before bumping gen, read by workers after seeing it. */
+  /* The current job: written by the caller before publishing its generation, read after a claim. */
   FrtTaskFn fn;
   void *ctx;
   int64_t n;
-  int chunks;
 };
 
 typedef struct Worker {
   FrtPool *pool;
-  int index; /* 1 .. n_threads-1; the chunk it runs */
+  int index; /* 1 .. n_threads-1 */
 } Worker;
 
 /* Set while this thread runs a task, so nested parallel_for calls run inline. */
 static _Thread_local bool in_task;
+/* The chunk index of the outermost task this thread runs (0 outside tasks): frt_task_index. */
+static _Thread_local int task_slot;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -74,39 +83,72 @@ static void run_chunk(FrtTaskFn fn, void *ctx, int64_t n, int chunks, int i) {
   int64_t end = begin + q + (i < r ? 1 : 0);
   bool outer = in_task;
   in_task = true;
+  if (!outer)
+    task_slot = i;
   fn(ctx, begin, end);
+  if (!outer)
+    task_slot = 0;
   in_task = outer;
 }
 
-static unsigned wait_gen(FrtPool *p, unsigned seen) {
-  unsigned g;
+static uint32_t gen_of(uint64_t w) { return (uint32_t)(w >> 32); }
+
+/* Waits until the claim word's generation differs from `seen` (or the pool stops); returns the word. */
+static uint64_t wait_gen(FrtPool *p, uint32_t seen) {
+  uint64_t w;
   for (int i = 0; i < SPIN_ITERATIONS; i++) {
-    g = atomic_load_explicit(&p->gen, memory_order_acquire);
-    if (g != seen)
-      return g;
+    w = atomic_load_explicit(&p->claim, memory_order_acquire);
+    if (gen_of(w) != seen || atomic_load_explicit(&p->stop, memory_order_relaxed))
+      return w;
     cpu_relax();
   }
   pthread_mutex_lock(&p->mu);
-  while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
+  while (gen_of(w = atomic_load_explicit(&p->claim, memory_order_acquire)) == seen &&
+         !atomic_load_explicit(&p->stop, memory_order_relaxed))
     pthread_cond_wait(&p->wake, &p->mu);
   pthread_mutex_unlock(&p->mu);
-  return g;
+  return w;
+}
+
+/* Claims the next chunk of generation g: its index, or -1 when the generation moved on or no chunk is
+ * left. *chunks receives the job's chunk count. */
+static int claim_chunk(FrtPool *p, uint32_t g, int *chunks) {
+  uint64_t w = atomic_load_explicit(&p->claim, memory_order_acquire);
+  for (;;) {
+    int c = (int)((w >> 16) & 0xffff), next = (int)(w & 0xffff);
+    if (gen_of(w) != g || next >= c)
+      return -1;
+    if (atomic_compare_exchange_weak_explicit(&p->claim, &w, w + 1, memory_order_acq_rel, memory_order_acquire)) {
+      *chunks = c;
+      return next;
+    }
+  }
+}
+
+/* Runs chunks of generation g until none is left; the thread finishing the job's last chunk wakes the
+ * caller. */
+static void run_claimed(FrtPool *p, uint32_t g) {
+  int chunks, i;
+  while ((i = claim_chunk(p, g, &chunks)) >= 0) {
+    run_chunk(p->fn, p->ctx, p->n, chunks, i);
+    if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 == chunks) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done_cv);
+      pthread_mutex_unlock(&p->mu);
+    }
+  }
 }
 
 static void *worker_main(void *arg) {
   Worker *w = arg;
   FrtPool *p = w->pool;
-  unsigned seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    seen = wait_gen(p, seen);
+    uint64_t word = wait_gen(p, seen);
     if (atomic_load_explicit(&p->stop, memory_order_acquire))
       break;
-    run_chunk(p->fn, p->ctx, p->n, p->chunks, w->index);
-    if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
+    seen = gen_of(word);
+    run_claimed(p, seen);
   }
   return NULL;
 }
@@ -123,7 +165,7 @@ static int default_threads(void) {
 
 static void free_pool(FrtPool *p) {
   if (p->n_threads > 1) {
-    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->done_cv);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
   }
@@ -135,7 +177,7 @@ static void free_pool(FrtPool *p) {
 static void shutdown_workers(FrtPool *p, int started) {
   pthread_mutex_lock(&p->mu);
   atomic_store_explicit(&p->stop, true, memory_order_release);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+  atomic_fetch_add_explicit(&p->claim, (uint64_t)1 << 32, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < started; i++)
@@ -155,8 +197,8 @@ FrtPool *frt_pool_create(int n_threads, FrtError *err) {
     return NULL;
   }
   p->n_threads = n_threads;
-  atomic_init(&p->gen, 0);
-  atomic_init(&p->pending, 0);
+  atomic_init(&p->claim, 0);
+  atomic_init(&p->done, 0);
   atomic_init(&p->busy, false);
   atomic_init(&p->stop, false);
   if (n_threads == 1)
@@ -172,7 +214,7 @@ FrtPool *frt_pool_create(int n_threads, FrtError *err) {
   }
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
-  pthread_cond_init(&p->done, NULL);
+  pthread_cond_init(&p->done_cv, NULL);
   /* Workers inherit a full signal mask: signals meant for the program go to its main thread. */
   sigset_t all, old;
   sigfillset(&all);
@@ -205,10 +247,18 @@ void frt_pool_destroy(FrtPool *pool) {
 
 int frt_pool_threads(const FrtPool *pool) { return pool ? pool->n_threads : 1; }
 
+int frt_task_index(void) { return task_slot; }
+
 void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx) {
+  frt_parallel_for_max(pool, n, FRT_MAX_THREADS, fn, ctx);
+}
+
+void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn, void *ctx) {
   if (n <= 0 || !fn)
     return;
-  bool inline_run = !pool || pool->n_threads == 1 || n == 1 || in_task;
+  if (max_chunks < 1)
+    max_chunks = 1;
+  bool inline_run = !pool || pool->n_threads == 1 || n == 1 || max_chunks == 1 || in_task;
   if (!inline_run && atomic_exchange_explicit(&pool->busy, true, memory_order_acquire))
     inline_run = true;
   if (inline_run) {
@@ -219,25 +269,28 @@ void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx) {
   p->fn = fn;
   p->ctx = ctx;
   p->n = n;
-  p->chunks = n < p->n_threads ? (int)n : p->n_threads;
-  atomic_store_explicit(&p->pending, p->n_threads - 1, memory_order_relaxed);
+  int chunks = n < p->n_threads ? (int)n : p->n_threads;
+  if (chunks > max_chunks)
+    chunks = max_chunks;
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  uint32_t g = gen_of(atomic_load_explicit(&p->claim, memory_order_relaxed)) + 1;
   pthread_mutex_lock(&p->mu);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+  atomic_store_explicit(&p->claim, (uint64_t)g << 32 | (uint64_t)chunks << 16, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
 
-  run_chunk(fn, ctx, n, p->chunks, 0);
+  run_claimed(p, g);
 
   bool finished = false;
   for (int i = 0; i < SPIN_ITERATIONS && !finished; i++) {
-    finished = atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
+    finished = atomic_load_explicit(&p->done, memory_order_acquire) == chunks;
     if (!finished)
       cpu_relax();
   }
   if (!finished) {
     pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
-      pthread_cond_wait(&p->done, &p->mu);
+    while (atomic_load_explicit(&p->done, memory_order_acquire) != chunks)
+      pthread_cond_wait(&p->done_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
   }
   atomic_store_explicit(&p->busy, false, memory_order_release);

@@ -119,7 +119,7 @@ static bool check_value(Ck *c, const FcValue *v) {
         return ck_fail(c, "v%u: view made by a %s", id, fc_op_info(def->kind)->name);
       return true;
     }
-    if (!(fc_op_info(def->kind)->flags & FC_OPF_ELEMENTWISE))
+    if (!(fc_op_info(def->kind)->flags & FC_OPF_ELEMENTWISE) && def->kind != FC_OP_FUSED)
       return ck_fail(c, "v%u: in place over a non-elementwise %s", id, fc_op_info(def->kind)->name);
     if (a->storage != FC_BUF_WORKSPACE) return ck_fail(c, "v%u: in place over a read-only buffer", id);
     if (!fc_shape_equal(&x->type, &v->type) || fc_dtype_size(x->type.dtype) != fc_dtype_size(v->type.dtype))

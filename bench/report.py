@@ -1,0 +1,344 @@
+#!/usr/bin/python3
+"""bench/report.py — renders bench/RESULTS.md from the raw results bench/run.py measured.
+
+    python3 bench/report.py [bench/RESULTS.json] [--out bench/RESULTS.md]
+
+bench/run.py calls write_report() at the end of a run and saves its raw data beside the report
+(RESULTS.json). Run on its own, this script re-renders the report from that file without measuring
+again — for instance after bench/pass_effects.json (pass name → text, the "Graph passes: measured
+effect" table, filled in by whoever measured a pass) changed. Nothing here computes a number that is
+not derived from the measured data: latencies, FLOP counts, the FMA peak, RSS and compile times all come
+from the run; this file only divides, takes geometric means and compares with the issue's targets.
+"""
+import argparse
+import json
+import math
+import os
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+MODELS = ["cnn_b1", "cnn_b64", "mlp_b64", "resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
+THREADS = [1, 2]
+RUNNERS = ["flowc", "ort", "torch"]
+RUNNER_NAMES = {"flowc": "flowc", "ort": "onnxruntime", "torch": "PyTorch"}
+GEMM_WHERE = {(64, 784, 1024): "MLP layer 1", (64, 1024, 1024): "MLP layer 2",
+              (128, 256, 256): "transformer attention projections", (128, 256, 1024): "transformer FF up",
+              (128, 1024, 256): "transformer FF down"}
+
+
+def load_pass_effects():
+    path = os.path.join(BENCH, "pass_effects.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def fmt_ms(x):
+    return "—" if x is None else (f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.1f}")
+
+
+def fmt_pct(x):
+    return "—" if x is None else f"{x:.0f}%"
+
+
+def median_of(res, runner, t, stat="median_ms"):
+    s = res.get("times", {}).get(f"{runner}/{t}")
+    return s[stat] if s else None
+
+
+def min_ratio(res, t):
+    """flowc's best run over onnxruntime's best run: less sensitive to other jobs than the medians."""
+    f, o = median_of(res, "flowc", t, "min_ms"), median_of(res, "ort", t, "min_ms")
+    return "—" if not (f and o) else f"{f / o:.2f}"
+
+
+def gflops(flops, ms):
+    return None if not flops or not ms else flops / (ms * 1e-3) / 1e9
+
+
+def verdict(ok):
+    return "**MET**" if ok else "**NOT MET**"
+
+
+def plural(t):
+    return f"{t} thread" + ("s" if t > 1 else "")
+
+
+def first_line(text, n=120):
+    return (text or "?").strip().splitlines()[0][:n] if (text or "").strip() else "?"
+
+
+def section_machine(add, data):
+    mc = data["machine"]
+    add("## Machine and versions")
+    add("")
+    add(f"- CPU: {mc['model']}, {mc['cpus']} CPUs ({mc['threads_per_core']} thread per core)"
+        + (f", under {mc['hypervisor']}" if mc["hypervisor"] else "") + f"; Linux {mc['kernel']}")
+    add(f"- Caches (lscpu, summed over instances): L1d {mc['l1d']}, L2 {mc['l2']}, L3 {mc['l3']}")
+    add(f"- Load average (1 min) at start {data['load_start']:.2f}, at end {data['load_end']:.2f}: the machine is "
+        "shared, so other jobs may have run during the measurements")
+    add(f"- flowc: git {data['git']} ({data['flowc_version']}), build dir `{data['build']}`"
+        + (" used as it was (--no-build: the binary may predate the tree)" if data["no_build"] else "")
+        + "; models built with `flowc build model.onnx -o exe` (default -O2, default CPU)")
+    add(f"- onnxruntime: onnxruntime-node {data['ort_version']} (npm), node {data['node_version']}")
+    add(f"- PyTorch: {data['torch_version']} (Debian python3-torch), BLAS in use: {data['blas']}")
+    if "OpenBLAS" not in data["blas"] and "MKL" not in data["blas"]:
+        add("  - **PyTorch is not using OpenBLAS**: its Linear and MatMul run about 20× slower on the reference "
+            "BLAS, so its column flatters flowc. Install libopenblas0-openmp.")
+    add(f"- FMA probe compiler: {data['peak']['compiler']}")
+    add("")
+
+
+def section_peak(add, data):
+    p = data["peak"]
+    samples = ", ".join(f"{s['gflops']:.1f} on {plural(s['threads'])}" for s in p["samples"])
+    add("## FMA peak")
+    add("")
+    add(f"bench/fma_peak.c, {p['isa']}: {p['chains']} independent accumulator chains with distinct start values, "
+        f"{p['unroll']} steps per loop iteration; run.py checked that the disassembly of `{p['asm']['function']}` "
+        f"holds {p['asm']['fmas']} FMAs on {len(p['asm']['registers'])} distinct registers. Best of "
+        f"{data['cfg']['peak_reps']} short repetitions, measured at the start and at the end of the run "
+        f"(GFLOP/s of each: {samples}).")
+    add("")
+    add("| threads | GFLOP/s | per core |")
+    add("|---|---|---|")
+    for t in THREADS:
+        g = p[f"gflops_{t}t"]
+        add(f"| {t} | {g:.1f} | {g / t:.1f} |")
+    add("")
+    add(f"Percentages of peak below use the 1-thread figure, {p['gflops_1t']:.1f} GFLOP/s, times the thread "
+        "count.")
+    add("")
+
+
+def section_models(add, data, peak1):
+    """The latency table; returns the (model, threads, flowc/ORT ratio) triples."""
+    add("## Models: median latency")
+    add("")
+    add(f"{data['cfg']['rounds']} interleaved rounds; each round times every runner at every thread count once, "
+        f"as a batch of K runs after the runner's warm-up (K chosen so a batch lasts about "
+        f"{data['cfg']['seconds']} s, at least 3), the runner order rotating between rounds. The time is the "
+        "median over rounds of the batch medians. GFLOP/s = the model's FLOPs from `flowc info` (2 per "
+        "multiply-accumulate of conv and matmul, direct convolution) / median time. Load: the 1-minute load "
+        "average when the model's timing began (2 means both cores already busy with other jobs). "
+        "The min ratio compares the fastest single runs, for reference when the machine was busy; the targets "
+        "use the medians.")
+    add("")
+    add("| model | GFLOP | threads | flowc ms | onnxruntime ms | PyTorch ms | flowc / ORT | (min) "
+        "| flowc GFLOP/s (% peak) | ORT GFLOP/s (% peak) | PyTorch GFLOP/s (% peak) | load |")
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for res in data["models"]:
+        if "error" in res:
+            add(f"| {res['name']} | | | failed: {first_line(res.get('error'))} | | | | | | | | |")
+            continue
+        for t in THREADS:
+            f, o, y = (median_of(res, r, t) for r in RUNNERS)
+            ratio = f / o if f and o else None
+            if ratio:
+                ratios.append((res["name"], t, ratio))
+            cells = []
+            for ms in (f, o, y):
+                g = gflops(res["flops"], ms)
+                cells.append("—" if g is None else f"{g:.1f} ({fmt_pct(100 * g / (peak1 * t))})")
+            add(f"| {res['name']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | {fmt_ms(y)} | "
+                f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {' | '.join(cells)} "
+                f"| {res['load']:.1f} |")
+    add("")
+    geomean = geometric_mean([r for _, _, r in ratios])
+    add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
+        + ("—" if geomean is None else f"**{geomean:.2f}**") + ".")
+    add("")
+    section_failures(add, data["models"])
+    return ratios
+
+
+def section_failures(add, results):
+    """Lists the runners that failed (their cells show —), with the first line of each error."""
+    failures = [(res["name"], r, e) for res in results for r, e in res.get("runner_errors", {}).items()]
+    if not failures:
+        return
+    add("Failed runners (shown as — above):")
+    add("")
+    for name, runner, err in failures:
+        add(f"- {name}, {RUNNER_NAMES[runner]}: `{first_line(err, 300)}`")
+    add("")
+
+
+def geometric_mean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def section_resources(add, data):
+    add("## Compile time, size, memory, correctness")
+    add("")
+    add("Compile: wall time of `flowc build` (its CPU time in brackets). Peak RSS: `ru_maxrss` (GNU time's %M) of "
+        "a process that loads the model and runs it 3 times on 1 thread — the flowc executable itself; for "
+        "onnxruntime, a node process that creates the same session (level 'all', 1 intra-op thread) and runs "
+        f"it, minus a node process that only loads onnxruntime-node ({data['ort_baseline_kib'] / 1024:.1f} MiB: "
+        "node itself and the onnxruntime library), so the net figure is what the model costs onnxruntime. "
+        "Max |Δ|: largest absolute difference of each runner's output on the benchmark input from the "
+        "exported PyTorch output (PyTorch's own: the re-created module against its export).")
+    add("")
+    add("| model | compile s | exe MiB | flowc RSS MiB | ORT RSS MiB (net) | ORT RSS MiB (raw) "
+        "| max abs diff flowc / ORT / PyTorch |")
+    add("|---|---|---|---|---|---|---|")
+    for res in data["models"]:
+        if "compile_s" not in res:
+            add(f"| {res['name']} | failed | | | | | |")
+            continue
+        cs = f"{res['compile_s']:.2f} ({res['compile_cpu_s']:.2f})"
+        if len(res["compile_all_s"]) > 1:
+            cs += f", best of {len(res['compile_all_s'])}"
+        mem = res.get("memory")
+        memcells = (f"{mem['flowc_kib'] / 1024:.1f} | {mem['ort_net_kib'] / 1024:.1f} | {mem['ort_kib'] / 1024:.1f}"
+                    if mem else "— | — | —")
+        d = res.get("max_abs_diff", {})
+        diffs = " / ".join("—" if r not in d else f"{d[r]:.1e}" for r in RUNNERS)
+        add(f"| {res['name']} | {cs} | {res['exe_bytes'] / 2**20:.1f} | {memcells} | {diffs} |")
+    add("")
+
+
+def section_gemm(add, data, peak1):
+    """The GEMM table; returns flowc's % of peak at 1024³ (None when not measured)."""
+    add("## GEMM micro-benchmarks (1 thread)")
+    add("")
+    if not data["gemms"]:
+        add("Not run (--no-gemm).")
+        add("")
+        return None
+    add("One MatMul, Y[M,N] = A[M,K] · B[K,N], A a graph input and B a constant initializer (the weight "
+        "layout of the models); FLOPs 2·M·K·N. Same rounds and batches as above, flowc and onnxruntime "
+        "interleaved. Max |Δ| is against a float64 NumPy product.")
+    add("")
+    add("| M×K×N | shape of | flowc ms | GFLOP/s | % peak | ORT ms | GFLOP/s | % peak | flowc / ORT | (min) "
+        "| max abs diff flowc / ORT | load |")
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    pct_1024 = None
+    for res in data["gemms"]:
+        m, k, n = res["shape"]
+        where = GEMM_WHERE.get((m, k, n), "cube")
+        if "error" in res:
+            add(f"| {m}×{k}×{n} | {where} | failed: {first_line(res.get('error'))} | | | | | | | | | |")
+            continue
+        f, o = median_of(res, "flowc", 1), median_of(res, "ort", 1)
+        gf, go = gflops(res["flops"], f), gflops(res["flops"], o)
+        if (m, k, n) == (1024, 1024, 1024) and gf is not None:
+            pct_1024 = 100 * gf / peak1
+        d = res.get("max_abs_diff", {})
+        cells = []
+        for g in (gf, go):
+            cells.append("— | —" if g is None else f"{g:.1f} | {fmt_pct(100 * g / peak1)}")
+        diffs = " / ".join("—" if r not in d else f"{d[r]:.1e}" for r in ("flowc", "ort"))
+        add(f"| {m}×{k}×{n} | {where} | {fmt_ms(f)} | {cells[0]} | {fmt_ms(o)} | {cells[1]} | "
+            f"{'—' if not (f and o) else f'{f / o:.2f}'} | {min_ratio(res, 1)} | {diffs} | {res['load']:.1f} |")
+    add("")
+    section_failures(add, data["gemms"])
+    return pct_1024
+
+
+def section_targets(add, data, peak1, ratios, pct_1024):
+    add("## Targets")
+    add("")
+    by_name = {r["name"]: r for r in data["models"]}
+    expected = len(MODELS) * len(THREADS)
+    complete = len(ratios) == expected
+    worst = max(ratios, key=lambda x: x[2]) if ratios else None
+    slower = [f"{n} at {plural(t)} ({r:.2f})" for n, t, r in ratios if r > 1.0]
+    add(f"- flowc / onnxruntime median time ratio ≤ 1.0 for every model at 1 and 2 threads: "
+        f"{len(ratios)} of {expected} pairs measured"
+        + (f", worst {worst[2]:.2f} ({worst[0]}, {plural(worst[1])})" if worst else "")
+        + (f"; slower on {len(slower)}: {', '.join(slower)}" if slower else "")
+        + f" — {verdict(complete and not slower)}")
+    geomean = geometric_mean([r for _, _, r in ratios])
+    add(f"- geometric mean ratio ≤ 0.8 over the {expected} pairs: "
+        + ("not measured" if geomean is None else f"{geomean:.2f} over {len(ratios)} pairs")
+        + f" — {verdict(complete and geomean is not None and geomean <= 0.8)}")
+    add("- GEMM 1024³ ≥ 90% of the FMA peak on 1 thread: "
+        + ("not measured" if pct_1024 is None
+           else f"{pct_1024:.0f}% ({pct_1024 * peak1 / 100:.1f} of {peak1:.1f} GFLOP/s)")
+        + f" — {verdict(pct_1024 is not None and pct_1024 >= 90)}")
+    r18 = by_name.get("resnet18", {})
+    r18_ms = median_of(r18, "flowc", 1)
+    r18_g = gflops(r18.get("flops"), r18_ms)
+    add("- ResNet-18 at 1 thread ≥ 100% of the FMA peak in effective GFLOP/s (direct-convolution FLOPs / time): "
+        + ("not measured" if r18_g is None else f"{r18_g:.1f} GFLOP/s = {100 * r18_g / peak1:.0f}% "
+           f"({r18['flops'] / 1e9:.2f} GFLOP in {fmt_ms(r18_ms)} ms)")
+        + f" — {verdict(r18_g is not None and r18_g >= peak1)}")
+    r18_c = r18.get("compile_s")
+    add("- ResNet-18 compiles in ≤ 5 s at -O2: "
+        + ("not measured" if r18_c is None else f"{r18_c:.2f} s wall (best of {len(r18['compile_all_s'])}; "
+           f"{r18['compile_cpu_s']:.2f} s CPU)") + f" — {verdict(r18_c is not None and r18_c <= 5.0)}")
+    mem = r18.get("memory")
+    add("- ResNet-18 executable's peak RSS ≤ onnxruntime's for the same model: "
+        + ("not measured" if not mem else f"{mem['flowc_kib'] / 1024:.1f} MiB vs {mem['ort_net_kib'] / 1024:.1f} "
+           f"MiB (onnxruntime net of its {data['ort_baseline_kib'] / 1024:.1f} MiB baseline; "
+           f"{mem['ort_kib'] / 1024:.1f} MiB raw)")
+        + f" — {verdict(bool(mem) and mem['flowc_kib'] <= mem['ort_net_kib'])}")
+    with_mem = [r for r in data["models"] if r.get("memory")]
+    if with_mem:
+        within = sum(r["memory"]["flowc_kib"] <= r["memory"]["ort_net_kib"] for r in with_mem)
+        add(f"  (all models: the flowc executable's peak RSS ≤ onnxruntime's net RSS on {within} of {len(with_mem)})")
+    add("- outputs within the end-to-end tolerances: checked by the e2e test suite (`meson test --suite e2e`), "
+        "not by this benchmark; the max |Δ| columns above show each runner's distance from the reference "
+        "on the benchmark input.")
+    add("")
+    return geomean
+
+
+def section_passes(add, effects):
+    add("## Graph passes: measured effect")
+    add("")
+    if not effects:
+        add("No measurements recorded yet: bench/pass_effects.json (a JSON object, pass name → text) is absent "
+            "or empty.")
+        add("")
+        return
+    add("From bench/pass_effects.json (written by whoever measured each pass; `python3 bench/report.py` "
+        "re-renders this file after it changes):")
+    add("")
+    add("| pass | measured effect |")
+    add("|---|---|")
+    for name, text in effects.items():
+        cell = str(text).replace("|", "\\|").replace("\n", " ")
+        add(f"| {name} | {cell} |")
+    add("")
+
+
+def write_report(path, data, effects=None):
+    """Writes the Markdown report for `data` (run.py's results); returns the geometric mean ratio."""
+    peak1 = data["peak"]["gflops_1t"]
+    lines = []
+    add = lines.append
+    add("# flowc CPU benchmark (issue 4)")
+    add("")
+    add(f"Produced by `python3 bench/run.py{data['argv']}` on {data['date']} in {data['seconds'] / 60:.1f} min. "
+        "Every number below was measured by that run; the raw data is in RESULTS.json beside this file "
+        "(`python3 bench/report.py` re-renders this report from it).")
+    add("")
+    section_machine(add, data)
+    section_peak(add, data)
+    ratios = section_models(add, data, peak1)
+    section_resources(add, data)
+    pct_1024 = section_gemm(add, data, peak1)
+    geomean = section_targets(add, data, peak1, ratios, pct_1024)
+    section_passes(add, load_pass_effects() if effects is None else effects)
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return geomean
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results", nargs="?", default=os.path.join(BENCH, "RESULTS.json"))
+    ap.add_argument("--out", default=None, help="the report (default: the results file with .md)")
+    args = ap.parse_args()
+    with open(args.results) as f:
+        data = json.load(f)
+    out = args.out or os.path.splitext(args.results)[0] + ".md"
+    write_report(out, data)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,372 @@
+/* cg_epilogue.c — a conv's or matmul's bias and fused `epilogue` program, applied inside its kernel
+ * (cg_epilogue.h).
+ *
+ * The result is a matrix [rows, cols] (cols: the product of the last col_dims dims). Every operand the
+ * epilogue reads (conv's bias, operand 2, and each extra an `oN` names) is classified once, here, by
+ * its element strides over the result's dims (broadcast dims have stride 0; conv's 1-D bias has stride
+ * 1 along the channel dim):
+ *   ROW      constant along a row (every col dim of size > 1 has stride 0): a bias, a scalar, a
+ *            per-channel scale. One load per row at its row offset, splat to the values' lanes;
+ *            fc_cg_epilogue_row loads it once before its loop.
+ *   CONTIG   along a row it is laid out as the result is (each col dim of size > 1 has the result's own
+ *            stride): a residual, a matmul bias [N]. Loaded at row offset + col, lanes at once.
+ *   GENERAL  anything else (e.g. [1, 1, H, 1] against a conv's [N, M, H, W]): each lane's offset is
+ *            computed from its col's coordinates; gathered lane by lane.
+ * A one-element constant operand is not loaded at all: its value is an immediate.
+ * A row offset is the row's coordinates over the leading dims times the operand's strides: 0 when
+ * they are all 0, row * cols when the operand is laid out as the result (a residual), else the
+ * coordinates from constant-divisor divisions.
+ *
+ * Values are computed in the result dtype's compute type; the bias is added first, then the program's
+ * steps run through fc_cg_scalar_op on stand-in ops (the kind and scalar types it reads), on scalars or
+ * vectors alike, except max/min against a constant bound (Clip), which take a cheaper exact form. fc_cg_epilogue_row is a loop over the run with whole vectors of the target's width
+ * (loads, steps and the store on <VW x T>) and a scalar loop for the rest, like the fused element-wise
+ * kernel (kernel_fused.c): the memory plan never places a conv's or matmul's result over an operand, so
+ * reading the extras and rewriting dst in vectors is correct with no overlap checks, which LLVM's loop
+ * vectoriser would otherwise add for every extra.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cg_epilogue.h"
+#include "ew_program.h"
+
+typedef enum { EP_ROW, EP_CONTIG, EP_GENERAL } EpKind;
+
+typedef struct EpOperand {
+  int index;            /* operand index in the op (2: conv's bias) */
+  EpKind kind;
+  const int64_t *lead;  /* strides over the leading (row) dims */
+  const int64_t *col;   /* strides over the col dims */
+  int row_mode;         /* 0: row offset 0; 1: row * cols; 2: from coordinates */
+  LLVMValueRef imm;     /* a one-element constant (a clip bound, GELU's 0.5): its value, else NULL */
+  double imm_value;     /* imm's value (floats) */
+} EpOperand;
+
+/* Stand-in op of a step for fc_cg_scalar_op and the inference check (as kernel_fused.c). */
+typedef struct EpStep {
+  FcOp op;
+  FcUse uses[FC_EW_MAX_ARGS];
+  FcValue args[FC_EW_MAX_ARGS];
+  FcValue res;
+} EpStep;
+
+struct FcCgEpilogue {
+  FcDtype dt;
+  int rank, nlead, ncol;
+  const int64_t *dims;  /* the result's dims: nlead leading, then ncol col dims */
+  int64_t rows, cols;
+  EpOperand ops[8];     /* the bias first (when present), then the referenced extras */
+  int n_ops;
+  int slot_of[8];       /* operand index -> position in ops[], -1 if unused */
+  bool has_bias;
+  FcEwProgram prog;
+  EpStep *steps;
+  bool direct;          /* stored as computed (f32, f64, ints): vector loads and stores need no conversion */
+  int vw;               /* lanes of fc_cg_epilogue_row's vector loop; 1: scalar only */
+};
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+
+/* Stand-ins for the program's steps, each checked against its op's inference hook on scalars of the
+ * result dtype (the verifier did this too; here it guards fc_cg_scalar_op against a hand-made module). */
+static FcStatus make_steps(FcKernel *k, FcCgEpilogue *e, FcArena *arena) {
+  e->steps = FC_NEW_ARRAY(arena, EpStep, (size_t)(e->prog.n_steps > 0 ? e->prog.n_steps : 1));
+  for (int i = 0; i < e->prog.n_steps; i++) {
+    const FcEwStep *st = &e->prog.steps[i];
+    EpStep *s = &e->steps[i];
+    for (int a = 0; a < st->n_args; a++) {
+      s->args[a] = (FcValue){.type = {.dtype = e->dt, .rank = 0, .dims = NULL}};
+      s->uses[a] = (FcUse){.value = &s->args[a], .user = &s->op, .index = a};
+    }
+    s->op = (FcOp){.kind = st->kind, .n_operands = st->n_args, .n_results = 1, .operands = s->uses,
+                   .results = &s->res, .loc = k->op->loc, .graph = k->op->graph};
+    s->res = (FcValue){.def = &s->op};
+    const FcOpInfo *info = fc_op_info(st->kind);
+    FcDiag d;
+    fc_diag_init(&d);
+    if (!info->infer || info->infer(&s->op, arena, &d) != FC_OK || s->res.type.dtype != e->dt)
+      return fc_cg_error(k, FC_ERR_INPUT, "epilogue step %d (%s) is not an element-wise op on %s values", i,
+                         info->name, fc_dtype_name(e->dt));
+  }
+  return FC_OK;
+}
+
+/* Classifies an operand with element strides `s` over the result's dims. */
+static void classify(FcCgEpilogue *e, EpOperand *o, const int64_t *s) {
+  o->lead = s;
+  o->col = s + e->nlead;
+  bool zero = true, contig = true;
+  int64_t acc = 1;
+  for (int d = e->rank - 1; d >= e->nlead; d--) {
+    if (e->dims[d] != 1) {
+      zero &= s[d] == 0;
+      contig &= s[d] == acc;
+    }
+    acc *= e->dims[d];
+  }
+  o->kind = zero ? EP_ROW : contig ? EP_CONTIG : EP_GENERAL;
+  bool lzero = true, lcontig = true;
+  acc = e->cols;
+  for (int d = e->nlead - 1; d >= 0; d--) {
+    if (e->dims[d] != 1) {
+      lzero &= s[d] == 0;
+      lcontig &= s[d] == acc;
+    }
+    acc *= e->dims[d];
+  }
+  o->row_mode = lzero ? 0 : lcontig ? 1 : 2;
+}
+
+/* The value of a one-element constant as an LLVM constant of the compute type, or NULL: scalars such
+ * as clip bounds then cost no load and LLVM folds them into the instructions that use them. */
+static LLVMValueRef immediate(FcKernel *k, FcDtype dt, const FcTensor *t) {
+  int64_t n;
+  if (!t || !fc_type_numel(&t->type, &n) || n != 1 || t->type.dtype != dt || dt == FC_DT_BOOL) return NULL;
+  LLVMTypeRef ct = fc_cg_compute_type(k, dt);
+  if (fc_dtype_is_float(dt)) return LLVMConstReal(ct, fc_tensor_get_f64(t, 0));
+  return LLVMConstInt(ct, (unsigned long long)fc_tensor_get_i64(t, 0), 1);
+}
+
+FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
+  *out = NULL;
+  FcOp *op = k->op;
+  FcArena *arena = &op->graph->module->arena;
+  const FcType *rt = &op->results[0].type;
+  bool is_conv = op->kind == FC_OP_CONV;
+  int first = is_conv ? 3 : 2;
+  const char *text = fc_op_attr_str(op, FC_ATTR_EPILOGUE, NULL);
+  bool has_bias = is_conv && op->n_operands >= 3 && op->operands[2].value;
+  if (!text && !has_bias) return FC_OK;
+  if (col_dims < 0 || col_dims > rt->rank || op->n_operands > 8 || (is_conv && rt->rank < 2))
+    return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue: %d col dims of a rank-%d result", col_dims, rt->rank);
+
+  FcCgEpilogue *e = FC_NEW(arena, FcCgEpilogue);
+  e->dt = rt->dtype;
+  e->rank = rt->rank;
+  e->ncol = col_dims;
+  e->nlead = rt->rank - col_dims;
+  e->dims = rt->dims;
+  e->rows = 1;
+  e->cols = 1;
+  for (int d = 0; d < rt->rank; d++) {
+    if (d < e->nlead) e->rows *= rt->dims[d];
+    else e->cols *= rt->dims[d];
+  }
+  e->has_bias = has_bias;
+  for (int i = 0; i < 8; i++) e->slot_of[i] = -1;
+  if (text) {
+    FcStatus st = fc_ew_program_parse(text, op, true, &e->prog, k->diag);
+    if (st != FC_OK) return st;
+  }
+  FcStatus st = make_steps(k, e, arena);
+  if (st != FC_OK) return st;
+
+  if (has_bias) {
+    const FcType *bt = &op->operands[2].value->type;
+    if (bt->dtype != e->dt || bt->rank != 1 || bt->dims[0] != rt->dims[1])
+      return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue: the bias is not [%lld]", (long long)rt->dims[1]);
+    int64_t *s = FC_NEW_ARRAY(arena, int64_t, (size_t)rt->rank);
+    s[1] = rt->dims[1] == 1 ? 0 : 1;
+    EpOperand *o = &e->ops[e->n_ops];
+    o->index = 2;
+    classify(e, o, s);
+    e->slot_of[2] = e->n_ops++;
+  }
+  for (int i = 0; i < e->prog.n_steps; i++) {
+    const FcEwStep *stp = &e->prog.steps[i];
+    for (int a = 0; a < stp->n_args; a++) {
+      int32_t r = stp->args[a];
+      if (r < 0 || e->slot_of[r] >= 0) continue;
+      if (r < first || r >= op->n_operands || !op->operands[r].value)
+        return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue references operand %d, not an extra", (int)r);
+      const FcType *t = &op->operands[r].value->type;
+      if (t->dtype != e->dt || t->rank > rt->rank)
+        return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue operand %d does not broadcast to the result", (int)r);
+      for (int d = 0; d < t->rank; d++) {
+        int64_t od = t->dims[t->rank - 1 - d], rd = rt->dims[rt->rank - 1 - d];
+        if (od != 1 && od != rd)
+          return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue operand %d does not broadcast to the result", (int)r);
+      }
+      EpOperand *o = &e->ops[e->n_ops];
+      o->index = r;
+      classify(e, o, fc_cg_broadcast_strides(arena, t, rt));
+      const FcTensor *c = fc_value_const(op->operands[r].value);
+      o->imm = immediate(k, e->dt, c);
+      if (o->imm && fc_dtype_is_float(e->dt)) o->imm_value = fc_tensor_get_f64(c, 0);
+      e->slot_of[r] = e->n_ops++;
+    }
+  }
+
+  e->vw = 1;
+  e->direct = fc_cg_storage_type(k, e->dt) == fc_cg_compute_type(k, e->dt);
+  if (e->direct) {
+    char *triple = LLVMGetTargetMachineTriple(k->tm);
+    const FcTarget *t = fc_target_for_triple(triple);
+    LLVMDisposeMessage(triple);
+    int vw = t ? t->vector_width(t, k->tm, e->dt) : 1;
+    e->vw = vw < 2 ? 1 : vw > 64 ? 64 : vw;
+  }
+  *out = e;
+  return FC_OK;
+}
+
+/* ---- emission ------------------------------------------------------------------------------------ */
+
+static unsigned lanes_of(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
+}
+
+static LLVMValueRef splat(FcKernel *k, LLVMValueRef v, unsigned n) {
+  if (n == 1) return v;
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), n);
+  LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), v, c64(k, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), n));
+  return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(vt), zeros, "");
+}
+
+/* Sum of coord[d] * s[d] over n dims of sizes dims (coordinates of lin, row-major). */
+static LLVMValueRef offset_of(FcKernel *k, LLVMValueRef lin, const int64_t *dims, const int64_t *s, int n) {
+  LLVMValueRef coord[FC_DEFAULT_MAX_RANK + 1];
+  FC_ASSERT(n <= FC_DEFAULT_MAX_RANK);
+  fc_cg_unflatten(k, lin, dims, n, coord);
+  LLVMValueRef off = c64(k, 0);
+  for (int d = 0; d < n; d++)
+    if (s[d] != 0 && dims[d] != 1) off = LLVMBuildAdd(k->b, off, LLVMBuildMul(k->b, coord[d], c64(k, s[d]), ""), "");
+  return off;
+}
+
+static LLVMValueRef row_offset(FcKernel *k, const FcCgEpilogue *e, const EpOperand *o, LLVMValueRef row) {
+  switch (o->row_mode) {
+  case 0: return c64(k, 0);
+  case 1: return LLVMBuildMul(k->b, row, c64(k, e->cols), "");
+  default: return offset_of(k, row, e->dims, o->lead, e->nlead);
+  }
+}
+
+static LLVMValueRef load_row_value(FcKernel *k, const FcCgEpilogue *e, const EpOperand *o, LLVMValueRef row) {
+  if (o->imm) return o->imm;
+  return fc_cg_load(k, e->dt, k->in[o->index], row_offset(k, e, o, row));
+}
+
+/* Operand o's values at (row, col .. col + lanes - 1). `row_val` is its row value when already loaded. */
+static LLVMValueRef operand_value(FcKernel *k, const FcCgEpilogue *e, const EpOperand *o, LLVMValueRef row,
+                                  LLVMValueRef col, unsigned lanes, LLVMValueRef row_val) {
+  LLVMBuilderRef b = k->b;
+  if (o->kind == EP_ROW) return splat(k, row_val ? row_val : load_row_value(k, e, o, row), lanes);
+  LLVMValueRef base = row_offset(k, e, o, row);
+  if (o->kind == EP_CONTIG && (lanes == 1 || e->direct)) {
+    LLVMValueRef idx = LLVMBuildAdd(b, base, col, "");
+    if (lanes == 1) return fc_cg_load(k, e->dt, k->in[o->index], idx);
+    LLVMTypeRef vt = LLVMVectorType(fc_cg_storage_type(k, e->dt), lanes);
+    LLVMValueRef v = LLVMBuildLoad2(b, vt, fc_cg_gep(k, e->dt, k->in[o->index], idx), "");
+    LLVMSetAlignment(v, (unsigned)fc_dtype_size(e->dt));
+    return v;
+  }
+  /* Lane by lane. */
+  LLVMValueRef v = lanes > 1 ? LLVMGetUndef(LLVMVectorType(fc_cg_compute_type(k, e->dt), lanes)) : NULL;
+  for (unsigned l = 0; l < lanes; l++) {
+    LLVMValueRef c = l ? LLVMBuildAdd(b, col, c64(k, l), "") : col;
+    LLVMValueRef off = o->kind == EP_CONTIG ? c : offset_of(k, c, e->dims + e->nlead, o->col, e->ncol);
+    LLVMValueRef x = fc_cg_load(k, e->dt, k->in[o->index], LLVMBuildAdd(b, base, off, ""));
+    if (lanes == 1) return x;
+    v = LLVMBuildInsertElement(b, v, x, c64(k, l), "");
+  }
+  return v;
+}
+
+/* max/min of a float x and a constant bound (Clip, ReLU6) in one compare and one select, where that
+ * is exactly the full op (ir/eval_elementwise.c: NaN propagates; of two zeros max takes +0, min -0):
+ * with a bound that is not NaN, "x > c or x is NaN" picks x, and on a tie c is the right zero unless
+ * it is -0 for max or +0 for min. Returns NULL where the general form is needed. */
+static LLVMValueRef bound_op(FcKernel *k, const FcCgEpilogue *e, const FcEwStep *st, LLVMValueRef *a) {
+  if ((st->kind != FC_OP_MAX && st->kind != FC_OP_MIN) || !fc_dtype_is_float(e->dt)) return NULL;
+  bool is_max = st->kind == FC_OP_MAX;
+  for (int j = 0; j < 2; j++) {
+    int32_t r = st->args[j];
+    if (r < 0) continue;
+    const EpOperand *o = &e->ops[e->slot_of[r]];
+    double c = o->imm_value;
+    if (!o->imm || isnan(c) || (c == 0 && (signbit(c) != 0) == is_max)) continue;
+    LLVMValueRef x = a[1 - j], cv = splat(k, o->imm, lanes_of(x));
+    LLVMValueRef take_x = LLVMBuildFCmp(k->b, is_max ? LLVMRealUGT : LLVMRealULT, x, cv, "");
+    return LLVMBuildSelect(k->b, take_x, x, cv, "");
+  }
+  return NULL;
+}
+
+/* The epilogue of v; row_vals[i] (or NULL) holds ops[i]'s row value when it is loaded already. */
+static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col,
+                          LLVMValueRef const *row_vals) {
+  unsigned lanes = lanes_of(v);
+  LLVMValueRef vals[8] = {NULL};
+  for (int i = 0; i < e->n_ops; i++)
+    vals[i] = operand_value(k, e, &e->ops[i], row, col, lanes, row_vals ? row_vals[i] : NULL);
+  LLVMValueRef x = v;
+  if (e->has_bias) {
+    FcOp stand = {.kind = FC_OP_ADD};
+    x = fc_cg_scalar_op(k, &stand, e->dt, x, vals[e->slot_of[2]], NULL);
+  }
+  if (e->prog.n_steps == 0) return x;
+  LLVMValueRef *sv = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)e->prog.n_steps);
+  for (int i = 0; i < e->prog.n_steps; i++) {
+    const FcEwStep *st = &e->prog.steps[i];
+    LLVMValueRef a[FC_EW_MAX_ARGS] = {NULL, NULL, NULL};
+    for (int j = 0; j < st->n_args; j++) {
+      int32_t r = st->args[j];
+      a[j] = r == FC_EW_REF_X ? x : FC_EW_IS_STEP_REF(r) ? sv[FC_EW_STEP_OF(r)] : vals[e->slot_of[r]];
+    }
+    sv[i] = bound_op(k, e, st, a);
+    if (!sv[i]) sv[i] = fc_cg_scalar_op(k, &e->steps[i].op, e->dt, a[0], a[1], a[2]);
+  }
+  return sv[e->prog.n_steps - 1];
+}
+
+LLVMValueRef fc_cg_epilogue_value(FcKernel *k, FcCgEpilogue *e, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col) {
+  return apply(k, e, v, row, col, NULL);
+}
+
+/* dst[row * cols + c] = epilogue(dst[...]) for c in [lo, hi), `lanes` at a time (hi - lo a multiple). */
+static void emit_run(FcKernel *k, FcCgEpilogue *e, LLVMValueRef dst, LLVMValueRef row, LLVMValueRef lo,
+                     LLVMValueRef hi, unsigned lanes, LLVMValueRef const *row_vals) {
+  LLVMBuilderRef b = k->b;
+  FcLoop l;
+  LLVMValueRef c = fc_cg_loop_begin(k, &l, lo, hi, lanes, lanes > 1 ? "ev" : "e");
+  LLVMValueRef idx = LLVMBuildAdd(b, LLVMBuildMul(b, row, c64(k, e->cols), ""), c, "");
+  LLVMValueRef v;
+  if (lanes > 1) {
+    LLVMTypeRef vt = LLVMVectorType(fc_cg_storage_type(k, e->dt), lanes);
+    v = LLVMBuildLoad2(b, vt, fc_cg_gep(k, e->dt, dst, idx), "");
+    LLVMSetAlignment(v, (unsigned)fc_dtype_size(e->dt));
+  } else {
+    v = fc_cg_load(k, e->dt, dst, idx);
+  }
+  LLVMValueRef y = apply(k, e, v, row, c, row_vals);
+  if (lanes > 1) {
+    LLVMValueRef s = LLVMBuildStore(b, y, fc_cg_gep(k, e->dt, dst, idx));
+    LLVMSetAlignment(s, (unsigned)fc_dtype_size(e->dt));
+  } else {
+    fc_cg_store(k, e->dt, dst, idx, y);
+  }
+  fc_cg_loop_end(k, &l);
+}
+
+void fc_cg_epilogue_row(FcKernel *k, FcCgEpilogue *e, LLVMValueRef dst, LLVMValueRef row, LLVMValueRef c0,
+                        LLVMValueRef n) {
+  LLVMBuilderRef b = k->b;
+  /* Row-constant operands: one load for the whole run. */
+  LLVMValueRef row_vals[8] = {NULL};
+  for (int i = 0; i < e->n_ops; i++)
+    if (e->ops[i].kind == EP_ROW) row_vals[i] = load_row_value(k, e, &e->ops[i], row);
+  LLVMValueRef end = LLVMBuildAdd(b, c0, n, "");
+  LLVMValueRef tail = c0;
+  if (e->vw > 1) {
+    LLVMValueRef nv = (e->vw & (e->vw - 1)) == 0
+                          ? LLVMBuildAnd(b, n, c64(k, ~(int64_t)(e->vw - 1)), "")
+                          : LLVMBuildMul(b, LLVMBuildSDiv(b, n, c64(k, e->vw), ""), c64(k, e->vw), "");
+    tail = LLVMBuildAdd(b, c0, nv, "");
+    emit_run(k, e, dst, row, c0, tail, (unsigned)e->vw, row_vals);
+  }
+  emit_run(k, e, dst, row, tail, end, 1, row_vals);
+}

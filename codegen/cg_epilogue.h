@@ -1,0 +1,31 @@
+/* cg_epilogue.h — applying a conv's or matmul's fused epilogue (its bias and the `epilogue` program of
+ * ir/ew_program.h) inside the kernel that computes the op, so the result is written once.
+ *
+ * The result is viewed as a matrix [rows, cols]: cols is the product of its last `col_dims` dims (conv:
+ * the spatial dims, col_dims = rank - 2, so a row is one (batch, channel) plane; matmul: N, col_dims 1).
+ * Each extra operand is classified at compile time against that view: constant along a row (a bias, a
+ * scalar: loaded once per row and splat), contiguous along a row (a residual: loaded with the values'
+ * shape), or general (gathered). Conv's own bias (operand 2) is the first thing added.
+ */
+#ifndef FLOWC_CG_EPILOGUE_H
+#define FLOWC_CG_EPILOGUE_H
+
+#include "codegen.h"
+
+typedef struct FcCgEpilogue FcCgEpilogue;
+
+/* Prepares k->op's epilogue over the [rows, cols] view (col_dims trailing dims). *out is NULL when there
+ * is nothing to apply (no bias, no program). Errors (a program that does not parse) name the op. */
+FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out);
+
+/* The epilogue of values v (an f32 scalar or vector of lanes values in the compute type) for result
+ * elements (row, col .. col + lanes - 1), all in one row; row and col are i64. Returns the final values
+ * (same shape as v). Emitted at the builder's position; loads extra operands from k->in. */
+LLVMValueRef fc_cg_epilogue_value(FcKernel *k, FcCgEpilogue *e, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col);
+
+/* In place over a run of the result buffer: dst[row * cols + c] for c in [c0, c0 + n) (i64 values),
+ * emitted as a loop LLVM vectorises. */
+void fc_cg_epilogue_row(FcKernel *k, FcCgEpilogue *e, LLVMValueRef dst, LLVMValueRef row, LLVMValueRef c0,
+                        LLVMValueRef n);
+
+#endif /* FLOWC_CG_EPILOGUE_H */

@@ -1,0 +1,473 @@
+/* cg_gemm.c — the packed GEMM building blocks (cg_gemm.h): the target's blocking, host-side packing of
+ * constant operands, and the microkernel functions.
+ *
+ * The microkernel is written directly as LLVM IR over vector types, so its register tile is exactly the
+ * one chosen here rather than whatever the loop vectoriser would make of a loop nest: mr·nv accumulators
+ * (<vl x float>) live in phis across the k loop; each k step loads nv vectors of the packed B sliver,
+ * broadcasts mr scalars of the packed A sliver and issues mr·nv llvm.fma calls. With mr·nv + nv + 1
+ * registers no greater than the register file (6·2 + 3 = 15 of AVX2's 16; 14·2 + 3 = 31 of AVX-512's
+ * 32), LLVM keeps the tile in registers and folds the broadcasts into the FMAs' memory operands. The
+ * edge variant runs the full microkernel into a stack tile and copies the valid rows and columns in and
+ * out, so partial tiles at the matrix's border never read or write outside C.
+ *
+ * Blocking: kc = 256 keeps an A sliver (mr·kc floats, 6 KiB) and a B sliver (nr·kc, 16 KiB) in a 32 KiB
+ * L1; a packed B block of kc·nc floats (nc = 128: 128 KiB) sits in L2. Kernels pick their own m/n
+ * blocks per shape (fc_gemm_arch gives the maxima).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_gemm.h"
+
+/* ---- arch ------------------------------------------------------------------------------------------------- */
+
+static const char *const avx512_cpus[] = {
+    "x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client", "icelake-server",
+    "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5",
+};
+
+static bool has_avx512(LLVMTargetMachineRef tm) {
+  char *cpu = LLVMGetTargetMachineCPU(tm), *features = LLVMGetTargetMachineFeatureString(tm);
+  bool yes = strstr(features, "+avx512f") != NULL;
+  for (size_t i = 0; i < sizeof avx512_cpus / sizeof avx512_cpus[0]; i++)
+    if (strcmp(cpu, avx512_cpus[i]) == 0) yes = true;
+  if (strstr(features, "-avx512f")) yes = false;
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(features);
+  return yes;
+}
+
+void fc_gemm_arch(FcKernel *k, FcGemmArch *g) {
+  char *triple = LLVMGetTargetMachineTriple(k->tm);
+  const FcTarget *t = fc_target_for_triple(triple);
+  LLVMDisposeMessage(triple);
+  int vl = t ? t->vector_width(t, k->tm, FC_DT_F32) : 4;
+  if (vl >= 8 && has_avx512(k->tm)) vl = 16;
+  if (vl > 16) vl = 16;
+  g->vl = vl;
+  g->mr = vl == 16 ? 14 : 6;
+  g->nr = 2 * vl;
+  g->kc = 256;
+  g->mc = g->mr * (vl == 16 ? 8 : 20);
+  g->nc = g->nr * (vl == 16 ? 4 : 8);
+}
+
+/* ---- host packing --------------------------------------------------------------------------------------------- */
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+int64_t fc_gemm_packed_a_size(const FcGemmArch *g, int64_t M, int64_t K) { return round_up(M, g->mr) * K; }
+int64_t fc_gemm_packed_b_size(const FcGemmArch *g, int64_t K, int64_t N) { return round_up(N, g->nr) * K; }
+
+void fc_gemm_pack_a_host(const FcGemmArch *g, const float *A, int64_t M, int64_t K, int64_t rs, int64_t cs, float *dst) {
+  int64_t mr = g->mr;
+  for (int64_t p = 0; p < round_up(M, mr) / mr; p++)
+    for (int64_t kk = 0; kk < K; kk++)
+      for (int64_t i = 0; i < mr; i++) {
+        int64_t row = p * mr + i;
+        dst[(p * K + kk) * mr + i] = row < M ? A[row * rs + kk * cs] : 0.0f;
+      }
+}
+
+void fc_gemm_pack_b_host(const FcGemmArch *g, const float *B, int64_t K, int64_t N, int64_t rs, int64_t cs, float *dst) {
+  int64_t nr = g->nr;
+  for (int64_t q = 0; q < round_up(N, nr) / nr; q++)
+    for (int64_t kk = 0; kk < K; kk++)
+      for (int64_t j = 0; j < nr; j++) {
+        int64_t col = q * nr + j;
+        dst[(q * K + kk) * nr + j] = col < N ? B[kk * rs + col * cs] : 0.0f;
+      }
+}
+
+/* ---- microkernels ------------------------------------------------------------------------------------------------ */
+
+static LLVMTypeRef ukr_type(FcKernel *k) {
+  LLVMTypeRef i64 = fc_cg_i64(k), ptr = LLVMPointerTypeInContext(k->ctx, 0);
+  LLVMTypeRef params[6] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx)};
+  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, 6, 0);
+}
+
+static LLVMTypeRef edge_type(FcKernel *k) {
+  LLVMTypeRef i64 = fc_cg_i64(k), ptr = LLVMPointerTypeInContext(k->ctx, 0);
+  LLVMTypeRef params[8] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx), i64, i64};
+  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, 8, 0);
+}
+
+static void add_fn_attrs(FcKernel *k, LLVMValueRef fn, bool inline_never) {
+  const char *attrs[] = {"nounwind", inline_never ? "noinline" : "nounwind"};
+  for (size_t i = 0; i < 2; i++) {
+    unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(k->ctx, kind, 0));
+  }
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+}
+
+/* A builder-state swap: emit into another function with the same FcKernel helpers, then restore. */
+typedef struct Saved {
+  LLVMBuilderRef b;
+  LLVMValueRef fn;
+} Saved;
+
+static Saved enter_fn(FcKernel *k, LLVMValueRef fn) {
+  Saved s = {k->b, k->fn};
+  k->b = LLVMCreateBuilderInContext(k->ctx);
+  k->fn = fn;
+  LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, fn, "entry"));
+  return s;
+}
+
+static void leave_fn(FcKernel *k, Saved s) {
+  LLVMDisposeBuilder(k->b);
+  k->b = s.b;
+  k->fn = s.fn;
+}
+
+static LLVMValueRef splat_lanes(FcKernel *k, LLVMValueRef scalar, int vl) {
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(scalar), (unsigned)vl);
+  LLVMValueRef v = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), scalar, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 0, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)vl));
+  return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(vt), zeros, "");
+}
+
+static LLVMValueRef fptr(FcKernel *k, LLVMValueRef base, LLVMValueRef idx) {
+  return LLVMBuildGEP2(k->b, LLVMFloatTypeInContext(k->ctx), base, &idx, 1, "");
+}
+
+enum { MAX_MR = 16, MAX_NV = 4 };
+
+/* Independent accumulator sets over k: a tile of fewer than 8 vectors cannot cover the FMA latency with
+ * its own chains, so small-mr kernels (matrix-vector products) keep `sets` copies of the tile, each
+ * summing every sets-th k, and add them at the end. */
+static int ukr_sets(int mr, int nv) {
+  int chains = mr * nv, sets = 1;
+  while (chains * sets < 8 && sets < 4) sets *= 2;
+  return sets;
+}
+
+/* One k step into accumulator set s: acc[s] += A[kk, :] ⊗ B[kk, :]. */
+static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, LLVMValueRef pb, LLVMValueRef kk,
+                     LLVMValueRef *slots) {
+  LLVMBuilderRef b = k->b;
+  int vl = g->vl, nv = g->nr / g->vl;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
+  LLVMValueRef bv[MAX_NV];
+  LLVMValueRef boff = LLVMBuildMul(b, kk, fc_cg_const_i64(k, g->nr), "");
+  for (int j = 0; j < nv; j++) {
+    LLVMValueRef l = LLVMBuildLoad2(b, vt, fptr(k, pb, LLVMBuildAdd(b, boff, fc_cg_const_i64(k, (int64_t)j * vl), "")), "b");
+    LLVMSetAlignment(l, 4);
+    bv[j] = l;
+  }
+  LLVMValueRef aoff = LLVMBuildMul(b, kk, fc_cg_const_i64(k, mr), "");
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef a = LLVMBuildLoad2(b, f32, fptr(k, pa, LLVMBuildAdd(b, aoff, fc_cg_const_i64(k, i), "")), "a");
+    LLVMValueRef av = splat_lanes(k, a, vl);
+    for (int j = 0; j < nv; j++) {
+      LLVMValueRef slot = slots[i * nv + j];
+      LLVMValueRef args[3] = {av, bv[j], LLVMBuildLoad2(b, vt, slot, "")};
+      LLVMBuildStore(b, fc_cg_intrinsic(k, "llvm.fma", vt, args, 3), slot);
+    }
+  }
+}
+
+/* The accumulators live in allocas (promoted to registers by SROA): the k loop runs `sets` steps per
+ * iteration, one per accumulator set, then the remaining kc % sets steps into set 0. */
+static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn) {
+  Saved sv = enter_fn(k, fn);
+  LLVMBuilderRef b = k->b;
+  int vl = g->vl, nv = g->nr / g->vl, sets = ukr_sets(mr, nv);
+  FC_ASSERT(mr <= MAX_MR && nv <= MAX_NV);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
+  LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
+  LLVMValueRef pc = LLVMGetParam(fn, 3), ldc = LLVMGetParam(fn, 4), accum = LLVMGetParam(fn, 5);
+  LLVMValueRef slots[4][MAX_MR * MAX_NV];
+  for (int s = 0; s < sets; s++)
+    for (int t = 0; t < mr * nv; t++) {
+      slots[s][t] = fc_cg_entry_alloca(k, vt, "acc");
+      LLVMBuildStore(b, LLVMConstNull(vt), slots[s][t]);
+    }
+  LLVMValueRef kmain = LLVMBuildSub(b, kc, LLVMBuildSRem(b, kc, fc_cg_const_i64(k, sets), ""), "");
+  FcLoop l1;
+  LLVMValueRef kk = fc_cg_loop_begin(k, &l1, fc_cg_const_i64(k, 0), kmain, sets, "k");
+  for (int s = 0; s < sets; s++) ukr_step(k, g, mr, pa, pb, LLVMBuildAdd(b, kk, fc_cg_const_i64(k, s), ""), slots[s]);
+  fc_cg_loop_end(k, &l1);
+  if (sets > 1) {
+    FcLoop l2;
+    kk = fc_cg_loop_begin(k, &l2, kmain, kc, 1, "krem");
+    ukr_step(k, g, mr, pa, pb, kk, slots[0]);
+    fc_cg_loop_end(k, &l2);
+  }
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef row = LLVMBuildMul(b, ldc, fc_cg_const_i64(k, i), "");
+    for (int j = 0; j < nv; j++) {
+      LLVMValueRef r = LLVMBuildLoad2(b, vt, slots[0][i * nv + j], "");
+      for (int s = 1; s < sets; s++) r = LLVMBuildFAdd(b, r, LLVMBuildLoad2(b, vt, slots[s][i * nv + j], ""), "");
+      LLVMValueRef p = fptr(k, pc, LLVMBuildAdd(b, row, fc_cg_const_i64(k, (int64_t)j * vl), ""));
+      LLVMValueRef old = LLVMBuildLoad2(b, vt, p, "");
+      LLVMSetAlignment(old, 4);
+      LLVMValueRef st = LLVMBuildStore(b, LLVMBuildSelect(b, accum, LLVMBuildFAdd(b, r, old, ""), r, ""), p);
+      LLVMSetAlignment(st, 4);
+    }
+  }
+  LLVMBuildRetVoid(b);
+  leave_fn(k, sv);
+}
+
+/* The edge microkernel: the full one into a stack tile, copying only rows < rows and columns < cols. */
+static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMValueRef ukr) {
+  Saved sv = enter_fn(k, fn);
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
+  LLVMValueRef pc = LLVMGetParam(fn, 3), ldc = LLVMGetParam(fn, 4), accum = LLVMGetParam(fn, 5);
+  LLVMValueRef rows = LLVMGetParam(fn, 6), cols = LLVMGetParam(fn, 7);
+  LLVMValueRef tile = fc_cg_tile_new(k, f32, (int64_t)g->mr * g->nr, "tile");
+  LLVMValueRef nr = fc_cg_const_i64(k, g->nr);
+  /* Copy in (zeros where C has no element, so the tile is fully defined). */
+  FcLoop li, lj;
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), fc_cg_const_i64(k, g->mr), 1, "ei");
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), nr, 1, "ej");
+  LLVMValueRef inside = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLT, i, rows, ""), LLVMBuildICmp(b, LLVMIntSLT, j, cols, ""), "");
+  LLVMValueRef cidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, ldc, ""), j, "");
+  LLVMValueRef tidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, nr, ""), j, "");
+  LLVMValueRef want = LLVMBuildAnd(b, inside, accum, "");
+  LLVMBasicBlockRef load_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "ld");
+  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(k->ctx, fn, "ldj");
+  LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+  LLVMBuildCondBr(b, want, load_bb, join);
+  LLVMPositionBuilderAtEnd(b, load_bb);
+  LLVMValueRef v = LLVMBuildLoad2(b, f32, fptr(k, pc, cidx), "");
+  LLVMBuildBr(b, join);
+  LLVMPositionBuilderAtEnd(b, join);
+  LLVMValueRef ph = LLVMBuildPhi(b, f32, "");
+  LLVMValueRef zf = LLVMConstReal(f32, 0.0);
+  LLVMValueRef vals[2] = {zf, v};
+  LLVMBasicBlockRef bbs[2] = {cur, load_bb};
+  LLVMAddIncoming(ph, vals, bbs, 2);
+  LLVMBuildStore(b, ph, fptr(k, tile, tidx));
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &li);
+  LLVMValueRef args[6] = {kc, pa, pb, tile, nr, accum};
+  LLVMBuildCall2(b, ukr_type(k), ukr, args, 6, "");
+  /* Copy out. */
+  i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), rows, 1, "oi");
+  j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), cols, 1, "oj");
+  cidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, ldc, ""), j, "");
+  tidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, nr, ""), j, "");
+  LLVMBuildStore(b, LLVMBuildLoad2(b, f32, fptr(k, tile, tidx), ""), fptr(k, pc, cidx));
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &li);
+  LLVMBuildRetVoid(b);
+  leave_fn(k, sv);
+}
+
+static LLVMValueRef get_fn(FcKernel *k, const FcGemmArch *g, bool edge) {
+  char name[64];
+  snprintf(name, sizeof name, "fc_gemm_ukr%s_f32_%dx%d", edge ? "_edge" : "", g->mr, g->nr);
+  LLVMValueRef fn = LLVMGetNamedFunction(k->mod, name);
+  if (fn) return fn;
+  fn = LLVMAddFunction(k->mod, name, edge ? edge_type(k) : ukr_type(k));
+  add_fn_attrs(k, fn, true);
+  if (edge) build_edge(k, g, fn, get_fn(k, g, false));
+  else build_ukr(k, g, g->mr, fn);
+  return fn;
+}
+
+void fc_gemm_call_ukr(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
+                      LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate) {
+  LLVMValueRef fn = get_fn(k, g, false);
+  LLVMValueRef args[6] = {kc, a, b, c, ldc, accumulate};
+  LLVMBuildCall2(k->b, ukr_type(k), fn, args, 6, "");
+}
+
+void fc_gemm_call_ukr_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
+                           LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows,
+                           LLVMValueRef cols) {
+  LLVMValueRef fn = get_fn(k, g, true);
+  LLVMValueRef args[8] = {kc, a, b, c, ldc, accumulate, rows, cols};
+  LLVMBuildCall2(k->b, edge_type(k), fn, args, 8, "");
+}
+
+static bool is_const_eq(LLVMValueRef v, int64_t c) {
+  return LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) == c;
+}
+
+void fc_gemm_call_tile(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
+                       LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows,
+                       LLVMValueRef cols) {
+  if (is_const_eq(rows, g->mr) && is_const_eq(cols, g->nr)) {
+    fc_gemm_call_ukr(k, g, kc, a, b, c, ldc, accumulate);
+    return;
+  }
+  LLVMValueRef full = LLVMBuildAnd(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, rows, fc_cg_const_i64(k, g->mr), ""),
+                                   LLVMBuildICmp(k->b, LLVMIntEQ, cols, fc_cg_const_i64(k, g->nr), ""), "");
+  LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "full");
+  LLVMBasicBlockRef eb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "edge");
+  LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "tile_done");
+  LLVMBuildCondBr(k->b, full, fb, eb);
+  LLVMPositionBuilderAtEnd(k->b, fb);
+  fc_gemm_call_ukr(k, g, kc, a, b, c, ldc, accumulate);
+  LLVMBuildBr(k->b, jb);
+  LLVMPositionBuilderAtEnd(k->b, eb);
+  fc_gemm_call_ukr_edge(k, g, kc, a, b, c, ldc, accumulate, rows, cols);
+  LLVMBuildBr(k->b, jb);
+  LLVMPositionBuilderAtEnd(k->b, jb);
+}
+
+/* ---- the blocked driver ------------------------------------------------------------------------------------------------- */
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+static LLVMValueRef smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+int64_t fc_gemm_block_scratch_bytes(const FcGemmBlock *t) {
+  int64_t floats = 0;
+  if (!t->a.packed) floats += t->g->kc * t->mc;
+  if (!t->b.packed) floats += t->g->kc * t->nc;
+  return floats * 4 + 64;
+}
+
+void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_t N, int64_t min_tasks,
+                           bool a_packed_per_task, int64_t *mc, int64_t *nc) {
+  int64_t mp = round_up(M, g->mr) / g->mr, np = round_up(N, g->nr) / g->nr; /* panels */
+  int64_t mbp = g->mc / g->mr, nbp = g->nc / g->nr;                        /* panels per block, at most */
+  int64_t mb, nb;                                                          /* blocks */
+  if (a_packed_per_task) {
+    /* A is packed by each task: give a task all of N, so each A block is packed once and reused across
+     * every column (B is the constant, streamed panel by panel), and split M. */
+    mb = (mp + mbp - 1) / mbp;
+    nb = 1;
+    while (batch * mb * nb < min_tasks) {
+      if (mb < mp) mb++;
+      else if (nb < np) nb++;
+      else break;
+    }
+  } else {
+    /* B is packed by each task (conv's im2col) or both are constants: whole-M blocks pack each B block
+     * once; more blocks along N while there are too few tasks, then along M. */
+    mb = (mp + mbp - 1) / mbp;
+    nb = (np + nbp - 1) / nbp;
+    while (batch * mb * nb < min_tasks) {
+      if (nb < np && (np + nb) / (nb + 1) >= 2) nb++;
+      else if (mb < mp) mb++;
+      else break;
+    }
+  }
+  *mc = (mp + mb - 1) / mb * g->mr;
+  *nc = (np + nb - 1) / nb * g->nr;
+}
+
+void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVMValueRef n0) {
+  const FcGemmArch *g = t->g;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMValueRef mlen = smin(k, c64(k, t->mc), LLVMBuildSub(b, c64(k, t->M), m0, ""));
+  LLVMValueRef nlen = smin(k, c64(k, t->nc), LLVMBuildSub(b, c64(k, t->N), n0, ""));
+  LLVMValueRef abuf = NULL, bbuf = NULL;
+  if (!t->b.packed) bbuf = t->scratch;
+  if (!t->a.packed) abuf = t->b.packed ? t->scratch : fptr(k, t->scratch, c64(k, g->kc * t->nc));
+  FcLoop lk;
+  LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t->K), g->kc, "k0");
+  LLVMValueRef kc = smin(k, c64(k, g->kc), LLVMBuildSub(b, c64(k, t->K), k0, ""));
+  if (bbuf) {
+    FcLoop lq;
+    LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), nlen, g->nr, "pb");
+    LLVMValueRef dst = fptr(k, bbuf, LLVMBuildMul(b, q0, c64(k, g->kc), ""));
+    t->b.pack(k, t->b.user, dst, LLVMBuildAdd(b, n0, q0, ""), k0, kc);
+    fc_cg_loop_end(k, &lq);
+  }
+  if (abuf) {
+    FcLoop lp;
+    LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), mlen, g->mr, "pa");
+    LLVMValueRef dst = fptr(k, abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
+    t->a.pack(k, t->a.user, dst, LLVMBuildAdd(b, m0, p0, ""), k0, kc);
+    fc_cg_loop_end(k, &lp);
+  }
+  LLVMValueRef accumulate = LLVMBuildICmp(b, LLVMIntSGT, k0, c64(k, 0), "");
+  FcLoop lq;
+  LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), nlen, g->nr, "jr");
+  LLVMValueRef bp;
+  if (bbuf) {
+    bp = fptr(k, bbuf, LLVMBuildMul(b, q0, c64(k, g->kc), ""));
+  } else {
+    /* panel (n0 + q0) / nr of the whole packed B, at row k0 */
+    LLVMValueRef panel = LLVMBuildSDiv(b, LLVMBuildAdd(b, n0, q0, ""), c64(k, g->nr), "");
+    bp = fptr(k, t->b.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->nr), ""));
+  }
+  LLVMValueRef cols = smin(k, c64(k, g->nr), LLVMBuildSub(b, nlen, q0, ""));
+  FcLoop lp;
+  LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), mlen, g->mr, "ir");
+  LLVMValueRef ap;
+  if (abuf) {
+    ap = fptr(k, abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
+  } else {
+    LLVMValueRef panel = LLVMBuildSDiv(b, LLVMBuildAdd(b, m0, p0, ""), c64(k, g->mr), "");
+    ap = fptr(k, t->a.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->mr), ""));
+  }
+  LLVMValueRef rows = smin(k, c64(k, g->mr), LLVMBuildSub(b, mlen, p0, ""));
+  LLVMValueRef crow = LLVMBuildAdd(b, m0, p0, "");
+  LLVMValueRef cp = fptr(k, t->c, LLVMBuildAdd(b, LLVMBuildMul(b, crow, c64(k, t->ldc), ""), LLVMBuildAdd(b, n0, q0, ""), ""));
+  fc_gemm_call_tile(k, g, kc, ap, bp, cp, c64(k, t->ldc), accumulate, rows, cols);
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lq);
+  fc_cg_loop_end(k, &lk);
+  (void)f32;
+  if (t->finish_row) {
+    FcLoop lm;
+    LLVMValueRef m = fc_cg_loop_begin(k, &lm, m0, LLVMBuildAdd(b, m0, mlen, ""), 1, "fin");
+    t->finish_row(k, t->finish_user, m, n0, nlen);
+    fc_cg_loop_end(k, &lm);
+  }
+}
+
+LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, const float *data, int64_t count,
+                                  int64_t stride, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  int64_t one = as_a ? fc_gemm_packed_a_size(g, rows, cols) : fc_gemm_packed_b_size(g, rows, cols);
+  size_t total = (size_t)(one * count);
+  float *buf = malloc(total * sizeof(float) + 1);
+  if (!buf) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t i = 0; i < count; i++) {
+    if (as_a) fc_gemm_pack_a_host(g, data + i * stride, rows, cols, rs, cs, buf + i * one);
+    else fc_gemm_pack_b_host(g, data + i * stride, rows, cols, rs, cs, buf + i * one);
+  }
+  LLVMValueRef gv = fc_cg_const_bytes(k, buf, total * sizeof(float), as_a ? "packed_a" : "packed_b");
+  free(buf);
+  return gv;
+}
+
+/* ---- run-time packing of row-major matrices --------------------------------------------------------------------- */
+
+void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc) {
+  FcGemmMatrix *p = user;
+  LLVMBuilderRef b = k->b;
+  LLVMValueRef fzero = LLVMConstReal(LLVMFloatTypeInContext(k->ctx), 0.0);
+  FcLoop li;
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, p->width), 1, "pi");
+  LLVMValueRef row = LLVMBuildAdd(b, i0, i, "");
+  LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, row, c64(k, p->rows), "");
+  LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSelect(b, ok, row, c64(k, 0), ""), c64(k, p->ld), ""), k0, "");
+  FcLoop lk;
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), kc, 1, "pk");
+  LLVMValueRef v = LLVMBuildSelect(b, ok, fc_cg_load(k, FC_DT_F32, p->base, LLVMBuildAdd(b, src, kk, "")), fzero, "");
+  fc_cg_store(k, FC_DT_F32, dst, LLVMBuildAdd(b, LLVMBuildMul(b, kk, c64(k, p->width), ""), i, ""), v);
+  fc_cg_loop_end(k, &lk);
+  fc_cg_loop_end(k, &li);
+}
+
+void fc_gemm_pack_b_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef j0, LLVMValueRef k0, LLVMValueRef kc) {
+  FcGemmMatrix *p = user;
+  LLVMBuilderRef b = k->b;
+  LLVMValueRef fzero = LLVMConstReal(LLVMFloatTypeInContext(k->ctx), 0.0);
+  FcLoop lk;
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), kc, 1, "pk");
+  LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, k0, kk, ""), c64(k, p->ld), ""), j0, "");
+  LLVMValueRef drow = LLVMBuildMul(b, kk, c64(k, p->width), "");
+  FcLoop lj;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, p->width), 1, "pj");
+  LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildAdd(b, j0, j, ""), c64(k, p->cols), "");
+  LLVMValueRef idx = LLVMBuildSelect(b, ok, LLVMBuildAdd(b, src, j, ""), c64(k, 0), "");
+  LLVMValueRef v = LLVMBuildSelect(b, ok, fc_cg_load(k, FC_DT_F32, p->base, idx), fzero, "");
+  fc_cg_store(k, FC_DT_F32, dst, LLVMBuildAdd(b, drow, j, ""), v);
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lk);
+}

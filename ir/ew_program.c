@@ -1,0 +1,154 @@
+/* ew_program.c — parsing, printing and reference evaluation of element-wise programs (ew_program.h).
+ *
+ * The parser is a single left-to-right scan over the text: steps split at ';', words at spaces; each
+ * mnemonic is looked up in the op table and must name an element-wise op without attributes whose
+ * operand count matches. Evaluation reuses the element-wise evaluators: each step runs the op's own eval
+ * hook on a stand-in op (kind and result type only, no attributes) over tensors of the result type, so a
+ * fused op computes exactly what its unfused chain did.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval_ew.h"
+#include "ew_program.h"
+
+static FcStatus bad(const FcOp *op, FcDiag *diag, const char *what, const char *text) {
+  return fc_error_node(diag, FC_ERR_INPUT, op ? fc_op_name(op) : "?", op ? fc_op_info(op->kind)->name : "?",
+                       "element-wise program \"%s\": %s", text, what);
+}
+
+static bool fusable_kind(FcOpKind k) {
+  const FcOpInfo *info = fc_op_info(k);
+  return (info->flags & FC_OPF_ELEMENTWISE) && info->n_attrs == 0 && k != FC_OP_CAST;
+}
+
+/* Parses one reference word [s, e). */
+static bool parse_ref(const char *s, const char *e, int step, const FcOp *op, bool allow_x, int32_t *out) {
+  if (e - s == 1 && *s == 'x') {
+    if (!allow_x) return false;
+    *out = FC_EW_REF_X;
+    return true;
+  }
+  if (e - s < 2 || (*s != 'o' && *s != 's')) return false;
+  long v = 0;
+  for (const char *p = s + 1; p < e; p++) {
+    if (*p < '0' || *p > '9' || v > 100000) return false;
+    v = v * 10 + (*p - '0');
+  }
+  if (*s == 'o') {
+    if (op && v >= op->n_operands) return false;
+    *out = (int32_t)v;
+  } else {
+    if (v >= step) return false;
+    *out = FC_EW_STEP_REF((int32_t)v);
+  }
+  return true;
+}
+
+FcStatus fc_ew_program_parse(const char *text, const FcOp *op, bool allow_x, FcEwProgram *out, FcDiag *diag) {
+  memset(out, 0, sizeof *out);
+  if (!text) return bad(op, diag, "missing", "");
+  const char *p = text;
+  for (;;) {
+    while (*p == ' ') p++;
+    const char *se = strchr(p, ';');
+    if (!se) se = p + strlen(p);
+    if (out->n_steps == FC_EW_MAX_STEPS) return bad(op, diag, "too many steps", text);
+    FcEwStep *st = &out->steps[out->n_steps];
+    /* mnemonic */
+    const char *w = p;
+    while (w < se && *w != ' ') w++;
+    if (w == p) return bad(op, diag, "empty step", text);
+    char full[64];
+    if ((size_t)(w - p) > sizeof full - 8) return bad(op, diag, "unknown op", text);
+    snprintf(full, sizeof full, "flow.%.*s", (int)(w - p), p);
+    FcOpKind kind;
+    if (!fc_op_kind_from_name(full, strlen(full), &kind) || !fusable_kind(kind))
+      return bad(op, diag, "not an element-wise op without attributes", text);
+    st->kind = kind;
+    /* references */
+    const char *q = w;
+    while (q < se) {
+      while (q < se && *q == ' ') q++;
+      if (q == se) break;
+      const char *re = q;
+      while (re < se && *re != ' ') re++;
+      if (st->n_args == FC_EW_MAX_ARGS) return bad(op, diag, "too many operands in a step", text);
+      if (!parse_ref(q, re, out->n_steps, op, allow_x, &st->args[st->n_args]))
+        return bad(op, diag, "bad reference", text);
+      st->n_args++;
+      q = re;
+    }
+    const FcOpInfo *info = fc_op_info(kind);
+    if (st->n_args < info->in_min || st->n_args > info->in_max) return bad(op, diag, "wrong operand count", text);
+    out->n_steps++;
+    if (!*se) break;
+    p = se + 1;
+  }
+  return FC_OK;
+}
+
+const char *fc_ew_program_format(const FcEwProgram *p, FcArena *arena) {
+  size_t cap = 16 + (size_t)p->n_steps * 64;
+  char *buf = FC_NEW_ARRAY(arena, char, cap);
+  size_t n = 0;
+  for (int i = 0; i < p->n_steps; i++) {
+    const FcEwStep *st = &p->steps[i];
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? "; " : "", fc_op_info(st->kind)->name);
+    for (int a = 0; a < st->n_args; a++) {
+      int32_t r = st->args[a];
+      if (r == FC_EW_REF_X) n += (size_t)snprintf(buf + n, cap - n, " x");
+      else if (FC_EW_IS_STEP_REF(r)) n += (size_t)snprintf(buf + n, cap - n, " s%d", FC_EW_STEP_OF(r));
+      else n += (size_t)snprintf(buf + n, cap - n, " o%d", r);
+    }
+  }
+  return buf;
+}
+
+/* t broadcast to the result type rt (a copy; t itself when it already has rt's shape). Unary evaluators
+ * iterate over their operand, so a smaller operand must be widened first. */
+static const FcTensor *widen(const FcTensor *t, const FcType *rt, FcArena *arena) {
+  bool same = t->type.rank == rt->rank;
+  for (int d = 0; same && d < rt->rank; d++) same = t->type.dims[d] == rt->dims[d];
+  if (same) return t;
+  FcType wt = *rt;
+  wt.dtype = t->type.dtype;
+  FcTensor *w = fc_tensor_new(arena, wt);
+  size_t es = fc_dtype_size(wt.dtype);
+  int64_t n = fc_ee_numel(&wt);
+  const FcType *ts[1] = {&t->type};
+  FcEeBcast it;
+  fc_ee_bcast_init(&it, arena, &wt, ts, 1);
+  for (int64_t i = 0; i < n; i++, fc_ee_bcast_next(&it))
+    memcpy((char *)w->data + (size_t)i * es, (const char *)t->data + (size_t)it.off[0] * es, es);
+  return w;
+}
+
+FcStatus fc_ew_program_eval(const FcOp *op, const FcEwProgram *p, const FcType *rt, const FcTensor *x,
+                            const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
+  if (p->n_steps < 1) return bad(op, diag, "no steps", "");
+  const FcTensor **vals = FC_NEW_ARRAY(arena, const FcTensor *, (size_t)p->n_steps);
+  for (int i = 0; i < p->n_steps; i++) {
+    const FcEwStep *st = &p->steps[i];
+    const FcTensor *args[FC_EW_MAX_ARGS];
+    for (int a = 0; a < st->n_args; a++) {
+      int32_t r = st->args[a];
+      const FcTensor *t = r == FC_EW_REF_X ? x : FC_EW_IS_STEP_REF(r) ? vals[FC_EW_STEP_OF(r)] : in[r];
+      if (!t) return bad(op, diag, "a referenced value is missing", fc_ew_program_format(p, arena));
+      args[a] = st->n_args == 1 ? widen(t, rt, arena) : t;
+    }
+    /* A stand-in op: the element-wise hooks read only the kind, the result type and the operand
+     * tensors' own types. */
+    FcValue res = {.type = *rt};
+    FcOp tmp = {.kind = st->kind, .n_operands = st->n_args, .n_results = 1, .results = &res, .loc = op ? op->loc : NULL};
+    const FcOpInfo *info = fc_op_info(st->kind);
+    if (!info->eval) return bad(op, diag, "a step cannot be evaluated", fc_ew_program_format(p, arena));
+    FcTensor *y = NULL;
+    FcStatus s = info->eval(&tmp, args, &y, arena, diag);
+    if (s != FC_OK) return s;
+    vals[i] = y;
+  }
+  *out = (FcTensor *)vals[p->n_steps - 1];
+  return FC_OK;
+}

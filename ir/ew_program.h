@@ -1,0 +1,59 @@
+/* ew_program.h — small element-wise programs: the epilogues fused into conv and matmul
+ * (`epilogue` attribute) and the bodies of flow.fused ops (`program` attribute).
+ *
+ * Text form (what the IR prints; readable in --print-after dumps and stable across op-enum changes):
+ *     program := step (';' ' '? step)*
+ *     step    := mnemonic (' ' ref)*          mnemonic of an FC_OPF_ELEMENTWISE op without attributes
+ *     ref     := 'x'                          the op's own computed value (conv/matmul: the product,
+ *                                             plus conv's bias); not allowed in flow.fused
+ *              | 'o' N                        operand N of the op (broadcast to the result shape)
+ *              | 's' N                        the value of step N (N < the current step)
+ * The value of the last step is the op's result. Example (a ResNet block's tail fused into its conv):
+ *     flow.conv(%x, %w, %b, %residual) {epilogue = "add x o3; relu s0", ...}
+ * Every step's operands and result have the result's dtype (ops that change the dtype, comparisons and
+ * casts, are never fused); the program is evaluated element by element in the compute type.
+ *
+ * The parser validates: known element-wise mnemonics with the right arity, references in range (operand
+ * indices < the op's operand count, steps earlier than the current one), at least one step, at most
+ * FC_EW_MAX_STEPS steps. Library code: errors go to an FcDiag naming the op.
+ */
+#ifndef FLOWC_IR_EW_PROGRAM_H
+#define FLOWC_IR_EW_PROGRAM_H
+
+#include "ir.h"
+
+#define FC_EW_MAX_STEPS 64
+#define FC_EW_MAX_ARGS 3
+
+enum {
+  FC_EW_REF_X = -1, /* the op's own value ('x') */
+};
+/* Step references: FC_EW_REF_X, an operand index (>= 0), or FC_EW_STEP_REF(i) for step i. */
+#define FC_EW_STEP_REF(i) (-2 - (i))
+#define FC_EW_IS_STEP_REF(r) ((r) <= -2)
+#define FC_EW_STEP_OF(r) (-2 - (r))
+
+typedef struct FcEwStep {
+  FcOpKind kind;
+  int n_args;
+  int32_t args[FC_EW_MAX_ARGS];
+} FcEwStep;
+
+typedef struct FcEwProgram {
+  int n_steps;
+  FcEwStep steps[FC_EW_MAX_STEPS];
+} FcEwProgram;
+
+/* Parses `text` for `op` (used to check operand references against op->n_operands and, when
+ * allow_x is false, to reject 'x'). FC_ERR_INPUT with a message naming op on bad text. */
+FcStatus fc_ew_program_parse(const char *text, const FcOp *op, bool allow_x, FcEwProgram *out, FcDiag *diag);
+/* Formats a program as text (the inverse of parse), in `arena`. */
+const char *fc_ew_program_format(const FcEwProgram *p, FcArena *arena);
+/* Reference evaluation (for the eval hooks and constant folding): runs the program over the result
+ * type `rt`, with x (NULL when the program has no 'x') and the op's constant operands `in` (indexed by
+ * operand number, broadcast to rt), writing a new tensor of type rt in `arena` to *out. Uses the same
+ * per-element semantics as the element-wise evaluators (ir/eval_elementwise.c). */
+FcStatus fc_ew_program_eval(const FcOp *op, const FcEwProgram *p, const FcType *rt, const FcTensor *x,
+                            const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag);
+
+#endif /* FLOWC_IR_EW_PROGRAM_H */
