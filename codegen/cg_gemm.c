@@ -37,24 +37,55 @@ static bool has_avx512(LLVMTargetMachineRef tm) {
   return yes;
 }
 
-void fc_gemm_arch(FcKernel *k, FcGemmArch *g) {
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+static int target_lanes(FcKernel *k) {
   char *triple = LLVMGetTargetMachineTriple(k->tm);
   const FcTarget *t = fc_target_for_triple(triple);
   LLVMDisposeMessage(triple);
   int vl = t ? t->vector_width(t, k->tm, FC_DT_F32) : 4;
   if (vl >= 8 && has_avx512(k->tm)) vl = 16;
-  if (vl > 16) vl = 16;
+  return vl > 16 ? 16 : vl < 4 ? 4 : vl;
+}
+
+static void set_shape(FcGemmArch *g, int vl, int mr, int nv) {
   g->vl = vl;
-  g->mr = vl == 16 ? 14 : 6;
-  g->nr = 2 * vl;
+  g->mr = mr;
+  g->nr = nv * vl;
   g->kc = 256;
-  g->mc = g->mr * (vl == 16 ? 8 : 20);
-  g->nc = g->nr * (vl == 16 ? 4 : 8);
+  g->mc = (int64_t)mr * (vl == 16 ? 8 : 20);
+  g->nc = (int64_t)g->nr * (vl == 16 ? 4 : 8);
+}
+
+void fc_gemm_arch(FcKernel *k, FcGemmArch *g) {
+  int vl = target_lanes(k);
+  set_shape(g, vl, vl == 16 ? 14 : 6, 2);
+}
+
+/* Register tiles that fit the vector register file (mr·nv accumulators + nv B vectors + 1 broadcast):
+ * 16 registers below AVX-512, 32 with it. The first is the default; the others serve row counts the
+ * default would pad by more than a tenth. Tiles with a power-of-two panel width come first among those,
+ * and callers that gather B lanes (im2col) take only those: gathers and masks of 24 lanes split badly. */
+static const int tiles16[][2] = {{6, 2}, {5, 2}, {4, 2}, {4, 3}};
+static const int tiles32[][2] = {{14, 2}, {12, 2}, {8, 2}, {8, 3}, {6, 4}};
+
+void fc_gemm_arch_for_rows(FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g) {
+  int vl = target_lanes(k);
+  const int(*tiles)[2] = vl == 16 ? tiles32 : tiles16;
+  int n = vl == 16 ? (int)(sizeof tiles32 / sizeof tiles32[0]) : (int)(sizeof tiles16 / sizeof tiles16[0]);
+  int best = 0;
+  int64_t best_pad = round_up(M, tiles[0][0]) - M;
+  if (best_pad * 10 > M)
+    for (int i = 1; i < n; i++) {
+      if (pow2_panels && (tiles[i][1] & (tiles[i][1] - 1))) continue;
+      int64_t pad = round_up(M, tiles[i][0]) - M;
+      if (pad < best_pad) best_pad = pad, best = i;
+    }
+  set_shape(g, vl, tiles[best][0], tiles[best][1]);
 }
 
 /* ---- host packing --------------------------------------------------------------------------------------------- */
 
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 int64_t fc_gemm_packed_a_size(const FcGemmArch *g, int64_t M, int64_t K) { return round_up(M, g->mr) * K; }
 int64_t fc_gemm_packed_b_size(const FcGemmArch *g, int64_t K, int64_t N) { return round_up(N, g->nr) * K; }
@@ -133,7 +164,7 @@ static LLVMValueRef fptr(FcKernel *k, LLVMValueRef base, LLVMValueRef idx) {
   return LLVMBuildGEP2(k->b, LLVMFloatTypeInContext(k->ctx), base, &idx, 1, "");
 }
 
-enum { MAX_MR = 16, MAX_NV = 4 };
+enum { MAX_MR = 16, MAX_NV = 4, PREFETCH_K = 16 };
 
 /* Independent accumulator sets over k: a tile of fewer than 8 vectors cannot cover the FMA latency with
  * its own chains, so small-mr kernels (matrix-vector products) keep `sets` copies of the tile, each
@@ -152,6 +183,18 @@ static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, 
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
   LLVMValueRef bv[MAX_NV];
   LLVMValueRef boff = LLVMBuildMul(b, kk, fc_cg_const_i64(k, g->nr), "");
+  /* Software prefetch of the B sliver PREFETCH_K steps ahead: a sliver's first pass over kc (one per m
+   * panel loop) reads it from L2 or L3, where the hardware prefetcher alone leaves the FMAs waiting. */
+  {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), ptr = LLVMPointerTypeInContext(k->ctx, 0);
+    unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", strlen("llvm.prefetch"));
+    LLVMTypeRef ov[1] = {ptr};
+    LLVMValueRef pf = LLVMGetIntrinsicDeclaration(k->mod, id, ov, 1);
+    LLVMTypeRef pft = LLVMIntrinsicGetType(k->ctx, id, ov, 1);
+    LLVMValueRef at = LLVMBuildAdd(b, boff, fc_cg_const_i64(k, (int64_t)PREFETCH_K * g->nr), "");
+    LLVMValueRef args[4] = {fptr(k, pb, at), LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 3, 0), LLVMConstInt(i32, 1, 0)};
+    LLVMBuildCall2(b, pft, pf, args, 4, "");
+  }
   for (int j = 0; j < nv; j++) {
     LLVMValueRef l = LLVMBuildLoad2(b, vt, fptr(k, pb, LLVMBuildAdd(b, boff, fc_cg_const_i64(k, (int64_t)j * vl), "")), "b");
     LLVMSetAlignment(l, 4);
@@ -196,18 +239,34 @@ static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn)
     ukr_step(k, g, mr, pa, pb, kk, slots[0]);
     fc_cg_loop_end(k, &l2);
   }
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef row = LLVMBuildMul(b, ldc, fc_cg_const_i64(k, i), "");
-    for (int j = 0; j < nv; j++) {
-      LLVMValueRef r = LLVMBuildLoad2(b, vt, slots[0][i * nv + j], "");
-      for (int s = 1; s < sets; s++) r = LLVMBuildFAdd(b, r, LLVMBuildLoad2(b, vt, slots[s][i * nv + j], ""), "");
-      LLVMValueRef p = fptr(k, pc, LLVMBuildAdd(b, row, fc_cg_const_i64(k, (int64_t)j * vl), ""));
-      LLVMValueRef old = LLVMBuildLoad2(b, vt, p, "");
-      LLVMSetAlignment(old, 4);
-      LLVMValueRef st = LLVMBuildStore(b, LLVMBuildSelect(b, accum, LLVMBuildFAdd(b, r, old, ""), r, ""), p);
-      LLVMSetAlignment(st, 4);
-    }
+  /* The tile's final values; then two store paths, so a first K-block never reads C. */
+  LLVMValueRef res[MAX_MR * MAX_NV];
+  for (int t = 0; t < mr * nv; t++) {
+    res[t] = LLVMBuildLoad2(b, vt, slots[0][t], "");
+    for (int s = 1; s < sets; s++) res[t] = LLVMBuildFAdd(b, res[t], LLVMBuildLoad2(b, vt, slots[s][t], ""), "");
   }
+  LLVMBasicBlockRef add_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "accumulate");
+  LLVMBasicBlockRef set_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "store");
+  LLVMBasicBlockRef ret_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "ret");
+  LLVMBuildCondBr(b, accum, add_bb, set_bb);
+  for (int pass = 0; pass < 2; pass++) {
+    LLVMPositionBuilderAtEnd(b, pass ? set_bb : add_bb);
+    for (int i = 0; i < mr; i++) {
+      LLVMValueRef row = LLVMBuildMul(b, ldc, fc_cg_const_i64(k, i), "");
+      for (int j = 0; j < nv; j++) {
+        LLVMValueRef p = fptr(k, pc, LLVMBuildAdd(b, row, fc_cg_const_i64(k, (int64_t)j * vl), ""));
+        LLVMValueRef v = res[i * nv + j];
+        if (!pass) {
+          LLVMValueRef old = LLVMBuildLoad2(b, vt, p, "");
+          LLVMSetAlignment(old, 4);
+          v = LLVMBuildFAdd(b, v, old, "");
+        }
+        LLVMSetAlignment(LLVMBuildStore(b, v, p), 4);
+      }
+    }
+    LLVMBuildBr(b, ret_bb);
+  }
+  LLVMPositionBuilderAtEnd(b, ret_bb);
   LLVMBuildRetVoid(b);
   leave_fn(k, sv);
 }
@@ -334,18 +393,19 @@ void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_
   int64_t mb, nb;                                                          /* blocks */
   if (a_packed_per_task) {
     /* A is packed by each task: give a task all of N, so each A block is packed once and reused across
-     * every column (B is the constant, streamed panel by panel), and split M. */
+     * every column (B is the constant, streamed panel by panel), and split M into blocks of at most mc
+     * rows. Blocks never shrink below that for parallelism: a B sliver is reused across a block's rows,
+     * and short blocks would stream B from L3 for a few rows each. Further tasks split N. */
     mb = (mp + mbp - 1) / mbp;
     nb = 1;
-    while (batch * mb * nb < min_tasks) {
-      if (mb < mp) mb++;
-      else if (nb < np) nb++;
-      else break;
-    }
+    while (batch * mb * nb < min_tasks && nb < np) nb++;
   } else {
-    /* B is packed by each task (conv's im2col) or both are constants: whole-M blocks pack each B block
-     * once; more blocks along N while there are too few tasks, then along M. */
-    mb = (mp + mbp - 1) / mbp;
+    /* B is packed by each task (conv's im2col) or both are constants: a block spans all of M, so each
+     * B block is packed once and reused by every row (A slivers stream from L2 or L3, one per
+     * microkernel call, which its FMAs hide); more blocks along N while there are too few tasks, then
+     * along M. */
+    (void)mbp;
+    mb = 1;
     nb = (np + nbp - 1) / nbp;
     while (batch * mb * nb < min_tasks) {
       if (nb < np && (np + nb) / (nb + 1) >= 2) nb++;
@@ -457,7 +517,26 @@ void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValu
 void fc_gemm_pack_b_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef j0, LLVMValueRef k0, LLVMValueRef kc) {
   FcGemmMatrix *p = user;
   LLVMBuilderRef b = k->b;
-  LLVMValueRef fzero = LLVMConstReal(LLVMFloatTypeInContext(k->ctx), 0.0);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)p->width);
+  LLVMValueRef fzero = LLVMConstReal(f32, 0.0);
+  /* A full panel: each k row is one contiguous run of `width` floats, copied as one vector. */
+  LLVMValueRef full = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, j0, c64(k, p->width), ""), c64(k, p->cols), "");
+  LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "packb_full");
+  LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "packb_edge");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "packb_done");
+  LLVMBuildCondBr(b, full, fast, slow);
+  LLVMPositionBuilderAtEnd(b, fast);
+  {
+    FcLoop lk;
+    LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), kc, 1, "pk");
+    LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, k0, kk, ""), c64(k, p->ld), ""), j0, "");
+    LLVMValueRef v = LLVMBuildLoad2(b, vt, fptr(k, p->base, src), "");
+    LLVMSetAlignment(v, 4);
+    LLVMSetAlignment(LLVMBuildStore(b, v, fptr(k, dst, LLVMBuildMul(b, kk, c64(k, p->width), ""))), 4);
+    fc_cg_loop_end(k, &lk);
+    LLVMBuildBr(b, done);
+  }
+  LLVMPositionBuilderAtEnd(b, slow);
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), kc, 1, "pk");
   LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, k0, kk, ""), c64(k, p->ld), ""), j0, "");
@@ -470,4 +549,6 @@ void fc_gemm_pack_b_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValu
   fc_cg_store(k, FC_DT_F32, dst, LLVMBuildAdd(b, drow, j, ""), v);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
+  LLVMBuildBr(b, done);
+  LLVMPositionBuilderAtEnd(b, done);
 }

@@ -150,7 +150,7 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   bool pointwise = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 && pads[0] == 0 && pads[1] == 0 && pads[2] == 0 &&
                    pads[3] == 0 && OH == H && OW == W;
   FcGemmArch g;
-  fc_gemm_arch(k, &g);
+  fc_gemm_arch_for_rows(k, M, !pointwise, &g);
   int64_t mc, nc;
   fc_gemm_choose_blocks(&g, Nb, M, OHW, 8, false, &mc, &nc);
   int64_t mblocks = (M + mc - 1) / mc, nblocks = (OHW + nc - 1) / nc;

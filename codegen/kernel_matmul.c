@@ -56,7 +56,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
     nb = 0;
   }
   FcGemmArch g;
-  fc_gemm_arch(k, &g);
+  fc_gemm_arch_for_rows(k, M, false, &g);
   /* Fewer rows than the microkernel's (a matrix-vector product): a kernel of exactly M rows, packed at
    * run time, rather than a full tile mostly of zeros. */
   const FcTensor *ca = fc_value_const(op->operands[0].value), *cb = fc_value_const(op->operands[1].value);

@@ -688,8 +688,8 @@ static void products(Ctx *c, LLVMValueRef ug, LLVMValueRef vbuf, LLVMValueRef yb
 
 /* ---- 3. output transform ----------------------------------------------------------------------------------- */
 
-/* Stores tile row v (m floats) of output channel row `orow` (b·M + channel) at column `col` of the
- * plane, through the epilogue. */
+/* Stores v (one value or a run of them along a row of the output plane) at row `orow` (b·M + channel),
+ * column `col` of the result viewed as [N·M, OH·OW], through the epilogue. */
 static void store_row(Ctx *c, LLVMValueRef out, LLVMValueRef v, LLVMValueRef orow, LLVMValueRef col) {
   const Plan *p = c->p;
   if (c->epi) v = fc_cg_epilogue_value(c->k, c->epi, v, orow, col);
