@@ -212,16 +212,24 @@ static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, 
   }
 }
 
-/* The accumulators live in allocas (promoted to registers by SROA): the k loop runs `sets` steps per
- * iteration, one per accumulator set, then the remaining kc % sets steps into set 0. */
-static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn) {
-  Saved sv = enter_fn(k, fn);
+/* A tile's finishing function (the op's fused epilogue) on one accumulator vector at C(m, n .. n + vl). */
+typedef struct UkrFinish {
+  LLVMValueRef (*value)(FcKernel *k, void *user, LLVMValueRef v, LLVMValueRef m, LLVMValueRef n);
+  void *user;
+  LLVMValueRef m, n; /* the tile's first row and column in C (i64) */
+} UkrFinish;
+
+/* The microkernel's body at the builder's position: C[0..mr)[0..nr) (row stride ldc) = (accum ? C : 0)
+ * + A sliver · B sliver over kc, each result vector passed through `fin` (when given) before its store.
+ * The accumulators live in allocas of the current function's entry block (promoted to registers by
+ * SROA): the k loop runs `sets` steps per iteration, one per accumulator set, then the remaining
+ * kc % sets steps into set 0. */
+static void emit_ukr_body(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef kc, LLVMValueRef pa, LLVMValueRef pb,
+                          LLVMValueRef pc, LLVMValueRef ldc, LLVMValueRef accum, const UkrFinish *fin) {
   LLVMBuilderRef b = k->b;
   int vl = g->vl, nv = g->nr / g->vl, sets = ukr_sets(mr, nv);
   FC_ASSERT(mr <= MAX_MR && nv <= MAX_NV);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
-  LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
-  LLVMValueRef pc = LLVMGetParam(fn, 3), ldc = LLVMGetParam(fn, 4), accum = LLVMGetParam(fn, 5);
   LLVMValueRef slots[4][MAX_MR * MAX_NV];
   for (int s = 0; s < sets; s++)
     for (int t = 0; t < mr * nv; t++) {
@@ -245,9 +253,9 @@ static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn)
     res[t] = LLVMBuildLoad2(b, vt, slots[0][t], "");
     for (int s = 1; s < sets; s++) res[t] = LLVMBuildFAdd(b, res[t], LLVMBuildLoad2(b, vt, slots[s][t], ""), "");
   }
-  LLVMBasicBlockRef add_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "accumulate");
-  LLVMBasicBlockRef set_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "store");
-  LLVMBasicBlockRef ret_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "ret");
+  LLVMBasicBlockRef add_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "accumulate");
+  LLVMBasicBlockRef set_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "store");
+  LLVMBasicBlockRef join_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "stored");
   LLVMBuildCondBr(b, accum, add_bb, set_bb);
   for (int pass = 0; pass < 2; pass++) {
     LLVMPositionBuilderAtEnd(b, pass ? set_bb : add_bb);
@@ -261,13 +269,22 @@ static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn)
           LLVMSetAlignment(old, 4);
           v = LLVMBuildFAdd(b, v, old, "");
         }
+        if (fin)
+          v = fin->value(k, fin->user, v, LLVMBuildAdd(b, fin->m, fc_cg_const_i64(k, i), ""),
+                         LLVMBuildAdd(b, fin->n, fc_cg_const_i64(k, (int64_t)j * vl), ""));
         LLVMSetAlignment(LLVMBuildStore(b, v, p), 4);
       }
     }
-    LLVMBuildBr(b, ret_bb);
+    LLVMBuildBr(b, join_bb);
   }
-  LLVMPositionBuilderAtEnd(b, ret_bb);
-  LLVMBuildRetVoid(b);
+  LLVMPositionBuilderAtEnd(b, join_bb);
+}
+
+static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn) {
+  Saved sv = enter_fn(k, fn);
+  emit_ukr_body(k, g, mr, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3),
+                LLVMGetParam(fn, 4), LLVMGetParam(fn, 5), NULL);
+  LLVMBuildRetVoid(k->b);
   leave_fn(k, sv);
 }
 
@@ -417,65 +434,104 @@ void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_
   *nc = (np + nb - 1) / nb * g->nr;
 }
 
+/* The packed buffers of one task and its block's extent. */
+typedef struct BlockState {
+  LLVMValueRef m0, n0, mlen, nlen, abuf, bbuf;
+} BlockState;
+
+/* One K-block [k0, k0 + kc) of the task's block: pack the run-time operands, then every tile. With
+ * `last` and a finishing function, full tiles run the microkernel inline with the epilogue applied to
+ * its registers before the store, and edge tiles are finished row by row after their call. */
+static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs, LLVMValueRef k0, LLVMValueRef kc,
+                        LLVMValueRef accumulate, bool last) {
+  const FcGemmArch *g = t->g;
+  LLVMBuilderRef b = k->b;
+  if (bs->bbuf) {
+    FcLoop lq;
+    LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), bs->nlen, g->nr, "pb");
+    LLVMValueRef dst = fptr(k, bs->bbuf, LLVMBuildMul(b, q0, c64(k, g->kc), ""));
+    t->b.pack(k, t->b.user, dst, LLVMBuildAdd(b, bs->n0, q0, ""), k0, kc);
+    fc_cg_loop_end(k, &lq);
+  }
+  if (bs->abuf) {
+    FcLoop lp;
+    LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), bs->mlen, g->mr, "pa");
+    LLVMValueRef dst = fptr(k, bs->abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
+    t->a.pack(k, t->a.user, dst, LLVMBuildAdd(b, bs->m0, p0, ""), k0, kc);
+    fc_cg_loop_end(k, &lp);
+  }
+  FcLoop lq;
+  LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), bs->nlen, g->nr, "jr");
+  LLVMValueRef bp;
+  if (bs->bbuf) {
+    bp = fptr(k, bs->bbuf, LLVMBuildMul(b, q0, c64(k, g->kc), ""));
+  } else {
+    /* panel (n0 + q0) / nr of the whole packed B, at row k0 */
+    LLVMValueRef panel = LLVMBuildSDiv(b, LLVMBuildAdd(b, bs->n0, q0, ""), c64(k, g->nr), "");
+    bp = fptr(k, t->b.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->nr), ""));
+  }
+  LLVMValueRef cols = smin(k, c64(k, g->nr), LLVMBuildSub(b, bs->nlen, q0, ""));
+  FcLoop lp;
+  LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), bs->mlen, g->mr, "ir");
+  LLVMValueRef ap;
+  if (bs->abuf) {
+    ap = fptr(k, bs->abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
+  } else {
+    LLVMValueRef panel = LLVMBuildSDiv(b, LLVMBuildAdd(b, bs->m0, p0, ""), c64(k, g->mr), "");
+    ap = fptr(k, t->a.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->mr), ""));
+  }
+  LLVMValueRef rows = smin(k, c64(k, g->mr), LLVMBuildSub(b, bs->mlen, p0, ""));
+  LLVMValueRef crow = LLVMBuildAdd(b, bs->m0, p0, ""), ccol = LLVMBuildAdd(b, bs->n0, q0, "");
+  LLVMValueRef cp = fptr(k, t->c, LLVMBuildAdd(b, LLVMBuildMul(b, crow, c64(k, t->ldc), ""), ccol, ""));
+  if (last && t->finish_value) {
+    LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rows, c64(k, g->mr), ""),
+                                     LLVMBuildICmp(b, LLVMIntEQ, cols, c64(k, g->nr), ""), "");
+    LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "tile_full");
+    LLVMBasicBlockRef eb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "tile_edge");
+    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "tile_done");
+    LLVMBuildCondBr(b, full, fb, eb);
+    LLVMPositionBuilderAtEnd(b, fb);
+    UkrFinish fin = {t->finish_value, t->finish_user, crow, ccol};
+    emit_ukr_body(k, g, g->mr, kc, ap, bp, cp, c64(k, t->ldc), accumulate, &fin);
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, eb);
+    fc_gemm_call_ukr_edge(k, g, kc, ap, bp, cp, c64(k, t->ldc), accumulate, rows, cols);
+    FcLoop lm;
+    LLVMValueRef m = fc_cg_loop_begin(k, &lm, crow, LLVMBuildAdd(b, crow, rows, ""), 1, "fin");
+    t->finish_row(k, t->finish_user, m, ccol, cols);
+    fc_cg_loop_end(k, &lm);
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, jb);
+  } else {
+    fc_gemm_call_tile(k, g, kc, ap, bp, cp, c64(k, t->ldc), accumulate, rows, cols);
+  }
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lq);
+}
+
 void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVMValueRef n0) {
   const FcGemmArch *g = t->g;
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  LLVMValueRef mlen = smin(k, c64(k, t->mc), LLVMBuildSub(b, c64(k, t->M), m0, ""));
-  LLVMValueRef nlen = smin(k, c64(k, t->nc), LLVMBuildSub(b, c64(k, t->N), n0, ""));
-  LLVMValueRef abuf = NULL, bbuf = NULL;
-  if (!t->b.packed) bbuf = t->scratch;
-  if (!t->a.packed) abuf = t->b.packed ? t->scratch : fptr(k, t->scratch, c64(k, g->kc * t->nc));
-  FcLoop lk;
-  LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t->K), g->kc, "k0");
-  LLVMValueRef kc = smin(k, c64(k, g->kc), LLVMBuildSub(b, c64(k, t->K), k0, ""));
-  if (bbuf) {
-    FcLoop lq;
-    LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), nlen, g->nr, "pb");
-    LLVMValueRef dst = fptr(k, bbuf, LLVMBuildMul(b, q0, c64(k, g->kc), ""));
-    t->b.pack(k, t->b.user, dst, LLVMBuildAdd(b, n0, q0, ""), k0, kc);
-    fc_cg_loop_end(k, &lq);
+  FC_ASSERT(t->K > 0 && (!t->finish_value || t->finish_row));
+  BlockState bs = {.m0 = m0, .n0 = n0};
+  bs.mlen = smin(k, c64(k, t->mc), LLVMBuildSub(b, c64(k, t->M), m0, ""));
+  bs.nlen = smin(k, c64(k, t->nc), LLVMBuildSub(b, c64(k, t->N), n0, ""));
+  if (!t->b.packed) bs.bbuf = t->scratch;
+  if (!t->a.packed) bs.abuf = t->b.packed ? t->scratch : fptr(k, t->scratch, c64(k, g->kc * t->nc));
+  /* K is static: every K-block but the last in a loop, the last one peeled (it finishes the tiles). */
+  int64_t k_last = (t->K - 1) / g->kc * g->kc;
+  if (k_last > 0) {
+    FcLoop lk;
+    LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, k_last), g->kc, "k0");
+    emit_kblock(k, t, &bs, k0, c64(k, g->kc), LLVMBuildICmp(b, LLVMIntSGT, k0, c64(k, 0), ""), false);
+    fc_cg_loop_end(k, &lk);
   }
-  if (abuf) {
-    FcLoop lp;
-    LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), mlen, g->mr, "pa");
-    LLVMValueRef dst = fptr(k, abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
-    t->a.pack(k, t->a.user, dst, LLVMBuildAdd(b, m0, p0, ""), k0, kc);
-    fc_cg_loop_end(k, &lp);
-  }
-  LLVMValueRef accumulate = LLVMBuildICmp(b, LLVMIntSGT, k0, c64(k, 0), "");
-  FcLoop lq;
-  LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), nlen, g->nr, "jr");
-  LLVMValueRef bp;
-  if (bbuf) {
-    bp = fptr(k, bbuf, LLVMBuildMul(b, q0, c64(k, g->kc), ""));
-  } else {
-    /* panel (n0 + q0) / nr of the whole packed B, at row k0 */
-    LLVMValueRef panel = LLVMBuildSDiv(b, LLVMBuildAdd(b, n0, q0, ""), c64(k, g->nr), "");
-    bp = fptr(k, t->b.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->nr), ""));
-  }
-  LLVMValueRef cols = smin(k, c64(k, g->nr), LLVMBuildSub(b, nlen, q0, ""));
-  FcLoop lp;
-  LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), mlen, g->mr, "ir");
-  LLVMValueRef ap;
-  if (abuf) {
-    ap = fptr(k, abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
-  } else {
-    LLVMValueRef panel = LLVMBuildSDiv(b, LLVMBuildAdd(b, m0, p0, ""), c64(k, g->mr), "");
-    ap = fptr(k, t->a.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->mr), ""));
-  }
-  LLVMValueRef rows = smin(k, c64(k, g->mr), LLVMBuildSub(b, mlen, p0, ""));
-  LLVMValueRef crow = LLVMBuildAdd(b, m0, p0, "");
-  LLVMValueRef cp = fptr(k, t->c, LLVMBuildAdd(b, LLVMBuildMul(b, crow, c64(k, t->ldc), ""), LLVMBuildAdd(b, n0, q0, ""), ""));
-  fc_gemm_call_tile(k, g, kc, ap, bp, cp, c64(k, t->ldc), accumulate, rows, cols);
-  fc_cg_loop_end(k, &lp);
-  fc_cg_loop_end(k, &lq);
-  fc_cg_loop_end(k, &lk);
-  (void)f32;
-  if (t->finish_row) {
+  LLVMValueRef acc_last = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), k_last > 0, 0);
+  emit_kblock(k, t, &bs, c64(k, k_last), c64(k, t->K - k_last), acc_last, true);
+  if (t->finish_row && !t->finish_value) {
     FcLoop lm;
-    LLVMValueRef m = fc_cg_loop_begin(k, &lm, m0, LLVMBuildAdd(b, m0, mlen, ""), 1, "fin");
-    t->finish_row(k, t->finish_user, m, n0, nlen);
+    LLVMValueRef m = fc_cg_loop_begin(k, &lm, m0, LLVMBuildAdd(b, m0, bs.mlen, ""), 1, "fin");
+    t->finish_row(k, t->finish_user, m, n0, bs.nlen);
     fc_cg_loop_end(k, &lm);
   }
 }

@@ -84,6 +84,10 @@ typedef struct FcGemmBlock {
   /* Called once per finished row m (i64) of the block with the block's columns [n0, n0 + n): applies the
    * op's epilogue. NULL: none. */
   void (*finish_row)(FcKernel *k, void *user, LLVMValueRef m, LLVMValueRef n0, LLVMValueRef n);
+  /* Optional, with finish_row: the epilogue of one accumulator vector v (vl lanes) at C(m, n ..). Then
+   * full tiles of the last K-block run the microkernel inline in the op's kernel and finish its
+   * registers before the one store (no second pass over C); edge tiles use finish_row. */
+  LLVMValueRef (*finish_value)(FcKernel *k, void *user, LLVMValueRef v, LLVMValueRef m, LLVMValueRef n);
   void *finish_user;
 } FcGemmBlock;
 

@@ -127,6 +127,11 @@ static void finish_row(FcKernel *k, void *user, LLVMValueRef m, LLVMValueRef n0,
   fc_cg_epilogue_row(k, f->e, f->out, LLVMBuildAdd(k->b, f->row0, m, ""), n0, n);
 }
 
+static LLVMValueRef finish_value(FcKernel *k, void *user, LLVMValueRef v, LLVMValueRef m, LLVMValueRef n) {
+  Finish *f = user;
+  return fc_cg_epilogue_value(k, f->e, v, LLVMBuildAdd(k->b, f->row0, m, ""), n);
+}
+
 bool fc_conv_gemm_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *xt = &op->operands[0].value->type, *yt = &op->results[0].type;
@@ -134,7 +139,7 @@ bool fc_conv_gemm_applies(const FcKernel *k) {
   int64_t xn, yn;
   /* Lane offsets are i32: a batch item of the input must stay below 2^31 elements. */
   if (!fc_type_numel(xt, &xn) || !fc_type_numel(yt, &yn)) return false;
-  return xt->dims[0] > 0 && xn / xt->dims[0] < INT32_MAX && yn > 0;
+  return xt->dims[0] > 0 && xt->dims[1] > 0 && xn / xt->dims[0] < INT32_MAX && yn > 0;
 }
 
 FcStatus fc_conv_gemm(FcKernel *k) {
@@ -193,6 +198,7 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   Finish fin = {.e = e, .out = k->out[0], .row0 = LLVMBuildMul(b, bi, c64(k, M), "")};
   if (e) {
     t.finish_row = finish_row;
+    t.finish_value = finish_value;
     t.finish_user = &fin;
   }
   fc_gemm_emit_block(k, &t, LLVMBuildMul(b, mbk, c64(k, mc), ""), LLVMBuildMul(b, nbk, c64(k, nc), ""));

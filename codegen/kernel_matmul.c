@@ -23,6 +23,11 @@ static void finish_row(FcKernel *k, void *user, LLVMValueRef m, LLVMValueRef n0,
   fc_cg_epilogue_row(k, f->e, f->out, LLVMBuildAdd(k->b, f->row0, m, ""), n0, n);
 }
 
+static LLVMValueRef finish_value(FcKernel *k, void *user, LLVMValueRef v, LLVMValueRef m, LLVMValueRef n) {
+  Finish *f = user;
+  return fc_cg_epilogue_value(k, f->e, v, LLVMBuildAdd(k->b, f->row0, m, ""), n);
+}
+
 bool fc_matmul_gemm_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *rt = &op->results[0].type;
@@ -127,6 +132,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   Finish fin = {.e = e, .out = k->out[0], .row0 = LLVMBuildMul(b, bi, c64(k, M), "")};
   if (e) {
     t.finish_row = finish_row;
+    t.finish_value = finish_value;
     t.finish_user = &fin;
   }
   if (K == 0) {
