@@ -45,7 +45,7 @@ typedef struct CgKernel {
   int64_t outer;
   double work_per_outer;
   bool scratch; /* uses per-task scratch: at most FC_CG_SCRATCH_SLOTS chunks */
-  uint64_t dropped; /* operands passed as NULL (fc_kernel_drop_operand) */
+  LLVMValueRef *subst; /* per operand (first 64): the global passed instead, or NULL */
 } CgKernel;
 
 static bool is_view(const FcCg *cg, const FcOp *op) {
@@ -215,7 +215,7 @@ static FcStatus build_kernel(FcCg *cg, FcOp *op, int index, CgKernel *out, FcDia
   cg->status = load_ctx_ptr(cg, b, ctxp, op->n_operands + op->n_results);
   cg->scratch_base = load_ctx_ptr(cg, b, ctxp, op->n_operands + op->n_results + 1);
   cg->kernel_scratch = 0;
-  cg->kernel_dropped = 0;
+  memset(cg->kernel_subst, 0, sizeof cg->kernel_subst);
   cg->kernel_index = index;
   FcStatus st = emitters[op->kind](&k);
   if (st == FC_OK) {
@@ -229,8 +229,56 @@ static FcStatus build_kernel(FcCg *cg, FcOp *op, int index, CgKernel *out, FcDia
   LLVMDisposeBuilder(b);
   cg->status = NULL;
   cg->scratch_base = NULL;
-  *out = (CgKernel){op, fn, k.outer, k.work_per_outer, cg->kernel_scratch > 0, cg->kernel_dropped};
+  LLVMValueRef *subst = NULL;
+  for (int i = 0; i < 64 && i < op->n_operands; i++)
+    if (cg->kernel_subst[i]) {
+      if (!subst) subst = FC_NEW_ARRAY(cg->arena, LLVMValueRef, 64);
+      subst[i] = cg->kernel_subst[i];
+    }
+  *out = (CgKernel){op, fn, k.outer, k.work_per_outer, cg->kernel_scratch > 0, subst};
   return st;
+}
+
+/* ---- shared kernels ------------------------------------------------------------------------------------------ */
+
+/* Kernels built so far, as IR text with the function's own name blanked. */
+typedef struct SharedKernels {
+  char **text;
+  LLVMValueRef *fn;
+  int n;
+} SharedKernels;
+
+/* Ops of the same shape, attributes and epilogue produce the same kernel body (their weights come
+ * through ctx slots: fc_kernel_substitute_operand), and a ResNet repeats each conv shape several times.
+ * A kernel whose IR text, its name aside, equals an earlier one's is deleted and the earlier function
+ * called instead, so LLVM optimises and compiles each distinct kernel once. Text equality is the whole
+ * test: anything op-specific (a table global, a kernel index for run-time errors) makes texts differ.
+ * Metadata numbers are ignored: the only metadata kernels carry are loop hints, which are performance
+ * advice and made by the same emitter code for the same instructions. */
+static void share_kernel(FcCg *cg, SharedKernels *sk, CgKernel *k) {
+  char *text = LLVMPrintValueToString(k->fn);
+  size_t nlen = 0;
+  const char *name = LLVMGetValueName2(k->fn, &nlen);
+  char *at = strstr(text, name);
+  if (at && nlen > 0) memset(at, '#', nlen); /* the name is in the header line only */
+  /* Metadata attachments (loop hints) print as module-wide numbers, !0, !27, ...: drop the numbers. */
+  char *w = text;
+  for (const char *r = text; *r; r++) {
+    *w++ = *r;
+    if (*r == '!')
+      while (r[1] >= '0' && r[1] <= '9') r++;
+  }
+  *w = '\0';
+  for (int i = 0; i < sk->n; i++)
+    if (strcmp(sk->text[i], text) == 0) {
+      LLVMDeleteFunction(k->fn);
+      k->fn = sk->fn[i];
+      LLVMDisposeMessage(text);
+      cg->kernels_shared++;
+      return;
+    }
+  sk->text[sk->n] = text;
+  sk->fn[sk->n++] = k->fn;
 }
 
 /* ---- per-task scratch and re-laid-out constants ---------------------------------------------------------- */
@@ -251,8 +299,10 @@ LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes) {
   return LLVMBuildInBoundsGEP2(k->b, cg->i8, cg->scratch_base, &off, 1, "scratch");
 }
 
-void fc_kernel_drop_operand(FcKernel *k, int i) {
-  if (i >= 0 && i < 64) k->cg->kernel_dropped |= 1ull << i;
+LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef global) {
+  FC_ASSERT(i >= 0 && i < 64 && i < k->op->n_operands && k->in[i]);
+  k->cg->kernel_subst[i] = global;
+  return k->in[i];
 }
 
 LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, const char *name) {
@@ -333,8 +383,8 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
       LLVMValueRef a;
       if (j < op->n_operands) {
         const FcValue *v = op->operands[j].value;
-        bool dropped = j < 64 && (kk->dropped >> j & 1);
-        a = v && !dropped ? value_addr(cg, &rs, v) : LLVMConstNull(cg->ptr);
+        if (j < 64 && kk->subst && kk->subst[j]) a = kk->subst[j];
+        else a = v ? value_addr(cg, &rs, v) : LLVMConstNull(cg->ptr);
       } else if (j < op->n_operands + op->n_results) {
         a = value_addr(cg, &rs, &op->results[j - op->n_operands]);
       } else if (j == op->n_operands + op->n_results) {
@@ -497,6 +547,8 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
     int n_ops = 0;
     fc_graph_for_each_op(m->graph, op) n_ops++;
     ks = FC_NEW_ARRAY(&m->arena, CgKernel, (size_t)(n_ops ? n_ops : 1));
+    SharedKernels shared = {.text = FC_NEW_ARRAY(&m->arena, char *, (size_t)(n_ops ? n_ops : 1)),
+                            .fn = FC_NEW_ARRAY(&m->arena, LLVMValueRef, (size_t)(n_ops ? n_ops : 1))};
     /* An emitter may refuse its op (a dtype or attribute it does not handle): those are collected, so
      * that one message lists every op this model needs; any other failure stops at once. */
     fc_graph_for_each_op(m->graph, op) {
@@ -504,6 +556,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
       FcDiag d;
       fc_diag_init(&d);
       st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);
+      if (st == FC_OK) share_kernel(&cg, &shared, &ks[n_kernels]);
       if (st == FC_ERR_UNSUPPORTED) {
         unsupported_add(&m->arena, &unsup, op, strip_node_prefix(&m->arena, op, d.msg));
         st = FC_OK;
@@ -515,6 +568,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
       }
       n_kernels++;
     }
+    for (int i = 0; i < shared.n; i++) LLVMDisposeMessage(shared.text[i]);
     if (st == FC_OK && unsup.n) st = report_unsupported(&unsup, diag);
   }
   if (st == FC_OK) {

@@ -111,10 +111,13 @@ void fc_kernel_set_outer(FcKernel *k, int64_t outer, double work_per_outer);
 #define FC_CG_SCRATCH_SLOTS 64
 LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes);
 
-/* Declares that the kernel never reads operand i's buffer (it uses a re-laid-out copy of a constant
- * instead): the run function then passes NULL for it, so the original constant can be dropped from the
- * binary when nothing else uses it. Operands 0..63 only. */
-void fc_kernel_drop_operand(FcKernel *k, int i);
+/* Substitutes a re-laid-out copy of constant operand i (packed GEMM panels, Winograd-transformed
+ * filters: a global made with fc_cg_const_bytes) for the operand itself: the run function passes
+ * `global` in the operand's ctx slot, and the returned pointer (the kernel's k->in[i]) is how the kernel
+ * must read it. The kernel's code then names no per-op global, so ops of the same shape share one
+ * kernel function (cg_module.c), and the original constant is dropped from the binary when nothing else
+ * uses it. Operands 0..63 only. */
+LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef global);
 
 /* A private constant global (64-byte aligned) holding `nbytes` bytes copied from data: weights that a
  * kernel re-laid-out at compile time (packed GEMM panels, Winograd-transformed filters). */

@@ -83,10 +83,10 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   if (st != FC_OK) return st;
 
   LLVMValueRef a_packed = NULL, b_packed = NULL;
-  if (ca && ca->data && K > 0) a_packed = fc_gemm_const_packed(k, &g, true, ca->data, sa, M * K, M, K, K, 1);
-  if (cb && cb->data && K > 0) b_packed = fc_gemm_const_packed(k, &g, false, cb->data, sb, K * N, K, N, N, 1);
-  if (a_packed) fc_kernel_drop_operand(k, 0);
-  if (b_packed) fc_kernel_drop_operand(k, 1);
+  if (ca && ca->data && K > 0)
+    a_packed = fc_kernel_substitute_operand(k, 0, fc_gemm_const_packed(k, &g, true, ca->data, sa, M * K, M, K, K, 1));
+  if (cb && cb->data && K > 0)
+    b_packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, false, cb->data, sb, K * N, K, N, N, 1));
   if (!a_packed) t.a.pack = fc_gemm_pack_a_rowmajor;
   if (!b_packed) t.b.pack = fc_gemm_pack_b_rowmajor;
   t.a.packed = a_packed;

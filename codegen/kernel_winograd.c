@@ -857,7 +857,9 @@ FcStatus fc_conv_winograd(FcKernel *k) {
   LLVMValueRef ug = NULL;
   st = filter_global(&c, &ug);
   if (st != FC_OK) return st;
-  fc_kernel_drop_operand(k, 1); /* the kernel reads U only: the weights need not be in the artefact */
+  /* The kernel reads U only, through operand 1's slot: the weights need not be in the artefact, and
+   * convolutions of the same shape share this kernel's code. */
+  ug = fc_kernel_substitute_operand(k, 1, ug);
 
   int64_t vfloats = a2 * p.vstride, yfloats = a2 * p.ystride, hfloats = a2 * LANES;
   LLVMValueRef scr = fc_kernel_scratch(k, (vfloats + yfloats + hfloats) * 4 + MASK_BYTES);
