@@ -476,6 +476,9 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
   LLVMValueRef ap;
   if (bs->abuf) {
     ap = fptr(k, bs->abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
+  } else if (t->a.block_local) {
+    LLVMValueRef panel = LLVMBuildSDiv(b, p0, c64(k, g->mr), "");
+    ap = fptr(k, t->a.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->mr), ""));
   } else {
     LLVMValueRef panel = LLVMBuildSDiv(b, LLVMBuildAdd(b, bs->m0, p0, ""), c64(k, g->mr), "");
     ap = fptr(k, t->a.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->mr), ""));

@@ -69,6 +69,9 @@ void fc_gemm_call_tile(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMVa
  * (dst[k * mr + i] for A, dst[k * nr + j] for B; zeros past the matrix). */
 typedef struct FcGemmOperand {
   LLVMValueRef packed;
+  /* A only: `packed` holds just this block's rows (panels numbered from the block's first row), packed
+   * by the caller before fc_gemm_emit_block, e.g. once for several blocks that share those rows. */
+  bool block_local;
   void (*pack)(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc);
   void *user;
 } FcGemmOperand;

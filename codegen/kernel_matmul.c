@@ -91,8 +91,17 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   if (!b_packed) t.b.pack = fc_gemm_pack_b_rowmajor;
   t.a.packed = a_packed;
   t.b.packed = b_packed;
-  int64_t scratch = fc_gemm_block_scratch_bytes(&t);
+  /* A run-time A with a constant B (activations times weights): each task packs its A block once, for
+   * all of K, and keeps it while its next blocks (n fastest) share those rows: a thread's chunk of
+   * consecutive blocks packs A once per m-block rather than once per block. */
+  bool a_cached = !a_packed && b_packed;
+  int64_t scratch = a_cached ? (mc * K + 16) * 4 : fc_gemm_block_scratch_bytes(&t);
   LLVMValueRef scr = (a_packed && b_packed) ? NULL : fc_kernel_scratch(k, scratch);
+  LLVMValueRef cached_key = NULL;
+  if (a_cached) {
+    cached_key = fc_cg_entry_alloca(k, fc_cg_i64(k), "a_key");
+    LLVMBuildStore(k->b, c64(k, -1), cached_key);
+  }
 
   LLVMBuilderRef b = k->b;
   FcLoop lo;
@@ -117,6 +126,29 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
     LLVMValueRef o = LLVMBuildMul(b, aoff, c64(k, M * K), "");
     pa.base = LLVMBuildGEP2(b, f32, k->in[0], &o, 1, "");
     t.a.user = &pa;
+  }
+  if (a_cached && K > 0) {
+    /* Pack this block's rows of A (every panel, all of K) unless the previous block had the same rows. */
+    LLVMValueRef key = rest;
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, key, LLVMBuildLoad2(b, fc_cg_i64(k), cached_key, ""), ""));
+    LLVMValueRef m0 = LLVMBuildMul(b, mbk, c64(k, mc), "");
+    LLVMValueRef mlen = LLVMBuildSub(b, c64(k, M), m0, "");
+    mlen = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, mlen, c64(k, mc), ""), mlen, c64(k, mc), "");
+    FcLoop lp, lk;
+    LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), mlen, g.mr, "apk");
+    LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), g.kc, "apk0");
+    LLVMValueRef kc = LLVMBuildSub(b, c64(k, K), k0, "");
+    kc = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, kc, c64(k, g.kc), ""), kc, c64(k, g.kc), "");
+    LLVMValueRef doff = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSDiv(b, p0, c64(k, g.mr), ""), c64(k, K), ""), k0, ""),
+                                   c64(k, g.mr), "");
+    fc_gemm_pack_a_rowmajor(k, &pa, LLVMBuildGEP2(b, f32, scr, &doff, 1, ""), LLVMBuildAdd(b, m0, p0, ""), k0, kc);
+    fc_cg_loop_end(k, &lk);
+    fc_cg_loop_end(k, &lp);
+    LLVMBuildStore(b, key, cached_key);
+    fc_cg_if_end(k, cont);
+    t.a.packed = scr;
+    t.a.block_local = true;
+    t.a.pack = NULL;
   }
   if (b_packed) {
     LLVMValueRef o = LLVMBuildMul(b, boff, c64(k, fc_gemm_packed_b_size(&g, K, N)), "");
