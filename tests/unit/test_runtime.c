@@ -579,10 +579,12 @@ static void test_parallel_for_covers_once(void **state) {
   free(hits);
 }
 
-/* Chunk boundaries depend only on (n, threads): 10 over 4 threads is [0,3) [3,6) [6,8) [8,10). */
+/* Chunk boundaries depend only on (n, threads): 10 over 4 threads is [0,3) [3,6) [6,8) [8,10); with at
+ * most 3 chunks (frt_parallel_for_max) [0,4) [4,7) [7,10). Each chunk's frt_task_index is its index. */
 typedef struct Bounds {
   pthread_mutex_t mu;
   int64_t begins[8], ends[8];
+  int slots[8];
   int n;
 } Bounds;
 
@@ -592,7 +594,24 @@ static void bounds_task(void *ctx, int64_t begin, int64_t end) {
   int k = b->n++;
   b->begins[k] = begin;
   b->ends[k] = end;
+  b->slots[k] = frt_task_index();
   pthread_mutex_unlock(&b->mu);
+}
+
+static void check_bounds(const Bounds *b, const int64_t *want_begin, const int64_t *want_end, int chunks) {
+  assert_int_equal(b->n, chunks);
+  int seen[8] = {0};
+  for (int k = 0; k < chunks; k++) {
+    int idx = -1;
+    for (int i = 0; i < chunks; i++)
+      if (b->begins[k] == want_begin[i]) idx = i;
+    assert_true(idx >= 0);
+    assert_int_equal(b->ends[k], want_end[idx]);
+    assert_int_equal(b->slots[k], idx);
+    seen[idx]++;
+  }
+  for (int k = 0; k < chunks; k++)
+    assert_int_equal(seen[k], 1);
 }
 
 static void test_parallel_for_chunks(void **state) {
@@ -600,16 +619,13 @@ static void test_parallel_for_chunks(void **state) {
   assert_non_null(pool);
   Bounds b = {.mu = PTHREAD_MUTEX_INITIALIZER};
   frt_parallel_for(pool, 10, bounds_task, &b);
-  assert_int_equal(b.n, 4);
-  int64_t seen[4] = {0};
-  for (int k = 0; k < 4; k++) {
-    static const int64_t want_end[] = {3, 6, 8, 10};
-    int idx = b.begins[k] == 0 ? 0 : b.begins[k] == 3 ? 1 : b.begins[k] == 6 ? 2 : 3;
-    assert_int_equal(b.ends[k], want_end[idx]);
-    seen[idx]++;
-  }
-  for (int k = 0; k < 4; k++)
-    assert_int_equal(seen[k], 1);
+  static const int64_t begin4[] = {0, 3, 6, 8}, end4[] = {3, 6, 8, 10};
+  check_bounds(&b, begin4, end4, 4);
+  Bounds c = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  frt_parallel_for_max(pool, 10, 3, bounds_task, &c);
+  static const int64_t begin3[] = {0, 4, 7}, end3[] = {4, 7, 10};
+  check_bounds(&c, begin3, end3, 3);
+  assert_int_equal(frt_task_index(), 0); /* outside any task */
   frt_pool_destroy(pool);
 }
 
