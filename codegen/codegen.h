@@ -107,8 +107,10 @@ void fc_kernel_set_outer(FcKernel *k, int64_t outer, double work_per_outer);
  * one thread): at least `bytes` bytes, 64-byte aligned, contents undefined on entry, valid until the
  * kernel returns. Call at most once per kernel, from the entry block (before any loop). The model's
  * workspace holds FC_CG_SCRATCH_SLOTS slots of the largest request after the planned blocks; a kernel
- * that asks for scratch is split into at most that many chunks (runtime: frt_parallel_for_max). */
-#define FC_CG_SCRATCH_SLOTS 64
+ * that asks for scratch is split into at most that many chunks (runtime: frt_parallel_for_max), so it
+ * uses at most 16 threads. Sixteen keeps the workspace small (slots beyond the thread count are never
+ * touched, but a library caller allocates them all): ResNet-18's is ~15 MB. */
+#define FC_CG_SCRATCH_SLOTS 16
 LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes);
 
 /* Substitutes a re-laid-out copy of constant operand i (packed GEMM panels, Winograd-transformed
