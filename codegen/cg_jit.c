@@ -3,7 +3,7 @@
  * The JIT compiles for the host (its target machine builder detects the host CPU and features); modules
  * meant for it are generated with --cpu native, so both agree.
  *
- * Symbols: generated code calls frt_parallel_for(_max), frt_task_index and, through LLVM intrinsics, libc's memcpy/memset. The
+ * Symbols: generated code calls frt_parallel_for(_max), frt_task_index, frt_pool_threads and, through LLVM intrinsics, libc's memcpy/memset. The
  * runtime entry points are defined in the JIT as absolute addresses of the functions linked into this
  * program, so they resolve even though flowc is linked statically against libflowrt (an archive member
  * nobody else references would not be linked in, and nothing needs --export-dynamic). Anything else
@@ -48,6 +48,7 @@ static const struct {
     {"frt_parallel_for", (void (*)(void))frt_parallel_for},
     {"frt_parallel_for_max", (void (*)(void))frt_parallel_for_max},
     {"frt_task_index", (void (*)(void))frt_task_index},
+    {"frt_pool_threads", (void (*)(void))frt_pool_threads},
 };
 
 static FcStatus define_runtime_symbols(FcJit *j, LLVMOrcJITDylibRef jd, FcDiag *diag) {

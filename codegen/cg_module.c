@@ -46,6 +46,7 @@ typedef struct CgKernel {
   double work_per_outer;
   bool scratch; /* uses per-task scratch: at most FC_CG_SCRATCH_SLOTS chunks */
   LLVMValueRef *subst; /* per operand (first 64): the global passed instead, or NULL */
+  bool coarse;         /* one chunk per thread (fc_kernel_one_chunk_per_thread) */
 } CgKernel;
 
 static bool is_view(const FcCg *cg, const FcOp *op) {
@@ -216,6 +217,7 @@ static FcStatus build_kernel(FcCg *cg, FcOp *op, int index, CgKernel *out, FcDia
   cg->scratch_base = load_ctx_ptr(cg, b, ctxp, op->n_operands + op->n_results + 1);
   cg->kernel_scratch = 0;
   memset(cg->kernel_subst, 0, sizeof cg->kernel_subst);
+  cg->kernel_coarse = false;
   cg->kernel_index = index;
   FcStatus st = emitters[op->kind](&k);
   if (st == FC_OK) {
@@ -235,7 +237,7 @@ static FcStatus build_kernel(FcCg *cg, FcOp *op, int index, CgKernel *out, FcDia
       if (!subst) subst = FC_NEW_ARRAY(cg->arena, LLVMValueRef, 64);
       subst[i] = cg->kernel_subst[i];
     }
-  *out = (CgKernel){op, fn, k.outer, k.work_per_outer, cg->kernel_scratch > 0, subst};
+  *out = (CgKernel){op, fn, k.outer, k.work_per_outer, cg->kernel_scratch > 0, subst, cg->kernel_coarse};
   return st;
 }
 
@@ -298,6 +300,8 @@ LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes) {
   LLVMValueRef off = LLVMBuildMul(k->b, LLVMBuildZExt(k->b, idx, cg->i64, ""), LLVMConstInt(cg->i64, (unsigned long long)slot, 0), "");
   return LLVMBuildInBoundsGEP2(k->b, cg->i8, cg->scratch_base, &off, 1, "scratch");
 }
+
+void fc_kernel_one_chunk_per_thread(FcKernel *k) { k->cg->kernel_coarse = true; }
 
 LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef global) {
   FC_ASSERT(i >= 0 && i < 64 && i < k->op->n_operands && k->in[i]);
@@ -371,6 +375,9 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
   LLVMTypeRef pfm_ty = LLVMFunctionType(cg->v, pfm_params, 5, 0);
   LLVMValueRef pfm = LLVMGetNamedFunction(cg->mod, "frt_parallel_for_max");
   if (!pfm) pfm = LLVMAddFunction(cg->mod, "frt_parallel_for_max", pfm_ty);
+  LLVMTypeRef pt_ty = LLVMFunctionType(cg->i32, (LLVMTypeRef[]){cg->ptr}, 1, 0);
+  LLVMValueRef pt = LLVMGetNamedFunction(cg->mod, "frt_pool_threads");
+  if (!pt) pt = LLVMAddFunction(cg->mod, "frt_pool_threads", pt_ty);
   LLVMValueRef scratch_off = LLVMConstInt(cg->i64, (unsigned long long)(cg->plan.workspace_bytes + FC_CG_STATUS_BYTES), 0);
   LLVMValueRef scratch = LLVMBuildInBoundsGEP2(b, cg->i8, rs.ws, &scratch_off, 1, "scratch");
 
@@ -395,9 +402,17 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
       LLVMValueRef idx = LLVMConstInt(cg->i64, (unsigned long long)slot++, 0);
       LLVMBuildStore(b, a, LLVMBuildInBoundsGEP2(b, cg->ptr, slots, &idx, 1, ""));
     }
-    if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK && kk->scratch) {
-      LLVMValueRef args[5] = {LLVMGetParam(fn, 3), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0),
-                              LLVMConstInt(cg->i32, FC_CG_SCRATCH_SLOTS, 0), kk->fn, slots};
+    if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK && (kk->scratch || kk->coarse)) {
+      LLVMValueRef max_chunks = LLVMConstInt(cg->i32, FC_CG_SCRATCH_SLOTS, 0);
+      if (kk->coarse) {
+        /* min(threads, slots): frt_pool_threads at run time */
+        LLVMValueRef t = LLVMBuildCall2(b, pt_ty, pt, (LLVMValueRef[]){LLVMGetParam(fn, 3)}, 1, "threads");
+        if (kk->scratch)
+          t = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, t, max_chunks, ""), t, max_chunks, "");
+        max_chunks = t;
+      }
+      LLVMValueRef args[5] = {LLVMGetParam(fn, 3), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), max_chunks,
+                              kk->fn, slots};
       LLVMBuildCall2(b, pfm_ty, pfm, args, 5, "");
     } else if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK) {
       LLVMValueRef args[4] = {LLVMGetParam(fn, 3), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), kk->fn,

@@ -25,6 +25,7 @@ struct FcCg {
   LLVMValueRef scratch_base; /* ptr to the scratch area (ctx slot after the status word) */
   int64_t kernel_scratch;    /* bytes per slot the current kernel asked for (0: none) */
   int64_t scratch_slot_max;  /* the largest request of any kernel (rounded to 64) */
+  bool kernel_coarse;        /* the current kernel wants one chunk per thread */
   int kernels_shared;        /* kernels that reuse an identical earlier kernel's function */
   LLVMValueRef kernel_subst[64]; /* operand slot -> the global passed instead (fc_kernel_substitute_operand) */
 };

@@ -113,6 +113,10 @@ void fc_kernel_set_outer(FcKernel *k, int64_t outer, double work_per_outer);
 #define FC_CG_SCRATCH_SLOTS 16
 LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes);
 
+/* Asks for one chunk per thread (instead of the pool's several): for a kernel that keeps state across
+ * the iterations of one call (a packed operand reused by consecutive iterations). */
+void fc_kernel_one_chunk_per_thread(FcKernel *k);
+
 /* Substitutes a re-laid-out copy of constant operand i (packed GEMM panels, Winograd-transformed
  * filters: a global made with fc_cg_const_bytes) for the operand itself: the run function passes
  * `global` in the operand's ctx slot, and the returned pointer (the kernel's k->in[i]) is how the kernel

@@ -99,6 +99,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   LLVMValueRef scr = (a_packed && b_packed) ? NULL : fc_kernel_scratch(k, scratch);
   LLVMValueRef cached_key = NULL;
   if (a_cached) {
+    fc_kernel_one_chunk_per_thread(k);
     cached_key = fc_cg_entry_alloca(k, fc_cg_i64(k), "a_key");
     LLVMBuildStore(k->b, c64(k, -1), cached_key);
   }

@@ -100,12 +100,14 @@ FrtPool *frt_pool_create(int n_threads, FrtError *err);
 void frt_pool_destroy(FrtPool *pool);
 int frt_pool_threads(const FrtPool *pool);
 /* Calls fn(ctx, begin, end) over [0, n) split into contiguous chunks across the pool's threads (the
- * caller's thread takes part); returns when all are done. pool NULL or 1 thread: runs inline. Chunk i of
- * min(threads, n) chunks starts at i*(n/chunks) + min(i, n%chunks): the same for the same (n, threads).
+ * caller's thread takes part; threads claim chunks as they finish, so uneven work balances); returns
+ * when all are done. pool NULL or 1 thread: runs inline. Chunk i of min(4 * threads, n) chunks starts at
+ * i*(n/chunks) + min(i, n%chunks): the same for the same (n, threads).
  * A call from inside a task, or while another thread is using the pool, runs inline (no deadlock). */
 typedef void (*FrtTaskFn)(void *ctx, int64_t begin, int64_t end);
 void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx);
-/* The same with at most max_chunks chunks (>= 1), for tasks that use one of max_chunks scratch slots. */
+/* The same with at most max_chunks chunks (>= 1): for tasks that use one of max_chunks scratch slots, or
+ * that keep per-chunk state and want one chunk per thread (max_chunks = frt_pool_threads(pool)). */
 void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn, void *ctx);
 /* Inside a task: its chunk index, in [0, chunks) of the running parallel_for (0 outside any task, and
  * for a nested call, which runs inline as part of its caller's chunk). Generated kernels index their

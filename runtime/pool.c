@@ -1,7 +1,7 @@
 /* pool.c — the thread pool behind generated code's parallel loops.
  *
  * Workers start once and then wait for jobs. A job is one frt_parallel_for: [0, n) is cut into
- * `chunks` = min(threads, n, max_chunks) contiguous chunks, chunk i = [i*q + min(i, r), ...) with
+ * `chunks` = min(4 × threads, n, max_chunks) contiguous chunks, chunk i = [i*q + min(i, r), ...) with
  * q = n / chunks, r = n % chunks, so a given (n, chunks) always gives the same boundaries (results never
  * depend on scheduling, only on the chunk count).
  *
@@ -38,6 +38,7 @@
 /* Some tens of µs of polling before a thread sleeps: long enough to bridge the gap between two kernels,
  * short enough not to starve other threads when the machine is oversubscribed. */
 #define SPIN_ITERATIONS 2000
+#define CHUNKS_PER_THREAD 4
 
 struct FrtPool {
   int n_threads; /* including the calling thread */
@@ -269,7 +270,10 @@ void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn
   p->fn = fn;
   p->ctx = ctx;
   p->n = n;
-  int chunks = n < p->n_threads ? (int)n : p->n_threads;
+  /* CHUNKS_PER_THREAD chunks a thread: a thread that finishes early (or a kernel whose iterations
+   * differ in cost) takes another chunk instead of waiting for the slowest. */
+  int64_t want = (int64_t)p->n_threads * CHUNKS_PER_THREAD;
+  int chunks = (int)(n < want ? n : want);
   if (chunks > max_chunks)
     chunks = max_chunks;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);

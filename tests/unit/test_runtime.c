@@ -560,7 +560,9 @@ static void test_parallel_for_covers_once(void **state) {
         frt_parallel_for(pool, sizes[s], cover_task, &c);
         for (int64_t i = 0; i < sizes[s]; i++)
           assert_int_equal(atomic_load(&hits[i]), 1);
-        int64_t want_calls = sizes[s] < threads ? sizes[s] : threads;
+        /* one inline call on 1 thread; else min(n, 4 chunks a thread) */
+        int64_t chunks = threads == 1 ? 1 : 4 * threads;
+        int64_t want_calls = sizes[s] < chunks ? sizes[s] : chunks;
         assert_int_equal(atomic_load(&c.calls), want_calls);
         assert_int_equal(atomic_load(&c.bad), 0);
       }
@@ -579,12 +581,13 @@ static void test_parallel_for_covers_once(void **state) {
   free(hits);
 }
 
-/* Chunk boundaries depend only on (n, threads): 10 over 4 threads is [0,3) [3,6) [6,8) [8,10); with at
- * most 3 chunks (frt_parallel_for_max) [0,4) [4,7) [7,10). Each chunk's frt_task_index is its index. */
+/* Chunk boundaries depend only on (n, threads): 10 over 2 threads is 8 chunks, [0,2) [2,4) [4,5) ...
+ * [9,10); with at most 3 chunks (frt_parallel_for_max) [0,4) [4,7) [7,10). Each chunk's frt_task_index
+ * is its index. */
 typedef struct Bounds {
   pthread_mutex_t mu;
-  int64_t begins[8], ends[8];
-  int slots[8];
+  int64_t begins[16], ends[16];
+  int slots[16];
   int n;
 } Bounds;
 
@@ -600,7 +603,7 @@ static void bounds_task(void *ctx, int64_t begin, int64_t end) {
 
 static void check_bounds(const Bounds *b, const int64_t *want_begin, const int64_t *want_end, int chunks) {
   assert_int_equal(b->n, chunks);
-  int seen[8] = {0};
+  int seen[16] = {0};
   for (int k = 0; k < chunks; k++) {
     int idx = -1;
     for (int i = 0; i < chunks; i++)
@@ -615,12 +618,12 @@ static void check_bounds(const Bounds *b, const int64_t *want_begin, const int64
 }
 
 static void test_parallel_for_chunks(void **state) {
-  FrtPool *pool = frt_pool_create(4, NULL);
+  FrtPool *pool = frt_pool_create(2, NULL);
   assert_non_null(pool);
   Bounds b = {.mu = PTHREAD_MUTEX_INITIALIZER};
   frt_parallel_for(pool, 10, bounds_task, &b);
-  static const int64_t begin4[] = {0, 3, 6, 8}, end4[] = {3, 6, 8, 10};
-  check_bounds(&b, begin4, end4, 4);
+  static const int64_t begin8[] = {0, 2, 4, 5, 6, 7, 8, 9}, end8[] = {2, 4, 5, 6, 7, 8, 9, 10};
+  check_bounds(&b, begin8, end8, 8);
   Bounds c = {.mu = PTHREAD_MUTEX_INITIALIZER};
   frt_parallel_for_max(pool, 10, 3, bounds_task, &c);
   static const int64_t begin3[] = {0, 4, 7}, end3[] = {4, 7, 10};
