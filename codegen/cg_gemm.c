@@ -114,14 +114,14 @@ void fc_gemm_pack_b_host(const FcGemmArch *g, const float *B, int64_t K, int64_t
 
 static LLVMTypeRef ukr_type(FcKernel *k) {
   LLVMTypeRef i64 = fc_cg_i64(k), ptr = LLVMPointerTypeInContext(k->ctx, 0);
-  LLVMTypeRef params[6] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx)};
-  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, 6, 0);
+  LLVMTypeRef params[7] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx), i64};
+  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, 7, 0);
 }
 
 static LLVMTypeRef edge_type(FcKernel *k) {
   LLVMTypeRef i64 = fc_cg_i64(k), ptr = LLVMPointerTypeInContext(k->ctx, 0);
-  LLVMTypeRef params[8] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx), i64, i64};
-  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, 8, 0);
+  LLVMTypeRef params[9] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx), i64, i64, i64};
+  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, 9, 0);
 }
 
 static void add_fn_attrs(FcKernel *k, LLVMValueRef fn, bool inline_never) {
@@ -176,13 +176,13 @@ static int ukr_sets(int mr, int nv) {
 }
 
 /* One k step into accumulator set s: acc[s] += A[kk, :] ⊗ B[kk, :]. */
-static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, LLVMValueRef pb, LLVMValueRef kk,
-                     LLVMValueRef *slots) {
+static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, LLVMValueRef pb, LLVMValueRef ldb,
+                     LLVMValueRef kk, LLVMValueRef *slots) {
   LLVMBuilderRef b = k->b;
   int vl = g->vl, nv = g->nr / g->vl;
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
   LLVMValueRef bv[MAX_NV];
-  LLVMValueRef boff = LLVMBuildMul(b, kk, fc_cg_const_i64(k, g->nr), "");
+  LLVMValueRef boff = LLVMBuildMul(b, kk, ldb, "");
   /* Software prefetch of the B sliver PREFETCH_K steps ahead: a sliver's first pass over kc (one per m
    * panel loop) reads it from L2 or L3, where the hardware prefetcher alone leaves the FMAs waiting. */
   {
@@ -191,7 +191,7 @@ static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, 
     LLVMTypeRef ov[1] = {ptr};
     LLVMValueRef pf = LLVMGetIntrinsicDeclaration(k->mod, id, ov, 1);
     LLVMTypeRef pft = LLVMIntrinsicGetType(k->ctx, id, ov, 1);
-    LLVMValueRef at = LLVMBuildAdd(b, boff, fc_cg_const_i64(k, (int64_t)PREFETCH_K * g->nr), "");
+    LLVMValueRef at = LLVMBuildAdd(b, boff, LLVMBuildMul(b, ldb, fc_cg_const_i64(k, PREFETCH_K), ""), "");
     LLVMValueRef args[4] = {fptr(k, pb, at), LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 3, 0), LLVMConstInt(i32, 1, 0)};
     LLVMBuildCall2(b, pft, pf, args, 4, "");
   }
@@ -225,7 +225,7 @@ typedef struct UkrFinish {
  * SROA): the k loop runs `sets` steps per iteration, one per accumulator set, then the remaining
  * kc % sets steps into set 0. */
 static void emit_ukr_body(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef kc, LLVMValueRef pa, LLVMValueRef pb,
-                          LLVMValueRef pc, LLVMValueRef ldc, LLVMValueRef accum, const UkrFinish *fin) {
+                          LLVMValueRef ldb, LLVMValueRef pc, LLVMValueRef ldc, LLVMValueRef accum, const UkrFinish *fin) {
   LLVMBuilderRef b = k->b;
   int vl = g->vl, nv = g->nr / g->vl, sets = ukr_sets(mr, nv);
   FC_ASSERT(mr <= MAX_MR && nv <= MAX_NV);
@@ -239,12 +239,12 @@ static void emit_ukr_body(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef
   LLVMValueRef kmain = LLVMBuildSub(b, kc, LLVMBuildSRem(b, kc, fc_cg_const_i64(k, sets), ""), "");
   FcLoop l1;
   LLVMValueRef kk = fc_cg_loop_begin(k, &l1, fc_cg_const_i64(k, 0), kmain, sets, "k");
-  for (int s = 0; s < sets; s++) ukr_step(k, g, mr, pa, pb, LLVMBuildAdd(b, kk, fc_cg_const_i64(k, s), ""), slots[s]);
+  for (int s = 0; s < sets; s++) ukr_step(k, g, mr, pa, pb, ldb, LLVMBuildAdd(b, kk, fc_cg_const_i64(k, s), ""), slots[s]);
   fc_cg_loop_end(k, &l1);
   if (sets > 1) {
     FcLoop l2;
     kk = fc_cg_loop_begin(k, &l2, kmain, kc, 1, "krem");
-    ukr_step(k, g, mr, pa, pb, kk, slots[0]);
+    ukr_step(k, g, mr, pa, pb, ldb, kk, slots[0]);
     fc_cg_loop_end(k, &l2);
   }
   /* The tile's final values; then two store paths, so a first K-block never reads C. */
@@ -282,8 +282,8 @@ static void emit_ukr_body(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef
 
 static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn) {
   Saved sv = enter_fn(k, fn);
-  emit_ukr_body(k, g, mr, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3),
-                LLVMGetParam(fn, 4), LLVMGetParam(fn, 5), NULL);
+  emit_ukr_body(k, g, mr, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 6),
+                LLVMGetParam(fn, 3), LLVMGetParam(fn, 4), LLVMGetParam(fn, 5), NULL);
   LLVMBuildRetVoid(k->b);
   leave_fn(k, sv);
 }
@@ -295,7 +295,7 @@ static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMVa
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
   LLVMValueRef pc = LLVMGetParam(fn, 3), ldc = LLVMGetParam(fn, 4), accum = LLVMGetParam(fn, 5);
-  LLVMValueRef rows = LLVMGetParam(fn, 6), cols = LLVMGetParam(fn, 7);
+  LLVMValueRef rows = LLVMGetParam(fn, 6), cols = LLVMGetParam(fn, 7), ldb = LLVMGetParam(fn, 8);
   LLVMValueRef tile = fc_cg_tile_new(k, f32, (int64_t)g->mr * g->nr, "tile");
   LLVMValueRef nr = fc_cg_const_i64(k, g->nr);
   /* Copy in (zeros where C has no element, so the tile is fully defined). */
@@ -322,8 +322,8 @@ static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMVa
   LLVMBuildStore(b, ph, fptr(k, tile, tidx));
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &li);
-  LLVMValueRef args[6] = {kc, pa, pb, tile, nr, accum};
-  LLVMBuildCall2(b, ukr_type(k), ukr, args, 6, "");
+  LLVMValueRef args[7] = {kc, pa, pb, tile, nr, accum, ldb};
+  LLVMBuildCall2(b, ukr_type(k), ukr, args, 7, "");
   /* Copy out. */
   i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), rows, 1, "oi");
   j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), cols, 1, "oj");
@@ -348,30 +348,28 @@ static LLVMValueRef get_fn(FcKernel *k, const FcGemmArch *g, bool edge) {
   return fn;
 }
 
-void fc_gemm_call_ukr(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
-                      LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate) {
-  LLVMValueRef fn = get_fn(k, g, false);
-  LLVMValueRef args[6] = {kc, a, b, c, ldc, accumulate};
-  LLVMBuildCall2(k->b, ukr_type(k), fn, args, 6, "");
+/* The calls with B's row stride ldb (i64): nr for packed panels, a matrix's row stride for a B read in
+ * place (full panels only: the edge variant still computes whole tiles). */
+static void call_ukr(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b, LLVMValueRef ldb,
+                     LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate) {
+  LLVMValueRef args[7] = {kc, a, b, c, ldc, accumulate, ldb};
+  LLVMBuildCall2(k->b, ukr_type(k), get_fn(k, g, false), args, 7, "");
 }
 
-void fc_gemm_call_ukr_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
-                           LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows,
-                           LLVMValueRef cols) {
-  LLVMValueRef fn = get_fn(k, g, true);
-  LLVMValueRef args[8] = {kc, a, b, c, ldc, accumulate, rows, cols};
-  LLVMBuildCall2(k->b, edge_type(k), fn, args, 8, "");
+static void call_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b, LLVMValueRef ldb,
+                      LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows, LLVMValueRef cols) {
+  LLVMValueRef args[9] = {kc, a, b, c, ldc, accumulate, rows, cols, ldb};
+  LLVMBuildCall2(k->b, edge_type(k), get_fn(k, g, true), args, 9, "");
 }
 
 static bool is_const_eq(LLVMValueRef v, int64_t c) {
   return LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) == c;
 }
 
-void fc_gemm_call_tile(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
-                       LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows,
-                       LLVMValueRef cols) {
+static void call_tile(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b, LLVMValueRef ldb,
+                      LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows, LLVMValueRef cols) {
   if (is_const_eq(rows, g->mr) && is_const_eq(cols, g->nr)) {
-    fc_gemm_call_ukr(k, g, kc, a, b, c, ldc, accumulate);
+    call_ukr(k, g, kc, a, b, ldb, c, ldc, accumulate);
     return;
   }
   LLVMValueRef full = LLVMBuildAnd(k->b, LLVMBuildICmp(k->b, LLVMIntEQ, rows, fc_cg_const_i64(k, g->mr), ""),
@@ -381,12 +379,29 @@ void fc_gemm_call_tile(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMVa
   LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "tile_done");
   LLVMBuildCondBr(k->b, full, fb, eb);
   LLVMPositionBuilderAtEnd(k->b, fb);
-  fc_gemm_call_ukr(k, g, kc, a, b, c, ldc, accumulate);
+  call_ukr(k, g, kc, a, b, ldb, c, ldc, accumulate);
   LLVMBuildBr(k->b, jb);
   LLVMPositionBuilderAtEnd(k->b, eb);
-  fc_gemm_call_ukr_edge(k, g, kc, a, b, c, ldc, accumulate, rows, cols);
+  call_edge(k, g, kc, a, b, ldb, c, ldc, accumulate, rows, cols);
   LLVMBuildBr(k->b, jb);
   LLVMPositionBuilderAtEnd(k->b, jb);
+}
+
+void fc_gemm_call_ukr(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
+                      LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate) {
+  call_ukr(k, g, kc, a, b, fc_cg_const_i64(k, g->nr), c, ldc, accumulate);
+}
+
+void fc_gemm_call_ukr_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
+                           LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows,
+                           LLVMValueRef cols) {
+  call_edge(k, g, kc, a, b, fc_cg_const_i64(k, g->nr), c, ldc, accumulate, rows, cols);
+}
+
+void fc_gemm_call_tile(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
+                       LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows,
+                       LLVMValueRef cols) {
+  call_tile(k, g, kc, a, b, fc_cg_const_i64(k, g->nr), c, ldc, accumulate, rows, cols);
 }
 
 /* ---- the blocked driver ------------------------------------------------------------------------------------------------- */
@@ -446,7 +461,15 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
                         LLVMValueRef accumulate, bool last) {
   const FcGemmArch *g = t->g;
   LLVMBuilderRef b = k->b;
-  if (bs->bbuf) {
+  if (bs->bbuf && t->b.direct) {
+    /* Full panels are read in place; only a partial last panel is packed (with its zero columns). */
+    LLVMValueRef q_last = LLVMBuildMul(b, LLVMBuildSDiv(b, LLVMBuildSub(b, bs->nlen, c64(k, 1), ""), c64(k, g->nr), ""),
+                                       c64(k, g->nr), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildSub(b, bs->nlen, q_last, ""), c64(k, g->nr), ""));
+    t->b.pack(k, t->b.user, fptr(k, bs->bbuf, LLVMBuildMul(b, q_last, c64(k, g->kc), "")), LLVMBuildAdd(b, bs->n0, q_last, ""),
+              k0, kc);
+    fc_cg_if_end(k, cont);
+  } else if (bs->bbuf) {
     FcLoop lq;
     LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), bs->nlen, g->nr, "pb");
     LLVMValueRef dst = fptr(k, bs->bbuf, LLVMBuildMul(b, q0, c64(k, g->kc), ""));
@@ -471,6 +494,14 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
     bp = fptr(k, t->b.packed, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, t->K), ""), k0, ""), c64(k, g->nr), ""));
   }
   LLVMValueRef cols = smin(k, c64(k, g->nr), LLVMBuildSub(b, bs->nlen, q0, ""));
+  LLVMValueRef ldb = c64(k, g->nr);
+  if (t->b.direct) {
+    const FcGemmMatrix *bm = t->b.user;
+    LLVMValueRef in_place = fptr(k, bm->base, LLVMBuildAdd(b, LLVMBuildMul(b, k0, c64(k, bm->ld), ""), LLVMBuildAdd(b, bs->n0, q0, ""), ""));
+    LLVMValueRef full = LLVMBuildICmp(b, LLVMIntEQ, cols, c64(k, g->nr), "");
+    bp = LLVMBuildSelect(b, full, in_place, bp, "");
+    ldb = LLVMBuildSelect(b, full, c64(k, bm->ld), ldb, "");
+  }
   FcLoop lp;
   LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), bs->mlen, g->mr, "ir");
   LLVMValueRef ap;
@@ -495,10 +526,10 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
     LLVMBuildCondBr(b, full, fb, eb);
     LLVMPositionBuilderAtEnd(b, fb);
     UkrFinish fin = {t->finish_value, t->finish_user, crow, ccol};
-    emit_ukr_body(k, g, g->mr, kc, ap, bp, cp, c64(k, t->ldc), accumulate, &fin);
+    emit_ukr_body(k, g, g->mr, kc, ap, bp, ldb, cp, c64(k, t->ldc), accumulate, &fin);
     LLVMBuildBr(b, jb);
     LLVMPositionBuilderAtEnd(b, eb);
-    fc_gemm_call_ukr_edge(k, g, kc, ap, bp, cp, c64(k, t->ldc), accumulate, rows, cols);
+    call_edge(k, g, kc, ap, bp, ldb, cp, c64(k, t->ldc), accumulate, rows, cols);
     FcLoop lm;
     LLVMValueRef m = fc_cg_loop_begin(k, &lm, crow, LLVMBuildAdd(b, crow, rows, ""), 1, "fin");
     t->finish_row(k, t->finish_user, m, ccol, cols);
@@ -506,7 +537,7 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
     LLVMBuildBr(b, jb);
     LLVMPositionBuilderAtEnd(b, jb);
   } else {
-    fc_gemm_call_tile(k, g, kc, ap, bp, cp, c64(k, t->ldc), accumulate, rows, cols);
+    call_tile(k, g, kc, ap, bp, ldb, cp, c64(k, t->ldc), accumulate, rows, cols);
   }
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lq);

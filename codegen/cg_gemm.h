@@ -72,6 +72,10 @@ typedef struct FcGemmOperand {
   /* A only: `packed` holds just this block's rows (panels numbered from the block's first row), packed
    * by the caller before fc_gemm_emit_block, e.g. once for several blocks that share those rows. */
   bool block_local;
+  /* B only: `user` is a row-major FcGemmMatrix that full panels read in place (the microkernel takes B's
+   * row stride), so only a partial last panel is packed, by `pack`. For B operands that are already
+   * plain matrices (a 1×1 convolution's input, a run-time matmul operand). */
+  bool direct;
   void (*pack)(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc);
   void *user;
 } FcGemmOperand;

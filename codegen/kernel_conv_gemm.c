@@ -171,7 +171,11 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   } else {
     t.a.pack = fc_gemm_pack_a_rowmajor;
   }
-  if (pointwise) t.b.pack = fc_gemm_pack_b_rowmajor;
+  if (pointwise) {
+    /* X itself is the C × OH·OW matrix B: full panels are read in place, only the last is packed. */
+    t.b.pack = fc_gemm_pack_b_rowmajor;
+    t.b.direct = true;
+  }
   else t.b.pack = pack_im2col;
   LLVMValueRef scr = fc_kernel_scratch(k, fc_gemm_block_scratch_bytes(&t));
 

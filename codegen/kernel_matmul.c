@@ -88,7 +88,10 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   if (cb && cb->data && K > 0)
     b_packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, false, cb->data, sb, K * N, K, N, N, 1));
   if (!a_packed) t.a.pack = fc_gemm_pack_a_rowmajor;
-  if (!b_packed) t.b.pack = fc_gemm_pack_b_rowmajor;
+  if (!b_packed) {
+    t.b.pack = fc_gemm_pack_b_rowmajor;
+    t.b.direct = true; /* a run-time B is row-major: full panels are read in place */
+  }
   t.a.packed = a_packed;
   t.b.packed = b_packed;
   /* A run-time A with a constant B (activations times weights): each task packs its A block once, for
