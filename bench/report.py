@@ -294,7 +294,7 @@ def section_passes(add, effects):
             "or empty.")
         add("")
         return
-    add("From bench/pass_effects.json (written by whoever measured each pass; `python3 bench/report.py` "
+    add("From bench/pass_effects.json (measured by `python3 bench/pass_effects.py`: each pass off and on, interleaved; `python3 bench/report.py` "
         "re-renders this file after it changes):")
     add("")
     add("| pass | measured effect |")
