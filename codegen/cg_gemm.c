@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg_epilogue.h"
 #include "cg_gemm.h"
 
 /* ---- arch ------------------------------------------------------------------------------------------------- */
@@ -568,6 +569,22 @@ void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVM
     t->finish_row(k, t->finish_user, m, n0, bs.nlen);
     fc_cg_loop_end(k, &lm);
   }
+}
+
+static void epilogue_row(FcKernel *k, void *user, LLVMValueRef m, LLVMValueRef n0, LLVMValueRef n) {
+  FcGemmEpilogue *f = user;
+  fc_cg_epilogue_row(k, f->e, f->out, LLVMBuildAdd(k->b, f->row0, m, ""), n0, n);
+}
+
+static LLVMValueRef epilogue_value(FcKernel *k, void *user, LLVMValueRef v, LLVMValueRef m, LLVMValueRef n) {
+  FcGemmEpilogue *f = user;
+  return fc_cg_epilogue_value(k, f->e, v, LLVMBuildAdd(k->b, f->row0, m, ""), n);
+}
+
+void fc_gemm_use_epilogue(FcGemmBlock *t, FcGemmEpilogue *fe) {
+  t->finish_row = epilogue_row;
+  t->finish_value = epilogue_value;
+  t->finish_user = fe;
 }
 
 LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, const float *data, int64_t count,

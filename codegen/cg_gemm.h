@@ -109,6 +109,15 @@ typedef struct FcGemmMatrix {
 void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc);
 void fc_gemm_pack_b_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef j0, LLVMValueRef k0, LLVMValueRef kc);
 
+/* The op's fused epilogue (cg_epilogue.h) as the block's finishing functions: C's row m of the block is
+ * result row row0 + m of `out` (row0: the batch item's first row). fe must outlive the emission. */
+struct FcCgEpilogue;
+typedef struct FcGemmEpilogue {
+  struct FcCgEpilogue *e;
+  LLVMValueRef out, row0;
+} FcGemmEpilogue;
+void fc_gemm_use_epilogue(FcGemmBlock *t, FcGemmEpilogue *fe);
+
 /* Scratch bytes one task needs for the run-time packed operands of `t`. */
 int64_t fc_gemm_block_scratch_bytes(const FcGemmBlock *t);
 /* Emits the block of C starting at (m0, n0) (i64 values, multiples of mr / nr; the block is clipped to

@@ -116,22 +116,6 @@ static void pack_im2col(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef 
   fc_cg_loop_end(k, &lk);
 }
 
-typedef struct Finish {
-  FcCgEpilogue *e;
-  LLVMValueRef out;
-  LLVMValueRef row0; /* batch index * M */
-} Finish;
-
-static void finish_row(FcKernel *k, void *user, LLVMValueRef m, LLVMValueRef n0, LLVMValueRef n) {
-  Finish *f = user;
-  fc_cg_epilogue_row(k, f->e, f->out, LLVMBuildAdd(k->b, f->row0, m, ""), n0, n);
-}
-
-static LLVMValueRef finish_value(FcKernel *k, void *user, LLVMValueRef v, LLVMValueRef m, LLVMValueRef n) {
-  Finish *f = user;
-  return fc_cg_epilogue_value(k, f->e, v, LLVMBuildAdd(k->b, f->row0, m, ""), n);
-}
-
 bool fc_conv_gemm_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *xt = &op->operands[0].value->type, *yt = &op->results[0].type;
@@ -198,12 +182,8 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   LLVMValueRef coff = LLVMBuildMul(b, bi, c64(k, M * OHW), "");
   t.c = LLVMBuildGEP2(b, f32, k->out[0], &coff, 1, "");
   t.scratch = scr;
-  Finish fin = {.e = e, .out = k->out[0], .row0 = LLVMBuildMul(b, bi, c64(k, M), "")};
-  if (e) {
-    t.finish_row = finish_row;
-    t.finish_value = finish_value;
-    t.finish_user = &fin;
-  }
+  FcGemmEpilogue fin = {.e = e, .out = k->out[0], .row0 = LLVMBuildMul(b, bi, c64(k, M), "")};
+  if (e) fc_gemm_use_epilogue(&t, &fin);
   fc_gemm_emit_block(k, &t, LLVMBuildMul(b, mbk, c64(k, mc), ""), LLVMBuildMul(b, nbk, c64(k, nc), ""));
   fc_cg_loop_end(k, &lo);
   return FC_OK;

@@ -12,22 +12,6 @@
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
-typedef struct Finish {
-  FcCgEpilogue *e;
-  LLVMValueRef out;
-  LLVMValueRef row0; /* batch index * M */
-} Finish;
-
-static void finish_row(FcKernel *k, void *user, LLVMValueRef m, LLVMValueRef n0, LLVMValueRef n) {
-  Finish *f = user;
-  fc_cg_epilogue_row(k, f->e, f->out, LLVMBuildAdd(k->b, f->row0, m, ""), n0, n);
-}
-
-static LLVMValueRef finish_value(FcKernel *k, void *user, LLVMValueRef v, LLVMValueRef m, LLVMValueRef n) {
-  Finish *f = user;
-  return fc_cg_epilogue_value(k, f->e, v, LLVMBuildAdd(k->b, f->row0, m, ""), n);
-}
-
 bool fc_matmul_gemm_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *rt = &op->results[0].type;
@@ -165,12 +149,8 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   LLVMValueRef coff = LLVMBuildMul(b, bi, c64(k, M * N), "");
   t.c = LLVMBuildGEP2(b, f32, k->out[0], &coff, 1, "");
   t.scratch = scr;
-  Finish fin = {.e = e, .out = k->out[0], .row0 = LLVMBuildMul(b, bi, c64(k, M), "")};
-  if (e) {
-    t.finish_row = finish_row;
-    t.finish_value = finish_value;
-    t.finish_user = &fin;
-  }
+  FcGemmEpilogue fin = {.e = e, .out = k->out[0], .row0 = LLVMBuildMul(b, bi, c64(k, M), "")};
+  if (e) fc_gemm_use_epilogue(&t, &fin);
   if (K == 0) {
     /* An empty sum: zeros, then the epilogue. */
     FcLoop lz;
@@ -184,7 +164,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
     LLVMValueRef j = fc_cg_loop_begin(k, &lj, n0, nend, 1, "zn");
     fc_cg_store(k, FC_DT_F32, t.c, LLVMBuildAdd(b, LLVMBuildMul(b, m, c64(k, N), ""), j, ""), LLVMConstReal(f32, 0.0));
     fc_cg_loop_end(k, &lj);
-    if (e) finish_row(k, &fin, m, n0, LLVMBuildSub(b, nend, n0, ""));
+    if (e) fc_cg_epilogue_row(k, e, k->out[0], LLVMBuildAdd(b, fin.row0, m, ""), n0, LLVMBuildSub(b, nend, n0, ""));
     fc_cg_loop_end(k, &lz);
   } else {
     fc_gemm_emit_block(k, &t, LLVMBuildMul(b, mbk, c64(k, mc), ""), LLVMBuildMul(b, nbk, c64(k, nc), ""));
