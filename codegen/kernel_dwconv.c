@@ -27,23 +27,25 @@
  * Outer iterations are (plane, row block) pairs, plane = b·C + c: whole planes when there are enough of
  * them for the thread pool, else planes cut into blocks of rows. Each output element is computed once,
  * in a fixed order, so results do not depend on the thread count.
+ * The row geometry and tap loads are shared with the pool kernel (cg_window.h).
  */
 #include "cg_epilogue.h"
+#include "cg_window.h"
 #include "codegen.h"
 
 enum {
   MAX_TAPS = 81,          /* KH·KW handled (9×9); larger filters take the generic conv */
   MAX_EDGES = 16,         /* straight-line edge vectors per row handled */
   MIN_TASKS = 32,         /* planes are cut into row blocks until there are this many outer iterations */
-  MAX_VL = 16,            /* lanes per vector handled */
+  MAX_VL = FC_WIN_MAX_VL, /* lanes per vector handled */
   MAX_ZERO_ROW = 1 << 16, /* floats in the constant row of zeros (the input width) */
   NR = 2,                 /* output rows computed together */
 };
 
 /* The static geometry, everything as a 2-D conv (1-D: H = OH = KH = 1). */
 typedef struct Dw {
-  int64_t C, planes, H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw;
-  int vl;             /* lanes per vector */
+  int64_t C, planes, H, OH, KH, sh, dh, ph;
+  FcWinRow x;         /* the row geometry: W, OW, KW, sw, dw, pw, vl */
   int64_t nv;         /* vector positions per output row: ceil(OW / vl) */
   int64_t v_lo, v_hi; /* the full positions [v_lo, v_hi); the rest are edges */
   int64_t rb, nrb;    /* output rows per block, blocks per plane */
@@ -52,48 +54,9 @@ typedef struct Dw {
 
 static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands[i].value->type; }
 
-static int vector_lanes(const FcKernel *k) {
-  char *triple = LLVMGetTargetMachineTriple(k->tm);
-  const FcTarget *t = fc_target_for_triple(triple);
-  LLVMDisposeMessage(triple);
-  int vl = t ? t->vector_width(t, k->tm, FC_DT_F32) : 4;
-  vl = vl < 4 ? 4 : vl > MAX_VL ? MAX_VL : vl;
-  return vl & ~3; /* whole 128-bit lanes (the stride-2 shuffle works lane by lane) */
-}
 
-/* The input column read by output column ox through tap kw. */
-static int64_t in_col(const Dw *d, int64_t ox, int64_t kw) { return ox * d->sw - d->pw + kw * d->dw; }
 
-/* The first column and the width of the load that tap kw makes for the vector at output column ox0:
- * stride 1: VL columns; stride 2: 2·VL columns from an even offset (the tap takes lanes `phase`,
- * phase + 2, ...); else the VL - 1 strides between the first and last column read one by one. */
-static void load_span(const Dw *d, int64_t ox0, int64_t kw, int64_t *first, int64_t *width, int *phase) {
-  *phase = 0;
-  *first = in_col(d, ox0, kw);
-  if (d->sw == 1) {
-    *width = d->vl;
-  } else if (d->sw == 2) {
-    *phase = (int)((kw * d->dw) % 2);
-    *first -= *phase;
-    *width = 2 * (int64_t)d->vl;
-  } else {
-    *width = (d->vl - 1) * d->sw + 1;
-  }
-}
 
-/* Whether vector position v is full: all its lanes are output columns and every load of every tap
- * lies inside [0, W). */
-static bool position_full(const Dw *d, int64_t v) {
-  int64_t ox0 = v * d->vl;
-  if (ox0 + d->vl > d->OW) return false;
-  for (int64_t kw = 0; kw < d->KW; kw++) {
-    int64_t first, width;
-    int phase;
-    load_span(d, ox0, kw, &first, &width, &phase);
-    if (first < 0 || first + width > d->W) return false;
-  }
-  return true;
-}
 
 /* Fills d from the op; false when the op is not a depthwise conv this kernel handles. */
 static bool dw_geometry(const FcKernel *k, int vl, Dw *d) {
@@ -110,39 +73,39 @@ static bool dw_geometry(const FcKernel *k, int vl, Dw *d) {
       fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 2 * n)
     return false;
   /* End pads only shape OH and OW (already in the result type): reads past the input are masked. */
-  d->vl = vl;
+  d->x.vl = vl;
   d->C = C;
   d->H = n == 2 ? xt->dims[2] : 1;
-  d->W = xt->dims[1 + n];
+  d->x.W = xt->dims[1 + n];
   d->OH = n == 2 ? yt->dims[2] : 1;
-  d->OW = yt->dims[1 + n];
+  d->x.OW = yt->dims[1 + n];
   d->KH = n == 2 ? wt->dims[2] : 1;
-  d->KW = wt->dims[1 + n];
+  d->x.KW = wt->dims[1 + n];
   d->sh = n == 2 ? s[0] : 1;
-  d->sw = s[n - 1];
+  d->x.sw = s[n - 1];
   d->dh = n == 2 ? dl[0] : 1;
-  d->dw = dl[n - 1];
+  d->x.dw = dl[n - 1];
   d->ph = n == 2 ? p[0] : 0;
-  d->pw = p[n - 1];
-  if (d->KH < 1 || d->KW < 1 || d->KH * d->KW > MAX_TAPS) return false;
-  if (d->sh < 1 || d->sw < 1 || d->dh < 1 || d->dw < 1 || d->ph < 0 || d->pw < 0) return false;
+  d->x.pw = p[n - 1];
+  if (d->KH < 1 || d->x.KW < 1 || d->KH * d->x.KW > MAX_TAPS) return false;
+  if (d->sh < 1 || d->x.sw < 1 || d->dh < 1 || d->x.dw < 1 || d->ph < 0 || d->x.pw < 0) return false;
   /* Column and row arithmetic below stays far from overflow: every term is bounded by a verified
    * tensor's element count or by small attribute products checked here. */
   int64_t t;
-  if (!fc_checked_mul(xt->dims[0], C, &d->planes) || !fc_checked_mul(d->KW, d->dw, &t) ||
-      !fc_checked_mul(d->KH, d->dh, &t) || !fc_checked_mul(d->OW + vl, d->sw, &t) ||
-      !fc_checked_mul(d->OH + NR, d->sh, &t) || d->pw > INT32_MAX || d->ph > INT32_MAX)
+  if (!fc_checked_mul(xt->dims[0], C, &d->planes) || !fc_checked_mul(d->x.KW, d->x.dw, &t) ||
+      !fc_checked_mul(d->KH, d->dh, &t) || !fc_checked_mul(d->x.OW + vl, d->x.sw, &t) ||
+      !fc_checked_mul(d->OH + NR, d->sh, &t) || d->x.pw > INT32_MAX || d->ph > INT32_MAX)
     return false;
-  if (d->planes == 0 || d->OH == 0 || d->OW == 0) return false; /* empty: the generic kernel does nothing */
+  if (d->planes == 0 || d->OH == 0 || d->x.OW == 0) return false; /* empty: the generic kernel does nothing */
   d->vpad = d->ph > 0 || (d->OH - 1) * d->sh - d->ph + (d->KH - 1) * d->dh >= d->H;
-  if (d->vpad && d->W > MAX_ZERO_ROW) return false;
-  d->nv = (d->OW + vl - 1) / vl;
+  if (d->vpad && d->x.W > MAX_ZERO_ROW) return false;
+  d->nv = (d->x.OW + vl - 1) / vl;
   /* Full positions form one range: the left condition grows with v, the right one shrinks. */
   d->v_lo = 0;
-  while (d->v_lo < d->nv && !position_full(d, d->v_lo)) d->v_lo++;
+  while (d->v_lo < d->nv && !fc_win_position_full(&d->x, d->v_lo)) d->v_lo++;
   d->v_hi = d->v_lo;
-  while (d->v_hi < d->nv && position_full(d, d->v_hi)) d->v_hi++;
-  for (int64_t v = d->v_hi; v < d->nv; v++) FC_ASSERT(!position_full(d, v));
+  while (d->v_hi < d->nv && fc_win_position_full(&d->x, d->v_hi)) d->v_hi++;
+  for (int64_t v = d->v_hi; v < d->nv; v++) FC_ASSERT(!fc_win_position_full(&d->x, v));
   if (d->nv - (d->v_hi - d->v_lo) > MAX_EDGES) return false;
   d->nrb = 1;
   if (d->planes < MIN_TASKS) {
@@ -157,7 +120,7 @@ static bool dw_geometry(const FcKernel *k, int vl, Dw *d) {
 
 bool fc_conv_depthwise_applies(const FcKernel *k) {
   Dw d;
-  return dw_geometry(k, vector_lanes(k), &d);
+  return dw_geometry(k, fc_win_lanes(k), &d);
 }
 
 /* ---- emit helpers -------------------------------------------------------------------------------- */
@@ -192,79 +155,9 @@ static LLVMValueRef fptr(DwCtx *c, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildGEP2(c->k->b, c->f32, base, &off, 1, "");
 }
 
-static LLVMValueRef vload(DwCtx *c, LLVMTypeRef t, LLVMValueRef p) {
-  LLVMValueRef v = LLVMBuildLoad2(c->k->b, t, p, "");
-  LLVMSetAlignment(v, 4);
-  return v;
-}
 
-/* llvm.masked.load of type t (n lanes) at p with a constant mask: lanes off read 0. */
-static LLVMValueRef masked_load(DwCtx *c, LLVMTypeRef t, LLVMValueRef p, const bool *on, unsigned n) {
-  FcKernel *k = c->k;
-  LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
-  LLVMValueRef bits[2 * MAX_VL];
-  for (unsigned i = 0; i < n; i++) bits[i] = LLVMConstInt(i1, on[i], 0);
-  static const char name[] = "llvm.masked.load";
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  FC_ASSERT(id != 0);
-  LLVMTypeRef over[2] = {t, LLVMTypeOf(p)};
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
-  LLVMValueRef args[4] = {p, i32c(k, 4), LLVMConstVector(bits, n), LLVMConstNull(t)};
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
-}
 
-/* The n lanes idx[0..n) of v, as a vector (n > 1) or a scalar (n == 1). */
-static LLVMValueRef shuffle(DwCtx *c, LLVMValueRef v, const int *idx, int n) {
-  if (n == 1) return LLVMBuildExtractElement(c->k->b, v, i32c(c->k, idx[0]), "");
-  LLVMValueRef m[2 * MAX_VL];
-  for (int i = 0; i < n; i++) m[i] = i32c(c->k, idx[i]);
-  return LLVMBuildShuffleVector(c->k->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(m, (unsigned)n), "");
-}
 
-/* Stride 2: lane p of the even (odd: + 1) pick of a 2·VL-wide load, as shufps takes it within each
- * 128-bit lane L of the two halves: p = 4L + q takes element 4L + 2q of the first half for q < 2 and
- * element 4L + 2(q - 2) of the second half otherwise. */
-static int even_lane(int vl, int p) {
-  int L = p / 4, q = p % 4;
-  return (q < 2 ? 0 : vl) + 4 * L + 2 * (q % 2);
-}
-
-/* The input vector of tap (input row rp, column kw) for the outputs ox0 .. ox0 + vl of a row: lanes in
- * natural order, or for stride 2 in even_lane's order. Full positions pass ox0v (run-time; every load
- * inside the row); edge positions pass ox0v = NULL and the constant ox0, and lanes whose input lies
- * outside the row read 0 (lanes past OW read anything). NULL when no lane reads the row. */
-static LLVMValueRef tap_vector(DwCtx *c, LLVMValueRef rp, LLVMValueRef ox0v, int64_t ox0, int64_t kw) {
-  FcKernel *k = c->k;
-  const Dw *d = c->d;
-  int vl = d->vl;
-  int64_t first, width;
-  int phase;
-  load_span(d, ox0v ? 0 : ox0, kw, &first, &width, &phase);
-  bool on[MAX_VL], all = ox0v != NULL || (first >= 0 && first + width <= d->W);
-  int n_on = 0;
-  for (int l = 0; l < vl; l++) {
-    int64_t ix = in_col(d, ox0 + l, kw);
-    on[l] = ox0v != NULL || (ox0 + l < d->OW && ix >= 0 && ix < d->W);
-    n_on += on[l];
-  }
-  if (n_on == 0) return NULL;
-  LLVMValueRef at = ox0v ? add(k, mulc(k, ox0v, d->sw), c64(k, first)) : c64(k, first);
-  LLVMValueRef p = fptr(c, rp, at);
-  if (d->sw == 1) return all ? vload(c, c->vt, p) : masked_load(c, c->vt, p, on, (unsigned)vl);
-  if (d->sw == 2) {
-    LLVMTypeRef wt = LLVMVectorType(c->f32, (unsigned)(2 * vl));
-    bool won[2 * MAX_VL] = {false};
-    for (int l = 0; l < vl; l++) won[2 * l + phase] = on[l];
-    LLVMValueRef wide = all ? vload(c, wt, p) : masked_load(c, wt, p, won, (unsigned)(2 * vl));
-    int idx[MAX_VL];
-    for (int q = 0; q < vl; q++) idx[q] = even_lane(vl, q) + phase;
-    return shuffle(c, wide, idx, vl);
-  }
-  LLVMValueRef v = all ? LLVMGetUndef(c->vt) : LLVMConstNull(c->vt);
-  for (int l = 0; l < vl; l++)
-    if (on[l]) v = LLVMBuildInsertElement(k->b, v, vload(c, c->f32, fptr(c, p, c64(k, l * d->sw))), i32c(k, l), "");
-  return v;
-}
 
 /* Computes, finishes (epilogue) and stores outputs ox0 .. ox0 + vl of the current rows: all vl lanes at
  * full positions, the first `lanes` at edges. Input rows are visited in order and each input vector is
@@ -274,23 +167,23 @@ static void emit_vector(DwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
   FcKernel *k = c->k;
   const Dw *d = c->d;
   enum { MAX_CHAINS = 3 };
-  int64_t KK = d->KH * d->KW;
+  int64_t KK = d->KH * d->x.KW;
   int nch = c->nr == 1 ? MAX_CHAINS : 2;
   if (nch > KK) nch = (int)KK;
   LLVMValueRef acc[NR][MAX_CHAINS] = {{NULL}};
   for (int i = 0; i < c->n_in; i++)
-    for (int64_t kw = 0; kw < d->KW; kw++) {
+    for (int64_t kw = 0; kw < d->x.KW; kw++) {
       LLVMValueRef x = NULL;
       bool loaded = false;
       for (int j = 0; j < c->nr; j++)
         for (int64_t kh = 0; kh < d->KH; kh++) {
           if (c->row_of[j][kh] != i) continue;
           if (!loaded) {
-            x = tap_vector(c, c->in_row[i], ox0v, ox0, kw);
+            x = fc_win_tap_vector(c->k, &c->d->x, LLVMConstReal(c->f32, 0.0), c->in_row[i], ox0v, ox0, kw);
             loaded = true;
           }
           if (!x) continue;
-          int64_t t = kh * d->KW + kw;
+          int64_t t = kh * d->x.KW + kw;
           LLVMValueRef *a = &acc[j][t % nch];
           *a = *a ? fc_cg_madd(k, c->wv[t], x, *a) : LLVMBuildFMul(k->b, c->wv[t], x, "");
         }
@@ -300,12 +193,12 @@ static void emit_vector(DwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
     for (int h = 0; h < nch; h++)
       if (acc[j][h]) sum[j] = sum[j] ? LLVMBuildFAdd(k->b, sum[j], acc[j][h], "") : acc[j][h];
   int order[MAX_VL];
-  for (int l = 0; l < lanes; l++) order[l] = d->sw == 2 ? c->inv[l] : l;
-  bool identity = lanes == d->vl && d->sw != 2;
+  for (int l = 0; l < lanes; l++) order[l] = d->x.sw == 2 ? c->inv[l] : l;
+  bool identity = lanes == d->x.vl && d->x.sw != 2;
   LLVMValueRef at = ox0v ? ox0v : c64(k, ox0);
   for (int j = 0; j < c->nr; j++) {
     LLVMValueRef v = sum[j] ? sum[j] : LLVMConstNull(c->vt); /* every tap of every lane in the padding */
-    if (!identity) v = shuffle(c, v, order, lanes);
+    if (!identity) v = fc_win_shuffle(c->k, v, order, lanes);
     if (c->epi) v = fc_cg_epilogue_value(k, c->epi, v, c->plane, add(k, c->col0[j], at));
     LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow[j], at));
     LLVMSetAlignment(s, 4);
@@ -330,7 +223,7 @@ static void emit_rows(DwCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
       if (i == c->n_in) {
         LLVMValueRef iy = add(k, iy0, c64(k, off));
         offs[i] = off;
-        c->in_row[i] = fptr(c, xplane, mulc(k, iy, d->W));
+        c->in_row[i] = fptr(c, xplane, mulc(k, iy, d->x.W));
         if (zrow) {
           LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, d->H), "");
           c->in_row[i] = LLVMBuildSelect(k->b, inside, c->in_row[i], zrow, "row");
@@ -340,22 +233,22 @@ static void emit_rows(DwCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
       c->row_of[j][kh] = i;
     }
     LLVMValueRef oyj = add(k, oy, c64(k, j));
-    c->col0[j] = mulc(k, oyj, d->OW);
+    c->col0[j] = mulc(k, oyj, d->x.OW);
     c->yrow[j] = fptr(c, yplane, c->col0[j]);
   }
   for (int64_t v = 0; v < d->v_lo; v++) {
-    int64_t ox0 = v * d->vl, left = d->OW - ox0;
-    emit_vector(c, NULL, ox0, left < d->vl ? (int)left : d->vl);
+    int64_t ox0 = v * d->x.vl, left = d->x.OW - ox0;
+    emit_vector(c, NULL, ox0, left < d->x.vl ? (int)left : d->x.vl);
   }
   if (d->v_hi > d->v_lo) {
     FcLoop lv;
-    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, d->v_lo * d->vl), c64(k, d->v_hi * d->vl), d->vl, "ox");
-    emit_vector(c, ox0, 0, d->vl);
+    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, d->v_lo * d->x.vl), c64(k, d->v_hi * d->x.vl), d->x.vl, "ox");
+    emit_vector(c, ox0, 0, d->x.vl);
     fc_cg_loop_end(k, &lv);
   }
   for (int64_t v = d->v_hi; v < d->nv; v++) {
-    int64_t ox0 = v * d->vl, left = d->OW - ox0;
-    emit_vector(c, NULL, ox0, left < d->vl ? (int)left : d->vl);
+    int64_t ox0 = v * d->x.vl, left = d->x.OW - ox0;
+    emit_vector(c, NULL, ox0, left < d->x.vl ? (int)left : d->x.vl);
   }
 }
 
@@ -364,21 +257,21 @@ static void emit_rows(DwCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
 /* y[b, c, oy, ox] = bias[c] + sum_{kh, kw} w[c, 0, kh, kw] * x[b, c, oy*sh - ph + kh*dh, ox*sw - pw + kw*dw]. */
 FcStatus fc_conv_depthwise(FcKernel *k) {
   Dw d;
-  if (!dw_geometry(k, vector_lanes(k), &d))
+  if (!dw_geometry(k, fc_win_lanes(k), &d))
     return fc_cg_error(k, FC_ERR_INTERNAL, "the depthwise conv kernel does not apply to this conv");
-  int64_t KK = d.KH * d.KW;
-  fc_kernel_set_outer(k, d.planes * d.nrb, (2.0 * (double)KK + 1.0) * (double)d.rb * (double)d.OW);
+  int64_t KK = d.KH * d.x.KW;
+  fc_kernel_set_outer(k, d.planes * d.nrb, (2.0 * (double)KK + 1.0) * (double)d.rb * (double)d.x.OW);
 
   DwCtx c = {.k = k, .d = &d, .f32 = LLVMFloatTypeInContext(k->ctx)};
-  c.vt = LLVMVectorType(c.f32, (unsigned)d.vl);
-  for (int p = 0; p < d.vl; p++) c.inv[even_lane(d.vl, p) / 2] = p;
+  c.vt = LLVMVectorType(c.f32, (unsigned)d.x.vl);
+  for (int p = 0; p < d.x.vl; p++) c.inv[fc_win_even_lane(d.x.vl, p) / 2] = p;
   FcStatus st = fc_cg_epilogue_init(k, in_type(k, 0)->rank - 2, &c.epi);
   if (st != FC_OK) return st;
 
   /* The row of zeros that taps in the vertical padding read (when any does). */
   LLVMValueRef zrow = NULL;
   if (d.vpad) {
-    LLVMTypeRef zt = LLVMArrayType2(c.f32, (uint64_t)d.W);
+    LLVMTypeRef zt = LLVMArrayType2(c.f32, (uint64_t)d.x.W);
     zrow = LLVMAddGlobal(k->mod, zt, "dw_zero_row");
     LLVMSetInitializer(zrow, LLVMConstNull(zt));
     LLVMSetGlobalConstant(zrow, 1);
@@ -392,10 +285,10 @@ FcStatus fc_conv_depthwise(FcKernel *k) {
   c.plane = LLVMBuildUDiv(k->b, it, c64(k, d.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, d.nrb), "");
   LLVMValueRef ch = LLVMBuildURem(k->b, c.plane, c64(k, d.C), "ch");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, c.plane, d.H * d.W));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, c.plane, d.OH * d.OW));
+  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, c.plane, d.H * d.x.W));
+  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, c.plane, d.OH * d.x.OW));
   LLVMValueRef wbase = mulc(k, ch, KK);
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)d.vl));
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)d.x.vl));
   for (int64_t t = 0; t < KK; t++) {
     LLVMValueRef w = fc_cg_load(k, FC_DT_F32, k->in[1], add(k, wbase, c64(k, t)));
     LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c.vt), w, i32c(k, 0), "");

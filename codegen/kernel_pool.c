@@ -1,7 +1,8 @@
 /* kernel_pool.c — max_pool (without indices) and avg_pool over f32 1-D and 2-D windows, vectorised
  * along the output width. fc_kernel_pool (kernel_nn.c) calls it when fc_pool_window_applies.
  *
- * The loop structure is the depthwise conv's (kernel_dwconv.c) with no weights: one output row at a
+ * The loop structure is the depthwise conv's (kernel_dwconv.c) with no weights, and the row geometry and
+ * tap loads are the ones both share (cg_window.h): one output row at a
  * time in explicit vectors of VL lanes (VL from the target: 8 for AVX2). Each input row of the window is
  * a pointer chosen with a select, either into the input plane or to a constant row of padding (W
  * floats), so rows in the vertical padding cost no branches. Along the width the row is cut at compile
@@ -25,65 +26,31 @@
 #include <float.h>
 #include <math.h>
 
+#include "cg_window.h"
 #include "codegen.h"
 
 enum {
   MAX_TAPS = 64,          /* KH·KW handled; larger windows take the generic pool */
   MAX_EDGES = 16,         /* straight-line edge vectors per row handled */
   MIN_TASKS = 32,         /* planes are cut into row blocks until there are this many outer iterations */
-  MAX_VL = 16,            /* lanes per vector handled */
+  MAX_VL = FC_WIN_MAX_VL, /* lanes per vector handled */
   MAX_PAD_ROW = 1 << 16,  /* floats in the constant padding row (the input width) */
 };
 
 /* The static geometry, everything as a 2-D pool (1-D: H = OH = KH = 1). */
 typedef struct Pw {
   bool is_max, include_pad;
-  int64_t planes, H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw, pe_h, pe_w;
-  int vl;             /* lanes per vector */
+  int64_t planes, H, OH, KH, sh, dh, ph, pe_h, pe_w;
+  FcWinRow x;         /* the row geometry: W, OW, KW, sw, dw, pw, vl */
   int64_t nv;         /* vector positions per output row: ceil(OW / vl) */
   int64_t v_lo, v_hi; /* the full positions [v_lo, v_hi); the rest are edges */
   int64_t rb, nrb;    /* output rows per block, blocks per plane */
   bool vpad;          /* some output row reads an input row outside [0, H) */
 } Pw;
 
-static int vector_lanes(const FcKernel *k) {
-  char *triple = LLVMGetTargetMachineTriple(k->tm);
-  const FcTarget *t = fc_target_for_triple(triple);
-  LLVMDisposeMessage(triple);
-  int vl = t ? t->vector_width(t, k->tm, FC_DT_F32) : 4;
-  vl = vl < 4 ? 4 : vl > MAX_VL ? MAX_VL : vl;
-  return vl & ~3; /* whole 128-bit lanes (the stride-2 shuffle works lane by lane) */
-}
 
-static int64_t in_col(const Pw *g, int64_t ox, int64_t kw) { return ox * g->sw - g->pw + kw * g->dw; }
 
-/* The first column and width of the load of tap kw for the vector at output column ox0 (stride 2: from
- * an even offset, the tap takes lanes phase, phase + 2, ...). */
-static void load_span(const Pw *g, int64_t ox0, int64_t kw, int64_t *first, int64_t *width, int *phase) {
-  *phase = 0;
-  *first = in_col(g, ox0, kw);
-  if (g->sw == 1) {
-    *width = g->vl;
-  } else if (g->sw == 2) {
-    *phase = (int)((kw * g->dw) % 2);
-    *first -= *phase;
-    *width = 2 * (int64_t)g->vl;
-  } else {
-    *width = (g->vl - 1) * g->sw + 1;
-  }
-}
 
-static bool position_full(const Pw *g, int64_t v) {
-  int64_t ox0 = v * g->vl;
-  if (ox0 + g->vl > g->OW) return false;
-  for (int64_t kw = 0; kw < g->KW; kw++) {
-    int64_t first, width;
-    int phase;
-    load_span(g, ox0, kw, &first, &width, &phase);
-    if (first < 0 || first + width > g->W) return false;
-  }
-  return true;
-}
 
 /* Taps of one dim at output o: inside the input, or with count_include_pad inside the padded input (a
  * ceil-mode window may run past the end padding): kernel_nn.c's counts. */
@@ -110,38 +77,38 @@ static bool pool_geometry(const FcKernel *k, int vl, Pw *g) {
     return false;
   g->is_max = op->kind == FC_OP_MAX_POOL;
   g->include_pad = !g->is_max && fc_op_attr_int(op, FC_ATTR_COUNT_INCLUDE_PAD, 0) != 0;
-  g->vl = vl;
+  g->x.vl = vl;
   g->H = n == 2 ? xt->dims[2] : 1;
-  g->W = xt->dims[1 + n];
+  g->x.W = xt->dims[1 + n];
   g->OH = n == 2 ? yt->dims[2] : 1;
-  g->OW = yt->dims[1 + n];
+  g->x.OW = yt->dims[1 + n];
   g->KH = n == 2 ? K[0] : 1;
-  g->KW = K[n - 1];
+  g->x.KW = K[n - 1];
   g->sh = n == 2 ? s[0] : 1;
-  g->sw = s[n - 1];
+  g->x.sw = s[n - 1];
   g->dh = n == 2 ? dl[0] : 1;
-  g->dw = dl[n - 1];
+  g->x.dw = dl[n - 1];
   g->ph = n == 2 ? p[0] : 0;
-  g->pw = p[n - 1];
+  g->x.pw = p[n - 1];
   g->pe_h = n == 2 ? p[n] : 0;
   g->pe_w = p[2 * n - 1];
-  if (g->KH < 1 || g->KW < 1 || g->KH * g->KW > MAX_TAPS) return false;
-  if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->ph < 0 || g->pw < 0) return false;
+  if (g->KH < 1 || g->x.KW < 1 || g->KH * g->x.KW > MAX_TAPS) return false;
+  if (g->sh < 1 || g->x.sw < 1 || g->dh < 1 || g->x.dw < 1 || g->ph < 0 || g->x.pw < 0) return false;
   int64_t t;
-  if (!fc_checked_mul(xt->dims[0], xt->dims[1], &g->planes) || !fc_checked_mul(g->KW, g->dw, &t) ||
-      !fc_checked_mul(g->KH, g->dh, &t) || !fc_checked_mul(g->OW + vl, g->sw, &t) ||
-      !fc_checked_mul(g->OH + 1, g->sh, &t) || g->pw > INT32_MAX || g->ph > INT32_MAX || g->pe_h > INT32_MAX ||
+  if (!fc_checked_mul(xt->dims[0], xt->dims[1], &g->planes) || !fc_checked_mul(g->x.KW, g->x.dw, &t) ||
+      !fc_checked_mul(g->KH, g->dh, &t) || !fc_checked_mul(g->x.OW + vl, g->x.sw, &t) ||
+      !fc_checked_mul(g->OH + 1, g->sh, &t) || g->x.pw > INT32_MAX || g->ph > INT32_MAX || g->pe_h > INT32_MAX ||
       g->pe_w > INT32_MAX)
     return false;
-  if (g->planes == 0 || g->OH == 0 || g->OW == 0) return false; /* empty: the generic kernel does nothing */
+  if (g->planes == 0 || g->OH == 0 || g->x.OW == 0) return false; /* empty: the generic kernel does nothing */
   g->vpad = g->ph > 0 || (g->OH - 1) * g->sh - g->ph + (g->KH - 1) * g->dh >= g->H;
-  if (g->vpad && g->W > MAX_PAD_ROW) return false;
-  g->nv = (g->OW + vl - 1) / vl;
+  if (g->vpad && g->x.W > MAX_PAD_ROW) return false;
+  g->nv = (g->x.OW + vl - 1) / vl;
   g->v_lo = 0;
-  while (g->v_lo < g->nv && !position_full(g, g->v_lo)) g->v_lo++;
+  while (g->v_lo < g->nv && !fc_win_position_full(&g->x, g->v_lo)) g->v_lo++;
   g->v_hi = g->v_lo;
-  while (g->v_hi < g->nv && position_full(g, g->v_hi)) g->v_hi++;
-  for (int64_t v = g->v_hi; v < g->nv; v++) FC_ASSERT(!position_full(g, v));
+  while (g->v_hi < g->nv && fc_win_position_full(&g->x, g->v_hi)) g->v_hi++;
+  for (int64_t v = g->v_hi; v < g->nv; v++) FC_ASSERT(!fc_win_position_full(&g->x, v));
   if (g->nv - (g->v_hi - g->v_lo) > MAX_EDGES) return false;
   g->nrb = 1;
   if (g->planes < MIN_TASKS) {
@@ -155,7 +122,7 @@ static bool pool_geometry(const FcKernel *k, int vl, Pw *g) {
 
 bool fc_pool_window_applies(const FcKernel *k) {
   Pw g;
-  return pool_geometry(k, vector_lanes(k), &g);
+  return pool_geometry(k, fc_win_lanes(k), &g);
 }
 
 /* ---- emit helpers -------------------------------------------------------------------------------- */
@@ -196,68 +163,9 @@ static LLVMValueRef splat(PwCtx *c, LLVMValueRef s, unsigned n) {
   return LLVMConstVector(e, n);
 }
 
-/* llvm.masked.load of type t (n lanes) at p with a constant mask: lanes off read the padding value. */
-static LLVMValueRef masked_load(PwCtx *c, LLVMTypeRef t, LLVMValueRef p, const bool *on, unsigned n) {
-  FcKernel *k = c->k;
-  LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
-  LLVMValueRef bits[2 * MAX_VL];
-  for (unsigned i = 0; i < n; i++) bits[i] = LLVMConstInt(i1, on[i], 0);
-  static const char name[] = "llvm.masked.load";
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  FC_ASSERT(id != 0);
-  LLVMTypeRef over[2] = {t, LLVMTypeOf(p)};
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
-  LLVMValueRef args[4] = {p, i32c(k, 4), LLVMConstVector(bits, n), splat(c, c->pad, n)};
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
-}
 
-static LLVMValueRef shuffle(PwCtx *c, LLVMValueRef v, const int *idx, int n) {
-  if (n == 1) return LLVMBuildExtractElement(c->k->b, v, i32c(c->k, idx[0]), "");
-  LLVMValueRef m[2 * MAX_VL];
-  for (int i = 0; i < n; i++) m[i] = i32c(c->k, idx[i]);
-  return LLVMBuildShuffleVector(c->k->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(m, (unsigned)n), "");
-}
 
-/* Stride 2: lane p of the even pick of a 2·VL-wide load as shufps takes it within 128-bit lanes. */
-static int even_lane(int vl, int p) {
-  int L = p / 4, q = p % 4;
-  return (q < 2 ? 0 : vl) + 4 * L + 2 * (q % 2);
-}
 
-/* The input vector of tap (row rp, column kw) for outputs ox0 .. ox0 + vl (stride 2: in the permuted
- * order). Full positions pass ox0v (run-time); edges pass NULL and the constant ox0, and lanes outside
- * the row read the padding value. NULL when no lane of the tap reads the row. */
-static LLVMValueRef tap_vector(PwCtx *c, LLVMValueRef rp, LLVMValueRef ox0v, int64_t ox0, int64_t kw) {
-  FcKernel *k = c->k;
-  const Pw *g = c->g;
-  int vl = g->vl;
-  int64_t first, width;
-  int phase;
-  load_span(g, ox0v ? 0 : ox0, kw, &first, &width, &phase);
-  bool on[MAX_VL], all = ox0v != NULL || (first >= 0 && first + width <= g->W);
-  int n_on = 0;
-  for (int l = 0; l < vl; l++) {
-    int64_t ix = in_col(g, ox0 + l, kw);
-    on[l] = ox0v != NULL || (ox0 + l < g->OW && ix >= 0 && ix < g->W);
-    n_on += on[l];
-  }
-  if (n_on == 0) return NULL;
-  LLVMValueRef p = fptr(c, rp, ox0v ? add(k, mulc(k, ox0v, g->sw), c64(k, first)) : c64(k, first));
-  if (g->sw == 1) return all ? vload(c, c->vt, p) : masked_load(c, c->vt, p, on, (unsigned)vl);
-  if (g->sw == 2) {
-    LLVMTypeRef wt = LLVMVectorType(c->f32, (unsigned)(2 * vl));
-    bool won[2 * MAX_VL] = {false};
-    for (int l = 0; l < vl; l++) won[2 * l + phase] = on[l];
-    LLVMValueRef wide = all ? vload(c, wt, p) : masked_load(c, wt, p, won, (unsigned)(2 * vl));
-    int idx[MAX_VL];
-    for (int q = 0; q < vl; q++) idx[q] = even_lane(vl, q) + phase;
-    return shuffle(c, wide, idx, vl);
-  }
-  LLVMValueRef v = all ? LLVMGetUndef(c->vt) : splat(c, c->pad, (unsigned)vl);
-  for (int l = 0; l < vl; l++)
-    if (on[l]) v = LLVMBuildInsertElement(k->b, v, vload(c, c->f32, fptr(c, p, c64(k, l * g->sw))), i32c(k, l), "");
-  return v;
-}
 
 static LLVMValueRef vmax(PwCtx *c, LLVMValueRef a, LLVMValueRef b) {
   LLVMValueRef args[2] = {a, b};
@@ -268,12 +176,12 @@ static LLVMValueRef vmax(PwCtx *c, LLVMValueRef a, LLVMValueRef b) {
 static void emit_vector(PwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
   FcKernel *k = c->k;
   const Pw *g = c->g;
-  int vl = g->vl, nch = g->is_max ? 2 : 1;
+  int vl = g->x.vl, nch = g->is_max ? 2 : 1;
   LLVMValueRef acc[2] = {NULL, NULL};
   int t = 0;
   for (int64_t kh = 0; kh < g->KH; kh++)
-    for (int64_t kw = 0; kw < g->KW; kw++) {
-      LLVMValueRef x = tap_vector(c, c->rows[kh], ox0v, ox0, kw);
+    for (int64_t kw = 0; kw < g->x.KW; kw++) {
+      LLVMValueRef x = fc_win_tap_vector(c->k, &c->g->x, c->pad, c->rows[kh], ox0v, ox0, kw);
       if (!x) continue;
       LLVMValueRef *a = &acc[t++ % nch];
       *a = !*a ? x : g->is_max ? vmax(c, *a, x) : LLVMBuildFAdd(k->b, *a, x, "");
@@ -285,15 +193,15 @@ static void emit_vector(PwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
   } else {
     LLVMValueRef cw[MAX_VL]; /* per lane (stride 2: still in even_lane's order), the column count */
     for (int l = 0; l < vl; l++) {
-      int64_t ox = ox0 + (g->sw == 2 ? even_lane(vl, l) / 2 : l), n = g->KW;
-      if (!ox0v) n = ox < g->OW ? dim_count(ox, g->KW, g->sw, g->dw, g->pw, g->pe_w, g->W, g->include_pad) : 1;
+      int64_t ox = ox0 + (g->x.sw == 2 ? fc_win_even_lane(vl, l) / 2 : l), n = g->x.KW;
+      if (!ox0v) n = ox < g->x.OW ? dim_count(ox, g->x.KW, g->x.sw, g->x.dw, g->x.pw, g->pe_w, g->x.W, g->include_pad) : 1;
       cw[l] = LLVMConstReal(c->f32, (double)n);
     }
     v = LLVMBuildFDiv(k->b, v, LLVMBuildFMul(k->b, c->row_cnt, LLVMConstVector(cw, (unsigned)vl), ""), "");
   }
   int order[MAX_VL];
-  for (int l = 0; l < lanes; l++) order[l] = g->sw == 2 ? c->perm_inv[l] : l;
-  if (lanes < vl || g->sw == 2) v = shuffle(c, v, order, lanes);
+  for (int l = 0; l < lanes; l++) order[l] = g->x.sw == 2 ? c->perm_inv[l] : l;
+  if (lanes < vl || g->x.sw == 2) v = fc_win_shuffle(c->k, v, order, lanes);
   LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, ox0v ? ox0v : c64(k, ox0)));
   LLVMSetAlignment(s, 4);
 }
@@ -304,20 +212,20 @@ static void emit_vector(PwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
  * x[p, oy*sh - ph + kh*dh, ox*sw - pw + kw*dw], p = n·C + c. */
 FcStatus fc_pool_window(FcKernel *k) {
   Pw g;
-  if (!pool_geometry(k, vector_lanes(k), &g))
+  if (!pool_geometry(k, fc_win_lanes(k), &g))
     return fc_cg_error(k, FC_ERR_INTERNAL, "the vectorised pool kernel does not apply to this pool");
-  fc_kernel_set_outer(k, g.planes * g.nrb, (double)(g.KH * g.KW + 2) * (double)g.rb * (double)g.OW);
+  fc_kernel_set_outer(k, g.planes * g.nrb, (double)(g.KH * g.x.KW + 2) * (double)g.rb * (double)g.x.OW);
 
   PwCtx c = {.k = k, .g = &g, .f32 = LLVMFloatTypeInContext(k->ctx)};
-  c.vt = LLVMVectorType(c.f32, (unsigned)g.vl);
+  c.vt = LLVMVectorType(c.f32, (unsigned)g.x.vl);
   c.pad = LLVMConstReal(c.f32, g.is_max ? NAN : 0.0);
-  for (int p = 0; p < g.vl; p++) c.perm_inv[even_lane(g.vl, p) / 2] = p;
+  for (int p = 0; p < g.x.vl; p++) c.perm_inv[fc_win_even_lane(g.x.vl, p) / 2] = p;
 
   LLVMValueRef prow = NULL; /* the padding row that taps in the vertical padding read */
   if (g.vpad) {
-    LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)g.W);
-    for (int64_t i = 0; i < g.W; i++) e[i] = c.pad;
-    prow = fc_cg_const_table(k, c.f32, e, g.W, "pool_pad_row");
+    LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)g.x.W);
+    for (int64_t i = 0; i < g.x.W; i++) e[i] = c.pad;
+    prow = fc_cg_const_table(k, c.f32, e, g.x.W, "pool_pad_row");
   }
   LLVMValueRef cnt_tab = NULL; /* avg: per output row, the window's row count, as float */
   if (!g.is_max) {
@@ -331,8 +239,8 @@ FcStatus fc_pool_window(FcKernel *k) {
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, g.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, g.nrb), "");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, g.H * g.W));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, g.OH * g.OW));
+  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, g.H * g.x.W));
+  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, g.OH * g.x.OW));
   LLVMValueRef oy0 = mulc(k, blk, g.rb);
   LLVMValueRef oy1 = add(k, oy0, c64(k, g.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, g.OH), ""), oy1, c64(k, g.OH), "");
@@ -342,32 +250,32 @@ FcStatus fc_pool_window(FcKernel *k) {
   LLVMValueRef iy0 = add(k, mulc(k, oy, g.sh), c64(k, -g.ph));
   for (int64_t kh = 0; kh < g.KH; kh++) {
     LLVMValueRef iy = add(k, iy0, c64(k, kh * g.dh));
-    c.rows[kh] = fptr(&c, xplane, mulc(k, iy, g.W));
+    c.rows[kh] = fptr(&c, xplane, mulc(k, iy, g.x.W));
     if (prow) {
       LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, g.H), "");
       c.rows[kh] = LLVMBuildSelect(k->b, inside, c.rows[kh], prow, "row");
     }
   }
-  c.yrow = fptr(&c, yplane, mulc(k, oy, g.OW));
+  c.yrow = fptr(&c, yplane, mulc(k, oy, g.x.OW));
   if (cnt_tab) {
     LLVMValueRef n = vload(&c, c.f32, fptr(&c, cnt_tab, oy));
     LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c.vt), n, i32c(k, 0), "");
-    LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)g.vl));
+    LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)g.x.vl));
     c.row_cnt = LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c.vt), zeros, "");
   }
   for (int64_t v = 0; v < g.v_lo; v++) {
-    int64_t ox0 = v * g.vl, left = g.OW - ox0;
-    emit_vector(&c, NULL, ox0, left < g.vl ? (int)left : g.vl);
+    int64_t ox0 = v * g.x.vl, left = g.x.OW - ox0;
+    emit_vector(&c, NULL, ox0, left < g.x.vl ? (int)left : g.x.vl);
   }
   if (g.v_hi > g.v_lo) {
     FcLoop lv;
-    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, g.v_lo * g.vl), c64(k, g.v_hi * g.vl), g.vl, "ox");
-    emit_vector(&c, ox0, 0, g.vl);
+    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, g.v_lo * g.x.vl), c64(k, g.v_hi * g.x.vl), g.x.vl, "ox");
+    emit_vector(&c, ox0, 0, g.x.vl);
     fc_cg_loop_end(k, &lv);
   }
   for (int64_t v = g.v_hi; v < g.nv; v++) {
-    int64_t ox0 = v * g.vl, left = g.OW - ox0;
-    emit_vector(&c, NULL, ox0, left < g.vl ? (int)left : g.vl);
+    int64_t ox0 = v * g.x.vl, left = g.x.OW - ox0;
+    emit_vector(&c, NULL, ox0, left < g.x.vl ? (int)left : g.x.vl);
   }
   fc_cg_loop_end(k, &lr);
   fc_cg_loop_end(k, &lt);

@@ -1,0 +1,125 @@
+/* cg_window.c — row geometry and tap loads shared by the vectorised window kernels (cg_window.h). */
+#include "cg_window.h"
+
+int fc_win_lanes(const FcKernel *k) {
+  char *triple = LLVMGetTargetMachineTriple(k->tm);
+  const FcTarget *t = fc_target_for_triple(triple);
+  LLVMDisposeMessage(triple);
+  int vl = t ? t->vector_width(t, k->tm, FC_DT_F32) : 4;
+  vl = vl < 4 ? 4 : vl > FC_WIN_MAX_VL ? FC_WIN_MAX_VL : vl;
+  return vl & ~3;
+}
+
+int64_t fc_win_in_col(const FcWinRow *r, int64_t ox, int64_t kw) { return ox * r->sw - r->pw + kw * r->dw; }
+
+void fc_win_load_span(const FcWinRow *r, int64_t ox0, int64_t kw, int64_t *first, int64_t *width, int *phase) {
+  *phase = 0;
+  *first = fc_win_in_col(r, ox0, kw);
+  if (r->sw == 1) {
+    *width = r->vl;
+  } else if (r->sw == 2) {
+    *phase = (int)((kw * r->dw) % 2);
+    *first -= *phase;
+    *width = 2 * (int64_t)r->vl;
+  } else {
+    *width = (r->vl - 1) * r->sw + 1;
+  }
+}
+
+bool fc_win_position_full(const FcWinRow *r, int64_t v) {
+  int64_t ox0 = v * r->vl;
+  if (ox0 + r->vl > r->OW) return false;
+  for (int64_t kw = 0; kw < r->KW; kw++) {
+    int64_t first, width;
+    int phase;
+    fc_win_load_span(r, ox0, kw, &first, &width, &phase);
+    if (first < 0 || first + width > r->W) return false;
+  }
+  return true;
+}
+
+int fc_win_even_lane(int vl, int p) {
+  /* p = 4L + q takes element 4L + 2q of the first half for q < 2, element 4L + 2(q - 2) of the second
+   * half otherwise */
+  int L = p / 4, q = p % 4;
+  return (q < 2 ? 0 : vl) + 4 * L + 2 * (q % 2);
+}
+
+static LLVMValueRef i32c(FcKernel *k, int64_t v) {
+  return LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned long long)v, 0);
+}
+
+LLVMValueRef fc_win_shuffle(FcKernel *k, LLVMValueRef v, const int *idx, int n) {
+  if (n == 1) return LLVMBuildExtractElement(k->b, v, i32c(k, idx[0]), "");
+  LLVMValueRef m[2 * FC_WIN_MAX_VL];
+  for (int i = 0; i < n; i++) m[i] = i32c(k, idx[i]);
+  return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(m, (unsigned)n), "");
+}
+
+static LLVMValueRef splat(LLVMValueRef s, unsigned n) {
+  LLVMValueRef e[2 * FC_WIN_MAX_VL];
+  for (unsigned i = 0; i < n; i++) e[i] = s;
+  return LLVMConstVector(e, n);
+}
+
+/* &base[off] in floats; off may point before base (masked-off lanes only), so not inbounds. */
+static LLVMValueRef fptr(FcKernel *k, LLVMValueRef base, LLVMValueRef off) {
+  return LLVMBuildGEP2(k->b, LLVMFloatTypeInContext(k->ctx), base, &off, 1, "");
+}
+
+static LLVMValueRef vload(FcKernel *k, LLVMTypeRef t, LLVMValueRef p) {
+  LLVMValueRef v = LLVMBuildLoad2(k->b, t, p, "");
+  LLVMSetAlignment(v, 4);
+  return v;
+}
+
+/* llvm.masked.load of type t (n lanes) at p with a constant mask: lanes off read `fill`. */
+static LLVMValueRef masked_load(FcKernel *k, LLVMTypeRef t, LLVMValueRef p, const bool *on, unsigned n, LLVMValueRef fill) {
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
+  LLVMValueRef bits[2 * FC_WIN_MAX_VL];
+  for (unsigned i = 0; i < n; i++) bits[i] = LLVMConstInt(i1, on[i], 0);
+  static const char name[] = "llvm.masked.load";
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  FC_ASSERT(id != 0);
+  LLVMTypeRef over[2] = {t, LLVMTypeOf(p)};
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
+  LLVMValueRef args[4] = {p, i32c(k, 4), LLVMConstVector(bits, n), splat(fill, n)};
+  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
+}
+
+LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, LLVMValueRef ox0v,
+                               int64_t ox0, int64_t kw) {
+  int vl = r->vl;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
+  int64_t first, width;
+  int phase;
+  fc_win_load_span(r, ox0v ? 0 : ox0, kw, &first, &width, &phase);
+  bool on[FC_WIN_MAX_VL], all = ox0v != NULL || (first >= 0 && first + width <= r->W);
+  int n_on = 0;
+  for (int l = 0; l < vl; l++) {
+    int64_t ix = fc_win_in_col(r, ox0 + l, kw);
+    on[l] = ox0v != NULL || (ox0 + l < r->OW && ix >= 0 && ix < r->W);
+    n_on += on[l];
+  }
+  if (n_on == 0) return NULL;
+  LLVMValueRef at = fc_cg_const_i64(k, first);
+  if (ox0v) {
+    LLVMValueRef x = r->sw == 1 ? ox0v : LLVMBuildMul(k->b, ox0v, fc_cg_const_i64(k, r->sw), "");
+    at = LLVMBuildAdd(k->b, x, at, "");
+  }
+  LLVMValueRef p = fptr(k, rp, at);
+  if (r->sw == 1) return all ? vload(k, vt, p) : masked_load(k, vt, p, on, (unsigned)vl, fill);
+  if (r->sw == 2) {
+    LLVMTypeRef wt = LLVMVectorType(f32, (unsigned)(2 * vl));
+    bool won[2 * FC_WIN_MAX_VL] = {false};
+    for (int l = 0; l < vl; l++) won[2 * l + phase] = on[l];
+    LLVMValueRef wide = all ? vload(k, wt, p) : masked_load(k, wt, p, won, (unsigned)(2 * vl), fill);
+    int idx[FC_WIN_MAX_VL];
+    for (int q = 0; q < vl; q++) idx[q] = fc_win_even_lane(vl, q) + phase;
+    return fc_win_shuffle(k, wide, idx, vl);
+  }
+  LLVMValueRef v = all ? LLVMGetUndef(vt) : splat(fill, (unsigned)vl);
+  for (int l = 0; l < vl; l++)
+    if (on[l]) v = LLVMBuildInsertElement(k->b, v, vload(k, f32, fptr(k, p, fc_cg_const_i64(k, l * r->sw))), i32c(k, l), "");
+  return v;
+}

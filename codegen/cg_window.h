@@ -1,0 +1,47 @@
+/* cg_window.h — the row machinery the vectorised sliding-window kernels share (depthwise convolution,
+ * kernel_dwconv.c; pools, kernel_pool.c): an output row is computed vl columns at a time, each tap
+ * (kernel column kw) reading one input vector. Positions whose every tap load lies inside the row are
+ * "full" (plain vector loads in a loop); the others are edges, emitted straight-line with masked loads
+ * whose masked-off lanes read a fill value (0 for convolution, NaN or 0 for pools). Stride 2 loads 2·vl
+ * columns and keeps every other one with one shuffle, in the lane order of fc_win_even_lane; larger
+ * strides build the vector lane by lane.
+ */
+#ifndef FLOWC_CG_WINDOW_H
+#define FLOWC_CG_WINDOW_H
+
+#include "codegen.h"
+
+#define FC_WIN_MAX_VL 16
+
+/* The horizontal geometry of a window op's rows. */
+typedef struct FcWinRow {
+  int64_t W, OW;   /* input and output row widths */
+  int64_t KW;      /* kernel columns */
+  int64_t sw, dw;  /* stride and dilation along the row */
+  int64_t pw;      /* padding before the row */
+  int vl;          /* lanes per vector (fc_win_lanes) */
+} FcWinRow;
+
+/* f32 lanes per vector for the target, whole 128-bit lanes (the stride-2 shuffle works lane by lane),
+ * between 4 and FC_WIN_MAX_VL. */
+int fc_win_lanes(const FcKernel *k);
+/* The input column read by output column ox through tap kw. */
+int64_t fc_win_in_col(const FcWinRow *r, int64_t ox, int64_t kw);
+/* The first column and the width of the load tap kw makes for the vector at output column ox0 (stride 2:
+ * from an even offset; the tap takes lanes phase, phase + 2, ...). */
+void fc_win_load_span(const FcWinRow *r, int64_t ox0, int64_t kw, int64_t *first, int64_t *width, int *phase);
+/* Whether vector position v (columns v·vl ..) is full: all its lanes are output columns and every tap's
+ * load lies inside [0, W). */
+bool fc_win_position_full(const FcWinRow *r, int64_t v);
+/* Stride 2: lane p of the even pick of a 2·vl-wide load, as shufps takes it within each 128-bit lane. */
+int fc_win_even_lane(int vl, int p);
+/* The n lanes idx[0..n) of v, as a vector (n > 1) or a scalar (n == 1). */
+LLVMValueRef fc_win_shuffle(FcKernel *k, LLVMValueRef v, const int *idx, int n);
+/* The input vector of tap (input row pointer rp, column kw) for outputs ox0 .. ox0 + vl: lanes in natural
+ * order, or for stride 2 in fc_win_even_lane's order. Full positions pass ox0v (run-time); edges pass NULL
+ * and the constant ox0, and lanes whose input lies outside the row read `fill` (an f32 constant). NULL
+ * when no lane of the tap reads the row. */
+LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, LLVMValueRef ox0v,
+                               int64_t ox0, int64_t kw);
+
+#endif /* FLOWC_CG_WINDOW_H */
