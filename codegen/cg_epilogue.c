@@ -43,14 +43,6 @@ typedef struct EpOperand {
   double imm_value;     /* imm's value (floats) */
 } EpOperand;
 
-/* Stand-in op of a step for fc_cg_scalar_op and the inference check (as kernel_fused.c). */
-typedef struct EpStep {
-  FcOp op;
-  FcUse uses[FC_EW_MAX_ARGS];
-  FcValue args[FC_EW_MAX_ARGS];
-  FcValue res;
-} EpStep;
-
 struct FcCgEpilogue {
   FcDtype dt;
   int rank, nlead, ncol;
@@ -61,36 +53,12 @@ struct FcCgEpilogue {
   int slot_of[8];       /* operand index -> position in ops[], -1 if unused */
   bool has_bias;
   FcEwProgram prog;
-  EpStep *steps;
+  FcCgStep *steps;
   bool direct;          /* stored as computed (f32, f64, ints): vector loads and stores need no conversion */
   int vw;               /* lanes of fc_cg_epilogue_row's vector loop; 1: scalar only */
 };
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
-
-/* Stand-ins for the program's steps, each checked against its op's inference hook on scalars of the
- * result dtype (the verifier did this too; here it guards fc_cg_scalar_op against a hand-made module). */
-static FcStatus make_steps(FcKernel *k, FcCgEpilogue *e, FcArena *arena) {
-  e->steps = FC_NEW_ARRAY(arena, EpStep, (size_t)(e->prog.n_steps > 0 ? e->prog.n_steps : 1));
-  for (int i = 0; i < e->prog.n_steps; i++) {
-    const FcEwStep *st = &e->prog.steps[i];
-    EpStep *s = &e->steps[i];
-    for (int a = 0; a < st->n_args; a++) {
-      s->args[a] = (FcValue){.type = {.dtype = e->dt, .rank = 0, .dims = NULL}};
-      s->uses[a] = (FcUse){.value = &s->args[a], .user = &s->op, .index = a};
-    }
-    s->op = (FcOp){.kind = st->kind, .n_operands = st->n_args, .n_results = 1, .operands = s->uses,
-                   .results = &s->res, .loc = k->op->loc, .graph = k->op->graph};
-    s->res = (FcValue){.def = &s->op};
-    const FcOpInfo *info = fc_op_info(st->kind);
-    FcDiag d;
-    fc_diag_init(&d);
-    if (!info->infer || info->infer(&s->op, arena, &d) != FC_OK || s->res.type.dtype != e->dt)
-      return fc_cg_error(k, FC_ERR_INPUT, "epilogue step %d (%s) is not an element-wise op on %s values", i,
-                         info->name, fc_dtype_name(e->dt));
-  }
-  return FC_OK;
-}
 
 /* Classifies an operand with element strides `s` over the result's dims. */
 static void classify(FcCgEpilogue *e, EpOperand *o, const int64_t *s) {
@@ -159,7 +127,7 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
     FcStatus st = fc_ew_program_parse(text, op, true, &e->prog, k->diag);
     if (st != FC_OK) return st;
   }
-  FcStatus st = make_steps(k, e, arena);
+  FcStatus st = fc_cg_program_steps(k, &e->prog, e->dt, "epilogue", &e->steps);
   if (st != FC_OK) return st;
 
   if (has_bias) {

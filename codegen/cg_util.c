@@ -412,3 +412,47 @@ void fc_cg_unflatten(FcKernel *k, LLVMValueRef lin, const int64_t *dims, int n, 
   }
   if (n > 0) coord[0] = lin;
 }
+
+/* ---- element-wise program steps ------------------------------------------------------------------------- */
+
+FcStatus fc_cg_program_steps(FcKernel *k, const FcEwProgram *p, FcDtype dt, const char *what, FcCgStep **out) {
+  FcArena *arena = &k->op->graph->module->arena;
+  FcCgStep *steps = FC_NEW_ARRAY(arena, FcCgStep, (size_t)(p->n_steps > 0 ? p->n_steps : 1));
+  for (int i = 0; i < p->n_steps; i++) {
+    const FcEwStep *st = &p->steps[i];
+    FcCgStep *s = &steps[i];
+    for (int a = 0; a < st->n_args; a++) {
+      s->args[a] = (FcValue){.type = {.dtype = dt, .rank = 0, .dims = NULL}};
+      s->uses[a] = (FcUse){.value = &s->args[a], .user = &s->op, .index = a};
+    }
+    s->op = (FcOp){.kind = st->kind, .n_operands = st->n_args, .n_results = 1, .operands = s->uses,
+                   .results = &s->res, .loc = k->op->loc, .graph = k->op->graph};
+    s->res = (FcValue){.def = &s->op};
+    const FcOpInfo *info = fc_op_info(st->kind);
+    FcDiag d;
+    fc_diag_init(&d);
+    if (!info->infer || info->infer(&s->op, arena, &d) != FC_OK || s->res.type.dtype != dt || s->res.type.rank != 0)
+      return fc_cg_error(k, FC_ERR_INPUT, "%s step %d (%s) is not an element-wise op on %s values", what, i, info->name,
+                         fc_dtype_name(dt));
+  }
+  *out = steps;
+  return FC_OK;
+}
+
+/* ---- matmul batches -------------------------------------------------------------------------------------- */
+
+void fc_cg_matmul_batch_strides(const FcType *a, const FcType *b, const FcType *r, int64_t *as, int64_t *bs,
+                                int64_t *na, int64_t *nb_out) {
+  int rank = r->rank;
+  int64_t sa = 1, sb = 1;
+  for (int d = rank - 3; d >= 0; d--) {
+    int da = d - (rank - a->rank), db = d - (rank - b->rank);
+    int64_t ad = da >= 0 ? a->dims[da] : 1, bd = db >= 0 ? b->dims[db] : 1;
+    as[d] = ad == 1 ? 0 : sa;
+    bs[d] = bd == 1 ? 0 : sb;
+    sa *= ad; /* products of dims of verified types: no overflow */
+    sb *= bd;
+  }
+  *na = sa;
+  *nb_out = sb;
+}

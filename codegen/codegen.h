@@ -27,6 +27,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
+#include "ew_program.h"
 #include "ir.h"
 
 /* ---- target.c: targets ------------------------------------------------------------------------- */
@@ -211,6 +212,24 @@ void fc_cg_if_end(FcKernel *k, LLVMBasicBlockRef cont);
 /* Splits a row-major linear index into coordinates over dims[0..n) (the last varies fastest); the
  * first coordinate takes what is left, so lin need not be reduced modulo the product. */
 void fc_cg_unflatten(FcKernel *k, LLVMValueRef lin, const int64_t *dims, int n, LLVMValueRef *coord);
+
+/* A matmul's batch strides, in matrices, of operands a and b over the result's nb = rank - 2 batch dims
+ * (NumPy broadcasting: size-1 or missing dims have stride 0); *na, *nb_out: the matrices each holds. */
+void fc_cg_matmul_batch_strides(const FcType *a, const FcType *b, const FcType *r, int64_t *as, int64_t *bs,
+                                int64_t *na, int64_t *nb_out);
+
+/* Stand-in ops for the steps of an element-wise program (ew_program.h), for fc_cg_scalar_op: each step's
+ * kind with scalar operands and result of dtype dt. fc_cg_program_steps builds them (in the module's
+ * arena) and checks every step against its op's inference hook, so a hand-made module with a step the
+ * dtype does not allow (sqrt on i32) is an error naming the op ("<what> step N ...") rather than an
+ * assertion in the emitter. */
+typedef struct FcCgStep {
+  FcOp op;
+  FcUse uses[FC_EW_MAX_ARGS];
+  FcValue args[FC_EW_MAX_ARGS];
+  FcValue res;
+} FcCgStep;
+FcStatus fc_cg_program_steps(FcKernel *k, const FcEwProgram *p, FcDtype dt, const char *what, FcCgStep **out);
 
 /* Scalar element-wise computation of an op kind on compute-type values (shared by the element-wise
  * kernel and, later, fusion): x, y, z as the op needs; dt is the operands' dtype. */

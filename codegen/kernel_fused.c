@@ -32,18 +32,9 @@ enum { FU_SPLIT_ABOVE = 32768, FU_CHUNK = 16384 };
 /* Copies of the scalar nest specialised for an operand computed in place (see fc_kernel_fused). */
 enum { IN_PLACE_COPIES = 3 };
 
-/* Stand-in ops for the steps: what fc_cg_scalar_op and the inference hooks read (kind, operand and
- * result types), with scalar types of the result dtype. */
-typedef struct StepOp {
-  FcOp op;
-  FcUse uses[FC_EW_MAX_ARGS];
-  FcValue args[FC_EW_MAX_ARGS];
-  FcValue res;
-} StepOp;
-
 typedef struct Fused {
   FcEwProgram prog;
-  StepOp *steps;  /* prog.n_steps stand-ins */
+  FcCgStep *steps; /* prog.n_steps stand-ins (fc_cg_program_steps) */
   FcDtype dt;
   int n_in;
   int cr;         /* merged dims */
@@ -63,29 +54,6 @@ static double step_cost(FcOpKind kind) {
   case FC_OP_DIV: case FC_OP_MOD: case FC_OP_SQRT: case FC_OP_RECIPROCAL: return 8;
   default: return 2;
   }
-}
-
-/* Builds the stand-ins and checks every step against its op's inference hook. */
-static FcStatus check_steps(FcKernel *k, Fused *f, FcArena *arena) {
-  f->steps = FC_NEW_ARRAY(arena, StepOp, (size_t)f->prog.n_steps);
-  for (int i = 0; i < f->prog.n_steps; i++) {
-    const FcEwStep *st = &f->prog.steps[i];
-    StepOp *s = &f->steps[i];
-    for (int a = 0; a < st->n_args; a++) {
-      s->args[a] = (FcValue){.type = {.dtype = f->dt, .rank = 0, .dims = NULL}};
-      s->uses[a] = (FcUse){.value = &s->args[a], .user = &s->op, .index = a};
-    }
-    s->op = (FcOp){.kind = st->kind, .n_operands = st->n_args, .n_results = 1, .operands = s->uses,
-                   .results = &s->res, .loc = k->op->loc, .graph = k->op->graph};
-    s->res = (FcValue){.def = &s->op};
-    const FcOpInfo *info = fc_op_info(st->kind);
-    FcDiag d;
-    fc_diag_init(&d);
-    if (!info->infer || info->infer(&s->op, arena, &d) != FC_OK || s->res.type.dtype != f->dt || s->res.type.rank != 0)
-      return fc_cg_error(k, FC_ERR_INPUT, "program step %d (%s) is not an element-wise op on %s values", i, info->name,
-                         fc_dtype_name(f->dt));
-  }
-  return FC_OK;
 }
 
 /* The merged iteration space (see the top of the file). */
@@ -266,7 +234,7 @@ FcStatus fc_kernel_fused(FcKernel *k) {
   Fused f = {.dt = rt->dtype, .n_in = op->n_operands};
   FcStatus st = fc_ew_program_parse(fc_op_attr_str(op, FC_ATTR_PROGRAM, NULL), op, false, &f.prog, k->diag);
   if (st != FC_OK) return st;
-  if ((st = check_steps(k, &f, arena)) != FC_OK) return st;
+  if ((st = fc_cg_program_steps(k, &f.prog, f.dt, "program", &f.steps)) != FC_OK) return st;
   for (int j = 0; j < f.n_in; j++)
     if (!op->operands[j].value || op->operands[j].value->type.dtype != f.dt)
       return fc_cg_error(k, FC_ERR_INPUT, "operand %d is missing or not %s", j, fc_dtype_name(f.dt));

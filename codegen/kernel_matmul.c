@@ -27,15 +27,8 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t batch = M * N == 0 ? 0 : numel / (M * N);
   /* Batch strides in matrices; broadcast (size-1 or missing) dims have stride 0. */
-  int64_t as[FC_DEFAULT_MAX_RANK], bs[FC_DEFAULT_MAX_RANK], sa = 1, sb = 1;
-  for (int d = nb - 1; d >= 0; d--) {
-    int da = d - (r - at->rank), db = d - (r - bt->rank);
-    int64_t ad = da >= 0 ? at->dims[da] : 1, bd = db >= 0 ? bt->dims[db] : 1;
-    as[d] = ad == 1 ? 0 : sa;
-    bs[d] = bd == 1 ? 0 : sb;
-    sa *= ad;
-    sb *= bd;
-  }
+  int64_t as[FC_DEFAULT_MAX_RANK], bs[FC_DEFAULT_MAX_RANK], sa, sb;
+  fc_cg_matmul_batch_strides(at, bt, rt, as, bs, &sa, &sb);
   /* A batch of row blocks times one B (a Linear layer over [batch, seq, features]) is one tall product:
    * fold the batch into M so the microkernel's rows are full even when each batch item has M = 1. */
   if (sb == 1 && sa == batch && batch > 1) {

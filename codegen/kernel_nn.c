@@ -96,15 +96,8 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
   int64_t M = rt->dims[r - 2], N = rt->dims[r - 1], K = at->dims[at->rank - 1], numel;
   if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   /* Batch strides in matrices; broadcast (size-1 or missing) dims have stride 0. */
-  int64_t as[FC_DEFAULT_MAX_RANK], bs[FC_DEFAULT_MAX_RANK], sa = 1, sb = 1;
-  for (int d = nb - 1; d >= 0; d--) {
-    int da = d - (r - at->rank), db = d - (r - bt->rank);
-    int64_t ad = da >= 0 ? at->dims[da] : 1, bd = db >= 0 ? bt->dims[db] : 1;
-    as[d] = ad == 1 ? 0 : sa;
-    bs[d] = bd == 1 ? 0 : sb;
-    sa *= ad;
-    sb *= bd;
-  }
+  int64_t as[FC_DEFAULT_MAX_RANK], bs[FC_DEFAULT_MAX_RANK], sa, sb;
+  fc_cg_matmul_batch_strides(at, bt, rt, as, bs, &sa, &sb);
   int64_t rows = numel == 0 ? 0 : numel / N;
   fc_kernel_set_outer(k, rows, 2.0 * (double)K * (double)N + (double)N);
   if (rows == 0) return FC_OK;
