@@ -289,50 +289,71 @@ static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn)
   leave_fn(k, sv);
 }
 
-/* The edge microkernel: the full one into a stack tile, copying only rows < rows and columns < cols. */
+/* The edge microkernel: a tile with rows <= mr valid rows and cols <= nr valid columns, computed in a stack
+ * tile. C's valid part is copied in (when accumulating) and out with masked vector loads and stores, one per
+ * row and vector, so nothing outside it is touched. When cols fit one vector, a one-vector-wide
+ * microkernel runs instead of the full one: the narrow remainder panel an odd N leaves (N = 49: a fourth
+ * panel of one column) then costs half a tile. */
+static LLVMValueRef get_fn(FcKernel *k, const FcGemmArch *g, bool edge);
+
 static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMValueRef ukr) {
   Saved sv = enter_fn(k, fn);
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  int vl = g->vl, nv = g->nr / g->vl;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
+  LLVMTypeRef i64 = fc_cg_i64(k);
   LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
   LLVMValueRef pc = LLVMGetParam(fn, 3), ldc = LLVMGetParam(fn, 4), accum = LLVMGetParam(fn, 5);
   LLVMValueRef rows = LLVMGetParam(fn, 6), cols = LLVMGetParam(fn, 7), ldb = LLVMGetParam(fn, 8);
   LLVMValueRef tile = fc_cg_tile_new(k, f32, (int64_t)g->mr * g->nr, "tile");
   LLVMValueRef nr = fc_cg_const_i64(k, g->nr);
-  /* Copy in (zeros where C has no element, so the tile is fully defined). */
-  FcLoop li, lj;
-  LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), fc_cg_const_i64(k, g->mr), 1, "ei");
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), nr, 1, "ej");
-  LLVMValueRef inside = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLT, i, rows, ""), LLVMBuildICmp(b, LLVMIntSLT, j, cols, ""), "");
-  LLVMValueRef cidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, ldc, ""), j, "");
-  LLVMValueRef tidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, nr, ""), j, "");
-  LLVMValueRef want = LLVMBuildAnd(b, inside, accum, "");
-  LLVMBasicBlockRef load_bb = LLVMAppendBasicBlockInContext(k->ctx, fn, "ld");
-  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(k->ctx, fn, "ldj");
-  LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
-  LLVMBuildCondBr(b, want, load_bb, join);
-  LLVMPositionBuilderAtEnd(b, load_bb);
-  LLVMValueRef v = LLVMBuildLoad2(b, f32, fptr(k, pc, cidx), "");
-  LLVMBuildBr(b, join);
-  LLVMPositionBuilderAtEnd(b, join);
-  LLVMValueRef ph = LLVMBuildPhi(b, f32, "");
-  LLVMValueRef zf = LLVMConstReal(f32, 0.0);
-  LLVMValueRef vals[2] = {zf, v};
-  LLVMBasicBlockRef bbs[2] = {cur, load_bb};
-  LLVMAddIncoming(ph, vals, bbs, 2);
-  LLVMBuildStore(b, ph, fptr(k, tile, tidx));
-  fc_cg_loop_end(k, &lj);
-  fc_cg_loop_end(k, &li);
+  /* Lane masks: column j·vl + l < cols, per vector j; and per row, i < rows. */
+  LLVMValueRef colmask[MAX_NV], rowmask[MAX_MR];
+  LLVMValueRef cols_v = splat_lanes(k, cols, vl);
+  for (int j = 0; j < nv; j++) {
+    LLVMValueRef lanes[16];
+    for (int l = 0; l < vl; l++) lanes[l] = LLVMConstInt(i64, (unsigned long long)(j * vl + l), 0);
+    colmask[j] = LLVMBuildICmp(b, LLVMIntSLT, LLVMConstVector(lanes, (unsigned)vl), cols_v, "");
+  }
+  for (int i = 0; i < g->mr; i++)
+    rowmask[i] = splat_lanes(k, LLVMBuildICmp(b, LLVMIntSLT, fc_cg_const_i64(k, i), rows, ""), vl);
+  /* Copy in: C's valid part when accumulating, zeros elsewhere, so the tile is fully defined. */
+  LLVMValueRef acc_v = splat_lanes(k, accum, vl);
+  for (int i = 0; i < g->mr; i++)
+    for (int j = 0; j < nv; j++) {
+      LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, fc_cg_const_i64(k, i), ldc, ""), fc_cg_const_i64(k, (int64_t)j * vl), "");
+      LLVMValueRef m = LLVMBuildAnd(b, LLVMBuildAnd(b, colmask[j], rowmask[i], ""), acc_v, "");
+      LLVMValueRef cp = LLVMBuildGEP2(b, f32, pc, &off, 1, "");
+      LLVMValueRef v = fc_cg_masked_load(k, vt, cp, m, LLVMConstNull(vt));
+      LLVMSetAlignment(LLVMBuildStore(b, v, fptr(k, tile, fc_cg_const_i64(k, (int64_t)i * g->nr + (int64_t)j * vl))), 4);
+    }
   LLVMValueRef args[7] = {kc, pa, pb, tile, nr, accum, ldb};
-  LLVMBuildCall2(b, ukr_type(k), ukr, args, 7, "");
-  /* Copy out. */
-  i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), rows, 1, "oi");
-  j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), cols, 1, "oj");
-  cidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, ldc, ""), j, "");
-  tidx = LLVMBuildAdd(b, LLVMBuildMul(b, i, nr, ""), j, "");
-  LLVMBuildStore(b, LLVMBuildLoad2(b, f32, fptr(k, tile, tidx), ""), fptr(k, pc, cidx));
-  fc_cg_loop_end(k, &lj);
-  fc_cg_loop_end(k, &li);
+  if (nv > 1) {
+    FcGemmArch g1 = *g;
+    g1.nr = vl;
+    LLVMValueRef narrow = LLVMBuildICmp(b, LLVMIntSLE, cols, fc_cg_const_i64(k, vl), "");
+    LLVMBasicBlockRef nb = LLVMAppendBasicBlockInContext(k->ctx, fn, "narrow");
+    LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(k->ctx, fn, "wide");
+    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(k->ctx, fn, "computed");
+    LLVMBuildCondBr(b, narrow, nb, wb);
+    LLVMPositionBuilderAtEnd(b, nb);
+    LLVMBuildCall2(b, ukr_type(k), get_fn(k, &g1, false), args, 7, "");
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, wb);
+    LLVMBuildCall2(b, ukr_type(k), ukr, args, 7, "");
+    LLVMBuildBr(b, jb);
+    LLVMPositionBuilderAtEnd(b, jb);
+  } else {
+    LLVMBuildCall2(b, ukr_type(k), ukr, args, 7, "");
+  }
+  /* Copy out the valid part. */
+  for (int i = 0; i < g->mr; i++)
+    for (int j = 0; j < nv; j++) {
+      LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, fc_cg_const_i64(k, i), ldc, ""), fc_cg_const_i64(k, (int64_t)j * vl), "");
+      LLVMValueRef v = LLVMBuildLoad2(b, vt, fptr(k, tile, fc_cg_const_i64(k, (int64_t)i * g->nr + (int64_t)j * vl)), "");
+      LLVMSetAlignment(v, 4);
+      fc_cg_masked_store(k, v, LLVMBuildGEP2(b, f32, pc, &off, 1, ""), LLVMBuildAnd(b, colmask[j], rowmask[i], ""));
+    }
   LLVMBuildRetVoid(b);
   leave_fn(k, sv);
 }
@@ -420,7 +441,7 @@ int64_t fc_gemm_block_scratch_bytes(const FcGemmBlock *t) {
 }
 
 void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_t N, int64_t min_tasks,
-                           bool a_packed_per_task, int64_t *mc, int64_t *nc) {
+                           bool a_packed_per_task, int64_t b_weight, int64_t *mc, int64_t *nc) {
   int64_t mp = round_up(M, g->mr) / g->mr, np = round_up(N, g->nr) / g->nr; /* panels */
   int64_t mbp = g->mc / g->mr, nbp = g->nc / g->nr;                        /* panels per block, at most */
   int64_t mb, nb;                                                          /* blocks */
@@ -433,16 +454,17 @@ void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_
     nb = 1;
     while (batch * mb * nb < min_tasks && nb < np) nb++;
   } else {
-    /* B is packed by each task (conv's im2col) or both are constants: a block spans all of M, so each
-     * B block is packed once and reused by every row (A slivers stream from L2 or L3, one per
-     * microkernel call, which its FMAs hide); more blocks along N while there are too few tasks, then
-     * along M. */
-    (void)mbp;
+    /* A is a constant (or packed per task) and B is read in place or packed per task (conv's im2col): a
+     * block spans all of M, so each B block is read or packed once for every row (the M loop inside a
+     * K-block keeps an mc-row slice of A in L2, emit_kblock). While there are too few tasks, split where
+     * it costs less traffic: one more N-block re-reads all of A (M·K), one more M-block all of B (K·N,
+     * weighted by b_weight when B is gathered rather than streamed). */
     mb = 1;
     nb = (np + nbp - 1) / nbp;
     while (batch * mb * nb < min_tasks) {
-      if (nb < np && (np + nb) / (nb + 1) >= 2) nb++;
-      else if (mb < mp) mb++;
+      bool can_n = nb < np && (np + nb) / (nb + 1) >= 2, can_m = mb < mp;
+      if (can_n && (!can_m || M <= N * b_weight)) nb++;
+      else if (can_m) mb++;
       else break;
     }
   }
@@ -484,6 +506,15 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
     t->a.pack(k, t->a.user, dst, LLVMBuildAdd(b, bs->m0, p0, ""), k0, kc);
     fc_cg_loop_end(k, &lp);
   }
+  /* Rows in slices of the arch's mc, each swept by every column panel: the slice of A's K-block (mc·kc
+   * floats) stays in L2 while the panels pass, where a whole tall block would stream from L3 per panel. */
+  bool sliced = t->mc > g->mc;
+  FcLoop li;
+  LLVMValueRef i0 = c64(k, 0), i_end = bs->mlen;
+  if (sliced) {
+    i0 = fc_cg_loop_begin(k, &li, c64(k, 0), bs->mlen, g->mc, "ic");
+    i_end = smin(k, LLVMBuildAdd(b, i0, c64(k, g->mc), ""), bs->mlen);
+  }
   FcLoop lq;
   LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), bs->nlen, g->nr, "jr");
   LLVMValueRef bp;
@@ -504,7 +535,7 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
     ldb = LLVMBuildSelect(b, full, c64(k, bm->ld), ldb, "");
   }
   FcLoop lp;
-  LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), bs->mlen, g->mr, "ir");
+  LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, i0, i_end, g->mr, "ir");
   LLVMValueRef ap;
   if (bs->abuf) {
     ap = fptr(k, bs->abuf, LLVMBuildMul(b, p0, c64(k, g->kc), ""));
@@ -542,6 +573,7 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
   }
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lq);
+  if (sliced) fc_cg_loop_end(k, &li);
 }
 
 void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVMValueRef n0) {
@@ -601,6 +633,8 @@ LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, c
   free(buf);
   return gv;
 }
+
+bool fc_gemm_b_in_place(int64_t ld) { return ld % 16 == 0; }
 
 /* ---- run-time packing of row-major matrices --------------------------------------------------------------------- */
 

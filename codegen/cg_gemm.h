@@ -98,6 +98,13 @@ typedef struct FcGemmBlock {
   void *finish_user;
 } FcGemmBlock;
 
+/* Whether a row-major run-time B with row stride ld (floats) is better read in place (FcGemmOperand.direct)
+ * than packed per task: only when its rows start on cache lines (ld a multiple of 16 floats), so a B
+ * sliver (kc rows of nr floats) spans kc·nr/16 lines and stays in L1 across a block's row tiles. With any
+ * other stride every sliver row straddles one more line, the sliver no longer fits L1 beside the A sliver
+ * and each microkernel call re-reads it from L2 (a 1×1 convolution on a 7×7 image: 20% slower). */
+bool fc_gemm_b_in_place(int64_t ld);
+
 /* Run-time packing of a row-major f32 matrix (the `user` of FcGemmOperand): A rows [i0, i0 + mr) or B
  * columns [j0, j0 + nr), each for k in [k0, k0 + kc), zeros past rows / cols. */
 typedef struct FcGemmMatrix {
@@ -126,9 +133,11 @@ void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVM
 /* Block sizes for an M × N product: balanced so the blocks are even, and small enough that batch ×
  * blocks gives at least `min_tasks` tasks where the matrix allows. With a_packed_per_task (A packed at
  * run time, B a constant) a block spans all of N and M is split (at most the arch's mc per block);
- * otherwise blocks are at most mc × nc and N is split first. */
+ * otherwise a block spans all of M and at most nc columns, and further tasks split N or M, whichever
+ * re-reads less: A (M·K) per N-block or B (K·N · b_weight) per M-block. b_weight: the relative cost of
+ * B per element, 1 when B is read in place or constant, more when each task gathers it (im2col). */
 void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_t N, int64_t min_tasks,
-                           bool a_packed_per_task, int64_t *mc, int64_t *nc);
+                           bool a_packed_per_task, int64_t b_weight, int64_t *mc, int64_t *nc);
 /* Packs a constant f32 matrix (count matrices of rows × cols, each contiguous, element (r, c) at r * rs
  * + c * cs within a matrix of `stride` floats) on the host as A (as_a) or B and returns the global. */
 LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, const float *data, int64_t count,

@@ -347,6 +347,28 @@ LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVM
   return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &ty, 1), fn, args, n, "");
 }
 
+/* llvm.masked.load / llvm.masked.store of vector type vt at p: lanes whose mask bit is off are neither read
+ * nor written (they may lie outside any object) and read as `passthru`. */
+LLVMValueRef fc_cg_masked_load(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask, LLVMValueRef passthru) {
+  static const char name[] = "llvm.masked.load";
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  FC_ASSERT(id != 0);
+  LLVMTypeRef over[2] = {vt, LLVMTypeOf(p)};
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
+  LLVMValueRef args[4] = {p, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 4, 0), mask, passthru};
+  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
+}
+
+void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask) {
+  static const char name[] = "llvm.masked.store";
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  FC_ASSERT(id != 0);
+  LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(p)};
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
+  LLVMValueRef args[4] = {v, p, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 4, 0), mask};
+  LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
+}
+
 LLVMValueRef fc_cg_madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   LLVMTypeRef t = LLVMTypeOf(a);
   if (LLVMGetTypeKind(t) == LLVMIntegerTypeKind) return LLVMBuildAdd(k->b, LLVMBuildMul(k->b, a, b, ""), c, "");

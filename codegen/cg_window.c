@@ -78,13 +78,7 @@ static LLVMValueRef masked_load(FcKernel *k, LLVMTypeRef t, LLVMValueRef p, cons
   LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
   LLVMValueRef bits[2 * FC_WIN_MAX_VL];
   for (unsigned i = 0; i < n; i++) bits[i] = LLVMConstInt(i1, on[i], 0);
-  static const char name[] = "llvm.masked.load";
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  FC_ASSERT(id != 0);
-  LLVMTypeRef over[2] = {t, LLVMTypeOf(p)};
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
-  LLVMValueRef args[4] = {p, i32c(k, 4), LLVMConstVector(bits, n), splat(fill, n)};
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
+  return fc_cg_masked_load(k, t, p, LLVMConstVector(bits, n), splat(fill, n));
 }
 
 LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, LLVMValueRef ox0v,

@@ -193,6 +193,10 @@ void fc_cg_flag_error(FcKernel *k, LLVMValueRef bad);
 FcStatus fc_cg_error(FcKernel *k, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A call of an intrinsic overloaded on one type (llvm.fmuladd, ...). */
 LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n);
+/* Masked vector load / store (alignment 4): lanes with a false mask bit are not accessed; loads give
+ * `passthru` there. */
+LLVMValueRef fc_cg_masked_load(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask, LLVMValueRef passthru);
+void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
 /* a * b + c in the compute type: llvm.fmuladd for floats, wrapping integer arithmetic otherwise. */
 LLVMValueRef fc_cg_madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
 /* An alloca (64-byte aligned) in the function's entry block, so LLVM treats it as a fixed stack slot. */

@@ -4,8 +4,10 @@
  * The weights are packed at compile time as the GEMM's A operand. B is packed per task straight from the
  * NCHW input, one nr-wide panel of output positions at a time: for each row k = (c, ky, kx) of a K-block
  * the panel's lanes read X[c, oy·s + ky·d − pt, ox·s + kx·d − pl]. A panel whose lanes lie in one output row
- * and read a stride-1 run inside the image is one vector load; any other (borders, row wraps, strides)
- * is a masked gather with zeros for the padding. A 1×1 stride-1 unpadded convolution needs no im2col at
+ * reads one run of s·nr input columns: a vector load when it lies inside the image, else a masked load
+ * (zeros for the padding), and for stride s > 1 a shuffle keeps every s-th lane; a row above or below the
+ * image is zeros. Only panels that wrap across output rows (OW not a multiple of nr) take a masked
+ * gather, which x86 compilers scalarise. A 1×1 stride-1 unpadded convolution needs no im2col at
  * all: B is X[b] itself (C × H·W), packed like a matmul operand. The result is written in NCHW directly,
  * so C is Y[b] with leading dimension OH·OW, and the epilogue (bias, residual, activation) runs per output
  * plane row of each finished block.
@@ -58,7 +60,9 @@ static void pack_im2col(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef 
   LLVMValueRef ox0 = LLVMBuildURem(b, j0, c64(k, p->OW), "");
   LLVMValueRef one_row = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, ox0, c64(k, nr), ""), c64(k, p->OW), ""),
                                       LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, j0, c64(k, nr), ""), c64(k, p->OHW), ""), "");
-  if (p->sw != 1) one_row = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 0, 0);
+  /* The run of one row: sw·nr input columns (every sw-th used); wider strides take the gather. */
+  int run = (int)p->sw * nr;
+  bool row_path = p->sw <= 4 && run <= 64;
   LLVMValueRef iy0 = LLVMBuildExtractElement(b, iyb, LLVMConstInt(i32, 0, 0), "");
   LLVMValueRef ix0 = LLVMBuildExtractElement(b, ixb, LLVMConstInt(i32, 0, 0), "");
 
@@ -73,22 +77,40 @@ static void pack_im2col(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef 
   LLVMValueRef dx = LLVMBuildMul(b, kx, LLVMConstInt(i32, (unsigned long long)p->dw, 0), "");
   LLVMValueRef plane = LLVMBuildGEP2(b, f32, p->x, (LLVMValueRef[]){LLVMBuildMul(b, c, c64(k, p->H * p->W), "")}, 1, "");
   LLVMValueRef dstp = LLVMBuildGEP2(b, f32, dst, (LLVMValueRef[]){LLVMBuildMul(b, kk, c64(k, nr), "")}, 1, "");
-  /* Fast path: one row, inside the image. */
+  /* Fast path: a panel in one output row. Rows outside the image are zeros; inside, the run starting
+   * at column x is loaded (masked where it crosses the left or right border) and strided lanes kept. */
   LLVMValueRef y = LLVMBuildAdd(b, iy0, dy, ""), x = LLVMBuildAdd(b, ix0, dx, "");
-  LLVMValueRef inside = LLVMBuildAnd(b, one_row, LLVMBuildICmp(b, LLVMIntULT, y, LLVMConstInt(i32, (unsigned long long)p->H, 0), ""), "");
-  inside = LLVMBuildAnd(b, inside, LLVMBuildICmp(b, LLVMIntSGE, x, LLVMConstInt(i32, 0, 0), ""), "");
-  inside = LLVMBuildAnd(b, inside, LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, x, LLVMConstInt(i32, (unsigned long long)nr, 0), ""),
-                                                 LLVMConstInt(i32, (unsigned long long)p->W, 0), ""), "");
   LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "im2col_row");
   LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "im2col_gather");
   LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "im2col_done");
-  LLVMBuildCondBr(b, inside, fast, slow);
+  if (row_path) LLVMBuildCondBr(b, one_row, fast, slow);
+  else LLVMBuildBr(b, slow);
   LLVMPositionBuilderAtEnd(b, fast);
-  {
-    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSExt(b, y, fc_cg_i64(k), ""), c64(k, p->W), ""),
+  if (!row_path) {
+    LLVMBuildUnreachable(b);
+  } else {
+    LLVMTypeRef vr = LLVMVectorType(f32, (unsigned)run);
+    LLVMValueRef y_in = LLVMBuildICmp(b, LLVMIntULT, y, LLVMConstInt(i32, (unsigned long long)p->H, 0), "");
+    LLVMValueRef yc = LLVMBuildSelect(b, y_in, y, LLVMConstInt(i32, 0, 0), "");
+    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSExt(b, yc, fc_cg_i64(k), ""), c64(k, p->W), ""),
                                     LLVMBuildSExt(b, x, fc_cg_i64(k), ""), "");
-    LLVMValueRef v = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, plane, &off, 1, ""), "");
-    LLVMSetAlignment(v, 4);
+    LLVMValueRef src = LLVMBuildGEP2(b, f32, plane, &off, 1, ""); /* may precede the plane: masked lanes only */
+    LLVMValueRef lanes[64], used[64];
+    for (int i = 0; i < run; i++) {
+      lanes[i] = LLVMConstInt(i32, (unsigned long long)i, 0);
+      used[i] = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), i % p->sw == 0, 0);
+    }
+    /* a row outside the image: every lane off, by moving the run past the right border */
+    LLVMValueRef xm = LLVMBuildSelect(b, y_in, x, LLVMConstInt(i32, (unsigned long long)p->W, 0), "");
+    LLVMValueRef xs = LLVMBuildAdd(b, vsplat_i32(k, xm, run), LLVMConstVector(lanes, (unsigned)run), "");
+    LLVMValueRef m = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, xs, vconst_i32(k, run, p->W), ""),
+                                  LLVMConstVector(used, (unsigned)run), "");
+    LLVMValueRef v = fc_cg_masked_load(k, vr, src, m, LLVMConstNull(vr));
+    if (p->sw > 1) {
+      LLVMValueRef pick[16];
+      for (int i = 0; i < nr; i++) pick[i] = LLVMConstInt(i32, (unsigned long long)(i * p->sw), 0);
+      v = LLVMBuildShuffleVector(b, v, LLVMGetUndef(vr), LLVMConstVector(pick, (unsigned)nr), "");
+    }
     LLVMValueRef st = LLVMBuildStore(b, v, dstp);
     LLVMSetAlignment(st, 4);
     LLVMBuildBr(b, join);
@@ -141,7 +163,8 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   FcGemmArch g;
   fc_gemm_arch_for_rows(k, M, !pointwise, &g);
   int64_t mc, nc;
-  fc_gemm_choose_blocks(&g, Nb, M, OHW, 8, false, &mc, &nc);
+  /* im2col B is gathered per task, at several times the cost of streaming it */
+  fc_gemm_choose_blocks(&g, Nb, M, OHW, 8, false, pointwise ? 1 : 4, &mc, &nc);
   int64_t mblocks = (M + mc - 1) / mc, nblocks = (OHW + nc - 1) / nc;
   fc_kernel_set_outer(k, Nb * mblocks * nblocks, 2.0 * (double)mc * (double)nc * (double)K);
   FcCgEpilogue *e = NULL;
@@ -156,9 +179,10 @@ FcStatus fc_conv_gemm(FcKernel *k) {
     t.a.pack = fc_gemm_pack_a_rowmajor;
   }
   if (pointwise) {
-    /* X itself is the C × OH·OW matrix B: full panels are read in place, only the last is packed. */
+    /* X itself is the C × OH·OW matrix B: full panels are read in place (when its rows are line-aligned),
+     * only the last is packed. */
     t.b.pack = fc_gemm_pack_b_rowmajor;
-    t.b.direct = true;
+    t.b.direct = fc_gemm_b_in_place(OHW);
   }
   else t.b.pack = pack_im2col;
   LLVMValueRef scr = fc_kernel_scratch(k, fc_gemm_block_scratch_bytes(&t));

@@ -46,7 +46,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   FcGemmBlock t = {.g = &g, .M = M, .N = N, .K = K, .ldc = N};
   int64_t mc, nc;
   bool a_const = ca && ca->data, b_const = cb && cb->data;
-  fc_gemm_choose_blocks(&g, batch, M, N, 8, !a_const && b_const, &mc, &nc);
+  fc_gemm_choose_blocks(&g, batch, M, N, 8, !a_const && b_const, 1, &mc, &nc);
   t.mc = mc;
   t.nc = nc;
   int64_t mblocks = (M + mc - 1) / mc, nblocks = (N + nc - 1) / nc;
@@ -67,7 +67,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   if (!a_packed) t.a.pack = fc_gemm_pack_a_rowmajor;
   if (!b_packed) {
     t.b.pack = fc_gemm_pack_b_rowmajor;
-    t.b.direct = true; /* a run-time B is row-major: full panels are read in place */
+    t.b.direct = fc_gemm_b_in_place(N); /* a run-time row-major B: full panels read in place */
   }
   t.a.packed = a_packed;
   t.b.packed = b_packed;
