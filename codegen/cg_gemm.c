@@ -634,8 +634,6 @@ LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, c
   return gv;
 }
 
-bool fc_gemm_b_in_place(int64_t ld) { return ld % 16 == 0; }
-
 /* ---- run-time packing of row-major matrices --------------------------------------------------------------------- */
 
 void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc) {

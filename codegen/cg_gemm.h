@@ -98,13 +98,6 @@ typedef struct FcGemmBlock {
   void *finish_user;
 } FcGemmBlock;
 
-/* Whether a row-major run-time B with row stride ld (floats) is better read in place (FcGemmOperand.direct)
- * than packed per task: only when its rows start on cache lines (ld a multiple of 16 floats), so a B
- * sliver (kc rows of nr floats) spans kc·nr/16 lines and stays in L1 across a block's row tiles. With any
- * other stride every sliver row straddles one more line, the sliver no longer fits L1 beside the A sliver
- * and each microkernel call re-reads it from L2 (a 1×1 convolution on a 7×7 image: 20% slower). */
-bool fc_gemm_b_in_place(int64_t ld);
-
 /* Run-time packing of a row-major f32 matrix (the `user` of FcGemmOperand): A rows [i0, i0 + mr) or B
  * columns [j0, j0 + nr), each for k in [k0, k0 + kc), zeros past rows / cols. */
 typedef struct FcGemmMatrix {

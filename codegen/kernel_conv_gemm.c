@@ -163,7 +163,8 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   FcGemmArch g;
   fc_gemm_arch_for_rows(k, M, !pointwise, &g);
   int64_t mc, nc;
-  /* im2col B is gathered per task, at several times the cost of streaming it */
+  /* B read in place (1×1) costs one streamed read per M-block; im2col packs it per M-block, several
+   * times that */
   fc_gemm_choose_blocks(&g, Nb, M, OHW, 8, false, pointwise ? 1 : 4, &mc, &nc);
   int64_t mblocks = (M + mc - 1) / mc, nblocks = (OHW + nc - 1) / nc;
   fc_kernel_set_outer(k, Nb * mblocks * nblocks, 2.0 * (double)mc * (double)nc * (double)K);
@@ -179,10 +180,9 @@ FcStatus fc_conv_gemm(FcKernel *k) {
     t.a.pack = fc_gemm_pack_a_rowmajor;
   }
   if (pointwise) {
-    /* X itself is the C × OH·OW matrix B: full panels are read in place (when its rows are line-aligned),
-     * only the last is packed. */
+    /* X itself is the C × OH·OW matrix B: full panels are read in place, only the last is packed. */
     t.b.pack = fc_gemm_pack_b_rowmajor;
-    t.b.direct = fc_gemm_b_in_place(OHW);
+    t.b.direct = true;
   }
   else t.b.pack = pack_im2col;
   LLVMValueRef scr = fc_kernel_scratch(k, fc_gemm_block_scratch_bytes(&t));

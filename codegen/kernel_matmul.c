@@ -67,7 +67,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   if (!a_packed) t.a.pack = fc_gemm_pack_a_rowmajor;
   if (!b_packed) {
     t.b.pack = fc_gemm_pack_b_rowmajor;
-    t.b.direct = fc_gemm_b_in_place(N); /* a run-time row-major B: full panels read in place */
+    t.b.direct = true; /* a run-time B is row-major: full panels are read in place */
   }
   t.a.packed = a_packed;
   t.b.packed = b_packed;
