@@ -434,9 +434,9 @@ static LLVMValueRef smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
 }
 
 int64_t fc_gemm_block_scratch_bytes(const FcGemmBlock *t) {
-  int64_t floats = 0;
-  if (!t->a.packed) floats += t->g->kc * t->mc;
-  if (!t->b.packed) floats += t->g->kc * t->nc;
+  int64_t floats = 0; /* whole panels: a partial last one is packed at its panel's offset */
+  if (!t->a.packed) floats += t->g->kc * round_up(t->mc, t->g->mr);
+  if (!t->b.packed) floats += t->g->kc * round_up(t->nc, t->g->nr);
   return floats * 4 + 64;
 }
 
@@ -584,7 +584,7 @@ void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVM
   bs.mlen = smin(k, c64(k, t->mc), LLVMBuildSub(b, c64(k, t->M), m0, ""));
   bs.nlen = smin(k, c64(k, t->nc), LLVMBuildSub(b, c64(k, t->N), n0, ""));
   if (!t->b.packed) bs.bbuf = t->scratch;
-  if (!t->a.packed) bs.abuf = t->b.packed ? t->scratch : fptr(k, t->scratch, c64(k, g->kc * t->nc));
+  if (!t->a.packed) bs.abuf = t->b.packed ? t->scratch : fptr(k, t->scratch, c64(k, g->kc * round_up(t->nc, g->nr)));
   /* K is static: every K-block but the last in a loop, the last one peeled (it finishes the tiles). */
   int64_t k_last = (t->K - 1) / g->kc * g->kc;
   if (k_last > 0) {

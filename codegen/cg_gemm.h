@@ -83,7 +83,7 @@ typedef struct FcGemmOperand {
 typedef struct FcGemmBlock {
   const FcGemmArch *g;
   int64_t M, N, K;
-  int64_t mc, nc;        /* this op's block sizes (multiples of mr and nr) */
+  int64_t mc, nc;        /* this op's block sizes (blocks start at multiples of mr and nr; nc need not be one) */
   FcGemmOperand a, b;
   LLVMValueRef c;        /* ptr to C[0, 0] (this batch) */
   int64_t ldc;           /* row stride of C in floats */
