@@ -4,9 +4,9 @@
  * The weights are packed at compile time as the GEMM's A operand. B is packed per task straight from the
  * NCHW input, one nr-wide panel of output positions at a time: for each row k = (c, ky, kx) of a K-block
  * the panel's lanes read X[c, oy·s + ky·d − pt, ox·s + kx·d − pl]. A panel whose lanes lie in one output row
- * reads one run of s·nr input columns: a vector load when it lies inside the image, else a masked load
- * (zeros for the padding), and for stride s > 1 a shuffle keeps every s-th lane; a row above or below the
- * image is zeros. Only panels that wrap across output rows (OW not a multiple of nr) take a masked
+ * reads one run of s·nr input columns: a plain vector load when it lies inside the image, else a masked
+ * load (zeros for the padding), and for stride s > 1 a shuffle keeps every s-th lane; a row above or below
+ * the image is zeros. Only panels that wrap across output rows (OW not a multiple of nr) take a masked
  * gather, which x86 compilers scalarise. A 1×1 stride-1 unpadded convolution needs no im2col at
  * all: B is X[b] itself (C × H·W), packed like a matmul operand. The result is written in NCHW directly,
  * so C is Y[b] with leading dimension OH·OW, and the epilogue (bias, residual, activation) runs per output
@@ -103,9 +103,27 @@ static void pack_im2col(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef 
     /* a row outside the image: every lane off, by moving the run past the right border */
     LLVMValueRef xm = LLVMBuildSelect(b, y_in, x, LLVMConstInt(i32, (unsigned long long)p->W, 0), "");
     LLVMValueRef xs = LLVMBuildAdd(b, vsplat_i32(k, xm, run), LLVMConstVector(lanes, (unsigned)run), "");
+    /* The whole run inside the row (the common case): a plain load; at the borders, a masked one. */
+    LLVMValueRef inside = LLVMBuildAnd(b, y_in, LLVMBuildICmp(b, LLVMIntSGE, x, LLVMConstInt(i32, 0, 0), ""), "");
+    inside = LLVMBuildAnd(b, inside, LLVMBuildICmp(b, LLVMIntSLE, x, LLVMConstInt(i32, (unsigned long long)(p->W - run), 1), ""), "");
+    LLVMBasicBlockRef plain_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "im2col_plain");
+    LLVMBasicBlockRef mask_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "im2col_masked");
+    LLVMBasicBlockRef got_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "im2col_loaded");
+    LLVMBuildCondBr(b, inside, plain_bb, mask_bb);
+    LLVMPositionBuilderAtEnd(b, plain_bb);
+    LLVMValueRef plain = LLVMBuildLoad2(b, vr, src, "");
+    LLVMSetAlignment(plain, 4);
+    LLVMBuildBr(b, got_bb);
+    LLVMPositionBuilderAtEnd(b, mask_bb);
     LLVMValueRef m = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, xs, vconst_i32(k, run, p->W), ""),
                                   LLVMConstVector(used, (unsigned)run), "");
-    LLVMValueRef v = fc_cg_masked_load(k, vr, src, m, LLVMConstNull(vr));
+    LLVMValueRef vm = fc_cg_masked_load(k, vr, src, m, LLVMConstNull(vr));
+    LLVMBuildBr(b, got_bb);
+    LLVMPositionBuilderAtEnd(b, got_bb);
+    LLVMValueRef v = LLVMBuildPhi(b, vr, "");
+    LLVMValueRef in_v[2] = {plain, vm};
+    LLVMBasicBlockRef in_b[2] = {plain_bb, mask_bb};
+    LLVMAddIncoming(v, in_v, in_b, 2);
     if (p->sw > 1) {
       LLVMValueRef pick[16];
       for (int i = 0; i < nr; i++) pick[i] = LLVMConstInt(i32, (unsigned long long)(i * p->sw), 0);
