@@ -634,6 +634,21 @@ LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, c
   return gv;
 }
 
+void fc_gemm_pack_a_block(FcKernel *k, const FcGemmArch *g,
+                          void (*pack)(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc),
+                          void *user, LLVMValueRef dst, LLVMValueRef m0, LLVMValueRef rows, int64_t K) {
+  LLVMBuilderRef b = k->b;
+  FcLoop lp, lk;
+  LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), rows, g->mr, "apk");
+  LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), g->kc, "apk0");
+  LLVMValueRef kc = smin(k, LLVMBuildSub(b, c64(k, K), k0, ""), c64(k, g->kc));
+  LLVMValueRef panel = LLVMBuildSDiv(b, p0, c64(k, g->mr), "");
+  LLVMValueRef off = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, panel, c64(k, K), ""), k0, ""), c64(k, g->mr), "");
+  pack(k, user, fptr(k, dst, off), LLVMBuildAdd(b, m0, p0, ""), k0, kc);
+  fc_cg_loop_end(k, &lk);
+  fc_cg_loop_end(k, &lp);
+}
+
 /* ---- run-time packing of row-major matrices --------------------------------------------------------------------- */
 
 void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc) {

@@ -109,6 +109,14 @@ typedef struct FcGemmMatrix {
 void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc);
 void fc_gemm_pack_b_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef j0, LLVMValueRef k0, LLVMValueRef kc);
 
+/* Packs rows [m0, m0 + rows) of a run-time A (i64 values), every panel and all of K, into dst in the
+ * block-local packed layout (FcGemmOperand.block_local: panels numbered from m0), through `pack` (an A
+ * packer such as fc_gemm_pack_a_rowmajor, or any function with its contract). For kernels that pack a
+ * block's A once and keep it for several column blocks. */
+void fc_gemm_pack_a_block(FcKernel *k, const FcGemmArch *g,
+                          void (*pack)(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc),
+                          void *user, LLVMValueRef dst, LLVMValueRef m0, LLVMValueRef rows, int64_t K);
+
 /* The op's fused epilogue (cg_epilogue.h) as the block's finishing functions: C's row m of the block is
  * result row row0 + m of `out` (row0: the batch item's first row). fe must outlive the emission. */
 struct FcCgEpilogue;

@@ -303,6 +303,13 @@ LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes) {
 
 void fc_kernel_one_chunk_per_thread(FcKernel *k) { k->cg->kernel_coarse = true; }
 
+LLVMValueRef fc_kernel_cached_key(FcKernel *k) {
+  fc_kernel_one_chunk_per_thread(k);
+  LLVMValueRef key = fc_cg_entry_alloca(k, fc_cg_i64(k), "cached_key");
+  LLVMBuildStore(k->b, fc_cg_const_i64(k, -1), key);
+  return key;
+}
+
 LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef global) {
   FC_ASSERT(i >= 0 && i < 64 && i < k->op->n_operands && k->in[i]);
   k->cg->kernel_subst[i] = global;

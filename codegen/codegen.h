@@ -117,6 +117,10 @@ LLVMValueRef fc_kernel_scratch(FcKernel *k, int64_t bytes);
 /* Asks for one chunk per thread (instead of the pool's several): for a kernel that keeps state across
  * the iterations of one call (a packed operand reused by consecutive iterations). */
 void fc_kernel_one_chunk_per_thread(FcKernel *k);
+/* fc_kernel_one_chunk_per_thread, and the state key of such a kernel: an i64 slot (entry-block alloca)
+ * holding -1 until the kernel stores the key of what it built (a packed operand it keeps for the
+ * following iterations while their key matches). */
+LLVMValueRef fc_kernel_cached_key(FcKernel *k);
 
 /* Substitutes a re-laid-out copy of constant operand i (packed GEMM panels, Winograd-transformed
  * filters: a global made with fc_cg_const_bytes) for the operand itself: the run function passes

@@ -71,9 +71,7 @@ FcStatus fc_conv_pointwise_small(FcKernel *k) {
   t.b.packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, false, cw->data, 1, M * C, C, M, 1, C));
   int64_t a_floats = round_up(P, g.mr) * C, c_floats = round_up(P, g.mr) * round_up(nc, g.nr);
   LLVMValueRef scr = fc_kernel_scratch(k, (a_floats + c_floats) * 4 + 64);
-  fc_kernel_one_chunk_per_thread(k);
-  LLVMValueRef cached = fc_cg_entry_alloca(k, fc_cg_i64(k), "a_batch");
-  LLVMBuildStore(k->b, c64(k, -1), cached);
+  LLVMValueRef cached = fc_kernel_cached_key(k); /* the batch item whose Xᵀ the scratch holds */
 
   LLVMBuilderRef b = k->b;
   FcLoop lo;
@@ -84,19 +82,9 @@ FcStatus fc_conv_pointwise_small(FcKernel *k) {
   /* Xᵀ of this batch item, every panel and all of C, unless this task packed it for its previous block. */
   FcGemmMatrix xm = {.base = xb, .rows = C, .cols = P, .ld = P, .width = g.mr};
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, bi, LLVMBuildLoad2(b, fc_cg_i64(k), cached, ""), ""));
-  {
-    FcLoop lp, lk;
-    LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, P), g.mr, "apk");
-    LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, C), g.kc, "apk0");
-    LLVMValueRef kc = LLVMBuildSub(b, c64(k, C), k0, "");
-    kc = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, kc, c64(k, g.kc), ""), kc, c64(k, g.kc), "");
-    LLVMValueRef dst = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSDiv(b, p0, c64(k, g.mr), ""), c64(k, C), ""), k0, ""),
-                                    c64(k, g.mr), "");
-    fc_gemm_pack_b_rowmajor(k, &xm, fptr(k, scr, dst), p0, k0, kc);
-    fc_cg_loop_end(k, &lk);
-    fc_cg_loop_end(k, &lp);
-    LLVMBuildStore(b, bi, cached);
-  }
+  /* a K-row of a panel of Xᵀ is a run of pixels of one channel: the row-major B packer does it */
+  fc_gemm_pack_a_block(k, &g, fc_gemm_pack_b_rowmajor, &xm, scr, c64(k, 0), c64(k, P), C);
+  LLVMBuildStore(b, bi, cached);
   fc_cg_if_end(k, cont);
 
   /* Cᵀ for the block's channels [n0, n0 + nc): column n0 + j at tile column j. */

@@ -77,12 +77,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   bool a_cached = !a_packed && b_packed;
   int64_t scratch = a_cached ? (mc * K + 16) * 4 : fc_gemm_block_scratch_bytes(&t);
   LLVMValueRef scr = (a_packed && b_packed) ? NULL : fc_kernel_scratch(k, scratch);
-  LLVMValueRef cached_key = NULL;
-  if (a_cached) {
-    fc_kernel_one_chunk_per_thread(k);
-    cached_key = fc_cg_entry_alloca(k, fc_cg_i64(k), "a_key");
-    LLVMBuildStore(k->b, c64(k, -1), cached_key);
-  }
+  LLVMValueRef cached_key = a_cached ? fc_kernel_cached_key(k) : NULL;
 
   LLVMBuilderRef b = k->b;
   FcLoop lo;
@@ -115,16 +110,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
     LLVMValueRef m0 = LLVMBuildMul(b, mbk, c64(k, mc), "");
     LLVMValueRef mlen = LLVMBuildSub(b, c64(k, M), m0, "");
     mlen = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, mlen, c64(k, mc), ""), mlen, c64(k, mc), "");
-    FcLoop lp, lk;
-    LLVMValueRef p0 = fc_cg_loop_begin(k, &lp, c64(k, 0), mlen, g.mr, "apk");
-    LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), g.kc, "apk0");
-    LLVMValueRef kc = LLVMBuildSub(b, c64(k, K), k0, "");
-    kc = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, kc, c64(k, g.kc), ""), kc, c64(k, g.kc), "");
-    LLVMValueRef doff = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSDiv(b, p0, c64(k, g.mr), ""), c64(k, K), ""), k0, ""),
-                                   c64(k, g.mr), "");
-    fc_gemm_pack_a_rowmajor(k, &pa, LLVMBuildGEP2(b, f32, scr, &doff, 1, ""), LLVMBuildAdd(b, m0, p0, ""), k0, kc);
-    fc_cg_loop_end(k, &lk);
-    fc_cg_loop_end(k, &lp);
+    fc_gemm_pack_a_block(k, &g, fc_gemm_pack_a_rowmajor, &pa, scr, m0, mlen, K);
     LLVMBuildStore(b, key, cached_key);
     fc_cg_if_end(k, cont);
     t.a.packed = scr;
