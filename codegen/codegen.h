@@ -148,8 +148,8 @@ bool fc_pool_window_applies(const FcKernel *k);
 FcStatus fc_pool_window(FcKernel *k);
 bool fc_conv_winograd_applies(const FcKernel *k);  /* kernel_winograd.c: 2-D 3×3, stride 1, dilation 1, group 1, f32 */
 FcStatus fc_conv_winograd(FcKernel *k);
-bool fc_conv_pointwise_small_applies(const FcKernel *k); /* kernel_conv_pointwise.c: 1×1 over a few pixels, transposed */
-FcStatus fc_conv_pointwise_small(FcKernel *k);
+bool fc_conv_few_pixels_applies(const FcKernel *k); /* kernel_conv_few_pixels.c: a small output image, transposed */
+FcStatus fc_conv_few_pixels(FcKernel *k);
 bool fc_conv_gemm_applies(const FcKernel *k);      /* kernel_conv_gemm.c: 2-D, group 1, f32: implicit im2col GEMM */
 FcStatus fc_conv_gemm(FcKernel *k);
 /* Matrix products: f32 through the packed GEMM (kernel_matmul.c); other dtypes use the loop nest. */

@@ -264,7 +264,7 @@ static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
 FcStatus fc_kernel_conv(FcKernel *k) {
   if (fc_conv_depthwise_applies(k)) return fc_conv_depthwise(k);
   if (fc_conv_winograd_applies(k)) return fc_conv_winograd(k);
-  if (fc_conv_pointwise_small_applies(k)) return fc_conv_pointwise_small(k);
+  if (fc_conv_few_pixels_applies(k)) return fc_conv_few_pixels(k);
   if (fc_conv_gemm_applies(k)) return fc_conv_gemm(k);
   const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &k->op->results[0].type;
   int n = xt->rank - 2;
