@@ -148,22 +148,23 @@ FcStatus fc_conv_few_pixels(FcKernel *k) {
     return fc_cg_error(k, FC_ERR_INTERNAL, "the few-pixel conv kernel does not apply to this conv");
   const FcType *xt = &op->operands[0].value->type, *wt = &op->operands[1].value->type, *yt = &op->results[0].type;
   int64_t Nb = xt->dims[0], H = xt->dims[2], W = xt->dims[3], M = wt->dims[0], P = yt->dims[2] * yt->dims[3];
-  int64_t C = xt->dims[1] * wt->dims[2] * wt->dims[3]; /* K of the product */
+  int64_t K = xt->dims[1] * wt->dims[2] * wt->dims[3]; /* C·KH·KW */
   FcGemmArch g;
   fc_gemm_arch_for_rows(k, P, false, &g);
-  int64_t mc, nc;
-  fc_gemm_choose_blocks(&g, Nb, P, M, 8, true, 1, &mc, &nc);
+  /* Column blocks only: a task computes every pixel (its row blocks, when the arch's mc is smaller than
+   * P, run inside the block as row slices, emit_kblock). */
+  int64_t mc_unused, nc;
+  fc_gemm_choose_blocks(&g, Nb, P, M, 8, true, 1, &mc_unused, &nc);
   int64_t nblocks = (M + nc - 1) / nc;
-  FC_ASSERT(mc >= P); /* P <= MAX_PIXELS: one row block */
-  fc_kernel_set_outer(k, Nb * nblocks, 2.0 * (double)P * (double)nc * (double)C);
+  fc_kernel_set_outer(k, Nb * nblocks, 2.0 * (double)P * (double)nc * (double)K);
   FcCgEpilogue *e = NULL;
   FcStatus st = fc_cg_epilogue_init(k, 2, &e);
   if (st != FC_OK) return st;
 
   const FcTensor *cw = fc_value_const(op->operands[1].value);
-  FcGemmBlock t = {.g = &g, .M = P, .N = M, .K = C, .mc = round_up(P, g.mr), .nc = nc, .ldc = nc};
-  t.b.packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, false, cw->data, 1, M * C, C, M, 1, C));
-  int64_t a_floats = round_up(P, g.mr) * C, c_floats = round_up(P, g.mr) * round_up(nc, g.nr);
+  FcGemmBlock t = {.g = &g, .M = P, .N = M, .K = K, .mc = round_up(P, g.mr), .nc = nc, .ldc = nc};
+  t.b.packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, false, cw->data, 1, M * K, K, M, 1, K));
+  int64_t a_floats = round_up(P, g.mr) * K, c_floats = round_up(P, g.mr) * round_up(nc, g.nr);
   LLVMValueRef scr = fc_kernel_scratch(k, (a_floats + c_floats) * 4 + 64);
   LLVMValueRef cached = fc_kernel_cached_key(k); /* the batch item whose A the scratch holds */
 
@@ -174,13 +175,13 @@ FcStatus fc_conv_few_pixels(FcKernel *k) {
   LLVMValueRef bi = LLVMBuildSDiv(b, it, c64(k, nblocks), "");
   LLVMValueRef xb = fptr(k, k->in[0], LLVMBuildMul(b, bi, c64(k, xt->dims[1] * H * W), ""));
   /* A of this batch item, every panel and all of K, unless this task packed it for its previous block. */
-  FcGemmMatrix xm = {.base = xb, .rows = C, .cols = P, .ld = P, .width = g.mr};
+  FcGemmMatrix xm = {.base = xb, .rows = K, .cols = P, .ld = P, .width = g.mr};
   Im2colT ic = {.x = xb, .H = H, .W = W, .KH = wt->dims[2], .KW = wt->dims[3], .OW = yt->dims[3], .P = P,
                 .sh = s[0], .sw = s[1], .dh = d[0], .dw = d[1], .pt = p[0], .pl = p[1], .mr = g.mr};
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, bi, LLVMBuildLoad2(b, fc_cg_i64(k), cached, ""), ""));
   /* 1×1: a K-row of a panel is a run of pixels of one channel, which the row-major B packer copies */
-  if (pointwise) fc_gemm_pack_a_block(k, &g, fc_gemm_pack_b_rowmajor, &xm, scr, c64(k, 0), c64(k, P), C);
-  else fc_gemm_pack_a_block(k, &g, pack_im2col_t, &ic, scr, c64(k, 0), c64(k, P), C);
+  if (pointwise) fc_gemm_pack_a_block(k, &g, fc_gemm_pack_b_rowmajor, &xm, scr, c64(k, 0), c64(k, P), K);
+  else fc_gemm_pack_a_block(k, &g, pack_im2col_t, &ic, scr, c64(k, 0), c64(k, P), K);
   LLVMBuildStore(b, bi, cached);
   fc_cg_if_end(k, cont);
 
