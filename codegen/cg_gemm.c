@@ -40,7 +40,7 @@ static bool has_avx512(LLVMTargetMachineRef tm) {
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-static int target_lanes(FcKernel *k) {
+static int target_lanes(const FcKernel *k) {
   char *triple = LLVMGetTargetMachineTriple(k->tm);
   const FcTarget *t = fc_target_for_triple(triple);
   LLVMDisposeMessage(triple);
@@ -58,7 +58,7 @@ static void set_shape(FcGemmArch *g, int vl, int mr, int nv) {
   g->nc = (int64_t)g->nr * (vl == 16 ? 4 : 8);
 }
 
-void fc_gemm_arch(FcKernel *k, FcGemmArch *g) {
+void fc_gemm_arch(const FcKernel *k, FcGemmArch *g) {
   int vl = target_lanes(k);
   set_shape(g, vl, vl == 16 ? 14 : 6, 2);
 }
@@ -70,7 +70,7 @@ void fc_gemm_arch(FcKernel *k, FcGemmArch *g) {
 static const int tiles16[][2] = {{6, 2}, {5, 2}, {4, 2}, {4, 3}};
 static const int tiles32[][2] = {{14, 2}, {12, 2}, {8, 2}, {8, 3}, {6, 4}};
 
-void fc_gemm_arch_for_rows(FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g) {
+void fc_gemm_arch_for_rows(const FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g) {
   int vl = target_lanes(k);
   const int(*tiles)[2] = vl == 16 ? tiles32 : tiles16;
   int n = vl == 16 ? (int)(sizeof tiles32 / sizeof tiles32[0]) : (int)(sizeof tiles16 / sizeof tiles16[0]);

@@ -32,12 +32,12 @@ typedef struct FcGemmArch {
 } FcGemmArch;
 
 /* The arch for the kernel's target machine (its features: avx512f, avx2+fma, else SSE). */
-void fc_gemm_arch(FcKernel *k, FcGemmArch *g);
+void fc_gemm_arch(const FcKernel *k, FcGemmArch *g);
 /* The same, with another register tile when the default's mr would pad an M-row product by more than a
  * tenth (AVX2: 6×16, else 5×16, 4×16 or 4×24; AVX-512: 14×32, else 12×32, 8×32, 8×48 or 6×64): M = 32
  * takes 4-row tiles rather than five 6-row tiles and an edge tile. pow2_panels: only panels of 2^k
  * vectors (for callers that gather B lanes). */
-void fc_gemm_arch_for_rows(FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g);
+void fc_gemm_arch_for_rows(const FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g);
 
 /* Packing on the host (constants): element (i, k) of A is A[i * rs + k * cs]; (k, j) of B is
  * B[k * rs + j * cs]. Sizes in floats; FC_ERR_LIMIT-free: callers pass shapes of checked tensors. */

@@ -134,7 +134,7 @@ bool fc_conv_few_pixels_applies(const FcKernel *k) {
   /* Padded tile area of each orientation: pixels in 16-lane panels × M, against pixels in rows of the
    * tile fc_gemm_arch_for_rows picks × M in 16-lane panels; the transposed one must save a tenth. */
   FcGemmArch g;
-  fc_gemm_arch_for_rows((FcKernel *)k, pixels, false, &g);
+  fc_gemm_arch_for_rows(k, pixels, false, &g);
   double plain = (double)round_up(pixels, g.nr) * (double)M;
   double transposed = (double)round_up(pixels, g.mr) * (double)round_up(M, g.nr);
   return transposed < 0.9 * plain;

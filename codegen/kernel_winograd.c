@@ -157,7 +157,7 @@ static void plan_init(const FcKernel *k, int m, Plan *p) {
   fc_op_attr_ints(op, FC_ATTR_PADS, &pads);
   memset(p, 0, sizeof *p);
   wino_variant(&p->w, m);
-  fc_gemm_arch((FcKernel *)k, &p->g); /* reads only the target machine */
+  fc_gemm_arch(k, &p->g);
   p->Nb = xt->dims[0];
   p->C = xt->dims[1];
   p->H = xt->dims[2];
