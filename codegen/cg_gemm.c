@@ -433,6 +433,15 @@ static LLVMValueRef smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
+LLVMValueRef fc_gemm_block_of(FcKernel *k, LLVMValueRef it, int64_t mblocks, int64_t nblocks, LLVMValueRef *mb,
+                              LLVMValueRef *nb) {
+  LLVMBuilderRef b = k->b;
+  *nb = LLVMBuildSRem(b, it, c64(k, nblocks), "nb");
+  LLVMValueRef rest = LLVMBuildSDiv(b, it, c64(k, nblocks), "");
+  if (mb) *mb = LLVMBuildSRem(b, rest, c64(k, mblocks), "mb");
+  return LLVMBuildSDiv(b, rest, c64(k, mblocks), "batch");
+}
+
 int64_t fc_gemm_block_scratch_bytes(const FcGemmBlock *t) {
   int64_t floats = 0; /* whole panels: a partial last one is packed at its panel's offset */
   if (!t->a.packed) floats += t->g->kc * round_up(t->mc, t->g->mr);

@@ -126,6 +126,11 @@ typedef struct FcGemmEpilogue {
 } FcGemmEpilogue;
 void fc_gemm_use_epilogue(FcGemmBlock *t, FcGemmEpilogue *fe);
 
+/* The block outer iteration `it` (i64) computes when a product is cut into batch × mblocks × nblocks
+ * blocks, N fastest: returns its batch item; *mb (unless NULL) and *nb get its M- and N-block indices. */
+LLVMValueRef fc_gemm_block_of(FcKernel *k, LLVMValueRef it, int64_t mblocks, int64_t nblocks, LLVMValueRef *mb,
+                              LLVMValueRef *nb);
+
 /* Scratch bytes one task needs for the run-time packed operands of `t`. */
 int64_t fc_gemm_block_scratch_bytes(const FcGemmBlock *t);
 /* Emits the block of C starting at (m0, n0) (i64 values, multiples of mr / nr; the block is clipped to

@@ -369,6 +369,20 @@ void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRe
   LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
 }
 
+void fc_cg_row_chunk(FcKernel *k, LLVMValueRef o, int64_t inner, int64_t chunk, int64_t nchunks, LLVMValueRef *row,
+                     LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMBuilderRef b = k->b;
+  *row = o;
+  *lo = fc_cg_const_i64(k, 0);
+  *hi = fc_cg_const_i64(k, inner);
+  if (nchunks <= 1) return;
+  LLVMValueRef nc = fc_cg_const_i64(k, nchunks);
+  *row = LLVMBuildUDiv(b, o, nc, "row");
+  *lo = LLVMBuildMul(b, LLVMBuildURem(b, o, nc, ""), fc_cg_const_i64(k, chunk), "lo");
+  LLVMValueRef end = LLVMBuildAdd(b, *lo, fc_cg_const_i64(k, chunk), "");
+  *hi = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, end, *hi, ""), end, *hi, "hi");
+}
+
 LLVMValueRef fc_cg_madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   LLVMTypeRef t = LLVMTypeOf(a);
   if (LLVMGetTypeKind(t) == LLVMIntegerTypeKind) return LLVMBuildAdd(k->b, LLVMBuildMul(k->b, a, b, ""), c, "");

@@ -62,6 +62,27 @@ static LLVMValueRef splat(LLVMValueRef s, unsigned n) {
   return LLVMConstVector(e, n);
 }
 
+bool fc_win_plan(const FcWinRow *r, int64_t planes, int64_t OH, int64_t max_edges, int64_t min_tasks, int64_t row_multiple,
+                 FcWinPlan *p) {
+  p->nv = (r->OW + r->vl - 1) / r->vl;
+  /* Full positions form one range: the left condition grows with v, the right one shrinks. */
+  p->v_lo = 0;
+  while (p->v_lo < p->nv && !fc_win_position_full(r, p->v_lo)) p->v_lo++;
+  p->v_hi = p->v_lo;
+  while (p->v_hi < p->nv && fc_win_position_full(r, p->v_hi)) p->v_hi++;
+  for (int64_t v = p->v_hi; v < p->nv; v++) FC_ASSERT(!fc_win_position_full(r, v));
+  if (p->nv - (p->v_hi - p->v_lo) > max_edges) return false;
+  p->nrb = 1;
+  if (planes < min_tasks) {
+    int64_t want = (min_tasks + planes - 1) / planes;
+    p->nrb = want < OH ? want : OH;
+  }
+  p->rb = (OH + p->nrb - 1) / p->nrb;
+  if (p->rb > 1 && p->rb % row_multiple) p->rb += row_multiple - p->rb % row_multiple;
+  p->nrb = (OH + p->rb - 1) / p->rb;
+  return true;
+}
+
 /* &base[off] in floats; off may point before base (masked-off lanes only), so not inbounds. */
 static LLVMValueRef fptr(FcKernel *k, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildGEP2(k->b, LLVMFloatTypeInContext(k->ctx), base, &off, 1, "");

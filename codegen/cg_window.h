@@ -22,6 +22,19 @@ typedef struct FcWinRow {
   int vl;          /* lanes per vector (fc_win_lanes) */
 } FcWinRow;
 
+/* How a window op's output rows are cut (fc_win_plan). */
+typedef struct FcWinPlan {
+  int64_t nv;         /* vector positions per output row: ceil(OW / vl) */
+  int64_t v_lo, v_hi; /* the full positions [v_lo, v_hi); the rest are edges */
+  int64_t rb, nrb;    /* output rows per block, blocks per plane */
+} FcWinPlan;
+
+/* The vector positions of r's output rows, and planes cut into blocks of rows until planes × blocks
+ * reaches min_tasks (rows per block a multiple of row_multiple when above 1). False when more than
+ * max_edges positions are edges (each is emitted straight-line). */
+bool fc_win_plan(const FcWinRow *r, int64_t planes, int64_t OH, int64_t max_edges, int64_t min_tasks, int64_t row_multiple,
+                 FcWinPlan *p);
+
 /* f32 lanes per vector for the target, whole 128-bit lanes (the stride-2 shuffle works lane by lane),
  * between 4 and FC_WIN_MAX_VL. */
 int fc_win_lanes(const FcKernel *k);

@@ -203,6 +203,10 @@ LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVM
  * `passthru` there. */
 LLVMValueRef fc_cg_masked_load(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask, LLVMValueRef passthru);
 void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
+/* Outer iteration o (i64) of a loop over rows of `inner` elements, each cut into nchunks chunks of `chunk`:
+ * the row, and the chunk's element range [*lo, *hi) (the whole row when nchunks is 1). */
+void fc_cg_row_chunk(FcKernel *k, LLVMValueRef o, int64_t inner, int64_t chunk, int64_t nchunks, LLVMValueRef *row,
+                     LLVMValueRef *lo, LLVMValueRef *hi);
 /* a * b + c in the compute type: llvm.fmuladd for floats, wrapping integer arithmetic otherwise. */
 LLVMValueRef fc_cg_madd(FcKernel *k, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
 /* An alloca (64-byte aligned) in the function's entry block, so LLVM treats it as a fixed stack slot. */

@@ -171,8 +171,7 @@ FcStatus fc_conv_few_pixels(FcKernel *k) {
   LLVMBuilderRef b = k->b;
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
-  LLVMValueRef nbk = LLVMBuildSRem(b, it, c64(k, nblocks), "");
-  LLVMValueRef bi = LLVMBuildSDiv(b, it, c64(k, nblocks), "");
+  LLVMValueRef nbk, bi = fc_gemm_block_of(k, it, 1, nblocks, NULL, &nbk);
   LLVMValueRef xb = fptr(k, k->in[0], LLVMBuildMul(b, bi, c64(k, xt->dims[1] * H * W), ""));
   /* A of this batch item, every panel and all of K, unless this task packed it for its previous block. */
   FcGemmMatrix xm = {.base = xb, .rows = K, .cols = P, .ld = P, .width = g.mr};

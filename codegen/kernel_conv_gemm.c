@@ -210,10 +210,7 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
-  LLVMValueRef nbk = LLVMBuildSRem(b, it, c64(k, nblocks), "");
-  LLVMValueRef rest = LLVMBuildSDiv(b, it, c64(k, nblocks), "");
-  LLVMValueRef mbk = LLVMBuildSRem(b, rest, c64(k, mblocks), "");
-  LLVMValueRef bi = LLVMBuildSDiv(b, rest, c64(k, mblocks), "");
+  LLVMValueRef mbk, nbk, bi = fc_gemm_block_of(k, it, mblocks, nblocks, &mbk, &nbk);
   LLVMValueRef xoff = LLVMBuildMul(b, bi, c64(k, C * H * W), "");
   LLVMValueRef xb = LLVMBuildGEP2(b, f32, k->in[0], &xoff, 1, "");
   FcGemmMatrix wa = {.base = k->in[1], .rows = M, .cols = K, .ld = K, .width = g.mr};

@@ -46,9 +46,7 @@ enum {
 typedef struct Dw {
   int64_t C, planes, H, OH, KH, sh, dh, ph;
   FcWinRow x;         /* the row geometry: W, OW, KW, sw, dw, pw, vl */
-  int64_t nv;         /* vector positions per output row: ceil(OW / vl) */
-  int64_t v_lo, v_hi; /* the full positions [v_lo, v_hi); the rest are edges */
-  int64_t rb, nrb;    /* output rows per block, blocks per plane */
+  FcWinPlan pl;       /* vector positions and row blocks */
   bool vpad;          /* some output row reads an input row outside [0, H) */
 } Dw;
 
@@ -99,23 +97,7 @@ static bool dw_geometry(const FcKernel *k, int vl, Dw *d) {
   if (d->planes == 0 || d->OH == 0 || d->x.OW == 0) return false; /* empty: the generic kernel does nothing */
   d->vpad = d->ph > 0 || (d->OH - 1) * d->sh - d->ph + (d->KH - 1) * d->dh >= d->H;
   if (d->vpad && d->x.W > MAX_ZERO_ROW) return false;
-  d->nv = (d->x.OW + vl - 1) / vl;
-  /* Full positions form one range: the left condition grows with v, the right one shrinks. */
-  d->v_lo = 0;
-  while (d->v_lo < d->nv && !fc_win_position_full(&d->x, d->v_lo)) d->v_lo++;
-  d->v_hi = d->v_lo;
-  while (d->v_hi < d->nv && fc_win_position_full(&d->x, d->v_hi)) d->v_hi++;
-  for (int64_t v = d->v_hi; v < d->nv; v++) FC_ASSERT(!fc_win_position_full(&d->x, v));
-  if (d->nv - (d->v_hi - d->v_lo) > MAX_EDGES) return false;
-  d->nrb = 1;
-  if (d->planes < MIN_TASKS) {
-    int64_t want = (MIN_TASKS + d->planes - 1) / d->planes;
-    d->nrb = want < d->OH ? want : d->OH;
-  }
-  d->rb = (d->OH + d->nrb - 1) / d->nrb;
-  if (d->rb > 1 && d->rb % 2) d->rb++; /* whole row pairs per block */
-  d->nrb = (d->OH + d->rb - 1) / d->rb;
-  return true;
+  return fc_win_plan(&d->x, d->planes, d->OH, MAX_EDGES, MIN_TASKS, NR, &d->pl);
 }
 
 bool fc_conv_depthwise_applies(const FcKernel *k) {
@@ -236,17 +218,17 @@ static void emit_rows(DwCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
     c->col0[j] = mulc(k, oyj, d->x.OW);
     c->yrow[j] = fptr(c, yplane, c->col0[j]);
   }
-  for (int64_t v = 0; v < d->v_lo; v++) {
+  for (int64_t v = 0; v < d->pl.v_lo; v++) {
     int64_t ox0 = v * d->x.vl, left = d->x.OW - ox0;
     emit_vector(c, NULL, ox0, left < d->x.vl ? (int)left : d->x.vl);
   }
-  if (d->v_hi > d->v_lo) {
+  if (d->pl.v_hi > d->pl.v_lo) {
     FcLoop lv;
-    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, d->v_lo * d->x.vl), c64(k, d->v_hi * d->x.vl), d->x.vl, "ox");
+    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, d->pl.v_lo * d->x.vl), c64(k, d->pl.v_hi * d->x.vl), d->x.vl, "ox");
     emit_vector(c, ox0, 0, d->x.vl);
     fc_cg_loop_end(k, &lv);
   }
-  for (int64_t v = d->v_hi; v < d->nv; v++) {
+  for (int64_t v = d->pl.v_hi; v < d->pl.nv; v++) {
     int64_t ox0 = v * d->x.vl, left = d->x.OW - ox0;
     emit_vector(c, NULL, ox0, left < d->x.vl ? (int)left : d->x.vl);
   }
@@ -260,7 +242,7 @@ FcStatus fc_conv_depthwise(FcKernel *k) {
   if (!dw_geometry(k, fc_win_lanes(k), &d))
     return fc_cg_error(k, FC_ERR_INTERNAL, "the depthwise conv kernel does not apply to this conv");
   int64_t KK = d.KH * d.x.KW;
-  fc_kernel_set_outer(k, d.planes * d.nrb, (2.0 * (double)KK + 1.0) * (double)d.rb * (double)d.x.OW);
+  fc_kernel_set_outer(k, d.planes * d.pl.nrb, (2.0 * (double)KK + 1.0) * (double)d.pl.rb * (double)d.x.OW);
 
   DwCtx c = {.k = k, .d = &d, .f32 = LLVMFloatTypeInContext(k->ctx)};
   c.vt = LLVMVectorType(c.f32, (unsigned)d.x.vl);
@@ -282,8 +264,8 @@ FcStatus fc_conv_depthwise(FcKernel *k) {
 
   FcLoop lt;
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
-  c.plane = LLVMBuildUDiv(k->b, it, c64(k, d.nrb), "plane");
-  LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, d.nrb), "");
+  c.plane = LLVMBuildUDiv(k->b, it, c64(k, d.pl.nrb), "plane");
+  LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, d.pl.nrb), "");
   LLVMValueRef ch = LLVMBuildURem(k->b, c.plane, c64(k, d.C), "ch");
   LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, c.plane, d.H * d.x.W));
   LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, c.plane, d.OH * d.x.OW));
@@ -294,14 +276,14 @@ FcStatus fc_conv_depthwise(FcKernel *k) {
     LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c.vt), w, i32c(k, 0), "");
     c.wv[t] = LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c.vt), zeros, "w");
   }
-  LLVMValueRef oy0 = mulc(k, blk, d.rb);
-  LLVMValueRef oy1 = add(k, oy0, c64(k, d.rb));
+  LLVMValueRef oy0 = mulc(k, blk, d.pl.rb);
+  LLVMValueRef oy1 = add(k, oy0, c64(k, d.pl.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, d.OH), ""), oy1, c64(k, d.OH), "");
 
   /* Row pairs, then the last row of a block with an odd count (blocks hold an even number of rows, but
    * the plane's last may not: then every block gets the single-row code, emitted once). */
   LLVMValueRef tail = oy0;
-  if (d.rb >= NR) {
+  if (d.pl.rb >= NR) {
     FcLoop lr;
     LLVMValueRef oy = fc_cg_loop_begin(k, &lr, oy0, add(k, oy1, c64(k, 1 - NR)), NR, "oy");
     emit_rows(&c, xplane, yplane, zrow, oy, NR);
@@ -309,7 +291,7 @@ FcStatus fc_conv_depthwise(FcKernel *k) {
     LLVMValueRef n = LLVMBuildSub(k->b, oy1, oy0, "");
     tail = LLVMBuildSub(k->b, oy1, LLVMBuildURem(k->b, n, c64(k, NR), ""), "");
   }
-  if (d.rb < NR || (d.OH - (d.nrb - 1) * d.rb) % NR != 0) {
+  if (d.pl.rb < NR || (d.OH - (d.pl.nrb - 1) * d.pl.rb) % NR != 0) {
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntSLT, tail, oy1, ""));
     emit_rows(&c, xplane, yplane, zrow, tail, 1);
     fc_cg_if_end(k, cont);

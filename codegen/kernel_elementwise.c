@@ -377,14 +377,8 @@ static void emit_nest(FcKernel *k, const EwSpace *sp, LLVMValueRef const *ptrs) 
   int cr = sp->cr;
   FcLoop lo_outer, lo_inner;
   LLVMValueRef o = fc_cg_loop_begin(k, &lo_outer, k->begin, k->end, 1, "o");
-  LLVMValueRef row = o, lo = fc_cg_const_i64(k, 0), hi = fc_cg_const_i64(k, sp->inner);
-  if (sp->nchunks > 1) {
-    LLVMValueRef nc = fc_cg_const_i64(k, sp->nchunks);
-    row = LLVMBuildUDiv(B, o, nc, "row");
-    lo = LLVMBuildMul(B, LLVMBuildURem(B, o, nc, ""), fc_cg_const_i64(k, sp->chunk), "lo");
-    LLVMValueRef end = LLVMBuildAdd(B, lo, fc_cg_const_i64(k, sp->chunk), "");
-    hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, end, hi, ""), end, hi, "hi");
-  }
+  LLVMValueRef row, lo, hi;
+  fc_cg_row_chunk(k, o, sp->inner, sp->chunk, sp->nchunks, &row, &lo, &hi);
   /* operand offsets of the row: its index decomposed over the outer dims (constant divisors) */
   LLVMValueRef off[3], rem = row;
   for (int j = 0; j < sp->n_in; j++) off[j] = fc_cg_const_i64(k, 0);

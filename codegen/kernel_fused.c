@@ -184,14 +184,8 @@ static void emit_nest(FcKernel *k, const Fused *f, Nest *n) {
   int cr = f->cr;
   FcLoop lo_outer;
   LLVMValueRef o = fc_cg_loop_begin(k, &lo_outer, k->begin, k->end, 1, "o");
-  LLVMValueRef row = o, lo = fc_cg_const_i64(k, 0), hi = fc_cg_const_i64(k, f->inner);
-  if (f->nchunks > 1) {
-    LLVMValueRef nc = fc_cg_const_i64(k, f->nchunks);
-    row = LLVMBuildUDiv(B, o, nc, "row");
-    lo = LLVMBuildMul(B, LLVMBuildURem(B, o, nc, ""), fc_cg_const_i64(k, f->chunk), "lo");
-    LLVMValueRef e = LLVMBuildAdd(B, lo, fc_cg_const_i64(k, f->chunk), "");
-    hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, e, hi, ""), e, hi, "hi");
-  }
+  LLVMValueRef row, lo, hi;
+  fc_cg_row_chunk(k, o, f->inner, f->chunk, f->nchunks, &row, &lo, &hi);
   /* operand offsets of the row: its index decomposed over the outer dims (constant divisors) */
   LLVMValueRef rem = row;
   for (int j = 0; j < f->n_in; j++) n->off[j] = fc_cg_const_i64(k, 0);

@@ -12,6 +12,21 @@
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
+/* Batch item `item` (i64, in matrices) of operand i as the GEMM operand o: its compile-time packed copy
+ * (`packed`, packed_size floats per matrix) when there is one, else the run-time matrix m, whose base is
+ * set here (size floats per matrix). */
+static void bind_operand(FcKernel *k, FcGemmOperand *o, FcGemmMatrix *m, LLVMValueRef packed, int64_t packed_size, int i,
+                         int64_t size, LLVMValueRef item) {
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMValueRef off = LLVMBuildMul(k->b, item, c64(k, packed ? packed_size : size), "");
+  if (packed) {
+    o->packed = LLVMBuildGEP2(k->b, f32, packed, &off, 1, "");
+  } else {
+    m->base = LLVMBuildGEP2(k->b, f32, k->in[i], &off, 1, "");
+    o->user = m;
+  }
+}
+
 bool fc_matmul_gemm_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *rt = &op->results[0].type;
@@ -82,10 +97,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   LLVMBuilderRef b = k->b;
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
-  LLVMValueRef nbk = LLVMBuildSRem(b, it, c64(k, nblocks), "");
-  LLVMValueRef rest = LLVMBuildSDiv(b, it, c64(k, nblocks), "");
-  LLVMValueRef mbk = LLVMBuildSRem(b, rest, c64(k, mblocks), "");
-  LLVMValueRef bi = LLVMBuildSDiv(b, rest, c64(k, mblocks), "");
+  LLVMValueRef mbk, nbk, bi = fc_gemm_block_of(k, it, mblocks, nblocks, &mbk, &nbk);
   LLVMValueRef idx[FC_DEFAULT_MAX_RANK], aoff = c64(k, 0), boff = c64(k, 0);
   fc_cg_unflatten(k, bi, rt->dims, nb, idx);
   for (int d = 0; d < nb; d++) {
@@ -95,17 +107,10 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   FcGemmMatrix pa = {.rows = M, .cols = K, .ld = K, .width = g.mr};
   FcGemmMatrix pb = {.rows = K, .cols = N, .ld = N, .width = g.nr};
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  if (a_packed) {
-    LLVMValueRef o = LLVMBuildMul(b, aoff, c64(k, fc_gemm_packed_a_size(&g, M, K)), "");
-    t.a.packed = LLVMBuildGEP2(b, f32, a_packed, &o, 1, "");
-  } else {
-    LLVMValueRef o = LLVMBuildMul(b, aoff, c64(k, M * K), "");
-    pa.base = LLVMBuildGEP2(b, f32, k->in[0], &o, 1, "");
-    t.a.user = &pa;
-  }
+  bind_operand(k, &t.a, &pa, a_packed, fc_gemm_packed_a_size(&g, M, K), 0, M * K, aoff);
   if (a_cached && K > 0) {
     /* Pack this block's rows of A (every panel, all of K) unless the previous block had the same rows. */
-    LLVMValueRef key = rest;
+    LLVMValueRef key = LLVMBuildSDiv(b, it, c64(k, nblocks), ""); /* (batch item, M-block) */
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, key, LLVMBuildLoad2(b, fc_cg_i64(k), cached_key, ""), ""));
     LLVMValueRef m0 = LLVMBuildMul(b, mbk, c64(k, mc), "");
     LLVMValueRef mlen = LLVMBuildSub(b, c64(k, M), m0, "");
@@ -117,14 +122,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
     t.a.block_local = true;
     t.a.pack = NULL;
   }
-  if (b_packed) {
-    LLVMValueRef o = LLVMBuildMul(b, boff, c64(k, fc_gemm_packed_b_size(&g, K, N)), "");
-    t.b.packed = LLVMBuildGEP2(b, f32, b_packed, &o, 1, "");
-  } else {
-    LLVMValueRef o = LLVMBuildMul(b, boff, c64(k, K * N), "");
-    pb.base = LLVMBuildGEP2(b, f32, k->in[1], &o, 1, "");
-    t.b.user = &pb;
-  }
+  bind_operand(k, &t.b, &pb, b_packed, fc_gemm_packed_b_size(&g, K, N), 1, K * N, boff);
   LLVMValueRef coff = LLVMBuildMul(b, bi, c64(k, M * N), "");
   t.c = LLVMBuildGEP2(b, f32, k->out[0], &coff, 1, "");
   t.scratch = scr;

@@ -42,9 +42,7 @@ typedef struct Pw {
   bool is_max, include_pad;
   int64_t planes, H, OH, KH, sh, dh, ph, pe_h, pe_w;
   FcWinRow x;         /* the row geometry: W, OW, KW, sw, dw, pw, vl */
-  int64_t nv;         /* vector positions per output row: ceil(OW / vl) */
-  int64_t v_lo, v_hi; /* the full positions [v_lo, v_hi); the rest are edges */
-  int64_t rb, nrb;    /* output rows per block, blocks per plane */
+  FcWinPlan pl;       /* vector positions and row blocks */
   bool vpad;          /* some output row reads an input row outside [0, H) */
 } Pw;
 
@@ -103,21 +101,7 @@ static bool pool_geometry(const FcKernel *k, int vl, Pw *g) {
   if (g->planes == 0 || g->OH == 0 || g->x.OW == 0) return false; /* empty: the generic kernel does nothing */
   g->vpad = g->ph > 0 || (g->OH - 1) * g->sh - g->ph + (g->KH - 1) * g->dh >= g->H;
   if (g->vpad && g->x.W > MAX_PAD_ROW) return false;
-  g->nv = (g->x.OW + vl - 1) / vl;
-  g->v_lo = 0;
-  while (g->v_lo < g->nv && !fc_win_position_full(&g->x, g->v_lo)) g->v_lo++;
-  g->v_hi = g->v_lo;
-  while (g->v_hi < g->nv && fc_win_position_full(&g->x, g->v_hi)) g->v_hi++;
-  for (int64_t v = g->v_hi; v < g->nv; v++) FC_ASSERT(!fc_win_position_full(&g->x, v));
-  if (g->nv - (g->v_hi - g->v_lo) > MAX_EDGES) return false;
-  g->nrb = 1;
-  if (g->planes < MIN_TASKS) {
-    int64_t want = (MIN_TASKS + g->planes - 1) / g->planes;
-    g->nrb = want < g->OH ? want : g->OH;
-  }
-  g->rb = (g->OH + g->nrb - 1) / g->nrb;
-  g->nrb = (g->OH + g->rb - 1) / g->rb;
-  return true;
+  return fc_win_plan(&g->x, g->planes, g->OH, MAX_EDGES, MIN_TASKS, 1, &g->pl);
 }
 
 bool fc_pool_window_applies(const FcKernel *k) {
@@ -214,7 +198,7 @@ FcStatus fc_pool_window(FcKernel *k) {
   Pw g;
   if (!pool_geometry(k, fc_win_lanes(k), &g))
     return fc_cg_error(k, FC_ERR_INTERNAL, "the vectorised pool kernel does not apply to this pool");
-  fc_kernel_set_outer(k, g.planes * g.nrb, (double)(g.KH * g.x.KW + 2) * (double)g.rb * (double)g.x.OW);
+  fc_kernel_set_outer(k, g.planes * g.pl.nrb, (double)(g.KH * g.x.KW + 2) * (double)g.pl.rb * (double)g.x.OW);
 
   PwCtx c = {.k = k, .g = &g, .f32 = LLVMFloatTypeInContext(k->ctx)};
   c.vt = LLVMVectorType(c.f32, (unsigned)g.x.vl);
@@ -237,12 +221,12 @@ FcStatus fc_pool_window(FcKernel *k) {
 
   FcLoop lt;
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
-  LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, g.nrb), "plane");
-  LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, g.nrb), "");
+  LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, g.pl.nrb), "plane");
+  LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, g.pl.nrb), "");
   LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, g.H * g.x.W));
   LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, g.OH * g.x.OW));
-  LLVMValueRef oy0 = mulc(k, blk, g.rb);
-  LLVMValueRef oy1 = add(k, oy0, c64(k, g.rb));
+  LLVMValueRef oy0 = mulc(k, blk, g.pl.rb);
+  LLVMValueRef oy1 = add(k, oy0, c64(k, g.pl.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, g.OH), ""), oy1, c64(k, g.OH), "");
 
   FcLoop lr;
@@ -263,17 +247,17 @@ FcStatus fc_pool_window(FcKernel *k) {
     LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)g.x.vl));
     c.row_cnt = LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c.vt), zeros, "");
   }
-  for (int64_t v = 0; v < g.v_lo; v++) {
+  for (int64_t v = 0; v < g.pl.v_lo; v++) {
     int64_t ox0 = v * g.x.vl, left = g.x.OW - ox0;
     emit_vector(&c, NULL, ox0, left < g.x.vl ? (int)left : g.x.vl);
   }
-  if (g.v_hi > g.v_lo) {
+  if (g.pl.v_hi > g.pl.v_lo) {
     FcLoop lv;
-    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, g.v_lo * g.x.vl), c64(k, g.v_hi * g.x.vl), g.x.vl, "ox");
+    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lv, c64(k, g.pl.v_lo * g.x.vl), c64(k, g.pl.v_hi * g.x.vl), g.x.vl, "ox");
     emit_vector(&c, ox0, 0, g.x.vl);
     fc_cg_loop_end(k, &lv);
   }
-  for (int64_t v = g.v_hi; v < g.nv; v++) {
+  for (int64_t v = g.pl.v_hi; v < g.pl.nv; v++) {
     int64_t ox0 = v * g.x.vl, left = g.x.OW - ox0;
     emit_vector(&c, NULL, ox0, left < g.x.vl ? (int)left : g.x.vl);
   }
