@@ -708,6 +708,38 @@ static void test_pool_create(void **state) {
   assert_true(t0 > 0 && t1 >= t0);
 }
 
+/* FLOWC_SPIN_US sets how long idle threads poll: 0 sends them to sleep at once, so every job goes
+ * through the condition variables; a bad value is refused when the pool is created. */
+static void test_pool_spin_setting(void **state) {
+  static const char *const bad[] = {"abc", "-1", "1e7", "5us", "nan"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    FrtError err = {0};
+    setenv("FLOWC_SPIN_US", bad[i], 1);
+    assert_null(frt_pool_create(2, &err));
+    assert_int_equal(err.status, FRT_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "FLOWC_SPIN_US"));
+  }
+  static const char *const good[] = {"0", "5", ""};
+  atomic_int *hits = calloc(1000, sizeof *hits);
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    setenv("FLOWC_SPIN_US", good[i], 1);
+    FrtError err = {0};
+    FrtPool *pool = frt_pool_create(3, &err);
+    assert_non_null(pool);
+    for (int rep = 0; rep < 200; rep++) {
+      Cover c = {.hits = hits, .n = 1000};
+      frt_parallel_for(pool, 1000, cover_task, &c);
+      assert_int_equal(atomic_load(&c.calls), 12);
+      assert_int_equal(atomic_load(&c.bad), 0);
+    }
+    for (int64_t k = 0; k < 1000; k++)
+      assert_int_equal(atomic_load(&hits[k]), 200 * (int)(i + 1));
+    frt_pool_destroy(pool);
+  }
+  unsetenv("FLOWC_SPIN_US");
+  free(hits);
+}
+
 /* ---- models ---------------------------------------------------------------------------------------- */
 
 /* The test model: y = x + 1 (f32 2x3, in parallel), scores[r][c] = c, except 10 at c = (r + 1 + n[0]) % 4
@@ -1086,6 +1118,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_for_nested),
       cmocka_unit_test(test_parallel_for_concurrent_callers),
       cmocka_unit_test(test_pool_create),
+      cmocka_unit_test(test_pool_spin_setting),
       cmocka_unit_test(test_model_run_checks),
       cmocka_unit_test(test_main_runs),
       cmocka_unit_test(test_main_errors),
