@@ -49,11 +49,6 @@ typedef struct CgKernel {
   bool coarse;         /* one chunk per thread (fc_kernel_one_chunk_per_thread) */
 } CgKernel;
 
-static bool is_view(const FcCg *cg, const FcOp *op) {
-  if (op->n_results != 1) return false;
-  const FcBufAssign *a = &cg->plan.by_value[op->results[0].id];
-  return a->kind == FC_BUF_ALIAS && a->is_view;
-}
 
 static bool needs_kernel(const FcOp *op) { return op->kind != FC_OP_CONSTANT && op->kind != FC_OP_RETURN; }
 
@@ -310,6 +305,10 @@ LLVMValueRef fc_kernel_cached_key(FcKernel *k) {
   return key;
 }
 
+bool fc_kernel_operand_in_result(const FcKernel *k, int i) {
+  return fc_memplan_is_concat_part(&k->cg->plan, k->op, i);
+}
+
 LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef global) {
   FC_ASSERT(i >= 0 && i < 64 && i < k->op->n_operands && k->in[i]);
   k->cg->kernel_subst[i] = global;
@@ -336,11 +335,16 @@ static LLVMValueRef value_addr(FcCg *cg, RunState *rs, const FcValue *v) {
   const FcBufAssign *r = &cg->plan.by_value[a->root];
   switch (r->kind) {
   case FC_BUF_WORKSPACE: {
-    LLVMValueRef off = LLVMConstInt(cg->i64, (unsigned long long)(r->offset + FC_CG_STATUS_BYTES), 0);
+    /* a->offset: the root's block plus where v starts in it (a concat part's slice) */
+    LLVMValueRef off = LLVMConstInt(cg->i64, (unsigned long long)(a->offset + FC_CG_STATUS_BYTES), 0);
     return LLVMBuildInBoundsGEP2(rs->b, cg->i8, rs->ws, &off, 1, "");
   }
   case FC_BUF_INPUT: return rs->in_ptrs[r->index];
-  case FC_BUF_OUTPUT: return rs->out_ptrs[r->index];
+  case FC_BUF_OUTPUT: {
+    if (!a->offset) return rs->out_ptrs[r->index];
+    LLVMValueRef off = LLVMConstInt(cg->i64, (unsigned long long)a->offset, 0);
+    return LLVMBuildInBoundsGEP2(rs->b, cg->i8, rs->out_ptrs[r->index], &off, 1, "");
+  }
   case FC_BUF_CONSTANT:
     FC_ASSERT(r->index >= 0 && r->index < cg->n_consts && cg->const_globals[r->index]);
     return cg->const_globals[r->index];
@@ -574,7 +578,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
     /* An emitter may refuse its op (a dtype or attribute it does not handle): those are collected, so
      * that one message lists every op this model needs; any other failure stops at once. */
     fc_graph_for_each_op(m->graph, op) {
-      if (!needs_kernel(op) || is_view(&cg, op)) continue;
+      if (!needs_kernel(op) || fc_memplan_op_is_free(&cg.plan, op)) continue;
       FcDiag d;
       fc_diag_init(&d);
       st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);

@@ -122,6 +122,10 @@ void fc_kernel_one_chunk_per_thread(FcKernel *k);
  * following iterations while their key matches). */
 LLVMValueRef fc_kernel_cached_key(FcKernel *k);
 
+/* True when operand i already lies in its place in the result (a concat operand its own op computed
+ * straight into its slice: passes/memplan.h), so the kernel must not copy it. */
+bool fc_kernel_operand_in_result(const FcKernel *k, int i);
+
 /* Substitutes a re-laid-out copy of constant operand i (packed GEMM panels, Winograd-transformed
  * filters: a global made with fc_cg_const_bytes) for the operand itself: the run function passes
  * `global` in the operand's ctx slot, and the returned pointer (the kernel's k->in[i]) is how the kernel

@@ -518,7 +518,8 @@ FcStatus fc_kernel_slice(FcKernel *k) {
 
 /* Rows are the result's dims before the axis; each row is the operands' blocks side by side. A row
  * longer than KD_ROW_CHUNK elements is cut into chunks (axis 0 or 1 of a batch-1 tensor is one or a few
- * rows); a chunk copies its overlap with each operand's block. */
+ * rows); a chunk copies its overlap with each operand's block. Operands that the memory plan made parts
+ * of the result are already in their place and are skipped (a concat of parts only has no kernel). */
 FcStatus fc_kernel_concat(FcKernel *k) {
   bool empty;
   FcStatus st = kd_begin(k, &empty);
@@ -547,6 +548,10 @@ FcStatus fc_kernel_concat(FcKernel *k) {
   for (int i = 0; i < k->op->n_operands; i++) {
     int64_t w = operand_type(k, i)->dims[axis] * inner;
     if (w == 0) continue;
+    if (fc_kernel_operand_in_result(k, i)) { /* computed in its slice already */
+      col += w;
+      continue;
+    }
     LLVMValueRef srow = mulc(k, row, w);
     if (!chunked) {
       copy_elems(k, es, k->out[0], add(k, drow, c64(k, col)), k->in[i], srow, w);

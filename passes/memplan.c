@@ -25,6 +25,16 @@
  *     different member of x's group (which could be read at other positions after being overwritten).
  *     Kernels read element i of every operand before writing element i of the result, so this is legal.
  *     The first operand that qualifies is taken.
+ *   - concat parts: an operand x of a concat whose result R owns a workspace block (or is computed into
+ *     an output buffer) is computed by its own op straight into its slice of R, and the concat copies
+ *     only the other operands, when: R's dims before the axis are all 1 (so each operand's slice is one
+ *     contiguous run of bytes), the slice starts at a multiple of FC_MEMPLAN_ALIGN (kernels assume that
+ *     alignment of every value), x owns its own workspace block with nothing sharing it yet, and x is
+ *     not another operand of the same concat as well. R's block is then busy from the earliest part's
+ *     definition; views and in-place results made of a part later share its slice. A part is written
+ *     only by its own op, the slices are disjoint, and the block is reserved over all their lives, so no
+ *     other value can be written over a part while it is needed. SqueezeNet's fire modules, Inception
+ *     blocks and detection heads concatenate conv results this way, and their copies disappear.
  *
  * Offsets: greedy by size, as TFLite's arena planner and ggml's gallocr do. Workspace roots are sorted by
  * block size (rounded up to FC_MEMPLAN_ALIGN) descending, then by definition; each is placed in the
@@ -39,6 +49,7 @@
 void fc_memplan_options_default(FcMemPlanOptions *o) {
   o->in_place = true;
   o->reshape_view = true;
+  o->concat_parts = true;
 }
 
 /* Rounds a size up to FC_MEMPLAN_ALIGN; false on overflow. */
@@ -55,6 +66,7 @@ typedef struct Planner {
   FcArena *arena;
   FcDiag *diag;
   int *pos_of_op;  /* by op id: position in the list, -1 for ops not in it */
+  int *busy_begin; /* by root value id: its definition, or an earlier part's */
   int *busy_end;   /* by root value id: last position at which any member of its group is used */
   int64_t *block;  /* by root value id: the block size, rounded */
 } Planner;
@@ -91,7 +103,47 @@ static void set_alias(Planner *pl, FcValue *r, const FcValue *x, bool view) {
   a->alias_of = x->id;
   a->root = root;
   a->is_view = view;
+  a->at = pl->p->by_value[x->id].at;
   if (a->last > pl->busy_end[root]) pl->busy_end[root] = a->last;
+}
+
+/* Whether any other value shares the bytes of root `id` yet. */
+static bool has_members(const Planner *pl, uint32_t id) {
+  for (uint32_t v = 0; v < pl->p->n_values; v++)
+    if (v != id && pl->p->by_value[v].kind != FC_BUF_NONE && pl->p->by_value[v].root == id) return true;
+  return false;
+}
+
+/* Makes the operands of concat `op` that qualify parts of its result (the rules at the top). */
+static void place_concat_parts(Planner *pl, const FcOp *op) {
+  const FcValue *r = &op->results[0];
+  FcBufAssign *ra = &pl->p->by_value[r->id];
+  if (ra->kind != FC_BUF_WORKSPACE && ra->kind != FC_BUF_OUTPUT) return;
+  int64_t axis = fc_op_attr_int(op, FC_ATTR_AXIS, -1);
+  if (axis < 0 || axis >= r->type.rank) return;
+  for (int d = 0; d < axis; d++)
+    if (r->type.dims[d] != 1) return;
+  int64_t at = 0;
+  for (int j = 0; j < op->n_operands; j++) {
+    const FcValue *x = op->operands[j].value;
+    if (!x) return;
+    FcBufAssign *xa = &pl->p->by_value[x->id];
+    int64_t next;
+    if (!fc_checked_add(at, xa->size, &next) || next > ra->size) return; /* a concat that does not verify */
+    bool once = true;
+    for (int k = 0; k < op->n_operands; k++) once &= k == j || op->operands[k].value != x;
+    if (xa->kind == FC_BUF_WORKSPACE && xa->size > 0 && at % FC_MEMPLAN_ALIGN == 0 && once &&
+        !has_members(pl, x->id)) {
+      xa->kind = FC_BUF_ALIAS;
+      xa->alias_of = r->id;
+      xa->root = r->id;
+      xa->is_part = true;
+      xa->at = at;
+      if (xa->first < pl->busy_begin[r->id]) pl->busy_begin[r->id] = xa->first;
+      if (pl->busy_end[x->id] > pl->busy_end[r->id]) pl->busy_end[r->id] = pl->busy_end[x->id];
+    }
+    at = next;
+  }
 }
 
 /* The operand of elementwise `op` (at `pos`) whose buffer its result may take over, or NULL. */
@@ -138,6 +190,7 @@ static void assign_sharing(Planner *pl, const FcMemPlanOptions *o) {
       a->kind = FC_BUF_WORKSPACE;
       pl->busy_end[r->id] = a->last;
     }
+    if (op->kind == FC_OP_CONCAT && o->concat_parts && op->n_results == 1) place_concat_parts(pl, op);
     pos++;
   }
 }
@@ -169,17 +222,17 @@ static FcStatus place_blocks(Planner *pl) {
   int k = 0;
   for (uint32_t id = 0; id < p->n_values; id++)
     if (p->by_value[id].kind == FC_BUF_WORKSPACE && pl->block[id] > 0)
-      order[k++] = (Block){pl->block[id], p->by_value[id].first, id};
+      order[k++] = (Block){pl->block[id], pl->busy_begin[id], id};
   qsort(order, (size_t)n, sizeof *order, cmp_block);
   int n_placed = 0;
   for (int i = 0; i < n; i++) {
     uint32_t id = order[i].id;
     int64_t size = order[i].size;
-    int first = p->by_value[id].first, end = pl->busy_end[id];
+    int first = pl->busy_begin[id], end = pl->busy_end[id];
     int64_t cur = 0, best = -1, best_gap = INT64_MAX;
     for (int j = 0; j < n_placed; j++) {
       uint32_t o = placed[j];
-      if (pl->busy_end[o] < first || p->by_value[o].first > end) continue;
+      if (pl->busy_end[o] < first || pl->busy_begin[o] > end) continue;
       int64_t off = p->by_value[o].offset, gap = off - cur;
       if (gap >= size && gap < best_gap) {
         best = cur;
@@ -217,6 +270,7 @@ FcStatus fc_memplan(FcModule *m, const FcMemPlanOptions *opts, FcArena *arena, F
   p->by_value = FC_NEW_ARRAY(arena, FcBufAssign, p->n_values ? p->n_values : 1);
   Planner pl = {.g = g, .p = p, .arena = arena, .diag = diag};
   pl.pos_of_op = FC_NEW_ARRAY(arena, int, g->next_op_id ? g->next_op_id : 1);
+  pl.busy_begin = FC_NEW_ARRAY(arena, int, p->n_values ? p->n_values : 1);
   pl.busy_end = FC_NEW_ARRAY(arena, int, p->n_values ? p->n_values : 1);
   pl.block = FC_NEW_ARRAY(arena, int64_t, p->n_values ? p->n_values : 1);
   for (uint32_t id = 0; id < p->n_values; id++)
@@ -247,6 +301,7 @@ FcStatus fc_memplan(FcModule *m, const FcMemPlanOptions *opts, FcArena *arena, F
     }
     pos++;
   }
+  for (uint32_t id = 0; id < p->n_values; id++) pl.busy_begin[id] = p->by_value[id].first;
   for (int i = 0; i < ret->n_operands; i++) {
     const FcValue *v = ret->operands[i].value;
     if (!v) return fc_error(diag, FC_ERR_INTERNAL, "memplan: graph output %d is missing", i);
@@ -284,7 +339,7 @@ FcStatus fc_memplan(FcModule *m, const FcMemPlanOptions *opts, FcArena *arena, F
     FC_ASSERT(r->kind != FC_BUF_ALIAS);
     a->storage = r->kind;
     if (a->kind == FC_BUF_ALIAS) {
-      a->offset = r->offset;
+      a->offset = r->offset + a->at; /* within the root's block: no overflow */
       a->index = r->index;
     }
   }
@@ -306,17 +361,37 @@ static void print_value(FILE *out, const FcMemPlan *p, const FcValue *v, const F
   else snprintf(what, sizeof what, "input");
   fprintf(out, "v%-6" PRIu32 " %-16s %-28s %12" PRId64 " B  ", v->id, what, ty, a->size);
   if (a->kind == FC_BUF_ALIAS)
-    fprintf(out, "%s of v%" PRIu32 " -> ", a->is_view ? "view" : "in place", a->alias_of);
+    fprintf(out, "%s of v%" PRIu32 " -> ", a->is_view ? "view" : a->is_part ? "part" : "in place", a->alias_of);
   switch (a->storage) {
   case FC_BUF_WORKSPACE: fprintf(out, "workspace @%" PRId64, a->offset); break;
   case FC_BUF_INPUT: fprintf(out, "input #%d", a->index); break;
-  case FC_BUF_OUTPUT: fprintf(out, "output #%d", a->index); break;
+  case FC_BUF_OUTPUT:
+    fprintf(out, "output #%d", a->index);
+    if (a->offset) fprintf(out, " @%" PRId64, a->offset);
+    break;
   case FC_BUF_CONSTANT: fprintf(out, "constant #%d", a->index); break;
   default: fprintf(out, "none"); break;
   }
   if (a->kind != FC_BUF_CONSTANT) fprintf(out, "  live [%d, %d]", a->first, a->last);
   if (def && def->loc) fprintf(out, "  '%s'", def->loc);
   fputc('\n', out);
+}
+
+bool fc_memplan_is_concat_part(const FcMemPlan *p, const FcOp *op, int i) {
+  const FcValue *x = op->operands[i].value;
+  if (op->kind != FC_OP_CONCAT || !x || x->id >= p->n_values) return false;
+  const FcBufAssign *a = &p->by_value[x->id];
+  return a->kind == FC_BUF_ALIAS && a->is_part && a->alias_of == op->results[0].id;
+}
+
+bool fc_memplan_op_is_free(const FcMemPlan *p, const FcOp *op) {
+  if (op->n_results != 1 || op->results[0].id >= p->n_values) return false;
+  const FcBufAssign *a = &p->by_value[op->results[0].id];
+  if (a->kind == FC_BUF_ALIAS && a->is_view) return true;
+  if (op->kind != FC_OP_CONCAT) return false;
+  for (int i = 0; i < op->n_operands; i++)
+    if (!fc_memplan_is_concat_part(p, op, i)) return false;
+  return true;
 }
 
 void fc_memplan_print(FILE *out, const FcModule *m, const FcMemPlan *p) {

@@ -12,8 +12,11 @@
  *   FC_BUF_OUTPUT     the caller's output buffer `index`
  *   FC_BUF_CONSTANT   the constant's data in the binary (`index` numbers the constants in op order)
  * An op whose result has kind FC_BUF_ALIAS and `is_view` (a reshape) needs no code at all; one with
- * kind FC_BUF_ALIAS and !is_view is an elementwise op (or a flow.fused loop) computed in place over operand `alias_of`, which
- * is legal because element i of every operand is read before element i of the result is written.
+ * kind FC_BUF_ALIAS, !is_view and !is_part is an elementwise op (or a flow.fused loop) computed in place
+ * over operand `alias_of`, which is legal because element i of every operand is read before element i of
+ * the result is written. A result with `is_part` is a concat operand that its own op computes straight
+ * into its slice of the concat result `alias_of`; the concat copies only its other operands
+ * (fc_memplan_is_concat_part), and none at all when every operand is such a part.
  * Graph output i needs a copy after the run exactly when fc_memplan_output_is_copy says so (it is an
  * input, a constant, or a value that an earlier output position already returns); the copy's source is
  * the value's own storage. The caller's input and output buffers must not overlap one another: outputs
@@ -40,14 +43,19 @@ typedef enum FcBufKind {
 typedef struct FcBufAssign {
   FcBufKind kind;    /* how the value got its bytes */
   FcBufKind storage; /* where the bytes are: `kind`, or for an alias the kind of its root (never ALIAS) */
-  int64_t offset;    /* storage WORKSPACE: byte offset in the workspace (a multiple of FC_MEMPLAN_ALIGN);
-                        0 otherwise */
+  int64_t offset;    /* storage WORKSPACE: byte offset in the workspace; storage OUTPUT: byte offset in the
+                        output buffer (0 but for concat parts); 0 otherwise. Always a multiple of
+                        FC_MEMPLAN_ALIGN */
   int index;         /* storage INPUT/OUTPUT: the input/output position; CONSTANT: the constant's ordinal
                         among the graph's CONSTANT ops in op order; -1 otherwise */
-  uint32_t alias_of; /* kind ALIAS: the operand value whose buffer this value reuses; else the own id */
+  uint32_t alias_of; /* kind ALIAS: the operand value whose buffer this value reuses, or for a part the
+                        concat result it is computed into; else the own id */
   uint32_t root;     /* the value that owns the bytes: the end of the alias_of chain (the own id unless
                         kind is ALIAS) */
   bool is_view;      /* kind ALIAS: true for a reshape (no code runs), false for an in-place result */
+  bool is_part;      /* kind ALIAS: a concat operand computed into bytes [at, at + size) of its root */
+  int64_t at;        /* where the value's bytes start inside its root's: 0, but for a concat part (and
+                        the views and in-place results of one) its slice's position */
   int64_t size;      /* the value's size in bytes (not rounded) */
   int first, last;   /* live range in op positions (0 = the graph's first op, ops in list order): the
                         defining op's position (-1 for a graph input) to the last user's position (the
@@ -71,9 +79,10 @@ typedef struct FcMemPlan {
 typedef struct FcMemPlanOptions {
   bool in_place;     /* an elementwise result may take over the buffer of an operand that dies there */
   bool reshape_view; /* a reshape result may share its operand's bytes */
+  bool concat_parts; /* a concat operand may be computed straight into its slice of the result */
 } FcMemPlanOptions;
 
-void fc_memplan_options_default(FcMemPlanOptions *o); /* both on */
+void fc_memplan_options_default(FcMemPlanOptions *o); /* all on */
 
 /* Plans module `m` (a verified graph). `opts` NULL: the defaults. The plan's arrays are allocated in
  * `arena`. FC_ERR_LIMIT when a size or the workspace overflows int64, FC_ERR_INPUT for a graph without
@@ -83,6 +92,13 @@ FcStatus fc_memplan(FcModule *m, const FcMemPlanOptions *opts, FcArena *arena, F
 /* True when graph output `i` is not computed in place into output buffer i and codegen must copy it
  * there from the value's storage after the run. */
 bool fc_memplan_output_is_copy(const FcModule *m, const FcMemPlan *p, int i);
+
+/* True when operand `i` of concat `op` is a part of its result (computed there by its own op), so the
+ * concat must not copy it. */
+bool fc_memplan_is_concat_part(const FcMemPlan *p, const FcOp *op, int i);
+
+/* True when `op` needs no code: a reshape view, or a concat all of whose operands are parts. */
+bool fc_memplan_op_is_free(const FcMemPlan *p, const FcOp *op);
 
 /* A debug dump: a header with the totals, then one line per value (graph inputs first, then op results
  * in op order): id, defining op and node name, size, where it lives, live range. */

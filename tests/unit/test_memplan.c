@@ -55,11 +55,70 @@ static bool writes(const FcBufAssign *a) {
   return a->kind == FC_BUF_WORKSPACE || a->kind == FC_BUF_OUTPUT || (a->kind == FC_BUF_ALIAS && !a->is_view);
 }
 
+/* Whether bytes [off, off + size) of a buffer intersect value b's. */
+static bool overlap_range(FcBufKind storage, int index, int64_t off, int64_t size, const FcBufAssign *b) {
+  if (storage != b->storage || size == 0 || b->size == 0) return false;
+  if (storage != FC_BUF_WORKSPACE && index != b->index) return false;
+  if (storage == FC_BUF_WORKSPACE || storage == FC_BUF_OUTPUT) return off < b->offset + b->size && b->offset < off + size;
+  return true;
+}
+
 /* Whether the bytes of two values intersect. */
 static bool overlap(const FcBufAssign *a, const FcBufAssign *b) {
-  if (a->storage != b->storage || a->size == 0 || b->size == 0) return false;
-  if (a->storage == FC_BUF_WORKSPACE) return a->offset < b->offset + b->size && b->offset < a->offset + a->size;
-  return a->index == b->index;
+  return overlap_range(a->storage, a->index, a->offset, a->size, b);
+}
+
+static bool is_part_of(const FcMemPlan *p, const FcOp *concat, const FcValue *x) {
+  const FcBufAssign *a = &p->by_value[x->id];
+  return a->kind == FC_BUF_ALIAS && a->is_part && a->alias_of == concat->results[0].id;
+}
+
+/* Whether the bytes that value `ia` is written to at its definition intersect value b's: all of its
+ * bytes, but for a concat only the slices of operands that are not parts (those are written by their
+ * own ops). */
+static bool written_overlap(const Ck *c, uint32_t ia, const FcBufAssign *b) {
+  const FcBufAssign *a = &c->p->by_value[ia];
+  const FcOp *def = c->vals[ia]->def;
+  if (!def || def->kind != FC_OP_CONCAT) return overlap(a, b);
+  int64_t at = 0;
+  for (int j = 0; j < def->n_operands; j++) {
+    const FcValue *x = def->operands[j].value;
+    int64_t size = c->p->by_value[x->id].size;
+    if (!is_part_of(c->p, def, x) && overlap_range(a->storage, a->index, a->offset + at, size, b)) return true;
+    at += size;
+  }
+  return false;
+}
+
+/* Checks concat part v (kind ALIAS, is_part): its concat, slice position and alignment. */
+static bool check_part(Ck *c, const FcValue *v) {
+  const FcMemPlan *p = c->p;
+  const FcBufAssign *a = &p->by_value[v->id];
+  uint32_t id = v->id, rid = a->alias_of;
+  const FcValue *r = rid < p->n_values ? c->vals[rid] : NULL;
+  if (!r || !r->def || r->def->kind != FC_OP_CONCAT || v->def == r->def)
+    return ck_fail(c, "v%u: part of v%u, which is not a concat result", id, rid);
+  const FcOp *cat = r->def;
+  int64_t axis = fc_op_attr_int(cat, FC_ATTR_AXIS, -1), at = 0, want = -1;
+  for (int d = 0; d < axis; d++)
+    if (r->type.dims[d] != 1) return ck_fail(c, "v%u: part of v%u, whose slices are not contiguous", id, rid);
+  int seen = 0;
+  for (int j = 0; j < cat->n_operands; j++) {
+    if (cat->operands[j].value == v) {
+      seen++;
+      want = at;
+    }
+    at += p->by_value[cat->operands[j].value->id].size;
+  }
+  if (seen != 1) return ck_fail(c, "v%u: part of v%u, but an operand of it %d times", id, rid, seen);
+  const FcBufAssign *ra = &p->by_value[rid];
+  if (ra->kind != FC_BUF_WORKSPACE && ra->kind != FC_BUF_OUTPUT)
+    return ck_fail(c, "v%u: part of v%u, which does not own its bytes", id, rid);
+  if (a->root != rid || a->at != want || a->storage != ra->kind || a->index != ra->index ||
+      a->offset != ra->offset + want || want % 64 != 0)
+    return ck_fail(c, "v%u: part of v%u at %lld (offset %lld), want its slice at %lld", id, rid, (long long)a->at,
+                   (long long)a->offset, (long long)want);
+  return true;
 }
 
 static bool is_operand(const FcOp *op, uint32_t id) {
@@ -101,6 +160,7 @@ static bool check_value(Ck *c, const FcValue *v) {
       return ck_fail(c, "v%u: block [%lld, +%lld) beyond the workspace", id, (long long)a->offset, (long long)a->size);
     return true;
   case FC_BUF_ALIAS: {
+    if (a->is_part) return check_part(c, v);
     if (a->alias_of >= p->n_values || !c->vals[a->alias_of] || !is_operand(def, a->alias_of))
       return ck_fail(c, "v%u: alias of v%u, which is not an operand of its op", id, a->alias_of);
     uint32_t r = a->alias_of;
@@ -108,11 +168,13 @@ static bool check_value(Ck *c, const FcValue *v) {
       if (steps > (int)p->n_values) return ck_fail(c, "v%u: alias cycle", id);
       r = p->by_value[r].alias_of;
     }
-    const FcBufAssign *ra = &p->by_value[r];
-    if (a->root != r || a->storage != ra->kind || a->size != ra->size)
+    /* A view or an in-place result has exactly the bytes of the value it aliases (which may itself be a
+     * concat part, inside a larger root). */
+    const FcBufAssign *ra = &p->by_value[r], *xa = &p->by_value[a->alias_of];
+    if (a->root != r || a->storage != ra->kind || a->size != xa->size)
       return ck_fail(c, "v%u: alias root v%u / storage / size mismatch", id, r);
-    if (a->storage == FC_BUF_WORKSPACE ? a->offset != ra->offset : a->index != ra->index)
-      return ck_fail(c, "v%u: alias location differs from its root v%u", id, r);
+    if (a->offset != xa->offset || a->index != xa->index || a->at != xa->at)
+      return ck_fail(c, "v%u: alias location differs from that of v%u", id, a->alias_of);
     const FcValue *x = c->vals[a->alias_of];
     if (a->is_view) {
       if (def->kind != FC_OP_RESHAPE || def->operands[0].value != x)
@@ -133,7 +195,7 @@ static bool check_value(Ck *c, const FcValue *v) {
 /* Whether the bytes of `a`, written at its definition, may overlap those of `b`. */
 static bool check_pair(Ck *c, uint32_t ia, uint32_t ib) {
   const FcBufAssign *a = &c->p->by_value[ia], *b = &c->p->by_value[ib];
-  if (!writes(a) || !overlap(a, b)) return true;
+  if (!writes(a) || !written_overlap(c, ia, b)) return true;
   if (a->storage == FC_BUF_INPUT || a->storage == FC_BUF_CONSTANT)
     return ck_fail(c, "v%u is written into a read-only buffer", ia);
   if (b->first == a->first && writes(b)) return ck_fail(c, "v%u and v%u are written by one op into the same bytes", ia, ib);
@@ -235,10 +297,14 @@ static bool check_plan(const FcModule *m, const FcMemPlan *p, char *why, size_t 
   for (int k = 0; k < n_ids; k++) {
     const FcBufAssign *a = &p->by_value[ids[k]];
     if (a->kind != FC_BUF_WORKSPACE || a->size == 0) continue;
-    int end = a->last;
-    for (int j = 0; j < n_ids; j++)
-      if (p->by_value[ids[j]].root == ids[k] && p->by_value[ids[j]].last > end) end = p->by_value[ids[j]].last;
-    for (int q = a->first; q <= end; q++) busy[q] += round64(a->size);
+    int begin = a->first, end = a->last;
+    for (int j = 0; j < n_ids; j++) {
+      const FcBufAssign *member = &p->by_value[ids[j]];
+      if (member->root != ids[k]) continue;
+      if (member->last > end) end = member->last;
+      if (member->first >= 0 && member->first < begin) begin = member->first; /* a concat part, defined before its root */
+    }
+    for (int q = begin; q <= end; q++) busy[q] += round64(a->size);
   }
   for (int q = 0; q < n_ops; q++)
     if (busy[q] > p->workspace_bytes) {
@@ -289,8 +355,8 @@ static void outputs(T *t, FcValue *const *v, int n) {
 }
 
 /* Plans with the given switches and runs the checker. */
-static void plan(T *t, bool in_place, bool views) {
-  FcMemPlanOptions o = {.in_place = in_place, .reshape_view = views};
+static void plan_with(T *t, bool in_place, bool views, bool parts) {
+  FcMemPlanOptions o = {.in_place = in_place, .reshape_view = views, .concat_parts = parts};
   FcDiag d;
   fc_diag_init(&d);
   if (fc_memplan(t->m, &o, &t->m->arena, &t->p, &d) != FC_OK) fail_msg("memplan: %s", d.msg);
@@ -300,6 +366,8 @@ static void plan(T *t, bool in_place, bool views) {
     fail_msg("plan check: %s", why);
   }
 }
+
+static void plan(T *t, bool in_place, bool views) { plan_with(t, in_place, views, true); }
 
 static const FcBufAssign *at(T *t, const FcValue *v) { return &t->p.by_value[v->id]; }
 
@@ -545,6 +613,106 @@ static void test_output_copies(void **state) {
 }
 
 /* Zero-size values take no space and sit at offset 0; the non-empty ones are planned as usual. */
+static void expect_part(T *t, const FcValue *v, const FcValue *of, int64_t slice_at) {
+  const FcBufAssign *a = at(t, v);
+  if (a->kind != FC_BUF_ALIAS || !a->is_part || a->alias_of != of->id || a->at != slice_at)
+    fail_msg("v%u: kind %d part %d of v%u at %lld, want a part of v%u at %lld", v->id, (int)a->kind, a->is_part,
+             a->alias_of, (long long)a->at, of->id, (long long)slice_at);
+}
+
+static const int64_t d_1x4x16[] = {1, 4, 16}, d_1x2x16[] = {1, 2, 16}, d_1x7x16[] = {1, 7, 16};
+
+/* Concat parts: exp(x) and neg(y) are computed into their slices of r (at 0 and 256), the input x is
+ * copied by the concat; r's block is busy from exp's definition. Then: the same graph with r returned
+ * (the parts land in the output buffer at their offsets), and without parts (three blocks). */
+static void test_concat_parts(void **state) {
+  (void)state;
+  for (int as_output = 0; as_output < 2; as_output++) {
+    T t;
+    t_init(&t);
+    FcValue *x = input(&t, "x", FC_DT_F32, 3, d_1x4x16);
+    FcValue *y = input(&t, "y", FC_DT_F32, 3, d_1x2x16);
+    FcValue *a = fc_b_unary(&t.b, FC_OP_EXP, x);     /* p0, 256 B */
+    FcValue *b = fc_b_unary(&t.b, FC_OP_NEG, y);     /* p1, 128 B */
+    FcValue *parts[] = {a, b, x};
+    FcValue *r = fc_b_concat(&t.b, parts, 3, 1);     /* p2, 1x10x16: 640 B */
+    FcValue *o = as_output ? r : fc_b_unary(&t.b, FC_OP_SIN, r);
+    FcValue *u = fc_b_binary(&t.b, FC_OP_ADD, a, a); /* a read after the concat as well */
+    FcValue *outs[] = {o, u};
+    outputs(&t, outs, 2);
+    plan(&t, true, true);
+    expect_part(&t, a, r, 0);
+    expect_part(&t, b, r, 256);
+    assert_false(fc_memplan_is_concat_part(&t.p, r->def, 2)); /* x is the caller's: copied */
+    assert_true(fc_memplan_is_concat_part(&t.p, r->def, 0));
+    assert_false(fc_memplan_op_is_free(&t.p, r->def));
+    if (as_output) {
+      assert_int_equal(at(&t, r)->kind, FC_BUF_OUTPUT);
+      assert_int_equal(at(&t, b)->storage, FC_BUF_OUTPUT);
+      assert_int_equal(at(&t, b)->offset, 256);
+      assert_int_equal(t.p.workspace_bytes, 0);
+    } else {
+      expect_ws(&t, r, 0);
+      assert_int_equal(at(&t, b)->offset, 256);
+      assert_int_equal(at(&t, r)->first, 2);
+    }
+    plan_with(&t, true, true, false);
+    assert_int_equal(at(&t, a)->kind, FC_BUF_WORKSPACE);
+    assert_int_equal(at(&t, b)->kind, FC_BUF_WORKSPACE);
+    t_free(&t);
+  }
+}
+
+/* Where parts are refused: a slice that does not start at a multiple of 64 bytes (7x16 floats, then a
+ * part would start at 448 B: fine; 1x3 floats at 12 B: not), an operand used twice by the concat, an
+ * operand with a view of it, a concat whose slices are not contiguous (dim 0 is 2), and a concat of
+ * parts only, which needs no code. */
+static void test_concat_part_rules(void **state) {
+  (void)state;
+  static const int64_t d_1x3[] = {1, 3}, d_2x16[] = {2, 16};
+  T t;
+  t_init(&t);
+  FcValue *x3 = input(&t, "x3", FC_DT_F32, 2, d_1x3);
+  FcValue *x7 = input(&t, "x7", FC_DT_F32, 3, d_1x7x16);
+  FcValue *x2 = input(&t, "x2", FC_DT_F32, 2, d_2x16);
+  FcValue *e3 = fc_b_unary(&t.b, FC_OP_EXP, x3), *f3 = fc_b_unary(&t.b, FC_OP_SIN, x3);
+  FcValue *odd[] = {e3, f3};
+  FcValue *r_odd = fc_b_concat(&t.b, odd, 2, 1); /* e3 at 0 is a part; f3 at 12 is not */
+  FcValue *e7 = fc_b_unary(&t.b, FC_OP_EXP, x7);
+  FcValue *twice[] = {e7, e7};
+  FcValue *r_twice = fc_b_concat(&t.b, twice, 2, 1);
+  FcValue *e2 = fc_b_unary(&t.b, FC_OP_EXP, x2), *g2 = fc_b_unary(&t.b, FC_OP_COS, x2);
+  FcValue *rows[] = {e2, g2};
+  FcValue *r_rows = fc_b_concat(&t.b, rows, 2, 1); /* 2x32: each operand is two runs */
+  FcValue *h7 = fc_b_unary(&t.b, FC_OP_COS, x7);
+  FcValue *h7_flat = fc_b_reshape(&t.b, h7, 1, (const int64_t[]){112});
+  FcValue *k7 = fc_b_unary(&t.b, FC_OP_SIN, x7);
+  FcValue *viewed[] = {h7, k7};
+  FcValue *r_viewed = fc_b_concat(&t.b, viewed, 2, 1); /* h7 has a view: not a part; k7 is */
+  FcValue *p7 = fc_b_unary(&t.b, FC_OP_NEG, x7), *q7 = fc_b_unary(&t.b, FC_OP_ABS, x7);
+  FcValue *all[] = {p7, q7};
+  FcValue *r_all = fc_b_concat(&t.b, all, 2, 1);
+  FcValue *s = fc_b_reshape(&t.b, r_all, 1, (const int64_t[]){224});
+  FcValue *outs[] = {fc_b_unary(&t.b, FC_OP_NEG, r_odd), fc_b_unary(&t.b, FC_OP_NEG, r_twice),
+                     fc_b_unary(&t.b, FC_OP_NEG, r_rows), fc_b_unary(&t.b, FC_OP_NEG, r_viewed),
+                     fc_b_unary(&t.b, FC_OP_NEG, s), fc_b_unary(&t.b, FC_OP_NEG, h7_flat)};
+  outputs(&t, outs, 6);
+  plan(&t, true, true);
+  expect_part(&t, e3, r_odd, 0);
+  assert_int_equal(at(&t, f3)->kind, FC_BUF_WORKSPACE);
+  assert_int_equal(at(&t, e7)->kind, FC_BUF_WORKSPACE);
+  assert_int_equal(at(&t, e2)->kind, FC_BUF_WORKSPACE);
+  assert_int_equal(at(&t, g2)->kind, FC_BUF_WORKSPACE);
+  assert_int_equal(at(&t, h7)->kind, FC_BUF_WORKSPACE);
+  expect_part(&t, k7, r_viewed, 448);
+  expect_part(&t, p7, r_all, 0);
+  expect_part(&t, q7, r_all, 448);
+  assert_true(fc_memplan_op_is_free(&t.p, r_all->def));
+  assert_false(fc_memplan_op_is_free(&t.p, r_odd->def));
+  expect_alias(&t, s, r_all, true);
+  t_free(&t);
+}
+
 static void test_zero_size(void **state) {
   (void)state;
   T t;
@@ -726,6 +894,45 @@ static void test_checker_catches(void **state) {
   t_free(&t);
 }
 
+/* Concat parts: a = exp(x) p0 and b = neg(tmp) p2 are parts of r = concat(a, b) p3 (512 B at 0, a at
+ * 0, b at 256); tmp = sin(x) p1 lives in a block of its own at 512. */
+static void mut_temp_over_part(T *t, FcMemPlan *p) { (void)t, p->by_value[2].offset = 0; }
+static void mut_part_slice(T *t, FcMemPlan *p) {
+  (void)t;
+  p->by_value[3].at = 0;
+  p->by_value[3].offset = 0;
+}
+static void mut_part_of_wrong(T *t, FcMemPlan *p) {
+  (void)t;
+  p->by_value[1].alias_of = 3; /* a "part" of b */
+}
+
+static void test_checker_catches_parts(void **state) {
+  (void)state;
+  T t;
+  t_init(&t);
+  FcValue *x = input(&t, "x", FC_DT_F32, 3, d_1x4x16);
+  FcValue *a = fc_b_unary(&t.b, FC_OP_EXP, x);
+  FcValue *tmp = fc_b_unary(&t.b, FC_OP_SIN, x);
+  FcValue *b = fc_b_unary(&t.b, FC_OP_NEG, tmp);
+  FcValue *ab[] = {a, b};
+  FcValue *r = fc_b_concat(&t.b, ab, 2, 1);
+  FcValue *o = fc_b_unary(&t.b, FC_OP_COS, r);
+  outputs(&t, &o, 1);
+  assert_int_equal(a->id, 1);
+  assert_int_equal(tmp->id, 2);
+  assert_int_equal(b->id, 3);
+  plan(&t, false, false);
+  expect_part(&t, a, r, 0);
+  expect_part(&t, b, r, 256);
+  expect_ws(&t, r, 0);
+  expect_ws(&t, tmp, 512);
+  expect_rejected(&t, "a temporary written over a live part", mut_temp_over_part);
+  expect_rejected(&t, "a part in another part's slice", mut_part_slice);
+  expect_rejected(&t, "a part of a value that is no concat", mut_part_of_wrong);
+  t_free(&t);
+}
+
 /* ---- the ONNX test data and the example model ----------------------------------------------------- */
 
 static const char *const data_root = "/usr/share/libonnx-testdata/data";
@@ -764,15 +971,15 @@ static FcStatus bind_from_test_data(void *ctx, const char *name, int index, FcAr
 }
 
 typedef struct Totals {
-  int models;
+  int models, parts;
   int64_t planned, naive, planned_no_reuse_in_place;
 } Totals;
 
 /* Plans `m` with every combination of the switches and checks each plan; adds the default plan's totals
  * (and the one without in-place/views) to *tot. */
 static void plan_and_check(FcModule *m, const char *label, Totals *tot) {
-  for (int mode = 0; mode < 4; mode++) {
-    FcMemPlanOptions o = {.in_place = mode & 1, .reshape_view = (mode >> 1) & 1};
+  for (int mode = 0; mode < 8; mode++) {
+    FcMemPlanOptions o = {.in_place = mode & 1, .reshape_view = (mode >> 1) & 1, .concat_parts = (mode >> 2) & 1};
     FcArena arena;
     fc_arena_init(&arena);
     FcMemPlan p;
@@ -782,11 +989,12 @@ static void plan_and_check(FcModule *m, const char *label, Totals *tot) {
     char why[512];
     if (!check_plan(m, &p, why, sizeof why)) {
       fc_memplan_print(stderr, m, &p);
-      fail_msg("%s (in_place %d, views %d): %s", label, o.in_place, o.reshape_view, why);
+      fail_msg("%s (in_place %d, views %d, parts %d): %s", label, o.in_place, o.reshape_view, o.concat_parts, why);
     }
-    if (tot && mode == 3) {
+    if (tot && mode == 7) {
       tot->planned += p.workspace_bytes;
       tot->naive += p.naive_bytes;
+      for (uint32_t id = 0; id < p.n_values; id++) tot->parts += p.by_value[id].is_part;
     }
     if (tot && mode == 0) tot->planned_no_reuse_in_place += p.workspace_bytes;
     fc_arena_free(&arena);
@@ -855,10 +1063,10 @@ static void test_onnx_test_data(void **state) {
     Totals tot = {0};
     sweep_folder(folders[i], &tot);
     print_message("memplan %-18s %4d models: planned %lld bytes, naive %lld bytes (%.1f%%); "
-                  "without in-place/views %lld bytes\n",
+                  "without in-place/views/parts %lld bytes; %d concat parts\n",
                   folders[i], tot.models, (long long)tot.planned, (long long)tot.naive,
                   tot.naive ? 100.0 * (double)tot.planned / (double)tot.naive : 0.0,
-                  (long long)tot.planned_no_reuse_in_place);
+                  (long long)tot.planned_no_reuse_in_place, tot.parts);
     assert_true(tot.planned <= tot.naive);
     models += tot.models;
   }
@@ -939,11 +1147,14 @@ int main(void) {
       cmocka_unit_test(test_reshape_views),
       cmocka_unit_test(test_in_place_rules),
       cmocka_unit_test(test_output_copies),
+      cmocka_unit_test(test_concat_parts),
+      cmocka_unit_test(test_concat_part_rules),
       cmocka_unit_test(test_zero_size),
       cmocka_unit_test(test_multi_result),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_print),
       cmocka_unit_test(test_checker_catches),
+      cmocka_unit_test(test_checker_catches_parts),
       cmocka_unit_test(test_onnx_test_data),
       cmocka_unit_test(test_fashion_cnn),
   };
