@@ -3,11 +3,12 @@
  * The JIT compiles for the host (its target machine builder detects the host CPU and features); modules
  * meant for it are generated with --cpu native, so both agree.
  *
- * Symbols: generated code calls frt_parallel_for(_max), frt_task_index, frt_pool_threads and, through LLVM intrinsics, libc's memcpy/memset. The
- * runtime entry points are defined in the JIT as absolute addresses of the functions linked into this
- * program, so they resolve even though flowc is linked statically against libflowrt (an archive member
- * nobody else references would not be linked in, and nothing needs --export-dynamic). Anything else
- * (memcpy, ...) comes from the process's own libraries through a search generator.
+ * Symbols: generated code calls frt_parallel_for(_max), frt_task_index, frt_pool_threads,
+ * frt_profile_tick and, through LLVM intrinsics, libc's memcpy/memset. The runtime entry points are
+ * defined in the JIT as absolute addresses of the functions linked into this program, so they resolve
+ * even though flowc is linked statically against libflowrt (an archive member nobody else references
+ * would not be linked in, and nothing needs --export-dynamic). Anything else (memcpy, ...) comes from
+ * the process's own libraries through a search generator.
  *
  * Contexts: LLVM 19's C API can only wrap a new LLVMContext in a ThreadSafeContext, but the module was
  * built in the caller's context. The ThreadSafeContext is used by ORC only as the lock taken around
@@ -49,6 +50,7 @@ static const struct {
     {"frt_parallel_for_max", (void (*)(void))frt_parallel_for_max},
     {"frt_task_index", (void (*)(void))frt_task_index},
     {"frt_pool_threads", (void (*)(void))frt_pool_threads},
+    {"frt_profile_tick", (void (*)(void))frt_profile_tick},
 };
 
 static FcStatus define_runtime_symbols(FcJit *j, LLVMOrcJITDylibRef jd, FcDiag *diag) {

@@ -391,6 +391,11 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
   if (!pt) pt = LLVMAddFunction(cg->mod, "frt_pool_threads", pt_ty);
   LLVMValueRef scratch_off = LLVMConstInt(cg->i64, (unsigned long long)(cg->plan.workspace_bytes + FC_CG_STATUS_BYTES), 0);
   LLVMValueRef scratch = LLVMBuildInBoundsGEP2(b, cg->i8, rs.ws, &scratch_off, 1, "scratch");
+  /* --profile: a tick before the first kernel and after each one (runtime/flowrt.h) */
+  LLVMTypeRef tick_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i32}, 2, 0);
+  LLVMValueRef tick = LLVMGetNamedFunction(cg->mod, "frt_profile_tick");
+  if (!tick) tick = LLVMAddFunction(cg->mod, "frt_profile_tick", tick_ty);
+  LLVMBuildCall2(b, tick_ty, tick, (LLVMValueRef[]){LLVMGetParam(fn, 3), LLVMConstInt(cg->i32, (unsigned long long)-1, 1)}, 2, "");
 
   for (int i = 0; i < n_kernels; i++) {
     const CgKernel *kk = &ks[i];
@@ -433,6 +438,7 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
       LLVMValueRef args[3] = {slots, LLVMConstInt(cg->i64, 0, 0), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0)};
       LLVMBuildCall2(b, task_ty, kk->fn, args, 3, "");
     }
+    LLVMBuildCall2(b, tick_ty, tick, (LLVMValueRef[]){LLVMGetParam(fn, 3), LLVMConstInt(cg->i32, (unsigned long long)i, 0)}, 2, "");
   }
 
   /* Outputs the plan could not compute in place: inputs, constants, repeated values. */

@@ -214,8 +214,10 @@ static void print_run_help(void) {
        "  --output-format F      npy (the default) or pb\n"
        "  --threads N            threads, the calling one included (default 0: one per online core)\n"
        "  --bench N              run once to warm up, then N timed runs; print min and median latency\n"
+       "  --profile              time every kernel (over the --bench runs, else over the one run) and\n"
+       "                         print them by time: microseconds a run, share, node and op\n"
        "  --print                print each output's shape, dtype, first values and argmax\n"
-       "                         (the default when neither --output-dir nor --bench is given)\n"
+       "                         (the default without --output-dir, --bench and --profile)\n"
        "\n"
        "compile:\n"
        "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
@@ -342,12 +344,12 @@ static bool parse_count(const char *s, bool suffixes, int64_t max, int64_t *out)
 
 static bool is_pass_or_all(const char *name) { return strcmp(name, "all") == 0 || fc_pass_lookup(name); }
 
-/* The runtime's options, passed through by `flowc run` to frt_main, which checks their values: --print
- * and those taking a value (`--name VALUE` or `--name=VALUE`). Returns true if argv[*i] is one. */
+/* The runtime's options, passed through by `flowc run` to frt_main, which checks their values: --print,
+ * --profile and those taking a value (`--name VALUE` or `--name=VALUE`). Returns true if argv[*i] is one. */
 static bool is_runtime_option(int argc, char **argv, int *i, Cli *c) {
   static const char *const with_value[] = {"--input", "--output-dir", "--output-format", "--threads", "--bench"};
   const char *a = argv[*i];
-  if (strcmp(a, "--print") == 0) {
+  if (strcmp(a, "--print") == 0 || strcmp(a, "--profile") == 0) {
     push_arg(&c->rt_argv, &c->rt_argc, a);
     return true;
   }

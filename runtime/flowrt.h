@@ -114,6 +114,15 @@ void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn
  * per-task scratch with it. */
 int frt_task_index(void);
 
+/* Per-kernel timing (the executables' --profile). While a profile is set, the generated run function
+ * adds each kernel's wall time, in seconds, to acc[kernel index] (acc has n entries, the model's
+ * n_kernels): it calls frt_profile_tick(pool, -1) before its first kernel and frt_profile_tick(pool, k)
+ * after kernel k. acc NULL turns profiling off. A tick without a profile (or with pool NULL) only loads
+ * one pointer. The profile belongs to whichever run uses the pool: do not share a profiled pool between
+ * concurrent runs. */
+void frt_pool_set_profile(FrtPool *pool, double *acc, int32_t n);
+void frt_profile_tick(FrtPool *pool, int32_t k);
+
 /* ---- tensors and tensor files ---------------------------------------------------------------------- */
 
 typedef struct FrtTensor {

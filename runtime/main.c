@@ -1,7 +1,7 @@
 /* main.c — frt_main, the command line of every executable flowc builds:
  *
  *   OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb] [--threads N]
- *       [--bench N] [--print]
+ *       [--bench N] [--profile] [--print]
  *
  * The steps run in a fixed order so that everything that can fail on the user's input fails before the
  * model runs, and nothing allocates in between runs: parse the arguments (exit 2 on bad usage), bind
@@ -11,7 +11,9 @@
  * `<prog>: error: <what>` on stderr and exit 1.
  *
  * Outputs are written only when --output-dir is given (so a run with --print or --bench leaves no files
- * behind); a run asking for neither files, --print nor --bench prints, so it always shows its result.
+ * behind); a run asking for neither files, --print, --bench nor --profile prints, so it always shows its
+ * result. --profile times every kernel (frt_pool_set_profile) over the timed runs, or over the one run
+ * without --bench, and prints a table of the kernels by time.
  * numpy has no bf16, so a .npy holding ui16 bits feeds a bf16 input, and bf16 outputs go out as <u2.
  */
 #include <errno.h>
@@ -37,6 +39,7 @@ typedef struct Cli {
   bool pb;
   int threads;
   long bench;
+  bool profile;
   bool print;
 } Cli;
 
@@ -65,7 +68,7 @@ static void usage(const Cli *c, FILE *out) {
   const FrtModel *m = c->m;
   fprintf(out,
           "usage: %s [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]\n"
-          "       [--threads N] [--bench N] [--print]\n"
+          "       [--threads N] [--bench N] [--profile] [--print]\n"
           "Runs the model '%s' compiled by flowc.\n"
           "  FILE                 a .npy or ONNX TensorProto .pb file; the k-th FILE binds the k-th input\n"
           "  --input NAME=FILE    bind the input named NAME to FILE\n"
@@ -73,8 +76,10 @@ static void usage(const Cli *c, FILE *out) {
           "  --output-format F    npy (the default) or pb\n"
           "  --threads N          threads, the calling one included (default 0: one per online core)\n"
           "  --bench N            run once to warm up, then N timed runs; print min and median latency\n"
+          "  --profile            time every kernel (over the --bench runs, else over the one run) and\n"
+          "                       print them by time: microseconds a run, share, node and op\n"
           "  --print              print each output's shape, dtype, first values and argmax\n"
-          "                       (the default when neither --output-dir nor --bench is given)\n"
+          "                       (the default without --output-dir, --bench and --profile)\n"
           "  --help               this text\n",
           c->prog, m->name ? m->name : "?");
   char ty[256];
@@ -130,6 +135,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
       explicit_print = true;
       continue;
     }
+    if (strcmp(a, "--profile") == 0) {
+      c->profile = true;
+      continue;
+    }
     static const char *const with_value[] = {"--input", "--output-dir", "--output-format", "--threads",
                                              "--bench"};
     const char *opt = NULL, *val = NULL;
@@ -181,7 +190,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
       c->bench = v;
     }
   }
-  c->print = explicit_print || (!c->out_dir && !c->bench);
+  c->print = explicit_print || (!c->out_dir && !c->bench && !c->profile);
   return -1;
 }
 
@@ -398,6 +407,36 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The --profile table: kernels by time (ties by index), per run. */
+static const double *profile_acc;
+
+static int cmp_by_time(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  double tx = profile_acc[x], ty = profile_acc[y];
+  return tx != ty ? (tx < ty) - (tx > ty) : (x > y) - (x < y);
+}
+
+static void print_profile(const FrtModel *m, const double *acc, int32_t *order, long runs, int threads) {
+  double total = 0;
+  for (int32_t k = 0; k < m->n_kernels; k++) {
+    order[k] = k;
+    total += acc[k];
+  }
+  profile_acc = acc;
+  qsort(order, (size_t)m->n_kernels, sizeof *order, cmp_by_time);
+  printf("profile: %d kernels, %.4f ms a run in kernels (mean of %ld run%s, %d thread%s)\n", (int)m->n_kernels,
+         total / (double)runs * 1e3, runs, runs == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
+  printf("%10s %7s %7s  %s\n", "us/run", "share", "cumul", "kernel");
+  double cumul = 0;
+  for (int32_t i = 0; i < m->n_kernels; i++) {
+    int32_t k = order[i];
+    cumul += acc[k];
+    const char *name = m->kernel_names && m->kernel_names[k] ? m->kernel_names[k] : "?";
+    printf("%10.1f %6.1f%% %6.1f%%  %s\n", acc[k] / (double)runs * 1e6, total > 0 ? 100 * acc[k] / total : 0.0,
+           total > 0 ? 100 * cumul / total : 0.0, name);
+  }
+}
+
 /* ---- main --------------------------------------------------------------------------------------------- */
 
 int frt_main(int argc, char **argv, const FrtModel *m) {
@@ -421,7 +460,8 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   const void **in_ptrs = calloc((size_t)ni + 1, sizeof *in_ptrs);
   void **outs = calloc((size_t)no + 1, sizeof *outs);
   void *ws = NULL;
-  double *times = NULL;
+  double *times = NULL, *prof = NULL;
+  int32_t *prof_order = NULL;
   FrtPool *pool = NULL;
   if (!ins || !c.bound || !in_ptrs || !outs) {
     rc = fail(&c, EXIT_INPUT, "out of memory");
@@ -457,6 +497,12 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     rc = fail(&c, EXIT_INPUT, "out of memory for %ld timings", c.bench);
     goto done;
   }
+  if (c.profile && m->n_kernels > 0 &&
+      (!(prof = calloc((size_t)m->n_kernels, sizeof *prof)) ||
+       !(prof_order = calloc((size_t)m->n_kernels, sizeof *prof_order)))) {
+    rc = fail(&c, EXIT_INPUT, "out of memory for the profile of %d kernels", (int)m->n_kernels);
+    goto done;
+  }
   FrtError err = {0};
   if (!(pool = frt_pool_create(c.threads, &err))) {
     rc = fail(&c, EXIT_INPUT, "%s", err.msg);
@@ -464,6 +510,8 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   }
 
   for (long r = c.bench ? -1 : 0; r < (c.bench ? c.bench : 1); r++) {
+    if (r == 0 && prof)
+      frt_pool_set_profile(pool, prof, m->n_kernels); /* the warm-up run is not profiled */
     double t0 = frt_now_seconds();
     if (frt_model_run(m, in_ptrs, outs, ws, pool, &err) != FRT_OK) {
       rc = fail(&c, EXIT_INPUT, "%s", err.msg);
@@ -485,12 +533,16 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     printf("latency: min %.4f ms, median %.4f ms (%ld runs after 1 warm-up, %d thread%s)\n", times[0] * 1e3,
            median * 1e3, c.bench, frt_pool_threads(pool), frt_pool_threads(pool) == 1 ? "" : "s");
   }
+  if (c.profile)
+    print_profile(m, prof, prof_order, c.bench ? c.bench : 1, frt_pool_threads(pool));
   fflush(stdout);
   rc = 0;
 
 done:
   frt_pool_destroy(pool);
   free(times);
+  free(prof);
+  free(prof_order);
   free(ws);
   if (outs)
     for (int32_t i = 0; i < no; i++)

@@ -55,6 +55,10 @@ struct FrtPool {
   atomic_bool busy;       /* a parallel_for owns the pool */
   atomic_bool stop;
   double spin_s;          /* how long a thread polls before it sleeps */
+  /* --profile: per-kernel seconds (frt_pool_set_profile), and the time of the last tick */
+  double *profile;
+  int32_t profile_n;
+  double profile_last;
   /* The current job: written by the caller before publishing its generation, read after a claim. */
   FrtTaskFn fn;
   void *ctx;
@@ -284,6 +288,22 @@ void frt_pool_destroy(FrtPool *pool) {
 int frt_pool_threads(const FrtPool *pool) { return pool ? pool->n_threads : 1; }
 
 int frt_task_index(void) { return task_slot; }
+
+void frt_pool_set_profile(FrtPool *pool, double *acc, int32_t n) {
+  if (!pool)
+    return;
+  pool->profile = n > 0 ? acc : NULL;
+  pool->profile_n = n;
+}
+
+void frt_profile_tick(FrtPool *pool, int32_t k) {
+  if (!pool || !pool->profile)
+    return;
+  double now = frt_now_seconds();
+  if (k >= 0 && k < pool->profile_n)
+    pool->profile[k] += now - pool->profile_last;
+  pool->profile_last = now;
+}
 
 void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx) {
   frt_parallel_for_max(pool, n, FRT_MAX_THREADS, fn, ctx);

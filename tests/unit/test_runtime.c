@@ -740,6 +740,29 @@ static void test_pool_spin_setting(void **state) {
   free(hits);
 }
 
+/* Profile ticks: each adds the time since the previous tick to its kernel's slot; -1 and out-of-range
+ * indices only restart the clock; without a profile (or pool) a tick changes nothing. */
+static void test_profile_ticks(void **state) {
+  FrtPool *pool = frt_pool_create(1, NULL);
+  double acc[3] = {0};
+  frt_profile_tick(pool, 0); /* no profile yet */
+  frt_profile_tick(NULL, 0);
+  frt_pool_set_profile(pool, acc, 2);
+  frt_profile_tick(pool, -1);
+  double t0 = frt_now_seconds();
+  while (frt_now_seconds() - t0 < 2e-3) {
+  }
+  frt_profile_tick(pool, 0);
+  frt_profile_tick(pool, 1);
+  frt_profile_tick(pool, 2); /* beyond n: ignored */
+  frt_pool_set_profile(pool, NULL, 0);
+  frt_profile_tick(pool, 0);
+  assert_true(acc[0] >= 2e-3 && acc[0] < 1.0);
+  assert_true(acc[1] >= 0 && acc[1] < acc[0]);
+  assert_true(acc[2] == 0);
+  frt_pool_destroy(pool);
+}
+
 /* ---- models ---------------------------------------------------------------------------------------- */
 
 /* The test model: y = x + 1 (f32 2x3, in parallel), scores[r][c] = c, except 10 at c = (r + 1 + n[0]) % 4
@@ -1119,6 +1142,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_for_concurrent_callers),
       cmocka_unit_test(test_pool_create),
       cmocka_unit_test(test_pool_spin_setting),
+      cmocka_unit_test(test_profile_ticks),
       cmocka_unit_test(test_model_run_checks),
       cmocka_unit_test(test_main_runs),
       cmocka_unit_test(test_main_errors),
