@@ -149,6 +149,14 @@ def section_models(add, data, peak1):
     add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
         + ("—" if geomean is None else f"**{geomean:.2f}**") + ".")
     add("")
+    floor = data.get("floor", {})
+    f, o = median_of(floor, "flowc", 1), median_of(floor, "ort", 1)
+    if f and o:
+        add(f"Fixed cost of one run, timed the same way on a model of one Relu over 16 floats (1 thread): flowc "
+            f"{f * 1e3:.1f} µs, onnxruntime {o * 1e3:.1f} µs (for onnxruntime-node, the call from JavaScript into "
+            "the session and the output tensor it returns). It is part of every time above and matters only "
+            "for models that run in well under a millisecond: cnn_b1.")
+        add("")
     section_failures(add, data["models"])
     return ratios
 

@@ -27,7 +27,8 @@ in bench/RESULTS.json (bench/report.py renders the one from the other):
     that builds the same ORT session and runs it, minus a node process that only loads onnxruntime-node
     (method stated in the report);
  6. GEMM micro-benchmarks: one-MatMul ONNX models (A an input, B a constant initializer) at 256³, 512³,
-    1024³ and the model set's GEMM shapes, flowc vs onnxruntime at 1 thread;
+    1024³ and the model set's GEMM shapes, flowc vs onnxruntime at 1 thread; and the per-run floor, a
+    one-Relu model of 16 floats timed the same way, which shows each runner's fixed cost per run;
  7. writes the report (bench/report.py): machine, load, versions, the FMA peak, the tables, the issue's
     targets with MET / NOT MET, and a "Graph passes: measured effect" table read from
     bench/pass_effects.json (pass name -> text), which others fill in.
@@ -262,32 +263,43 @@ def prepare_case(flowc, name, case_dir, work, compile_reps):
     return case
 
 
+def write_one_node_case(d, name, node, x, y, inits=()):
+    """Writes a test case folder: a model of one node from input X to output Y, with its data."""
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    graph = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info(node.input[0], TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, list(y.shape))], list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="bench/run.py")
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for what, name_, a in (("input", node.input[0], x), ("output", node.output[0], y)):
+        with open(os.path.join(d, "test_data_set_0", f"{what}_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, name_).SerializeToString())
+
+
 def make_gemm_case(flowc, m, k, n, root):
     """A one-MatMul model, Y = A·B with A [m,k] an input and B [k,n] a constant; returns its case."""
     name = f"gemm_{m}x{k}x{n}"
     d = os.path.join(root, name)
-    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     rng = np.random.default_rng(m * 1_000_003 + k * 1009 + n)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = (rng.standard_normal((k, n), dtype=np.float32) / np.sqrt(k)).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["A", "B"], ["Y"])], name,
-        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [m, k])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [m, n])],
-        [numpy_helper.from_array(b, "B")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="bench/run.py")
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(d, "model.onnx"))
-    with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(a, "A").SerializeToString())
     y = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
-    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(y, "Y").SerializeToString())
+    write_one_node_case(d, name, helper.make_node("MatMul", ["A", "B"], ["Y"]), a, y, [numpy_helper.from_array(b, "B")])
     case = prepare_case(flowc, name, d, os.path.join(d, "work"), 1)
     case["shape"] = (m, k, n)
     if "flops" in case and case["flops"] != 2 * m * k * n:
         case["error"] = f"flowc info counts {case['flops']} FLOPs, expected 2·M·K·N = {2 * m * k * n}"
     return case
+
+
+def make_floor_case(flowc, root):
+    """The per-run floor: one Relu over 16 floats, so a run costs what the runner spends around a model."""
+    name = "floor_relu16"
+    d = os.path.join(root, name)
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+    write_one_node_case(d, name, helper.make_node("Relu", ["X"], ["Y"]), x, np.maximum(x, 0))
+    return prepare_case(flowc, name, d, os.path.join(d, "work"), 1)
 
 
 def max_abs_diff(got, want):
@@ -563,6 +575,19 @@ def bench_gemm(flowc, m, k, n, root, cfg):
     return result
 
 
+def bench_floor(flowc, root, cfg):
+    """Times the floor case on 1 thread: each runner's fixed cost per run (for onnxruntime-node, the call
+    from JavaScript into the session and the output tensor it returns)."""
+    log("floor: compiling")
+    case = make_floor_case(flowc, root)
+    result = {"name": case["name"]}
+    if "error" in case:
+        result["error"] = case["error"]
+        return result
+    time_case(result, {"flowc": lambda: FlowcRunner(case), "ort": lambda: OrtRunner(case, [1])}, [1], cfg)
+    return result
+
+
 # ---- main --------------------------------------------------------------------------------------------
 
 def main():
@@ -606,6 +631,7 @@ def main():
     results = [bench_model(flowc, n, os.path.join(models_dir, n), work, cfg, baseline_kib) for n in names]
     gemms = [] if args.no_gemm else [bench_gemm(flowc, m, k, n, os.path.join(work, "gemm"), cfg)
                                      for m, k, n in GEMMS]
+    floor = bench_floor(flowc, work, cfg)
 
     # Measured again at the end, the best of both kept: the machine may be busier at one of the two times.
     peak = fma_peak(probe, cfg["peak_reps"], peak)
@@ -624,6 +650,7 @@ def main():
         "node_version": tool_version(["node", "--version"]),
         "torch_version": torch_ready.get("torch", "unknown"), "blas": torch_ready.get("blas", "unknown"),
         "peak": peak, "cfg": cfg, "ort_baseline_kib": baseline_kib, "models": results, "gemms": gemms,
+        "floor": floor,
         "seconds": time.time() - t_start,
     }
     raw = os.path.splitext(args.out)[0] + ".json"
