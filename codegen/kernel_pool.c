@@ -46,10 +46,6 @@ typedef struct Pw {
   bool vpad;          /* some output row reads an input row outside [0, H) */
 } Pw;
 
-
-
-
-
 /* Taps of one dim at output o: inside the input, or with count_include_pad inside the padded input (a
  * ceil-mode window may run past the end padding): kernel_nn.c's counts. */
 static int64_t dim_count(int64_t o, int64_t K, int64_t s, int64_t d, int64_t pad, int64_t pad_end, int64_t D,

@@ -852,6 +852,11 @@ FcStatus fc_conv_winograd(FcKernel *k) {
   int64_t a2 = (int64_t)a * a;
   double work = 2.0 * (double)a2 * (double)p.C * (double)p.Mb * (double)p.T;
   fc_kernel_set_outer(k, p.ntb * p.nmb, work);
+  /* With several M-blocks per tile block, a chunk of the pool's usual size (a task or two) would
+   * transform the same input tiles again in every chunk: ResNet-18's 14x14 and 7x7 layers (one tile
+   * block, eight M-blocks) then ran no faster on 2 threads than on 1. One contiguous chunk per thread
+   * transforms each tile block once per thread. */
+  if (p.nmb > 1) fc_kernel_one_chunk_per_thread(k);
   FcStatus st = fc_cg_epilogue_init(k, 2, &c.epi);
   if (st != FC_OK) return st;
   LLVMValueRef ug = NULL;
