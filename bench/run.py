@@ -597,7 +597,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"), help="the report (default bench/RESULTS.md)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="flowc build dir (default build)")
     ap.add_argument("--models-dir", default=None, help="exported model cache (default BUILD/bench-models)")
-    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 9, --quick 2)")
+    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 15, --quick 2)")
     ap.add_argument("--no-build", action="store_true",
                     help="use BUILD/tools/flowc as it is (when the tree does not build right now)")
     ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM micro-benchmarks")
@@ -609,7 +609,7 @@ def main():
     build = os.path.abspath(args.build)
     models_dir = os.path.abspath(args.models_dir or os.path.join(build, "bench-models"))
     work = os.path.join(build, "bench-work")
-    cfg = {"rounds": args.rounds or (2 if args.quick else 9), "seconds": 0.2 if args.quick else 0.4,
+    cfg = {"rounds": args.rounds or (2 if args.quick else 15), "seconds": 0.2 if args.quick else 0.4,
            "compile_reps": 1 if args.quick else 3, "peak_reps": 100 if args.quick else 400}
     t_start = time.time()
     load_start = os.getloadavg()[0]
