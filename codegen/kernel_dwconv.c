@@ -52,10 +52,6 @@ typedef struct Dw {
 
 static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands[i].value->type; }
 
-
-
-
-
 /* Fills d from the op; false when the op is not a depthwise conv this kernel handles. */
 static bool dw_geometry(const FcKernel *k, int vl, Dw *d) {
   const FcOp *op = k->op;
@@ -136,10 +132,6 @@ static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) {
 static LLVMValueRef fptr(DwCtx *c, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildGEP2(c->k->b, c->f32, base, &off, 1, "");
 }
-
-
-
-
 
 /* Computes, finishes (epilogue) and stores outputs ox0 .. ox0 + vl of the current rows: all vl lanes at
  * full positions, the first `lanes` at edges. Input rows are visited in order and each input vector is

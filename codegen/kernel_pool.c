@@ -143,10 +143,6 @@ static LLVMValueRef splat(PwCtx *c, LLVMValueRef s, unsigned n) {
   return LLVMConstVector(e, n);
 }
 
-
-
-
-
 static LLVMValueRef vmax(PwCtx *c, LLVMValueRef a, LLVMValueRef b) {
   LLVMValueRef args[2] = {a, b};
   return fc_cg_intrinsic(c->k, "llvm.maxnum", c->vt, args, 2);
