@@ -423,7 +423,8 @@ static void print_profile(const FrtModel *m, const double *acc, int32_t *order, 
     total += acc[k];
   }
   profile_acc = acc;
-  qsort(order, (size_t)m->n_kernels, sizeof *order, cmp_by_time);
+  if (m->n_kernels > 0)
+    qsort(order, (size_t)m->n_kernels, sizeof *order, cmp_by_time);
   printf("profile: %d kernels, %.4f ms a run in kernels (mean of %ld run%s, %d thread%s)\n", (int)m->n_kernels,
          total / (double)runs * 1e3, runs, runs == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
   printf("%10s %7s %7s  %s\n", "us/run", "share", "cumul", "kernel");
