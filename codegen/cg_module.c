@@ -506,7 +506,7 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
     out_names[i] = fc_graph_output_name(g, i);
   }
   for (int i = 0; i < g->n_inputs; i++) in_names[i] = g->inputs[i]->name;
-  LLVMValueRef names = LLVMConstNull(cg->ptr);
+  LLVMValueRef names = LLVMConstNull(cg->ptr), flops = LLVMConstNull(cg->ptr);
   if (n_kernels) {
     LLVMValueRef *strs = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)n_kernels);
     for (int i = 0; i < n_kernels; i++) {
@@ -518,12 +518,25 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
     LLVMSetInitializer(names, arr);
     LLVMSetGlobalConstant(names, 1);
     LLVMSetLinkage(names, LLVMPrivateLinkage);
+    /* Each kernel's FLOPs (ir/op_macs.c's convention), for --profile; 0 where it counts none or overflows. */
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(cg->ctx);
+    LLVMValueRef *fl = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)n_kernels);
+    for (int i = 0; i < n_kernels; i++) {
+      int64_t macs;
+      fl[i] = LLVMConstReal(f64, fc_op_macs(ks[i].op, &macs) ? 2.0 * (double)macs : 0.0);
+    }
+    LLVMValueRef farr = LLVMConstArray2(f64, fl, (uint64_t)n_kernels);
+    flops = LLVMAddGlobal(cg->mod, LLVMTypeOf(farr), ".kernel_flops");
+    LLVMSetInitializer(flops, farr);
+    LLVMSetGlobalConstant(flops, 1);
+    LLVMSetLinkage(flops, LLVMPrivateLinkage);
   }
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
-      cg->ctx, (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr},
-      10, 0);
-  LLVMValueRef f[10] = {
-      LLVMConstInt(cg->i32, 1, 0), /* FRT_ABI_VERSION */
+      cg->ctx,
+      (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr},
+      11, 0);
+  LLVMValueRef f[11] = {
+      LLVMConstInt(cg->i32, 2, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -533,11 +546,12 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       run,
       LLVMConstInt(cg->i32, (unsigned long long)n_kernels, 0),
       names,
+      flops,
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 10));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 11));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }

@@ -63,10 +63,6 @@ void fc_chunks_free(FcChunk *chunks, int n);
 
 /* ---- info.c -------------------------------------------------------------------------------------- */
 
-/* Multiply-accumulates of one op: conv, conv_transpose and matmul count one per product term; every
- * other op 0. False when the count overflows int64. FLOPs are reported as 2 x MACs. */
-bool fc_op_macs(const FcOp *op, int64_t *out);
-
 /* Prints the `flowc info` block for a module loaded from `path` in `format`. FC_ERR_IO if writing fails. */
 FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, FcDiag *diag);
 

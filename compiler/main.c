@@ -215,7 +215,7 @@ static void print_run_help(void) {
        "  --threads N            threads, the calling one included (default 0: one per online core)\n"
        "  --bench N              run once to warm up, then N timed runs; print min and median latency\n"
        "  --profile              time every kernel (over the --bench runs, else over the one run) and\n"
-       "                         print them by time: microseconds a run, share, node and op\n"
+       "                         print them by time: microseconds a run, share, GFLOP/s, node and op\n"
        "  --print                print each output's shape, dtype, first values and argmax\n"
        "                         (the default without --output-dir, --bench and --profile)\n"
        "\n"

@@ -314,6 +314,9 @@ bool fc_value_has_uses(const FcValue *v);
 int fc_value_num_uses(const FcValue *v);
 /* The op's node name for messages: its loc, or "". */
 const char *fc_op_name(const FcOp *op);
+/* Multiply-accumulates of one op (ir/op_macs.c): conv, conv_transpose and matmul count one per product
+ * term; every other op 0. False when the count overflows int64. FLOPs are reported as 2 x MACs. */
+bool fc_op_macs(const FcOp *op, int64_t *out);
 
 #define fc_graph_for_each_op(g, op) for (FcOp *op = (g)->first; op; op = op->next)
 /* Safe against erasing `op` inside the loop. */

@@ -81,9 +81,11 @@ typedef struct FrtModel {
   FrtRunFn run;
   int32_t n_kernels;
   const char *const *kernel_names; /* "node '<name>' (<op>)", for run-time data errors */
+  const double *kernel_flops;      /* per kernel: 2 per multiply-accumulate of conv and matmul, 0 for
+                                      other ops (the --profile table's GFLOP/s); NULL: not counted */
 } FrtModel;
 
-#define FRT_ABI_VERSION 1
+#define FRT_ABI_VERSION 2
 
 size_t frt_model_workspace_size(const FrtModel *m);
 /* Runs the model once. Checks the ABI version, that no buffer is NULL and that the workspace is 64-byte

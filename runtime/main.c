@@ -77,7 +77,7 @@ static void usage(const Cli *c, FILE *out) {
           "  --threads N          threads, the calling one included (default 0: one per online core)\n"
           "  --bench N            run once to warm up, then N timed runs; print min and median latency\n"
           "  --profile            time every kernel (over the --bench runs, else over the one run) and\n"
-          "                       print them by time: microseconds a run, share, node and op\n"
+          "                       print them by time: microseconds a run, share, GFLOP/s, node and op\n"
           "  --print              print each output's shape, dtype, first values and argmax\n"
           "                       (the default without --output-dir, --bench and --profile)\n"
           "  --help               this text\n",
@@ -427,14 +427,18 @@ static void print_profile(const FrtModel *m, const double *acc, int32_t *order, 
     qsort(order, (size_t)m->n_kernels, sizeof *order, cmp_by_time);
   printf("profile: %d kernels, %.4f ms a run in kernels (mean of %ld run%s, %d thread%s)\n", (int)m->n_kernels,
          total / (double)runs * 1e3, runs, runs == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
-  printf("%10s %7s %7s  %s\n", "us/run", "share", "cumul", "kernel");
+  printf("%10s %7s %7s %8s  %s\n", "us/run", "share", "cumul", "GFLOP/s", "kernel");
   double cumul = 0;
   for (int32_t i = 0; i < m->n_kernels; i++) {
     int32_t k = order[i];
     cumul += acc[k];
     const char *name = m->kernel_names && m->kernel_names[k] ? m->kernel_names[k] : "?";
-    printf("%10.1f %6.1f%% %6.1f%%  %s\n", acc[k] / (double)runs * 1e6, total > 0 ? 100 * acc[k] / total : 0.0,
-           total > 0 ? 100 * cumul / total : 0.0, name);
+    double flops = m->kernel_flops ? m->kernel_flops[k] : 0;
+    char rate[32] = "-";
+    if (flops > 0 && acc[k] > 0)
+      snprintf(rate, sizeof rate, "%.1f", flops * (double)runs / acc[k] * 1e-9);
+    printf("%10.1f %6.1f%% %6.1f%% %8s  %s\n", acc[k] / (double)runs * 1e6, total > 0 ? 100 * acc[k] / total : 0.0,
+           total > 0 ? 100 * cumul / total : 0.0, rate, name);
   }
 }
 
