@@ -49,7 +49,6 @@ typedef struct CgKernel {
   bool coarse;         /* one chunk per thread (fc_kernel_one_chunk_per_thread) */
 } CgKernel;
 
-
 static bool needs_kernel(const FcOp *op) { return op->kind != FC_OP_CONSTANT && op->kind != FC_OP_RETURN; }
 
 /* ---- unsupported ops -------------------------------------------------------------------------------- */
