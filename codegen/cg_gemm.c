@@ -576,6 +576,10 @@ static void emit_tile(FcKernel *k, const FcGemmBlock *t, const Tile *tl, LLVMVal
   LLVMPositionBuilderAtEnd(b, jb);
 }
 
+/* Where the last K-block starts: K is static, so every K-block but the last runs in a loop and the last
+ * one, which finishes the tiles, is peeled. */
+static int64_t last_kblock_start(const FcGemmBlock *t) { return (t->K - 1) / t->g->kc * t->g->kc; }
+
 /* One K-block [k0, k0 + kc) of the task's block: pack the run-time operands, then every tile. With
  * `last` and a finishing function, full tiles run the microkernel inline with the epilogue applied to
  * its registers before the store, and edge tiles are finished row by row after their call. */
@@ -655,7 +659,7 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
    * Past C's end these are harmless: prefetches do not fault. Only after a short last K-block (kc <=
    * PREFETCH_NEXT_KC, as for B): with a long one the A and B slivers fill L1 and the lines fetched
    * for writing evict them (SqueezeNet's 256 -> 32 1x1 at 27x27, K = 256: 205 -> 235 us with it). */
-  if (last && t->K - (t->K - 1) / g->kc * g->kc <= PREFETCH_NEXT_KC)
+  if (last && t->K - last_kblock_start(t) <= PREFETCH_NEXT_KC)
     for (int i = 0; i < g->mr; i++) prefetch(k, fptr(k, cp, c64(k, i * t->ldc + 2 * (int64_t)g->nr)), true);
   Tile tile = {ap, bp, ldb, cp, crow, ccol, rows, cols};
   emit_tile(k, t, &tile, kc, accumulate, last);
@@ -673,8 +677,7 @@ void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVM
   bs.nlen = smin(k, c64(k, t->nc), LLVMBuildSub(b, c64(k, t->N), n0, ""));
   if (!t->b.packed) bs.bbuf = t->scratch;
   if (!t->a.packed) bs.abuf = t->b.packed ? t->scratch : fptr(k, t->scratch, c64(k, g->kc * round_up(t->nc, g->nr)));
-  /* K is static: every K-block but the last in a loop, the last one peeled (it finishes the tiles). */
-  int64_t k_last = (t->K - 1) / g->kc * g->kc;
+  int64_t k_last = last_kblock_start(t);
   if (k_last > 0) {
     FcLoop lk;
     LLVMValueRef k0 = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, k_last), g->kc, "k0");
