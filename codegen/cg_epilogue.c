@@ -101,8 +101,9 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
   FcOp *op = k->op;
   FcArena *arena = &op->graph->module->arena;
   const FcType *rt = &op->results[0].type;
+  /* conv_blocked adds its bias (one vector per channel block) in its kernel: only its extras come here. */
   bool is_conv = op->kind == FC_OP_CONV;
-  int first = is_conv ? 3 : 2;
+  int first = is_conv || op->kind == FC_OP_CONV_BLOCKED ? 3 : 2;
   const char *text = fc_op_attr_str(op, FC_ATTR_EPILOGUE, NULL);
   bool has_bias = is_conv && op->n_operands >= 3 && op->operands[2].value;
   if (!text && !has_bias) return FC_OK;

@@ -213,9 +213,11 @@ static void fill_bias(FcEvDomain dom, Acc acc, int64_t n, const Num *bias, int64
   }
 }
 
-FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
-  FC_EV_TRY(fc_ev_check(op, in, 2, diag));
-  const FcType *xt = &in[0]->type, *wt = &in[1]->type, *rt = &op->results[0].type;
+/* The convolution of in[0] by in[1] (+ in[2], the bias, when present) into a new tensor of type *rt,
+ * before any epilogue: flow.conv's whole arithmetic, and conv_blocked's on plain NCHW views. */
+static FcStatus conv_plain(const FcOp *op, const FcTensor *const *in, const FcType *rt, FcTensor **y,
+                           FcArena *arena, FcDiag *diag) {
+  const FcType *xt = &in[0]->type, *wt = &in[1]->type;
   FcEvDomain dom;
   FC_EV_TRY(arith_domain(op, xt->dtype, true, &dom, diag));
   int n = xt->rank - 2;
@@ -245,7 +247,7 @@ FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out,
   FC_EV_TRY(dims_product(op, D, n, &isz, diag));
   int64_t work[5] = {N, M, Cg, ksz, osz};
   FC_EV_TRY(fc_ev_work(op, diag, 5, work));
-  fc_ev_make_results(op, out, arena);
+  *y = fc_tensor_new(arena, *rt);
   if (fc_ev_numel(rt) == 0) return FC_OK;
 
   FcArena scratch;
@@ -290,9 +292,54 @@ FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out,
           }
         }
       }
-      acc_store(&acc, out[0], (b * M + m) * osz, osz);
+      acc_store(&acc, *y, (b * M + m) * osz, osz);
     }
   fc_arena_free(&scratch);
+  return FC_OK;
+}
+
+FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
+  FC_EV_TRY(fc_ev_check(op, in, 2, diag));
+  FC_EV_TRY(conv_plain(op, in, &op->results[0].type, &out[0], arena, diag));
+  return apply_epilogue(op, in, out, arena, diag);
+}
+
+/* Copies f32 data between plain [N, C, S] (S = spatial size) and blocked [N, C/B, S, B] order. */
+static void reblock_f32(float *dst, const float *src, int64_t N, int64_t C, int64_t S, int64_t B, bool to_blocked) {
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t i = 0; i < S; i++) {
+        int64_t p = (n * C + c) * S + i, q = ((n * (C / B) + c / B) * S + i) * B + c % B;
+        if (to_blocked) dst[q] = src[p];
+        else dst[p] = src[q];
+      }
+}
+
+/* conv_blocked: the plain conv of the unblocked input, blocked, then the epilogue over the 5-D result. */
+FcStatus fc_eval_conv_blocked(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,
+                              FcDiag *diag) {
+  FC_EV_TRY(fc_ev_check(op, in, 3, diag));
+  const FcType *xt = &in[0]->type, *rt = &op->results[0].type;
+  int64_t B = rt->rank == 5 ? rt->dims[4] : 0;
+  if (xt->dtype != FC_DT_F32 || rt->dtype != FC_DT_F32 || B < 1 || (xt->rank != 4 && xt->rank != 5) ||
+      (xt->rank == 5 && xt->dims[4] != B))
+    return fc_ev_fail(op, diag, FC_ERR_INPUT, "x must be f32 [N, C, H, W] or [N, C/B, H, W, B]");
+  FcType xp, yp;
+  int64_t S = xt->dims[2] * xt->dims[3];
+  const FcTensor *args[3] = {in[0], in[1], in[2]};
+  if (xt->rank == 5) {
+    int64_t dims[4] = {xt->dims[0], xt->dims[1] * B, xt->dims[2], xt->dims[3]};
+    xp = fc_type_make(arena, FC_DT_F32, 4, dims);
+    FcTensor *x = fc_tensor_new(arena, xp);
+    reblock_f32((float *)x->data, in[0]->data, xt->dims[0], dims[1], S, B, false);
+    args[0] = x;
+  }
+  int64_t ydims[4] = {rt->dims[0], rt->dims[1] * B, rt->dims[2], rt->dims[3]};
+  yp = fc_type_make(arena, FC_DT_F32, 4, ydims);
+  FcTensor *y = NULL;
+  FC_EV_TRY(conv_plain(op, args, &yp, &y, arena, diag));
+  fc_ev_make_results(op, out, arena);
+  reblock_f32((float *)out[0]->data, y->data, ydims[0], ydims[1], ydims[2] * ydims[3], B, true);
   return apply_epilogue(op, in, out, arena, diag);
 }
 

@@ -18,7 +18,8 @@ bool fc_op_macs(const FcOp *op, int64_t *out) {
   *out = 0;
   int64_t n, per;
   switch (op->kind) {
-  case FC_OP_CONV: {
+  case FC_OP_CONV:
+  case FC_OP_CONV_BLOCKED: {
     /* Each output element sums C/group x K1..Kn products: the weight's dims after the first. */
     if (op->n_operands < 2 || op->n_results < 1) return true;
     if (!fc_type_numel(&op->results[0].type, &n)) return false;

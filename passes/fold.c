@@ -77,17 +77,20 @@ static int64_t fold_cost(const FcOp *op) {
   const FcType *x = &op->operands[0].value->type;
   int64_t out = numel_of(&op->results[0].type);
   /* Ops with too few operands are malformed (the verifier says so); only the linear estimate applies. */
-  if ((op->kind == FC_OP_CONV || op->kind == FC_OP_CONV_TRANSPOSE) && op->n_operands < 2) return linear;
+  if ((op->kind == FC_OP_CONV || op->kind == FC_OP_CONV_BLOCKED || op->kind == FC_OP_CONV_TRANSPOSE) &&
+      op->n_operands < 2)
+    return linear;
   switch (op->kind) {
   case FC_OP_MATMUL:
     return sat_add(linear, sat_mul(out, x->rank ? x->dims[x->rank - 1] : 1));
   case FC_OP_CONV:
+  case FC_OP_CONV_BLOCKED:
   case FC_OP_CONV_TRANSPOSE: {
     /* conv: each output reads C/g * K.. weights; conv_transpose: each input writes M/g * K.. outputs.
      * Both are the weight count divided by its first dim. */
     const FcType *w = &op->operands[1].value->type;
     int64_t per = w->rank && w->dims[0] > 0 ? numel_of(w) / w->dims[0] : numel_of(w);
-    return sat_add(linear, sat_mul(op->kind == FC_OP_CONV ? out : numel_of(x), per));
+    return sat_add(linear, sat_mul(op->kind == FC_OP_CONV_TRANSPOSE ? numel_of(x) : out, per));
   }
   case FC_OP_MAX_POOL:
   case FC_OP_AVG_POOL: {

@@ -107,7 +107,7 @@ static void test_registry(void **state) {
   static const char *names[] = {"shapes",          "canonicalize",    "fold",
                                 "cse",             "dce",             "fold_batchnorm",
                                 "fuse_epilogue",   "fuse_layer_norm", "eliminate_transpose",
-                                "fuse_elementwise"};
+                                "fuse_elementwise", "layout"};
   enum { N = sizeof names / sizeof names[0] };
   assert_int_equal(fc_pass_count(), N);
   for (int i = 0; i < N; i++) {

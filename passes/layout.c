@@ -1,0 +1,170 @@
+/* layout.c — puts CPU convolutions in the blocked layout NCHW8c (flow.conv_blocked) where its kernels are
+ * the faster ones, with layout changes only at the edges of blocked regions.
+ *
+ * In NCHW8c a tensor [N, C, H, W] is stored as [N, C/8, H, W, 8]: the 8 channels of a block sit side by
+ * side at each pixel, one AVX2 vector. A depthwise tap is then one vector load times one weight vector
+ * (no shuffles, no lane masks, any stride), and a dense direct convolution broadcasts input scalars
+ * against vectors of 8 output channels, with no im2col and no packing at run time.
+ *
+ * Each f32 2-D conv the blocked kernels handle, and where they are expected to win, becomes
+ *     y = from_blocked(conv_blocked(to_blocked(x), w, bias, blocked(extra)...))
+ * where to_blocked is reshape [N, C/8, 8, H, W] + transpose (0, 1, 3, 4, 2) and from_blocked its inverse,
+ * ordinary ops. Between two converted convs the pair from_blocked → to_blocked is a transpose, a
+ * reshape, a reshape and the inverse transpose, which canonicalize (run after this pass) merges away:
+ * the layout changes that survive are the ones at real boundaries (a graph input or output, an op with
+ * no blocked form). The epilogue's extra operands are blocked the same way when they vary per channel
+ * (a residual: its producer's from_blocked cancels), reshaped when they do not (scalars stay as they
+ * are), and fold turns the layout change of a constant into a constant.
+ *
+ * Which convs: f32, 2-D, constant weights and bias (or none), M % 8 == 0, and either group 1 over
+ * C % 8 == 0 channels (blocked input), group 1 over fewer than 8 channels (a first conv over colour
+ * planes reads its plain NCHW input, only the result is blocked), or depthwise (group = C = M,
+ * C % 8 == 0). 3×3 stride-1 dense convs stay in NCHW: Winograd (kernel_winograd.c) does them with
+ * fewer multiplications than any direct kernel, so they would only add layout changes.
+ * A global average pool (reduce over axes {2, 3}) of a blocked conv's result is moved before the layout
+ * change, which then moves only [N, C/8, 1, 1, 8].
+ * Limits: the block is 8 (AVX2's lanes; AVX-512 would want 16); pools and concats have no blocked form
+ * yet, so each is a boundary.
+ */
+#include "passes.h"
+#include "rewrite.h"
+
+enum { BLOCK = 8 };
+
+/* f32 tensor type of rank 4. */
+static bool is_f32_4d(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank == 4; }
+
+/* The extra operand e of a conv with result [N, M, OH, OW] can be blocked: it broadcasts to the result
+ * (the verifier checked) with its channel dim either 1 or M. */
+static bool extra_ok(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank <= 4; }
+
+/* The conv op is one this pass rewrites. */
+static bool wants_blocked(const FcOp *op) {
+  if (op->kind != FC_OP_CONV || op->n_operands < 2 || op->n_results != 1) return false;
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
+  if (!is_f32_4d(x) || !is_f32_4d(w) || !is_f32_4d(&op->results[0].type)) return false;
+  if (!fc_value_const(op->operands[1].value)) return false;
+  if (op->n_operands > 2 && !fc_value_const(op->operands[2].value)) return false;
+  for (int i = 3; i < op->n_operands; i++)
+    if (!extra_ok(&op->operands[i].value->type)) return false;
+  int64_t C = x->dims[1], M = w->dims[0], g = fc_op_attr_int(op, FC_ATTR_GROUP, 1);
+  if (M % BLOCK != 0 || M == 0) return false;
+  if (g != 1) return g == C && M == C && w->dims[1] == 1;
+  if (C % BLOCK != 0 && C >= BLOCK) return false;
+  const int64_t *s, *d;
+  if (fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != 2 || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != 2) return false;
+  bool winograd = w->dims[2] == 3 && w->dims[3] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
+  return !winograd;
+}
+
+/* x [N, C, H, W] (C % 8 == 0) in the blocked layout [N, C/8, H, W, 8]. */
+static FcValue *to_blocked(FcBuilder *b, FcValue *x) {
+  const int64_t *d = x->type.dims;
+  int64_t split[5] = {d[0], d[1] / BLOCK, BLOCK, d[2], d[3]}, perm[5] = {0, 1, 3, 4, 2};
+  return fc_b_transpose(b, fc_b_reshape(b, x, 5, split), perm);
+}
+
+/* y [N, M/8, H, W, 8] back in NCHW. */
+static FcValue *from_blocked(FcBuilder *b, FcValue *y) {
+  const int64_t *d = y->type.dims;
+  int64_t perm[5] = {0, 1, 4, 2, 3}, plain[4] = {d[0], d[1] * BLOCK, d[2], d[3]};
+  return fc_b_reshape(b, fc_b_transpose(b, y, perm), 4, plain);
+}
+
+/* An extra operand e (broadcasting to [N, M, OH, OW]) as one broadcasting to the blocked result. */
+static FcValue *block_extra(FcBuilder *b, FcValue *e) {
+  const FcType *t = &e->type;
+  if (t->rank == 0) return e;
+  int64_t d[4];
+  for (int i = 0; i < 4; i++) d[i] = i < 4 - t->rank ? 1 : t->dims[i - (4 - t->rank)];
+  if (d[1] == 1) {
+    int64_t r[5] = {d[0], 1, d[2], d[3], 1};
+    return fc_b_reshape(b, e, 5, r);
+  }
+  return to_blocked(b, t->rank == 4 ? e : fc_b_reshape(b, e, 4, d));
+}
+
+static FcStatus rewrite(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
+  FcBuilder b;
+  fc_builder_init(&b, op->graph, diag);
+  b.before = op;
+  b.loc = op->loc;
+  FcValue *x = op->operands[0].value, *w = op->operands[1].value;
+  int64_t M = w->type.dims[0];
+  FcValue *ops[8];
+  int n = op->n_operands;
+  ops[0] = x->type.dims[1] % BLOCK == 0 ? to_blocked(&b, x) : x;
+  ops[1] = w;
+  if (n > 2) {
+    ops[2] = op->operands[2].value;
+  } else {
+    FcTensor *zero = fc_tensor_new(&m->arena, fc_type_make(&m->arena, FC_DT_F32, 1, &M));
+    ops[2] = fc_b_const_tensor(&b, zero);
+    n = 3;
+  }
+  for (int i = 3; i < n; i++) ops[i] = block_extra(&b, op->operands[i].value);
+  FcAttr attrs[6];
+  int na = 0;
+  attrs[na++] = FC_A_INT(BLOCK, BLOCK);
+  attrs[na++] = FC_A_INT(GROUP, fc_op_attr_int(op, FC_ATTR_GROUP, 1));
+  const FcAttrName copied[4] = {FC_ATTR_STRIDES, FC_ATTR_PADS, FC_ATTR_DILATIONS, FC_ATTR_EPILOGUE};
+  for (int i = 0; i < 4; i++) {
+    const FcAttr *a = fc_op_attr(op, copied[i]);
+    if (a) attrs[na++] = *a;
+  }
+  FcValue *yb = fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, n, attrs, na);
+  FcValue *y = from_blocked(&b, yb);
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  fc_rw_replace_op(op, &y, scratch);
+  return FC_OK;
+}
+
+/* The blocked value that v is from_blocked of (reshape of transpose (0, 1, 4, 2, 3) of a
+ * [N, C/8, H, W, 8] value), or NULL. */
+static FcValue *blocked_source(FcValue *v) {
+  FcOp *r = v->def, *t = r && r->kind == FC_OP_RESHAPE ? r->operands[0].value->def : NULL;
+  if (!t || t->kind != FC_OP_TRANSPOSE) return NULL;
+  FcValue *yb = t->operands[0].value;
+  const int64_t *p;
+  if (yb->type.rank != 5 || yb->type.dims[4] != BLOCK || fc_op_attr_ints(t, FC_ATTR_PERM, &p) != 5) return NULL;
+  static const int64_t inverse[5] = {0, 1, 4, 2, 3};
+  for (int i = 0; i < 5; i++)
+    if (p[i] != inverse[i]) return NULL;
+  return v->type.rank == 4 ? yb : NULL;
+}
+
+/* A reduction over the spatial dims (axes {2, 3}, keepdims) of a blocked value's from_blocked — global
+ * average pooling — runs on the blocked value, so only its small [N, C/8, 1, 1, 8] result changes
+ * layout (and eliminate_transpose makes that change a reshape). */
+static FcStatus sink_spatial_reduce(FcOp *op, FcOpStack *scratch, FcDiag *diag) {
+  if (op->kind != FC_OP_REDUCE_MEAN && op->kind != FC_OP_REDUCE_MAX && op->kind != FC_OP_REDUCE_SUM) return FC_OK;
+  const int64_t *axes;
+  if (fc_op_attr_ints(op, FC_ATTR_AXES, &axes) != 2 || axes[0] != 2 || axes[1] != 3 ||
+      fc_op_attr_int(op, FC_ATTR_KEEPDIMS, 1) != 1)
+    return FC_OK;
+  FcValue *yb = blocked_source(op->operands[0].value);
+  if (!yb) return FC_OK;
+  FcBuilder b;
+  fc_builder_init(&b, op->graph, diag);
+  b.before = op;
+  b.loc = op->loc;
+  FcValue *y = from_blocked(&b, fc_b_reduce(&b, op->kind, yb, 2, axes, true));
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  fc_rw_replace_op(op, &y, scratch);
+  return FC_OK;
+}
+
+FcStatus fc_pass_layout(FcModule *m, FcDiag *diag) {
+  FcOpStack todo, scratch;
+  fc_op_stack_init(&todo, &m->arena);
+  fc_op_stack_init(&scratch, &m->arena);
+  fc_graph_for_each_op(m->graph, op) {
+    if (wants_blocked(op)) fc_op_stack_push(&todo, op);
+  }
+  FcStatus st = FC_OK;
+  for (int i = 0; i < todo.n && st == FC_OK; i++) st = rewrite(m, todo.v[i], &scratch, diag);
+  fc_graph_for_each_op_safe(m->graph, op, next) {
+    if (st == FC_OK) st = sink_spatial_reduce(op, &scratch, diag);
+  }
+  return st;
+}
