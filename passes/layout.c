@@ -29,6 +29,8 @@
 #include "passes.h"
 #include "rewrite.h"
 
+#include <stdint.h>
+
 enum { BLOCK = 8 };
 
 /* f32 tensor type of rank 4. */
@@ -154,13 +156,114 @@ static FcStatus sink_spatial_reduce(FcOp *op, FcOpStack *scratch, FcDiag *diag) 
   return FC_OK;
 }
 
+/* ---- regions ----------------------------------------------------------------------------------------
+ * Candidate convs joined by values (one's result is another's input or epilogue extra) form regions,
+ * found with union-find over the candidates' positions in `cand`. A region is converted when the
+ * bytes it must change layout at its edges (inputs from outside it, results used outside it; constants
+ * fold and a first conv reads plain NCHW, so neither counts) are at most the bytes its depthwise convs
+ * write: a depthwise conv gains the most from the layout and the others about break even, so a region
+ * that needs no layout change at all is always taken and one of dense convs between pools is not. */
+
+typedef struct Regions {
+  FcOp **cand;
+  int n;
+  int *parent;
+  int64_t *edge_bytes, *dw_bytes; /* per root */
+  int *index_of;                  /* op id -> candidate index or -1 */
+  uint32_t max_id;
+} Regions;
+
+static int find(Regions *r, int i) {
+  while (r->parent[i] != i) i = r->parent[i] = r->parent[r->parent[i]];
+  return i;
+}
+
+static int cand_of(const Regions *r, const FcOp *op) {
+  return op && op->id <= r->max_id ? r->index_of[op->id] : -1;
+}
+
+static int64_t bytes_of(const FcType *t) {
+  int64_t n;
+  return fc_type_numel(t, &n) && n < INT64_MAX / 4 ? 4 * n : INT64_MAX / 4;
+}
+
+/* Joins candidate i with the candidate producing v, or returns v's bytes when it would need a layout
+ * change (0 for constants and scalars). */
+static int64_t link_input(Regions *r, int i, const FcValue *v) {
+  int j = cand_of(r, v->def);
+  if (j >= 0) {
+    r->parent[find(r, i)] = find(r, j);
+    return 0;
+  }
+  if (fc_value_const(v) || v->type.rank < 4 || v->type.dims[1] == 1) return 0;
+  return bytes_of(&v->type);
+}
+
+/* The result of candidate i is used by something other than a candidate's input or extra, or a spatial
+ * reduction (sink_spatial_reduce), or the graph's outputs. */
+static bool used_outside(const Regions *r, const FcOp *op) {
+  for (const FcUse *u = op->results[0].first_use; u; u = u->next_use) {
+    const FcOp *user = u->user;
+    if (cand_of(r, user) >= 0 && u->index != 1 && u->index != 2) continue;
+    if (user->kind == FC_OP_REDUCE_MEAN || user->kind == FC_OP_REDUCE_MAX || user->kind == FC_OP_REDUCE_SUM) {
+      const int64_t *axes;
+      if (fc_op_attr_ints(user, FC_ATTR_AXES, &axes) == 2 && axes[0] == 2 && axes[1] == 3 &&
+          fc_op_attr_int(user, FC_ATTR_KEEPDIMS, 1) == 1)
+        continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+/* Fills todo with the candidates of the regions worth converting. */
+static void choose_regions(FcModule *m, FcOpStack *todo) {
+  FcArena *a = &m->arena;
+  Regions r = {0};
+  fc_graph_for_each_op(m->graph, op) {
+    if (op->id > r.max_id) r.max_id = op->id;
+    if (wants_blocked(op)) r.n++;
+  }
+  if (r.n == 0) return;
+  r.cand = FC_NEW_ARRAY(a, FcOp *, (size_t)r.n);
+  r.parent = FC_NEW_ARRAY(a, int, (size_t)r.n);
+  r.edge_bytes = FC_NEW_ARRAY(a, int64_t, (size_t)r.n);
+  r.dw_bytes = FC_NEW_ARRAY(a, int64_t, (size_t)r.n);
+  r.index_of = FC_NEW_ARRAY(a, int, (size_t)r.max_id + 1);
+  for (uint32_t i = 0; i <= r.max_id; i++) r.index_of[i] = -1;
+  int n = 0;
+  fc_graph_for_each_op(m->graph, op) {
+    if (!wants_blocked(op)) continue;
+    r.index_of[op->id] = n;
+    r.parent[n] = n;
+    r.cand[n++] = op;
+  }
+  /* Per candidate, before the roots are final: its own edge and depthwise bytes. */
+  int64_t *own_edge = FC_NEW_ARRAY(a, int64_t, (size_t)r.n), *own_dw = FC_NEW_ARRAY(a, int64_t, (size_t)r.n);
+  for (int i = 0; i < r.n; i++) {
+    FcOp *op = r.cand[i];
+    const FcValue *x = op->operands[0].value;
+    own_edge[i] = x->type.dims[1] % BLOCK == 0 ? link_input(&r, i, x) : 0;
+    for (int k = 3; k < op->n_operands; k++) own_edge[i] += link_input(&r, i, op->operands[k].value);
+    if (used_outside(&r, op)) own_edge[i] += bytes_of(&op->results[0].type);
+    own_dw[i] = fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1 ? bytes_of(&op->results[0].type) : 0;
+  }
+  for (int i = 0; i < r.n; i++) {
+    int root = find(&r, i);
+    r.edge_bytes[root] += own_edge[i];
+    r.dw_bytes[root] += own_dw[i];
+  }
+  for (int i = 0; i < r.n; i++) {
+    int root = find(&r, i);
+    if (r.edge_bytes[root] <= r.dw_bytes[root]) fc_op_stack_push(todo, r.cand[i]);
+  }
+}
+
 FcStatus fc_pass_layout(FcModule *m, FcDiag *diag) {
   FcOpStack todo, scratch;
   fc_op_stack_init(&todo, &m->arena);
   fc_op_stack_init(&scratch, &m->arena);
-  fc_graph_for_each_op(m->graph, op) {
-    if (wants_blocked(op)) fc_op_stack_push(&todo, op);
-  }
+  choose_regions(m, &todo);
   FcStatus st = FC_OK;
   for (int i = 0; i < todo.n && st == FC_OK; i++) st = rewrite(m, todo.v[i], &scratch, diag);
   fc_graph_for_each_op_safe(m->graph, op, next) {
