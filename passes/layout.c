@@ -22,7 +22,7 @@
  * C % 8 == 0). 3×3 stride-1 dense convs stay in NCHW: Winograd (kernel_winograd.c) does them with
  * fewer multiplications than any direct kernel, so they would only add layout changes.
  * A global average pool (reduce over axes {2, 3}) of a blocked conv's result is moved before the layout
- * change, which then moves only [N, C/8, 1, 1, 8].
+ * change, which is then a reshape of [N, C/8, 1, 1, 8].
  * Limits: the block is 8 (AVX2's lanes; AVX-512 would want 16); pools and concats have no blocked form
  * yet, so each is a boundary.
  */
@@ -59,66 +59,24 @@ static bool wants_blocked(const FcOp *op) {
   return !winograd;
 }
 
-/* x [N, C, H, W] (C % 8 == 0) in the blocked layout [N, C/8, H, W, 8]. */
+/* x [N, C, H, W] (C % 8 == 0) in the blocked layout [N, C/8, H, W, 8] (a reshape alone when H = W = 1). */
 static FcValue *to_blocked(FcBuilder *b, FcValue *x) {
+  if (!x) return NULL;
   const int64_t *d = x->type.dims;
   int64_t split[5] = {d[0], d[1] / BLOCK, BLOCK, d[2], d[3]}, perm[5] = {0, 1, 3, 4, 2};
+  if (d[2] * d[3] == 1) {
+    int64_t blocked[5] = {d[0], d[1] / BLOCK, 1, 1, BLOCK};
+    return fc_b_reshape(b, x, 5, blocked);
+  }
   return fc_b_transpose(b, fc_b_reshape(b, x, 5, split), perm);
 }
 
-/* y [N, M/8, H, W, 8] back in NCHW. */
+/* y [N, M/8, H, W, 8] back in NCHW (a reshape alone when H = W = 1). */
 static FcValue *from_blocked(FcBuilder *b, FcValue *y) {
+  if (!y) return NULL;
   const int64_t *d = y->type.dims;
   int64_t perm[5] = {0, 1, 4, 2, 3}, plain[4] = {d[0], d[1] * BLOCK, d[2], d[3]};
-  return fc_b_reshape(b, fc_b_transpose(b, y, perm), 4, plain);
-}
-
-/* An extra operand e (broadcasting to [N, M, OH, OW]) as one broadcasting to the blocked result. */
-static FcValue *block_extra(FcBuilder *b, FcValue *e) {
-  const FcType *t = &e->type;
-  if (t->rank == 0) return e;
-  int64_t d[4];
-  for (int i = 0; i < 4; i++) d[i] = i < 4 - t->rank ? 1 : t->dims[i - (4 - t->rank)];
-  if (d[1] == 1) {
-    int64_t r[5] = {d[0], 1, d[2], d[3], 1};
-    return fc_b_reshape(b, e, 5, r);
-  }
-  return to_blocked(b, t->rank == 4 ? e : fc_b_reshape(b, e, 4, d));
-}
-
-static FcStatus rewrite(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
-  FcBuilder b;
-  fc_builder_init(&b, op->graph, diag);
-  b.before = op;
-  b.loc = op->loc;
-  FcValue *x = op->operands[0].value, *w = op->operands[1].value;
-  int64_t M = w->type.dims[0];
-  FcValue *ops[8];
-  int n = op->n_operands;
-  ops[0] = x->type.dims[1] % BLOCK == 0 ? to_blocked(&b, x) : x;
-  ops[1] = w;
-  if (n > 2) {
-    ops[2] = op->operands[2].value;
-  } else {
-    FcTensor *zero = fc_tensor_new(&m->arena, fc_type_make(&m->arena, FC_DT_F32, 1, &M));
-    ops[2] = fc_b_const_tensor(&b, zero);
-    n = 3;
-  }
-  for (int i = 3; i < n; i++) ops[i] = block_extra(&b, op->operands[i].value);
-  FcAttr attrs[6];
-  int na = 0;
-  attrs[na++] = FC_A_INT(BLOCK, BLOCK);
-  attrs[na++] = FC_A_INT(GROUP, fc_op_attr_int(op, FC_ATTR_GROUP, 1));
-  const FcAttrName copied[4] = {FC_ATTR_STRIDES, FC_ATTR_PADS, FC_ATTR_DILATIONS, FC_ATTR_EPILOGUE};
-  for (int i = 0; i < 4; i++) {
-    const FcAttr *a = fc_op_attr(op, copied[i]);
-    if (a) attrs[na++] = *a;
-  }
-  FcValue *yb = fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, n, attrs, na);
-  FcValue *y = from_blocked(&b, yb);
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(op, &y, scratch);
-  return FC_OK;
+  return fc_b_reshape(b, d[2] * d[3] == 1 ? y : fc_b_transpose(b, y, perm), 4, plain);
 }
 
 /* The blocked value that v is from_blocked of (reshape of transpose (0, 1, 4, 2, 3) of a
@@ -133,6 +91,74 @@ static FcValue *blocked_source(FcValue *v) {
   for (int i = 0; i < 5; i++)
     if (p[i] != inverse[i]) return NULL;
   return v->type.rank == 4 ? yb : NULL;
+}
+
+/* The rewrite's state: the blocked form made for each value so far (by value id), so a value read
+ * by several converted convs (a block's input, also its residual) changes layout once; a converted
+ * conv's result is read in its blocked form directly. */
+typedef struct Rewriter {
+  FcModule *m;
+  FcOpStack scratch;
+  FcValue **blocked;
+  uint32_t n_ids;
+  FcDiag *diag;
+} Rewriter;
+
+static FcValue *to_blocked_once(Rewriter *rw, FcBuilder *b, FcValue *v) {
+  FcValue *src = blocked_source(v);
+  if (src) return src;
+  if (v->id < rw->n_ids && rw->blocked[v->id]) return rw->blocked[v->id];
+  FcValue *vb = to_blocked(b, v);
+  if (vb && v->id < rw->n_ids) rw->blocked[v->id] = vb;
+  return vb;
+}
+
+/* An extra operand e (broadcasting to [N, M, OH, OW]) as one broadcasting to the blocked result. */
+static FcValue *block_extra(Rewriter *rw, FcBuilder *b, FcValue *e) {
+  const FcType *t = &e->type;
+  if (t->rank == 0) return e;
+  int64_t d[4];
+  for (int i = 0; i < 4; i++) d[i] = i < 4 - t->rank ? 1 : t->dims[i - (4 - t->rank)];
+  if (d[1] == 1) {
+    int64_t r[5] = {d[0], 1, d[2], d[3], 1};
+    return fc_b_reshape(b, e, 5, r);
+  }
+  return t->rank == 4 ? to_blocked_once(rw, b, e) : to_blocked(b, fc_b_reshape(b, e, 4, d));
+}
+
+static FcStatus rewrite(Rewriter *rw, FcOp *op) {
+  FcBuilder b;
+  fc_builder_init(&b, op->graph, rw->diag);
+  b.before = op;
+  b.loc = op->loc;
+  FcValue *x = op->operands[0].value, *w = op->operands[1].value;
+  int64_t M = w->type.dims[0];
+  FcValue *ops[8];
+  int n = op->n_operands;
+  ops[0] = x->type.dims[1] % BLOCK == 0 ? to_blocked_once(rw, &b, x) : x;
+  ops[1] = w;
+  if (n > 2) {
+    ops[2] = op->operands[2].value;
+  } else {
+    FcArena *a = &rw->m->arena;
+    ops[2] = fc_b_const_tensor(&b, fc_tensor_new(a, fc_type_make(a, FC_DT_F32, 1, &M)));
+    n = 3;
+  }
+  for (int i = 3; i < n; i++) ops[i] = block_extra(rw, &b, op->operands[i].value);
+  FcAttr attrs[6];
+  int na = 0;
+  attrs[na++] = FC_A_INT(BLOCK, BLOCK);
+  attrs[na++] = FC_A_INT(GROUP, fc_op_attr_int(op, FC_ATTR_GROUP, 1));
+  const FcAttrName copied[4] = {FC_ATTR_STRIDES, FC_ATTR_PADS, FC_ATTR_DILATIONS, FC_ATTR_EPILOGUE};
+  for (int i = 0; i < 4; i++) {
+    const FcAttr *a = fc_op_attr(op, copied[i]);
+    if (a) attrs[na++] = *a;
+  }
+  FcValue *yb = fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, n, attrs, na);
+  FcValue *y = from_blocked(&b, yb);
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  fc_rw_replace_op(op, &y, &rw->scratch);
+  return FC_OK;
 }
 
 /* A reduction over the spatial dims (axes {2, 3}, keepdims) of a blocked value's from_blocked — global
@@ -260,14 +286,17 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
 }
 
 FcStatus fc_pass_layout(FcModule *m, FcDiag *diag) {
-  FcOpStack todo, scratch;
+  FcOpStack todo;
   fc_op_stack_init(&todo, &m->arena);
-  fc_op_stack_init(&scratch, &m->arena);
   choose_regions(m, &todo);
+  Rewriter rw = {.m = m, .n_ids = m->graph->next_value_id, .diag = diag};
+  fc_op_stack_init(&rw.scratch, &m->arena);
+  rw.blocked = FC_NEW_ARRAY(&m->arena, FcValue *, (size_t)rw.n_ids + 1);
+  for (uint32_t i = 0; i <= rw.n_ids; i++) rw.blocked[i] = NULL;
   FcStatus st = FC_OK;
-  for (int i = 0; i < todo.n && st == FC_OK; i++) st = rewrite(m, todo.v[i], &scratch, diag);
+  for (int i = 0; i < todo.n && st == FC_OK; i++) st = rewrite(&rw, todo.v[i]);
   fc_graph_for_each_op_safe(m->graph, op, next) {
-    if (st == FC_OK) st = sink_spatial_reduce(op, &scratch, diag);
+    if (st == FC_OK) st = sink_spatial_reduce(op, &rw.scratch, diag);
   }
   return st;
 }
