@@ -210,7 +210,6 @@ FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (g != 1 && (g != c || m != c || !blocked))
     return fc_ih_fail(op, diag, "group %lld: only 1, or depthwise (group = C = M) over a blocked input", (long long)g);
   if (m % blk != 0) return fc_ih_fail(op, diag, "%lld output channels are not a multiple of the block %lld", (long long)m, (long long)blk);
-  if (op->n_operands < 3) return fc_ih_fail(op, diag, "needs a bias operand");
   FC_ITRY(check_bias(op, m, diag));
   Spatial s;
   FC_ITRY(spatial_attrs(op, 2, &s, diag));

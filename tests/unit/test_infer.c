@@ -166,6 +166,34 @@ static FcValue *conv(FcValue *x, FcValue *w, FcValue *bias, int64_t group, int n
   return op1(FC_OP_CONV, ops, bias ? 3 : 2, a, 4);
 }
 
+static FcValue *conv_blocked(FcValue *x, FcValue *w, FcValue *bias, int64_t group, int64_t block, int64_t stride) {
+  FcValue *ops[3] = {x, w, bias};
+  const int64_t *d = DIMS(1, 1), *p = DIMS(1, 1, 1, 1), *s = DIMS(stride, stride);
+  FcAttr a[5] = {FC_A_INT(BLOCK, block), FC_A_INTS(DILATIONS, d, 2), FC_A_INT(GROUP, group), FC_A_INTS(PADS, p, 4),
+                 FC_A_INTS(STRIDES, s, 2)};
+  return op1(FC_OP_CONV_BLOCKED, ops, bias ? 3 : 2, a, 5);
+}
+
+/* conv_blocked: a blocked [N, C/8, H, W, 8] or plain NCHW input, a [N, M/8, OH, OW, 8] result. */
+static void test_conv_blocked(void **state) {
+  (void)state;
+  FcValue *xb = IN(F32, 1, 2, 9, 9, 8), *xp = IN(F32, 1, 3, 9, 9), *w = IN(F32, 24, 16, 3, 3), *b = IN(F32, 24);
+  expect_type(conv_blocked(xb, w, b, 1, 8, 2), "tensor<1x3x5x5x8xf32>");
+  expect_type(conv_blocked(xp, IN(F32, 16, 3, 3, 3), IN(F32, 16), 1, 8, 1), "tensor<1x2x9x9x8xf32>");
+  expect_type(conv_blocked(xb, IN(F32, 16, 1, 3, 3), IN(F32, 16), 16, 8, 1), "tensor<1x2x9x9x8xf32>");
+  expect_err(conv_blocked(xb, w, NULL, 1, 8, 1), "conv_blocked: expects 3 to 8 operands, has 2");
+  expect_err(conv_blocked(xb, w, b, 1, 4, 1), "input's last dim is 8, the block 4");
+  expect_err(conv_blocked(xb, w, b, 1, 0, 1), "block is 0, must be in [1, 64]");
+  expect_err(conv_blocked(xb, IN(F32, 20, 16, 3, 3), IN(F32, 20), 1, 8, 1), "20 output channels are not a multiple of the block 8");
+  expect_err(conv_blocked(xb, IN(F32, 24, 8, 3, 3), b, 1, 8, 1), "weight has 8 input channels per group, input has 16 (group 1)");
+  expect_err(conv_blocked(xb, IN(F32, 16, 4, 3, 3), IN(F32, 16), 4, 8, 1), "group 4: only 1, or depthwise");
+  expect_err(conv_blocked(xp, IN(F32, 3, 1, 3, 3), IN(F32, 3), 3, 8, 1), "group 3: only 1, or depthwise");
+  expect_err(conv_blocked(IN(F32, 1, 2, 9, 8), w, b, 1, 8, 1), "weight has 16 input channels per group, input has 2");
+  expect_err(conv_blocked(IN(F32, 1, 2, 9, 9, 9, 8), w, b, 1, 8, 1), "input must be [N, C, H, W] or [N, C/B, H, W, B]");
+  expect_err(conv_blocked(IN(F16, 1, 2, 9, 9, 8), w, b, 1, 8, 1), "input and weight must be f32");
+  expect_err(conv_blocked(xb, w, IN(F32, 16), 1, 8, 1), "bias must be 1-D of 24 output channels");
+}
+
 static void test_conv(void **state) {
   (void)state;
   FcValue *x = IN(F32, 1, 3, 32, 32), *w = IN(F32, 8, 3, 3, 3), *bias = IN(F32, 8);
@@ -459,6 +487,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_binary, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reduce, setup, teardown),
       cmocka_unit_test_setup_teardown(test_conv, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_conv_blocked, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pool, setup, teardown),
       cmocka_unit_test_setup_teardown(test_matmul_norm, setup, teardown),
       cmocka_unit_test_setup_teardown(test_einsum, setup, teardown),
