@@ -146,6 +146,12 @@ LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, con
  * compile-time test of the op (shapes, attributes, dtype) and the target. */
 bool fc_conv_depthwise_applies(const FcKernel *k); /* kernel_dwconv.c: group == C == M, f32 */
 FcStatus fc_conv_depthwise(FcKernel *k);
+/* flow.conv_blocked strategies, chosen by fc_kernel_conv_blocked (kernel_nn.c). */
+bool fc_conv_blocked_depthwise_applies(const FcKernel *k); /* kernel_dwconv_blocked.c: group == C == M, f32 */
+FcStatus fc_conv_blocked_depthwise(FcKernel *k);
+/* kernel_conv_blocked.c: group == 1, f32, blocked or plain x, constant weights */
+bool fc_conv_blocked_dense_applies(const FcKernel *k);
+FcStatus fc_conv_blocked_dense(FcKernel *k);
 /* Pool strategy, chosen by fc_kernel_pool (kernel_nn.c): kernel_pool.c, f32 1-D/2-D max_pool without
  * indices and avg_pool, vectorised along the output width. */
 bool fc_pool_window_applies(const FcKernel *k);

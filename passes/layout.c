@@ -19,8 +19,10 @@
  * Which convs: f32, 2-D, constant weights and bias (or none), M % 8 == 0, and either group 1 over
  * C % 8 == 0 channels (blocked input), group 1 over fewer than 8 channels (a first conv over colour
  * planes reads its plain NCHW input, only the result is blocked), or depthwise (group = C = M,
- * C % 8 == 0). 3×3 stride-1 dense convs stay in NCHW: Winograd (kernel_winograd.c) does them with
- * fewer multiplications than any direct kernel, so they would only add layout changes.
+ * C % 8 == 0), within the kernels' limits (pads and dilated kernel spans up to 32; depthwise: up to
+ * 81 taps, images up to 8192 wide). 3×3 stride-1 dense convs stay in NCHW: Winograd
+ * (kernel_winograd.c) does them with fewer multiplications than any direct kernel (measured: 143
+ * against 81 GFLOP/s on 512→512 at 7×7), so they would only add layout changes.
  * A global average pool (reduce over axes {2, 3}) of a blocked conv's result is moved before the layout
  * change, which is then a reshape of [N, C/8, 1, 1, 8].
  * Limits: the block is 8 (AVX2's lanes; AVX-512 would want 16); pools and concats have no blocked form
@@ -31,7 +33,13 @@
 
 #include <stdint.h>
 
-enum { BLOCK = 8 };
+enum {
+  BLOCK = 8,           /* channels per block: AVX2's f32 lanes */
+  MAX_PAD = 32,        /* the kernels' limits: pads, */
+  MAX_SPAN = 32,       /* (K - 1) * dilation, */
+  MAX_DW_TAPS = 81,    /* depthwise taps (kept in registers) */
+  MAX_DW_WIDTH = 8192, /* and depthwise input width (its row of zeros) */
+};
 
 /* f32 tensor type of rank 4. */
 static bool is_f32_4d(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank == 4; }
@@ -49,12 +57,20 @@ static bool wants_blocked(const FcOp *op) {
   if (op->n_operands > 2 && !fc_value_const(op->operands[2].value)) return false;
   for (int i = 3; i < op->n_operands; i++)
     if (!extra_ok(&op->operands[i].value->type)) return false;
-  int64_t C = x->dims[1], M = w->dims[0], g = fc_op_attr_int(op, FC_ATTR_GROUP, 1);
-  if (M % BLOCK != 0 || M == 0) return false;
-  if (g != 1) return g == C && M == C && w->dims[1] == 1;
+  int64_t C = x->dims[1], M = w->dims[0], g = fc_op_attr_int(op, FC_ATTR_GROUP, 1), n;
+  if (M % BLOCK != 0 || !fc_type_numel(&op->results[0].type, &n) || n == 0 || C == 0) return false;
+  const int64_t *s, *d, *p;
+  if (fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != 2 || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != 2 ||
+      fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
+    return false;
+  /* The kernels' limits: edges they emit straight-line, depthwise taps they keep in registers and the
+   * row of zeros it reads for vertical padding. */
+  for (int i = 0; i < 4; i++)
+    if (p[i] > MAX_PAD) return false;
+  if ((w->dims[2] - 1) * d[0] > MAX_SPAN || (w->dims[3] - 1) * d[1] > MAX_SPAN) return false;
+  if (g != 1)
+    return g == C && M == C && w->dims[1] == 1 && w->dims[2] * w->dims[3] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH;
   if (C % BLOCK != 0 && C >= BLOCK) return false;
-  const int64_t *s, *d;
-  if (fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != 2 || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != 2) return false;
   bool winograd = w->dims[2] == 3 && w->dims[3] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
   return !winograd;
 }

@@ -21,10 +21,12 @@
  *        sinks the rest (canonicalize merges the reshapes it leaves); fold_batchnorm folds
  *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases,
  *        so that fuse_epilogue finds the activation right after the conv and fuses it, with bias
- *        and residual adds, into the conv's or matmul's epilogue; fuse_elementwise then merges the
- *        element-wise chains that are left into flow.fused loops. dce last removes what the
- *        rewrites left unused.
- *   -O3  the same as -O2 until layout passes exist.
+ *        and residual adds, into the conv's or matmul's epilogue; layout then puts regions of convs
+ *        (epilogues included) in the blocked layout NCHW8c where its kernels win, and canonicalize and
+ *        fold clean up the layout changes it leaves (a per-channel constant's becomes a constant);
+ *        fuse_elementwise merges the element-wise chains that are left into flow.fused loops. dce
+ *        last removes what the rewrites left unused.
+ *   -O3  the same as -O2 for now.
  *
  * With verify_each the verifier runs after every pass; a failure there is a flowc bug, reported as
  * FC_ERR_INTERNAL "after pass '<name>': <verifier message>". Dumps are headed the way mlir-opt heads
@@ -38,9 +40,9 @@ static const char *const level_pipelines[4] = {
     "",
     "canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "fold_batchnorm,fuse_epilogue,fuse_elementwise,dce",
+    "fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
     "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "fold_batchnorm,fuse_epilogue,fuse_elementwise,dce",
+    "fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
 };
 
 void fc_pipeline_options_default(FcPipelineOptions *o) {

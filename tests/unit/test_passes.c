@@ -133,7 +133,7 @@ static void test_pipeline_levels(void **state) {
   assert_string_equal(fc_pipeline_for_level(1), "canonicalize,fold,dce");
   assert_string_equal(fc_pipeline_for_level(2), "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,"
                                                 "eliminate_transpose,canonicalize,fold_batchnorm,fuse_epilogue,"
-                                                "fuse_elementwise,dce");
+                                                "layout,canonicalize,fold,fuse_elementwise,dce");
   assert_string_equal(fc_pipeline_for_level(3), fc_pipeline_for_level(2));
   assert_string_equal(fc_pipeline_for_level(-4), fc_pipeline_for_level(0));
   assert_string_equal(fc_pipeline_for_level(99), fc_pipeline_for_level(3));
