@@ -31,6 +31,7 @@
 #include "passes.h"
 #include "rewrite.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum {
@@ -200,19 +201,43 @@ static FcStatus sink_spatial_reduce(FcOp *op, FcOpStack *scratch, FcDiag *diag) 
 
 /* ---- regions ----------------------------------------------------------------------------------------
  * Candidate convs joined by values (one's result is another's input or epilogue extra) form regions,
- * found with union-find over the candidates' positions in `cand`. A region is converted when the
- * bytes it must change layout at its edges (inputs from outside it, results used outside it; constants
- * fold and a first conv reads plain NCHW, so neither counts) are at most the bytes its depthwise convs
- * write: a depthwise conv gains the most from the layout and the others about break even, so a region
- * that needs no layout change at all is always taken and one of dense convs between pools is not. */
+ * found with union-find over the candidates' positions in `cand`. A region is converted when the time
+ * its convs are expected to save exceeds the time of the layout changes at its edges: inputs from
+ * outside it and results used outside it (constants fold, a first conv reads plain NCHW, a global
+ * average pool moves below the change, so none of these count), each value once. The estimates are
+ * the measured speeds on this project's AVX2 machine (Zen 3, 103.7 GFLOP/s peak per core; numbers
+ * in the closing note of issue 4), per class of conv, against the NCHW kernels:
+ *   depthwise           40 → 90 GFLOP/s (stride-2 and small images gain the most)
+ *   first conv, C < 8   55 → 90 (an im2col GEMM with K = 27 or 147 against direct tiles)
+ *   other dense, K > 1 or stride > 1   70 → 95 (ResNet-18's stride-2 convs: 72–79 → 87–102)
+ *   dense 1×1 stride 1  no gain counted (93 against 88–95: within the noise)
+ * and a layout change (a transpose) moves about 10 GB/s. So a chain of depthwise-separable blocks is
+ * always taken (no edges at all), a strided conv whose input and result change layout is taken when its
+ * work is large against its tensors (ResNet-18's stride-2 convs), and a first conv followed by a max
+ * pool only when the conv outweighs moving its result. */
+
+enum { EDGE_BYTES_PER_US = 10000 }; /* 10 GB/s */
+
+/* Microseconds per MFLOP (= 1000 / GFLOP/s) saved by the blocked kernel for conv op. */
+static double saved_us_per_mflop(const FcOp *op) {
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
+  const int64_t *s;
+  fc_op_attr_ints(op, FC_ATTR_STRIDES, &s);
+  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1) return 1000.0 / 40 - 1000.0 / 90;
+  if (x->dims[1] < BLOCK) return 1000.0 / 55 - 1000.0 / 90;
+  if (w->dims[2] * w->dims[3] > 1 || s[0] * s[1] > 1) return 1000.0 / 70 - 1000.0 / 95;
+  return 0;
+}
 
 typedef struct Regions {
   FcOp **cand;
   int n;
   int *parent;
-  int64_t *edge_bytes, *dw_bytes; /* per root */
-  int *index_of;                  /* op id -> candidate index or -1 */
+  double *cost_us, *gain_us; /* per root */
+  int *index_of;             /* op id -> candidate index or -1 */
   uint32_t max_id;
+  bool *edge_counted;        /* value id -> its layout change is counted already */
+  uint32_t n_values;
 } Regions;
 
 static int find(Regions *r, int i) {
@@ -224,21 +249,24 @@ static int cand_of(const Regions *r, const FcOp *op) {
   return op && op->id <= r->max_id ? r->index_of[op->id] : -1;
 }
 
-static int64_t bytes_of(const FcType *t) {
+/* The microseconds of changing v's layout, the first time it is asked for (0 after). */
+static double edge_us(Regions *r, const FcValue *v) {
   int64_t n;
-  return fc_type_numel(t, &n) && n < INT64_MAX / 4 ? 4 * n : INT64_MAX / 4;
+  if (v->id < r->n_values && r->edge_counted[v->id]) return 0;
+  if (v->id < r->n_values) r->edge_counted[v->id] = true;
+  return fc_type_numel(&v->type, &n) ? 4.0 * (double)n / EDGE_BYTES_PER_US : 1e30;
 }
 
-/* Joins candidate i with the candidate producing v, or returns v's bytes when it would need a layout
- * change (0 for constants and scalars). */
-static int64_t link_input(Regions *r, int i, const FcValue *v) {
+/* Joins candidate i with the candidate producing v, or returns the cost of v's layout change (0 for
+ * constants and values with one channel, which need none). */
+static double link_input(Regions *r, int i, const FcValue *v) {
   int j = cand_of(r, v->def);
   if (j >= 0) {
     r->parent[find(r, i)] = find(r, j);
     return 0;
   }
   if (fc_value_const(v) || v->type.rank < 4 || v->type.dims[1] == 1) return 0;
-  return bytes_of(&v->type);
+  return edge_us(r, v);
 }
 
 /* The result of candidate i is used by something other than a candidate's input or extra, or a spatial
@@ -269,9 +297,12 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
   if (r.n == 0) return;
   r.cand = FC_NEW_ARRAY(a, FcOp *, (size_t)r.n);
   r.parent = FC_NEW_ARRAY(a, int, (size_t)r.n);
-  r.edge_bytes = FC_NEW_ARRAY(a, int64_t, (size_t)r.n);
-  r.dw_bytes = FC_NEW_ARRAY(a, int64_t, (size_t)r.n);
+  r.cost_us = FC_NEW_ARRAY(a, double, (size_t)r.n);
+  r.gain_us = FC_NEW_ARRAY(a, double, (size_t)r.n);
   r.index_of = FC_NEW_ARRAY(a, int, (size_t)r.max_id + 1);
+  r.n_values = m->graph->next_value_id;
+  r.edge_counted = FC_NEW_ARRAY(a, bool, (size_t)r.n_values + 1);
+  for (uint32_t i = 0; i <= r.n_values; i++) r.edge_counted[i] = false;
   for (uint32_t i = 0; i <= r.max_id; i++) r.index_of[i] = -1;
   int n = 0;
   fc_graph_for_each_op(m->graph, op) {
@@ -280,24 +311,26 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
     r.parent[n] = n;
     r.cand[n++] = op;
   }
-  /* Per candidate, before the roots are final: its own edge and depthwise bytes. */
-  int64_t *own_edge = FC_NEW_ARRAY(a, int64_t, (size_t)r.n), *own_dw = FC_NEW_ARRAY(a, int64_t, (size_t)r.n);
+  /* Per candidate, before the roots are final: its own edges and gain. */
+  double *own_cost = FC_NEW_ARRAY(a, double, (size_t)r.n), *own_gain = FC_NEW_ARRAY(a, double, (size_t)r.n);
   for (int i = 0; i < r.n; i++) {
     FcOp *op = r.cand[i];
     const FcValue *x = op->operands[0].value;
-    own_edge[i] = x->type.dims[1] % BLOCK == 0 ? link_input(&r, i, x) : 0;
-    for (int k = 3; k < op->n_operands; k++) own_edge[i] += link_input(&r, i, op->operands[k].value);
-    if (used_outside(&r, op)) own_edge[i] += bytes_of(&op->results[0].type);
-    own_dw[i] = fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1 ? bytes_of(&op->results[0].type) : 0;
+    own_cost[i] = x->type.dims[1] % BLOCK == 0 ? link_input(&r, i, x) : 0;
+    for (int k = 3; k < op->n_operands; k++) own_cost[i] += link_input(&r, i, op->operands[k].value);
+    if (used_outside(&r, op)) own_cost[i] += edge_us(&r, &op->results[0]);
+    int64_t macs = 0;
+    own_gain[i] = fc_op_macs(op, &macs) ? 2e-6 * (double)macs * saved_us_per_mflop(op) : 0;
+    r.cost_us[i] = r.gain_us[i] = 0;
   }
   for (int i = 0; i < r.n; i++) {
     int root = find(&r, i);
-    r.edge_bytes[root] += own_edge[i];
-    r.dw_bytes[root] += own_dw[i];
+    r.cost_us[root] += own_cost[i];
+    r.gain_us[root] += own_gain[i];
   }
   for (int i = 0; i < r.n; i++) {
     int root = find(&r, i);
-    if (r.edge_bytes[root] <= r.dw_bytes[root]) fc_op_stack_push(todo, r.cand[i]);
+    if (r.gain_us[root] > r.cost_us[root]) fc_op_stack_push(todo, r.cand[i]);
   }
 }
 
