@@ -14,10 +14,11 @@
  * does not divide M/8, gets its own code with fewer blocks and wider tiles (J = 1: R = 12).
  * Straight-line tiles (below) take one pixel less (J = 2: R = 5): there LLVM's scheduler starts the
  * next step's weight loads before the last FMAs of a step, and a full register file then spills an
- * accumulator (the loop's body it leaves alone). The input and weight loads are volatile: stride-1 taps read the same input scalar for
- * (pixel r, kw + 1) as for (r + 1, kw), and without it LLVM reuses one broadcast across steps, or hoists
- * all of a step group's weight loads to its top, and either keeps more values live than there are
- * registers (measured: spills in every tile, 15% slower 1×1 convs).
+ * accumulator (the loop's body it leaves alone). The input and weight loads are volatile: stride-1
+ * taps read the same input scalar for (pixel r, kw + 1) as for (r + 1, kw), and without it LLVM
+ * reuses one broadcast across steps, or hoists all of a step group's weight loads to its top, and
+ * either keeps more values live than there are registers (measured: spills in every tile, 15% slower
+ * 1×1 convs).
  *
  * Weights are packed on the host into the order the steps read them, contiguously:
  *     [M/(8J) oc groups][C/ICB ic blocks][KH][KW][ICB ic][8J oc]
@@ -28,13 +29,14 @@
  * ic·H·W + ih·W + iw (plain).
  *
  * Padding. Rows: the kh range whose input rows lie inside the image is computed per output row at run
- * time (constants when no row reads the vertical padding), so taps in the padding are never visited. Columns: the output row is cut at compile
- * time (plan_row) into straight-line tiles at the left edge, a loop over the tiles whose every (pixel,
- * kw) tap lies inside [0, W) (they form one range: the left condition grows with the tile, the right one
- * shrinks), and straight-line tiles for the rest, of balanced widths (7 = 4 + 3, not 6 + 1: a one-pixel
- * tile has J accumulators, too few to hide the FMA latency). In a straight-line tile the validity of each
- * (pixel, kw) is a compile-time constant: invalid taps emit nothing (no loads, no branches). A 1×1,
- * stride-1, unpadded conv reads and writes its pixels in the same order, so its image is viewed as the
+ * time (constants when no row reads the vertical padding), so taps in the padding are never visited.
+ * Columns: the output row is cut at compile time (plan_row) into straight-line tiles at the left edge,
+ * a loop over the tiles whose every (pixel, kw) tap lies inside [0, W) (they form one range: the left
+ * condition grows with the tile, the right one shrinks), and straight-line tiles for the rest, of
+ * balanced widths (7 = 4 + 3, not 6 + 1: a one-pixel tile has J accumulators, too few to hide the FMA
+ * latency). In a straight-line tile the validity of each (pixel, kw) is a compile-time constant:
+ * invalid taps emit nothing (no loads, no branches). A 1×1, stride-1, unpadded conv reads and writes
+ * its pixels in the same order, so its image is viewed as the
  * H' × W' (H'·W' = H·W) whose rows tile best (7×7 as one row of 49).
  *
  * Cache blocking: a group's weights over all of C·KH·KW can exceed L2 (C = 512, 3×3, J = 2: 288 KiB),
@@ -333,7 +335,8 @@ static LLVMValueRef vload(CbCtx *c, LLVMValueRef p, unsigned align) {
 
 static LLVMValueRef splat(CbCtx *c, LLVMValueRef s) {
   FcKernel *k = c->k;
-  LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c->vt), s, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 0, 0), "");
+  LLVMValueRef lane0 = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 0, 0);
+  LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c->vt), s, lane0, "");
   LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), BLK));
   return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c->vt), zeros, "");
 }

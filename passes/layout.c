@@ -20,9 +20,9 @@
  * C % 8 == 0 channels (blocked input), group 1 over fewer than 8 channels (a first conv over colour
  * planes reads its plain NCHW input, only the result is blocked), or depthwise (group = C = M,
  * C % 8 == 0), within the kernels' limits (pads and dilated kernel spans up to 32; depthwise: up to
- * 81 taps, images up to 8192 wide). 3×3 stride-1 dense convs stay in NCHW: Winograd
- * (kernel_winograd.c) does them with fewer multiplications than any direct kernel (measured: 143
- * against 81 GFLOP/s on 512→512 at 7×7), so they would only add layout changes.
+ * 81 taps, images up to 8192 wide). 3×3 stride-1 dense convs over 8 or more channels stay in NCHW:
+ * Winograd (kernel_winograd.c) does them with fewer multiplications than any direct kernel (measured:
+ * 143 against 81 GFLOP/s on 512→512 at 7×7), so they would only add layout changes.
  * A global average pool (reduce over axes {2, 3}) of a blocked conv's result is moved before the layout
  * change, which is then a reshape of [N, C/8, 1, 1, 8].
  * Limits: the block is 8 (AVX2's lanes; AVX-512 would want 16); pools and concats have no blocked form
@@ -72,9 +72,24 @@ static bool wants_blocked(const FcOp *op) {
   if (g != 1)
     return g == C && M == C && w->dims[1] == 1 && w->dims[2] * w->dims[3] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH;
   if (C % BLOCK != 0 && C >= BLOCK) return false;
-  bool winograd = w->dims[2] == 3 && w->dims[3] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
+  bool winograd = C >= BLOCK && w->dims[2] == 3 && w->dims[3] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
   return !winograd;
 }
+
+/* A pool that can join a region: a 2-D f32 max_pool (without indices) or avg_pool over C % 8 == 0
+ * channels. On the blocked tensor it is the same pool with a third spatial dim of window 1 (the 8
+ * channels of a block), which kernel_pool_blocked.c runs on vectors. It saves nothing by itself, but
+ * lets a conv before it and one after it share a region instead of each changing layout. */
+static bool is_carrier(const FcOp *op) {
+  if ((op->kind != FC_OP_MAX_POOL && op->kind != FC_OP_AVG_POOL) || op->n_results != 1) return false;
+  const FcType *x = &op->operands[0].value->type;
+  const int64_t *k;
+  return is_f32_4d(x) && x->dims[1] % BLOCK == 0 && x->dims[1] > 0 &&
+         fc_op_attr_ints(op, FC_ATTR_KERNEL_SHAPE, &k) == 2;
+}
+
+/* A region member: a conv to convert or a pool to carry along. */
+static bool is_member(const FcOp *op) { return wants_blocked(op) || is_carrier(op); }
 
 /* x [N, C, H, W] (C % 8 == 0) in the blocked layout [N, C/8, H, W, 8] (a reshape alone when H = W = 1). */
 static FcValue *to_blocked(FcBuilder *b, FcValue *x) {
@@ -141,6 +156,46 @@ static FcValue *block_extra(Rewriter *rw, FcBuilder *b, FcValue *e) {
     return fc_b_reshape(b, e, 5, r);
   }
   return t->rank == 4 ? to_blocked_once(rw, b, e) : to_blocked(b, fc_b_reshape(b, e, 4, d));
+}
+
+/* A 2-D pool's spatial attribute (n values per spatial dim, 2 for pads) extended by the block's dim
+ * with value v. */
+static FcAttr extend_attr(const FcOp *op, FcAttrName name, int64_t v, int64_t *buf) {
+  const int64_t *a;
+  int n = fc_op_attr_ints(op, name, &a);
+  if (n == 4) {
+    int64_t p[6] = {a[0], a[1], 0, a[2], a[3], 0};
+    for (int i = 0; i < 6; i++) buf[i] = p[i];
+  } else {
+    buf[0] = n > 0 ? a[0] : v;
+    buf[1] = n > 1 ? a[1] : v;
+    buf[2] = v;
+  }
+  return (FcAttr){.name = name, .kind = FC_AK_INTS, .ints = {buf, n == 4 ? 6 : 3}};
+}
+
+static FcStatus rewrite_pool(Rewriter *rw, FcOp *op) {
+  FcBuilder b;
+  fc_builder_init(&b, op->graph, rw->diag);
+  b.before = op;
+  b.loc = op->loc;
+  FcValue *xb = to_blocked_once(rw, &b, op->operands[0].value);
+  int64_t ks[3], st[3], dl[3], pd[6];
+  FcAttr attrs[7];
+  int na = 0;
+  attrs[na++] = extend_attr(op, FC_ATTR_KERNEL_SHAPE, 1, ks);
+  attrs[na++] = extend_attr(op, FC_ATTR_STRIDES, 1, st);
+  attrs[na++] = extend_attr(op, FC_ATTR_DILATIONS, 1, dl);
+  attrs[na++] = extend_attr(op, FC_ATTR_PADS, 0, pd);
+  const FcAttrName copied[3] = {FC_ATTR_CEIL_MODE, FC_ATTR_COUNT_INCLUDE_PAD, FC_ATTR_STORAGE_ORDER};
+  for (int i = 0; i < 3; i++) {
+    const FcAttr *a = fc_op_attr(op, copied[i]);
+    if (a) attrs[na++] = *a;
+  }
+  FcValue *y = from_blocked(&b, fc_b_op1(&b, op->kind, &xb, 1, attrs, na));
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  fc_rw_replace_op(op, &y, &rw->scratch);
+  return FC_OK;
 }
 
 static FcStatus rewrite(Rewriter *rw, FcOp *op) {
@@ -269,21 +324,45 @@ static double link_input(Regions *r, int i, const FcValue *v) {
   return edge_us(r, v);
 }
 
-/* The result of candidate i is used by something other than a candidate's input or extra, or a spatial
- * reduction (sink_spatial_reduce), or the graph's outputs. */
-static bool used_outside(const Regions *r, const FcOp *op) {
-  for (const FcUse *u = op->results[0].first_use; u; u = u->next_use) {
-    const FcOp *user = u->user;
-    if (cand_of(r, user) >= 0 && u->index != 1 && u->index != 2) continue;
-    if (user->kind == FC_OP_REDUCE_MEAN || user->kind == FC_OP_REDUCE_MAX || user->kind == FC_OP_REDUCE_SUM) {
-      const int64_t *axes;
-      if (fc_op_attr_ints(user, FC_ATTR_AXES, &axes) == 2 && axes[0] == 2 && axes[1] == 3 &&
-          fc_op_attr_int(user, FC_ATTR_KEEPDIMS, 1) == 1)
-        continue;
-    }
-    return true;
-  }
+/* A reduction over the spatial dims with keepdims, which sink_spatial_reduce moves into a region. */
+static bool is_spatial_reduce(const FcOp *op) {
+  if (op->kind != FC_OP_REDUCE_MEAN && op->kind != FC_OP_REDUCE_MAX && op->kind != FC_OP_REDUCE_SUM) return false;
+  const int64_t *axes;
+  return fc_op_attr_ints(op, FC_ATTR_AXES, &axes) == 2 && axes[0] == 2 && axes[1] == 3 &&
+         fc_op_attr_int(op, FC_ATTR_KEEPDIMS, 1) == 1;
+}
+
+/* Whether the result of member op is read in the blocked layout (by a member, as its input or an
+ * extra, or by a spatial reduction), and whether it is read in NCHW (by anything else). */
+static bool used_inside(const Regions *r, const FcOp *op) {
+  for (const FcUse *u = op->results[0].first_use; u; u = u->next_use)
+    if ((cand_of(r, u->user) >= 0 && u->index != 1 && u->index != 2) || is_spatial_reduce(u->user)) return true;
   return false;
+}
+static bool used_outside(const Regions *r, const FcOp *op) {
+  for (const FcUse *u = op->results[0].first_use; u; u = u->next_use)
+    if (!((cand_of(r, u->user) >= 0 && u->index != 1 && u->index != 2) || is_spatial_reduce(u->user))) return true;
+  return false;
+}
+
+/* Drops, repeatedly, the members that gain nothing (a 1×1 stride-1 conv, a pool) and would only move
+ * a layout change from their input to a result at least as large that no member reads: SqueezeNet's
+ * expand 1×1 after a blocked squeeze (its result goes to a concat) stays in NCHW, the squeeze, whose
+ * result is 4 times smaller than its input, stays blocked. */
+static void prune_members(Regions *r) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < r->n; i++) {
+      FcOp *op = r->cand[i];
+      if (r->index_of[op->id] < 0 || (!is_carrier(op) && saved_us_per_mflop(op) > 0) || used_inside(r, op)) continue;
+      int64_t in, out;
+      if (!fc_type_numel(&op->operands[0].value->type, &in) || !fc_type_numel(&op->results[0].type, &out) ||
+          out >= in) {
+        r->index_of[op->id] = -1;
+        changed = true;
+      }
+    }
+  }
 }
 
 /* Fills todo with the candidates of the regions worth converting. */
@@ -292,7 +371,7 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
   Regions r = {0};
   fc_graph_for_each_op(m->graph, op) {
     if (op->id > r.max_id) r.max_id = op->id;
-    if (wants_blocked(op)) r.n++;
+    if (is_member(op)) r.n++;
   }
   if (r.n == 0) return;
   r.cand = FC_NEW_ARRAY(a, FcOp *, (size_t)r.n);
@@ -306,22 +385,24 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
   for (uint32_t i = 0; i <= r.max_id; i++) r.index_of[i] = -1;
   int n = 0;
   fc_graph_for_each_op(m->graph, op) {
-    if (!wants_blocked(op)) continue;
+    if (!is_member(op)) continue;
     r.index_of[op->id] = n;
     r.parent[n] = n;
     r.cand[n++] = op;
   }
+  prune_members(&r);
   /* Per candidate, before the roots are final: its own edges and gain. */
   double *own_cost = FC_NEW_ARRAY(a, double, (size_t)r.n), *own_gain = FC_NEW_ARRAY(a, double, (size_t)r.n);
   for (int i = 0; i < r.n; i++) {
     FcOp *op = r.cand[i];
+    own_cost[i] = own_gain[i] = r.cost_us[i] = r.gain_us[i] = 0;
+    if (r.index_of[op->id] < 0) continue;
     const FcValue *x = op->operands[0].value;
     own_cost[i] = x->type.dims[1] % BLOCK == 0 ? link_input(&r, i, x) : 0;
-    for (int k = 3; k < op->n_operands; k++) own_cost[i] += link_input(&r, i, op->operands[k].value);
+    for (int k = 3; k < op->n_operands && !is_carrier(op); k++) own_cost[i] += link_input(&r, i, op->operands[k].value);
     if (used_outside(&r, op)) own_cost[i] += edge_us(&r, &op->results[0]);
     int64_t macs = 0;
-    own_gain[i] = fc_op_macs(op, &macs) ? 2e-6 * (double)macs * saved_us_per_mflop(op) : 0;
-    r.cost_us[i] = r.gain_us[i] = 0;
+    own_gain[i] = !is_carrier(op) && fc_op_macs(op, &macs) ? 2e-6 * (double)macs * saved_us_per_mflop(op) : 0;
   }
   for (int i = 0; i < r.n; i++) {
     int root = find(&r, i);
@@ -330,7 +411,7 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
   }
   for (int i = 0; i < r.n; i++) {
     int root = find(&r, i);
-    if (r.gain_us[root] > r.cost_us[root]) fc_op_stack_push(todo, r.cand[i]);
+    if (r.index_of[r.cand[i]->id] >= 0 && r.gain_us[root] > r.cost_us[root]) fc_op_stack_push(todo, r.cand[i]);
   }
 }
 
@@ -343,7 +424,8 @@ FcStatus fc_pass_layout(FcModule *m, FcDiag *diag) {
   rw.blocked = FC_NEW_ARRAY(&m->arena, FcValue *, (size_t)rw.n_ids + 1);
   for (uint32_t i = 0; i <= rw.n_ids; i++) rw.blocked[i] = NULL;
   FcStatus st = FC_OK;
-  for (int i = 0; i < todo.n && st == FC_OK; i++) st = rewrite(&rw, todo.v[i]);
+  for (int i = 0; i < todo.n && st == FC_OK; i++)
+    st = is_carrier(todo.v[i]) ? rewrite_pool(&rw, todo.v[i]) : rewrite(&rw, todo.v[i]);
   fc_graph_for_each_op_safe(m->graph, op, next) {
     if (st == FC_OK) st = sink_spatial_reduce(op, &rw.scratch, diag);
   }
