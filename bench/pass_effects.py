@@ -24,7 +24,7 @@ import tempfile
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 MODELS = ["cnn_b1", "cnn_b64", "mlp_b64", "resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
-PASSES = ["fuse_layer_norm", "eliminate_transpose", "fold_batchnorm", "fuse_epilogue", "fuse_elementwise"]
+PASSES = ["fuse_layer_norm", "eliminate_transpose", "fold_batchnorm", "fuse_epilogue", "layout", "fuse_elementwise"]
 # Why a pass can leave every benchmark model alone (said beside "changes none").
 WHY_NONE = {"fold_batchnorm": "PyTorch's exporter already folds eval-mode BatchNorm into these models' convs; "
                               "tests/lit/passes/fold_batchnorm.mlir and fuse_epilogue_models.test check the folding "

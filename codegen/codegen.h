@@ -156,6 +156,9 @@ FcStatus fc_conv_blocked_dense(FcKernel *k);
  * indices and avg_pool, vectorised along the output width. */
 bool fc_pool_window_applies(const FcKernel *k);
 FcStatus fc_pool_window(FcKernel *k);
+/* kernel_pool_blocked.c: the same f32 pools over NCHW8c, [N, C/8, H, W, 8] with a third spatial dim of kernel 1 */
+bool fc_pool_blocked_applies(const FcKernel *k);
+FcStatus fc_pool_blocked(FcKernel *k);
 bool fc_conv_winograd_applies(const FcKernel *k);  /* kernel_winograd.c: 2-D 3×3, stride 1, dilation 1, group 1, f32 */
 FcStatus fc_conv_winograd(FcKernel *k);
 bool fc_conv_few_pixels_applies(const FcKernel *k); /* kernel_conv_few_pixels.c: a small output image, transposed */

@@ -520,6 +520,7 @@ static double lowest_finite(FcDtype dt) {
  * counts from tables); max_pool optionally writes each max's flat index into x (row-major over
  * N, C, D.., or column-major over the spatial dims with storage_order 1). */
 FcStatus fc_kernel_pool(FcKernel *k) {
+  if (fc_pool_blocked_applies(k)) return fc_pool_blocked(k);
   if (fc_pool_window_applies(k)) return fc_pool_window(k);
   const FcType *xt = in_type(k, 0), *yt = &k->op->results[0].type;
   int n = xt->rank - 2;

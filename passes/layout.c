@@ -83,9 +83,13 @@ static bool wants_blocked(const FcOp *op) {
 static bool is_carrier(const FcOp *op) {
   if ((op->kind != FC_OP_MAX_POOL && op->kind != FC_OP_AVG_POOL) || op->n_results != 1) return false;
   const FcType *x = &op->operands[0].value->type;
-  const int64_t *k;
-  return is_f32_4d(x) && x->dims[1] % BLOCK == 0 && x->dims[1] > 0 &&
-         fc_op_attr_ints(op, FC_ATTR_KERNEL_SHAPE, &k) == 2;
+  const int64_t *k, *p;
+  if (!is_f32_4d(x) || x->dims[1] % BLOCK != 0 || x->dims[1] == 0 || fc_op_attr_ints(op, FC_ATTR_KERNEL_SHAPE, &k) != 2 ||
+      fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
+    return false;
+  for (int i = 0; i < 4; i++)
+    if (p[i] > MAX_PAD) return false;
+  return k[0] * k[1] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH; /* kernel_pool_blocked.c's limits */
 }
 
 /* A region member: a conv to convert or a pool to carry along. */
