@@ -270,12 +270,16 @@ static FcStatus sink_spatial_reduce(FcOp *op, FcOpStack *scratch, FcDiag *diag) 
  *   first conv, C < 8   55 → 90 (an im2col GEMM with K = 27 or 147 against direct tiles)
  *   other dense, K > 1 or stride > 1   70 → 95 (ResNet-18's stride-2 convs: 72–79 → 87–102)
  *   dense 1×1 stride 1  no gain counted (93 against 88–95: within the noise)
- * and a layout change (a transpose) moves about 10 GB/s. So a chain of depthwise-separable blocks is
- * always taken (no edges at all), a strided conv whose input and result change layout is taken when its
- * work is large against its tensors (ResNet-18's stride-2 convs), and a first conv followed by a max
- * pool only when the conv outweighs moving its result. */
+ * and a layout change (a transpose) moves about 10 GB/s, after a fixed ~2 us of starting one more
+ * kernel on the thread pool. So a chain of depthwise-separable blocks is always taken (no edges at
+ * all), a strided conv whose input and result change layout is taken when its work is large against
+ * its tensors (ResNet-18's stride-2 convs), and a first conv followed by a max pool only when the conv
+ * outweighs moving the pool's result. */
 
-enum { EDGE_BYTES_PER_US = 10000 }; /* 10 GB/s */
+enum {
+  EDGE_BYTES_PER_US = 10000, /* a layout change moves 10 GB/s */
+  EDGE_FIXED_US = 2,         /* and is one more kernel: a parallel loop's start and end on the pool */
+};
 
 /* Microseconds per MFLOP (= 1000 / GFLOP/s) saved by the blocked kernel for conv op. */
 static double saved_us_per_mflop(const FcOp *op) {
@@ -313,7 +317,7 @@ static double edge_us(Regions *r, const FcValue *v) {
   int64_t n;
   if (v->id < r->n_values && r->edge_counted[v->id]) return 0;
   if (v->id < r->n_values) r->edge_counted[v->id] = true;
-  return fc_type_numel(&v->type, &n) ? 4.0 * (double)n / EDGE_BYTES_PER_US : 1e30;
+  return fc_type_numel(&v->type, &n) ? EDGE_FIXED_US + 4.0 * (double)n / EDGE_BYTES_PER_US : 1e30;
 }
 
 /* Joins candidate i with the candidate producing v, or returns the cost of v's layout change (0 for

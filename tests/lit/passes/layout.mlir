@@ -5,25 +5,25 @@
 // share it), the convs read each other's blocked results, the depthwise conv gets an explicit zero
 // bias, the pool runs on the blocked result and only its [1, 2, 1, 1, 8] result is reshaped back.
 // CHECK-LABEL: func.func @mobile_block(
-// CHECK:         %[[R:.*]] = "flow.reshape"(%arg0) {shape = array<i64: 1, 2, 8, 10, 10>}
-// CHECK-NEXT:    %[[X:.*]] = "flow.transpose"(%[[R]]) {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<1x2x8x10x10xf32>) -> tensor<1x2x10x10x8xf32>
-// CHECK-NEXT:    %[[E:.*]] = "flow.conv_blocked"(%[[X]], %{{.*}}, %{{.*}}) {block = 8 : i64, dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, {{.*}} -> tensor<1x4x10x10x8xf32> loc("expand")
-// CHECK-NEXT:    %[[Z:.*]] = "flow.constant"() {value = dense<0.000000e+00> : tensor<32xf32>}
-// CHECK-NEXT:    %[[D:.*]] = "flow.conv_blocked"(%[[E]], %{{.*}}, %[[Z]]) {{.*}}group = 32 : i64{{.*}} -> tensor<1x4x10x10x8xf32> loc("dw")
-// CHECK-NEXT:    %[[P:.*]] = "flow.conv_blocked"(%[[D]], %{{.*}}, %{{.*}}, %[[X]]) {{{.*}}epilogue = "add x o3"{{.*}} -> tensor<1x2x10x10x8xf32> loc("project")
-// CHECK-NEXT:    %[[G:.*]] = "flow.reduce_mean"(%[[P]]) {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x2x10x10x8xf32>) -> tensor<1x2x1x1x8xf32>
+// CHECK:         %[[R:.*]] = "flow.reshape"(%arg0) {shape = array<i64: 1, 2, 8, 20, 20>}
+// CHECK-NEXT:    %[[X:.*]] = "flow.transpose"(%[[R]]) {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<1x2x8x20x20xf32>) -> tensor<1x2x20x20x8xf32>
+// CHECK-NEXT:    %[[E:.*]] = "flow.conv_blocked"(%[[X]], %{{.*}}, %{{.*}}) {block = 8 : i64, dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, {{.*}} -> tensor<1x8x20x20x8xf32> loc("expand")
+// CHECK-NEXT:    %[[Z:.*]] = "flow.constant"() {value = dense<0.000000e+00> : tensor<64xf32>}
+// CHECK-NEXT:    %[[D:.*]] = "flow.conv_blocked"(%[[E]], %{{.*}}, %[[Z]]) {{.*}}group = 64 : i64{{.*}} -> tensor<1x8x20x20x8xf32> loc("dw")
+// CHECK-NEXT:    %[[P:.*]] = "flow.conv_blocked"(%[[D]], %{{.*}}, %{{.*}}, %[[X]]) {{{.*}}epilogue = "add x o3"{{.*}} -> tensor<1x2x20x20x8xf32> loc("project")
+// CHECK-NEXT:    %[[G:.*]] = "flow.reduce_mean"(%[[P]]) {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x2x20x20x8xf32>) -> tensor<1x2x1x1x8xf32>
 // CHECK-NEXT:    %[[O:.*]] = "flow.reshape"(%[[G]]) {shape = array<i64: 1, 16, 1, 1>}
 // CHECK-NEXT:    "func.return"(%[[O]])
-func.func @mobile_block(%arg0: tensor<1x16x10x10xf32>) -> tensor<1x16x1x1xf32> {
-  %w0 = "flow.constant"() {value = dense<0.5> : tensor<32x16x1x1xf32>} : () -> tensor<32x16x1x1xf32>
-  %b0 = "flow.constant"() {value = dense<0.25> : tensor<32xf32>} : () -> tensor<32xf32>
-  %w1 = "flow.constant"() {value = dense<0.125> : tensor<32x1x3x3xf32>} : () -> tensor<32x1x3x3xf32>
+func.func @mobile_block(%arg0: tensor<1x16x20x20xf32>) -> tensor<1x16x1x1xf32> {
+  %w0 = "flow.constant"() {value = dense<0.5> : tensor<64x16x1x1xf32>} : () -> tensor<64x16x1x1xf32>
+  %b0 = "flow.constant"() {value = dense<0.25> : tensor<64xf32>} : () -> tensor<64xf32>
+  %w1 = "flow.constant"() {value = dense<0.125> : tensor<64x1x3x3xf32>} : () -> tensor<64x1x3x3xf32>
   %b2 = "flow.constant"() {value = dense<0.75> : tensor<16xf32>} : () -> tensor<16xf32>
-  %w2 = "flow.constant"() {value = dense<-0.5> : tensor<16x32x1x1xf32>} : () -> tensor<16x32x1x1xf32>
-  %0 = "flow.conv"(%arg0, %w0, %b0) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x10x10xf32>, tensor<32x16x1x1xf32>, tensor<32xf32>) -> tensor<1x32x10x10xf32> loc("expand")
-  %1 = "flow.conv"(%0, %w1) {dilations = array<i64: 1, 1>, group = 32 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x32x10x10xf32>, tensor<32x1x3x3xf32>) -> tensor<1x32x10x10xf32> loc("dw")
-  %2 = "flow.conv"(%1, %w2, %b2, %arg0) {dilations = array<i64: 1, 1>, epilogue = "add x o3", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x10x10xf32>, tensor<16x32x1x1xf32>, tensor<16xf32>, tensor<1x16x10x10xf32>) -> tensor<1x16x10x10xf32> loc("project")
-  %3 = "flow.reduce_mean"(%2) {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x16x10x10xf32>) -> tensor<1x16x1x1xf32> loc("gap")
+  %w2 = "flow.constant"() {value = dense<-0.5> : tensor<16x64x1x1xf32>} : () -> tensor<16x64x1x1xf32>
+  %0 = "flow.conv"(%arg0, %w0, %b0) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x20x20xf32>, tensor<64x16x1x1xf32>, tensor<64xf32>) -> tensor<1x64x20x20xf32> loc("expand")
+  %1 = "flow.conv"(%0, %w1) {dilations = array<i64: 1, 1>, group = 64 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x20x20xf32>, tensor<64x1x3x3xf32>) -> tensor<1x64x20x20xf32> loc("dw")
+  %2 = "flow.conv"(%1, %w2, %b2, %arg0) {dilations = array<i64: 1, 1>, epilogue = "add x o3", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x20x20xf32>, tensor<16x64x1x1xf32>, tensor<16xf32>, tensor<1x16x20x20xf32>) -> tensor<1x16x20x20xf32> loc("project")
+  %3 = "flow.reduce_mean"(%2) {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x16x20x20xf32>) -> tensor<1x16x1x1xf32> loc("gap")
   "func.return"(%3) : (tensor<1x16x1x1xf32>) -> ()
 }
 
