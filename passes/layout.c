@@ -23,10 +23,11 @@
  * 81 taps, images up to 8192 wide). 3×3 stride-1 dense convs over 8 or more channels stay in NCHW:
  * Winograd (kernel_winograd.c) does them with fewer multiplications than any direct kernel (measured:
  * 143 against 81 GFLOP/s on 512→512 at 7×7), so they would only add layout changes.
- * A global average pool (reduce over axes {2, 3}) of a blocked conv's result is moved before the layout
- * change, which is then a reshape of [N, C/8, 1, 1, 8].
- * Limits: the block is 8 (AVX2's lanes; AVX-512 would want 16); pools and concats have no blocked form
- * yet, so each is a boundary.
+ * Max and average pools between such convs join them (is_carrier), and a global average pool (reduce
+ * over axes {2, 3}) of a blocked conv's result is moved before the layout change, which is then a
+ * reshape of [N, C/8, 1, 1, 8]. Which regions are converted is a cost estimate (see "regions" below).
+ * Limits: the block is 8 (AVX2's lanes; AVX-512 would want 16); concats, element-wise ops outside
+ * epilogues and Winograd convs have no blocked form, so each is a region's edge.
  */
 #include "passes.h"
 #include "rewrite.h"
@@ -70,9 +71,11 @@ static bool wants_blocked(const FcOp *op) {
     if (p[i] > MAX_PAD) return false;
   if ((w->dims[2] - 1) * d[0] > MAX_SPAN || (w->dims[3] - 1) * d[1] > MAX_SPAN) return false;
   if (g != 1)
-    return g == C && M == C && w->dims[1] == 1 && w->dims[2] * w->dims[3] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH;
+    return g == C && M == C && w->dims[1] == 1 && w->dims[2] * w->dims[3] <= MAX_DW_TAPS &&
+           x->dims[3] <= MAX_DW_WIDTH;
   if (C % BLOCK != 0 && C >= BLOCK) return false;
-  bool winograd = C >= BLOCK && w->dims[2] == 3 && w->dims[3] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
+  bool winograd = C >= BLOCK && w->dims[2] == 3 && w->dims[3] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 &&
+                  d[1] == 1;
   return !winograd;
 }
 
@@ -84,8 +87,8 @@ static bool is_carrier(const FcOp *op) {
   if ((op->kind != FC_OP_MAX_POOL && op->kind != FC_OP_AVG_POOL) || op->n_results != 1) return false;
   const FcType *x = &op->operands[0].value->type;
   const int64_t *k, *p;
-  if (!is_f32_4d(x) || x->dims[1] % BLOCK != 0 || x->dims[1] == 0 || fc_op_attr_ints(op, FC_ATTR_KERNEL_SHAPE, &k) != 2 ||
-      fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
+  if (!is_f32_4d(x) || x->dims[1] % BLOCK != 0 || x->dims[1] == 0 ||
+      fc_op_attr_ints(op, FC_ATTR_KERNEL_SHAPE, &k) != 2 || fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
     return false;
   for (int i = 0; i < 4; i++)
     if (p[i] > MAX_PAD) return false;
@@ -162,8 +165,8 @@ static FcValue *block_extra(Rewriter *rw, FcBuilder *b, FcValue *e) {
   return t->rank == 4 ? to_blocked_once(rw, b, e) : to_blocked(b, fc_b_reshape(b, e, 4, d));
 }
 
-/* A 2-D pool's spatial attribute (n values per spatial dim, 2 for pads) extended by the block's dim
- * with value v. */
+/* A 2-D pool's spatial attribute (2 values; pads: 4, begins then ends) extended by the block's dim with
+ * value v (pads: 0 at both ends). */
 static FcAttr extend_attr(const FcOp *op, FcAttrName name, int64_t v, int64_t *buf) {
   const int64_t *a;
   int n = fc_op_attr_ints(op, name, &a);
@@ -237,17 +240,21 @@ static FcStatus rewrite(Rewriter *rw, FcOp *op) {
   return FC_OK;
 }
 
+/* A reduction over the spatial dims with keepdims, which sink_spatial_reduce moves into a region. */
+static bool is_spatial_reduce(const FcOp *op) {
+  if (op->kind != FC_OP_REDUCE_MEAN && op->kind != FC_OP_REDUCE_MAX && op->kind != FC_OP_REDUCE_SUM) return false;
+  const int64_t *axes;
+  return fc_op_attr_ints(op, FC_ATTR_AXES, &axes) == 2 && axes[0] == 2 && axes[1] == 3 &&
+         fc_op_attr_int(op, FC_ATTR_KEEPDIMS, 1) == 1;
+}
+
 /* A reduction over the spatial dims (axes {2, 3}, keepdims) of a blocked value's from_blocked — global
  * average pooling — runs on the blocked value, so only its small [N, C/8, 1, 1, 8] result changes
- * layout (and eliminate_transpose makes that change a reshape). */
+ * layout, by a reshape. */
 static FcStatus sink_spatial_reduce(FcOp *op, FcOpStack *scratch, FcDiag *diag) {
-  if (op->kind != FC_OP_REDUCE_MEAN && op->kind != FC_OP_REDUCE_MAX && op->kind != FC_OP_REDUCE_SUM) return FC_OK;
-  const int64_t *axes;
-  if (fc_op_attr_ints(op, FC_ATTR_AXES, &axes) != 2 || axes[0] != 2 || axes[1] != 3 ||
-      fc_op_attr_int(op, FC_ATTR_KEEPDIMS, 1) != 1)
-    return FC_OK;
-  FcValue *yb = blocked_source(op->operands[0].value);
+  FcValue *yb = is_spatial_reduce(op) ? blocked_source(op->operands[0].value) : NULL;
   if (!yb) return FC_OK;
+  static const int64_t axes[2] = {2, 3};
   FcBuilder b;
   fc_builder_init(&b, op->graph, diag);
   b.before = op;
@@ -332,24 +339,19 @@ static double link_input(Regions *r, int i, const FcValue *v) {
   return edge_us(r, v);
 }
 
-/* A reduction over the spatial dims with keepdims, which sink_spatial_reduce moves into a region. */
-static bool is_spatial_reduce(const FcOp *op) {
-  if (op->kind != FC_OP_REDUCE_MEAN && op->kind != FC_OP_REDUCE_MAX && op->kind != FC_OP_REDUCE_SUM) return false;
-  const int64_t *axes;
-  return fc_op_attr_ints(op, FC_ATTR_AXES, &axes) == 2 && axes[0] == 2 && axes[1] == 3 &&
-         fc_op_attr_int(op, FC_ATTR_KEEPDIMS, 1) == 1;
-}
-
 /* Whether the result of member op is read in the blocked layout (by a member, as its input or an
  * extra, or by a spatial reduction), and whether it is read in NCHW (by anything else). */
+static bool reads_blocked(const Regions *r, const FcUse *u) {
+  return (cand_of(r, u->user) >= 0 && u->index != 1 && u->index != 2) || is_spatial_reduce(u->user);
+}
 static bool used_inside(const Regions *r, const FcOp *op) {
   for (const FcUse *u = op->results[0].first_use; u; u = u->next_use)
-    if ((cand_of(r, u->user) >= 0 && u->index != 1 && u->index != 2) || is_spatial_reduce(u->user)) return true;
+    if (reads_blocked(r, u)) return true;
   return false;
 }
 static bool used_outside(const Regions *r, const FcOp *op) {
   for (const FcUse *u = op->results[0].first_use; u; u = u->next_use)
-    if (!((cand_of(r, u->user) >= 0 && u->index != 1 && u->index != 2) || is_spatial_reduce(u->user))) return true;
+    if (!reads_blocked(r, u)) return true;
   return false;
 }
 
