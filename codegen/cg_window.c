@@ -138,3 +138,22 @@ LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill
     if (on[l]) v = LLVMBuildInsertElement(k->b, v, vload(k, f32, fptr(k, p, fc_cg_const_i64(k, l * r->sw))), i32c(k, l), "");
   return v;
 }
+
+int64_t fc_win_tap_count(int64_t o, int64_t K, int64_t s, int64_t d, int64_t pad, int64_t pad_end, int64_t D,
+                         bool include_pad) {
+  int64_t start = o * s - pad, n = 0;
+  for (int64_t kk = 0; kk < K; kk++) {
+    int64_t p = start + kk * d;
+    n += include_pad ? p < D + pad_end : p >= 0 && p < D;
+  }
+  return n;
+}
+
+LLVMValueRef fc_win_row_count_table(FcKernel *k, int64_t OH, int64_t KH, int64_t sh, int64_t dh, int64_t ph,
+                                    int64_t pe_h, int64_t H, bool include_pad, const char *name) {
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)OH + 1); /* OH = 0: one */
+  for (int64_t o = 0; o < OH; o++)
+    e[o] = LLVMConstReal(f32, (double)fc_win_tap_count(o, KH, sh, dh, ph, pe_h, H, include_pad));
+  return fc_cg_const_table(k, f32, e, OH, name);
+}

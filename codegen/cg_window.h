@@ -57,4 +57,16 @@ LLVMValueRef fc_win_shuffle(FcKernel *k, LLVMValueRef v, const int *idx, int n);
 LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, LLVMValueRef ox0v,
                                int64_t ox0, int64_t kw);
 
+/* A pool window's taps along one dim at output o (stride s, dilation d, begin pad `pad`, end pad
+ * pad_end, input size D): those inside the input, or with include_pad (count_include_pad) those inside
+ * the padded input (a ceil-mode window may run past the end padding). The count avg_pool divides by,
+ * the same as kernel_nn.c's generic pool. */
+int64_t fc_win_tap_count(int64_t o, int64_t K, int64_t s, int64_t d, int64_t pad, int64_t pad_end, int64_t D,
+                         bool include_pad);
+
+/* avg_pool's per-output-row tap counts (fc_win_tap_count over the rows), as a constant f32 table of OH
+ * entries named `name`. */
+LLVMValueRef fc_win_row_count_table(FcKernel *k, int64_t OH, int64_t KH, int64_t sh, int64_t dh, int64_t ph,
+                                    int64_t pe_h, int64_t H, bool include_pad, const char *name);
+
 #endif /* FLOWC_CG_WINDOW_H */

@@ -46,18 +46,6 @@ typedef struct Pw {
   bool vpad;          /* some output row reads an input row outside [0, H) */
 } Pw;
 
-/* Taps of one dim at output o: inside the input, or with count_include_pad inside the padded input (a
- * ceil-mode window may run past the end padding): kernel_nn.c's counts. */
-static int64_t dim_count(int64_t o, int64_t K, int64_t s, int64_t d, int64_t pad, int64_t pad_end, int64_t D,
-                         bool include_pad) {
-  int64_t start = o * s - pad, n = 0;
-  for (int64_t kk = 0; kk < K; kk++) {
-    int64_t p = start + kk * d;
-    n += include_pad ? p < D + pad_end : p >= 0 && p < D;
-  }
-  return n;
-}
-
 static bool pool_geometry(const FcKernel *k, int vl, Pw *g) {
   const FcOp *op = k->op;
   if ((op->kind != FC_OP_MAX_POOL && op->kind != FC_OP_AVG_POOL) || op->n_results != 1) return false;
@@ -170,7 +158,7 @@ static void emit_vector(PwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
     LLVMValueRef cw[MAX_VL]; /* per lane (stride 2: still in even_lane's order), the column count */
     for (int l = 0; l < vl; l++) {
       int64_t ox = ox0 + (g->x.sw == 2 ? fc_win_even_lane(vl, l) / 2 : l), n = g->x.KW;
-      if (!ox0v) n = ox < g->x.OW ? dim_count(ox, g->x.KW, g->x.sw, g->x.dw, g->x.pw, g->pe_w, g->x.W, g->include_pad) : 1;
+      if (!ox0v) n = ox < g->x.OW ? fc_win_tap_count(ox, g->x.KW, g->x.sw, g->x.dw, g->x.pw, g->pe_w, g->x.W, g->include_pad) : 1;
       cw[l] = LLVMConstReal(c->f32, (double)n);
     }
     v = LLVMBuildFDiv(k->b, v, LLVMBuildFMul(k->b, c->row_cnt, LLVMConstVector(cw, (unsigned)vl), ""), "");
@@ -204,12 +192,8 @@ FcStatus fc_pool_window(FcKernel *k) {
     prow = fc_cg_const_table(k, c.f32, e, g.x.W, "pool_pad_row");
   }
   LLVMValueRef cnt_tab = NULL; /* avg: per output row, the window's row count, as float */
-  if (!g.is_max) {
-    LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)g.OH);
-    for (int64_t o = 0; o < g.OH; o++)
-      e[o] = LLVMConstReal(c.f32, (double)dim_count(o, g.KH, g.sh, g.dh, g.ph, g.pe_h, g.H, g.include_pad));
-    cnt_tab = fc_cg_const_table(k, c.f32, e, g.OH, "pool_row_cnt");
-  }
+  if (!g.is_max)
+    cnt_tab = fc_win_row_count_table(k, g.OH, g.KH, g.sh, g.dh, g.ph, g.pe_h, g.H, g.include_pad, "pool_row_cnt");
 
   FcLoop lt;
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");

@@ -32,6 +32,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "cg_window.h"
 #include "codegen.h"
 
 enum {
@@ -54,18 +55,6 @@ typedef struct Pb {
   bool vpad;                  /* some output row reads an input row outside [0, H) */
   bool empty;                 /* no output: nothing to emit */
 } Pb;
-
-/* Taps of one dim at output o: inside the input, or with count_include_pad inside the padded input (a
- * ceil-mode window may run past the end padding): kernel_pool.c's and kernel_nn.c's counts. */
-static int64_t dim_count(int64_t o, int64_t K, int64_t s, int64_t d, int64_t pad, int64_t pad_end, int64_t D,
-                         bool include_pad) {
-  int64_t start = o * s - pad, n = 0;
-  for (int64_t kk = 0; kk < K; kk++) {
-    int64_t p = start + kk * d;
-    n += include_pad ? p < D + pad_end : p >= 0 && p < D;
-  }
-  return n;
-}
 
 /* Fills g from the op; false when the op is not a blocked pool this kernel handles. */
 static bool pb_geometry(const FcKernel *k, Pb *g) {
@@ -190,20 +179,9 @@ static LLVMValueRef pad_row(PbCtx *c, int64_t n) {
   snprintf(name, sizeof name, "pbk_%s_%lld", c->g->is_max ? "nan" : "zeros", (long long)n);
   LLVMValueRef g = LLVMGetNamedGlobal(k->mod, name);
   if (g) return g;
-  LLVMTypeRef zt = LLVMArrayType2(c->f32, (uint64_t)n);
-  LLVMValueRef init = LLVMConstNull(zt);
-  if (c->g->is_max) {
-    LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)n);
-    for (int64_t i = 0; i < n; i++) e[i] = c->pad;
-    init = LLVMConstArray2(c->f32, e, (uint64_t)n);
-  }
-  g = LLVMAddGlobal(k->mod, zt, name);
-  LLVMSetInitializer(g, init);
-  LLVMSetGlobalConstant(g, 1);
-  LLVMSetLinkage(g, LLVMPrivateLinkage);
-  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-  LLVMSetAlignment(g, 64);
-  return g;
+  LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)n + 1); /* n = 0: one */
+  for (int64_t i = 0; i < n; i++) e[i] = c->pad;
+  return fc_cg_const_table(k, c->f32, e, n, name);
 }
 
 /* How a tile combines its taps. */
@@ -277,7 +255,7 @@ static void emit_tile(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n) {
     tile_taps(c, ow0v, ow0, n, COMB_SUM, acc);
     for (int r = 0; r < n; r++) {
       int64_t cw = g->KW;
-      if (!ow0v) cw = dim_count(ow0 + r, g->KW, g->sw, g->dw, g->pw, g->pe_w, g->W, g->include_pad);
+      if (!ow0v) cw = fc_win_tap_count(ow0 + r, g->KW, g->sw, g->dw, g->pw, g->pe_w, g->W, g->include_pad);
       LLVMValueRef cnt = LLVMBuildFMul(k->b, c->row_cnt, splat(c, (double)cw), "");
       store_pixel(c, ow0v, ow0 + r, LLVMBuildFDiv(k->b, acc[r], cnt, ""));
     }
@@ -358,12 +336,8 @@ FcStatus fc_pool_blocked(FcKernel *k) {
   c.pad = LLVMConstReal(c.f32, g.is_max ? NAN : 0.0);
   LLVMValueRef prow = g.vpad ? pad_row(&c, g.W * BLK) : NULL;
   LLVMValueRef cnt_tab = NULL; /* avg: per output row, the window's row count, as float */
-  if (!g.is_max) {
-    LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)g.OH);
-    for (int64_t o = 0; o < g.OH; o++)
-      e[o] = LLVMConstReal(c.f32, (double)dim_count(o, g.KH, g.sh, g.dh, g.ph, g.pe_h, g.H, g.include_pad));
-    cnt_tab = fc_cg_const_table(k, c.f32, e, g.OH, "pbk_row_cnt");
-  }
+  if (!g.is_max)
+    cnt_tab = fc_win_row_count_table(k, g.OH, g.KH, g.sh, g.dh, g.ph, g.pe_h, g.H, g.include_pad, "pbk_row_cnt");
 
   FcLoop lt;
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
