@@ -367,18 +367,18 @@ static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   fc_cg_loop_end(k, &lk);
 }
 
-/* y[b, m, o..] = bias[m] + sum over (c in m's group, kk, i) with i*s + kk*d - pad = o of
- * x[b, c, i] * w[c, m % Mg, kk]; computed per output row (a gather), so rows are independent. */
 /* flow.conv_blocked: only the layout pass makes it, for convs these two kernels handle (passes/layout.c
- * checks their limits); an op written by hand beyond them is refused. */
+ * keeps within their limits); an op written by hand beyond them is refused. */
 FcStatus fc_kernel_conv_blocked(FcKernel *k) {
   if (fc_conv_blocked_depthwise_applies(k)) return fc_conv_blocked_depthwise(k);
   if (fc_conv_blocked_dense_applies(k)) return fc_conv_blocked_dense(k);
   return fc_cg_error(k, FC_ERR_UNSUPPORTED,
-                     "no kernel for this conv_blocked (f32, constant weights, group 1 or depthwise, 2-D, "
-                     "kernels up to 9x9, padding up to 16, width up to 8192)");
+                     "no kernel for this conv_blocked: the kernels need f32, block 8, constant weights, group 1 "
+                     "or depthwise (up to 81 taps), pads and dilated kernel spans of at most 32");
 }
 
+/* y[b, m, o..] = bias[m] + sum over (c in m's group, kk, i) with i*s + kk*d - pad = o of
+ * x[b, c, i] * w[c, m % Mg, kk]; computed per output row (a gather), so rows are independent. */
 FcStatus fc_kernel_conv_transpose(FcKernel *k) {
   const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &k->op->results[0].type;
   int n = xt->rank - 2;

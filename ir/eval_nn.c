@@ -325,21 +325,24 @@ FcStatus fc_eval_conv_blocked(const FcOp *op, const FcTensor *const *in, FcTenso
       (xt->rank == 5 && xt->dims[4] != B))
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "x must be f32 [N, C, H, W] or [N, C/B, H, W, B]");
   FcType xp, yp;
-  int64_t S = xt->dims[2] * xt->dims[3];
+  int64_t S, OS, C, M;
+  if (!fc_checked_mul(xt->dims[2], xt->dims[3], &S) || !fc_checked_mul(rt->dims[2], rt->dims[3], &OS) ||
+      !fc_checked_mul(xt->dims[1], xt->rank == 5 ? B : 1, &C) || !fc_checked_mul(rt->dims[1], B, &M))
+    return fc_ev_fail(op, diag, FC_ERR_LIMIT, "tensor sizes overflow");
   const FcTensor *args[3] = {in[0], in[1], in[2]};
   if (xt->rank == 5) {
-    int64_t dims[4] = {xt->dims[0], xt->dims[1] * B, xt->dims[2], xt->dims[3]};
+    int64_t dims[4] = {xt->dims[0], C, xt->dims[2], xt->dims[3]};
     xp = fc_type_make(arena, FC_DT_F32, 4, dims);
     FcTensor *x = fc_tensor_new(arena, xp);
     reblock_f32((float *)x->data, in[0]->data, xt->dims[0], dims[1], S, B, false);
     args[0] = x;
   }
-  int64_t ydims[4] = {rt->dims[0], rt->dims[1] * B, rt->dims[2], rt->dims[3]};
+  int64_t ydims[4] = {rt->dims[0], M, rt->dims[2], rt->dims[3]};
   yp = fc_type_make(arena, FC_DT_F32, 4, ydims);
   FcTensor *y = NULL;
   FC_EV_TRY(conv_plain(op, args, &yp, &y, arena, diag));
   fc_ev_make_results(op, out, arena);
-  reblock_f32((float *)out[0]->data, y->data, ydims[0], ydims[1], ydims[2] * ydims[3], B, true);
+  reblock_f32((float *)out[0]->data, y->data, ydims[0], M, OS, B, true);
   return apply_epilogue(op, in, out, arena, diag);
 }
 

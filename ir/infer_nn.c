@@ -196,7 +196,8 @@ FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_int(op, FC_ATTR_BLOCK, &blk, diag));
   if (blk < 1 || blk > 64) return fc_ih_fail(op, diag, "block is %lld, must be in [1, 64]", (long long)blk);
   bool blocked = x->rank == 5;
-  if (x->rank != 4 && !blocked) return fc_ih_fail(op, diag, "input must be [N, C, H, W] or [N, C/B, H, W, B], has rank %d", x->rank);
+  if (x->rank != 4 && !blocked)
+    return fc_ih_fail(op, diag, "input must be [N, C, H, W] or [N, C/B, H, W, B], has rank %d", x->rank);
   if (blocked && x->dims[4] != blk)
     return fc_ih_fail(op, diag, "input's last dim is %lld, the block %lld", (long long)x->dims[4], (long long)blk);
   if (w->rank != 4 || w->dtype != FC_DT_F32 || x->dtype != FC_DT_F32)
@@ -208,8 +209,11 @@ FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
     return fc_ih_fail(op, diag, "weight has %lld input channels per group, input has %lld (group %lld)",
                       (long long)w->dims[1], (long long)c, (long long)g);
   if (g != 1 && (g != c || m != c || !blocked))
-    return fc_ih_fail(op, diag, "group %lld: only 1, or depthwise (group = C = M) over a blocked input", (long long)g);
-  if (m % blk != 0) return fc_ih_fail(op, diag, "%lld output channels are not a multiple of the block %lld", (long long)m, (long long)blk);
+    return fc_ih_fail(op, diag, "group %lld: only 1, or depthwise (group = C = M) over a blocked input",
+                      (long long)g);
+  if (m % blk != 0)
+    return fc_ih_fail(op, diag, "%lld output channels are not a multiple of the block %lld", (long long)m,
+                      (long long)blk);
   FC_ITRY(check_bias(op, m, diag));
   Spatial s;
   FC_ITRY(spatial_attrs(op, 2, &s, diag));

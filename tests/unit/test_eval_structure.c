@@ -361,6 +361,57 @@ static void test_conv3d(void **state) {
   ctx_free(c);
 }
 
+/* conv_blocked evaluates as conv on the unblocked tensors, blocked: dense over a blocked and over a plain
+ * input (strided, padded) and depthwise, with an epilogue. Same arithmetic order, so exactly equal. */
+static float lcg(uint32_t *st) {
+  *st = *st * 1664525u + 1013904223u;
+  return (float)((int32_t)(*st >> 9) % 17) / 8.0f;
+}
+
+static void fill(float *v, int64_t n, uint32_t seed) {
+  for (int64_t i = 0; i < n; i++) v[i] = lcg(&seed);
+}
+
+static void block_nchw(const float *x, float *xb, int64_t N, int64_t C, int64_t S) {
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t ch = 0; ch < C; ch++)
+      for (int64_t i = 0; i < S; i++) xb[((n * (C / 8) + ch / 8) * S + i) * 8 + ch % 8] = x[(n * C + ch) * S + i];
+}
+
+static void check_conv_blocked(int64_t C, int64_t M, int64_t group, bool plain_input, int64_t stride) {
+  Ctx *c = ctx_new();
+  enum { N = 2, H = 5, W = 6 };
+  float x[N * 16 * H * W], xb[N * 16 * H * W], w[16 * 16 * 9], b[16];
+  fill(x, N * C * H * W, 1);
+  fill(w, M * (C / group) * 9, 2);
+  fill(b, M, 3);
+  block_nchw(x, xb, N, C, H * W);
+  FcValue *xv = cst(c, FC_DT_F32, 4, D(N, C, H, W), x), *wv = cst(c, FC_DT_F32, 4, D(M, C / group, 3, 3), w);
+  FcValue *bv = cst(c, FC_DT_F32, 1, D(M), b);
+  FcValue *xbv = plain_input ? xv : cst(c, FC_DT_F32, 5, D(N, C / 8, H, W, 8), xb);
+  const int64_t *dil = D(1, 1), *pads = D(1, 0, 1, 2), *strides = D(stride, stride);
+  FcAttr a[5] = {FC_A_INTS(DILATIONS, dil, 2), FC_A_STR(EPILOGUE, "relu x"), FC_A_INT(GROUP, group),
+                 FC_A_INTS(PADS, pads, 4), FC_A_INTS(STRIDES, strides, 2)};
+  FcValue *ops[3] = {xv, wv, bv};
+  FcTensor *y = ev(c, mk(c, FC_OP_CONV, ops, 3, 1, a, 5))[0];
+  FcAttr ab[6] = {FC_A_INT(BLOCK, 8), a[0], a[1], a[2], a[3], a[4]};
+  ops[0] = xbv;
+  FcTensor *yb = ev(c, mk(c, FC_OP_CONV_BLOCKED, ops, 3, 1, ab, 6))[0];
+  const int64_t *yd = y->type.dims;
+  expect_shape(yb, FC_DT_F32, 5, D(yd[0], M / 8, yd[2], yd[3], 8));
+  float want[N * 16 * H * W];
+  block_nchw(y->data, want, yd[0], M, yd[2] * yd[3]);
+  expect_f(yb, (int)(yd[0] * M * yd[2] * yd[3]), want);
+  ctx_free(c);
+}
+
+static void test_conv_blocked_matches_conv(void **state) {
+  check_conv_blocked(16, 8, 1, false, 1);  /* dense, blocked input */
+  check_conv_blocked(16, 16, 1, false, 2); /* strided */
+  check_conv_blocked(3, 16, 1, true, 2);   /* plain NCHW input (a first conv) */
+  check_conv_blocked(16, 16, 16, false, 1); /* depthwise */
+}
+
 static void test_conv_transpose_group_stride_outpad(void **state) {
   Ctx *c = ctx_new();
   FcValue *x = cst(c, FC_DT_F32, 4, D(1, 4, 3, 3), ct_x), *w = cst(c, FC_DT_F32, 4, D(4, 1, 3, 2), ct_w);
@@ -841,6 +892,7 @@ int main(void) {
       cmocka_unit_test(test_conv1d_int32),
       cmocka_unit_test(test_conv3d),
       cmocka_unit_test(test_conv_transpose_group_stride_outpad),
+      cmocka_unit_test(test_conv_blocked_matches_conv),
       cmocka_unit_test(test_max_pool_ceil_dilation_indices),
       cmocka_unit_test(test_max_pool_int8),
       cmocka_unit_test(test_avg_pool_ceil_count_include_pad),
