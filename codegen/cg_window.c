@@ -72,15 +72,31 @@ bool fc_win_plan(const FcWinRow *r, int64_t planes, int64_t OH, int64_t max_edge
   while (p->v_hi < p->nv && fc_win_position_full(r, p->v_hi)) p->v_hi++;
   for (int64_t v = p->v_hi; v < p->nv; v++) FC_ASSERT(!fc_win_position_full(r, v));
   if (p->nv - (p->v_hi - p->v_lo) > max_edges) return false;
-  p->nrb = 1;
+  fc_win_row_blocks(planes, OH, min_tasks, 0, row_multiple, &p->rb, &p->nrb);
+  return true;
+}
+
+void fc_win_row_blocks(int64_t planes, int64_t OH, int64_t min_tasks, int64_t max_rows, int64_t row_multiple,
+                       int64_t *rb, int64_t *nrb) {
+  int64_t n = 1;
   if (planes < min_tasks) {
     int64_t want = (min_tasks + planes - 1) / planes;
-    p->nrb = want < OH ? want : OH;
+    n = want < OH ? want : OH;
   }
-  p->rb = (OH + p->nrb - 1) / p->nrb;
-  if (p->rb > 1 && p->rb % row_multiple) p->rb += row_multiple - p->rb % row_multiple;
-  p->nrb = (OH + p->rb - 1) / p->rb;
-  return true;
+  if (max_rows > 0 && (OH + n - 1) / n > max_rows) n = (OH + max_rows - 1) / max_rows;
+  int64_t r = (OH + n - 1) / n;
+  if (r > 1 && row_multiple > 1 && r % row_multiple) r += row_multiple - r % row_multiple;
+  *rb = r;
+  *nrb = (OH + r - 1) / r;
+}
+
+void fc_win_interior(int64_t W, int64_t OW, int64_t sw, int64_t pw, int64_t span, int64_t *lo, int64_t *hi) {
+  int64_t l = (pw + sw - 1) / sw, last = W - 1 + pw - span;
+  int64_t h = last < 0 ? 0 : last / sw + 1;
+  if (l > OW) l = OW;
+  if (h > OW) h = OW;
+  *lo = l;
+  *hi = h < l ? l : h;
 }
 
 /* &base[off] in floats; off may point before base (masked-off lanes only), so not inbounds. */

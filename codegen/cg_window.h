@@ -4,7 +4,9 @@
  * "full" (plain vector loads in a loop); the others are edges, emitted straight-line with masked loads
  * whose masked-off lanes read a fill value (0 for convolution, NaN or 0 for pools). Stride 2 loads 2·vl
  * columns and keeps every other one with one shuffle, in the lane order of fc_win_even_lane; larger
- * strides build the vector lane by lane.
+ * strides build the vector lane by lane. The blocked-layout kernels (kernel_dwconv_blocked.c,
+ * kernel_pool_blocked.c, kernel_conv_blocked.c) share its row-block split, interior range and pool
+ * counts.
  */
 #ifndef FLOWC_CG_WINDOW_H
 #define FLOWC_CG_WINDOW_H
@@ -34,6 +36,17 @@ typedef struct FcWinPlan {
  * max_edges positions are edges (each is emitted straight-line). */
 bool fc_win_plan(const FcWinRow *r, int64_t planes, int64_t OH, int64_t max_edges, int64_t min_tasks, int64_t row_multiple,
                  FcWinPlan *p);
+
+/* How `planes` independent output planes of OH rows each are cut into row blocks for the thread pool:
+ * into blocks until planes × blocks reaches min_tasks (at most OH), smaller still where a block would
+ * exceed max_rows rows (0: no limit), rows per block rounded up to a multiple of row_multiple (when
+ * above 1). Sets *rb (rows per block) and *nrb (blocks per plane). planes > 0. */
+void fc_win_row_blocks(int64_t planes, int64_t OH, int64_t min_tasks, int64_t max_rows, int64_t row_multiple,
+                       int64_t *rb, int64_t *nrb);
+/* The output columns [*lo, *hi) of a row (OW outputs, stride sw, begin pad pw, dilated kernel span
+ * (KW - 1)·dw) whose every tap lies inside an input row of W: ow·sw - pw >= 0 and
+ * ow·sw - pw + span <= W - 1; an empty range sits at *lo. */
+void fc_win_interior(int64_t W, int64_t OW, int64_t sw, int64_t pw, int64_t span, int64_t *lo, int64_t *hi);
 
 /* f32 lanes per vector for the target, whole 128-bit lanes (the stride-2 shuffle works lane by lane),
  * between 4 and FC_WIN_MAX_VL. */

@@ -57,6 +57,7 @@
 
 #include "cg_epilogue.h"
 #include "cg_gemm.h"
+#include "cg_window.h"
 #include "codegen.h"
 
 enum {
@@ -267,19 +268,10 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   if (!plan_row(g, R, edge_pixels(R), &g->row) || !plan_row(g, Rl, edge_pixels(Rl), &g->row_l))
     return false;
 
-  int64_t outer = g->N * g->ngroups;
-  g->nrb = 1;
-  if (outer < MIN_TASKS) {
-    int64_t want = (MIN_TASKS + outer - 1) / outer;
-    g->nrb = want < g->OH ? want : g->OH;
-  }
   /* The oc groups of one row block run one after another (the group is the fastest outer index), so
    * the block's input rows should stay in L2 between them. */
   int64_t row_bytes = g->sh * g->W * g->C * 4, rb_max = IN_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
-  if (rb_max < 1) rb_max = 1;
-  if ((g->OH + g->nrb - 1) / g->nrb > rb_max) g->nrb = (g->OH + rb_max - 1) / rb_max;
-  g->rb = (g->OH + g->nrb - 1) / g->nrb;
-  g->nrb = (g->OH + g->rb - 1) / g->rb;
+  fc_win_row_blocks(g->N * g->ngroups, g->OH, MIN_TASKS, rb_max < 1 ? 1 : rb_max, 1, &g->rb, &g->nrb);
   return true;
 }
 

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 
 #include "cg_epilogue.h"
+#include "cg_window.h"
 #include "codegen.h"
 
 enum {
@@ -107,7 +108,7 @@ static bool dwb_geometry(const FcKernel *k, Dwb *d) {
   if (!fc_type_numel(xt, &xn) || !fc_type_numel(yt, &yn) || !fc_checked_mul(xt->dims[0], d->CB, &d->planes) ||
       !fc_checked_mul(d->KH - 1, d->dh, &span_h) || !fc_checked_mul(d->KW - 1, d->dw, &span_w) ||
       !fc_checked_mul(d->OH, d->sh, &rows) || !fc_checked_add(rows, span_h, &rows) ||
-      !fc_checked_add(rows, d->ph, &t) || !fc_checked_mul(rows, d->W * BLK, &t) ||
+      !fc_checked_add(rows, d->ph, &rows) || !fc_checked_mul(rows, d->W * BLK, &t) ||
       !fc_checked_add(d->OW, MAX_R, &cols) || !fc_checked_mul(cols, d->sw, &cols) ||
       !fc_checked_add(cols, span_w, &cols) || !fc_checked_add(cols, d->pw, &cols) || !fc_checked_add(cols, d->W, &cols) ||
       !fc_checked_mul(cols, BLK, &t))
@@ -116,24 +117,14 @@ static bool dwb_geometry(const FcKernel *k, Dwb *d) {
   if (d->empty) return true;
 
   d->R = tile_pixels(d->KH * d->KW);
-  /* Interior: ow·sw - pw >= 0 and ow·sw - pw + (KW - 1)·dw <= W - 1. */
-  int64_t lo = (d->pw + d->sw - 1) / d->sw, last = d->W - 1 + d->pw - span_w;
-  int64_t hi = last < 0 ? 0 : last / d->sw + 1;
-  if (lo > d->OW) lo = d->OW;
-  if (hi > d->OW) hi = d->OW;
-  if (hi < lo) hi = lo;
+  int64_t lo, hi;
+  fc_win_interior(d->W, d->OW, d->sw, d->pw, span_w, &lo, &hi);
   d->lo = lo;
   d->hi = lo + (hi - lo) / d->R * d->R;
 
   d->vpad = d->ph > 0 || (d->OH - 1) * d->sh - d->ph + span_h >= d->H;
   if (d->vpad && d->W > MAX_ZERO_FLOATS / BLK) return false;
-  d->nrb = 1;
-  if (d->planes < MIN_TASKS) {
-    int64_t want = (MIN_TASKS + d->planes - 1) / d->planes;
-    d->nrb = want < d->OH ? want : d->OH;
-  }
-  d->rb = (d->OH + d->nrb - 1) / d->nrb;
-  d->nrb = (d->OH + d->rb - 1) / d->rb;
+  fc_win_row_blocks(d->planes, d->OH, MIN_TASKS, 0, 1, &d->rb, &d->nrb);
   return true;
 }
 

@@ -108,25 +108,15 @@ static bool pb_geometry(const FcKernel *k, Pb *g) {
   g->empty = yn == 0;
   if (g->empty) return true;
 
-  /* Interior: ow·sw - pw >= 0 and ow·sw - pw + (KW - 1)·dw <= W - 1. */
-  int64_t lo = (g->pw + g->sw - 1) / g->sw, last = g->W - 1 + g->pw - span_w;
-  int64_t hi = last < 0 ? 0 : last / g->sw + 1;
-  if (lo > g->OW) lo = g->OW;
-  if (hi > g->OW) hi = g->OW;
-  if (hi < lo) hi = lo;
+  int64_t lo, hi;
+  fc_win_interior(g->W, g->OW, g->sw, g->pw, span_w, &lo, &hi);
   g->lo = lo;
   g->hi = lo + (hi - lo) / MAX_R * MAX_R;
   if (g->lo > MAX_STRAIGHT || g->OW - g->hi > MAX_STRAIGHT + MAX_R) return false;
 
   g->vpad = g->ph > 0 || (g->OH - 1) * g->sh - g->ph + span_h >= g->H;
   if (g->vpad && g->W > MAX_PAD_FLOATS / BLK) return false;
-  g->nrb = 1;
-  if (g->planes < MIN_TASKS) {
-    int64_t want = (MIN_TASKS + g->planes - 1) / g->planes;
-    g->nrb = want < g->OH ? want : g->OH;
-  }
-  g->rb = (g->OH + g->nrb - 1) / g->nrb;
-  g->nrb = (g->OH + g->rb - 1) / g->rb;
+  fc_win_row_blocks(g->planes, g->OH, MIN_TASKS, 0, 1, &g->rb, &g->nrb);
   return true;
 }
 
