@@ -500,11 +500,15 @@ void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_
   if (a_packed_per_task) {
     /* A is packed by each task: give a task all of N, so each A block is packed once and reused across
      * every column (B is the constant, streamed panel by panel), and split M into blocks of at most mc
-     * rows. Blocks never shrink below that for parallelism: a B sliver is reused across a block's rows,
-     * and short blocks would stream B from L3 for a few rows each. Further tasks split N. */
+     * rows. Blocks shrink below that for parallelism only when N has no panels left to split: a B sliver
+     * is reused across a block's rows, and short blocks would stream B from L3 for a few rows each. So
+     * further tasks split N, and then M: a classifier's last layer (64 x 1024 x 10, one panel) was one
+     * task, which at 2 threads ran on one core and read the half of A the other core had just written
+     * (its share of the MLP's time went from 2% at 1 thread to 5-6% at 2). */
     mb = (mp + mbp - 1) / mbp;
     nb = 1;
     while (batch * mb * nb < min_tasks && nb < np) nb++;
+    while (batch * mb * nb < min_tasks && mb < mp) mb++;
   } else {
     /* A is a constant (or packed per task) and B is read in place or packed per task (conv's im2col): a
      * block spans all of M, so each B block is read or packed once for every row (the M loop inside a
