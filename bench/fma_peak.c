@@ -19,8 +19,9 @@
  *
  * Build: cc -O2 -mavx2 -mfma -pthread bench/fma_peak.c -o fma_peak (the AVX-512 kernel is compiled through
  * a target attribute, so no -mavx512f is needed and the binary runs on AVX2-only machines).
- * Usage: fma_peak [--threads N] [--iters N] [--reps N]; prints "isa ...", "threads N gflops G per_core G",
- * and "checksum X".
+ * Usage: fma_peak [--threads N] [--iters N] [--reps N]; prints "isa ...", "threads N gflops G per_core G
+ * median M" (M: the median repetition's rate, for comparisons with other timings of the same rounds) and
+ * "checksum X".
  */
 #include <immintrin.h>
 #include <pthread.h>
@@ -131,6 +132,12 @@ static long parse_long(const char *s, const char *what)
 	return v;
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
 int main(int argc, char **argv)
 {
 	long threads = 1, iters = 200000, reps = 200;
@@ -172,6 +179,11 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&barrier, NULL, (unsigned)threads);
 	double best = 0;
 	float checksum = 0;
+	double *rate = malloc(sizeof(double) * (size_t)reps);
+	if (!rate) {
+		fprintf(stderr, "fma_peak: out of memory\n");
+		return 1;
+	}
 	/* Warm-up, about 0.1 s: lets the core reach its steady clock. */
 	for (double t0 = now_s(); now_s() - t0 < 0.1;)
 		checksum += kernel(iters);
@@ -196,10 +208,14 @@ int main(int argc, char **argv)
 		double gflops = flops / slowest * 1e-9;
 		if (gflops > best)
 			best = gflops;
+		rate[r] = gflops;
 	}
 	pthread_barrier_destroy(&barrier);
-	printf("threads %ld gflops %.2f per_core %.2f\n", threads, best, best / (double)threads);
+	qsort(rate, (size_t)reps, sizeof *rate, cmp_double);
+	double median = reps % 2 ? rate[reps / 2] : 0.5 * (rate[reps / 2 - 1] + rate[reps / 2]);
+	printf("threads %ld gflops %.2f per_core %.2f median %.2f\n", threads, best, best / (double)threads, median);
 	printf("checksum %g\n", (double)checksum);
+	free(rate);
 	free(probes);
 	free(tids);
 	return 0;

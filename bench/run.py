@@ -27,7 +27,9 @@ in bench/RESULTS.json (bench/report.py renders the one from the other):
     that builds the same ORT session and runs it, minus a node process that only loads onnxruntime-node
     (method stated in the report);
  6. GEMM micro-benchmarks: one-MatMul ONNX models (A an input, B a constant initializer) at 256³, 512³,
-    1024³ and the model set's GEMM shapes, flowc vs onnxruntime at 1 thread; and the per-run floor, a
+    1024³ and the model set's GEMM shapes, flowc vs onnxruntime at 1 thread, with two probes in the same
+    rounds: the FMA peak probe and bench/ukr_probe.c (flowc's microkernel loop over slivers in L1), whose
+    medians against their bests show how much of the core the GEMMs had; and the per-run floor, a
     one-Relu model of 16 floats timed the same way, which shows each runner's fixed cost per run;
  7. writes the report (bench/report.py): machine, load, versions, the FMA peak, the tables, the issue's
     targets with MET / NOT MET, and a "Graph passes: measured effect" table read from
@@ -195,10 +197,14 @@ def check_probe_asm(exe, isa):
 
 
 def build_probe(tmp):
-    exe = os.path.join(tmp, "fma_peak")
+    """Builds the FMA peak probe and the microkernel probe; returns their paths and the compiler's version."""
     cc = os.environ.get("CC", "cc")
-    run([cc, "-O2", "-mavx2", "-mfma", "-pthread", os.path.join(BENCH, "fma_peak.c"), "-o", exe])
-    return exe, tool_version([cc, "--version"])
+    exes = []
+    for name in ("fma_peak", "ukr_probe"):
+        exe = os.path.join(tmp, name)
+        run([cc, "-O2", "-mavx2", "-mfma", "-pthread", os.path.join(BENCH, f"{name}.c"), "-o", exe])
+        exes.append(exe)
+    return exes[0], exes[1], tool_version([cc, "--version"])
 
 
 def fma_peak(exe, reps, previous=None):
@@ -339,6 +345,45 @@ class FlowcRunner:
 
     def close(self):
         pass
+
+
+class ProbeRunner:
+    """A probe timed like a runner, for the rounds of the GEMM micro-benchmarks: the FMA peak probe
+    (bench/fma_peak.c, register-only FMA chains) or the microkernel probe (bench/ukr_probe.c, the GEMM
+    microkernel's loads, broadcasts and FMAs over slivers in L1). A batch is K repetitions of about 1.5 ms
+    on a quiet core; its times come from the probe's best and median rate. Neither probe touches memory
+    beyond L1, so when they slow down in the same rounds as the GEMMs, the core itself was shared."""
+
+    def __init__(self, exe, iters, flops_per_iter):
+        self.exe, self.iters = exe, iters
+        self.flops = flops_per_iter * iters
+
+    def check_output(self):
+        return None
+
+    def bench(self, k, threads):
+        if threads != 1:
+            raise ValueError("the probes run on 1 thread here")
+        out = run([self.exe, "--iters", str(self.iters), "--reps", str(k)])
+        m = re.search(r"gflops ([\d.]+).* median ([\d.]+)", out)
+        if not m:
+            raise RuntimeError(f"{self.exe}: no rate line in {out!r}")
+        best, median = float(m.group(1)), float(m.group(2))
+        return {"min_ms": self.flops / best * 1e-6, "median_ms": self.flops / median * 1e-6, "runs": k}
+
+    def probe_ms(self, threads):
+        return self.bench(PROBE_RUNS, threads)["median_ms"]
+
+    def close(self):
+        pass
+
+
+def probe_runners(probes):
+    """The two probes as runners (1.5 ms a repetition on a 100 GFLOP/s core); their FLOPs per repetition."""
+    fma, ukr = probes
+    makers = {"fma_probe": lambda: ProbeRunner(fma, 200000, 2 * 8 * CHAINS * UNROLL),
+              "ukr_probe": lambda: ProbeRunner(ukr, 3000, 2 * 6 * 16 * 256)}
+    return makers
 
 
 class Worker:
@@ -561,7 +606,7 @@ def bench_model(flowc, name, case_dir, work, cfg, baseline_kib):
     return result
 
 
-def bench_gemm(flowc, m, k, n, root, cfg):
+def bench_gemm(flowc, m, k, n, root, cfg, probes):
     name = f"gemm_{m}x{k}x{n}"
     log(f"{name}: compiling")
     case = make_gemm_case(flowc, m, k, n, root)
@@ -571,7 +616,9 @@ def bench_gemm(flowc, m, k, n, root, cfg):
         log(f"{name}: {case['error']}")
         return result
     result["compile_s"] = case["compile_s"]
-    time_case(result, {"flowc": lambda: FlowcRunner(case), "ort": lambda: OrtRunner(case, [1])}, [1], cfg)
+    makers = {"flowc": lambda: FlowcRunner(case), "ort": lambda: OrtRunner(case, [1]), **probe_runners(probes)}
+    runners = time_case(result, makers, [1], cfg)
+    result["probe_flops"] = {r: runners[r].flops for r in runners if isinstance(runners[r], ProbeRunner)}
     return result
 
 
@@ -619,7 +666,7 @@ def main():
         sys.exit(f"run.py: no flowc at {flowc}")
     ensure_ort()
     probe_dir = tempfile.TemporaryDirectory()
-    probe, cc_version = build_probe(probe_dir.name)
+    probe, ukr_probe, cc_version = build_probe(probe_dir.name)
     peak = fma_peak(probe, cfg["peak_reps"])
     log(f"FMA peak: {peak['gflops_1t']:.1f} GFLOP/s on 1 thread, {peak['gflops_2t']:.1f} on 2 ({peak['isa']})")
     log(f"exporting models into {models_dir}")
@@ -629,7 +676,7 @@ def main():
     baseline_kib = peak_rss_kib(["node", os.path.join(BENCH, "ort_bench.js"), "baseline"])
 
     results = [bench_model(flowc, n, os.path.join(models_dir, n), work, cfg, baseline_kib) for n in names]
-    gemms = [] if args.no_gemm else [bench_gemm(flowc, m, k, n, os.path.join(work, "gemm"), cfg)
+    gemms = [] if args.no_gemm else [bench_gemm(flowc, m, k, n, os.path.join(work, "gemm"), cfg, (probe, ukr_probe))
                                      for m, k, n in GEMMS]
     floor = bench_floor(flowc, work, cfg)
 
