@@ -760,19 +760,119 @@ void fc_gemm_pack_a_block(FcKernel *k, const FcGemmArch *g,
 
 /* ---- run-time packing of row-major matrices --------------------------------------------------------------------- */
 
+static LLVMValueRef shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
+  LLVMValueRef m[16];
+  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned long long)idx[i], 0);
+  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
+}
+
+/* Transposes the L×L block r (L = 4 or 8 rows of <L x float>) in place, as the classic unpack / 64-bit
+ * shuffle / 128-bit lane swap stages: vunpck[lh]ps, vshufps and vperm2f128 on AVX, unpck[lh]ps and
+ * shufps on SSE. Zero rows fold away. */
+static void transpose(FcKernel *k, LLVMValueRef *r, int L) {
+  LLVMValueRef t[8], u[8];
+  int lo[8], hi[8], lo2[8], hi2[8];
+  for (int e = 0; e < L; e++) {
+    int lane = e / 4 * 4, q = e % 4;
+    lo[e] = lane + q / 2 + (q % 2) * L;     /* a0 b0 a1 b1 per 128-bit lane */
+    hi[e] = lane + 2 + q / 2 + (q % 2) * L; /* a2 b2 a3 b3 */
+    lo2[e] = lane + q % 2 + (q / 2) * L;     /* a0 a1 b0 b1 (64-bit pairs) */
+    hi2[e] = lane + 2 + q % 2 + (q / 2) * L; /* a2 a3 b2 b3 */
+  }
+  for (int i = 0; i < L; i += 2) {
+    t[i] = shuffle(k, r[i], r[i + 1], lo, L);
+    t[i + 1] = shuffle(k, r[i], r[i + 1], hi, L);
+  }
+  for (int i = 0; i < L; i += 4)
+    for (int h = 0; h < 2; h++) {
+      u[i + 2 * h] = shuffle(k, t[i + h], t[i + h + 2], lo2, L);
+      u[i + 2 * h + 1] = shuffle(k, t[i + h], t[i + h + 2], hi2, L);
+    }
+  /* u[i] holds k values i and i + 4 of rows 0-3 (i < 4) or 4-7 (i >= 4), one per 128-bit lane. */
+  if (L == 4) {
+    for (int i = 0; i < 4; i++) r[i] = u[i];
+    return;
+  }
+  static const int low[8] = {0, 1, 2, 3, 8, 9, 10, 11}, high[8] = {4, 5, 6, 7, 12, 13, 14, 15};
+  for (int i = 0; i < 4; i++) {
+    r[i] = shuffle(k, u[i], u[i + 4], low, 8);
+    r[i + 4] = shuffle(k, u[i], u[i + 4], high, 8);
+  }
+}
+
+/* Packs rows [i0, i0 + width) × k [k0, k0 + kc) of a row-major A as dst[kk·width + i] (zero rows past
+ * `rows`). Vector path, for panels whose rows all exist and width >= L/2: for each L consecutive k
+ * (L = 8, or 4 on SSE), the rows in chunks of L (a partial last chunk first) are loaded as one vector
+ * each, transposed in registers and stored as L runs of `width` floats, each run as a whole vector (the
+ * chunk's c rows and L - c lanes past them). Lanes past a run fall on later k of this group or, for a
+ * partial chunk, on the next k's first chunk, which later stores rewrite; past the group they reach at
+ * most one k further (width >= L/2), so when no k follows the group those runs are stored as
+ * <c x float>. The kc % L tail and a partial last panel stay scalar. 6-row panels on AVX2: 6 loads,
+ * 22 shuffles (unpck/blend/vinsertf128/vperm2f128) and 8 stores per 48 floats rather than 48 loads,
+ * selects and stores; a 1024×1024×16 MatMul, whose time is half A packing, went 0.67 -> 0.45 ms (min of
+ * 10 interleaved rounds, 1 thread; paired medians 0.68 of the time), 64×1024×10 in the MLP 53 -> 39 us. */
 void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc) {
   FcGemmMatrix *p = user;
   LLVMBuilderRef b = k->b;
-  LLVMValueRef fzero = LLVMConstReal(LLVMFloatTypeInContext(k->ctx), 0.0);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMValueRef fzero = LLVMConstReal(f32, 0.0);
+  int w = p->width, L = target_lanes(k) >= 8 ? 8 : 4;
+  LLVMValueRef kv = c64(k, 0); /* where the scalar loop starts */
+  if (2 * w >= L && w <= MAX_MR) {
+    LLVMTypeRef vt = LLVMVectorType(f32, (unsigned)L);
+    LLVMValueRef full = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, i0, c64(k, w), ""), c64(k, p->rows), "");
+    kv = LLVMBuildSelect(b, full, LLVMBuildAnd(b, kc, c64(k, -L), ""), c64(k, 0), "");
+    LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, i0, c64(k, p->ld), ""), k0, "");
+    FcLoop lg;
+    LLVMValueRef kk = fc_cg_loop_begin(k, &lg, c64(k, 0), kv, L, "pkv");
+    LLVMValueRef more = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildAdd(b, kk, c64(k, L), ""), kc, "");
+    static const int first[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int chunks = (w + L - 1) / L;
+    for (int n = 0; n < chunks; n++) {
+      int r0 = (chunks - 1 - n) * L, c = w - r0 < L ? w - r0 : L;
+      LLVMValueRef r[8], at[8];
+      for (int i = 0; i < L; i++) {
+        if (i >= c) {
+          r[i] = LLVMConstNull(vt);
+          continue;
+        }
+        LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildAdd(b, src, c64(k, (int64_t)(r0 + i) * p->ld), ""), kk, "");
+        r[i] = LLVMBuildLoad2(b, vt, fptr(k, p->base, off), "");
+        LLVMSetAlignment(r[i], 4);
+      }
+      transpose(k, r, L);
+      int inside = 0; /* runs whose whole vector stays inside this group's L·width floats */
+      for (int j = 0; j < L; j++) {
+        LLVMValueRef run = LLVMBuildMul(b, LLVMBuildAdd(b, kk, c64(k, j), ""), c64(k, w), "");
+        at[j] = fptr(k, dst, LLVMBuildAdd(b, run, c64(k, r0), ""));
+        if (j * w + r0 + L <= L * w) inside = j + 1;
+      }
+      for (int j = 0; j < inside; j++) LLVMSetAlignment(LLVMBuildStore(b, r[j], at[j]), 4);
+      if (inside == L) continue;
+      LLVMBasicBlockRef whole = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pkv_more");
+      LLVMBasicBlockRef last = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pkv_last");
+      LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pkv_join");
+      LLVMBuildCondBr(b, more, whole, last);
+      LLVMPositionBuilderAtEnd(b, whole);
+      for (int j = inside; j < L; j++) LLVMSetAlignment(LLVMBuildStore(b, r[j], at[j]), 4);
+      LLVMBuildBr(b, join);
+      LLVMPositionBuilderAtEnd(b, last);
+      for (int j = inside; j < L; j++)
+        LLVMSetAlignment(LLVMBuildStore(b, shuffle(k, r[j], LLVMGetUndef(vt), first, c), at[j]), 4);
+      LLVMBuildBr(b, join);
+      LLVMPositionBuilderAtEnd(b, join);
+    }
+    fc_cg_loop_end(k, &lg);
+  }
   FcLoop li;
-  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, p->width), 1, "pi");
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, w), 1, "pi");
   LLVMValueRef row = LLVMBuildAdd(b, i0, i, "");
   LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, row, c64(k, p->rows), "");
   LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSelect(b, ok, row, c64(k, 0), ""), c64(k, p->ld), ""), k0, "");
   FcLoop lk;
-  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), kc, 1, "pk");
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, kv, kc, 1, "pk");
   LLVMValueRef v = LLVMBuildSelect(b, ok, fc_cg_load(k, FC_DT_F32, p->base, LLVMBuildAdd(b, src, kk, "")), fzero, "");
-  fc_cg_store(k, FC_DT_F32, dst, LLVMBuildAdd(b, LLVMBuildMul(b, kk, c64(k, p->width), ""), i, ""), v);
+  fc_cg_store(k, FC_DT_F32, dst, LLVMBuildAdd(b, LLVMBuildMul(b, kk, c64(k, w), ""), i, ""), v);
   fc_cg_loop_end(k, &lk);
   fc_cg_loop_end(k, &li);
 }
