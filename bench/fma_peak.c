@@ -30,15 +30,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe_util.h"
+
 #define CHAINS 12
 #define UNROLL 4
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The chains live in named variables v0..v11 and each step is one inline-asm block of CHAINS FMAs
  * (vfmadd213ps: v = v * m + a), so the compiler can neither keep them in memory (gcc -O2 does not unroll
@@ -115,27 +110,10 @@ static void *probe_thread(void *arg)
 {
 	struct probe *p = arg;
 	pthread_barrier_wait(p->barrier);
-	double t0 = now_s();
+	double t0 = probe_now_s();
 	p->checksum = p->kernel(p->iters);
-	p->seconds = now_s() - t0;
+	p->seconds = probe_now_s() - t0;
 	return NULL;
-}
-
-static long parse_long(const char *s, const char *what)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v <= 0 || v > (1L << 40)) {
-		fprintf(stderr, "fma_peak: bad %s '%s'\n", what, s);
-		exit(2);
-	}
-	return v;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return (a > b) - (a < b);
 }
 
 int main(int argc, char **argv)
@@ -143,11 +121,11 @@ int main(int argc, char **argv)
 	long threads = 1, iters = 200000, reps = 200;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && strcmp(argv[i], "--threads") == 0)
-			threads = parse_long(argv[++i], "thread count");
+			threads = probe_parse_count("fma_peak", argv[++i], "thread count");
 		else if (i + 1 < argc && strcmp(argv[i], "--iters") == 0)
-			iters = parse_long(argv[++i], "iteration count");
+			iters = probe_parse_count("fma_peak", argv[++i], "iteration count");
 		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
-			reps = parse_long(argv[++i], "repetition count");
+			reps = probe_parse_count("fma_peak", argv[++i], "repetition count");
 		else {
 			fprintf(stderr, "usage: fma_peak [--threads N] [--iters N] [--reps N]\n");
 			return 2;
@@ -185,7 +163,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Warm-up, about 0.1 s: lets the core reach its steady clock. */
-	for (double t0 = now_s(); now_s() - t0 < 0.1;)
+	for (double t0 = probe_now_s(); probe_now_s() - t0 < 0.1;)
 		checksum += kernel(iters);
 	for (long r = 0; r < reps; r++) {
 		for (long t = 0; t < threads; t++) {
@@ -211,8 +189,7 @@ int main(int argc, char **argv)
 		rate[r] = gflops;
 	}
 	pthread_barrier_destroy(&barrier);
-	qsort(rate, (size_t)reps, sizeof *rate, cmp_double);
-	double median = reps % 2 ? rate[reps / 2] : 0.5 * (rate[reps / 2 - 1] + rate[reps / 2]);
+	double median = probe_median(rate, reps);
 	printf("threads %ld gflops %.2f per_core %.2f median %.2f\n", threads, best, best / (double)threads, median);
 	printf("checksum %g\n", (double)checksum);
 	free(rate);

@@ -23,14 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { MR = 6, NR = 16, KC = 256 };
+#include "probe_util.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+enum { MR = 6, NR = 16, KC = 256 };
 
 /* One k step: two B vectors, then per row a broadcast of A and two FMAs; B prefetched 16 steps ahead as
  * flowc's microkernel does (within the sliver, so the lines are already in L1). */
@@ -63,31 +58,14 @@ __attribute__((noinline)) static void ukr_6x16(const float *a, const float *b, f
 		_mm256_storeu_ps(c + 8 * i, _mm256_add_ps(_mm256_loadu_ps(c + 8 * i), acc[i]));
 }
 
-static long parse_long(const char *s, const char *what)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v <= 0 || v > (1L << 40)) {
-		fprintf(stderr, "ukr_probe: bad %s '%s'\n", what, s);
-		exit(2);
-	}
-	return v;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return (a > b) - (a < b);
-}
-
 int main(int argc, char **argv)
 {
 	long iters = 1000, reps = 200;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && strcmp(argv[i], "--iters") == 0)
-			iters = parse_long(argv[++i], "iteration count");
+			iters = probe_parse_count("ukr_probe", argv[++i], "iteration count");
 		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
-			reps = parse_long(argv[++i], "repetition count");
+			reps = probe_parse_count("ukr_probe", argv[++i], "repetition count");
 		else {
 			fprintf(stderr, "usage: ukr_probe [--iters N] [--reps N]\n");
 			return 2;
@@ -111,16 +89,15 @@ int main(int argc, char **argv)
 	for (int i = 0; i < KC * NR; i++)
 		b[i] = 1e-3f * (float)(i % 5 + 1);
 	memset(c, 0, sizeof(float) * MR * NR);
-	for (double t0 = now_s(); now_s() - t0 < 0.05;) /* warm-up */
+	for (double t0 = probe_now_s(); probe_now_s() - t0 < 0.05;) /* warm-up */
 		ukr_6x16(a, b, c);
 	for (long r = 0; r < reps; r++) {
-		double t0 = now_s();
+		double t0 = probe_now_s();
 		for (long i = 0; i < iters; i++)
 			ukr_6x16(a, b, c);
-		ms[r] = (now_s() - t0) * 1e3;
+		ms[r] = (probe_now_s() - t0) * 1e3;
 	}
-	qsort(ms, (size_t)reps, sizeof *ms, cmp_double);
-	double med = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+	double med = probe_median(ms, reps); /* sorts ms: ms[0] is the fastest */
 	double flops = 2.0 * MR * NR * KC * (double)iters;
 	printf("gflops %.2f median %.2f\n", flops / ms[0] * 1e-6, flops / med * 1e-6);
 	printf("rep_ms min %.4f median %.4f\n", ms[0], med);
