@@ -61,6 +61,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   FcGemmBlock t = {.g = &g, .M = M, .N = N, .K = K, .ldc = N};
   int64_t mc, nc;
   bool a_const = ca && ca->data, b_const = cb && cb->data;
+  if (!a_const && b_const) fc_gemm_arch_stream_b(&g, M, K);
   fc_gemm_choose_blocks(&g, batch, M, N, 8, !a_const && b_const, 1, &mc, &nc);
   t.mc = mc;
   t.nc = nc;
