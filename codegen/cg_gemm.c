@@ -77,8 +77,8 @@ static const int tiles32[][2] = {{14, 2}, {12, 2}, {8, 2}, {8, 3}, {6, 4}};
  * rather than once per 256. The B sliver (kc·nr floats, 64 KiB at kc = 1024) then lives in L2 and reaches
  * L1 through the microkernel's prefetch; the A slivers of an m-block (mc·kc floats) must share L2 with
  * it, so when M is split anyway, its blocks shrink to A_BLOCK_BYTES (a quarter of a 512 KiB L2). Measured
- * at 1 thread, medians of 10-14 rounds interleaved with kc = 256: GEMM 1024^3 0.93-0.94 of the time
- * (fastest run 22.7 -> 22.0 ms), the MLP (64 rows: not split) 0.90. */
+ * at 1 thread, medians of 10-14 rounds interleaved with kc = 256: GEMM 1024^3 0.91-0.94 of the time
+ * (fastest run 22.7 -> 22.0 ms), the MLP (64 rows: not split) 0.90-0.98, the transformer unchanged. */
 enum { MAX_KC_STREAMED_B = 1024, A_BLOCK_BYTES = 144 * 1024 };
 
 void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K) {
