@@ -379,11 +379,10 @@ class ProbeRunner:
 
 
 def probe_runners(probes):
-    """The two probes as runners (1.5 ms a repetition on a 100 GFLOP/s core); their FLOPs per repetition."""
+    """Makers of the two probes as runners, each repetition about 1.5 ms on a 100 GFLOP/s core."""
     fma, ukr = probes
-    makers = {"fma_probe": lambda: ProbeRunner(fma, 200000, 2 * 8 * CHAINS * UNROLL),
-              "ukr_probe": lambda: ProbeRunner(ukr, 3000, 2 * 6 * 16 * 256)}
-    return makers
+    return {"fma_probe": lambda: ProbeRunner(fma, 200000, 2 * 8 * CHAINS * UNROLL),
+            "ukr_probe": lambda: ProbeRunner(ukr, 3000, 2 * 6 * 16 * 256)}
 
 
 class Worker:

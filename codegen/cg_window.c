@@ -99,6 +99,10 @@ void fc_win_interior(int64_t W, int64_t OW, int64_t sw, int64_t pw, int64_t span
   *hi = h < l ? l : h;
 }
 
+bool fc_win_reads_pad_rows(int64_t H, int64_t OH, int64_t sh, int64_t ph, int64_t span) {
+  return ph > 0 || (OH - 1) * sh - ph + span >= H;
+}
+
 /* &base[off] in floats; off may point before base (masked-off lanes only), so not inbounds. */
 static LLVMValueRef fptr(FcKernel *k, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildGEP2(k->b, LLVMFloatTypeInContext(k->ctx), base, &off, 1, "");

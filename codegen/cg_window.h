@@ -47,6 +47,9 @@ void fc_win_row_blocks(int64_t planes, int64_t OH, int64_t min_tasks, int64_t ma
  * (KW - 1)·dw) whose every tap lies inside an input row of W: ow·sw - pw >= 0 and
  * ow·sw - pw + span <= W - 1; an empty range sits at *lo. */
 void fc_win_interior(int64_t W, int64_t OW, int64_t sw, int64_t pw, int64_t span, int64_t *lo, int64_t *hi);
+/* Whether some output row of a window op (OH rows, stride sh, begin pad ph, dilated kernel span
+ * (KH - 1)·dh over H input rows) has a tap on a padding row above or below the input. */
+bool fc_win_reads_pad_rows(int64_t H, int64_t OH, int64_t sh, int64_t ph, int64_t span);
 
 /* f32 lanes per vector for the target, whole 128-bit lanes (the stride-2 shuffle works lane by lane),
  * between 4 and FC_WIN_MAX_VL. */

@@ -91,7 +91,7 @@ static bool dw_geometry(const FcKernel *k, int vl, Dw *d) {
       !fc_checked_mul(d->OH + NR, d->sh, &t) || d->x.pw > INT32_MAX || d->ph > INT32_MAX)
     return false;
   if (d->planes == 0 || d->OH == 0 || d->x.OW == 0) return false; /* empty: the generic kernel does nothing */
-  d->vpad = d->ph > 0 || (d->OH - 1) * d->sh - d->ph + (d->KH - 1) * d->dh >= d->H;
+  d->vpad = fc_win_reads_pad_rows(d->H, d->OH, d->sh, d->ph, (d->KH - 1) * d->dh);
   if (d->vpad && d->x.W > MAX_ZERO_ROW) return false;
   return fc_win_plan(&d->x, d->planes, d->OH, MAX_EDGES, MIN_TASKS, NR, &d->pl);
 }

@@ -122,7 +122,7 @@ static bool dwb_geometry(const FcKernel *k, Dwb *d) {
   d->lo = lo;
   d->hi = lo + (hi - lo) / d->R * d->R;
 
-  d->vpad = d->ph > 0 || (d->OH - 1) * d->sh - d->ph + span_h >= d->H;
+  d->vpad = fc_win_reads_pad_rows(d->H, d->OH, d->sh, d->ph, span_h);
   if (d->vpad && d->W > MAX_ZERO_FLOATS / BLK) return false;
   fc_win_row_blocks(d->planes, d->OH, MIN_TASKS, 0, 1, &d->rb, &d->nrb);
   return true;

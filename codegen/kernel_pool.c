@@ -83,7 +83,7 @@ static bool pool_geometry(const FcKernel *k, int vl, Pw *g) {
       g->pe_w > INT32_MAX)
     return false;
   if (g->planes == 0 || g->OH == 0 || g->x.OW == 0) return false; /* empty: the generic kernel does nothing */
-  g->vpad = g->ph > 0 || (g->OH - 1) * g->sh - g->ph + (g->KH - 1) * g->dh >= g->H;
+  g->vpad = fc_win_reads_pad_rows(g->H, g->OH, g->sh, g->ph, (g->KH - 1) * g->dh);
   if (g->vpad && g->x.W > MAX_PAD_ROW) return false;
   return fc_win_plan(&g->x, g->planes, g->OH, MAX_EDGES, MIN_TASKS, 1, &g->pl);
 }

@@ -114,7 +114,7 @@ static bool pb_geometry(const FcKernel *k, Pb *g) {
   g->hi = lo + (hi - lo) / MAX_R * MAX_R;
   if (g->lo > MAX_STRAIGHT || g->OW - g->hi > MAX_STRAIGHT + MAX_R) return false;
 
-  g->vpad = g->ph > 0 || (g->OH - 1) * g->sh - g->ph + span_h >= g->H;
+  g->vpad = fc_win_reads_pad_rows(g->H, g->OH, g->sh, g->ph, span_h);
   if (g->vpad && g->W > MAX_PAD_FLOATS / BLK) return false;
   fc_win_row_blocks(g->planes, g->OH, MIN_TASKS, 0, 1, &g->rb, &g->nrb);
   return true;
