@@ -125,7 +125,7 @@ static void pack_im2col(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef 
     LLVMBasicBlockRef in_b[2] = {plain_bb, mask_bb};
     LLVMAddIncoming(v, in_v, in_b, 2);
     if (p->sw > 1) {
-      LLVMValueRef pick[16];
+      LLVMValueRef pick[64];
       for (int i = 0; i < nr; i++) pick[i] = LLVMConstInt(i32, (unsigned long long)(i * p->sw), 0);
       v = LLVMBuildShuffleVector(b, v, LLVMGetUndef(vr), LLVMConstVector(pick, (unsigned)nr), "");
     }
