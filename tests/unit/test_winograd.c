@@ -4,8 +4,9 @@
  * Each case builds a one-conv module (constant weights and bias; optionally a residual operand and a
  * fused epilogue "add x o3; relu s0"), generates code for AVX2 (x86-64-v3, which every host that runs
  * the tests has: the tile size is chosen per target), checks from the LLVM module that the Winograd
- * kernel was chosen and with which tile size (the transformed filters are one global, `wino_u`, of a²·packed-size floats: a² = 36 for F(4×4), 16 for F(2×2)), JIT-compiles and runs it on 1
- * and on 2 threads. The outputs of the two runs must be bit-identical (each output has one task and a
+ * kernel was chosen and with which tile size (the transformed filters are one global, `wino_u`, of
+ * a²·packed-size floats: a² = 36 for F(4×4), 16 for F(2×2)), JIT-compiles and runs it on 1 and on 2
+ * threads. The outputs of the two runs must be bit-identical (each output has one task and a
  * fixed summation order), and every element must lie within a bound of the exact result scaled by the
  * output's magnitude: Winograd's transforms amplify rounding, more for F(4×4) than for F(2×2), so the
  * bounds are 2e-5 and 5e-6 of the largest |output| (the ResNet-18 end-to-end test is the accuracy test
