@@ -481,6 +481,7 @@ FcStatus fc_lower_expand(FcLower *l) {
 /* ---- depth/space ---------------------------------------------------------------------------------- */
 
 static FcStatus blocksize_4d(FcLower *l, const FcValue *x, int64_t *bs) {
+  *bs = 1;
   if (x->type.rank != 4) return fc_lx_error(l, "input must be 4-D, got rank %d", x->type.rank);
   if (!fc_lx_has_attr(l, "blocksize")) return fc_lx_error(l, "attribute 'blocksize' is required");
   *bs = fc_lx_int(l, "blocksize", 0);

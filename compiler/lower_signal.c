@@ -31,6 +31,7 @@ static bool has_input(const FcLower *l, int i) { return i < l->n_in && l->in[i] 
 
 /* A constant one-element input as a double / an integer. */
 static FcStatus const_scalar(FcLower *l, int i, double *out) {
+  *out = 0;
   const FcTensor *t = fc_lx_const_input(l, i);
   if (!t) return lx_failed(l);
   int64_t n;
@@ -40,6 +41,7 @@ static FcStatus const_scalar(FcLower *l, int i, double *out) {
 }
 
 static FcStatus const_int(FcLower *l, int i, int64_t *out) {
+  *out = 0;
   const FcTensor *t = fc_lx_const_input(l, i);
   if (!t) return lx_failed(l);
   int64_t n;

@@ -42,6 +42,8 @@ static FcStatus read_fd(int fd, uint8_t *dst, size_t n, int64_t offset, const ch
 
 /* Opens a regular file for reading and returns its size; directories and devices are refused. */
 static FcStatus open_regular(const char *path, const char *what, int *fd_out, int64_t *size_out, FcDiag *diag) {
+  *fd_out = -1;
+  *size_out = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fc_error(diag, FC_ERR_IO, "cannot open %s: %s", what, strerror(errno));
   struct stat st;

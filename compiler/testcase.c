@@ -35,11 +35,9 @@ static FcStatus load_proto(const FcImportLimits *lim, const char *path, Onnx__Te
 /* Converts an unpacked TensorProto read from `path` (external data resolves next to the file). */
 static FcStatus convert_proto(const FcImportLimits *lim, const char *path, const Onnx__TensorProto *tp, FcArena *arena,
                               FcTestTensor *out, FcDiag *diag) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  else snprintf(dir, sizeof dir, ".");
+  /* The folder part of `path`, however long (a fixed buffer would cut it off). */
+  const char *slash = strrchr(path, '/');
+  const char *dir = slash ? fc_arena_strndup(arena, path, (size_t)(slash - path)) : ".";
   FcTensor *t = NULL;
   FcStatus st = fc_onnx_tensor_to_fc(tp, dir, lim, arena, &t, diag);
   out->name = tp->name && *tp->name ? fc_arena_strdup(arena, tp->name) : NULL;

@@ -212,6 +212,7 @@ FcStatus fc_eval_gather_nd(const FcOp *op, const FcTensor *const *in, FcTensor *
 typedef enum Reduction { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } Reduction;
 
 static FcStatus get_reduction(const FcOp *op, Reduction *r, FcDiag *diag) {
+  *r = RED_NONE;
   const char *s = fc_op_attr_str(op, FC_ATTR_REDUCTION, "none");
   static const char *const names[] = {"none", "add", "mul", "max", "min"};
   for (int i = 0; i < 5; i++)

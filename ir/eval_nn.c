@@ -73,6 +73,7 @@ static void axpy(FcEvDomain dom, Acc y, int64_t yo, int64_t ys, Num x, int64_t x
  * int64 even though the tensor holds nothing). */
 static FcStatus dims_product(const FcOp *op, const int64_t *dims, int n, int64_t *out, FcDiag *diag) {
   int64_t p = 1;
+  *out = 0;
   for (int i = 0; i < n; i++)
     if (!fc_checked_mul(p, dims[i], &p)) return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "dims too large to evaluate");
   *out = p;

@@ -30,6 +30,7 @@ typedef struct Rd {
 
 static bool rd_varint(Rd *r, uint64_t *v) {
   uint64_t x = 0;
+  *v = 0; /* set on failure too: decode() reads keys pass one already validated, without checking */
   for (unsigned shift = 0; shift < 70; shift += 7) {
     if (r->p >= r->end)
       return false;
