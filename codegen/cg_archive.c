@@ -7,7 +7,7 @@
  * Reading accepts what toolchains write: the System V/GNU layout ("!<arch>\n", `name/` short names, a
  * `//` table for long names, `/` or `/SYM64/` symbol indexes, which are skipped), BSD names (`#1/LEN`,
  * the name at the start of the data) and GNU thin archives ("!<thin>\n", whose members stay in their own
- * files, named relative to the archive — meson builds libflowrt that way in a build tree). Every header
+ * files, named relative to the archive — meson writes uninstalled static libraries that way). Every header
  * field and offset is checked against the file's size; files are mapped, not read, so a model object of
  * gigabytes of weights is never copied into memory.
  *

@@ -6,6 +6,10 @@
 #
 # Idempotent and quiet when already set up: apt runs only for packages that are missing, meson only
 # configures a build folder once. Runs as root (or with sudo available for apt).
+#
+# Warnings are errors in the test mode only (-Dwerror=true), never a project default, so a newer
+# compiler's new warning cannot break a user's or a packager's build. The test mode also builds a second
+# folder at --buildtype=release (GCC's -O3 warns about what -O2 does not see), warnings as errors there too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +17,7 @@ mode=${1:-demo}
 # The demo runs an optimised build; the tests run in a second build under ASan + UBSan.
 case "$mode" in
 demo) build=${BUILD_DIR:-build} ; meson_args=() ;;
-test) build=${BUILD_DIR:-build-test} ; meson_args=(-Db_sanitize=address,undefined) ;;
+test) build=${BUILD_DIR:-build-test} ; meson_args=(-Db_sanitize=address,undefined -Dwerror=true) ;;
 *) echo "usage: tools/setup.sh demo|test" >&2; exit 2 ;;
 esac
 
@@ -37,10 +41,19 @@ fi
 # Quiet on success; the full log on failure.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" "${meson_args[@]}" >"$log" 2>&1 || { cat "$log"; exit 1; }
+# build_folder DIR MESON_ARGS...: configures DIR once, then brings it up to date.
+build_folder() {
+  local dir=$1
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; exit 1; }
+  fi
+  ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; exit 1; }
+}
+build_folder "$build" "${meson_args[@]}"
+if [ "$mode" = test ]; then
+  build_folder "${RELEASE_BUILD_DIR:-build-release}" --buildtype=release -Dwerror=true
 fi
-ninja -C "$build" >"$log" 2>&1 || { cat "$log"; exit 1; }
 
 case "$mode" in
 demo)
