@@ -1,19 +1,32 @@
 /* flowrt.h — libflowrt, the small runtime linked into every program flowc builds.
  *
- * A worked example: running a model that `flowc build model.onnx --emit lib -o model` compiled.
+ * A worked example: a program running a model that `flowc build model.onnx --emit lib -o libmodel.a`
+ * compiled (tests/lit/aot/flowrt_example.test builds and runs it with examples/fashion_cnn.onnx). The
+ * symbols are named after the output file (model_run, model_workspace_size, model_model), and the header
+ * flowc writes beside the library declares them and documents each input and output.
  *
+ *     #include <stdio.h>
+ *     #include <stdlib.h>
+ *     #include "model.h"   // generated beside libmodel.a
  *     #include "flowrt.h"
- *     extern const FrtModel flowc_model;             // defined by the generated object
  *
- *     FrtError err = {0};
- *     FrtPool *pool = frt_pool_create(0, &err);      // 0: one thread per online core
- *     void *ws = aligned_alloc(64, frt_model_workspace_size(&flowc_model));
- *     float image[1 * 1 * 28 * 28] = {0}, logits[10];
- *     const void *inputs[] = {image};
- *     void *outputs[] = {logits};
- *     if (frt_model_run(&flowc_model, inputs, outputs, ws, pool, &err) != FRT_OK)
- *       fprintf(stderr, "%s\n", err.msg);
- *     frt_pool_destroy(pool);
+ *     int main(void) {
+ *       FrtError err = {0};
+ *       FrtPool *pool = frt_pool_create(0, &err);   // 0: one thread per online core
+ *       void *ws = aligned_alloc(64, model_workspace_size());
+ *       static float image[1 * 1 * 28 * 28], logits[10];
+ *       const void *inputs[] = {image};
+ *       void *outputs[] = {logits};
+ *       FrtStatus st = frt_model_run(&model_model, inputs, outputs, ws, pool, &err);
+ *       if (st != FRT_OK) fprintf(stderr, "%s\n", err.msg);
+ *       frt_pool_destroy(pool);
+ *       free(ws);
+ *       return st != FRT_OK;
+ *     }
+ *
+ * Build it with `cc app.c libmodel.a -lm -lpthread`; a `--emit obj` model links with the installed
+ * runtime instead: `cc app.c model.o $(pkg-config --cflags --libs flowrt)`. model_run(inputs, outputs,
+ * ws, pool) is the same call without the checks and the message.
  *
  * Everything returns a status and fills an FrtError with one line; nothing exits, aborts or prints on
  * bad input. frt_model_run never allocates: the workspace (sized by the memory plan) is the caller's.
