@@ -12,7 +12,10 @@
  *        objects then call __asan_/__ubsan_ functions, and the same -fsanitize flags are passed so the
  *        sanitizer runtimes come along. A failure quotes the linker's first line.
  *   obj  the object is written to OUT and a header next to it;
- *   lib  the object and every member of libflowrt go into one archive (cg_archive.c), plus a header.
+ *   lib  the object and every member of libflowrt go into one archive (cg_archive.c), plus a header;
+ *   so   the object and every member of libflowrt are linked by the same driver into a shared library
+ *        (-shared; the code is position-independent, as is libflowrt), plus the same header: the C ABI of
+ *        lib, for programs that load a model at run time (dlopen, Python's ctypes).
  * Intermediate files live in a private mkdtemp folder, removed on every path. Outputs that fail half
  * way are removed (regular files only: -o /dev/null stays).
  *
@@ -83,7 +86,7 @@ bool fc_emit_model_name(const char *out, FcEmitKind kind, char *buf, size_t cap,
   size_t n = strlen(base);
   const char *dot = strrchr(base, '.');
   if (dot && dot != base) n = (size_t)(dot - base);
-  if (kind == FC_EMIT_LIB && n > 3 && strncmp(base, "lib", 3) == 0) {
+  if ((kind == FC_EMIT_LIB || kind == FC_EMIT_SO) && n > 3 && strncmp(base, "lib", 3) == 0) {
     base += 3;
     n -= 3;
   }
@@ -115,7 +118,7 @@ bool fc_emit_model_name(const char *out, FcEmitKind kind, char *buf, size_t cap,
 }
 
 char *fc_emit_header_path(const char *out, FcEmitKind kind, const char *name) {
-  if (kind == FC_EMIT_LIB) {
+  if (kind == FC_EMIT_LIB || kind == FC_EMIT_SO) {
     const char *slash = strrchr(out, '/');
     return xprintf("%.*s%s.h", slash ? (int)(slash - out + 1) : 0, out, name);
   }
@@ -228,6 +231,13 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
           f);
     put_comment_text(f, abase);
     fputs(" -lm -lpthread\n", f);
+  } else if (kind == FC_EMIT_SO) {
+    fputs(" * The shared library next to this header holds the model and the runtime (libflowrt) and needs only\n"
+          " * libc, libm and libpthread; link with it, or load it at run time (dlopen, Python's ctypes):\n"
+          " *   cc app.c ./",
+          f);
+    put_comment_text(f, abase);
+    fputs("\n", f);
   } else {
     fputs(" * Link the object next to this header with flowc's runtime library and libm and libpthread:\n *   cc app.c ", f);
     put_comment_text(f, abase);
@@ -563,9 +573,12 @@ static FcStatus run_tool(char *const *argv, int *exit_code, int *signal, char *l
   return FC_OK;
 }
 
-/* ---- executables ---------------------------------------------------------------------------------------------- */
+/* ---- executables and shared libraries --------------------------------------------------------------------------- */
 
-FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag) {
+/* Links the model's object with libflowrt into an executable, or (shared) into a shared library holding
+ * every member of libflowrt, so its frt_ functions (frt_pool_create, frt_model_run, ...) are there for the
+ * caller as in a --emit lib archive. */
+static FcStatus link_with_runtime(const char *obj, const char *out, bool shared, FcDiag *diag) {
   char *rt = NULL, *cc = NULL;
   FcArchive *objs = NULL, *rta = NULL;
   FcStatus st = fc_runtime_library_path(&rt, diag);
@@ -596,7 +609,18 @@ FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag) {
   argv[argc++] = "-o";
   argv[argc++] = (char *)out;
   argv[argc++] = (char *)obj;
-  argv[argc++] = rt;
+  if (shared) {
+    /* -Bsymbolic: the model's calls into its runtime stay inside the library, even when another library
+     * loaded into the process (another model) exports the same frt_ names. --no-undefined: everything
+     * resolves now, against libc, libm and libpthread, not when a caller loads the library. */
+    argv[argc++] = "-shared";
+    argv[argc++] = "-Wl,-Bsymbolic,--no-undefined";
+    argv[argc++] = "-Wl,--whole-archive";
+    argv[argc++] = rt;
+    argv[argc++] = "-Wl,--no-whole-archive";
+  } else {
+    argv[argc++] = rt;
+  }
   if (san) argv[argc++] = sanitize;
   argv[argc++] = "-static-libgcc";
   argv[argc++] = "-lm";
@@ -613,6 +637,14 @@ FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag) {
   free(rt);
   free(cc);
   return st;
+}
+
+FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag) {
+  return link_with_runtime(obj, out, false, diag);
+}
+
+FcStatus fc_link_shared_library(const char *obj, const char *out, FcDiag *diag) {
+  return link_with_runtime(obj, out, true, diag);
 }
 
 /* ---- libraries ------------------------------------------------------------------------------------------------- */
@@ -724,6 +756,12 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, FcEmitKind kin
     case FC_EMIT_LIB:
       header = fc_emit_header_path(out, kind, name);
       st = fc_write_library(obj, out, header, name, m, diag);
+      break;
+    case FC_EMIT_SO:
+      header = fc_emit_header_path(out, kind, name);
+      st = fc_link_shared_library(obj, out, diag);
+      if (st == FC_OK) st = fc_write_model_header(header, name, m, kind, out, diag);
+      if (st != FC_OK) remove_regular(out);
       break;
     }
   }

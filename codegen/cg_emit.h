@@ -1,4 +1,4 @@
-/* cg_emit.h — ahead-of-time artefacts: `flowc build --emit exe|obj|lib` (codegen/cg_emit.c).
+/* cg_emit.h — ahead-of-time artefacts: `flowc build --emit exe|obj|lib|so` (codegen/cg_emit.c).
  *
  * codegen.h declares the three building blocks (fc_emit_object, fc_link_executable, fc_write_library);
  * this header adds the whole flow the command line runs — target machine, LLVM module, entry points,
@@ -8,7 +8,7 @@
  * Symbols of an artefact, for a model name NAME (a C identifier; FcCodegenOptions.model_name):
  *   NAME_model            const FrtModel, the model's description (runtime/flowrt.h);
  *   NAME_run              int (const void *const *in, void *const *out, void *workspace, FrtPool *pool);
- *   NAME_workspace_size   size_t (void): bytes of workspace NAME_run needs, a multiple of 64 (obj, lib);
+ *   NAME_workspace_size   size_t (void): bytes of workspace NAME_run needs, a multiple of 64 (obj, lib, so);
  *   main                  calls frt_main(argc, argv, &NAME_model) (exe only; NAME is "flowc" there).
  */
 #ifndef FLOWC_CG_EMIT_H
@@ -20,17 +20,18 @@ typedef enum FcEmitKind {
   FC_EMIT_EXE, /* a standalone program: the model + libflowrt + a main calling frt_main */
   FC_EMIT_OBJ, /* an object file OUT and a C header next to it */
   FC_EMIT_LIB, /* a static library (the model's object and libflowrt's members) and a C header */
+  FC_EMIT_SO,  /* a shared library (the model and all of libflowrt) and the same C header */
 } FcEmitKind;
 
 /* The model name (symbol prefix) for output path `out`: its file name without directories, without a
- * leading "lib" for a library, and without the extension, with every character that cannot be in a C
+ * leading "lib" for a library (static or shared), and without the extension, with every character that cannot be in a C
  * identifier replaced by '_' ("libmnist.a" -> "mnist", "my-net.o" -> "my_net"); "m_" goes in front of
  * anything but a letter ("3x.o" -> "m_3x"). False (with a message) when nothing usable is left or the
  * symbols would fall in libflowrt's namespace ("frt" or "frt_..."). */
 bool fc_emit_model_name(const char *out, FcEmitKind kind, char *buf, size_t cap, FcDiag *diag);
 
 /* Where the C header of an artefact goes: for obj, OUT with a trailing ".o" replaced by ".h" (".h"
- * appended otherwise); for lib, NAME.h in the archive's folder. Malloc'd. */
+ * appended otherwise); for lib and so, NAME.h in the library's folder. Malloc'd. */
 char *fc_emit_header_path(const char *out, FcEmitKind kind, const char *name);
 
 /* Writes the C header for a model compiled under `name`: self-contained C (with or without flowrt.h),
@@ -46,10 +47,10 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
 FcStatus fc_emit_add_entry_points(LLVMModuleRef mod, const char *name, FcEmitKind kind, FcDiag *diag);
 
 /* The whole ahead-of-time flow for a module that verified and went through the pass pipeline: target
- * machine for `o` (o->model_name must be set for obj and lib), code generation, entry points, LLVM's
- * default<O{o->opt_level}> pipeline, then the object and the link (exe), the header (obj), or the
- * archive and header (lib). Temporary files live in a private mkdtemp folder that is removed on every
- * path; on failure no partial output is left behind. FC_ERR_IO for failures about the output (cannot
+ * machine for `o` (o->model_name must be set for obj, lib and so), code generation, entry points, LLVM's
+ * default<O{o->opt_level}> pipeline, then the object and the link (exe), the header (obj), the archive
+ * and header (lib), or the shared library and header (so). Temporary files live in a private mkdtemp
+ * folder that is removed on every path; on failure no partial output is left behind. FC_ERR_IO for failures about the output (cannot
  * write, the linker or runtime library failed), other statuses for the model. */
 FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, FcEmitKind kind, const char *out, FcDiag *diag);
 

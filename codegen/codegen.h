@@ -67,8 +67,10 @@ FcStatus fc_codegen_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt
 
 FcStatus fc_emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *path, FcDiag *diag);
 /* Links an object with libflowrt (and the runtime's main) into an executable needing only libc, libm and
- * libpthread; writes a static library (object + libflowrt members) and a C header for --emit lib. */
+ * libpthread; links it with all of libflowrt into a shared library needing only those (--emit so); writes
+ * a static library (object + libflowrt members) and a C header for --emit lib. */
 FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag);
+FcStatus fc_link_shared_library(const char *obj, const char *out, FcDiag *diag);
 FcStatus fc_write_library(const char *obj, const char *out_archive, const char *header, const char *name,
                           FcModule *m, FcDiag *diag);
 

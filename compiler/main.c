@@ -4,7 +4,7 @@
  * every option first (a bad flag or pass name is reported before the model is read), load the model by
  * its content (ONNX or IR text), verify it, run the pass pipeline (-O2 unless -O or --passes says
  * otherwise), then open the output and emit. Nothing is written to -o FILE unless the model got that far.
- * Artefacts (--emit exe, the default, obj and lib) go through cg_emit.h's fc_emit_artifact instead: code
+ * Artefacts (--emit exe, the default, obj, lib and so) go through cg_emit.h's fc_emit_artifact instead: code
  * generation, LLVM, then link or archive; their -o, --target and --cpu are checked with the flags.
  * `info` stops after the verifier and summarises the imported module. `run` compiles in memory (run.c)
  * and hands the model, with the arguments flowc does not consume, to the runtime's own command line
@@ -46,7 +46,7 @@ typedef struct Cli {
   Cmd kind;
   const char *model;
   const char *output; /* NULL or "-": stdout */
-  const char *emit;   /* "ir", "dot", or an artefact: "exe" (default), "obj", "lib" */
+  const char *emit;   /* "ir", "dot", or an artefact: "exe" (default), "obj", "lib", "so" */
   const char *aot_triple, *aot_cpu; /* build: --target, --cpu (artefacts only) */
   char aot_name[128];  /* build: the artefact's symbol prefix, from -o (cg_emit.h) */
   bool weights, split;
@@ -163,11 +163,13 @@ static void print_build_help(void) {
        "                         libflowrt (needs only libc, libm and libpthread; run it with --help);\n"
        "                         obj: an object file and a C header FILE.h (FILE without .o) beside it;\n"
        "                         lib: a static library (model + libflowrt) and a C header NAME.h beside it\n"
-       "                         (-o libNAME.a); ir: the IR as MLIR generic-operation text; dot: a Graphviz\n"
-       "                         graph. obj and lib name their symbols NAME_run, NAME_workspace_size and\n"
-       "                         NAME_model after the file name\n"
-       "  -o FILE                write to FILE (exe, obj and lib need it; ir and dot default to standard\n"
-       "                         output)\n"
+       "                         (-o libNAME.a); so: a shared library with the same functions and header\n"
+       "                         (-o libNAME.so; position-independent, needs only libc, libm and libpthread)\n"
+       "                         for dlopen or Python's ctypes (see examples/python_ctypes.py); ir: the IR\n"
+       "                         as MLIR generic-operation text; dot: a Graphviz graph. obj, lib and so name\n"
+       "                         their symbols NAME_run, NAME_workspace_size and NAME_model after the file name\n"
+       "  -o FILE                write to FILE (exe, obj, lib and so need it; ir and dot default to\n"
+       "                         standard output)\n"
        "  --target TRIPLE        generate code for TRIPLE (default: this machine's, e.g. x86_64-linux-gnu)\n"
        "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
        "                         or an LLVM CPU name (default x86-64-v3 on x86-64, generic elsewhere)\n"
@@ -273,6 +275,7 @@ static int emit_kind(const char *e) {
   if (strcmp(e, "exe") == 0) return FC_EMIT_EXE;
   if (strcmp(e, "obj") == 0) return FC_EMIT_OBJ;
   if (strcmp(e, "lib") == 0) return FC_EMIT_LIB;
+  if (strcmp(e, "so") == 0) return FC_EMIT_SO;
   return -1;
 }
 
@@ -282,7 +285,7 @@ static int check_artefact_options(Cli *c) {
   int kind = emit_kind(c->emit);
   if (kind < 0) {
     if (c->aot_triple || c->aot_cpu)
-      return usage_error(c, "%s applies to --emit exe, obj and lib, not --emit %s", c->aot_triple ? "--target" : "--cpu",
+      return usage_error(c, "%s applies to --emit exe, obj, lib and so, not --emit %s", c->aot_triple ? "--target" : "--cpu",
                          c->emit);
     return -1;
   }
@@ -475,9 +478,9 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if (!build) {
       return usage_error(c, "unknown option '%s' for 'flowc %s' (see 'flowc %s --help')", a, c->cmd, c->cmd);
     } else if ((r = take_value(argc, argv, &i, "--emit", &v)) != 0) {
-      if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, ir or dot");
+      if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, so, ir or dot");
       if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0 && emit_kind(v) < 0)
-        return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, ir or dot)", v);
+        return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir or dot)", v);
       c->emit = v;
     } else if ((r = take_value(argc, argv, &i, "--target", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "--target needs a target triple (such as x86_64-linux-gnu)");
