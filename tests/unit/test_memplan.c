@@ -28,6 +28,23 @@
 #include "onnx.h"
 #include "passes.h"
 
+/* The target the -O2 pipeline runs for: x86-64-v3, the artefacts' default (group setup). */
+static FcTarget *target;
+
+static int setup_target(void **state) {
+  (void)state;
+  FcCodegenOptions o = {.triple = "x86_64-linux-gnu", .opt_level = 2};
+  FcDiag d;
+  fc_diag_init(&d);
+  return fc_target_resolve(&o, &target, &d) == FC_OK ? 0 : -1;
+}
+
+static int teardown_target(void **state) {
+  (void)state;
+  fc_target_free(target);
+  return 0;
+}
+
 /* ---- the checker ---------------------------------------------------------------------------------- */
 
 typedef struct Ck {
@@ -1018,6 +1035,7 @@ static void sweep_case(const char *dir, const char *label, Totals *tot) {
   plan_and_check(m, label, NULL);
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
+  po.target = target;
   po.opt_level = 2;
   if (fc_pipeline_run(m, &po, &d) != FC_OK) fail_msg("%s: -O2: %s", label, d.msg);
   plan_and_check(m, label, tot);
@@ -1120,6 +1138,7 @@ static void test_fashion_cnn(void **state) {
     if (fc_onnx_import(path, &opts, &m, &d) != FC_OK) fail_msg("%s: %s", path, d.msg);
     FcPipelineOptions po;
     fc_pipeline_options_default(&po);
+    po.target = target;
     po.opt_level = 2;
     if (fc_pipeline_run(m, &po, &d) != FC_OK) fail_msg("-O2: %s", d.msg);
     plan_and_check(m, "fashion_cnn", NULL);
@@ -1158,5 +1177,5 @@ int main(void) {
       cmocka_unit_test(test_onnx_test_data),
       cmocka_unit_test(test_fashion_cnn),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, setup_target, teardown_target);
 }
