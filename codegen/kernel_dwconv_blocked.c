@@ -1,4 +1,5 @@
 /* kernel_dwconv_blocked.c — depthwise flow.conv_blocked (group == C == M) over a blocked input, f32.
+ * The block is the op's (8, or 16 on AVX-512: one vector either way); the text below says 8 for it.
  *
  * In the blocked layout NCHW8c the 8 channels of one channel block sit next to each other for every
  * pixel, so a depthwise tap is one 8-lane vector load x[cb][ih][iw][0..7] times one weight vector

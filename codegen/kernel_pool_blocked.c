@@ -1,4 +1,5 @@
 /* kernel_pool_blocked.c — f32 max_pool (without indices) and avg_pool over the blocked layout NCHW8c.
+ * The block is the input's last dim (8, or 16 on AVX-512: one vector either way); the text says 8.
  *
  * The layout pass moves a 2-D pool into a blocked region as the same op on the rank-5 tensor
  * x[N, C/8, H, W, 8] with a third spatial dim of kernel 1, stride 1, dilation 1 and no padding: the 2-D

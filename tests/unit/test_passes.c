@@ -16,22 +16,7 @@
 
 #include "passes.h"
 
-/* The target every pass here runs for: x86-64-v3, the artefacts' default (group setup). */
-static FcTarget *target;
-
-static int setup_target(void **state) {
-  (void)state;
-  FcCodegenOptions o = {.triple = "x86_64-linux-gnu", .opt_level = 2};
-  FcDiag d;
-  fc_diag_init(&d);
-  return fc_target_resolve(&o, &target, &d) == FC_OK ? 0 : -1;
-}
-
-static int teardown_target(void **state) {
-  (void)state;
-  fc_target_free(target);
-  return 0;
-}
+#include "test_target.h"
 
 /* Runs one pass as the pipeline does: a context for `target`, its scratch arena released after. */
 static FcStatus run_pass(FcPassFn fn, FcModule *m, FcDiag *d) {
