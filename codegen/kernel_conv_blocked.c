@@ -335,7 +335,9 @@ static LLVMValueRef splat(CbCtx *c, LLVMValueRef s) {
 }
 
 /* Offset in floats, from the row pointer of (ic block, ih), of input channel ic of the block at column iw. */
-static int64_t x_off(const Cb *g, int64_t ic, int64_t iw) { return g->blocked ? iw * g->B + ic : ic * g->H * g->W + iw; }
+static int64_t x_off(const Cb *g, int64_t ic, int64_t iw) {
+  return g->blocked ? iw * g->B + ic : ic * g->H * g->W + iw;
+}
 
 /* y's element offset of vector (j, pixel ow) of the current row: (yrow + j·OH·OW + ow)·8. */
 static LLVMValueRef y_at(CbCtx *c, int j, LLVMValueRef ow) {

@@ -78,7 +78,8 @@ static bool dwb_geometry(const FcKernel *k, Dwb *d) {
   d->B = fc_op_attr_int(op, FC_ATTR_BLOCK, 0);
   if (!fc_layout_block_supported(d->B)) return false;
   if (xt->dtype != FC_DT_F32 || wt->dtype != FC_DT_F32 || bt->dtype != FC_DT_F32 || yt->dtype != FC_DT_F32) return false;
-  if (xt->rank != 5 || wt->rank != 4 || bt->rank != 1 || yt->rank != 5 || xt->dims[4] != d->B || yt->dims[4] != d->B) return false;
+  if (xt->rank != 5 || wt->rank != 4 || bt->rank != 1 || yt->rank != 5 || xt->dims[4] != d->B || yt->dims[4] != d->B)
+    return false;
   int64_t C;
   if (!fc_checked_mul(xt->dims[1], d->B, &C)) return false;
   if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) != C || wt->dims[0] != C || wt->dims[1] != 1 || bt->dims[0] != C ||

@@ -43,9 +43,9 @@
  * them compiled several times slower and ran no faster.
  *
  * fc_conv_winograd_variant (target.h: the layout pass asks it too, so a conv it leaves in NCHW for
- * Winograd is one codegen then gives Winograd) picks, per shape, F(4×4), F(2×2) or neither with a cost model (wino_cost
- * against direct_cost) of GEMM work including the tiles cut by the edges and the padding of the last
- * tile block, the transforms, and the streaming of the transformed filters, which are a²/9 times the
+ * Winograd is one codegen then gives Winograd) picks, per shape, F(4×4), F(2×2) or neither with a cost
+ * model (wino_cost against direct_cost) of GEMM work including the tiles cut by the edges and the
+ * padding of the last tile block, the transforms, and the streaming of the transformed filters, which are a²/9 times the
  * size of the original ones (and never more than U_MAX_BYTES). Small images favour F(2×2): a 7×7
  * output is 4 tiles of F(4×4) in a 16-column panel but 16 of F(2×2).
  * Every output element is computed by one task in a fixed order: results do not depend on the thread
