@@ -715,19 +715,18 @@ static void tmpdir_remove(TmpDir *t) {
   t->path = NULL;
 }
 
-FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, FcEmitKind kind, const char *out, FcDiag *diag) {
+FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget *target, FcEmitKind kind,
+                          const char *out, FcDiag *diag) {
   FcCodegenOptions co = *o;
   if (!co.model_name) {
     if (kind != FC_EMIT_EXE) return fc_error(diag, FC_ERR_INTERNAL, "--emit obj/lib without a model name");
     co.model_name = "flowc";
   }
   const char *name = co.model_name;
-  LLVMTargetMachineRef tm = NULL;
-  FcStatus st = fc_target_machine(&co, &tm, diag);
-  if (st != FC_OK) return st;
+  LLVMTargetMachineRef tm = fc_target_tm(target);
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = NULL;
-  st = fc_codegen_module(m, &co, ctx, tm, &mod, diag);
+  FcStatus st = fc_codegen_module(m, &co, ctx, target, &mod, diag);
   if (st == FC_OK) st = fc_emit_add_entry_points(mod, name, kind, diag);
   if (st == FC_OK) st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
 
@@ -744,7 +743,6 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, FcEmitKind kin
   /* The module and its constants are no longer needed: free them before linking. */
   if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
-  LLVMDisposeTargetMachine(tm);
   if (st == FC_OK) {
     switch (kind) {
     case FC_EMIT_EXE: st = fc_link_executable(obj, out, diag); break;

@@ -46,13 +46,15 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
  * `main` for an executable, `NAME_workspace_size` for an object or library. */
 FcStatus fc_emit_add_entry_points(LLVMModuleRef mod, const char *name, FcEmitKind kind, FcDiag *diag);
 
-/* The whole ahead-of-time flow for a module that verified and went through the pass pipeline: target
- * machine for `o` (o->model_name must be set for obj, lib and so), code generation, entry points, LLVM's
- * default<O{o->opt_level}> pipeline, then the object and the link (exe), the header (obj), the archive
- * and header (lib), or the shared library and header (so). Temporary files live in a private mkdtemp
- * folder that is removed on every path; on failure no partial output is left behind. FC_ERR_IO for failures about the output (cannot
+/* The whole ahead-of-time flow for a module that verified and went through the pass pipeline for
+ * `target` (the description the pipeline ran with; o->model_name must be set for obj, lib and so): code
+ * generation for its target machine, entry points, LLVM's default<O{o->opt_level}> pipeline, then the
+ * object and the link (exe), the header (obj), the archive and header (lib), or the shared library and
+ * header (so). Temporary files live in a private mkdtemp folder that is removed on every path; on failure
+ * no partial output is left behind. FC_ERR_IO for failures about the output (cannot
  * write, the linker or runtime library failed), other statuses for the model. */
-FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, FcEmitKind kind, const char *out, FcDiag *diag);
+FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget *target, FcEmitKind kind,
+                          const char *out, FcDiag *diag);
 
 /* The libflowrt archive artefacts link against: $FLOWC_RUNTIME_LIB, else the one installed beside this
  * flowc (<prefix>/<libdir>/libflowrt.a, found from /proc/self/exe), else the build tree's, else the

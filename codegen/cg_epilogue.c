@@ -170,10 +170,7 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
   e->vw = 1;
   e->direct = fc_cg_storage_type(k, e->dt) == fc_cg_compute_type(k, e->dt);
   if (e->direct) {
-    char *triple = LLVMGetTargetMachineTriple(k->tm);
-    const FcTarget *t = fc_target_for_triple(triple);
-    LLVMDisposeMessage(triple);
-    int vw = t ? t->vector_width(t, k->tm, e->dt) : 1;
+    int vw = fc_target_lanes(k->target, e->dt);
     e->vw = vw < 2 ? 1 : vw > 64 ? 64 : vw;
   }
   *out = e;

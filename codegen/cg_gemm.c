@@ -24,53 +24,10 @@
 
 /* ---- arch ------------------------------------------------------------------------------------------------- */
 
-static const char *const avx512_cpus[] = {
-    "x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client", "icelake-server",
-    "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5",
-};
-
-static bool has_avx512(LLVMTargetMachineRef tm) {
-  char *cpu = LLVMGetTargetMachineCPU(tm), *features = LLVMGetTargetMachineFeatureString(tm);
-  bool yes = strstr(features, "+avx512f") != NULL;
-  for (size_t i = 0; i < sizeof avx512_cpus / sizeof avx512_cpus[0]; i++)
-    if (strcmp(cpu, avx512_cpus[i]) == 0) yes = true;
-  if (strstr(features, "-avx512f")) yes = false;
-  LLVMDisposeMessage(cpu);
-  LLVMDisposeMessage(features);
-  return yes;
-}
-
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-static int target_lanes(const FcKernel *k) {
-  char *triple = LLVMGetTargetMachineTriple(k->tm);
-  const FcTarget *t = fc_target_for_triple(triple);
-  LLVMDisposeMessage(triple);
-  int vl = t ? t->vector_width(t, k->tm, FC_DT_F32) : 4;
-  if (vl >= 8 && has_avx512(k->tm)) vl = 16;
-  return vl > 16 ? 16 : vl < 4 ? 4 : vl;
-}
-
-static void set_shape(FcGemmArch *g, int vl, int mr, int nv) {
-  g->vl = vl;
-  g->mr = mr;
-  g->nr = nv * vl;
-  g->kc = 256;
-  g->mc = (int64_t)mr * (vl == 16 ? 8 : 20);
-  g->nc = (int64_t)g->nr * (vl == 16 ? 4 : 8);
-}
-
-void fc_gemm_arch(const FcKernel *k, FcGemmArch *g) {
-  int vl = target_lanes(k);
-  set_shape(g, vl, vl == 16 ? 14 : 6, 2);
-}
-
-/* Register tiles that fit the vector register file (mr·nv accumulators + nv B vectors + 1 broadcast):
- * 16 registers below AVX-512, 32 with it. The first is the default; the others serve row counts the
- * default would pad by more than a tenth. Tiles with a power-of-two panel width come first among those,
- * and callers that gather B lanes (im2col) take only those: gathers and masks of 24 lanes split badly. */
-static const int tiles16[][2] = {{6, 2}, {5, 2}, {4, 2}, {4, 3}};
-static const int tiles32[][2] = {{14, 2}, {12, 2}, {8, 2}, {8, 3}, {6, 4}};
+/* The target's tile table (target.h) decides; the shapes are described at the top of cg_gemm.h. */
+void fc_gemm_arch(const FcKernel *k, FcGemmArch *g) { fc_target_gemm_arch(k->target, g); }
 
 /* Long K-blocks for products whose B is a packed constant and whose A each task packs once (activations ×
  * weights): K in blocks of at most MAX_KC_STREAMED_B, so each C tile is loaded and stored once per 1024 k
@@ -93,18 +50,7 @@ void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K) {
 }
 
 void fc_gemm_arch_for_rows(const FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g) {
-  int vl = target_lanes(k);
-  const int(*tiles)[2] = vl == 16 ? tiles32 : tiles16;
-  int n = vl == 16 ? (int)(sizeof tiles32 / sizeof tiles32[0]) : (int)(sizeof tiles16 / sizeof tiles16[0]);
-  int best = 0;
-  int64_t best_pad = round_up(M, tiles[0][0]) - M;
-  if (best_pad * 10 > M)
-    for (int i = 1; i < n; i++) {
-      if (pow2_panels && (tiles[i][1] & (tiles[i][1] - 1))) continue;
-      int64_t pad = round_up(M, tiles[i][0]) - M;
-      if (pad < best_pad) best_pad = pad, best = i;
-    }
-  set_shape(g, vl, tiles[best][0], tiles[best][1]);
+  fc_target_gemm_arch_for_rows(k->target, M, pow2_panels, g);
 }
 
 /* ---- host packing --------------------------------------------------------------------------------------------- */
@@ -838,7 +784,7 @@ void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValu
   LLVMBuilderRef b = k->b;
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   LLVMValueRef fzero = LLVMConstReal(f32, 0.0);
-  int w = p->width, L = target_lanes(k) >= 8 ? 8 : 4;
+  int w = p->width, L = k->target->gemm.vl >= 8 ? 8 : 4;
   LLVMValueRef kv = c64(k, 0); /* where the scalar loop starts */
   if (2 * w >= L && w <= MAX_MR) {
     LLVMTypeRef vt = LLVMVectorType(f32, (unsigned)L);

@@ -24,14 +24,9 @@
 
 #include "codegen.h"
 
-typedef struct FcGemmArch {
-  int vl;           /* f32 lanes per vector (4, 8, 16) */
-  int mr, nr;       /* microkernel tile: nr = 2 * vl */
-  int64_t kc;       /* K-block */
-  int64_t mc, nc;   /* M- and N-blocks (multiples of mr and nr) */
-} FcGemmArch;
+/* FcGemmArch (vl, mr × nr tile, kc/mc/nc blocks) and the tile tables are the target's (target.h). */
 
-/* The arch for the kernel's target machine (its features: avx512f, avx2+fma, else SSE). */
+/* The arch for the kernel's target (its GEMM table: AVX-512, AVX2/FMA, else SSE/NEON). */
 void fc_gemm_arch(const FcKernel *k, FcGemmArch *g);
 /* The same, with another register tile when the default's mr would pad an M-row product by more than a
  * tenth (AVX2: 6×16, else 5×16, 4×16 or 4×24; AVX-512: 14×32, else 12×32, 8×32, 8×48 or 6×64): M = 32

@@ -195,7 +195,7 @@ static FcStatus build_kernel(FcCg *cg, FcOp *op, int index, CgKernel *out, FcDia
       .mod = cg->mod,
       .b = b,
       .fn = fn,
-      .tm = cg->tm,
+      .target = cg->target,
       .in = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(op->n_operands ? op->n_operands : 1)),
       .out = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(op->n_results ? op->n_results : 1)),
       .begin = LLVMGetParam(fn, 1),
@@ -557,7 +557,7 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
 
 /* ---- entry points ---------------------------------------------------------------------------------------------- */
 
-FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRef ctx, LLVMTargetMachineRef tm,
+FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRef ctx, const FcTarget *target,
                            LLVMModuleRef *out, FcDiag *diag) {
   *out = NULL;
   /* Ops without an emitter are found before anything is planned or built. */
@@ -565,7 +565,8 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
   fc_graph_for_each_op(m->graph, op) if (needs_kernel(op) && !emitters[op->kind]) unsupported_add(&m->arena, &unsup, op, NULL);
   if (unsup.n) return report_unsupported(&unsup, diag);
   FcStatus st;
-  FcCg cg = {.m = m, .opts = o, .ctx = ctx, .tm = tm, .arena = &m->arena};
+  LLVMTargetMachineRef tm = fc_target_tm(target);
+  FcCg cg = {.m = m, .opts = o, .ctx = ctx, .tm = tm, .target = target, .arena = &m->arena};
   st = fc_memplan(m, NULL, &m->arena, &cg.plan, diag);
   if (st != FC_OK) return st;
   int64_t ws_bytes;

@@ -14,6 +14,7 @@ struct FcCg {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   LLVMTargetMachineRef tm;
+  const FcTarget *target;
   FcArena *arena;       /* the module's arena: plan arrays and per-kernel scratch */
   FcMemPlan plan;
   LLVMTypeRef ptr, i8, i32, i64, v;

@@ -2,10 +2,7 @@
 #include "cg_window.h"
 
 int fc_win_lanes(const FcKernel *k) {
-  char *triple = LLVMGetTargetMachineTriple(k->tm);
-  const FcTarget *t = fc_target_for_triple(triple);
-  LLVMDisposeMessage(triple);
-  int vl = t ? t->vector_width(t, k->tm, FC_DT_F32) : 4;
+  int vl = fc_target_lanes(k->target, FC_DT_F32);
   vl = vl < 4 ? 4 : vl > FC_WIN_MAX_VL ? FC_WIN_MAX_VL : vl;
   return vl & ~3;
 }

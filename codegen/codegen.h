@@ -19,7 +19,8 @@
  * entry, the buffer pointers, and the [begin, end) range; it first declares how many outer iterations the
  * op has (fc_kernel_set_outer) and then emits loops over its iterations in [begin, end).
  *
- * Targets are a table of function pointers (FcTarget), so NVPTX plugs in later beside the CPU.
+ * The target is a description resolved once (target.h: FcTarget), which every emitter asks through
+ * FcKernel.target; target kinds are rows of a table, so NVPTX plugs in later beside the CPU.
  */
 #ifndef FLOWC_CODEGEN_H
 #define FLOWC_CODEGEN_H
@@ -29,28 +30,16 @@
 
 #include "ew_program.h"
 #include "ir.h"
+#include "target.h"
 
 /* ---- target.c: targets ------------------------------------------------------------------------- */
 
-typedef struct FcCodegenOptions {
-  const char *triple;     /* NULL: the host's */
-  const char *cpu;        /* NULL: "x86-64-v3" for x86-64 artefacts; "native": the host CPU */
-  const char *features;   /* extra "+avx512f,..." or NULL */
-  int opt_level;          /* 0..3: LLVM pipeline default<Ox> */
-  const char *model_name; /* symbol prefix for --emit lib/obj headers; default "flowc" */
-} FcCodegenOptions;
-
-typedef struct FcTarget FcTarget;
-struct FcTarget {
-  const char *name;                               /* "cpu" */
-  bool (*accepts)(const char *triple);            /* true if this target generates for `triple` */
-  /* Vector width in elements the kernels should use for `dt` (1 = scalar loops, let LLVM vectorise). */
-  int (*vector_width)(const FcTarget *t, LLVMTargetMachineRef tm, FcDtype dt);
-};
-const FcTarget *fc_target_for_triple(const char *triple);
-/* Creates the target machine for the options (host triple/CPU resolution, "native"); FC_ERR_INPUT with
- * a message for an unknown triple or CPU. */
-FcStatus fc_target_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *out, FcDiag *diag);
+/* The description (target.h) resolved through LLVM: its target machine, which codegen uses for the
+ * module's data layout, LLVM's pipeline and the object file. Owned by the description. */
+LLVMTargetMachineRef fc_target_tm(const FcTarget *t);
+/* target_llvm.cpp: the features LLVM enables for the machine's CPU and feature string, comma-separated
+ * ("avx,avx2,fma,"), malloc'd (NULL when out of memory). */
+char *fc_llvm_tm_features(LLVMTargetMachineRef tm);
 
 /* ---- cg_module.c: module → LLVM module ---------------------------------------------------------- */
 
@@ -58,7 +47,7 @@ typedef struct FcCg FcCg; /* per-module codegen state (private to cg_module.c; e
 
 /* Builds the LLVM module for `m` (which must verify; run the pipeline first) in `ctx`. Ops without a
  * kernel fail with FC_ERR_UNSUPPORTED naming every such op kind once. */
-FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRef ctx, LLVMTargetMachineRef tm,
+FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRef ctx, const FcTarget *target,
                            LLVMModuleRef *out, FcDiag *diag);
 /* Runs LLVM's default<O0..3> pipeline for the target machine. */
 FcStatus fc_codegen_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, FcDiag *diag);
@@ -92,7 +81,7 @@ typedef struct FcKernel {
   LLVMModuleRef mod;
   LLVMBuilderRef b;       /* positioned in the kernel function, after the buffer loads */
   LLVMValueRef fn;        /* the kernel function */
-  LLVMTargetMachineRef tm;
+  const FcTarget *target; /* what to generate for: ask it, never the triple (target.h) */
   LLVMValueRef *in;       /* operand buffer pointers (ptr), op->n_operands (NULL for absent optional) */
   LLVMValueRef *out;      /* result buffer pointers (ptr), op->n_results */
   LLVMValueRef begin, end; /* i64: the outer iterations this call computes */

@@ -1,6 +1,7 @@
 /* kernel_conv_blocked.c — flow.conv_blocked with group == 1: a dense f32 2-D convolution whose result is
  * in the blocked layout NCHW8c, by direct convolution over register tiles (oneDNN's jit_avx2_conv
- * "direct blocked" scheme).
+ * "direct blocked" scheme). The block is the op's (8, or 16 on AVX-512: one vector either way); the text
+ * below says 8 for it. Register counts are the target's (FcKernel.target).
  *
  * The register tile is R output pixels of one output row × J blocks of 8 output channels: J·R
  * accumulators (<8 x float>), J weight vectors and one broadcast, no more than the vector register file.
@@ -61,7 +62,6 @@
 #include "codegen.h"
 
 enum {
-  BLK = 8,                   /* channels per block of the layout, lanes per vector */
   MAX_J = 4,                 /* oc blocks per register tile */
   MAX_R = 12,                /* pixels per register tile */
   MAX_EDGE_TILES = 32,       /* straight-line tiles per output row handled */
@@ -83,7 +83,8 @@ typedef struct CbRow {
 
 /* The static geometry. */
 typedef struct Cb {
-  bool blocked;             /* x is [N, C/8, H, W, 8] (else plain [N, C, H, W]) */
+  int B;                    /* the block: channels per block of the layout, lanes per vector (8 or 16) */
+  bool blocked;             /* x is [N, C/B, H, W, B] (else plain [N, C, H, W]) */
   int64_t N, C, H, W, M, MB, KH, KW, OH, OW;
   int64_t sh, sw, dh, dw, pt, pl;
   int J;                    /* oc blocks per register tile (the last group: Jl) */
@@ -109,13 +110,11 @@ static bool tile_interior(const Cb *g, int64_t ow0, int64_t w) {
   return ow0 + w <= g->OW && in_col(g, ow0, 0) >= 0 && in_col(g, ow0 + w - 1, g->KW - 1) < g->W;
 }
 
-/* Register file of the target: lanes per hardware vector (4, 8, 16) and vector registers (16 below
- * AVX-512, 32 with it). */
-static void target_regs(const FcKernel *k, int *per, int *regs) {
-  FcGemmArch a;
-  fc_gemm_arch(k, &a);
-  *regs = a.vl >= 16 ? 32 : 16;
-  *per = a.vl >= BLK ? 1 : BLK / a.vl; /* registers per 8-lane vector */
+/* Register file of the target: vector registers, and how many of them one B-lane vector takes. */
+static void target_regs(const FcKernel *k, int B, int *per, int *regs) {
+  int lanes = k->target->max_vector_bytes / 4;
+  *regs = k->target->vector_regs;
+  *per = lanes >= B ? 1 : B / lanes;
 }
 
 /* Pixels per loop tile with J oc blocks: J·R accumulators + J weights + 1 broadcast in the register
@@ -203,10 +202,12 @@ static void pointwise_rows(Cb *g, int R) {
 static bool cb_geometry(const FcKernel *k, Cb *g) {
   const FcOp *op = k->op;
   if (op->kind != FC_OP_CONV_BLOCKED || op->n_operands < 2 || op->n_results != 1) return false;
-  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) != 1 || fc_op_attr_int(op, FC_ATTR_BLOCK, BLK) != BLK) return false;
+  int64_t B = fc_op_attr_int(op, FC_ATTR_BLOCK, 0);
+  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) != 1 || !fc_layout_block_supported(B)) return false;
+  g->B = (int)B;
   const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &op->results[0].type;
   if (xt->dtype != FC_DT_F32 || wt->dtype != FC_DT_F32 || yt->dtype != FC_DT_F32) return false;
-  if ((xt->rank != 4 && xt->rank != 5) || wt->rank != 4 || yt->rank != 5 || yt->dims[4] != BLK) return false;
+  if ((xt->rank != 4 && xt->rank != 5) || wt->rank != 4 || yt->rank != 5 || yt->dims[4] != g->B) return false;
   const FcTensor *cw = fc_value_const(op->operands[1].value);
   if (!cw || !cw->data) return false;
   if (op->n_operands > 2 && op->operands[2].value) {
@@ -218,9 +219,9 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
       fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
     return false;
   g->blocked = xt->rank == 5;
-  if (g->blocked && xt->dims[4] != BLK) return false;
+  if (g->blocked && xt->dims[4] != g->B) return false;
   g->N = xt->dims[0];
-  g->C = g->blocked ? xt->dims[1] * BLK : xt->dims[1];
+  g->C = g->blocked ? xt->dims[1] * g->B : xt->dims[1];
   g->H = xt->dims[2];
   g->W = xt->dims[3];
   g->M = wt->dims[0];
@@ -230,7 +231,7 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   g->OH = yt->dims[2];
   g->OW = yt->dims[3];
   g->sh = s[0], g->sw = s[1], g->dh = d[0], g->dw = d[1], g->pt = p[0], g->pl = p[1];
-  if (wt->dims[1] != g->C || g->M != g->MB * BLK || yt->dims[0] != g->N) return false;
+  if (wt->dims[1] != g->C || g->M != g->MB * g->B || yt->dims[0] != g->N) return false;
   if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->pt < 0 || g->pl < 0 || g->KH < 1 || g->KW < 1)
     return false;
   if (g->N == 0 || g->C == 0 || g->MB == 0 || g->OH == 0 || g->OW == 0) return false;
@@ -243,18 +244,18 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
     return false;
 
   int per, regs;
-  target_regs(k, &per, &regs);
+  target_regs(k, g->B, &per, &regs);
   /* 16 registers: J = 3 for 1×1 convs whose oc blocks it divides, else J = 2 (see the top; a J = 3
    * tiling that leaves a one-block group loses more than it gains). */
-  g->J = regs == 32 ? 4 : per > 1 ? 1 : g->MB % 3 == 0 && g->KH * g->KW == 1 ? 3 : 2;
+  g->J = regs >= 32 && per == 1 ? 4 : per > 1 ? 1 : g->MB % 3 == 0 && g->KH * g->KW == 1 ? 3 : 2;
   if (g->J > g->MB) g->J = (int)g->MB;
   g->ngroups = (g->MB + g->J - 1) / g->J;
   g->Jl = (int)(g->MB - (g->ngroups - 1) * g->J);
-  g->icb = BLK;
+  g->icb = g->B;
   if (!g->blocked)
     while (g->C % g->icb) g->icb--;
   g->ncb = g->C / g->icb;
-  int64_t per_block = g->icb * g->KH * g->KW * BLK * g->J * 4; /* bytes of one ic block's weights */
+  int64_t per_block = g->icb * g->KH * g->KW * g->B * g->J * 4; /* bytes of one ic block's weights */
   g->chunk = CHUNK_BYTES / per_block;
   if (g->chunk < 1) g->chunk = 1;
   if (g->chunk > g->ncb) g->chunk = g->ncb;
@@ -329,18 +330,20 @@ static LLVMValueRef splat(CbCtx *c, LLVMValueRef s) {
   FcKernel *k = c->k;
   LLVMValueRef lane0 = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 0, 0);
   LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c->vt), s, lane0, "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), BLK));
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)c->g->B));
   return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c->vt), zeros, "");
 }
 
 /* Offset in floats, from the row pointer of (ic block, ih), of input channel ic of the block at column iw. */
-static int64_t x_off(const Cb *g, int64_t ic, int64_t iw) { return g->blocked ? iw * BLK + ic : ic * g->H * g->W + iw; }
+static int64_t x_off(const Cb *g, int64_t ic, int64_t iw) {
+  return g->blocked ? iw * g->B + ic : ic * g->H * g->W + iw;
+}
 
 /* y's element offset of vector (j, pixel ow) of the current row: (yrow + j·OH·OW + ow)·8. */
 static LLVMValueRef y_at(CbCtx *c, int j, LLVMValueRef ow) {
   FcKernel *k = c->k;
   LLVMValueRef row = add(k, addc(k, c->yrow, (int64_t)j * c->g->OH * c->g->OW), ow);
-  return fptr(c, c->k->out[0], mulc(k, row, BLK));
+  return fptr(c, c->k->out[0], mulc(k, row, c->g->B));
 }
 
 /* One tile: pixels ow0 .. ow0 + nr - 1 of the current row (ow0v: the run-time first pixel of a loop
@@ -379,14 +382,14 @@ static void emit_tile(CbCtx *c, LLVMValueRef ow0v, int64_t ow0, int nr) {
     LLVMValueRef xrow;
     if (g->blocked) {
       LLVMValueRef plane = add(k, mulc(k, c->n, g->ncb), cb);
-      xrow = mulc(k, add(k, mulc(k, plane, g->H), ih), g->W * BLK);
+      xrow = mulc(k, add(k, mulc(k, plane, g->H), ih), g->W * g->B);
     } else {
       LLVMValueRef plane = add(k, mulc(k, c->n, g->C), mulc(k, cb, g->icb));
       xrow = mulc(k, add(k, mulc(k, plane, g->H), ih), g->W);
     }
-    if (ow0v) xrow = add(k, xrow, mulc(k, ow0v, g->sw * (g->blocked ? BLK : 1)));
+    if (ow0v) xrow = add(k, xrow, mulc(k, ow0v, g->sw * (g->blocked ? g->B : 1)));
     LLVMValueRef xp = fptr(c, k->in[0], xrow);
-    LLVMValueRef wstep = mulc(k, add(k, mulc(k, cb, g->KH), kh), g->KW * g->icb * BLK * J);
+    LLVMValueRef wstep = mulc(k, add(k, mulc(k, cb, g->KH), kh), g->KW * g->icb * g->B * J);
     LLVMValueRef wp = fptr(c, c->wgrp, wstep);
     LLVMValueRef a[MAX_J * MAX_R];
     for (int j = 0; j < J; j++)
@@ -399,7 +402,7 @@ static void emit_tile(CbCtx *c, LLVMValueRef ow0v, int64_t ow0, int nr) {
       for (int64_t ic = 0; ic < g->icb; ic++) {
         LLVMValueRef wv[MAX_J];
         for (int j = 0; j < J; j++) {
-          wv[j] = vload(c, fptr(c, wp, c64(k, ((kw * g->icb + ic) * J + j) * BLK)), 32);
+          wv[j] = vload(c, fptr(c, wp, c64(k, ((kw * g->icb + ic) * J + j) * g->B)), 32);
           LLVMSetVolatile(wv[j], 1);
         }
         for (int r = 0; r < nr; r++) {
@@ -437,7 +440,7 @@ static void emit_tile(CbCtx *c, LLVMValueRef ow0v, int64_t ow0, int nr) {
   }
   for (int j = 0; j < J; j++) {
     LLVMValueRef bias = NULL;
-    if (c->has_bias) bias = vload(c, fptr(c, k->in[2], mulc(k, add(k, c->mb0, c64(k, j)), BLK)), 4);
+    if (c->has_bias) bias = vload(c, fptr(c, k->in[2], mulc(k, add(k, c->mb0, c64(k, j)), g->B)), 4);
     for (int r = 0; r < nr; r++) {
       LLVMValueRef v = LLVMBuildLoad2(b, c->vt, c->acc[j * MAX_R + r], "");
       if (bias) v = LLVMBuildFAdd(b, v, bias, "");
@@ -477,7 +480,7 @@ static void emit_group(CbCtx *c, int J, LLVMValueRef grp, LLVMValueRef oh0, LLVM
   c->J = J;
   c->mb0 = mulc(k, grp, g->J);
   /* Full groups come first, so the group's packed weights start at grp · (C·KH·KW·8·J_full). */
-  c->wgrp = fptr(c, c->wpk, mulc(k, grp, g->C * g->KH * g->KW * BLK * g->J));
+  c->wgrp = fptr(c, c->wpk, mulc(k, grp, g->C * g->KH * g->KW * g->B * g->J));
   FcLoop lk;
   LLVMValueRef ci = NULL;
   if (g->nchunks > 1) {
@@ -523,12 +526,12 @@ static float *pack_weights(const Cb *g, const float *w) {
   if (!dst) return NULL;
   int64_t at = 0;
   for (int64_t grp = 0; grp < g->ngroups; grp++) {
-    int64_t J = grp == g->ngroups - 1 ? g->Jl : g->J, oc0 = grp * g->J * BLK;
+    int64_t J = grp == g->ngroups - 1 ? g->Jl : g->J, oc0 = grp * g->J * g->B;
     for (int64_t cb = 0; cb < g->ncb; cb++)
       for (int64_t kh = 0; kh < g->KH; kh++)
         for (int64_t kw = 0; kw < g->KW; kw++)
           for (int64_t ic = 0; ic < g->icb; ic++)
-            for (int64_t o = 0; o < J * BLK; o++) {
+            for (int64_t o = 0; o < J * g->B; o++) {
               int64_t oc = oc0 + o, c = cb * g->icb + ic;
               dst[at++] = w[((oc * g->C + c) * g->KH + kh) * g->KW + kw];
             }
@@ -544,10 +547,10 @@ FcStatus fc_conv_blocked_dense(FcKernel *k) {
   if (!cb_geometry(k, &g))
     return fc_cg_error(k, FC_ERR_INTERNAL, "the dense blocked conv kernel does not apply to this conv");
   fc_kernel_set_outer(k, g.N * g.nrb * g.ngroups,
-                      2.0 * (double)g.rb * (double)g.OW * (double)(g.J * BLK) * (double)(g.C * g.KH * g.KW));
+                      2.0 * (double)g.rb * (double)g.OW * (double)(g.J * g.B) * (double)(g.C * g.KH * g.KW));
 
   CbCtx c = {.k = k, .g = &g, .f32 = LLVMFloatTypeInContext(k->ctx)};
-  c.vt = LLVMVectorType(c.f32, BLK);
+  c.vt = LLVMVectorType(c.f32, (unsigned)g.B);
   c.has_bias = k->op->n_operands > 2 && k->in[2] != NULL;
   FcStatus st = fc_cg_epilogue_init(k, 1, &c.epi);
   if (st != FC_OK) return st;

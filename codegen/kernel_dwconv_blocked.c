@@ -1,4 +1,5 @@
 /* kernel_dwconv_blocked.c — depthwise flow.conv_blocked (group == C == M) over a blocked input, f32.
+ * The block is the op's (8, or 16 on AVX-512: one vector either way); the text below says 8 for it.
  *
  * In the blocked layout NCHW8c the 8 channels of one channel block sit next to each other for every
  * pixel, so a depthwise tap is one 8-lane vector load x[cb][ih][iw][0..7] times one weight vector
@@ -35,7 +36,6 @@
 #include "codegen.h"
 
 enum {
-  BLK = 8,                   /* channels per block (the vector) */
   MAX_TAPS = 81,             /* KH·KW handled (9×9) */
   MAX_R = 8,                 /* output pixels per tile, at most */
   MAX_STRAIGHT = 32,         /* pixels of a row's edge emitted straight-line; a longer edge is a loop */
@@ -45,6 +45,7 @@ enum {
 
 /* The static geometry. */
 typedef struct Dwb {
+  int64_t B;                  /* channels per block (the vector): 8 or 16 */
   int64_t CB, planes;         /* channel blocks, batch × channel blocks */
   int64_t H, W, OH, OW, KH, KW;
   int64_t sh, sw, dh, dw, ph, pw;
@@ -74,11 +75,13 @@ static bool dwb_geometry(const FcKernel *k, Dwb *d) {
   for (int i = 0; i < 3; i++)
     if (!op->operands[i].value) return false; /* the bias is required (ops.def) */
   const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *bt = in_type(k, 2), *yt = &op->results[0].type;
-  if (fc_op_attr_int(op, FC_ATTR_BLOCK, 0) != BLK) return false;
+  d->B = fc_op_attr_int(op, FC_ATTR_BLOCK, 0);
+  if (!fc_layout_block_supported(d->B)) return false;
   if (xt->dtype != FC_DT_F32 || wt->dtype != FC_DT_F32 || bt->dtype != FC_DT_F32 || yt->dtype != FC_DT_F32) return false;
-  if (xt->rank != 5 || wt->rank != 4 || bt->rank != 1 || yt->rank != 5 || xt->dims[4] != BLK || yt->dims[4] != BLK) return false;
+  if (xt->rank != 5 || wt->rank != 4 || bt->rank != 1 || yt->rank != 5 || xt->dims[4] != d->B || yt->dims[4] != d->B)
+    return false;
   int64_t C;
-  if (!fc_checked_mul(xt->dims[1], BLK, &C)) return false;
+  if (!fc_checked_mul(xt->dims[1], d->B, &C)) return false;
   if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) != C || wt->dims[0] != C || wt->dims[1] != 1 || bt->dims[0] != C ||
       yt->dims[0] != xt->dims[0] || yt->dims[1] != xt->dims[1])
     return false;
@@ -108,10 +111,10 @@ static bool dwb_geometry(const FcKernel *k, Dwb *d) {
   if (!fc_type_numel(xt, &xn) || !fc_type_numel(yt, &yn) || !fc_checked_mul(xt->dims[0], d->CB, &d->planes) ||
       !fc_checked_mul(d->KH - 1, d->dh, &span_h) || !fc_checked_mul(d->KW - 1, d->dw, &span_w) ||
       !fc_checked_mul(d->OH, d->sh, &rows) || !fc_checked_add(rows, span_h, &rows) ||
-      !fc_checked_add(rows, d->ph, &rows) || !fc_checked_mul(rows, d->W * BLK, &t) ||
+      !fc_checked_add(rows, d->ph, &rows) || !fc_checked_mul(rows, d->W * d->B, &t) ||
       !fc_checked_add(d->OW, MAX_R, &cols) || !fc_checked_mul(cols, d->sw, &cols) ||
       !fc_checked_add(cols, span_w, &cols) || !fc_checked_add(cols, d->pw, &cols) || !fc_checked_add(cols, d->W, &cols) ||
-      !fc_checked_mul(cols, BLK, &t))
+      !fc_checked_mul(cols, d->B, &t))
     return false;
   d->empty = yn == 0;
   if (d->empty) return true;
@@ -123,7 +126,7 @@ static bool dwb_geometry(const FcKernel *k, Dwb *d) {
   d->hi = lo + (hi - lo) / d->R * d->R;
 
   d->vpad = fc_win_reads_pad_rows(d->H, d->OH, d->sh, d->ph, span_h);
-  if (d->vpad && d->W > MAX_ZERO_FLOATS / BLK) return false;
+  if (d->vpad && d->W > MAX_ZERO_FLOATS / d->B) return false;
   fc_win_row_blocks(d->planes, d->OH, MIN_TASKS, 0, 1, &d->rb, &d->nrb);
   return true;
 }
@@ -196,7 +199,7 @@ static void emit_tile(DwbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, bool che
   LLVMValueRef acc[MAX_R];
   for (int r = 0; r < n; r++) acc[r] = c->bias;
   /* The input column of tile pixel 0's tap kw = 0, in floats from the row start. */
-  LLVMValueRef col0 = ow0v ? mulc(k, add(k, mulc(k, ow0v, d->sw), c64(k, -d->pw)), BLK) : NULL;
+  LLVMValueRef col0 = ow0v ? mulc(k, add(k, mulc(k, ow0v, d->sw), c64(k, -d->pw)), d->B) : NULL;
   int64_t max_rel = (int64_t)(n - 1) * d->sw + (d->KW - 1) * d->dw;
   for (int64_t kh = 0; kh < d->KH; kh++)
     for (int64_t rel = 0; rel <= max_rel; rel++) {
@@ -210,7 +213,7 @@ static void emit_tile(DwbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, bool che
           if (ix < 0 || ix >= d->W) continue;
         }
         if (!x) {
-          LLVMValueRef at = ow0v ? add(k, col0, c64(k, rel * BLK)) : c64(k, ((ow0 * d->sw - d->pw) + rel) * BLK);
+          LLVMValueRef at = ow0v ? add(k, col0, c64(k, rel * d->B)) : c64(k, ((ow0 * d->sw - d->pw) + rel) * d->B);
           LLVMValueRef p = fptr(c, c->row[kh], at);
           if (checked) {
             LLVMValueRef ix = add(k, mulc(k, ow0v, d->sw), c64(k, rel - d->pw));
@@ -226,7 +229,7 @@ static void emit_tile(DwbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, bool che
     LLVMValueRef ow = ow0v ? add(k, ow0v, c64(k, r)) : c64(k, ow0 + r);
     LLVMValueRef v = acc[r];
     if (c->epi) v = fc_cg_epilogue_value(k, c->epi, v, add(k, c->erow, ow), c64(k, 0));
-    LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, mulc(k, ow, BLK)));
+    LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, mulc(k, ow, d->B)));
     LLVMSetAlignment(s, 4);
   }
 }
@@ -235,7 +238,7 @@ static void emit_tile(DwbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, bool che
  * large padding or dilation) a loop of checked one-pixel tiles. */
 static void emit_edge(DwbCtx *c, int64_t from, int64_t to) {
   if (to - from > MAX_STRAIGHT) {
-    if (!c->zvec) c->zvec = zeros(c, BLK);
+    if (!c->zvec) c->zvec = zeros(c, c->d->B);
     FcLoop l;
     LLVMValueRef ow = fc_cg_loop_begin(c->k, &l, c64(c->k, from), c64(c->k, to), 1, "edge");
     emit_tile(c, ow, 0, 1, true);
@@ -256,14 +259,14 @@ static void emit_row(DwbCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
   LLVMValueRef iy0 = add(k, mulc(k, oy, d->sh), c64(k, -d->ph));
   for (int64_t kh = 0; kh < d->KH; kh++) {
     LLVMValueRef iy = add(k, iy0, c64(k, kh * d->dh));
-    c->row[kh] = fptr(c, xplane, mulc(k, iy, d->W * BLK));
+    c->row[kh] = fptr(c, xplane, mulc(k, iy, d->W * d->B));
     if (zrow) {
       LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, d->H), "");
       c->row[kh] = LLVMBuildSelect(k->b, inside, c->row[kh], zrow, "row");
     }
   }
   c->erow = mulc(k, add(k, mulc(k, plane, d->OH), oy), d->OW);
-  c->yrow = fptr(c, yplane, mulc(k, oy, d->OW * BLK));
+  c->yrow = fptr(c, yplane, mulc(k, oy, d->OW * d->B));
   emit_edge(c, 0, d->lo);
   if (d->hi > d->lo) {
     FcLoop l;
@@ -278,13 +281,13 @@ static void emit_row(DwbCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
 static LLVMValueRef packed_weights(FcKernel *k, const Dwb *d) {
   const FcTensor *cw = fc_value_const(k->op->operands[1].value);
   if (!cw || !cw->data) return NULL;
-  int64_t taps = d->KH * d->KW, n = d->CB * BLK * taps;
+  int64_t taps = d->KH * d->KW, n = d->CB * d->B * taps;
   const float *w = cw->data;
   float *buf = malloc((size_t)n * sizeof(float) + 1);
   if (!buf) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t cb = 0; cb < d->CB; cb++)
     for (int64_t t = 0; t < taps; t++)
-      for (int64_t l = 0; l < BLK; l++) buf[(cb * taps + t) * BLK + l] = w[(cb * BLK + l) * taps + t];
+      for (int64_t l = 0; l < d->B; l++) buf[(cb * taps + t) * d->B + l] = w[(cb * d->B + l) * taps + t];
   LLVMValueRef g = fc_cg_const_bytes(k, buf, (size_t)n * sizeof(float), "dwb_w");
   free(buf);
   return fc_kernel_substitute_operand(k, 1, g);
@@ -303,37 +306,37 @@ FcStatus fc_conv_blocked_depthwise(FcKernel *k) {
     return FC_OK;
   }
   int64_t taps = d.KH * d.KW;
-  fc_kernel_set_outer(k, d.planes * d.nrb, 2.0 * (double)taps * BLK * (double)d.rb * (double)d.OW);
+  fc_kernel_set_outer(k, d.planes * d.nrb, 2.0 * (double)taps * d.B * (double)d.rb * (double)d.OW);
 
   DwbCtx c = {.k = k, .d = &d, .f32 = LLVMFloatTypeInContext(k->ctx)};
-  c.vt = LLVMVectorType(c.f32, BLK);
+  c.vt = LLVMVectorType(c.f32, (unsigned)d.B);
   FcStatus st = fc_cg_epilogue_init(k, 1, &c.epi);
   if (st != FC_OK) return st;
   LLVMValueRef wpacked = packed_weights(k, &d);
-  LLVMValueRef zrow = d.vpad ? zeros(&c, d.W * BLK) : NULL;
+  LLVMValueRef zrow = d.vpad ? zeros(&c, d.W * d.B) : NULL;
 
   FcLoop lt;
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, d.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, d.nrb), "");
   LLVMValueRef cb = LLVMBuildURem(k->b, plane, c64(k, d.CB), "cb");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, d.H * d.W * BLK));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, d.OH * d.OW * BLK));
-  LLVMValueRef wbase = mulc(k, cb, taps * BLK);
+  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, d.H * d.W * d.B));
+  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, d.OH * d.OW * d.B));
+  LLVMValueRef wbase = mulc(k, cb, taps * d.B);
   for (int64_t t = 0; t < taps; t++) {
     if (wpacked) {
-      c.wv[t] = vload(&c, fptr(&c, wpacked, add(k, wbase, c64(k, t * BLK))));
+      c.wv[t] = vload(&c, fptr(&c, wpacked, add(k, wbase, c64(k, t * d.B))));
       continue;
     }
     /* Run-time weights [C, 1, KH, KW]: lane l of tap t is w[(cb·8 + l)·taps + t]. */
     LLVMValueRef v = LLVMGetUndef(c.vt);
-    for (int l = 0; l < BLK; l++) {
+    for (int l = 0; l < d.B; l++) {
       LLVMValueRef w = fc_cg_load(k, FC_DT_F32, k->in[1], add(k, wbase, c64(k, l * taps + t)));
       v = LLVMBuildInsertElement(k->b, v, w, c64(k, l), "");
     }
     c.wv[t] = v;
   }
-  c.bias = vload(&c, fptr(&c, k->in[2], mulc(k, cb, BLK)));
+  c.bias = vload(&c, fptr(&c, k->in[2], mulc(k, cb, d.B)));
   LLVMValueRef oy0 = mulc(k, blk, d.rb);
   LLVMValueRef oy1 = add(k, oy0, c64(k, d.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, d.OH), ""), oy1, c64(k, d.OH), "");

@@ -101,10 +101,7 @@ static int vector_lanes(FcKernel *k, const Fused *f) {
     int64_t s = f->cs[j][f->cr - 1];
     if (s != 0 && s != 1) return 1;
   }
-  char *triple = LLVMGetTargetMachineTriple(k->tm);
-  const FcTarget *t = fc_target_for_triple(triple);
-  LLVMDisposeMessage(triple);
-  int vw = t ? t->vector_width(t, k->tm, f->dt) : 1;
+  int vw = fc_target_lanes(k->target, f->dt);
   if (vw < 2 || f->inner < vw) return 1;
   return vw > 64 ? 64 : vw;
 }

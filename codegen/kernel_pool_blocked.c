@@ -1,4 +1,5 @@
 /* kernel_pool_blocked.c — f32 max_pool (without indices) and avg_pool over the blocked layout NCHW8c.
+ * The block is the input's last dim (8, or 16 on AVX-512: one vector either way); the text says 8.
  *
  * The layout pass moves a 2-D pool into a blocked region as the same op on the rank-5 tensor
  * x[N, C/8, H, W, 8] with a third spatial dim of kernel 1, stride 1, dilation 1 and no padding: the 2-D
@@ -36,7 +37,6 @@
 #include "codegen.h"
 
 enum {
-  BLK = 8,                  /* channels per block (the vector) */
   MAX_TAPS = 81,            /* KH·KW handled (9×9); larger windows take the generic pool */
   MAX_R = 8,                /* output pixels per tile */
   MAX_STRAIGHT = 32,        /* pixels of a row's edge emitted straight-line; longer: the generic pool */
@@ -46,6 +46,7 @@ enum {
 
 /* The static geometry. */
 typedef struct Pb {
+  int64_t B;                  /* channels per block (the vector): 8 or 16, the input's last dim */
   bool is_max, include_pad;
   int64_t CB, planes;         /* channel blocks, batch × channel blocks */
   int64_t H, W, OH, OW, KH, KW;
@@ -64,7 +65,9 @@ static bool pb_geometry(const FcKernel *k, Pb *g) {
     return false;
   const FcType *xt = &op->operands[0].value->type, *yt = &op->results[0].type;
   if (xt->dtype != FC_DT_F32 || yt->dtype != FC_DT_F32 || xt->rank != 5 || yt->rank != 5) return false;
-  if (xt->dims[4] != BLK || yt->dims[4] != BLK || yt->dims[0] != xt->dims[0] || yt->dims[1] != xt->dims[1])
+  g->B = xt->dims[4];
+  if (!fc_layout_block_supported(g->B) || yt->dims[4] != g->B || yt->dims[0] != xt->dims[0] ||
+      yt->dims[1] != xt->dims[1])
     return false;
   const int64_t *K, *s, *dl, *p;
   if (fc_op_attr_ints(op, FC_ATTR_KERNEL_SHAPE, &K) != 3 || fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != 3 ||
@@ -100,10 +103,10 @@ static bool pb_geometry(const FcKernel *k, Pb *g) {
   if (!fc_type_numel(xt, &xn) || !fc_type_numel(yt, &yn) || !fc_checked_mul(xt->dims[0], g->CB, &g->planes) ||
       !fc_checked_mul(g->KH - 1, g->dh, &span_h) || !fc_checked_mul(g->KW - 1, g->dw, &span_w) ||
       !fc_checked_mul(g->OH, g->sh, &rows) || !fc_checked_add(rows, span_h, &rows) ||
-      !fc_checked_add(rows, g->ph, &rows) || !fc_checked_mul(rows, g->W * BLK, &t) ||
+      !fc_checked_add(rows, g->ph, &rows) || !fc_checked_mul(rows, g->W * g->B, &t) ||
       !fc_checked_add(g->OW, MAX_R, &cols) || !fc_checked_mul(cols, g->sw, &cols) ||
       !fc_checked_add(cols, span_w, &cols) || !fc_checked_add(cols, g->pw, &cols) ||
-      !fc_checked_add(cols, g->W, &cols) || !fc_checked_mul(cols, BLK, &t))
+      !fc_checked_add(cols, g->W, &cols) || !fc_checked_mul(cols, g->B, &t))
     return false;
   g->empty = yn == 0;
   if (g->empty) return true;
@@ -115,7 +118,7 @@ static bool pb_geometry(const FcKernel *k, Pb *g) {
   if (g->lo > MAX_STRAIGHT || g->OW - g->hi > MAX_STRAIGHT + MAX_R) return false;
 
   g->vpad = fc_win_reads_pad_rows(g->H, g->OH, g->sh, g->ph, span_h);
-  if (g->vpad && g->W > MAX_PAD_FLOATS / BLK) return false;
+  if (g->vpad && g->W > MAX_PAD_FLOATS / g->B) return false;
   fc_win_row_blocks(g->planes, g->OH, MIN_TASKS, 0, 1, &g->rb, &g->nrb);
   return true;
 }
@@ -155,9 +158,9 @@ static LLVMValueRef vload(PbCtx *c, LLVMTypeRef t, LLVMValueRef p) {
 }
 
 static LLVMValueRef splat(PbCtx *c, double v) {
-  LLVMValueRef e[BLK];
-  for (int i = 0; i < BLK; i++) e[i] = LLVMConstReal(c->f32, v);
-  return LLVMConstVector(e, BLK);
+  LLVMValueRef e[FC_LAYOUT_MAX_BLOCK];
+  for (int i = 0; i < c->g->B; i++) e[i] = LLVMConstReal(c->f32, v);
+  return LLVMConstVector(e, (unsigned)c->g->B);
 }
 
 /* The row of n padding values that taps in the vertical padding read: one global per value and size,
@@ -191,7 +194,7 @@ static void tile_taps(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, Comb comb
   FcKernel *k = c->k;
   const Pb *g = c->g;
   for (int r = 0; r < n; r++) acc[r] = comb == COMB_MAX_FAST ? splat(c, -INFINITY) : NULL;
-  LLVMValueRef col0 = ow0v ? mulc(k, add(k, mulc(k, ow0v, g->sw), c64(k, -g->pw)), BLK) : NULL;
+  LLVMValueRef col0 = ow0v ? mulc(k, add(k, mulc(k, ow0v, g->sw), c64(k, -g->pw)), g->B) : NULL;
   int64_t max_rel = (int64_t)(n - 1) * g->sw + (g->KW - 1) * g->dw;
   for (int64_t kh = 0; kh < g->KH; kh++)
     for (int64_t rel = 0; rel <= max_rel; rel++) {
@@ -204,7 +207,7 @@ static void tile_taps(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, Comb comb
           if (ix < 0 || ix >= g->W) continue;
         }
         if (!x) {
-          LLVMValueRef at = ow0v ? add(k, col0, c64(k, rel * BLK)) : c64(k, ((ow0 * g->sw - g->pw) + rel) * BLK);
+          LLVMValueRef at = ow0v ? add(k, col0, c64(k, rel * g->B)) : c64(k, ((ow0 * g->sw - g->pw) + rel) * g->B);
           x = vload(c, c->vt, fptr(c, c->row[kh], at));
         }
         if (comb == COMB_MAX_FAST) {
@@ -227,7 +230,7 @@ static void tile_taps(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, Comb comb
 static void store_pixel(PbCtx *c, LLVMValueRef ow0v, int64_t ow, LLVMValueRef v) {
   FcKernel *k = c->k;
   LLVMValueRef at = ow0v ? add(k, ow0v, c64(k, ow)) : c64(k, ow);
-  LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, mulc(k, at, BLK)));
+  LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, mulc(k, at, c->g->B)));
   LLVMSetAlignment(s, 4);
 }
 
@@ -257,9 +260,9 @@ static void emit_tile(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n) {
     store_pixel(c, ow0v, ow0 + r, acc[r]);
     low = !low ? acc[r] : LLVMBuildSelect(k->b, LLVMBuildFCmp(k->b, LLVMRealOLT, acc[r], low, ""), acc[r], low, "");
   }
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
-  LLVMValueRef bits = LLVMBuildBitCast(k->b, LLVMBuildFCmp(k->b, LLVMRealOEQ, low, splat(c, -INFINITY), ""), i8, "");
-  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntNE, bits, LLVMConstInt(i8, 0, 0), ""));
+  LLVMTypeRef ib = LLVMIntTypeInContext(k->ctx, (unsigned)g->B); /* one bit per lane */
+  LLVMValueRef bits = LLVMBuildBitCast(k->b, LLVMBuildFCmp(k->b, LLVMRealOEQ, low, splat(c, -INFINITY), ""), ib, "");
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntNE, bits, LLVMConstInt(ib, 0, 0), ""));
   tile_taps(c, ow0v, ow0, n, COMB_MAX_NUM, acc);
   for (int r = 0; r < n; r++) {
     LLVMValueRef none = LLVMBuildFCmp(k->b, LLVMRealUNO, acc[r], acc[r], "");
@@ -284,7 +287,7 @@ static void emit_row(PbCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVal
   LLVMValueRef iy0 = add(k, mulc(k, oy, g->sh), c64(k, -g->ph));
   for (int64_t kh = 0; kh < g->KH; kh++) {
     LLVMValueRef iy = add(k, iy0, c64(k, kh * g->dh));
-    c->row[kh] = fptr(c, xplane, mulc(k, iy, g->W * BLK));
+    c->row[kh] = fptr(c, xplane, mulc(k, iy, g->W * g->B));
     if (prow) {
       LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, g->H), "");
       c->row[kh] = LLVMBuildSelect(k->b, inside, c->row[kh], prow, "row");
@@ -293,10 +296,10 @@ static void emit_row(PbCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVal
   if (cnt_tab) {
     LLVMValueRef n = vload(c, c->f32, fptr(c, cnt_tab, oy));
     LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c->vt), n, c64(k, 0), "");
-    LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), BLK));
+    LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)g->B));
     c->row_cnt = LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c->vt), zeros, "");
   }
-  c->yrow = fptr(c, yplane, mulc(k, oy, g->OW * BLK));
+  c->yrow = fptr(c, yplane, mulc(k, oy, g->OW * g->B));
   emit_edge(c, 0, g->lo);
   if (g->hi > g->lo) {
     FcLoop l;
@@ -319,12 +322,12 @@ FcStatus fc_pool_blocked(FcKernel *k) {
     fc_kernel_set_outer(k, 0, 0);
     return FC_OK;
   }
-  fc_kernel_set_outer(k, g.planes * g.nrb, (double)(g.KH * g.KW + 2) * BLK * (double)g.rb * (double)g.OW);
+  fc_kernel_set_outer(k, g.planes * g.nrb, (double)(g.KH * g.KW + 2) * g.B * (double)g.rb * (double)g.OW);
 
   PbCtx c = {.k = k, .g = &g, .f32 = LLVMFloatTypeInContext(k->ctx)};
-  c.vt = LLVMVectorType(c.f32, BLK);
+  c.vt = LLVMVectorType(c.f32, (unsigned)g.B);
   c.pad = LLVMConstReal(c.f32, g.is_max ? NAN : 0.0);
-  LLVMValueRef prow = g.vpad ? pad_row(&c, g.W * BLK) : NULL;
+  LLVMValueRef prow = g.vpad ? pad_row(&c, g.W * g.B) : NULL;
   LLVMValueRef cnt_tab = NULL; /* avg: per output row, the window's row count, as float */
   if (!g.is_max)
     cnt_tab = fc_win_row_count_table(k, g.OH, g.KH, g.sh, g.dh, g.ph, g.pe_h, g.H, g.include_pad, "pbk_row_cnt");
@@ -333,8 +336,8 @@ FcStatus fc_pool_blocked(FcKernel *k) {
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, g.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, g.nrb), "");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, g.H * g.W * BLK));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, g.OH * g.OW * BLK));
+  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, g.H * g.W * g.B));
+  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, g.OH * g.OW * g.B));
   LLVMValueRef oy0 = mulc(k, blk, g.rb);
   LLVMValueRef oy1 = add(k, oy0, c64(k, g.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, g.OH), ""), oy1, c64(k, g.OH), "");

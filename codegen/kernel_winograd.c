@@ -42,9 +42,10 @@
  * emitted once, inside loops that LLVM is told not to unroll (loop_begin); straight-line code for all of
  * them compiled several times slower and ran no faster.
  *
- * fc_conv_winograd_applies picks, per shape, F(4×4), F(2×2) or neither with a cost model (wino_cost
- * against direct_cost) of GEMM work including the tiles cut by the edges and the padding of the last
- * tile block, the transforms, and the streaming of the transformed filters, which are a²/9 times the
+ * fc_conv_winograd_variant (target.h: the layout pass asks it too, so a conv it leaves in NCHW for
+ * Winograd is one codegen then gives Winograd) picks, per shape, F(4×4), F(2×2) or neither with a cost
+ * model (wino_cost against direct_cost) of GEMM work including the tiles cut by the edges and the
+ * padding of the last tile block, the transforms, and the streaming of the transformed filters, which are a²/9 times the
  * size of the original ones (and never more than U_MAX_BYTES). Small images favour F(2×2): a 7×7
  * output is 4 tiles of F(4×4) in a 16-column panel but 16 of F(2×2).
  * Every output element is computed by one task in a fixed order: results do not depend on the thread
@@ -128,45 +129,36 @@ typedef struct Plan {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* The shape test shared by applies and the emitter: f32 NCHW, 3×3, stride 1, dilation 1, group 1,
- * constant weights, non-empty. */
-static bool shape_ok(const FcKernel *k) {
-  const FcOp *op = k->op;
-  if (op->kind != FC_OP_CONV || op->n_operands < 2) return false;
-  const FcType *xt = &op->operands[0].value->type, *wt = &op->operands[1].value->type, *yt = &op->results[0].type;
-  if (xt->rank != 4 || wt->rank != 4 || yt->rank != 4) return false;
-  if (xt->dtype != FC_DT_F32 || wt->dtype != FC_DT_F32 || yt->dtype != FC_DT_F32) return false;
-  if (wt->dims[2] != R || wt->dims[3] != R || fc_op_attr_int(op, FC_ATTR_GROUP, 1) != 1) return false;
-  const int64_t *s, *d, *p;
-  if (fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != 2 || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != 2 ||
-      fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
-    return false;
-  if (s[0] != 1 || s[1] != 1 || d[0] != 1 || d[1] != 1) return false;
-  const FcTensor *cw = fc_value_const(op->operands[1].value);
-  if (!cw || !cw->data) return false;
+static bool numel4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *n) {
+  return fc_checked_mul(a, b, n) && fc_checked_mul(*n, c, n) && fc_checked_mul(*n, d, n);
+}
+
+/* The shape test of the decision: f32, 3×3, stride 1, dilation 1, group 1, non-empty, within the sizes
+ * the index arithmetic allows. */
+static bool shape_ok(const FcConvShape *s) {
+  if (s->dtype != FC_DT_F32 || s->KH != R || s->KW != R || s->group != 1) return false;
+  if (s->stride[0] != 1 || s->stride[1] != 1 || s->dilation[0] != 1 || s->dilation[1] != 1) return false;
   int64_t xn, yn, wn;
-  if (!fc_type_numel(xt, &xn) || !fc_type_numel(yt, &yn) || !fc_type_numel(wt, &wn)) return false;
+  if (!numel4(s->N, s->C, s->H, s->W, &xn) || !numel4(s->N, s->M, s->OH, s->OW, &yn) ||
+      !numel4(s->M, s->C, R, R, &wn))
+    return false;
   /* The transformed filters hold (a²/9)·wn floats; the tile count and the scratch stay far below 2^62. */
   return xn > 0 && yn > 0 && wn > 0 && wn <= (INT64_C(1) << 40) && yn <= (INT64_C(1) << 50);
 }
 
-static void plan_init(const FcKernel *k, int m, Plan *p) {
-  const FcOp *op = k->op;
-  const FcType *xt = &op->operands[0].value->type, *wt = &op->operands[1].value->type, *yt = &op->results[0].type;
-  const int64_t *pads;
-  fc_op_attr_ints(op, FC_ATTR_PADS, &pads);
+static void plan_init(const FcTarget *t, const FcConvShape *s, int m, Plan *p) {
   memset(p, 0, sizeof *p);
   wino_variant(&p->w, m);
-  fc_gemm_arch(k, &p->g);
-  p->Nb = xt->dims[0];
-  p->C = xt->dims[1];
-  p->H = xt->dims[2];
-  p->W = xt->dims[3];
-  p->M = wt->dims[0];
-  p->OH = yt->dims[2];
-  p->OW = yt->dims[3];
-  p->pt = pads[0];
-  p->pl = pads[1];
+  fc_target_gemm_arch(t, &p->g);
+  p->Nb = s->N;
+  p->C = s->C;
+  p->H = s->H;
+  p->W = s->W;
+  p->M = s->M;
+  p->OH = s->OH;
+  p->OW = s->OW;
+  p->pt = s->pads[0];
+  p->pl = s->pads[1];
   p->TH = cdiv(p->OH, m);
   p->TW = cdiv(p->OW, m);
   p->TT = p->TH * p->TW;
@@ -222,18 +214,29 @@ static bool fits(const Plan *p) {
   return filter_bytes(p) <= U_MAX_BYTES && (double)p->w.a * p->w.a * (double)p->vstride * 4 <= V_MAX_BYTES;
 }
 
-static int choose(const FcKernel *k) {
-  if (!shape_ok(k)) return 0;
+int fc_conv_winograd_variant(const FcTarget *t, const FcConvShape *s) {
+  if (!shape_ok(s)) return 0;
   Plan p4, p2;
-  plan_init(k, 4, &p4);
-  plan_init(k, 2, &p2);
+  plan_init(t, s, 4, &p4);
+  plan_init(t, s, 2, &p2);
   double c4 = fits(&p4) ? wino_cost(&p4) : HUGE_VAL, c2 = fits(&p2) ? wino_cost(&p2) : HUGE_VAL;
   int best = c4 <= c2 ? 4 : 2;
   double cb = best == 4 ? c4 : c2;
   return cb < 0.9 * direct_cost(&p4) ? best : 0;
 }
 
-bool fc_conv_winograd_applies(const FcKernel *k) { return choose(k) != 0; }
+/* The variant codegen uses for the kernel's op: the decision above, for a conv with constant weights
+ * (transformed at compile time). */
+static int choose(const FcKernel *k, FcConvShape *s) {
+  const FcTensor *cw = k->op->n_operands >= 2 ? fc_value_const(k->op->operands[1].value) : NULL;
+  if (!cw || !cw->data || !fc_conv_shape_of(k->op, s)) return 0;
+  return fc_conv_winograd_variant(k->target, s);
+}
+
+bool fc_conv_winograd_applies(const FcKernel *k) {
+  FcConvShape s;
+  return choose(k, &s) != 0;
+}
 
 /* ---- emit helpers --------------------------------------------------------------------------------- */
 
@@ -836,10 +839,11 @@ static void output_group(Ctx *c, LLVMValueRef out, LLVMValueRef ybuf, LLVMValueR
 /* ---- the kernel ------------------------------------------------------------------------------------------- */
 
 FcStatus fc_conv_winograd(FcKernel *k) {
-  int m = choose(k);
+  FcConvShape s;
+  int m = choose(k, &s);
   if (m == 0) return fc_cg_error(k, FC_ERR_INTERNAL, "the Winograd convolution does not apply to this op");
   Plan p;
-  plan_init(k, m, &p);
+  plan_init(k->target, &s, m, &p);
   Ctx c = {.k = k, .b = k->b, .p = &p, .w = &p.w};
   c.f32 = LLVMFloatTypeInContext(k->ctx);
   c.i1 = LLVMInt1TypeInContext(k->ctx);

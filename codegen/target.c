@@ -1,7 +1,12 @@
-/* target.c — the targets flowc generates code for, and LLVM target machines for them.
+/* target.c — the target description (target.h): the table of target kinds, the CPU's vector levels, and
+ * the LLVM target machine a description is resolved through.
  *
- * A target is a row of function pointers (FcTarget); today there is one, the CPU, which covers x86-64 and
- * AArch64 triples. NVPTX becomes a second row without touching passes or kernels.
+ * A target kind is a row of target_kinds (FcTargetKind: which triples it takes, its default CPU, and how
+ * it fills in a description); today there is one, the CPU, which covers x86-64 and AArch64 triples.
+ * NVPTX becomes a second row without touching passes or kernels. Within the CPU, the description comes
+ * from the first row of cpu_levels whose features the CPU has: vector widths, registers, the GEMM's
+ * tiles and blocks, the layout pass's block and costs. The features are LLVM's (target_llvm.cpp reads
+ * what the CPU name implies), so no list of CPU names is kept here.
  *
  * Target machines: the triple defaults to the host's; the CPU defaults to the portable "x86-64-v3" for
  * x86-64 (AVX2 + FMA, what every x86 server of the last decade runs) and "generic" for AArch64; "native"
@@ -21,51 +26,161 @@
 
 #include "codegen.h"
 
-/* ---- the CPU target ----------------------------------------------------------------------------------- */
+/* ---- the table of target kinds, and the CPU's vector levels ---------------------------------------------- */
 
 static bool has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 static bool triple_is_x86_64(const char *t) { return has_prefix(t, "x86_64") || has_prefix(t, "amd64"); }
 static bool triple_is_aarch64(const char *t) { return has_prefix(t, "aarch64") || has_prefix(t, "arm64"); }
 
-static bool cpu_accepts(const char *triple) { return triple_is_x86_64(triple) || triple_is_aarch64(triple); }
+/* Register tiles of the GEMM microkernel (cg_gemm.h) that fit 16 and 32 vector registers. Tiles with a
+ * power-of-two panel width come first among the alternatives: callers that gather B lanes (im2col) take
+ * only those, since gathers and masks of 24 lanes split badly. */
+static const FcGemmTile tiles16[] = {{6, 2}, {5, 2}, {4, 2}, {4, 3}};
+static const FcGemmTile tiles32[] = {{14, 2}, {12, 2}, {8, 2}, {8, 3}, {6, 4}};
+#define TILES(t) t, (int)(sizeof t / sizeof t[0])
 
-/* x86 CPUs whose widest profitable vectors are 256 bits (AVX2). AVX-512 parts are counted here too:
- * LLVM itself prefers 256-bit vectors on them (prefer-256-bit), since 512-bit code lowers the clock. */
-static const char *const avx2_cpus[] = {
-    "x86-64-v3", "x86-64-v4", "haswell", "broadwell", "skylake", "skylake-avx512", "cascadelake",
-    "cooperlake", "cannonlake", "icelake-client", "icelake-server", "tigerlake", "rocketlake", "alderlake",
-    "raptorlake", "meteorlake", "sapphirerapids", "emeraldrapids", "graniterapids", "znver1", "znver2",
-    "znver3", "znver4", "znver5",
+/* The layout pass's model on AVX2 (8-lane blocks): the speeds measured on this project's AVX2 machine
+ * (Zen 3, 103.7 GFLOP/s peak per core) per class of conv, against the NCHW kernels: depthwise 40 → 90
+ * (stride-2 and small images gain the most); a first conv over fewer than 8 channels 55 → 90 (an im2col
+ * GEMM with K = 27 or 147 against direct tiles); other dense convs with K > 1 or stride > 1 70 → 95;
+ * dense 1×1 stride 1: no gain counted (within the noise). A layout change (a transpose) moves about
+ * 10 GB/s, after a fixed ~2 us of starting one more kernel on the thread pool. */
+static const FcLayoutCosts layout_avx2 = {
+    .block = 8,
+    .nchw_gflops = {[FC_CONV_DEPTHWISE] = 40, [FC_CONV_FIRST] = 55, [FC_CONV_DENSE] = 70, [FC_CONV_POINTWISE] = 93},
+    .blocked_gflops = {[FC_CONV_DEPTHWISE] = 90, [FC_CONV_FIRST] = 90, [FC_CONV_DENSE] = 95, [FC_CONV_POINTWISE] = 93},
+    .edge_bytes_per_us = 10000,
+    .edge_fixed_us = 2,
+};
+/* AVX-512: 16-channel blocks, one 16-lane vector. The speeds are AVX2's scaled by the doubled lanes for
+ * both kernel families (an assumption, not a measurement: the ratios, which decide, stay AVX2's); the
+ * layout change costs the same. */
+static const FcLayoutCosts layout_avx512 = {
+    .block = 16,
+    .nchw_gflops = {[FC_CONV_DEPTHWISE] = 80, [FC_CONV_FIRST] = 110, [FC_CONV_DENSE] = 140, [FC_CONV_POINTWISE] = 186},
+    .blocked_gflops = {[FC_CONV_DEPTHWISE] = 180, [FC_CONV_FIRST] = 180, [FC_CONV_DENSE] = 190,
+                       [FC_CONV_POINTWISE] = 186},
+    .edge_bytes_per_us = 10000,
+    .edge_fixed_us = 2,
 };
 
-static int cpu_vector_width(const FcTarget *t, LLVMTargetMachineRef tm, FcDtype dt) {
-  (void)t;
-  int bytes = 16; /* SSE2 / NEON */
-  char *cpu = LLVMGetTargetMachineCPU(tm);
-  char *features = LLVMGetTargetMachineFeatureString(tm);
-  char *triple = LLVMGetTargetMachineTriple(tm);
-  if (triple_is_x86_64(triple)) {
-    if (strstr(features, "+avx2") || strstr(features, "+avx512f")) bytes = 32;
-    for (size_t i = 0; i < sizeof avx2_cpus / sizeof avx2_cpus[0]; i++)
-      if (strcmp(cpu, avx2_cpus[i]) == 0) bytes = 32;
-    if (strstr(features, "-avx2") || strstr(features, "-avx,")) bytes = 16;
+/* A CPU vector level: the first row whose arch matches and whose features the target has all of wins.
+ * Element-wise loops use 256-bit vectors on AVX-512 too (LLVM prefers them there: 512-bit code lowers the
+ * clock); the GEMM and the blocked kernels use the full registers. */
+typedef struct CpuLevel {
+  const char *name;
+  FcArch arch;
+  FcFeatureSet needs;
+  int vector_bytes, max_vector_bytes, regs;
+  FcGemmTable gemm; /* vl, tiles, n_tiles, kc, mc_panels, nc_panels */
+  const FcLayoutCosts *layout;
+} CpuLevel;
+
+static const CpuLevel cpu_levels[] = {
+    {"avx512", FC_ARCH_X86_64, FC_FEAT_BIT(FC_FEAT_AVX512F) | FC_FEAT_BIT(FC_FEAT_AVX2), 32, 64, 32,
+     {16, TILES(tiles32), 256, 8, 4}, &layout_avx512},
+    {"avx2", FC_ARCH_X86_64, FC_FEAT_BIT(FC_FEAT_AVX2), 32, 32, 16, {8, TILES(tiles16), 256, 20, 8}, &layout_avx2},
+    {"sse", FC_ARCH_X86_64, 0, 16, 16, 16, {4, TILES(tiles16), 256, 20, 8}, &layout_avx2},
+    /* NEON has 32 registers; the GEMM keeps the 16-register tiles it was written with. */
+    {"neon", FC_ARCH_AARCH64, 0, 16, 16, 32, {4, TILES(tiles16), 256, 20, 8}, &layout_avx2},
+};
+
+static FcStatus cpu_describe(FcTarget *t, FcDiag *diag) {
+  for (size_t i = 0; i < sizeof cpu_levels / sizeof cpu_levels[0]; i++) {
+    const CpuLevel *l = &cpu_levels[i];
+    if (l->arch != t->arch || (t->features & l->needs) != l->needs) continue;
+    t->level = l->name;
+    t->vector_bytes = l->vector_bytes;
+    t->max_vector_bytes = l->max_vector_bytes;
+    t->vector_regs = l->regs;
+    t->gemm = l->gemm;
+    t->layout = *l->layout;
+    return FC_OK;
   }
-  LLVMDisposeMessage(cpu);
-  LLVMDisposeMessage(features);
-  LLVMDisposeMessage(triple);
-  size_t elem = dt == FC_DT_F16 || dt == FC_DT_BF16 ? 4 : fc_dtype_size(dt); /* compute type size */
-  int w = bytes / (int)elem;
+  return fc_error(diag, FC_ERR_INTERNAL, "no vector level for target '%s'", t->triple);
+}
+
+static const char *cpu_default(const char *triple) { return triple_is_x86_64(triple) ? "x86-64-v3" : "generic"; }
+
+/* The architecture of a triple this kind generates for; false for others. */
+static bool cpu_arch(const char *triple, FcArch *arch) {
+  if (triple_is_x86_64(triple)) *arch = FC_ARCH_X86_64;
+  else if (triple_is_aarch64(triple)) *arch = FC_ARCH_AARCH64;
+  else return false;
+  return true;
+}
+
+static const FcTargetKind target_kinds[] = {
+    {.name = "cpu", .arch_of = cpu_arch, .default_cpu = cpu_default, .describe = cpu_describe},
+};
+
+static const FcTargetKind *kind_for_triple(const char *triple, FcArch *arch) {
+  for (size_t i = 0; i < sizeof target_kinds / sizeof target_kinds[0]; i++)
+    if (target_kinds[i].arch_of(triple, arch)) return &target_kinds[i];
+  return NULL;
+}
+
+/* ---- questions to the description ----------------------------------------------------------------------- */
+
+static const char *const feature_names[] = {
+#define X(id, name) name,
+    FC_TARGET_FEATURES(X)
+#undef X
+};
+
+const char *fc_feature_name(FcFeature f) { return f >= 0 && f < FC_FEAT_COUNT ? feature_names[f] : "?"; }
+
+bool fc_target_has(const FcTarget *t, FcFeature f) { return (t->features & FC_FEAT_BIT(f)) != 0; }
+
+int fc_target_lanes(const FcTarget *t, FcDtype dt) {
+  size_t elem = dt == FC_DT_F16 || dt == FC_DT_BF16 ? 4 : fc_dtype_size(dt); /* the compute type's size */
+  int w = elem ? t->vector_bytes / (int)elem : 1;
   return w > 0 ? w : 1;
 }
 
-static const FcTarget cpu_target = {.name = "cpu", .accepts = cpu_accepts, .vector_width = cpu_vector_width};
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-static const FcTarget *const targets[] = {&cpu_target};
+static void set_shape(const FcGemmTable *tab, const FcGemmTile *tile, FcGemmArch *g) {
+  g->vl = tab->vl;
+  g->mr = tile->mr;
+  g->nr = tile->nv * tab->vl;
+  g->kc = tab->kc;
+  g->mc = (int64_t)g->mr * tab->mc_panels;
+  g->nc = (int64_t)g->nr * tab->nc_panels;
+}
 
-const FcTarget *fc_target_for_triple(const char *triple) {
-  for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
-    if (targets[i]->accepts(triple)) return targets[i];
-  return NULL;
+void fc_target_gemm_arch(const FcTarget *t, FcGemmArch *g) { set_shape(&t->gemm, &t->gemm.tiles[0], g); }
+
+void fc_target_gemm_arch_for_rows(const FcTarget *t, int64_t M, bool pow2_panels, FcGemmArch *g) {
+  const FcGemmTable *tab = &t->gemm;
+  int best = 0;
+  int64_t best_pad = round_up(M, tab->tiles[0].mr) - M;
+  if (best_pad * 10 > M)
+    for (int i = 1; i < tab->n_tiles; i++) {
+      int nv = tab->tiles[i].nv;
+      if (pow2_panels && (nv & (nv - 1))) continue;
+      int64_t pad = round_up(M, tab->tiles[i].mr) - M;
+      if (pad < best_pad) best_pad = pad, best = i;
+    }
+  set_shape(tab, &tab->tiles[best], g);
+}
+
+bool fc_layout_block_supported(int64_t b) { return b == 8 || b == FC_LAYOUT_MAX_BLOCK; }
+
+bool fc_conv_shape_of(const FcOp *op, FcConvShape *s) {
+  if (op->kind != FC_OP_CONV || op->n_operands < 2 || op->n_results != 1) return false;
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
+  const int64_t *st, *d, *p;
+  if (x->rank != 4 || w->rank != 4 || y->rank != 4 || fc_op_attr_ints(op, FC_ATTR_STRIDES, &st) != 2 ||
+      fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != 2 || fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
+    return false;
+  if (w->dtype != x->dtype || y->dtype != x->dtype) return false;
+  *s = (FcConvShape){.dtype = x->dtype,
+                     .N = x->dims[0], .C = x->dims[1], .H = x->dims[2], .W = x->dims[3],
+                     .M = w->dims[0], .KH = w->dims[2], .KW = w->dims[3], .OH = y->dims[2], .OW = y->dims[3],
+                     .group = fc_op_attr_int(op, FC_ATTR_GROUP, 1),
+                     .stride = {st[0], st[1]}, .dilation = {d[0], d[1]}, .pads = {p[0], p[1], p[2], p[3]}};
+  return true;
 }
 
 /* ---- target machines ---------------------------------------------------------------------------------- */
@@ -83,8 +198,6 @@ static void init_llvm_targets(void) {
   LLVMInitializeAArch64AsmPrinter();
 }
 
-/* The architecture part of a triple ("x86_64" of "x86_64-pc-linux-gnu"), as a comparable class. */
-static int arch_class(const char *triple) { return triple_is_x86_64(triple) ? 1 : triple_is_aarch64(triple) ? 2 : 0; }
 
 /* Creates the target machine with LLVM's stderr diagnostics redirected into a temporary file, and
  * returns what LLVM printed (malloc'd, possibly empty; NULL when nothing could be captured). */
@@ -123,7 +236,21 @@ static void first_line(const char *s, char *out, size_t cap) {
   out[n] = '\0';
 }
 
-FcStatus fc_target_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *out, FcDiag *diag) {
+/* Reads the features flowc knows from LLVM's list of the enabled ones ("avx,avx2,fma,"). */
+static FcFeatureSet parse_features(const char *list) {
+  FcFeatureSet set = 0;
+  for (const char *p = list; p && *p;) {
+    size_t n = strcspn(p, ",");
+    for (int f = 0; f < FC_FEAT_COUNT; f++)
+      if (strlen(feature_names[f]) == n && memcmp(feature_names[f], p, n) == 0) set |= FC_FEAT_BIT(f);
+    p += n + (p[n] == ',');
+  }
+  return set;
+}
+
+/* Creates the target machine for the options; *kind_out, *arch_out: the row for its triple. */
+static FcStatus create_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *out, const FcTargetKind **kind_out,
+                               FcArch *arch_out, FcDiag *diag) {
   *out = NULL;
   pthread_once(&init_once, init_llvm_targets);
   char *host = LLVMGetDefaultTargetTriple();
@@ -132,7 +259,10 @@ FcStatus fc_target_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *out,
   FcStatus st = FC_OK;
   LLVMTargetRef target = NULL;
   char *err = NULL;
-  if (!fc_target_for_triple(triple)) {
+  FcArch host_arch;
+  const FcTargetKind *kind = kind_for_triple(triple, arch_out);
+  *kind_out = kind;
+  if (!kind) {
     st = fc_error(diag, FC_ERR_INPUT, "unsupported target '%s' (flowc generates code for x86_64 and aarch64 triples)",
                   o->triple ? o->triple : triple);
     goto done;
@@ -144,7 +274,7 @@ FcStatus fc_target_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *out,
   const char *cpu = o->cpu;
   const char *features = o->features ? o->features : "";
   if (cpu && strcmp(cpu, "native") == 0) {
-    if (arch_class(triple) != arch_class(host)) {
+    if (kind_for_triple(host, &host_arch) != kind || host_arch != *arch_out) {
       st = fc_error(diag, FC_ERR_INPUT, "--cpu native needs the host's architecture, but the target is '%s'", triple);
       goto done;
     }
@@ -158,7 +288,7 @@ FcStatus fc_target_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *out,
     cpu = cpu_owned;
     features = features_owned;
   } else if (!cpu) {
-    cpu = triple_is_x86_64(triple) ? "x86-64-v3" : "generic";
+    cpu = kind->default_cpu(triple);
   }
   int lvl = o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level;
   static const LLVMCodeGenOptLevel levels[4] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess, LLVMCodeGenLevelDefault,
@@ -187,3 +317,46 @@ done:
   LLVMDisposeMessage(host);
   return st;
 }
+
+FcStatus fc_target_resolve(const FcCodegenOptions *o, FcTarget **out, FcDiag *diag) {
+  *out = NULL;
+  LLVMTargetMachineRef tm;
+  const FcTargetKind *kind;
+  FcArch arch;
+  FcStatus st = create_machine(o, &tm, &kind, &arch, diag);
+  if (st != FC_OK) return st;
+  FcTarget *t = calloc(1, sizeof *t);
+  char *triple = LLVMGetTargetMachineTriple(tm), *cpu = LLVMGetTargetMachineCPU(tm);
+  char *enabled = fc_llvm_tm_features(tm);
+  size_t nt = strlen(triple) + 1, nc = strlen(cpu) + 1;
+  char *owned = malloc(nt + nc);
+  if (!t || !owned || !enabled) fc_die(__FILE__, __LINE__, "out of memory");
+  memcpy(owned, triple, nt);
+  memcpy(owned + nt, cpu, nc);
+  t->kind = kind;
+  t->arch = arch;
+  t->triple = owned;
+  t->cpu = owned + nt;
+  t->owned = owned;
+  t->features = parse_features(enabled);
+  t->llvm_tm = tm;
+  LLVMDisposeMessage(triple);
+  LLVMDisposeMessage(cpu);
+  free(enabled);
+  st = kind->describe(t, diag);
+  if (st != FC_OK) {
+    fc_target_free(t);
+    return st;
+  }
+  *out = t;
+  return FC_OK;
+}
+
+void fc_target_free(FcTarget *t) {
+  if (!t) return;
+  if (t->llvm_tm) LLVMDisposeTargetMachine((LLVMTargetMachineRef)t->llvm_tm);
+  free(t->owned);
+  free(t);
+}
+
+LLVMTargetMachineRef fc_target_tm(const FcTarget *t) { return (LLVMTargetMachineRef)t->llvm_tm; }

@@ -153,14 +153,21 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
                                    : fc_arena_printf(a, "%lld (%s)", (long long)flops, convention));
   }
 
-  /* The workspace the memory planner lays out after the default pipeline, beside the naive sum of all
-   * intermediate values. The pipeline changes the module, so this comes after every other row. */
+  /* The workspace the memory planner lays out after the default pipeline for the default target (an
+   * artefact's), beside the naive sum of all intermediate values. The pipeline changes the module, so
+   * this comes after every other row. */
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
   FcDiag pd;
   fc_diag_init(&pd);
   FcMemPlan plan;
-  if (fc_pipeline_run(m, &po, &pd) == FC_OK && fc_memplan(m, NULL, a, &plan, &pd) == FC_OK)
+  FcCodegenOptions co = {.opt_level = po.opt_level};
+  FcTarget *target = NULL;
+  bool planned = fc_target_resolve(&co, &target, &pd) == FC_OK;
+  po.target = target;
+  planned = planned && fc_pipeline_run(m, &po, &pd) == FC_OK && fc_memplan(m, NULL, a, &plan, &pd) == FC_OK;
+  fc_target_free(target);
+  if (planned)
     add_row(&rows, 0, "workspace",
             fc_arena_printf(a, "%lld bytes planned after -O2 (%s); %lld bytes if every intermediate had its own",
                             (long long)plan.workspace_bytes, human_bytes(a, plan.workspace_bytes),

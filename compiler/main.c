@@ -47,7 +47,7 @@ typedef struct Cli {
   const char *model;
   const char *output; /* NULL or "-": stdout */
   const char *emit;   /* "ir", "dot", or an artefact: "exe" (default), "obj", "lib", "so" */
-  const char *aot_triple, *aot_cpu; /* build: --target, --cpu (artefacts only) */
+  const char *aot_triple, *aot_cpu; /* build: --target, --cpu (the passes' target and the artefact's) */
   char aot_name[128];  /* build: the artefact's symbol prefix, from -o (cg_emit.h) */
   bool weights, split;
   int opt_level;
@@ -172,7 +172,8 @@ static void print_build_help(void) {
        "                         standard output)\n"
        "  --target TRIPLE        generate code for TRIPLE (default: this machine's, e.g. x86_64-linux-gnu)\n"
        "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
-       "                         or an LLVM CPU name (default x86-64-v3 on x86-64, generic elsewhere)\n"
+       "                         or an LLVM CPU name (default x86-64-v3 on x86-64, generic elsewhere); the\n"
+       "                         passes use it too (with AVX-512 the layout blocks 16 channels)\n"
        "  --weights              write every constant's data, so the IR text is a complete model\n"
        "\n"
        "passes:\n"
@@ -282,26 +283,22 @@ static int emit_kind(const char *e) {
 /* Checks the build options of an artefact (-o, --target, --cpu, the symbol prefix) before any model is
  * read; returns -1 to go on or the usage error's exit status. */
 static int check_artefact_options(Cli *c) {
+  FcDiag d;
+  fc_diag_init(&d);
+  /* A misspelt triple or CPU is a command-line mistake: find it before the model is read. The passes
+   * ask the target too (the layout's block), so --target and --cpu apply to --emit ir and dot as well. */
+  FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level};
+  FcTarget *t = NULL;
+  if (fc_target_resolve(&co, &t, &d) != FC_OK) return usage_error(c, "%s", d.msg);
+  fc_target_free(t);
   int kind = emit_kind(c->emit);
-  if (kind < 0) {
-    if (c->aot_triple || c->aot_cpu)
-      return usage_error(c, "%s applies to --emit exe, obj, lib and so, not --emit %s", c->aot_triple ? "--target" : "--cpu",
-                         c->emit);
-    return -1;
-  }
+  if (kind < 0) return -1;
   if (!c->output || strcmp(c->output, "-") == 0)
     return usage_error(c, "--emit %s writes a file: give -o FILE", c->emit);
   if (c->split) return usage_error(c, "--split-input-file applies to --emit ir and dot only");
   if (c->weights) return usage_error(c, "--weights applies to --emit ir only");
-  FcDiag d;
-  fc_diag_init(&d);
   if (kind != FC_EMIT_EXE && !fc_emit_model_name(c->output, (FcEmitKind)kind, c->aot_name, sizeof c->aot_name, &d))
     return usage_error(c, "-o %s: %s", c->output, d.msg);
-  /* A misspelt triple or CPU is a command-line mistake: find it before the model is read. */
-  FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level};
-  LLVMTargetMachineRef tm = NULL;
-  if (fc_target_machine(&co, &tm, &d) != FC_OK) return usage_error(c, "%s", d.msg);
-  LLVMDisposeTargetMachine(tm);
   return -1;
 }
 
@@ -581,8 +578,15 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   *blame = BLAME_MODEL;
   FcStatus st = fc_verify(m, d);
   if (st != FC_OK) return st;
+  /* The target the passes ask is the one codegen then generates for. */
+  int kind = emit_kind(c->emit);
+  FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
+                         .model_name = kind >= 0 && kind != FC_EMIT_EXE ? c->aot_name : NULL};
+  FcTarget *target = NULL;
+  if ((st = fc_target_resolve(&co, &target, d)) != FC_OK) return st;
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
+  po.target = target;
   po.opt_level = c->opt_level;
   po.passes = c->passes;
   po.print_before = c->print_before;
@@ -591,15 +595,12 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   /* Dumps share stderr with messages: flush what went to stdout so 2>&1 keeps the order. */
   fflush(stdout);
   st = fc_pipeline_run(m, &po, d);
-  if (st != FC_OK) return st;
-  int kind = emit_kind(c->emit);
-  if (kind >= 0) {
-    FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
-                           .model_name = kind == FC_EMIT_EXE ? NULL : c->aot_name};
-    st = fc_emit_artifact(m, &co, (FcEmitKind)kind, c->output, d);
+  if (st == FC_OK && kind >= 0) {
+    st = fc_emit_artifact(m, &co, target, (FcEmitKind)kind, c->output, d);
     *blame = st == FC_ERR_IO ? BLAME_OUTPUT : BLAME_MODEL;
-    return st;
   }
+  fc_target_free(target);
+  if (st != FC_OK || kind >= 0) return st;
   *blame = BLAME_OUTPUT;
   st = output_open(out, d);
   if (st != FC_OK) return st;

@@ -216,7 +216,8 @@ static FcStatus canon_op(Canon *c, FcOp *op, bool *changed) {
   return FC_OK;
 }
 
-FcStatus fc_pass_canonicalize(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_canonicalize(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   Canon c = {.m = m, .diag = diag};
   fc_op_stack_init(&c.scratch, &m->arena);
   for (int walk = 0; walk < MAX_WALKS; walk++) {

@@ -142,15 +142,14 @@ typedef struct Slot {
   FcOp *op; /* NULL: empty */
 } Slot;
 
-FcStatus fc_pass_cse(FcModule *m, FcDiag *diag) {
-  (void)diag;
+FcStatus fc_pass_cse(FcModule *m, FcPassContext *pc) {
   FcGraph *g = m->graph;
   size_t n_ops = 0;
   fc_graph_for_each_op(g, op) n_ops++;
   /* Load factor <= 1/2: open addressing with linear probing stays short. */
   size_t cap = 16;
   while (cap < 2 * n_ops) cap *= 2;
-  Slot *table = FC_NEW_ARRAY(&m->arena, Slot, cap);
+  Slot *table = FC_NEW_ARRAY(&pc->scratch, Slot, cap);
   FcOpStack scratch;
   fc_op_stack_init(&scratch, &m->arena);
 

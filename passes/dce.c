@@ -9,8 +9,8 @@
 #include "passes.h"
 #include "rewrite.h"
 
-FcStatus fc_pass_dce(FcModule *m, FcDiag *diag) {
-  (void)diag;
+FcStatus fc_pass_dce(FcModule *m, FcPassContext *pc) {
+  (void)pc;
   FcGraph *g = m->graph;
   for (FcOp *op = g->last, *prev; op; op = prev) {
     prev = op->prev;

@@ -216,7 +216,8 @@ static FcStatus sink(Elim *e, FcOp *op, bool *changed) {
   return FC_OK;
 }
 
-FcStatus fc_pass_eliminate_transpose(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_eliminate_transpose(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   Elim e = {.m = m, .diag = diag};
   fc_op_stack_init(&e.scratch, &m->arena);
   for (int walk = 0; walk < MAX_WALKS; walk++) {

@@ -286,7 +286,8 @@ static FcStatus try_identity(Fold *f, FcOp *op) {
   return FC_OK;
 }
 
-FcStatus fc_pass_fold(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_fold(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   Fold f = {.m = m, .diag = diag};
   fc_op_stack_init(&f.scratch, &m->arena);
   fc_graph_for_each_op_safe(m->graph, op, next) {

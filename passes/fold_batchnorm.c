@@ -285,12 +285,13 @@ static FcStatus compose_chain(FcModule *m, FcOp *head, FcOpStack *scratch, FcDia
   return FC_OK;
 }
 
-FcStatus fc_pass_fold_batchnorm(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_fold_batchnorm(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   FcGraph *g = m->graph;
   FcOpStack scratch, producers, heads;
   fc_op_stack_init(&scratch, &m->arena);
-  fc_op_stack_init(&producers, &m->arena);
-  fc_op_stack_init(&heads, &m->arena);
+  fc_op_stack_init(&producers, &pc->scratch);
+  fc_op_stack_init(&heads, &pc->scratch);
   fc_graph_for_each_op(g, op) {
     if (op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL) fc_op_stack_push(&producers, op);
   }

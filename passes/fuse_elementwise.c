@@ -226,13 +226,14 @@ static FcOp *rewrite(Fuse *f, FcOp *root) {
   return fused;
 }
 
-FcStatus fc_pass_fuse_elementwise(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_fuse_elementwise(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   FcGraph *g = m->graph;
   Fuse f = {.m = m, .diag = diag, .n_ids = g->next_op_id};
   fc_op_stack_init(&f.scratch, &m->arena);
-  f.pos = FC_NEW_ARRAY(&m->arena, int, (size_t)f.n_ids + 1);
-  f.stamp = FC_NEW_ARRAY(&m->arena, uint32_t, (size_t)f.n_ids + 1);
-  f.slot = FC_NEW_ARRAY(&m->arena, int, (size_t)f.n_ids + 1);
+  f.pos = FC_NEW_ARRAY(&pc->scratch, int, (size_t)f.n_ids + 1);
+  f.stamp = FC_NEW_ARRAY(&pc->scratch, uint32_t, (size_t)f.n_ids + 1);
+  f.slot = FC_NEW_ARRAY(&pc->scratch, int, (size_t)f.n_ids + 1);
   int n = 0;
   fc_graph_for_each_op(g, op) f.pos[op->id] = n++;
 

@@ -263,12 +263,13 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   return FC_OK;
 }
 
-FcStatus fc_pass_fuse_epilogue(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_fuse_epilogue(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   Fuser f = {.m = m, .diag = diag, .mk = {.arena = &m->arena}};
   fc_op_stack_init(&f.scratch, &m->arena);
   marks_grow(&f.mk, m->graph->next_value_id + 1);
   FcOpStack todo;
-  fc_op_stack_init(&todo, &m->arena);
+  fc_op_stack_init(&todo, &pc->scratch);
   fc_graph_for_each_op(m->graph, op) {
     if (op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL) fc_op_stack_push(&todo, op);
   }

@@ -185,11 +185,12 @@ static FcStatus rewrite(FcModule *m, Match *mt, FcValue **ones, FcOpStack *scrat
   return FC_OK;
 }
 
-FcStatus fc_pass_fuse_layer_norm(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_fuse_layer_norm(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   FcOpStack scratch, cands;
   FcValue *ones[FC_DT_COUNT] = {NULL};
   fc_op_stack_init(&scratch, &m->arena);
-  fc_op_stack_init(&cands, &m->arena);
+  fc_op_stack_init(&cands, &pc->scratch);
   /* Candidates first: a rewrite erases ops and inserts one, so the list is not walked while it changes
    * (an erased op stays readable, with its flag set). */
   fc_graph_for_each_op(m->graph, op)

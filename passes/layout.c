@@ -1,8 +1,10 @@
-/* layout.c — puts CPU convolutions in the blocked layout NCHW8c (flow.conv_blocked) where its kernels are
- * the faster ones, with layout changes only at the edges of blocked regions.
+/* layout.c — puts CPU convolutions in the blocked layout NCHW<B>c (flow.conv_blocked) where its kernels
+ * are the faster ones, with layout changes only at the edges of blocked regions.
  *
- * In NCHW8c a tensor [N, C, H, W] is stored as [N, C/8, H, W, 8]: the 8 channels of a block sit side by
- * side at each pixel, one AVX2 vector. A depthwise tap is then one vector load times one weight vector
+ * The block B, the cost constants and the Winograd decision are the target's (pc->target, target.h):
+ * B = 8 with AVX2 (NCHW8c), 16 with AVX-512 (NCHW16c), one vector of f32 lanes either way. Below, 8
+ * stands for B. In NCHW8c a tensor [N, C, H, W] is stored as [N, C/8, H, W, 8]: the 8 channels of a
+ * block sit side by side at each pixel, one vector. A depthwise tap is then one vector load times one weight vector
  * (no shuffles, no lane masks, any stride), and a dense direct convolution broadcasts input scalars
  * against vectors of 8 output channels, with no im2col and no packing at run time.
  *
@@ -20,14 +22,14 @@
  * C % 8 == 0 channels (blocked input), group 1 over fewer than 8 channels (a first conv over colour
  * planes reads its plain NCHW input, only the result is blocked), or depthwise (group = C = M,
  * C % 8 == 0), within the kernels' limits (pads and dilated kernel spans up to 32; depthwise: up to
- * 81 taps, images up to 8192 wide). 3×3 stride-1 dense convs over 8 or more channels stay in NCHW:
- * Winograd (kernel_winograd.c) does them with fewer multiplications than any direct kernel (measured:
- * 143 against 81 GFLOP/s on 512→512 at 7×7), so they would only add layout changes.
+ * 81 taps, images up to 8192 wide). Convs that codegen gives Winograd (fc_conv_winograd_variant, the
+ * one decision both ask) stay in NCHW: Winograd does them with fewer multiplications than any direct
+ * kernel, so they would only add layout changes.
  * Max and average pools between such convs join them (is_carrier), and a global average pool (reduce
  * over axes {2, 3}) of a blocked conv's result is moved before the layout change, which is then a
  * reshape of [N, C/8, 1, 1, 8]. Which regions are converted is a cost estimate (see "regions" below).
- * Limits: the block is 8 (AVX2's lanes; AVX-512 would want 16); concats, element-wise ops outside
- * epilogues and Winograd convs have no blocked form, so each is a region's edge.
+ * Limits: concats, element-wise ops outside epilogues and Winograd convs have no blocked form, so each
+ * is a region's edge.
  */
 #include "passes.h"
 #include "rewrite.h"
@@ -36,7 +38,6 @@
 #include <stdint.h>
 
 enum {
-  BLOCK = 8,           /* channels per block: AVX2's f32 lanes */
   MAX_PAD = 32,        /* the kernels' limits: pads, */
   MAX_SPAN = 32,       /* (K - 1) * dilation, */
   MAX_DW_TAPS = 81,    /* depthwise taps (kept in registers) */
@@ -50,8 +51,9 @@ static bool is_f32_4d(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank
  * (the verifier checked) with its channel dim either 1 or M. */
 static bool extra_ok(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank <= 4; }
 
-/* The conv op is one this pass rewrites. */
-static bool wants_blocked(const FcOp *op) {
+/* The conv op is one this pass rewrites on target t. */
+static bool wants_blocked(const FcTarget *t, const FcOp *op) {
+  int64_t B = t->layout.block;
   if (op->kind != FC_OP_CONV || op->n_operands < 2 || op->n_results != 1) return false;
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
   if (!is_f32_4d(x) || !is_f32_4d(w) || !is_f32_4d(&op->results[0].type)) return false;
@@ -60,7 +62,7 @@ static bool wants_blocked(const FcOp *op) {
   for (int i = 3; i < op->n_operands; i++)
     if (!extra_ok(&op->operands[i].value->type)) return false;
   int64_t C = x->dims[1], M = w->dims[0], g = fc_op_attr_int(op, FC_ATTR_GROUP, 1), n;
-  if (M % BLOCK != 0 || !fc_type_numel(&op->results[0].type, &n) || n == 0 || C == 0) return false;
+  if (M % B != 0 || !fc_type_numel(&op->results[0].type, &n) || n == 0 || C == 0) return false;
   const int64_t *s, *d, *p;
   if (fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != 2 || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != 2 ||
       fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
@@ -73,21 +75,20 @@ static bool wants_blocked(const FcOp *op) {
   if (g != 1)
     return g == C && M == C && w->dims[1] == 1 && w->dims[2] * w->dims[3] <= MAX_DW_TAPS &&
            x->dims[3] <= MAX_DW_WIDTH;
-  if (C % BLOCK != 0 && C >= BLOCK) return false;
-  bool winograd = C >= BLOCK && w->dims[2] == 3 && w->dims[3] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 &&
-                  d[1] == 1;
-  return !winograd;
+  if (C % B != 0 && C >= B) return false;
+  FcConvShape cs;
+  return !fc_conv_shape_of(op, &cs) || fc_conv_winograd_variant(t, &cs) == 0; /* Winograd stays in NCHW */
 }
 
 /* A pool that can join a region: a 2-D f32 max_pool (without indices) or avg_pool over C % 8 == 0
  * channels. On the blocked tensor it is the same pool with a third spatial dim of window 1 (the 8
  * channels of a block), which kernel_pool_blocked.c runs on vectors. It saves nothing by itself, but
  * lets a conv before it and one after it share a region instead of each changing layout. */
-static bool is_carrier(const FcOp *op) {
+static bool is_carrier(const FcTarget *t, const FcOp *op) {
   if ((op->kind != FC_OP_MAX_POOL && op->kind != FC_OP_AVG_POOL) || op->n_results != 1) return false;
   const FcType *x = &op->operands[0].value->type;
   const int64_t *k, *p;
-  if (!is_f32_4d(x) || x->dims[1] % BLOCK != 0 || x->dims[1] == 0 ||
+  if (!is_f32_4d(x) || x->dims[1] % t->layout.block != 0 || x->dims[1] == 0 ||
       fc_op_attr_ints(op, FC_ATTR_KERNEL_SHAPE, &k) != 2 || fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 4)
     return false;
   for (int i = 0; i < 4; i++)
@@ -96,36 +97,36 @@ static bool is_carrier(const FcOp *op) {
 }
 
 /* A region member: a conv to convert or a pool to carry along. */
-static bool is_member(const FcOp *op) { return wants_blocked(op) || is_carrier(op); }
+static bool is_member(const FcTarget *t, const FcOp *op) { return wants_blocked(t, op) || is_carrier(t, op); }
 
-/* x [N, C, H, W] (C % 8 == 0) in the blocked layout [N, C/8, H, W, 8] (a reshape alone when H = W = 1). */
-static FcValue *to_blocked(FcBuilder *b, FcValue *x) {
+/* x [N, C, H, W] (C % B == 0) in the blocked layout [N, C/B, H, W, B] (a reshape alone when H = W = 1). */
+static FcValue *to_blocked(FcBuilder *b, FcValue *x, int64_t B) {
   if (!x) return NULL;
   const int64_t *d = x->type.dims;
-  int64_t split[5] = {d[0], d[1] / BLOCK, BLOCK, d[2], d[3]}, perm[5] = {0, 1, 3, 4, 2};
+  int64_t split[5] = {d[0], d[1] / B, B, d[2], d[3]}, perm[5] = {0, 1, 3, 4, 2};
   if (d[2] * d[3] == 1) {
-    int64_t blocked[5] = {d[0], d[1] / BLOCK, 1, 1, BLOCK};
+    int64_t blocked[5] = {d[0], d[1] / B, 1, 1, B};
     return fc_b_reshape(b, x, 5, blocked);
   }
   return fc_b_transpose(b, fc_b_reshape(b, x, 5, split), perm);
 }
 
-/* y [N, M/8, H, W, 8] back in NCHW (a reshape alone when H = W = 1). */
+/* y [N, M/B, H, W, B] back in NCHW (a reshape alone when H = W = 1). */
 static FcValue *from_blocked(FcBuilder *b, FcValue *y) {
   if (!y) return NULL;
   const int64_t *d = y->type.dims;
-  int64_t perm[5] = {0, 1, 4, 2, 3}, plain[4] = {d[0], d[1] * BLOCK, d[2], d[3]};
+  int64_t perm[5] = {0, 1, 4, 2, 3}, plain[4] = {d[0], d[1] * d[4], d[2], d[3]};
   return fc_b_reshape(b, d[2] * d[3] == 1 ? y : fc_b_transpose(b, y, perm), 4, plain);
 }
 
 /* The blocked value that v is from_blocked of (reshape of transpose (0, 1, 4, 2, 3) of a
- * [N, C/8, H, W, 8] value), or NULL. */
-static FcValue *blocked_source(FcValue *v) {
+ * [N, C/B, H, W, B] value), or NULL. */
+static FcValue *blocked_source(FcValue *v, int64_t B) {
   FcOp *r = v->def, *t = r && r->kind == FC_OP_RESHAPE ? r->operands[0].value->def : NULL;
   if (!t || t->kind != FC_OP_TRANSPOSE) return NULL;
   FcValue *yb = t->operands[0].value;
   const int64_t *p;
-  if (yb->type.rank != 5 || yb->type.dims[4] != BLOCK || fc_op_attr_ints(t, FC_ATTR_PERM, &p) != 5) return NULL;
+  if (yb->type.rank != 5 || yb->type.dims[4] != B || fc_op_attr_ints(t, FC_ATTR_PERM, &p) != 5) return NULL;
   static const int64_t inverse[5] = {0, 1, 4, 2, 3};
   for (int i = 0; i < 5; i++)
     if (p[i] != inverse[i]) return NULL;
@@ -137,6 +138,7 @@ static FcValue *blocked_source(FcValue *v) {
  * conv's result is read in its blocked form directly. */
 typedef struct Rewriter {
   FcModule *m;
+  int64_t B;          /* the target's block */
   FcOpStack scratch;
   FcValue **blocked;
   uint32_t n_ids;
@@ -144,10 +146,10 @@ typedef struct Rewriter {
 } Rewriter;
 
 static FcValue *to_blocked_once(Rewriter *rw, FcBuilder *b, FcValue *v) {
-  FcValue *src = blocked_source(v);
+  FcValue *src = blocked_source(v, rw->B);
   if (src) return src;
   if (v->id < rw->n_ids && rw->blocked[v->id]) return rw->blocked[v->id];
-  FcValue *vb = to_blocked(b, v);
+  FcValue *vb = to_blocked(b, v, rw->B);
   if (vb && v->id < rw->n_ids) rw->blocked[v->id] = vb;
   return vb;
 }
@@ -162,7 +164,7 @@ static FcValue *block_extra(Rewriter *rw, FcBuilder *b, FcValue *e) {
     int64_t r[5] = {d[0], 1, d[2], d[3], 1};
     return fc_b_reshape(b, e, 5, r);
   }
-  return t->rank == 4 ? to_blocked_once(rw, b, e) : to_blocked(b, fc_b_reshape(b, e, 4, d));
+  return t->rank == 4 ? to_blocked_once(rw, b, e) : to_blocked(b, fc_b_reshape(b, e, 4, d), rw->B);
 }
 
 /* A 2-D pool's spatial attribute (2 values; pads: 4, begins then ends) extended by the block's dim with
@@ -214,7 +216,7 @@ static FcStatus rewrite(Rewriter *rw, FcOp *op) {
   int64_t M = w->type.dims[0];
   FcValue *ops[8];
   int n = op->n_operands;
-  ops[0] = x->type.dims[1] % BLOCK == 0 ? to_blocked_once(rw, &b, x) : x;
+  ops[0] = x->type.dims[1] % rw->B == 0 ? to_blocked_once(rw, &b, x) : x;
   ops[1] = w;
   if (n > 2) {
     ops[2] = op->operands[2].value;
@@ -226,7 +228,7 @@ static FcStatus rewrite(Rewriter *rw, FcOp *op) {
   for (int i = 3; i < n; i++) ops[i] = block_extra(rw, &b, op->operands[i].value);
   FcAttr attrs[6];
   int na = 0;
-  attrs[na++] = FC_A_INT(BLOCK, BLOCK);
+  attrs[na++] = FC_A_INT(BLOCK, rw->B);
   attrs[na++] = FC_A_INT(GROUP, fc_op_attr_int(op, FC_ATTR_GROUP, 1));
   const FcAttrName copied[4] = {FC_ATTR_STRIDES, FC_ATTR_PADS, FC_ATTR_DILATIONS, FC_ATTR_EPILOGUE};
   for (int i = 0; i < 4; i++) {
@@ -251,8 +253,8 @@ static bool is_spatial_reduce(const FcOp *op) {
 /* A reduction over the spatial dims (axes {2, 3}, keepdims) of a blocked value's from_blocked — global
  * average pooling — runs on the blocked value, so only its small [N, C/8, 1, 1, 8] result changes
  * layout, by a reshape. */
-static FcStatus sink_spatial_reduce(FcOp *op, FcOpStack *scratch, FcDiag *diag) {
-  FcValue *yb = is_spatial_reduce(op) ? blocked_source(op->operands[0].value) : NULL;
+static FcStatus sink_spatial_reduce(FcOp *op, int64_t B, FcOpStack *scratch, FcDiag *diag) {
+  FcValue *yb = is_spatial_reduce(op) ? blocked_source(op->operands[0].value, B) : NULL;
   if (!yb) return FC_OK;
   static const int64_t axes[2] = {2, 3};
   FcBuilder b;
@@ -270,36 +272,34 @@ static FcStatus sink_spatial_reduce(FcOp *op, FcOpStack *scratch, FcDiag *diag) 
  * found with union-find over the candidates' positions in `cand`. A region is converted when the time
  * its convs are expected to save exceeds the time of the layout changes at its edges: inputs from
  * outside it and results used outside it (constants fold, a first conv reads plain NCHW, a global
- * average pool moves below the change, so none of these count), each value once. The estimates are
- * the measured speeds on this project's AVX2 machine (Zen 3, 103.7 GFLOP/s peak per core; numbers
- * in the closing note of issue 4), per class of conv, against the NCHW kernels:
- *   depthwise           40 → 90 GFLOP/s (stride-2 and small images gain the most)
- *   first conv, C < 8   55 → 90 (an im2col GEMM with K = 27 or 147 against direct tiles)
- *   other dense, K > 1 or stride > 1   70 → 95 (ResNet-18's stride-2 convs: 72–79 → 87–102)
- *   dense 1×1 stride 1  no gain counted (93 against 88–95: within the noise)
- * and a layout change (a transpose) moves about 10 GB/s, after a fixed ~2 us of starting one more
- * kernel on the thread pool. So a chain of depthwise-separable blocks is always taken (no edges at
- * all), a strided conv whose input and result change layout is taken when its work is large against
- * its tensors (ResNet-18's stride-2 convs), and a first conv followed by a max pool only when the conv
- * outweighs moving the pool's result. */
+ * average pool moves below the change, so none of these count), each value once. The estimates are the
+ * target's (FcLayoutCosts, target.c): the speeds of the NCHW and the blocked kernels per class of conv,
+ * and a layout change's bandwidth after a fixed cost of starting one more kernel. With AVX2's numbers
+ * a chain of depthwise-separable blocks is always taken (no edges at all), a strided conv whose input
+ * and result change layout is taken when its work is large against its tensors (ResNet-18's stride-2
+ * convs), and a first conv followed by a max pool only when the conv outweighs moving the pool's
+ * result. */
 
-enum {
-  EDGE_BYTES_PER_US = 10000, /* a layout change moves 10 GB/s */
-  EDGE_FIXED_US = 2,         /* and is one more kernel: a parallel loop's start and end on the pool */
-};
-
-/* Microseconds per MFLOP (= 1000 / GFLOP/s) saved by the blocked kernel for conv op. */
-static double saved_us_per_mflop(const FcOp *op) {
+/* The layout pass's class of a candidate conv. */
+static FcConvClass conv_class(const FcTarget *t, const FcOp *op) {
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
   const int64_t *s;
   fc_op_attr_ints(op, FC_ATTR_STRIDES, &s);
-  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1) return 1000.0 / 40 - 1000.0 / 90;
-  if (x->dims[1] < BLOCK) return 1000.0 / 55 - 1000.0 / 90;
-  if (w->dims[2] * w->dims[3] > 1 || s[0] * s[1] > 1) return 1000.0 / 70 - 1000.0 / 95;
-  return 0;
+  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1) return FC_CONV_DEPTHWISE;
+  if (x->dims[1] < t->layout.block) return FC_CONV_FIRST;
+  if (w->dims[2] * w->dims[3] > 1 || s[0] * s[1] > 1) return FC_CONV_DENSE;
+  return FC_CONV_POINTWISE;
+}
+
+/* Microseconds per MFLOP (= 1000 / GFLOP/s) saved by the blocked kernel for conv op. */
+static double saved_us_per_mflop(const FcTarget *t, const FcOp *op) {
+  FcConvClass c = conv_class(t, op);
+  double nchw = t->layout.nchw_gflops[c], blocked = t->layout.blocked_gflops[c];
+  return nchw >= blocked ? 0 : 1000.0 / nchw - 1000.0 / blocked;
 }
 
 typedef struct Regions {
+  const FcTarget *t;
   FcOp **cand;
   int n;
   int *parent;
@@ -324,7 +324,8 @@ static double edge_us(Regions *r, const FcValue *v) {
   int64_t n;
   if (v->id < r->n_values && r->edge_counted[v->id]) return 0;
   if (v->id < r->n_values) r->edge_counted[v->id] = true;
-  return fc_type_numel(&v->type, &n) ? EDGE_FIXED_US + 4.0 * (double)n / EDGE_BYTES_PER_US : 1e30;
+  const FcLayoutCosts *c = &r->t->layout;
+  return fc_type_numel(&v->type, &n) ? c->edge_fixed_us + 4.0 * (double)n / c->edge_bytes_per_us : 1e30;
 }
 
 /* Joins candidate i with the candidate producing v, or returns the cost of v's layout change (0 for
@@ -364,7 +365,8 @@ static void prune_members(Regions *r) {
     changed = false;
     for (int i = 0; i < r->n; i++) {
       FcOp *op = r->cand[i];
-      if (r->index_of[op->id] < 0 || (!is_carrier(op) && saved_us_per_mflop(op) > 0) || used_inside(r, op)) continue;
+      if (r->index_of[op->id] < 0 || (!is_carrier(r->t, op) && saved_us_per_mflop(r->t, op) > 0) || used_inside(r, op))
+        continue;
       int64_t in, out;
       if (!fc_type_numel(&op->operands[0].value->type, &in) || !fc_type_numel(&op->results[0].type, &out) ||
           out >= in) {
@@ -375,13 +377,12 @@ static void prune_members(Regions *r) {
   }
 }
 
-/* Fills todo with the candidates of the regions worth converting. */
-static void choose_regions(FcModule *m, FcOpStack *todo) {
-  FcArena *a = &m->arena;
-  Regions r = {0};
+/* Fills todo with the candidates of the regions worth converting (tables in the pass's scratch arena a). */
+static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack *todo) {
+  Regions r = {.t = t};
   fc_graph_for_each_op(m->graph, op) {
     if (op->id > r.max_id) r.max_id = op->id;
-    if (is_member(op)) r.n++;
+    if (is_member(t, op)) r.n++;
   }
   if (r.n == 0) return;
   r.cand = FC_NEW_ARRAY(a, FcOp *, (size_t)r.n);
@@ -395,7 +396,7 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
   for (uint32_t i = 0; i <= r.max_id; i++) r.index_of[i] = -1;
   int n = 0;
   fc_graph_for_each_op(m->graph, op) {
-    if (!is_member(op)) continue;
+    if (!is_member(t, op)) continue;
     r.index_of[op->id] = n;
     r.parent[n] = n;
     r.cand[n++] = op;
@@ -408,11 +409,12 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
     own_cost[i] = own_gain[i] = r.cost_us[i] = r.gain_us[i] = 0;
     if (r.index_of[op->id] < 0) continue;
     const FcValue *x = op->operands[0].value;
-    own_cost[i] = x->type.dims[1] % BLOCK == 0 ? link_input(&r, i, x) : 0;
-    for (int k = 3; k < op->n_operands && !is_carrier(op); k++) own_cost[i] += link_input(&r, i, op->operands[k].value);
+    own_cost[i] = x->type.dims[1] % t->layout.block == 0 ? link_input(&r, i, x) : 0;
+    for (int k = 3; k < op->n_operands && !is_carrier(t, op); k++)
+      own_cost[i] += link_input(&r, i, op->operands[k].value);
     if (used_outside(&r, op)) own_cost[i] += edge_us(&r, &op->results[0]);
     int64_t macs = 0;
-    own_gain[i] = !is_carrier(op) && fc_op_macs(op, &macs) ? 2e-6 * (double)macs * saved_us_per_mflop(op) : 0;
+    own_gain[i] = !is_carrier(t, op) && fc_op_macs(op, &macs) ? 2e-6 * (double)macs * saved_us_per_mflop(t, op) : 0;
   }
   for (int i = 0; i < r.n; i++) {
     int root = find(&r, i);
@@ -425,19 +427,21 @@ static void choose_regions(FcModule *m, FcOpStack *todo) {
   }
 }
 
-FcStatus fc_pass_layout(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
+  const FcTarget *t = pc->target;
   FcOpStack todo;
-  fc_op_stack_init(&todo, &m->arena);
-  choose_regions(m, &todo);
-  Rewriter rw = {.m = m, .n_ids = m->graph->next_value_id, .diag = diag};
+  fc_op_stack_init(&todo, &pc->scratch);
+  choose_regions(m, t, &pc->scratch, &todo);
+  Rewriter rw = {.m = m, .B = t->layout.block, .n_ids = m->graph->next_value_id, .diag = diag};
   fc_op_stack_init(&rw.scratch, &m->arena);
-  rw.blocked = FC_NEW_ARRAY(&m->arena, FcValue *, (size_t)rw.n_ids + 1);
+  rw.blocked = FC_NEW_ARRAY(&pc->scratch, FcValue *, (size_t)rw.n_ids + 1);
   for (uint32_t i = 0; i <= rw.n_ids; i++) rw.blocked[i] = NULL;
   FcStatus st = FC_OK;
   for (int i = 0; i < todo.n && st == FC_OK; i++)
-    st = is_carrier(todo.v[i]) ? rewrite_pool(&rw, todo.v[i]) : rewrite(&rw, todo.v[i]);
+    st = is_carrier(t, todo.v[i]) ? rewrite_pool(&rw, todo.v[i]) : rewrite(&rw, todo.v[i]);
   fc_graph_for_each_op_safe(m->graph, op, next) {
-    if (st == FC_OK) st = sink_spatial_reduce(op, &rw.scratch, diag);
+    if (st == FC_OK) st = sink_spatial_reduce(op, rw.B, &rw.scratch, diag);
   }
   return st;
 }

@@ -1,9 +1,14 @@
 /* passes.h — the pass registry and the pipeline driver: one internal header for passes/.
  *
  * Every pass is one file (passes/<name>.c) with one entry point `FcStatus fc_pass_<name>(FcModule *,
- * FcDiag *)`, listed once in passes.def; the registry feeds both `--passes=a,b,c` and the -O0..-O3
+ * FcPassContext *)`, listed once in passes.def; the registry feeds both `--passes=a,b,c` and the -O0..-O3
  * pipelines. The driver runs a list, dumps IR before/after passes on request, and runs the verifier
  * after each pass with --verify-each.
+ *
+ * A pass asks the context, as LLVM passes ask TargetTransformInfo, for what depends on the target (the
+ * layout's block and costs, whether a conv goes through Winograd: target.h) and on the build (-O level);
+ * nothing target-specific is hard-coded in a pass. Its scratch arena holds what the pass needs only
+ * while it runs (tables, work lists; never IR) and is released after the pass.
  */
 #ifndef FLOWC_PASSES_H
 #define FLOWC_PASSES_H
@@ -11,8 +16,16 @@
 #include <stdio.h>
 
 #include "ir.h"
+#include "target.h"
 
-typedef FcStatus (*FcPassFn)(FcModule *m, FcDiag *diag);
+typedef struct FcPassContext {
+  const FcTarget *target; /* what the module is compiled for (never NULL) */
+  int opt_level;          /* the build's -O level, 0..3 */
+  FcDiag *diag;           /* where the pass reports a failure */
+  FcArena scratch;        /* released after each pass: temporary tables, never IR */
+} FcPassContext;
+
+typedef FcStatus (*FcPassFn)(FcModule *m, FcPassContext *pc);
 
 typedef struct FcPassInfo {
   const char *name; /* as given to --passes and --print-after */
@@ -20,7 +33,7 @@ typedef struct FcPassInfo {
   const char *help; /* one line for `flowc build --help` */
 } FcPassInfo;
 
-#define FC_PASS(name, help) FcStatus fc_pass_##name(FcModule *m, FcDiag *diag);
+#define FC_PASS(name, help) FcStatus fc_pass_##name(FcModule *m, FcPassContext *pc);
 #include "passes.def"
 #undef FC_PASS
 
@@ -29,6 +42,7 @@ const FcPassInfo *fc_pass_at(int i);
 const FcPassInfo *fc_pass_lookup(const char *name); /* NULL if unknown */
 
 typedef struct FcPipelineOptions {
+  const FcTarget *target;   /* required: the description codegen then uses (fc_target_resolve) */
   const char *passes;       /* explicit "a,b,c" list; NULL: the pipeline of opt_level */
   int opt_level;            /* 0..3 */
   const char *print_before; /* a pass name, "all", or NULL */
@@ -43,7 +57,8 @@ void fc_pipeline_options_default(FcPipelineOptions *o);
 const char *fc_pipeline_for_level(int level);
 /* Checks a list ("a,b,c") names only registered passes; FC_ERR_INPUT naming the first unknown one. */
 FcStatus fc_pipeline_check(const char *list, FcDiag *diag);
-/* Runs the pipeline. Dumps are headed `// -----// IR Dump After <name> //----- //` as MLIR does. */
+/* Runs the pipeline for o->target (FC_ERR_INTERNAL without one). Dumps are headed
+ * `// -----// IR Dump After <name> //----- //` as MLIR does. */
 FcStatus fc_pipeline_run(FcModule *m, const FcPipelineOptions *o, FcDiag *diag);
 
 #endif /* FLOWC_PASSES_H */

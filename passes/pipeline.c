@@ -139,7 +139,11 @@ static FcStatus run_one(const FcPassInfo *p, void *ctx) {
   RunCtx *c = ctx;
   FcStatus st;
   if (print_matches(c->o->print_before, p) && (st = dump_ir(c, "Before", p)) != FC_OK) return st;
-  if ((st = p->fn(c->m, c->diag)) != FC_OK) {
+  FcPassContext pc = {.target = c->o->target, .opt_level = c->o->opt_level, .diag = c->diag};
+  fc_arena_init(&pc.scratch);
+  st = p->fn(c->m, &pc);
+  fc_arena_free(&pc.scratch);
+  if (st != FC_OK) {
     /* A pass that fails must say why; an empty message would print as a bare "error:". */
     if (c->diag->status == FC_OK) fc_error(c->diag, st, "pass '%s' failed", p->name);
     return st;
@@ -157,6 +161,7 @@ static FcStatus run_one(const FcPassInfo *p, void *ctx) {
 FcStatus fc_pipeline_run(FcModule *m, const FcPipelineOptions *o, FcDiag *diag) {
   const char *list = o->passes ? o->passes : fc_pipeline_for_level(o->opt_level);
   FcStatus st;
+  if (!o->target) return fc_error(diag, FC_ERR_INTERNAL, "the pass pipeline needs a target description");
   if ((st = fc_pipeline_check(list, diag)) != FC_OK) return st;
   if ((st = check_print_name(o->print_before, "--print-before", diag)) != FC_OK) return st;
   if ((st = check_print_name(o->print_after, "--print-after", diag)) != FC_OK) return st;

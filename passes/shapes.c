@@ -9,7 +9,8 @@
 #include "passes.h"
 #include "rewrite.h"
 
-FcStatus fc_pass_shapes(FcModule *m, FcDiag *diag) {
+FcStatus fc_pass_shapes(FcModule *m, FcPassContext *pc) {
+  FcDiag *diag = pc->diag;
   fc_graph_for_each_op(m->graph, op) {
     const FcOpInfo *info = fc_op_info(op->kind);
     FcDiag d;

@@ -46,3 +46,11 @@ config.substitutions.append(('%onnx_data', '/usr/share/libonnx-testdata/data'))
 import shutil
 if shutil.which('dot'):
     config.available_features.add('graphviz')
+
+# Tests that run AVX-512 code (--cpu skylake-avx512) need a host that has it; CI hosts may not.
+try:
+    with open('/proc/cpuinfo') as f:
+        if any(l.startswith('flags') and ' avx512f ' in l + ' ' for l in f):
+            config.available_features.add('avx512')
+except OSError:
+    pass

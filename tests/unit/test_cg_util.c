@@ -103,11 +103,12 @@ static int setup(void **state) {
   FcDiag d;
   fc_diag_init(&d);
   FcCodegenOptions o = {.cpu = "native", .opt_level = 3};
-  LLVMTargetMachineRef tm;
-  if (fc_target_machine(&o, &tm, &d) != FC_OK) {
+  FcTarget *target;
+  if (fc_target_resolve(&o, &target, &d) != FC_OK) {
     fprintf(stderr, "%s\n", d.msg);
     return -1;
   }
+  LLVMTargetMachineRef tm = fc_target_tm(target);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMContextRef ctx = LLVMOrcThreadSafeContextGetContext(tsc);
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cg_util", ctx);
@@ -128,7 +129,7 @@ static int setup(void **state) {
     fprintf(stderr, "%s\n", d.msg);
     return -1;
   }
-  LLVMDisposeTargetMachine(tm);
+  fc_target_free(target);
   if (ir_has_call(mod)) {
     fprintf(stderr, "the optimised conversions call a function\n");
     return -1;
@@ -368,34 +369,83 @@ static void test_strides(void **state) {
   fc_arena_free(&a);
 }
 
-static void test_targets(void **state) {
-  (void)state;
-  const FcTarget *cpu_t = fc_target_for_triple("x86_64-pc-linux-gnu");
-  assert_non_null(cpu_t);
-  assert_ptr_equal(fc_target_for_triple("aarch64-linux-gnu"), cpu_t);
-  assert_null(fc_target_for_triple("nvptx64-nvidia-cuda"));
+/* Resolves o, which must succeed. */
+static FcTarget *resolve(const FcCodegenOptions *o) {
   FcDiag d;
   fc_diag_init(&d);
-  LLVMTargetMachineRef tm = NULL;
+  FcTarget *t = NULL;
+  if (fc_target_resolve(o, &t, &d) != FC_OK) fail_msg("%s", d.msg);
+  return t;
+}
+
+/* The description follows the CPU's features (read through LLVM, no CPU-name list): levels, lanes,
+ * registers, the GEMM table and the layout block. */
+static void test_targets(void **state) {
+  (void)state;
   FcCodegenOptions x86 = {.triple = "x86_64-linux-gnu", .opt_level = 2};
-  assert_int_equal(fc_target_machine(&x86, &tm, &d), FC_OK);
-  char *cpu = LLVMGetTargetMachineCPU(tm);
-  assert_string_equal(cpu, "x86-64-v3");
-  LLVMDisposeMessage(cpu);
-  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F32), 8); /* AVX2 */
-  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F64), 4);
-  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F16), 8); /* computed in float */
-  LLVMDisposeTargetMachine(tm);
+  FcTarget *t = resolve(&x86);
+  assert_string_equal(t->kind->name, "cpu");
+  assert_string_equal(t->cpu, "x86-64-v3");
+  assert_string_equal(t->level, "avx2");
+  assert_true(fc_target_has(t, FC_FEAT_AVX2) && fc_target_has(t, FC_FEAT_FMA) && fc_target_has(t, FC_FEAT_F16C));
+  assert_false(fc_target_has(t, FC_FEAT_AVX512F));
+  assert_int_equal(fc_target_lanes(t, FC_DT_F32), 8);
+  assert_int_equal(fc_target_lanes(t, FC_DT_F64), 4);
+  assert_int_equal(fc_target_lanes(t, FC_DT_F16), 8); /* computed in float */
+  assert_int_equal(t->vector_regs, 16);
+  assert_int_equal(t->layout.block, 8);
+  FcGemmArch g;
+  fc_target_gemm_arch(t, &g);
+  assert_true(g.vl == 8 && g.mr == 6 && g.nr == 16);
+  fc_target_gemm_arch_for_rows(t, 32, false, &g); /* 4-row tiles: 6-row ones would pad 32 rows to 36 */
+  assert_true(g.mr == 4 && g.nr == 16);
+  fc_target_free(t);
+
+  FcCodegenOptions skx = {.triple = "x86_64-linux-gnu", .cpu = "skylake-avx512", .opt_level = 2};
+  t = resolve(&skx);
+  assert_string_equal(t->level, "avx512");
+  assert_true(fc_target_has(t, FC_FEAT_AVX512F) && fc_target_has(t, FC_FEAT_AVX512BW) &&
+              fc_target_has(t, FC_FEAT_AVX512VL));
+  assert_false(fc_target_has(t, FC_FEAT_AVX512VNNI)); /* Cascade Lake added it */
+  assert_int_equal(fc_target_lanes(t, FC_DT_F32), 8); /* element-wise loops stay at 256 bits */
+  assert_int_equal(t->max_vector_bytes, 64);
+  assert_int_equal(t->vector_regs, 32);
+  assert_int_equal(t->layout.block, 16);
+  fc_target_gemm_arch(t, &g);
+  assert_true(g.vl == 16 && g.mr == 14 && g.nr == 32);
+  fc_target_free(t);
+  FcCodegenOptions clx = {.triple = "x86_64-linux-gnu", .cpu = "cascadelake"};
+  t = resolve(&clx);
+  assert_true(fc_target_has(t, FC_FEAT_AVX512VNNI));
+  fc_target_free(t);
+  /* Features given explicitly count as the CPU's own. */
+  FcCodegenOptions no_avx2 = {.triple = "x86_64-linux-gnu", .features = "-avx2"};
+  t = resolve(&no_avx2);
+  assert_string_equal(t->level, "sse");
+  assert_int_equal(fc_target_lanes(t, FC_DT_F32), 4);
+  fc_target_free(t);
+  FcCodegenOptions plus_512 = {.triple = "x86_64-linux-gnu", .features = "+avx512f"};
+  t = resolve(&plus_512);
+  assert_int_equal(t->layout.block, 16);
+  fc_target_free(t);
+
   FcCodegenOptions arm = {.triple = "aarch64-linux-gnu", .opt_level = 2};
-  assert_int_equal(fc_target_machine(&arm, &tm, &d), FC_OK);
-  assert_int_equal(cpu_t->vector_width(cpu_t, tm, FC_DT_F32), 4); /* NEON */
-  LLVMDisposeTargetMachine(tm);
+  t = resolve(&arm);
+  assert_int_equal(t->arch, FC_ARCH_AARCH64);
+  assert_string_equal(t->level, "neon");
+  assert_true(fc_target_has(t, FC_FEAT_NEON));
+  assert_int_equal(fc_target_lanes(t, FC_DT_F32), 4);
+  fc_target_free(t);
+
+  FcDiag d;
+  fc_diag_init(&d);
   FcCodegenOptions bad_cpu = {.cpu = "no-such-cpu"};
-  assert_int_equal(fc_target_machine(&bad_cpu, &tm, &d), FC_ERR_INPUT);
+  assert_int_equal(fc_target_resolve(&bad_cpu, &t, &d), FC_ERR_INPUT);
+  assert_null(t);
   assert_non_null(strstr(d.msg, "unknown CPU 'no-such-cpu'"));
   fc_diag_init(&d);
   FcCodegenOptions bad_triple = {.triple = "riscv64-linux-gnu"};
-  assert_int_equal(fc_target_machine(&bad_triple, &tm, &d), FC_ERR_INPUT);
+  assert_int_equal(fc_target_resolve(&bad_triple, &t, &d), FC_ERR_INPUT);
   assert_non_null(strstr(d.msg, "unsupported target"));
   fc_diag_init(&d);
   /* "native" describes the host, so it is refused for the other architecture. */
@@ -403,7 +453,7 @@ static void test_targets(void **state) {
   FcCodegenOptions cross_native = {.triple = strncmp(host, "x86_64", 6) == 0 ? "aarch64-linux-gnu" : "x86_64-linux-gnu",
                                    .cpu = "native"};
   LLVMDisposeMessage(host);
-  assert_int_equal(fc_target_machine(&cross_native, &tm, &d), FC_ERR_INPUT);
+  assert_int_equal(fc_target_resolve(&cross_native, &t, &d), FC_ERR_INPUT);
 }
 
 int main(void) {

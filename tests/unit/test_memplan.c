@@ -28,6 +28,8 @@
 #include "onnx.h"
 #include "passes.h"
 
+#include "test_target.h"
+
 /* ---- the checker ---------------------------------------------------------------------------------- */
 
 typedef struct Ck {
@@ -1018,6 +1020,7 @@ static void sweep_case(const char *dir, const char *label, Totals *tot) {
   plan_and_check(m, label, NULL);
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
+  po.target = target;
   po.opt_level = 2;
   if (fc_pipeline_run(m, &po, &d) != FC_OK) fail_msg("%s: -O2: %s", label, d.msg);
   plan_and_check(m, label, tot);
@@ -1120,6 +1123,7 @@ static void test_fashion_cnn(void **state) {
     if (fc_onnx_import(path, &opts, &m, &d) != FC_OK) fail_msg("%s: %s", path, d.msg);
     FcPipelineOptions po;
     fc_pipeline_options_default(&po);
+    po.target = target;
     po.opt_level = 2;
     if (fc_pipeline_run(m, &po, &d) != FC_OK) fail_msg("-O2: %s", d.msg);
     plan_and_check(m, "fashion_cnn", NULL);
@@ -1158,5 +1162,5 @@ int main(void) {
       cmocka_unit_test(test_onnx_test_data),
       cmocka_unit_test(test_fashion_cnn),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, setup_target, teardown_target);
 }

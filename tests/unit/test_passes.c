@@ -16,6 +16,17 @@
 
 #include "passes.h"
 
+#include "test_target.h"
+
+/* Runs one pass as the pipeline does: a context for `target`, its scratch arena released after. */
+static FcStatus run_pass(FcPassFn fn, FcModule *m, FcDiag *d) {
+  FcPassContext pc = {.target = target, .opt_level = 2, .diag = d};
+  fc_arena_init(&pc.scratch);
+  FcStatus st = fn(m, &pc);
+  fc_arena_free(&pc.scratch);
+  return st;
+}
+
 /* ---- helpers ------------------------------------------------------------------------------------- */
 
 typedef struct T {
@@ -55,7 +66,7 @@ static void run(T *t, const char *pass) {
   assert_non_null(p);
   FcDiag d;
   fc_diag_init(&d);
-  FcStatus st = p->fn(t->m, &d);
+  FcStatus st = run_pass(p->fn, t->m, &d);
   if (st != FC_OK) fail_msg("pass %s failed: %s", pass, d.msg);
   verify_ok(t);
 }
@@ -157,6 +168,7 @@ static void test_pipeline_levels(void **state) {
 
   FcPipelineOptions o;
   fc_pipeline_options_default(&o);
+  o.target = target;
   assert_null(o.passes);
   assert_false(o.verify_each);
   assert_int_equal(o.print.inline_limit, FC_PRINT_INLINE_LIMIT_DEFAULT);
@@ -180,6 +192,7 @@ static void test_pipeline_run_dumps(void **state) {
   assert_non_null(f);
   FcPipelineOptions o;
   fc_pipeline_options_default(&o);
+  o.target = target;
   o.passes = "canonicalize,dce";
   o.print_before = "canonicalize";
   o.print_after = "all";
@@ -213,6 +226,7 @@ static void test_pipeline_rejects_before_running(void **state) {
   build_double_neg(&t);
   FcPipelineOptions o;
   fc_pipeline_options_default(&o);
+  o.target = target;
   o.passes = "canonicalize,nosuchpass";
   FcDiag d;
   fc_diag_init(&d);
@@ -228,6 +242,7 @@ static void test_pipeline_rejects_before_running(void **state) {
 
   /* -O1 through opt_level when no list is given. */
   fc_pipeline_options_default(&o);
+  o.target = target;
   o.opt_level = 1;
   fc_diag_init(&d);
   assert_int_equal(fc_pipeline_run(t.m, &o, &d), FC_OK);
@@ -248,6 +263,7 @@ static void test_pipeline_verify_each(void **state) {
 
   FcPipelineOptions o;
   fc_pipeline_options_default(&o);
+  o.target = target;
   o.passes = "dce";
   o.verify_each = true;
   FcDiag d;
@@ -297,7 +313,7 @@ static void test_shapes(void **state) {
   y->type = fc_type_make(&t.m->arena, FC_DT_F32, 1, d1_4);
   FcDiag d;
   fc_diag_init(&d);
-  assert_int_equal(fc_pass_shapes(t.m, &d), FC_ERR_INPUT);
+  assert_int_equal(run_pass(fc_pass_shapes, t.m, &d), FC_ERR_INPUT);
   assert_true(d.msg[0] != '\0');
   assert_true(strncmp(d.msg, "node 'n' (add): ", 16) == 0);
   t_free(&t);
@@ -735,6 +751,7 @@ static void test_o2_pipeline(void **state) {
   outputs(&t, &y, 1);
   FcPipelineOptions o;
   fc_pipeline_options_default(&o);
+  o.target = target;
   o.opt_level = 2;
   o.verify_each = true;
   FcDiag d;
@@ -776,5 +793,5 @@ int main(void) {
       cmocka_unit_test(test_canonicalize_constants),
       cmocka_unit_test(test_o2_pipeline),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, setup_target, teardown_target);
 }

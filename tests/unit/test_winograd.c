@@ -130,11 +130,15 @@ static void run_case(const Case *c) {
 
   /* AVX2 explicitly: the cost model picks the variant per target, and the expected variants are AVX2's */
   FcCodegenOptions o = {.cpu = "x86-64-v3", .opt_level = 2};
-  LLVMTargetMachineRef tm = NULL;
-  assert_int_equal(fc_target_machine(&o, &tm, &diag), FC_OK);
+  FcTarget *target = NULL;
+  assert_int_equal(fc_target_resolve(&o, &target, &diag), FC_OK);
+  /* The decision the layout pass asks is the one codegen takes. */
+  FcConvShape shape;
+  assert_true(fc_conv_shape_of(yv->def, &shape));
+  assert_int_equal(fc_conv_winograd_variant(target, &shape), c->variant);
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = NULL;
-  FcStatus st = fc_codegen_module(m, &o, ctx, tm, &mod, &diag);
+  FcStatus st = fc_codegen_module(m, &o, ctx, target, &mod, &diag);
   if (st != FC_OK) fail_msg("codegen: %s", diag.msg);
   int64_t uf = wino_floats(mod);
   /* a² · ceil(M / mr) · mr · C floats, for some microkernel height mr in 4..16 */
@@ -143,8 +147,8 @@ static void run_case(const Case *c) {
     fail_msg("N%lld C%lld %lldx%lld M%lld: expected F(%d×%d) (wino_u of %lld floats)", (long long)c->N,
              (long long)c->C, (long long)c->H, (long long)c->W, (long long)c->M, c->variant, c->variant,
              (long long)uf);
-  assert_int_equal(fc_codegen_optimize(mod, tm, 2, &diag), FC_OK);
-  LLVMDisposeTargetMachine(tm);
+  assert_int_equal(fc_codegen_optimize(mod, fc_target_tm(target), 2, &diag), FC_OK);
+  fc_target_free(target);
   FcJit *jit = NULL;
   st = fc_jit_create(mod, ctx, &jit, &diag);
   if (st != FC_OK) fail_msg("jit: %s", diag.msg);

@@ -1,0 +1,162 @@
+/* target.h — the target description: what passes and kernel emitters ask about the machine they generate
+ * code for. No LLVM types here, so passes include it (codegen.h adds the LLVM side).
+ *
+ * A description (FcTarget) is resolved once per compile from the options' triple, CPU and features
+ * (fc_target_resolve, target.c): LLVM turns the CPU name ("skylake-avx512", "x86-64-v3", "native") into
+ * its feature set, and flowc reads the features it cares about into a bitset. Everything else is derived
+ * from that by tables, not by CPU names: the target kind's row (FcTargetKind: CPU today, NVPTX next) and,
+ * within the CPU, the first vector level (target.c: AVX-512, AVX2, SSE, NEON) whose features the target
+ * has, which fixes the vector widths, the register count, the GEMM tile table, the layout pass's block
+ * and cost constants. Passes get the description in their FcPassContext (passes.h), emitters in
+ * FcKernel.target; nothing re-derives it from the triple string.
+ *
+ * Decisions that a pass and codegen must agree on are made once, here: whether a convolution goes through
+ * Winograd (fc_conv_winograd_variant, implemented beside the Winograd kernel whose cost model it is).
+ */
+#ifndef FLOWC_TARGET_H
+#define FLOWC_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir.h"
+
+/* CPU features flowc asks about, by LLVM's names. FC_FEATURE(ID, "llvm-name"). */
+#define FC_TARGET_FEATURES(X)                                                                                        \
+  X(SSE42, "sse4.2")                                                                                                 \
+  X(AVX, "avx")                                                                                                      \
+  X(AVX2, "avx2")                                                                                                    \
+  X(FMA, "fma")                                                                                                      \
+  X(F16C, "f16c")                                                                                                    \
+  X(AVX512F, "avx512f")                                                                                              \
+  X(AVX512BW, "avx512bw")                                                                                            \
+  X(AVX512DQ, "avx512dq")                                                                                            \
+  X(AVX512VL, "avx512vl")                                                                                            \
+  X(AVX512VNNI, "avx512vnni")                                                                                        \
+  X(AVX512BF16, "avx512bf16")                                                                                        \
+  X(AVXVNNI, "avxvnni")                                                                                              \
+  X(NEON, "neon")                                                                                                    \
+  X(FULLFP16, "fullfp16")                                                                                            \
+  X(DOTPROD, "dotprod")
+
+typedef enum FcFeature {
+#define X(id, name) FC_FEAT_##id,
+  FC_TARGET_FEATURES(X)
+#undef X
+      FC_FEAT_COUNT
+} FcFeature;
+typedef uint64_t FcFeatureSet; /* bit FC_FEAT_x */
+#define FC_FEAT_BIT(f) ((FcFeatureSet)1 << (f))
+
+typedef enum FcArch { FC_ARCH_X86_64, FC_ARCH_AARCH64 } FcArch;
+
+/* Build options the target is resolved from (and codegen's other options). */
+typedef struct FcCodegenOptions {
+  const char *triple;     /* NULL: the host's */
+  const char *cpu;        /* NULL: "x86-64-v3" for x86-64 artefacts; "native": the host CPU */
+  const char *features;   /* extra "+avx512f,..." or NULL */
+  int opt_level;          /* 0..3: LLVM pipeline default<Ox> */
+  const char *model_name; /* symbol prefix for --emit lib/obj headers; default "flowc" */
+} FcCodegenOptions;
+
+/* A register tile of the GEMM microkernel: mr rows × nv vectors. */
+typedef struct FcGemmTile {
+  int mr, nv;
+} FcGemmTile;
+
+/* The GEMM's blocking for one target: f32 lanes, the register tiles that fit its register file (the first
+ * is the default, the others serve row counts the default would pad), and the cache blocks. */
+typedef struct FcGemmTable {
+  int vl;                  /* f32 lanes per vector (4, 8, 16) */
+  const FcGemmTile *tiles; /* mr·nv accumulators + nv B vectors + 1 broadcast fit the registers */
+  int n_tiles;
+  int64_t kc;              /* K-block: an A and a B sliver stay in L1 */
+  int mc_panels;           /* M-block = mr · mc_panels */
+  int nc_panels;           /* N-block = nr · nc_panels (the packed B block stays in L2) */
+} FcGemmTable;
+
+/* One choice of the GEMM's shape (cg_gemm.h). */
+typedef struct FcGemmArch {
+  int vl;         /* f32 lanes per vector (4, 8, 16) */
+  int mr, nr;     /* microkernel tile: nr = nv * vl */
+  int64_t kc;     /* K-block */
+  int64_t mc, nc; /* M- and N-blocks (multiples of mr and nr) */
+} FcGemmArch;
+
+/* Classes of convolution the layout pass tells apart (passes/layout.c). */
+typedef enum FcConvClass {
+  FC_CONV_DEPTHWISE,   /* group = C = M */
+  FC_CONV_FIRST,       /* dense over fewer channels than a block (colour planes) */
+  FC_CONV_DENSE,       /* dense, K > 1 or stride > 1 */
+  FC_CONV_POINTWISE,   /* dense 1×1 stride 1 */
+  FC_CONV_CLASS_COUNT
+} FcConvClass;
+
+/* The layout pass's block and cost model: expected speeds of the NCHW and the blocked kernels per
+ * class (GFLOP/s per core; equal speeds: no gain counted) and the cost of a layout change. */
+typedef struct FcLayoutCosts {
+  int block;                                      /* channels per block of NCHW<block>c: f32 lanes of a vector */
+  double nchw_gflops[FC_CONV_CLASS_COUNT];        /* the NCHW kernels */
+  double blocked_gflops[FC_CONV_CLASS_COUNT];     /* the blocked kernels */
+  double edge_bytes_per_us;                       /* a layout change's bandwidth */
+  double edge_fixed_us;                           /* and its fixed cost: one more kernel on the pool */
+} FcLayoutCosts;
+
+typedef struct FcTarget FcTarget;
+/* A kind of target: one row of target.c's table. A new kind (NVPTX) is a new row. */
+typedef struct FcTargetKind {
+  const char *name;                                 /* "cpu" */
+  bool (*arch_of)(const char *triple, FcArch *arch); /* false: not a triple of this kind */
+  const char *(*default_cpu)(const char *triple);   /* the CPU when --cpu is not given */
+  FcStatus (*describe)(FcTarget *t, FcDiag *diag);  /* fills in the rest from t->arch and t->features */
+} FcTargetKind;
+
+struct FcTarget {
+  const FcTargetKind *kind; /* the row: "cpu" (NVPTX next) */
+  FcArch arch;
+  const char *triple;       /* normalised, as LLVM was given it */
+  const char *cpu;          /* the CPU name (for "native", the host's) */
+  const char *level;        /* the vector level chosen: "avx512", "avx2", "sse", "neon" */
+  FcFeatureSet features;    /* what the CPU (and the --features string) enable */
+  int vector_bytes;         /* vectors element-wise loops use (256-bit on AVX-512: LLVM prefers them too) */
+  int max_vector_bytes;     /* the widest registers (GEMM and blocked kernels use them) */
+  int vector_regs;          /* vector registers */
+  FcGemmTable gemm;
+  FcLayoutCosts layout;
+  void *llvm_tm;            /* the LLVMTargetMachineRef codegen uses (codegen.h: fc_target_tm) */
+  char *owned;              /* the strings above */
+};
+
+/* Resolves the description for the options (host triple and CPU defaults, "native"): FC_ERR_INPUT with a
+ * one-line message for an unknown triple, CPU or feature. Free with fc_target_free. */
+FcStatus fc_target_resolve(const FcCodegenOptions *o, FcTarget **out, FcDiag *diag);
+void fc_target_free(FcTarget *t);
+
+bool fc_target_has(const FcTarget *t, FcFeature f);
+/* The name of a feature ("avx512vnni"). */
+const char *fc_feature_name(FcFeature f);
+/* Lanes of the vectors element-wise loops use for dt (computed type: f16/bf16 compute in f32); 1: scalar. */
+int fc_target_lanes(const FcTarget *t, FcDtype dt);
+
+/* The GEMM's default shape, and the tile for an M-row product (pow2_panels: only panels of 2^k vectors). */
+void fc_target_gemm_arch(const FcTarget *t, FcGemmArch *g);
+void fc_target_gemm_arch_for_rows(const FcTarget *t, int64_t M, bool pow2_panels, FcGemmArch *g);
+
+/* Block sizes the blocked kernels (NCHW<b>c) handle: 8 and 16 (FC_LAYOUT_MAX_BLOCK). */
+#define FC_LAYOUT_MAX_BLOCK 16
+bool fc_layout_block_supported(int64_t b);
+
+/* A 2-D convolution's shapes and attributes, as the Winograd decision reads them. */
+typedef struct FcConvShape {
+  FcDtype dtype;
+  int64_t N, C, H, W, M, KH, KW, OH, OW;
+  int64_t group, stride[2], dilation[2], pads[4];
+} FcConvShape;
+/* f32 or not, the shapes of a flow.conv with rank-4 x, w and y; false for anything else. */
+bool fc_conv_shape_of(const FcOp *op, FcConvShape *s);
+/* Whether a conv of these shapes goes through Winograd on target t, and which: 4 for F(4×4, 3×3), 2 for
+ * F(2×2, 3×3), 0 for none (codegen/kernel_winograd.c's cost model). The layout pass leaves such convs in
+ * NCHW; codegen uses it to choose the kernel. */
+int fc_conv_winograd_variant(const FcTarget *t, const FcConvShape *s);
+
+#endif /* FLOWC_TARGET_H */
