@@ -681,9 +681,33 @@ static int run_build_split(Cli *c, Output *out) {
   return status;
 }
 
+/* -o must not name the model, nor may an artefact's header be the model or the artefact itself (--emit lib
+ * -o m.h): flowc would overwrite its input, or one output with another. Paths are compared by device and
+ * inode when the files exist (links, other spellings), by name otherwise. Returns -1 to go on. */
+static int check_output_paths(Cli *c, const Output *out) {
+  if (!out->path) return -1;
+  int kind = emit_kind(c->emit);
+  bool has_header = kind >= 0 && kind != FC_EMIT_EXE;
+  char *header = has_header ? fc_emit_header_path(out->path, (FcEmitKind)kind, c->aot_name) : NULL;
+  FcDiag d;
+  fc_diag_init(&d);
+  if (fc_emit_same_file(out->path, c->model))
+    fc_error(&d, FC_ERR_INPUT, "-o names the input model; flowc does not overwrite its input");
+  else if (header && fc_emit_same_file(header, c->model))
+    fc_error(&d, FC_ERR_INPUT, "the header %s would overwrite the input model; choose another -o", header);
+  else if (header && fc_emit_same_file(header, out->path))
+    fc_error(&d, FC_ERR_INPUT, "the header would overwrite the %s itself; choose another -o (such as %s)",
+             kind == FC_EMIT_LIB ? "library" : "artefact", kind == FC_EMIT_LIB ? "libNAME.a" : "NAME.o");
+  free(header);
+  if (d.status == FC_OK) return -1;
+  report(out->path, &d);
+  return EXIT_INPUT;
+}
+
 static int run_build(Cli *c) {
   Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
-  int status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
+  int status = check_output_paths(c, &out);
+  if (status < 0) status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
   cli_free(c);
   return status;
 }
