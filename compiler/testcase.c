@@ -32,10 +32,13 @@ static FcStatus convert_proto(const FcImportLimits *lim, const char *path, const
   if (slash) *slash = '\0';
   else snprintf(dir, sizeof dir, ".");
   FcTensor *t = NULL;
-  FcStatus st = fc_onnx_tensor_to_fc(tp, dir, lim, arena, &t, diag);
+  FcDiag local; /* the message names the file, as the .pb readers of --bind do */
+  fc_diag_init(&local);
+  FcStatus st = fc_onnx_tensor_to_fc(tp, dir, lim, arena, &t, &local);
+  if (st != FC_OK) return fc_error(diag, st, "%s: %s", path, local.msg);
   out->name = tp->name && *tp->name ? fc_arena_strdup(arena, tp->name) : NULL;
   out->t = t;
-  return st;
+  return FC_OK;
 }
 
 static FcStatus read_pb(const FcImportLimits *lim, const char *path, FcArena *arena, FcTestTensor *out, FcDiag *diag) {
