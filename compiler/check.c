@@ -189,7 +189,8 @@ static bool compare(const Case *c, int k, const char *file, const void *got_data
   if (is_float) {
     double g = fc_tensor_get_f64(&got, worst), w = fc_tensor_get_f64(want, worst);
     snprintf(why, cap, "output %d (%s) element %s: got %.9g expected %.9g (abs err %.3g, rel err %.3g); %lld of %lld "
-             "elements differ", k, file, idx, g, w, fabs(g - w), w != 0 ? fabs(g - w) / fabs(w) : INFINITY, (long long)bad, (long long)n);
+             "elements differ", k, file, idx, g, w, fabs(g - w), w != 0 ? fabs(g - w) / fabs(w) : INFINITY,
+             (long long)bad, (long long)n);
   } else {
     snprintf(why, cap, "output %d (%s) element %s: got %lld expected %lld; %lld of %lld elements differ", k, file, idx,
              (long long)fc_tensor_get_i64(&got, worst), (long long)fc_tensor_get_i64(want, worst), (long long)bad,
