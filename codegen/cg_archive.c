@@ -508,7 +508,7 @@ FcStatus fc_archive_write(const char *path, const FcArchiveMember *members, int 
     char hname[32];
     if (short_name(members[i].name)) snprintf(hname, sizeof hname, "%s/", members[i].name);
     else snprintf(hname, sizeof hname, "/%llu", (unsigned long long)name_at[i]);
-    FC_ASSERT(ftell(f) < 0 || (uint64_t)ftell(f) == offsets[i]);
+    FC_ASSERT(ferror(f) || ftell(f) < 0 || (uint64_t)ftell(f) == offsets[i]); /* after an error, ftell is moot */
     put_header(f, hname, members[i].size);
     if (members[i].size) fwrite(members[i].data, 1, members[i].size, f);
     if (members[i].size & 1) fputc('\n', f);
@@ -517,12 +517,5 @@ FcStatus fc_archive_write(const char *path, const FcArchiveMember *members, int 
   free(offsets);
   free(syms.names);
   free(syms.member);
-  bool ok = fflush(f) == 0 && !ferror(f);
-  int e = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
-  if (!ok) return fc_error(diag, FC_ERR_IO, "cannot write: %s", strerror(e));
-  return FC_OK;
+  return fc_emit_close_file(f, path, "", diag);
 }

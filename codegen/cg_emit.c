@@ -79,6 +79,24 @@ static void remove_regular(const char *p) {
   if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) remove(p);
 }
 
+FcStatus fc_emit_close_file(FILE *f, const char *path, const char *what, FcDiag *diag) {
+  bool ok = fflush(f) == 0 && !ferror(f);
+  int e = errno;
+  if (fclose(f) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (ok) return FC_OK;
+  remove_regular(path);
+  return fc_error(diag, FC_ERR_IO, "cannot write%s: %s", what, strerror(e ? e : EIO));
+}
+
+bool fc_emit_same_file(const char *a, const char *b) {
+  if (strcmp(a, b) == 0) return true;
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* ---- names ------------------------------------------------------------------------------------------ */
 
 bool fc_emit_model_name(const char *out, FcEmitKind kind, char *buf, size_t cap, FcDiag *diag) {
@@ -130,12 +148,13 @@ char *fc_emit_header_path(const char *out, FcEmitKind kind, const char *name) {
 /* ---- the C header ------------------------------------------------------------------------------------- */
 
 /* Text from the model (tensor names, file names) inside a comment: printable ASCII only, and never a
- * sequence that ends the comment. */
+ * sequence that ends the comment or, under -Wcomment, starts another one ("* /" and "/ *" instead). */
 static void put_comment_text(FILE *f, const char *s) {
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '*' && s[1] == '/') {
-      fputs("* ", f);
+    if ((c == '*' && s[1] == '/') || (c == '/' && s[1] == '*')) {
+      fputc(c, f);
+      fputc(' ', f);
       continue;
     }
     fputc(c >= 0x20 && c < 0x7f ? c : '?', f);
@@ -297,17 +316,9 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
   free(outs);
   free(out_names);
   free(in_names);
-  bool ok = fflush(f) == 0 && !ferror(f);
-  int e = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
-  if (!ok) {
-    remove_regular(path);
-    return fc_error(diag, FC_ERR_IO, "cannot write the header '%s': %s", path, strerror(e));
-  }
-  return FC_OK;
+  char what[64 + PATH_MAX];
+  snprintf(what, sizeof what, " the header '%s'", path);
+  return fc_emit_close_file(f, path, what, diag);
 }
 
 /* ---- entry points ----------------------------------------------------------------------------------------- */
@@ -370,17 +381,31 @@ FcStatus fc_emit_add_entry_points(LLVMModuleRef mod, const char *name, FcEmitKin
 
 /* ---- objects ---------------------------------------------------------------------------------------------- */
 
+/* The object goes to memory first and then to the file through stdio: LLVM's file streams report a failed
+ * write or close (a full disk, /dev/full) through its fatal-error handler, which prints "LLVM ERROR" and
+ * exits instead of returning. */
 FcStatus fc_emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *path, FcDiag *diag) {
   char *err = NULL;
-  /* LLVM's C API takes a non-const file name but does not modify it. */
-  if (LLVMTargetMachineEmitToFile(tm, mod, (char *)path, LLVMObjectFile, &err)) {
+  LLVMMemoryBufferRef buf = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf)) {
     const char *msg = err && *err ? err : "unknown error";
-    FcStatus st = fc_error(diag, FC_ERR_IO, "cannot write the object: %.*s", (int)strcspn(msg, "\r\n"), msg);
+    FcStatus st = fc_error(diag, FC_ERR_INTERNAL, "LLVM cannot emit the object: %.*s", (int)strcspn(msg, "\r\n"),
+                           msg);
     if (err) LLVMDisposeMessage(err);
     return st;
   }
   if (err) LLVMDisposeMessage(err);
-  return FC_OK;
+  FcStatus st;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    st = fc_error(diag, FC_ERR_IO, "cannot write the object: %s", strerror(errno));
+  } else {
+    size_t n = LLVMGetBufferSize(buf);
+    if (n) fwrite(LLVMGetBufferStart(buf), 1, n, f);
+    st = fc_emit_close_file(f, path, " the object", diag);
+  }
+  LLVMDisposeMemoryBuffer(buf);
+  return st;
 }
 
 /* ---- the runtime library ------------------------------------------------------------------------------------ */
@@ -630,6 +655,7 @@ static FcStatus link_with_runtime(const char *obj, const char *out, bool shared,
   char line[LINE_CAP];
   st = run_tool(argv, &code, &sig, line, sizeof line, diag);
   if (st == FC_OK && (code != 0 || sig != 0)) {
+    remove_regular(out); /* what a failed link (a full disk) may leave */
     if (line[0]) st = fc_error(diag, FC_ERR_IO, "linking with %s failed: %s", cc, line);
     else if (sig) st = fc_error(diag, FC_ERR_IO, "linking with %s failed: killed by signal %d", cc, sig);
     else st = fc_error(diag, FC_ERR_IO, "linking with %s failed with exit status %d (and no message)", cc, code);

@@ -61,6 +61,15 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
  * configured install prefix's. Malloc'd path; FC_ERR_IO naming the places looked at if none exists. */
 FcStatus fc_runtime_library_path(char **out, FcDiag *diag);
 
+/* Finishes a file written through stdio: checks that every write reached it (fflush, ferror, fclose; a
+ * full disk often shows only there) and on failure removes it (when it is a regular file) and returns
+ * FC_ERR_IO "cannot write<what>: <reason>" (what: "" or " the header 'x.h'"). */
+FcStatus fc_emit_close_file(FILE *f, const char *path, const char *what, FcDiag *diag);
+
+/* Whether two paths name the same file: the same string, or existing files with the same device and
+ * inode (a link, or another spelling of the path). */
+bool fc_emit_same_file(const char *a, const char *b);
+
 /* ---- cg_archive.c: static archives ---------------------------------------------------------------- */
 
 typedef struct FcArchiveMember {

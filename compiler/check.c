@@ -154,8 +154,9 @@ static void index_str(char *buf, size_t cap, const FcType *t, int64_t i) {
   if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-/* Compares output `k` (got, laid out as `want`'s type) and fills `why` on a mismatch. */
-static bool compare(const Case *c, int k, const void *got_data, const FcTensor *want, char *why, size_t cap) {
+/* Compares output `k` (got, laid out as `want`'s type, read from `file`) and fills `why` on a mismatch. */
+static bool compare(const Case *c, int k, const char *file, const void *got_data, const FcTensor *want, char *why,
+                    size_t cap) {
   FcTensor got = {.type = want->type, .data = got_data, .nbytes = want->nbytes};
   int64_t n = 0;
   fc_type_numel(&want->type, &n);
@@ -187,14 +188,21 @@ static bool compare(const Case *c, int k, const void *got_data, const FcTensor *
   index_str(idx, sizeof idx, &want->type, worst);
   if (is_float) {
     double g = fc_tensor_get_f64(&got, worst), w = fc_tensor_get_f64(want, worst);
-    snprintf(why, cap, "output %d element %s: got %.9g expected %.9g (abs err %.3g, rel err %.3g); %lld of %lld elements differ",
-             k, idx, g, w, fabs(g - w), w != 0 ? fabs(g - w) / fabs(w) : INFINITY, (long long)bad, (long long)n);
+    snprintf(why, cap, "output %d (%s) element %s: got %.9g expected %.9g (abs err %.3g, rel err %.3g); %lld of %lld "
+             "elements differ", k, file, idx, g, w, fabs(g - w), w != 0 ? fabs(g - w) / fabs(w) : INFINITY,
+             (long long)bad, (long long)n);
   } else {
-    snprintf(why, cap, "output %d element %s: got %lld expected %lld; %lld of %lld elements differ", k, idx,
+    snprintf(why, cap, "output %d (%s) element %s: got %lld expected %lld; %lld of %lld elements differ", k, file, idx,
              (long long)fc_tensor_get_i64(&got, worst), (long long)fc_tensor_get_i64(want, worst), (long long)bad,
              (long long)n);
   }
   return false;
+}
+
+/* Failures name the file of expected values (relative to the case), so the reader knows what was
+ * compared with what. */
+static void out_file(char *buf, size_t cap, int set, int k) {
+  snprintf(buf, cap, "test_data_set_%d/output_%d.pb", set, k);
 }
 
 /* Runs data set `set` on the compiled model; returns R_PASS or a FAIL outcome. */
@@ -243,14 +251,16 @@ static int run_set(Case *c, const FrtModel *model, int set, int n_sets, FrtPool 
   if (n_out != model->n_outputs)
     return outcome(c, R_FAIL, ": %sthe data set has %d outputs, the model %d", where, n_out, (int)model->n_outputs);
   void **out_ptrs = FC_NEW_ARRAY(arena, void *, (size_t)n_out + 1);
+  char file[64];
   for (int k = 0; k < n_out; k++) {
+    out_file(file, sizeof file, set, k);
     const FrtTensorDesc *desc = &model->outputs[k];
     outs[k].t = bf16_quirk(desc, outs[k].t, arena);
     if (!desc_matches(desc, outs[k].t)) {
       char a[128], b[128];
       desc_str(a, sizeof a, desc);
       fc_type_str(&outs[k].t->type, b, sizeof b);
-      return outcome(c, R_FAIL, ": %soutput %d is %s, expected %s", where, k, a, b);
+      return outcome(c, R_FAIL, ": %soutput %d is %s, expected %s (%s)", where, k, a, b, file);
     }
     size_t nb = (size_t)outs[k].t->nbytes;
     out_ptrs[k] = fc_arena_alloc(arena, nb ? nb : 1, 64);
@@ -261,8 +271,10 @@ static int run_set(Case *c, const FrtModel *model, int set, int n_sets, FrtPool 
   if (frt_model_run(model, in_ptrs, out_ptrs, ws, pool, &err) != FRT_OK)
     return outcome(c, R_FAIL, ": %srun: %s", where, err.msg);
   char why[1024];
-  for (int k = 0; k < n_out; k++)
-    if (!compare(c, k, out_ptrs[k], outs[k].t, why, sizeof why)) return outcome(c, R_FAIL, ": %s%s", where, why);
+  for (int k = 0; k < n_out; k++) {
+    out_file(file, sizeof file, set, k);
+    if (!compare(c, k, file, out_ptrs[k], outs[k].t, why, sizeof why)) return outcome(c, R_FAIL, ": %s%s", where, why);
+  }
   return R_PASS;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 const char *fc_model_format_name(FcModelFormat f) { return f == FC_FORMAT_TEXT ? "ir text" : "onnx"; }
 
@@ -78,23 +79,17 @@ static bool has_suffix(const char *s, const char *suffix) {
 }
 
 /* Opens a regular file; directories, pipes and devices are refused (the sniffer reads the start of the
- * file and the loader reads it again, which only a regular file allows). Messages match onnx_load.c's. */
+ * file and the loader reads it again, which only a regular file allows), a FIFO without blocking. */
 static FcStatus open_model_file(const char *path, FILE **out, int64_t *size, FcDiag *diag) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return fc_error(diag, FC_ERR_IO, "cannot open the model file: %s", strerror(errno));
-  struct stat st;
-  FcStatus res = FC_OK;
-  if (fstat(fileno(f), &st) != 0) res = fc_error(diag, FC_ERR_IO, "cannot stat the model file: %s", strerror(errno));
-  else if (S_ISDIR(st.st_mode)) res = fc_error(diag, FC_ERR_IO, "the model file is a directory");
-  else if (!S_ISREG(st.st_mode)) res = fc_error(diag, FC_ERR_IO, "the model file is not a regular file");
-  if (res != FC_OK) {
-    fclose(f);
-    return res;
-  }
-  *out = f;
-  *size = (int64_t)st.st_size;
-  return FC_OK;
+  int fd;
+  FcStatus st = fc_open_regular(path, "the model file", &fd, size, diag);
+  if (st != FC_OK) return st;
+  *out = fdopen(fd, "rb");
+  if (*out) return FC_OK;
+  int e = errno;
+  close(fd);
+  return fc_error(diag, FC_ERR_IO, "cannot open the model file: %s", strerror(e));
 }
 
 FcStatus fc_model_format_of(const char *path, FcModelFormat *out, FcDiag *diag) {

@@ -149,7 +149,8 @@ static const char input_help[] =
     "  --shape NAME=DIMS      fix the symbolic dims of graph input NAME, e.g. --shape image=64x1x28x28\n"
     "                         (DIMS may be empty for a scalar); repeatable\n"
     "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"
-    "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64)\n"
+    "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64; at most 1000, as\n"
+    "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"
     "  --max-rank=N           refuse tensors of rank above N (default 16)\n";
 
 static void print_build_help(void) {
@@ -251,7 +252,8 @@ static void print_check_help(void) {
        "  -j N, --jobs N         check N cases at once, each in its own process (default 1)\n"
        "  --timeout N            fail a case that runs longer than N seconds (default 600; 0: no limit)\n"
        "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"
-       "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64)\n"
+       "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64; at most 1000, as\n"
+       "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"
        "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
        "\n"
        "exit status: 0 no case failed; 1 a case failed or a DIR could not be read; 2 the command line is wrong.");
@@ -445,8 +447,9 @@ static int parse_args(Cli *c, int argc, char **argv) {
       c->imp.limits.max_file_bytes = n;
     } else if ((r = take_value(argc, argv, &i, "--max-nesting", &v)) != 0) {
       int64_t n;
-      if (r < 0 || !parse_count(v, false, INT_MAX, &n) || n < 1)
-        return usage_error(c, "--max-nesting needs a count of at least 1");
+      if (r < 0 || !parse_count(v, false, FC_MAX_NESTING_CAP, &n) || n < 1)
+        return usage_error(c, "--max-nesting needs a count from 1 to %d (protobuf-c unpacks nested messages "
+                           "recursively: deeper models would overflow the stack)", FC_MAX_NESTING_CAP);
       c->imp.limits.max_nesting = (int)n;
     } else if ((r = take_value(argc, argv, &i, "--max-rank", &v)) != 0) {
       int64_t n;
@@ -682,9 +685,33 @@ static int run_build_split(Cli *c, Output *out) {
   return status;
 }
 
+/* -o must not name the model, nor may an artefact's header be the model or the artefact itself (--emit lib
+ * -o m.h): flowc would overwrite its input, or one output with another. Paths are compared by device and
+ * inode when the files exist (links, other spellings), by name otherwise. Returns -1 to go on. */
+static int check_output_paths(Cli *c, const Output *out) {
+  if (!out->path) return -1;
+  int kind = emit_kind(c->emit);
+  bool has_header = kind >= 0 && kind != FC_EMIT_EXE;
+  char *header = has_header ? fc_emit_header_path(out->path, (FcEmitKind)kind, c->aot_name) : NULL;
+  FcDiag d;
+  fc_diag_init(&d);
+  if (fc_emit_same_file(out->path, c->model))
+    fc_error(&d, FC_ERR_INPUT, "-o names the input model; flowc does not overwrite its input");
+  else if (header && fc_emit_same_file(header, c->model))
+    fc_error(&d, FC_ERR_INPUT, "the header %s would overwrite the input model; choose another -o", header);
+  else if (header && fc_emit_same_file(header, out->path))
+    fc_error(&d, FC_ERR_INPUT, "the header would overwrite the %s itself; choose another -o (such as %s)",
+             kind == FC_EMIT_LIB ? "library" : "artefact", kind == FC_EMIT_LIB ? "libNAME.a" : "NAME.o");
+  free(header);
+  if (d.status == FC_OK) return -1;
+  report(out->path, &d);
+  return EXIT_INPUT;
+}
+
 static int run_build(Cli *c) {
   Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
-  int status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
+  int status = check_output_paths(c, &out);
+  if (status < 0) status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
   cli_free(c);
   return status;
 }

@@ -18,6 +18,9 @@
 
 #define FC_DEFAULT_MAX_FILE_BYTES ((int64_t)2 << 30) /* 2 GiB */
 #define FC_DEFAULT_MAX_NESTING 64                    /* protobuf message nesting (subgraphs) */
+/* The highest --max-nesting: protobuf-c unpacks nested messages recursively, and under ASan an 8 MiB stack
+ * overflows at about 20,000 levels; 1,000 keeps a margin of 20 for smaller stacks and other callers. */
+#define FC_MAX_NESTING_CAP 1000
 
 typedef struct FcImportLimits {
   int64_t max_file_bytes; /* model file and each external-data file */
@@ -67,6 +70,16 @@ FcStatus fc_onnx_import(const char *path, const FcImportOptions *opts, FcModule 
  * the protobuf-c descriptors, and unpacks. Free with fc_onnx_model_free. */
 FcStatus fc_onnx_load_model(const char *path, const FcImportLimits *lim, Onnx__ModelProto **out, FcDiag *diag);
 void fc_onnx_model_free(Onnx__ModelProto *m);
+
+/* Opens `path` for reading if it is a regular file and returns its size; a directory, FIFO or device is
+ * refused without blocking (a FIFO is opened O_NONBLOCK). `what` names the file in messages ("the model
+ * file"). Close *fd with close(). */
+FcStatus fc_open_regular(const char *path, const char *what, int *fd, int64_t *size, FcDiag *diag);
+
+/* Reads a TensorProto .pb file within lim (file size, nesting) and unpacks it; free *out with
+ * onnx__tensor_proto__free_unpacked. Messages name the file. */
+FcStatus fc_onnx_load_tensor_proto(const char *path, const FcImportLimits *lim, Onnx__TensorProto **out,
+                                   FcDiag *diag);
 
 /* Converts a TensorProto (raw_data, typed fields, or external data relative to `model_dir`) to an
  * FcTensor in `arena`. Refuses external paths that are absolute, contain "..", or resolve (through

@@ -19,6 +19,11 @@ FcStatus fc_onnx_read_file(const char *path, int64_t max_bytes, const char *what
 FcStatus fc_onnx_wire_check(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc,
                             int max_nesting, const char *what, FcDiag *diag);
 
+/* Checks TensorProto wire data (held in buf, read from `path`, which messages name) and unpacks it; free
+ * *out with onnx__tensor_proto__free_unpacked. */
+FcStatus fc_onnx_unpack_tensor(const char *path, const uint8_t *buf, size_t len, int max_nesting,
+                               Onnx__TensorProto **out, FcDiag *diag);
+
 /* ONNX's name of a TensorProto data type code ("FLOAT", "STRING", ...), for messages; NULL if unknown. */
 const char *fc_onnx_dtype_name(int code);
 

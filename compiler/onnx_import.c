@@ -31,6 +31,12 @@
 #define FC_ONNX_OPSET_MIN 1
 #define FC_ONNX_OPSET_MAX 17
 
+/* ONNX 1.18 defines IR versions 1 to 11. Files from the next few releases pass (their new fields are
+ * unknown fields to protobuf-c, and every op is checked by its opset anyway); far above that the number
+ * is not a version but damage or a crafted file. */
+#define FC_ONNX_IR_VERSION_LATEST 11
+#define FC_ONNX_IR_VERSION_MAX 16
+
 /* At most this many node names are listed per unsupported op type. */
 #define FC_UNSUPPORTED_NAMES_PER_TYPE 5
 
@@ -305,7 +311,12 @@ static int64_t opset_of(const Onnx__ModelProto *m, const char *domain) {
   return v;
 }
 
-static FcStatus check_opsets(FcImporter *imp) {
+static FcStatus check_versions(FcImporter *imp) {
+  const Onnx__ModelProto *m = imp->model;
+  if (m->has_ir_version && (m->ir_version < 0 || m->ir_version > FC_ONNX_IR_VERSION_MAX))
+    return fc_error(imp->diag, FC_ERR_INPUT,
+                    "the model's ir_version %lld is not an ONNX IR version (ONNX defines 1 to %d; flowc accepts up to "
+                    "%d)", (long long)m->ir_version, FC_ONNX_IR_VERSION_LATEST, FC_ONNX_IR_VERSION_MAX);
   int64_t v = opset_of(imp->model, "");
   if (v >= 0 && (v < FC_ONNX_OPSET_MIN || v > FC_ONNX_OPSET_MAX))
     return fc_error(imp->diag, FC_ERR_UNSUPPORTED, "the model uses ONNX opset %lld; flowc supports opsets %d to %d",
@@ -643,7 +654,7 @@ static FcStatus import_outputs(FcImporter *imp, const Onnx__GraphProto *gp) {
 static FcStatus import_graph(FcImporter *imp) {
   const Onnx__GraphProto *gp = imp->model->graph;
   if (!gp) return fc_error(imp->diag, FC_ERR_INPUT, "the model has no graph");
-  FcStatus st = check_opsets(imp);
+  FcStatus st = check_versions(imp);
   if (st != FC_OK) return st;
   scan_unsupported(imp, gp);
   size_t names = gp->n_initializer + gp->n_input + 1;

@@ -40,11 +40,12 @@ static FcStatus read_fd(int fd, uint8_t *dst, size_t n, int64_t offset, const ch
   return FC_OK;
 }
 
-/* Opens a regular file for reading and returns its size; directories and devices are refused. */
-static FcStatus open_regular(const char *path, const char *what, int *fd_out, int64_t *size_out, FcDiag *diag) {
+/* O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever before fstat could refuse it.
+ * Reads of a regular file ignore the flag. */
+FcStatus fc_open_regular(const char *path, const char *what, int *fd_out, int64_t *size_out, FcDiag *diag) {
   *fd_out = -1;
   *size_out = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return fc_error(diag, FC_ERR_IO, "cannot open %s: %s", what, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
@@ -71,7 +72,7 @@ FcStatus fc_onnx_read_file(const char *path, int64_t max_bytes, const char *what
   *len = 0;
   int fd;
   int64_t size;
-  FcStatus st = open_regular(path, what, &fd, &size, diag);
+  FcStatus st = fc_open_regular(path, what, &fd, &size, diag);
   if (st != FC_OK) return st;
   if (size > max_bytes) {
     close(fd);
@@ -239,9 +240,9 @@ FcStatus fc_onnx_wire_check(const uint8_t *d, size_t len, const ProtobufCMessage
     if (fd->type != PROTOBUF_C_TYPE_MESSAGE) continue;
     /* A nested message: descend into its payload. */
     if (sp + 1 > (size_t)max_nesting) {
-      st = fc_error(diag, FC_ERR_LIMIT,
-                    "%s nests messages deeper than the limit of %d (at byte %zu, in %s.%s; raise it with --max-nesting)",
-                    what, max_nesting, field_at, f->desc->name, fd->name);
+      st = fc_error(diag, FC_ERR_LIMIT, "%s nests messages deeper than the limit of %d (at byte %zu, in %s.%s; %s)",
+                    what, max_nesting, field_at, f->desc->name, fd->name,
+                    max_nesting < FC_MAX_NESTING_CAP ? "raise it with --max-nesting" : "the most --max-nesting allows");
       goto out;
     }
     if (sp == cap) {
@@ -262,6 +263,10 @@ out:
 
 FcStatus fc_onnx_load_model(const char *path, const FcImportLimits *lim, Onnx__ModelProto **out, FcDiag *diag) {
   *out = NULL;
+  /* The walk below is iterative, but protobuf-c's unpacker that follows it recurses once per level. */
+  if (lim->max_nesting > FC_MAX_NESTING_CAP)
+    return fc_error(diag, FC_ERR_LIMIT, "the nesting limit %d is above %d, where protobuf-c's unpacker is still safe",
+                    lim->max_nesting, FC_MAX_NESTING_CAP);
   uint8_t *buf;
   size_t len;
   FcStatus st = fc_onnx_read_file(path, lim->max_file_bytes, "the model file", &buf, &len, diag);
@@ -271,6 +276,31 @@ FcStatus fc_onnx_load_model(const char *path, const FcImportLimits *lim, Onnx__M
     *out = onnx__model_proto__unpack(NULL, len, buf);
     if (!*out) st = fc_error(diag, FC_ERR_INPUT, "not a valid ONNX model (protobuf-c could not unpack it)");
   }
+  free(buf);
+  return st;
+}
+
+FcStatus fc_onnx_unpack_tensor(const char *path, const uint8_t *buf, size_t len, int max_nesting,
+                               Onnx__TensorProto **out, FcDiag *diag) {
+  *out = NULL;
+  FcDiag local;
+  fc_diag_init(&local);
+  FcStatus st = fc_onnx_wire_check(buf, len, &onnx__tensor_proto__descriptor, max_nesting, "TensorProto", &local);
+  if (st != FC_OK) return fc_error(diag, st, "%s: %s", path, local.msg);
+  *out = onnx__tensor_proto__unpack(NULL, len, buf);
+  return *out ? FC_OK : fc_error(diag, FC_ERR_INPUT, "%s: not a valid TensorProto", path);
+}
+
+FcStatus fc_onnx_load_tensor_proto(const char *path, const FcImportLimits *lim, Onnx__TensorProto **out,
+                                   FcDiag *diag) {
+  *out = NULL;
+  char what[64 + PATH_MAX];
+  snprintf(what, sizeof what, "tensor file '%s'", path);
+  uint8_t *buf;
+  size_t len;
+  FcStatus st = fc_onnx_read_file(path, lim->max_file_bytes, what, &buf, &len, diag);
+  if (st != FC_OK) return st;
+  st = fc_onnx_unpack_tensor(path, buf, len, lim->max_nesting, out, diag);
   free(buf);
   return st;
 }
@@ -313,8 +343,11 @@ static bool has_dotdot_component(const char *p) {
   return false;
 }
 
+/* Reads external data into a new tensor of type `ty` (nbytes long), allocated only once the file is known
+ * to hold exactly that many bytes. */
 static FcStatus read_external(const Onnx__TensorProto *tp, const char *tname, const char *model_dir,
-                              const FcImportLimits *lim, int64_t nbytes, void *dst, FcDiag *diag) {
+                              const FcImportLimits *lim, FcArena *arena, FcType ty, int64_t nbytes, FcTensor **out,
+                              FcDiag *diag) {
   const char *location = NULL;
   int64_t offset = 0, length = -1;
   for (size_t i = 0; i < tp->n_external_data; i++) {
@@ -371,7 +404,7 @@ static FcStatus read_external(const Onnx__TensorProto *tp, const char *tname, co
 
   int fd;
   int64_t size;
-  st = open_regular(real_file, what, &fd, &size, diag);
+  st = fc_open_regular(real_file, what, &fd, &size, diag);
   if (st != FC_OK) return st;
   if (size > lim->max_file_bytes) {
     close(fd);
@@ -396,8 +429,10 @@ static FcStatus read_external(const Onnx__TensorProto *tp, const char *tname, co
     return fc_error(diag, FC_ERR_INPUT, "tensor '%s': external data has %lld bytes, its dims need %lld", tname,
                     (long long)length, (long long)nbytes);
   }
-  st = read_fd(fd, dst, (size_t)nbytes, offset, what, diag);
+  FcTensor *t = fc_tensor_new(arena, ty);
+  st = read_fd(fd, (uint8_t *)t->data, (size_t)nbytes, offset, what, diag);
   close(fd);
+  if (st == FC_OK) *out = t;
   return st;
 }
 
@@ -419,25 +454,30 @@ static const char *typed_field_name(TypedField f) {
   return n[f];
 }
 
-static FcStatus copy_typed(const Onnx__TensorProto *tp, const char *tname, FcTensor *t, int64_t numel, FcDiag *diag) {
+/* Copies the typed field into a new tensor of type `ty`, allocated only once the field is known to hold
+ * exactly numel values. */
+static FcStatus copy_typed(const Onnx__TensorProto *tp, const char *tname, FcArena *arena, FcType ty, int64_t numel,
+                           FcTensor **out, FcDiag *diag) {
   const struct { size_t n; TypedField f; } fields[] = {
       {tp->n_float_data, TF_FLOAT},   {tp->n_int32_data, TF_INT32}, {tp->n_int64_data, TF_INT64},
       {tp->n_double_data, TF_DOUBLE}, {tp->n_uint64_data, TF_UINT64},
   };
-  TypedField want = typed_field_of(t->type.dtype);
+  TypedField want = typed_field_of(ty.dtype);
   size_t have = 0;
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
     if (!fields[i].n) continue;
     if (fields[i].f != want)
       return fc_error(diag, FC_ERR_INPUT, "tensor '%s': %s data stored in %s (ONNX keeps it in %s)", tname,
-                      fc_dtype_name(t->type.dtype), typed_field_name(fields[i].f), typed_field_name(want));
+                      fc_dtype_name(ty.dtype), typed_field_name(fields[i].f), typed_field_name(want));
     have = fields[i].n;
   }
-  if (have == 0 && numel == 0) return FC_OK;
-  if (have == 0) return fc_error(diag, FC_ERR_INPUT, "tensor '%s' has no data", tname);
+  if (have == 0 && numel != 0) return fc_error(diag, FC_ERR_INPUT, "tensor '%s' has no data", tname);
   if ((uint64_t)have != (uint64_t)numel)
     return fc_error(diag, FC_ERR_INPUT, "tensor '%s': %s has %zu elements, its dims need %lld", tname,
                     typed_field_name(want), have, (long long)numel);
+  FcTensor *t = fc_tensor_new(arena, ty);
+  *out = t;
+  if (numel == 0) return FC_OK;
   uint8_t *p = (uint8_t *)t->data;
   size_t n = (size_t)numel;
   switch (t->type.dtype) {
@@ -496,18 +536,20 @@ FcStatus fc_onnx_tensor_to_fc(const Onnx__TensorProto *tp, const char *model_dir
   if (!fc_type_numel(&ty, &numel) || !fc_type_nbytes(&ty, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return fc_error(diag, FC_ERR_LIMIT, "tensor '%s' is larger than the limit of %lld bytes", tname,
                     (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
-  FcTensor *t = fc_tensor_new(arena, ty);
-  FcStatus st;
+  /* The dims are only a claim: each path compares it with the bytes present before allocating, so a tiny
+   * file claiming gigabytes is refused without touching that much memory. */
+  FcTensor *t = NULL;
+  FcStatus st = FC_OK;
   if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-    st = read_external(tp, tname, model_dir, lim, nbytes, (void *)t->data, diag);
+    st = read_external(tp, tname, model_dir, lim, arena, ty, nbytes, &t, diag);
   } else if (tp->has_raw_data) {
     if ((uint64_t)tp->raw_data.len != (uint64_t)nbytes)
       return fc_error(diag, FC_ERR_INPUT, "tensor '%s': raw_data has %zu bytes, its dims need %lld", tname,
                       tp->raw_data.len, (long long)nbytes);
+    t = fc_tensor_new(arena, ty);
     if (nbytes) memcpy((void *)t->data, tp->raw_data.data, (size_t)nbytes);
-    st = FC_OK;
   } else {
-    st = copy_typed(tp, tname, t, numel, diag);
+    st = copy_typed(tp, tname, arena, ty, numel, &t, diag);
   }
   if (st != FC_OK) return st;
   if (dt == FC_DT_BOOL) { /* raw and external bools are bytes that must read as 0/1 */

@@ -216,12 +216,11 @@ static FcStatus read_npy(const char *path, const uint8_t *buf, size_t len, const
 
 static FcStatus read_pb(const char *path, const uint8_t *buf, size_t len, const FcImportLimits *lim, FcArena *arena,
                         FcTensor **out, FcDiag *diag) {
+  Onnx__TensorProto *tp;
+  FcStatus st = fc_onnx_unpack_tensor(path, buf, len, lim->max_nesting, &tp, diag);
+  if (st != FC_OK) return st;
   FcDiag local;
   fc_diag_init(&local);
-  FcStatus st = fc_onnx_wire_check(buf, len, &onnx__tensor_proto__descriptor, lim->max_nesting, "TensorProto", &local);
-  if (st != FC_OK) return fc_error(diag, st, "%s: %s", path, local.msg);
-  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
-  if (!tp) return fc_error(diag, FC_ERR_INPUT, "%s: not a valid TensorProto", path);
   st = fc_onnx_tensor_to_fc(tp, fc_onnx_path_dir(arena, path), lim, arena, out, &local);
   onnx__tensor_proto__free_unpacked(tp, NULL);
   if (st != FC_OK) return fc_error(diag, st, "%s: %s", path, local.msg);

@@ -16,20 +16,11 @@
 
 enum { MAX_TENSORS = 1024 }; /* input_<i>.pb files looked at per data set */
 
-static bool file_exists(const char *path) {
+/* Whether the data set has an entry of this name. lstat, not stat: a dangling symlink is an entry that
+ * fails to read (an error naming it), not the end of the list (which reads as "no data" later). */
+static bool entry_exists(const char *path) {
   struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Unpacks one TensorProto file; free with onnx__tensor_proto__free_unpacked. */
-static FcStatus load_proto(const FcImportLimits *lim, const char *path, Onnx__TensorProto **out, FcDiag *diag) {
-  char *buf = NULL;
-  size_t len = 0;
-  FcStatus st = fc_read_file(path, lim->max_file_bytes, &buf, &len, diag);
-  if (st != FC_OK) return st;
-  *out = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
-  free(buf);
-  return *out ? FC_OK : fc_error(diag, FC_ERR_INPUT, "%s: not a TensorProto", path);
+  return lstat(path, &st) == 0;
 }
 
 /* Converts an unpacked TensorProto read from `path` (external data resolves next to the file). */
@@ -39,15 +30,18 @@ static FcStatus convert_proto(const FcImportLimits *lim, const char *path, const
   const char *slash = strrchr(path, '/');
   const char *dir = slash ? fc_arena_strndup(arena, path, (size_t)(slash - path)) : ".";
   FcTensor *t = NULL;
-  FcStatus st = fc_onnx_tensor_to_fc(tp, dir, lim, arena, &t, diag);
+  FcDiag local; /* the message names the file, as the .pb readers of --bind do */
+  fc_diag_init(&local);
+  FcStatus st = fc_onnx_tensor_to_fc(tp, dir, lim, arena, &t, &local);
+  if (st != FC_OK) return fc_error(diag, st, "%s: %s", path, local.msg);
   out->name = tp->name && *tp->name ? fc_arena_strdup(arena, tp->name) : NULL;
   out->t = t;
-  return st;
+  return FC_OK;
 }
 
 static FcStatus read_pb(const FcImportLimits *lim, const char *path, FcArena *arena, FcTestTensor *out, FcDiag *diag) {
   Onnx__TensorProto *tp = NULL;
-  FcStatus st = load_proto(lim, path, &tp, diag);
+  FcStatus st = fc_onnx_load_tensor_proto(path, lim, &tp, diag);
   if (st != FC_OK) return st;
   st = convert_proto(lim, path, tp, arena, out, diag);
   onnx__tensor_proto__free_unpacked(tp, NULL);
@@ -62,7 +56,7 @@ FcStatus fc_testcase_read_set(const FcTestCase *tc, int set, const char *kind, F
   int count = 0;
   for (; count < MAX_TENSORS; count++) {
     snprintf(path, sizeof path, "%s/test_data_set_%d/%s_%d.pb", tc->dir, set, kind, count);
-    if (!file_exists(path)) break;
+    if (!entry_exists(path)) break;
   }
   FcTestTensor *ts = FC_NEW_ARRAY(arena, FcTestTensor, (size_t)(count ? count : 1));
   for (int i = 0; i < count; i++) {
@@ -93,17 +87,17 @@ FcStatus fc_testcase_bind(void *ctx, const char *name, int index, FcArena *arena
   int found = -1;
   for (int i = 0; i < MAX_TENSORS && found < 0; i++) {
     snprintf(path, sizeof path, "%s/test_data_set_%d/input_%d.pb", tc->dir, tc->data_set, i);
-    if (!file_exists(path)) break;
+    if (!entry_exists(path)) break;
     FcDiag scratch; /* a file that does not parse is reported when (if) it is used, not here */
     fc_diag_init(&scratch);
     Onnx__TensorProto *tp = NULL;
-    if (load_proto(&tc->limits, path, &tp, &scratch) != FC_OK) continue;
+    if (fc_onnx_load_tensor_proto(path, &tc->limits, &tp, &scratch) != FC_OK) continue;
     if (tp->name && strcmp(tp->name, name) == 0) found = i;
     onnx__tensor_proto__free_unpacked(tp, NULL);
   }
   if (found < 0) found = index;
   snprintf(path, sizeof path, "%s/test_data_set_%d/input_%d.pb", tc->dir, tc->data_set, found);
-  if (found < 0 || !file_exists(path)) return FC_ERR_UNSUPPORTED;
+  if (found < 0 || !entry_exists(path)) return FC_ERR_UNSUPPORTED;
   FcStatus st = read_pb(&tc->limits, path, arena, &tt, diag);
   if (st != FC_OK) return st;
   *out = (FcTensor *)tt.t;

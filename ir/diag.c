@@ -24,7 +24,9 @@ static void flatten_line(char *s) {
 FcStatus fc_verror(FcDiag *d, FcStatus st, const char *fmt, va_list ap) {
   if (d && d->status == FC_OK) {
     d->status = st;
-    vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+    int n = vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+    /* A message cut off at the buffer's end (a long list of unsupported ops) says so. */
+    if (n >= (int)sizeof d->msg) memcpy(d->msg + sizeof d->msg - 4, "...", 4);
     flatten_line(d->msg);
   }
   return st;

@@ -181,12 +181,31 @@ FcStatus fc_infer_random(FcOp *op, FcArena *arena, FcDiag *diag) {
 
 /* ---- fc_op_infer --------------------------------------------------------------------------------- */
 
+FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag) {
+  FC_ITRY(fc_op_info(op->kind)->infer(op, arena, diag));
+  /* One place for the per-tensor limit: a hook computes a shape (Pad's pads, OneHot's depth, Tile's
+   * repeats, ...) and whatever it computes, no result may need more bytes than a tensor may have. */
+  for (int i = 0; i < op->n_results; i++) {
+    const FcType *t = &op->results[i].type;
+    bool known = true;
+    for (int d = 0; d < t->rank && known; d++) known = t->dims[d] >= 0;
+    int64_t nbytes;
+    if (known && (!fc_type_nbytes(t, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)) {
+      char ty[256];
+      return fc_error(diag, FC_ERR_LIMIT, "%s: result %d (%s) is larger than the limit of %lld bytes",
+                      fc_op_info(op->kind)->name, i, fc_type_str(t, ty, sizeof ty),
+                      (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
+    }
+  }
+  return FC_OK;
+}
+
 FcStatus fc_op_infer(FcOp *op, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   FcArena *arena = &op->graph->module->arena;
   FcType *saved = op->n_results ? FC_NEW_ARRAY(arena, FcType, (size_t)op->n_results) : NULL;
   for (int i = 0; i < op->n_results; i++) saved[i] = op->results[i].type;
-  FcStatus st = fc_op_info(op->kind)->infer(op, arena, diag);
+  FcStatus st = fc_op_infer_results(op, arena, diag);
   int bad = -1;
   FcType implied = {0};
   if (st == FC_OK)

@@ -396,6 +396,9 @@ FcStatus fc_op_eval(const FcOp *op, FcArena *arena, FcTensor **out, FcDiag *diag
 
 /* Re-infers one op's result types and checks them against the recorded ones (verifier, shape pass). */
 FcStatus fc_op_infer(FcOp *op, FcDiag *diag);
+/* Sets op's result types from its inference hook and refuses (FC_ERR_LIMIT) any static result larger than
+ * FC_DEFAULT_MAX_TENSOR_BYTES: the builder, the shape pass and fc_op_infer all infer through it. */
+FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag);
 
 /* ---- verify.c ------------------------------------------------------------------------------------- */
 

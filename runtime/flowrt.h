@@ -154,6 +154,13 @@ typedef struct FrtTensor {
  * The writers produce what numpy.save and onnx.numpy_helper.from_array(t, name) produce (bf16 goes to
  * .npy as '<u2'; a NULL or empty name is omitted). */
 FrtStatus frt_tensor_read(const char *path, FrtTensor *out, FrtError *err);
+/* frt_tensor_read refusing a file of more than max_bytes bytes: a regular file by its size, before reading
+ * it; a pipe or device after reading at most max_bytes + 1 bytes, so /dev/zero or an endless writer cannot
+ * make it read without end. frt_main bounds each input by frt_tensor_file_max_bytes of its description. */
+FrtStatus frt_tensor_read_max(const char *path, size_t max_bytes, FrtTensor *out, FrtError *err);
+/* The most bytes a .npy or .pb file of a tensor described by d can take in any encoding (SIZE_MAX if its
+ * dims are unknown or overflow). */
+size_t frt_tensor_file_max_bytes(const FrtTensorDesc *d);
 FrtStatus frt_tensor_write_npy(const char *path, const FrtTensor *t, FrtError *err);
 FrtStatus frt_tensor_write_pb(const char *path, const FrtTensor *t, const char *name, FrtError *err);
 void frt_tensor_free(FrtTensor *t);

@@ -9,44 +9,74 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "flowrt_internal.h"
 
-static FrtStatus read_file(const char *path, uint8_t **out, size_t *out_len, FrtError *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
+/* Reads a whole file, at most max_bytes of it. A regular file's size is known up front, so a larger one is
+ * refused without being read; a pipe, FIFO or device (/dev/zero, an endless writer) is read until its
+ * end or until max_bytes + 1 bytes show it is too large, the buffer growing by doubling up to that bound.
+ * The open does not wait for a FIFO's writer (O_NONBLOCK, cleared again for the reads): a FIFO that has
+ * none reads as empty. One spare byte shows end of file without a second allocation. */
+static FrtStatus read_file(const char *path, size_t max_bytes, uint8_t **out, size_t *out_len, FrtError *err) {
+  if (max_bytes > SIZE_MAX / 2 - FRT_ALIGN)
+    max_bytes = SIZE_MAX / 2 - FRT_ALIGN;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return frt_errorf(err, FRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(f);
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return frt_errorf(err, FRT_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
     return frt_errorf(err, FRT_ERR_IO, "%s: is a directory", path);
   }
-  /* Regular files are read in one go; pipes and the like grow the buffer by doubling. One spare byte
-   * shows end of file without a second allocation. */
-  size_t cap = 1 << 16;
-  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
-      (uint64_t)st.st_size < SIZE_MAX - FRT_ALIGN)
-    cap = (size_t)st.st_size + 1;
+  bool regular = S_ISREG(st.st_mode);
+  if (regular && st.st_size >= 0 && (uint64_t)st.st_size > max_bytes) {
+    close(fd);
+    return frt_errorf(err, FRT_ERR_INPUT, "%s: the file is %lld bytes, more than the %zu bytes any encoding of the "
+                      "tensor needs", path, (long long)st.st_size, max_bytes);
+  }
+  if (!regular)
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  size_t cap = regular && st.st_size >= 0 ? (size_t)st.st_size + 1 : (size_t)1 << 16;
+  if (cap > max_bytes + 1)
+    cap = max_bytes + 1;
   uint8_t *buf = frt_alloc_aligned(cap);
   size_t len = 0;
   FrtStatus status = FRT_OK;
   while (buf) {
-    len += fread(buf + len, 1, cap - len, f);
-    if (ferror(f)) {
+    ssize_t r = read(fd, buf + len, cap - len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
       status = frt_errorf(err, FRT_ERR_IO, "%s: read error: %s", path, strerror(errno));
       break;
     }
-    if (len < cap)
+    if (r == 0)
       break;
-    uint8_t *bigger = cap <= SIZE_MAX / 2 ? frt_alloc_aligned(cap * 2) : NULL;
+    len += (size_t)r;
+    if (len < cap)
+      continue;
+    if (len > max_bytes) {
+      status = frt_errorf(err, FRT_ERR_INPUT, "%s: more than the %zu bytes any encoding of the tensor needs", path,
+                          max_bytes);
+      break;
+    }
+    size_t bigger_cap = cap * 2 < max_bytes + 1 ? cap * 2 : max_bytes + 1;
+    uint8_t *bigger = frt_alloc_aligned(bigger_cap);
     if (bigger)
       memcpy(bigger, buf, len);
     free(buf);
     buf = bigger;
-    cap *= 2;
+    cap = bigger_cap;
   }
-  fclose(f);
+  close(fd);
   if (!buf)
     return frt_errorf(err, FRT_ERR_RESOURCE, "%s: out of memory reading the file", path);
   if (status != FRT_OK) {
@@ -63,13 +93,30 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+size_t frt_tensor_file_max_bytes(const FrtTensorDesc *d) {
+  /* The widest encoding of an element is an unpacked varint with its key in a .pb typed field: 11 bytes
+   * (raw data takes at most 8). 1 MiB more holds the .npy header or the TensorProto's dims, name and
+   * other fields. */
+  size_t n = 1, total;
+  for (int32_t i = 0; i < d->rank; i++)
+    if (d->dims[i] < 0 || frt_mul_overflows(n, (size_t)d->dims[i], &n))
+      return SIZE_MAX;
+  if (frt_mul_overflows(n, 11, &total) || frt_add_overflows(total, (size_t)1 << 20, &total))
+    return SIZE_MAX;
+  return total;
+}
+
 FrtStatus frt_tensor_read(const char *path, FrtTensor *out, FrtError *err) {
+  return frt_tensor_read_max(path, SIZE_MAX, out, err);
+}
+
+FrtStatus frt_tensor_read_max(const char *path, size_t max_bytes, FrtTensor *out, FrtError *err) {
   if (!path || !out)
     return frt_errorf(err, FRT_ERR_INPUT, "frt_tensor_read: NULL %s", path ? "tensor" : "path");
   memset(out, 0, sizeof *out);
   uint8_t *buf = NULL;
   size_t len = 0;
-  FrtStatus st = read_file(path, &buf, &len, err);
+  FrtStatus st = read_file(path, max_bytes, &buf, &len, err);
   if (st != FRT_OK)
     return st;
   if (len == 0) {

@@ -245,7 +245,7 @@ static int check_bound(const Cli *c) {
 static int read_input(const Cli *c, int32_t i, FrtTensor *t) {
   const FrtTensorDesc *d = &c->m->inputs[i];
   FrtError err = {0};
-  if (frt_tensor_read(c->bound[i], t, &err) != FRT_OK)
+  if (frt_tensor_read_max(c->bound[i], frt_tensor_file_max_bytes(d), t, &err) != FRT_OK)
     return fail(c, EXIT_INPUT, "input '%s': %s", desc_name(d), err.msg);
   /* numpy has no bf16: a .npy of bf16 bits holds '<u2', which feeds a bf16 input as it is. */
   if (d->dtype == FRT_BF16 && t->dtype == FRT_U16)

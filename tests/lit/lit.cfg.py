@@ -40,6 +40,18 @@ for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS'):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
+# %memcap COMMAND: runs COMMAND so that an allocation of gigabytes fails loudly (a crash, not exit 1), which
+# makes "no large allocation" checkable. An ASan build reserves terabytes of address space, so there ASan's
+# own limit (256 MiB per allocation) does it; otherwise a 1 GiB address-space limit (prlimit) does.
+with open(flowc, 'rb') as f:
+    asan = b'__asan_init' in f.read()
+if asan:
+    asan_options = ':'.join(o for o in (config.environment.get('ASAN_OPTIONS'), 'max_allocation_size_mb=256',
+                                        'allocator_may_return_null=0') if o)
+    config.substitutions.append(('%memcap', 'env ASAN_OPTIONS=%s' % asan_options))
+else:
+    config.substitutions.append(('%memcap', 'prlimit --as=1073741824'))
+
 config.substitutions.append(('%flowc', flowc))
 config.substitutions.append(('%onnx_data', '/usr/share/libonnx-testdata/data'))
 

@@ -481,6 +481,25 @@ static void test_misc(void **state) {
   assert_int_equal(fc_op_infer(ret, &D), FC_OK);
 }
 
+/* Every op's results are held to the per-tensor limit where inference finishes, whatever the hook
+ * computed: a broadcast, a pad and a tile whose results would need 2^42 bytes are refused as over a
+ * limit; the same ops just under it build. */
+static void test_result_size_limit(void **state) {
+  (void)state;
+  FcValue *x = IN(F32, 1);
+  FcAttr big = FC_A_INTS(SHAPE, DIMS((int64_t)1 << 40), 1);
+  assert_null(op1(FC_OP_BROADCAST, &x, 1, &big, 1));
+  assert_int_equal(D.status, FC_ERR_LIMIT);
+  assert_non_null(strstr(D.msg, "broadcast: result 0 (tensor<1099511627776xf32>) is larger than the limit of"));
+  reset();
+  FcAttr fits = FC_A_INTS(SHAPE, DIMS((int64_t)1 << 32), 1); /* 16 GiB: exactly the limit */
+  expect_type(op1(FC_OP_BROADCAST, &x, 1, &fits, 1), "tensor<4294967296xf32>");
+  FcAttr pad[2] = {FC_A_STR(MODE, "constant"), FC_A_INTS(PADS, DIMS(0, (int64_t)1 << 40), 2)};
+  assert_null(op1(FC_OP_PAD, &x, 1, pad, 2));
+  assert_int_equal(D.status, FC_ERR_LIMIT);
+  reset();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_unary, setup, teardown),
@@ -493,6 +512,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_einsum, setup, teardown),
       cmocka_unit_test_setup_teardown(test_data, setup, teardown),
       cmocka_unit_test_setup_teardown(test_misc, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_result_size_limit, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -488,6 +488,34 @@ static void test_byte_flips(void **state) {
   free(b);
 }
 
+/* frt_tensor_read_max refuses a regular file above the bound by its size, and stops reading a device or a
+ * FIFO after the bound; a FIFO without a writer reads as empty instead of blocking the open. The bound
+ * for a description covers the widest encoding (11 bytes an element) and 1 MiB of headers. */
+static void test_read_bounded(void **state) {
+  (void)state;
+  static const int64_t dims[] = {2, 3};
+  FrtTensor w = make_tensor(FRT_F32, 2, dims), t;
+  FrtError err = {0};
+  assert_int_equal(frt_tensor_write_npy(tmp("bounded.npy"), &w, &err), FRT_OK);
+  struct stat st;
+  assert_int_equal(stat(tmp("bounded.npy"), &st), 0);
+  assert_int_equal(frt_tensor_read_max(tmp("bounded.npy"), (size_t)st.st_size, &t, &err), FRT_OK);
+  frt_tensor_free(&t);
+  assert_int_equal(frt_tensor_read_max(tmp("bounded.npy"), (size_t)st.st_size - 1, &t, &err), FRT_ERR_INPUT);
+  assert_non_null(strstr(err.msg, "bounded.npy: the file is"));
+  assert_int_equal(frt_tensor_read_max("/dev/zero", 100000, &t, &err), FRT_ERR_INPUT);
+  assert_non_null(strstr(err.msg, "/dev/zero: more than the 100000 bytes"));
+  assert_int_equal(mkfifo(tmp("bounded.fifo"), 0600), 0);
+  assert_int_equal(frt_tensor_read_max(tmp("bounded.fifo"), 100000, &t, &err), FRT_ERR_INPUT);
+  assert_non_null(strstr(err.msg, "empty file"));
+  FrtTensorDesc d = {"x", FRT_F32, 2, dims};
+  assert_int_equal(frt_tensor_file_max_bytes(&d), 6 * 11 + ((size_t)1 << 20));
+  static const int64_t huge[] = {INT64_MAX, 2};
+  FrtTensorDesc h = {"x", FRT_F32, 2, huge};
+  assert_int_equal(frt_tensor_file_max_bytes(&h), SIZE_MAX);
+  free(w.data);
+}
+
 static void test_io_errors(void **state) {
   FrtTensor t;
   FrtError err = {0};
@@ -1136,6 +1164,7 @@ int main(void) {
       cmocka_unit_test(test_lying_pb),
       cmocka_unit_test(test_byte_flips),
       cmocka_unit_test(test_io_errors),
+      cmocka_unit_test(test_read_bounded),
       cmocka_unit_test(test_parallel_for_covers_once),
       cmocka_unit_test(test_parallel_for_chunks),
       cmocka_unit_test(test_parallel_for_nested),
