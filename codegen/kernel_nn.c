@@ -87,7 +87,7 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
   if (fc_matmul_gemm_applies(k)) return fc_matmul_gemm(k);
-  if (k->op->n_operands > 2 || fc_op_attr_str(k->op, FC_ATTR_EPILOGUE, NULL))
+  if (k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE))
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(k->op->results[0].type.dtype));
   const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
   int r = rt->rank, nb = r - 2;
@@ -286,7 +286,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   if (dt == FC_DT_F32) {
     FcStatus est = fc_cg_epilogue_init(k, n, &epi);
     if (est != FC_OK) return est;
-  } else if (k->op->n_operands > 3 || fc_op_attr_str(k->op, FC_ATTR_EPILOGUE, NULL)) {
+  } else if (k->op->n_operands > 3 || fc_op_attr(k->op, FC_ATTR_EPILOGUE)) {
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s conv", fc_dtype_name(dt));
   }
   ConvCtx c = {.k = k, .g = &g, .dt = dt};

@@ -33,6 +33,7 @@ static FcAttrKind parse_kind(const char *s, size_t n, const char *row) {
   static const struct { const char *s; FcAttrKind k; } kinds[] = {
       {"int", FC_AK_INT},   {"float", FC_AK_FLOAT}, {"str", FC_AK_STR},       {"ints", FC_AK_INTS},
       {"floats", FC_AK_FLOATS}, {"type", FC_AK_TYPE}, {"tensor", FC_AK_TENSOR},
+      {"program", FC_AK_PROGRAM},
   };
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (strlen(kinds[i].s) == n && memcmp(kinds[i].s, s, n) == 0) return kinds[i].k;
