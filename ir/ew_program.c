@@ -3,9 +3,9 @@
  * The parser is a single left-to-right scan over the text: steps split at ';', words at spaces; each
  * mnemonic is looked up in the op table and must name an element-wise op without attributes whose
  * operand count matches. It ends with fc_ew_program_check, the one validator, which the ops' inference
- * also runs on programs that passes build in memory. Evaluation reuses the element-wise evaluators: each step runs the op's own eval
- * hook on a stand-in op (kind and result type only, no attributes) over tensors of the result type, so a
- * fused op computes exactly what its unfused chain did.
+ * also runs on programs that passes build in memory. Evaluation reuses the element-wise evaluators:
+ * each step runs the op's own eval hook on a stand-in op (kind and result type only, no attributes)
+ * over tensors of the result type, so a fused op computes exactly what its unfused chain did.
  */
 #include <limits.h>
 #include <stdio.h>

@@ -2,9 +2,9 @@
  * broadcast operands, ew_program.h).
  *
  * The result's dtype and shape are attributes (the fusion pass copies them from the chain's last op), so
- * inference checks rather than derives: the program (kept parsed on the op) uses operand references only, every operand
- * broadcasts to the shape and has the result's dtype (fused chains never change dtype). Evaluation runs
- * the program step by step with the element-wise evaluators (fc_ew_program_eval).
+ * inference checks rather than derives: the program (kept parsed on the op) uses operand references
+ * only, every operand broadcasts to the shape and has the result's dtype (fused chains never change
+ * dtype). Evaluation runs the program step by step with the element-wise evaluators (fc_ew_program_eval).
  */
 #include "ew_program.h"
 #include "infer_internal.h"
