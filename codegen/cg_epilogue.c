@@ -52,7 +52,7 @@ struct FcCgEpilogue {
   int n_ops;
   int slot_of[8];       /* operand index -> position in ops[], -1 if unused */
   bool has_bias;
-  FcEwProgram prog;
+  const FcEwProgram *prog; /* the op's `epilogue` attribute, or no steps */
   FcCgStep *steps;
   bool direct;          /* stored as computed (f32, f64, ints): vector loads and stores need no conversion */
   int vw;               /* lanes of fc_cg_epilogue_row's vector loop; 1: scalar only */
@@ -104,9 +104,9 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
   /* conv_blocked adds its bias (one vector per channel block) in its kernel: only its extras come here. */
   bool is_conv = op->kind == FC_OP_CONV;
   int first = is_conv || op->kind == FC_OP_CONV_BLOCKED ? 3 : 2;
-  const char *text = fc_op_attr_str(op, FC_ATTR_EPILOGUE, NULL);
+  const FcEwProgram *prog = fc_op_attr_program(op, FC_ATTR_EPILOGUE);
   bool has_bias = is_conv && op->n_operands >= 3 && op->operands[2].value;
-  if (!text && !has_bias) return FC_OK;
+  if (!prog && !has_bias) return FC_OK;
   if (col_dims < 0 || col_dims > rt->rank || op->n_operands > 8 || (is_conv && rt->rank < 2))
     return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue: %d col dims of a rank-%d result", col_dims, rt->rank);
 
@@ -124,11 +124,9 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
   }
   e->has_bias = has_bias;
   for (int i = 0; i < 8; i++) e->slot_of[i] = -1;
-  if (text) {
-    FcStatus st = fc_ew_program_parse(text, op, true, &e->prog, k->diag);
-    if (st != FC_OK) return st;
-  }
-  FcStatus st = fc_cg_program_steps(k, &e->prog, e->dt, "epilogue", &e->steps);
+  static const FcEwProgram no_steps;
+  e->prog = prog ? prog : &no_steps;
+  FcStatus st = fc_cg_program_steps(k, e->prog, e->dt, "epilogue", &e->steps);
   if (st != FC_OK) return st;
 
   if (has_bias) {
@@ -142,8 +140,8 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
     classify(e, o, s);
     e->slot_of[2] = e->n_ops++;
   }
-  for (int i = 0; i < e->prog.n_steps; i++) {
-    const FcEwStep *stp = &e->prog.steps[i];
+  for (int i = 0; i < e->prog->n_steps; i++) {
+    const FcEwStep *stp = &e->prog->steps[i];
     for (int a = 0; a < stp->n_args; a++) {
       int32_t r = stp->args[a];
       if (r < 0 || e->slot_of[r] >= 0) continue;
@@ -274,10 +272,10 @@ static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LL
     FcOp stand = {.kind = FC_OP_ADD};
     x = fc_cg_scalar_op(k, &stand, e->dt, x, vals[e->slot_of[2]], NULL);
   }
-  if (e->prog.n_steps == 0) return x;
-  LLVMValueRef *sv = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)e->prog.n_steps);
-  for (int i = 0; i < e->prog.n_steps; i++) {
-    const FcEwStep *st = &e->prog.steps[i];
+  if (e->prog->n_steps == 0) return x;
+  LLVMValueRef *sv = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)e->prog->n_steps);
+  for (int i = 0; i < e->prog->n_steps; i++) {
+    const FcEwStep *st = &e->prog->steps[i];
     LLVMValueRef a[FC_EW_MAX_ARGS] = {NULL, NULL, NULL};
     for (int j = 0; j < st->n_args; j++) {
       int32_t r = st->args[j];
@@ -286,7 +284,7 @@ static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LL
     sv[i] = bound_op(k, e, st, a);
     if (!sv[i]) sv[i] = fc_cg_scalar_op(k, &e->steps[i].op, e->dt, a[0], a[1], a[2]);
   }
-  return sv[e->prog.n_steps - 1];
+  return sv[e->prog->n_steps - 1];
 }
 
 LLVMValueRef fc_cg_epilogue_value(FcKernel *k, FcCgEpilogue *e, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col) {

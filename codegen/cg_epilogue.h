@@ -15,7 +15,7 @@
 typedef struct FcCgEpilogue FcCgEpilogue;
 
 /* Prepares k->op's epilogue over the [rows, cols] view (col_dims trailing dims). *out is NULL when there
- * is nothing to apply (no bias, no program). Errors (a program that does not parse) name the op. */
+ * is nothing to apply (no bias, no program). Errors (a step the dtype does not allow) name the op. */
 FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out);
 
 /* The epilogue of values v (an f32 scalar or vector of lanes values in the compute type) for result

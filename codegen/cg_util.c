@@ -23,6 +23,22 @@ LLVMTypeRef fc_cg_i64(FcKernel *k) { return LLVMInt64TypeInContext(k->ctx); }
 
 LLVMValueRef fc_cg_const_i64(FcKernel *k, int64_t v) { return LLVMConstInt(fc_cg_i64(k), (unsigned long long)v, 1); }
 
+LLVMValueRef fc_cg_iadd(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
+LLVMValueRef fc_cg_isub(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(k->b, a, b, ""); }
+LLVMValueRef fc_cg_imul(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(k->b, a, b, ""); }
+LLVMValueRef fc_cg_imulc(FcKernel *k, LLVMValueRef a, int64_t c) {
+  return c == 1 ? a : LLVMBuildMul(k->b, a, fc_cg_const_i64(k, c), "");
+}
+LLVMValueRef fc_cg_smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+LLVMValueRef fc_cg_smax(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+LLVMValueRef fc_cg_select(FcKernel *k, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(k->b, c, a, b, "");
+}
+
 LLVMTypeRef fc_cg_compute_type(FcKernel *k, FcDtype dt) {
   switch (dt) {
   case FC_DT_F16:
@@ -53,7 +69,7 @@ static LLVMTypeRef scalar_of(LLVMTypeRef t) {
   return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
 }
 
-static LLVMValueRef splat(LLVMTypeRef ty, LLVMValueRef c) {
+LLVMValueRef fc_cg_splat_const(LLVMTypeRef ty, LLVMValueRef c) {
   if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind) return c;
   unsigned n = LLVMGetVectorSize(ty);
   LLVMValueRef lanes[64];
@@ -62,8 +78,10 @@ static LLVMValueRef splat(LLVMTypeRef ty, LLVMValueRef c) {
   return LLVMConstVector(lanes, n);
 }
 
-static LLVMValueRef c_int(LLVMTypeRef ty, uint64_t v) { return splat(ty, LLVMConstInt(scalar_of(ty), v, 0)); }
-static LLVMValueRef c_real(LLVMTypeRef ty, double v) { return splat(ty, LLVMConstReal(scalar_of(ty), v)); }
+static LLVMValueRef c_int(LLVMTypeRef ty, uint64_t v) {
+  return fc_cg_splat_const(ty, LLVMConstInt(scalar_of(ty), v, 0));
+}
+static LLVMValueRef c_real(LLVMTypeRef ty, double v) { return fc_cg_splat_const(ty, LLVMConstReal(scalar_of(ty), v)); }
 
 /* ---- f16 / bf16 ------------------------------------------------------------------------------------ */
 

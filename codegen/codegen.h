@@ -164,6 +164,16 @@ FcStatus fc_matmul_gemm(FcKernel *k);
 
 LLVMTypeRef fc_cg_i64(FcKernel *k);
 LLVMValueRef fc_cg_const_i64(FcKernel *k, int64_t v);
+/* The constant c in every lane of vector type ty (c itself when ty is a scalar type). */
+LLVMValueRef fc_cg_splat_const(LLVMTypeRef ty, LLVMValueRef c);
+/* Integer shortcuts for index arithmetic in loop nests (signed min/max; imulc returns a for c == 1). */
+LLVMValueRef fc_cg_iadd(FcKernel *k, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fc_cg_isub(FcKernel *k, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fc_cg_imul(FcKernel *k, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fc_cg_imulc(FcKernel *k, LLVMValueRef a, int64_t c);
+LLVMValueRef fc_cg_smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fc_cg_smax(FcKernel *k, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fc_cg_select(FcKernel *k, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b);
 /* The LLVM type kernels compute `dt` in: f16/bf16 compute in float; bool is i8 in memory and i1 in
  * registers; other ints their width; f32/f64 themselves. */
 LLVMTypeRef fc_cg_compute_type(FcKernel *k, FcDtype dt);

@@ -301,17 +301,7 @@ typedef struct CbCtx {
 } CbCtx;
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
-static LLVMValueRef addc(FcKernel *k, LLVMValueRef a, int64_t c) { return c == 0 ? a : add(k, a, c64(k, c)); }
-static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(k->b, a, c64(k, c), "");
-}
-static LLVMValueRef smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, "");
-}
-static LLVMValueRef smax(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSGT, a, b, ""), a, b, "");
-}
+static LLVMValueRef addc(FcKernel *k, LLVMValueRef a, int64_t c) { return c == 0 ? a : fc_cg_iadd(k, a, c64(k, c)); }
 
 /* &base[off] in floats. Every load and store lies inside its buffer, but the row pointers they are
  * offset from need not (the row of ih0 at a tile's first column, before the left padding), so not
@@ -342,8 +332,8 @@ static int64_t x_off(const Cb *g, int64_t ic, int64_t iw) {
 /* y's element offset of vector (j, pixel ow) of the current row: (yrow + j·OH·OW + ow)·8. */
 static LLVMValueRef y_at(CbCtx *c, int j, LLVMValueRef ow) {
   FcKernel *k = c->k;
-  LLVMValueRef row = add(k, addc(k, c->yrow, (int64_t)j * c->g->OH * c->g->OW), ow);
-  return fptr(c, c->k->out[0], mulc(k, row, c->g->B));
+  LLVMValueRef row = fc_cg_iadd(k, addc(k, c->yrow, (int64_t)j * c->g->OH * c->g->OW), ow);
+  return fptr(c, c->k->out[0], fc_cg_imulc(k, row, c->g->B));
 }
 
 /* One tile: pixels ow0 .. ow0 + nr - 1 of the current row (ow0v: the run-time first pixel of a loop
@@ -377,19 +367,19 @@ static void emit_tile(CbCtx *c, LLVMValueRef ow0v, int64_t ow0, int nr) {
     FcLoop lc, lh;
     LLVMValueRef cb = fc_cg_loop_begin(k, &lc, c->cb0, c->cb1, 1, "icb");
     LLVMValueRef kh = fc_cg_loop_begin(k, &lh, c->kh_lo, c->kh_hi, 1, "kh");
-    LLVMValueRef ih = add(k, c->ih0, mulc(k, kh, g->dh));
+    LLVMValueRef ih = fc_cg_iadd(k, c->ih0, fc_cg_imulc(k, kh, g->dh));
     /* The row pointer of (ic block, ih), at column ow0·sw of this tile. */
     LLVMValueRef xrow;
     if (g->blocked) {
-      LLVMValueRef plane = add(k, mulc(k, c->n, g->ncb), cb);
-      xrow = mulc(k, add(k, mulc(k, plane, g->H), ih), g->W * g->B);
+      LLVMValueRef plane = fc_cg_iadd(k, fc_cg_imulc(k, c->n, g->ncb), cb);
+      xrow = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, plane, g->H), ih), g->W * g->B);
     } else {
-      LLVMValueRef plane = add(k, mulc(k, c->n, g->C), mulc(k, cb, g->icb));
-      xrow = mulc(k, add(k, mulc(k, plane, g->H), ih), g->W);
+      LLVMValueRef plane = fc_cg_iadd(k, fc_cg_imulc(k, c->n, g->C), fc_cg_imulc(k, cb, g->icb));
+      xrow = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, plane, g->H), ih), g->W);
     }
-    if (ow0v) xrow = add(k, xrow, mulc(k, ow0v, g->sw * (g->blocked ? g->B : 1)));
+    if (ow0v) xrow = fc_cg_iadd(k, xrow, fc_cg_imulc(k, ow0v, g->sw * (g->blocked ? g->B : 1)));
     LLVMValueRef xp = fptr(c, k->in[0], xrow);
-    LLVMValueRef wstep = mulc(k, add(k, mulc(k, cb, g->KH), kh), g->KW * g->icb * g->B * J);
+    LLVMValueRef wstep = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, cb, g->KH), kh), g->KW * g->icb * g->B * J);
     LLVMValueRef wp = fptr(c, c->wgrp, wstep);
     LLVMValueRef a[MAX_J * MAX_R];
     for (int j = 0; j < J; j++)
@@ -440,13 +430,13 @@ static void emit_tile(CbCtx *c, LLVMValueRef ow0v, int64_t ow0, int nr) {
   }
   for (int j = 0; j < J; j++) {
     LLVMValueRef bias = NULL;
-    if (c->has_bias) bias = vload(c, fptr(c, k->in[2], mulc(k, add(k, c->mb0, c64(k, j)), g->B)), 4);
+    if (c->has_bias) bias = vload(c, fptr(c, k->in[2], fc_cg_imulc(k, fc_cg_iadd(k, c->mb0, c64(k, j)), g->B)), 4);
     for (int r = 0; r < nr; r++) {
       LLVMValueRef v = LLVMBuildLoad2(b, c->vt, c->acc[j * MAX_R + r], "");
       if (bias) v = LLVMBuildFAdd(b, v, bias, "");
       LLVMValueRef owr = addc(k, ow, r);
       if (c->epi) {
-        LLVMValueRef row = add(k, addc(k, c->yrow, (int64_t)j * g->OH * g->OW), owr);
+        LLVMValueRef row = fc_cg_iadd(k, addc(k, c->yrow, (int64_t)j * g->OH * g->OW), owr);
         v = fc_cg_epilogue_value(k, c->epi, v, row, c64(k, 0));
       }
       LLVMSetAlignment(LLVMBuildStore(b, v, y_at(c, j, owr)), 4);
@@ -478,17 +468,17 @@ static void emit_group(CbCtx *c, int J, LLVMValueRef grp, LLVMValueRef oh0, LLVM
   const Cb *g = c->g;
   LLVMBuilderRef b = k->b;
   c->J = J;
-  c->mb0 = mulc(k, grp, g->J);
+  c->mb0 = fc_cg_imulc(k, grp, g->J);
   /* Full groups come first, so the group's packed weights start at grp · (C·KH·KW·8·J_full). */
-  c->wgrp = fptr(c, c->wpk, mulc(k, grp, g->C * g->KH * g->KW * g->B * g->J));
+  c->wgrp = fptr(c, c->wpk, fc_cg_imulc(k, grp, g->C * g->KH * g->KW * g->B * g->J));
   FcLoop lk;
   LLVMValueRef ci = NULL;
   if (g->nchunks > 1) {
     ci = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->nchunks), 1, "chunk");
     c->first = LLVMBuildICmp(b, LLVMIntEQ, ci, c64(k, 0), "first");
     c->last = LLVMBuildICmp(b, LLVMIntEQ, ci, c64(k, g->nchunks - 1), "last");
-    c->cb0 = mulc(k, ci, g->chunk);
-    c->cb1 = smin(k, addc(k, c->cb0, g->chunk), c64(k, g->ncb));
+    c->cb0 = fc_cg_imulc(k, ci, g->chunk);
+    c->cb1 = fc_cg_smin(k, addc(k, c->cb0, g->chunk), c64(k, g->ncb));
   } else {
     c->first = c->last = NULL;
     c->cb0 = c64(k, 0);
@@ -498,20 +488,20 @@ static void emit_group(CbCtx *c, int J, LLVMValueRef grp, LLVMValueRef oh0, LLVM
   c->oh = fc_cg_loop_begin(k, &lr, oh0, oh1, 1, "oh");
   /* Kernel rows whose input row ih0 + kh·dh lies in [0, H): all of them without vertical padding (then
    * constants, so a 1×1 conv's kh loop disappears). */
-  c->ih0 = addc(k, mulc(k, c->oh, g->sh), -g->pt);
+  c->ih0 = addc(k, fc_cg_imulc(k, c->oh, g->sh), -g->pt);
   if (g->pt == 0 && (g->OH - 1) * g->sh + (g->KH - 1) * g->dh < g->H) {
     c->kh_lo = c64(k, 0);
     c->kh_hi = c64(k, g->KH);
   } else {
     LLVMValueRef neg = LLVMBuildSub(b, c64(k, 0), c->ih0, "");
     LLVMValueRef lo = LLVMBuildSDiv(b, addc(k, neg, g->dh - 1), c64(k, g->dh), "");
-    c->kh_lo = smax(k, lo, c64(k, 0));
+    c->kh_lo = fc_cg_smax(k, lo, c64(k, 0));
     LLVMValueRef room = LLVMBuildSub(b, c64(k, g->H), c->ih0, ""); /* rows from ih0 to the bottom */
-    LLVMValueRef hi = LLVMBuildSDiv(b, addc(k, smax(k, room, c64(k, 0)), g->dh - 1), c64(k, g->dh), "");
-    c->kh_hi = smin(k, hi, c64(k, g->KH));
+    LLVMValueRef hi = LLVMBuildSDiv(b, addc(k, fc_cg_smax(k, room, c64(k, 0)), g->dh - 1), c64(k, g->dh), "");
+    c->kh_hi = fc_cg_smin(k, hi, c64(k, g->KH));
   }
-  LLVMValueRef plane = add(k, mulc(k, c->n, g->MB), c->mb0);
-  c->yrow = mulc(k, add(k, mulc(k, plane, g->OH), c->oh), g->OW);
+  LLVMValueRef plane = fc_cg_iadd(k, fc_cg_imulc(k, c->n, g->MB), c->mb0);
+  c->yrow = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, plane, g->OH), c->oh), g->OW);
   emit_row(c, J == g->J ? &g->row : &g->row_l);
   fc_cg_loop_end(k, &lr);
   if (ci) fc_cg_loop_end(k, &lk);
@@ -569,8 +559,8 @@ FcStatus fc_conv_blocked_dense(FcKernel *k) {
   LLVMValueRef rest = LLVMBuildUDiv(b, it, c64(k, g.ngroups), "");
   LLVMValueRef blk = LLVMBuildURem(b, rest, c64(k, g.nrb), "rblk");
   c.n = LLVMBuildUDiv(b, rest, c64(k, g.nrb), "n");
-  LLVMValueRef oh0 = mulc(k, blk, g.rb);
-  LLVMValueRef oh1 = smin(k, addc(k, oh0, g.rb), c64(k, g.OH));
+  LLVMValueRef oh0 = fc_cg_imulc(k, blk, g.rb);
+  LLVMValueRef oh1 = fc_cg_smin(k, addc(k, oh0, g.rb), c64(k, g.OH));
   if (g.Jl != g.J) {
     LLVMValueRef is_last = LLVMBuildICmp(b, LLVMIntEQ, grp, c64(k, g.ngroups - 1), "");
     LLVMBasicBlockRef full = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "full_group");

@@ -76,23 +76,15 @@ static void copy_elems(FcKernel *k, size_t es, LLVMValueRef dst, LLVMValueRef di
                   c64(k, n * (int64_t)es));
 }
 
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
-static LLVMValueRef sub(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(k->b, a, b, ""); }
-static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(k->b, a, c64(k, c), "");
-}
 /* acc + i * stride (stride may be 0 or negative). */
 static LLVMValueRef add_scaled(FcKernel *k, LLVMValueRef acc, LLVMValueRef i, int64_t stride) {
-  return stride == 0 ? acc : add(k, acc, mulc(k, i, stride));
+  return stride == 0 ? acc : fc_cg_iadd(k, acc, fc_cg_imulc(k, i, stride));
 }
 static LLVMValueRef icmp(FcKernel *k, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildICmp(k->b, p, a, b, "");
 }
-static LLVMValueRef sel(FcKernel *k, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(k->b, c, a, b, "");
-}
 static LLVMValueRef min_c(FcKernel *k, LLVMValueRef a, int64_t c) {
-  return sel(k, icmp(k, LLVMIntSLT, a, c64(k, c)), a, c64(k, c));
+  return fc_cg_select(k, icmp(k, LLVMIntSLT, a, c64(k, c)), a, c64(k, c));
 }
 
 /* Structured if / else over basic blocks appended to the kernel function. */
@@ -228,8 +220,8 @@ static void rows_open_outer(FcKernel *k, Rows *r) {
 /* Opens the loops over the inner row dims; afterwards idx[] and row describe one row. */
 static void rows_open_inner(FcKernel *k, Rows *r) {
   if (r->bd >= 0) {
-    LLVMValueRef lo = mulc(k, r->blk, r->block);
-    LLVMValueRef hi = min_c(k, add(k, lo, c64(k, r->block)), r->dims[r->bd]);
+    LLVMValueRef lo = fc_cg_imulc(k, r->blk, r->block);
+    LLVMValueRef hi = min_c(k, fc_cg_iadd(k, lo, c64(k, r->block)), r->dims[r->bd]);
     r->idx[r->bd] = fc_cg_loop_begin(k, &r->loops[r->bd], lo, hi, 1, "blk");
   }
   for (int d = r->s; d < r->nr; d++)
@@ -275,7 +267,7 @@ static LLVMValueRef load_index(FcKernel *k, FcDtype dt, LLVMValueRef base, LLVMV
  * INT64_MAX is negative as i64 and so fails the unsigned range check as well. */
 static LLVMValueRef normalize_index(FcKernel *k, FcDtype dt, LLVMValueRef v, int64_t dim, LLVMValueRef *bad) {
   if (fc_dtype_class(dt) == FC_DTC_SINT || fc_dtype_is_float(dt))
-    v = sel(k, icmp(k, LLVMIntSLT, v, c64(k, 0)), add(k, v, c64(k, dim)), v);
+    v = fc_cg_select(k, icmp(k, LLVMIntSLT, v, c64(k, 0)), fc_cg_iadd(k, v, c64(k, dim)), v);
   *bad = icmp(k, LLVMIntUGE, v, c64(k, dim));
   return v;
 }
@@ -286,7 +278,7 @@ static LLVMValueRef checked_index(FcKernel *k, FcDtype dt, LLVMValueRef v, int64
   LLVMValueRef bad;
   v = normalize_index(k, dt, v, dim, &bad);
   fc_cg_flag_error(k, bad);
-  return sel(k, bad, c64(k, 0), v);
+  return fc_cg_select(k, bad, c64(k, 0), v);
 }
 
 /* For a non-empty result whose indexed dim is empty: every index is out of range. */
@@ -309,8 +301,8 @@ FcStatus fc_kernel_reshape(FcKernel *k) {
   fc_kernel_set_outer(k, chunks, (double)(bytes < KD_COPY_CHUNK ? bytes : KD_COPY_CHUNK) / 4.0);
   FcLoop l;
   LLVMValueRef o = fc_cg_loop_begin(k, &l, k->begin, k->end, 1, "chunk");
-  LLVMValueRef off = mulc(k, o, KD_COPY_CHUNK);
-  LLVMValueRef len = chunks == 1 ? c64(k, bytes) : min_c(k, sub(k, c64(k, bytes), off), KD_COPY_CHUNK);
+  LLVMValueRef off = fc_cg_imulc(k, o, KD_COPY_CHUNK);
+  LLVMValueRef len = chunks == 1 ? c64(k, bytes) : min_c(k, fc_cg_isub(k, c64(k, bytes), off), KD_COPY_CHUNK);
   LLVMBuildMemCpy(k->b, elem_ptr(k, 1, k->out[0], off), es, elem_ptr(k, 1, k->in[0], off), es, len);
   fc_cg_loop_end(k, &l);
   return FC_OK;
@@ -370,9 +362,9 @@ static void emit_view_tiled(FcKernel *k, size_t es, LLVMValueRef dst, LLVMValueR
   LLVMValueRef o = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "band");
   LLVMValueRef band = LLVMBuildURem(k->b, o, c64(k, bands), "");
   LLVMValueRef rem = LLVMBuildUDiv(k->b, o, c64(k, bands), "");
-  LLVMValueRef p0 = mulc(k, band, tile);
+  LLVMValueRef p0 = fc_cg_imulc(k, band, tile);
   LLVMValueRef sb = add_scaled(k, c64(k, v->base), p0, v->strides[p]);
-  LLVMValueRef db = mulc(k, p0, ostr[p]);
+  LLVMValueRef db = fc_cg_imulc(k, p0, ostr[p]);
   for (int i = n_others - 1; i >= 0; i--) {
     int d = others[i];
     LLVMValueRef c = i > 0 ? LLVMBuildURem(k->b, rem, c64(k, v->dims[d]), "") : rem;
@@ -380,14 +372,14 @@ static void emit_view_tiled(FcKernel *k, size_t es, LLVMValueRef dst, LLVMValueR
     sb = add_scaled(k, sb, c, v->strides[d]);
     db = add_scaled(k, db, c, ostr[d]);
   }
-  LLVMValueRef plen = min_c(k, sub(k, c64(k, v->dims[p]), p0), tile);
+  LLVMValueRef plen = min_c(k, fc_cg_isub(k, c64(k, v->dims[p]), p0), tile);
   LLVMValueRef q0 = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, v->dims[last]), tq, "tile");
-  LLVMValueRef qlen = min_c(k, sub(k, c64(k, v->dims[last]), q0), tq);
+  LLVMValueRef qlen = min_c(k, fc_cg_isub(k, c64(k, v->dims[last]), q0), tq);
   LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), plen, 1, "i");
-  LLVMValueRef drow = add(k, add_scaled(k, db, i, ostr[p]), q0);
+  LLVMValueRef drow = fc_cg_iadd(k, add_scaled(k, db, i, ostr[p]), q0);
   LLVMValueRef srow = add_scaled(k, add_scaled(k, sb, i, v->strides[p]), q0, v->strides[last]);
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), qlen, 1, "j");
-  store_bits(k, es, dst, add(k, drow, j), load_bits(k, es, src, add_scaled(k, srow, j, v->strides[last])));
+  store_bits(k, es, dst, fc_cg_iadd(k, drow, j), load_bits(k, es, src, add_scaled(k, srow, j, v->strides[last])));
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &li);
   fc_cg_loop_end(k, &lq);
@@ -425,21 +417,21 @@ static void emit_view_copy(FcKernel *k, size_t es, LLVMValueRef dst, LLVMValueRe
   LLVMValueRef srow = row_offset(k, &r, last, v->strides, v->base), drow = row_offset(k, &r, last, ostr, 0);
   LLVMValueRef len = c64(k, n);
   if (chunked) {
-    LLVMValueRef j0 = mulc(k, r.idx[last], chunk);
+    LLVMValueRef j0 = fc_cg_imulc(k, r.idx[last], chunk);
     srow = add_scaled(k, srow, j0, s);
-    drow = add(k, drow, j0);
-    len = min_c(k, sub(k, c64(k, n), j0), chunk);
+    drow = fc_cg_iadd(k, drow, j0);
+    len = min_c(k, fc_cg_isub(k, c64(k, n), j0), chunk);
   }
   if (s == 1 && !chunked) {
     copy_elems(k, es, dst, drow, src, srow, n);
   } else if (s == 1) {
     LLVMBuildMemCpy(k->b, elem_ptr(k, es, dst, drow), (unsigned)es, elem_ptr(k, es, src, srow), (unsigned)es,
-                    mulc(k, len, (int64_t)es));
+                    fc_cg_imulc(k, len, (int64_t)es));
   } else {
     LLVMValueRef splat = s == 0 ? load_bits(k, es, src, srow) : NULL;
     FcLoop l;
     LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), len, 1, "j");
-    store_bits(k, es, dst, add(k, drow, j), splat ? splat : load_bits(k, es, src, add_scaled(k, srow, j, s)));
+    store_bits(k, es, dst, fc_cg_iadd(k, drow, j), splat ? splat : load_bits(k, es, src, add_scaled(k, srow, j, s)));
     fc_cg_loop_end(k, &l);
   }
   rows_close(k, &r);
@@ -539,10 +531,10 @@ FcStatus fc_kernel_concat(FcKernel *k) {
   rows_plan(k, &r, chunked ? (int)axis + 1 : (int)axis, rdims, chunked ? KD_ROW_CHUNK : out_row, false);
   rows_open(k, &r);
   LLVMValueRef row = chunked ? LLVMBuildUDiv(k->b, r.row, c64(k, rdims[axis]), "") : r.row;
-  LLVMValueRef drow = mulc(k, row, out_row), lo = NULL, hi = NULL;
+  LLVMValueRef drow = fc_cg_imulc(k, row, out_row), lo = NULL, hi = NULL;
   if (chunked) {
-    lo = mulc(k, r.idx[axis], KD_ROW_CHUNK);
-    hi = min_c(k, add(k, lo, c64(k, KD_ROW_CHUNK)), out_row);
+    lo = fc_cg_imulc(k, r.idx[axis], KD_ROW_CHUNK);
+    hi = min_c(k, fc_cg_iadd(k, lo, c64(k, KD_ROW_CHUNK)), out_row);
   }
   int64_t col = 0;
   for (int i = 0; i < k->op->n_operands; i++) {
@@ -552,17 +544,17 @@ FcStatus fc_kernel_concat(FcKernel *k) {
       col += w;
       continue;
     }
-    LLVMValueRef srow = mulc(k, row, w);
+    LLVMValueRef srow = fc_cg_imulc(k, row, w);
     if (!chunked) {
-      copy_elems(k, es, k->out[0], add(k, drow, c64(k, col)), k->in[i], srow, w);
+      copy_elems(k, es, k->out[0], fc_cg_iadd(k, drow, c64(k, col)), k->in[i], srow, w);
     } else {
       /* [a, b) = [lo, hi) ∩ [col, col + w); an empty overlap copies 0 bytes. */
-      LLVMValueRef a = sel(k, icmp(k, LLVMIntSGT, lo, c64(k, col)), lo, c64(k, col));
+      LLVMValueRef a = fc_cg_select(k, icmp(k, LLVMIntSGT, lo, c64(k, col)), lo, c64(k, col));
       LLVMValueRef b = min_c(k, hi, col + w);
-      LLVMValueRef n = sel(k, icmp(k, LLVMIntSGT, b, a), sub(k, b, a), c64(k, 0));
-      LLVMBuildMemCpy(k->b, elem_ptr(k, es, k->out[0], add(k, drow, a)), (unsigned)es,
-                      elem_ptr(k, es, k->in[i], add(k, srow, sub(k, a, c64(k, col)))), (unsigned)es,
-                      mulc(k, n, (int64_t)es));
+      LLVMValueRef n = fc_cg_select(k, icmp(k, LLVMIntSGT, b, a), fc_cg_isub(k, b, a), c64(k, 0));
+      LLVMBuildMemCpy(k->b, elem_ptr(k, es, k->out[0], fc_cg_iadd(k, drow, a)), (unsigned)es,
+                      elem_ptr(k, es, k->in[i], fc_cg_iadd(k, srow, fc_cg_isub(k, a, c64(k, col)))), (unsigned)es,
+                      fc_cg_imulc(k, n, (int64_t)es));
     }
     col += w;
   }
@@ -581,19 +573,19 @@ static LLVMValueRef pad_source(FcKernel *k, PadMode m, LLVMValueRef j, int64_t n
   LLVMValueRef zero = c64(k, 0);
   switch (m) {
   case PAD_EDGE: {
-    LLVMValueRef hi = sel(k, icmp(k, LLVMIntSGT, j, c64(k, n - 1)), c64(k, n - 1), j);
-    return sel(k, icmp(k, LLVMIntSLT, j, zero), zero, hi);
+    LLVMValueRef hi = fc_cg_select(k, icmp(k, LLVMIntSGT, j, c64(k, n - 1)), c64(k, n - 1), j);
+    return fc_cg_select(k, icmp(k, LLVMIntSLT, j, zero), zero, hi);
   }
   case PAD_WRAP: {
     LLVMValueRef q = LLVMBuildSRem(k->b, j, c64(k, n), "");
-    return sel(k, icmp(k, LLVMIntSLT, q, zero), add(k, q, c64(k, n)), q);
+    return fc_cg_select(k, icmp(k, LLVMIntSLT, q, zero), fc_cg_iadd(k, q, c64(k, n)), q);
   }
   case PAD_REFLECT: {
     if (n == 1) return zero;
     int64_t period = 2 * (n - 1);
     LLVMValueRef q = LLVMBuildSRem(k->b, j, c64(k, period), "");
-    q = sel(k, icmp(k, LLVMIntSLT, q, zero), add(k, q, c64(k, period)), q);
-    return sel(k, icmp(k, LLVMIntSLT, q, c64(k, n)), q, sub(k, c64(k, period), q));
+    q = fc_cg_select(k, icmp(k, LLVMIntSLT, q, zero), fc_cg_iadd(k, q, c64(k, period)), q);
+    return fc_cg_select(k, icmp(k, LLVMIntSLT, q, c64(k, n)), q, fc_cg_isub(k, c64(k, period), q));
   }
   case PAD_CONSTANT: break;
   }
@@ -609,8 +601,9 @@ static void pad_edge_run(FcKernel *k, PadMode m, size_t es, LLVMValueRef srow, L
   LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, lo), c64(k, hi), 1, "pad");
   LLVMValueRef v = m == PAD_CONSTANT
                        ? value
-                       : load_bits(k, es, k->in[0], add(k, srow, pad_source(k, m, sub(k, j, c64(k, begin)), n)));
-  store_bits(k, es, k->out[0], add(k, drow, j), v);
+                       : load_bits(k, es, k->in[0],
+                                   fc_cg_iadd(k, srow, pad_source(k, m, fc_cg_isub(k, j, c64(k, begin)), n)));
+  store_bits(k, es, k->out[0], fc_cg_iadd(k, drow, j), v);
   fc_cg_loop_end(k, &l);
 }
 
@@ -657,7 +650,7 @@ FcStatus fc_kernel_pad(FcKernel *k) {
   if (m == PAD_CONSTANT && k->op->n_operands > 1 && k->in[1]) value = load_bits(k, es, k->in[1], c64(k, 0));
   LLVMValueRef srow = c64(k, 0), inside = NULL;
   for (int d = 0; d < last; d++) {
-    LLVMValueRef j = sub(k, r.idx[d], c64(k, pads[d]));
+    LLVMValueRef j = fc_cg_isub(k, r.idx[d], c64(k, pads[d]));
     if (m == PAD_CONSTANT) {
       LLVMValueRef in_d = icmp(k, LLVMIntULT, j, c64(k, xt->dims[d]));
       inside = inside ? LLVMBuildAnd(k->b, inside, in_d, "") : in_d;
@@ -666,11 +659,13 @@ FcStatus fc_kernel_pad(FcKernel *k) {
     }
     srow = add_scaled(k, srow, j, xs[d]);
   }
-  LLVMValueRef drow = mulc(k, r.row, len);
+  LLVMValueRef drow = fc_cg_imulc(k, r.row, len);
   KdIf f;
   if (inside) if_begin(k, &f, inside, true);
   pad_edge_run(k, m, es, srow, drow, 0, a, begin, n, value);
-  if (b > a) copy_elems(k, es, k->out[0], add(k, drow, c64(k, a)), k->in[0], add(k, srow, c64(k, a - begin)), b - a);
+  if (b > a)
+    copy_elems(k, es, k->out[0], fc_cg_iadd(k, drow, c64(k, a)), k->in[0], fc_cg_iadd(k, srow, c64(k, a - begin)),
+               b - a);
   pad_edge_run(k, m, es, srow, drow, b, len, begin, n, value);
   if (inside) {
     if_else(k, &f);
@@ -700,7 +695,7 @@ FcStatus fc_kernel_reverse_sequence(FcKernel *k) {
   Rows r;
   rows_plan(k, &r, last, xt->dims, len_row, false);
   rows_open(k, &r);
-  LLVMValueRef drow = mulc(k, r.row, len_row);
+  LLVMValueRef drow = fc_cg_imulc(k, r.row, len_row);
   bool contiguous = ba != last && ta != last;
   FcLoop l;
   LLVMValueRef j = contiguous ? NULL : fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, len_row), 1, "j");
@@ -709,16 +704,16 @@ FcStatus fc_kernel_reverse_sequence(FcKernel *k) {
   /* A length outside [0, T] (a u64 above INT64_MAX is negative here) is flagged and treated as 0. */
   LLVMValueRef bad = LLVMBuildOr(k->b, icmp(k, LLVMIntSLT, len, c64(k, 0)), icmp(k, LLVMIntSGT, len, c64(k, T)), "");
   fc_cg_flag_error(k, bad);
-  len = sel(k, bad, c64(k, 0), len);
-  LLVMValueRef from = sel(k, icmp(k, LLVMIntSLT, t, len), sub(k, sub(k, len, c64(k, 1)), t), t);
-  LLVMValueRef src = mulc(k, from, xs[ta]);
+  len = fc_cg_select(k, bad, c64(k, 0), len);
+  LLVMValueRef from = fc_cg_select(k, icmp(k, LLVMIntSLT, t, len), fc_cg_isub(k, fc_cg_isub(k, len, c64(k, 1)), t), t);
+  LLVMValueRef src = fc_cg_imulc(k, from, xs[ta]);
   for (int d = 0; d < last; d++)
     if (d != ta) src = add_scaled(k, src, r.idx[d], xs[d]);
   if (contiguous) {
     copy_elems(k, es, k->out[0], drow, k->in[0], src, len_row);
   } else {
-    if (ta != last) src = add(k, src, j);
-    store_bits(k, es, k->out[0], add(k, drow, j), load_bits(k, es, k->in[0], src));
+    if (ta != last) src = fc_cg_iadd(k, src, j);
+    store_bits(k, es, k->out[0], fc_cg_iadd(k, drow, j), load_bits(k, es, k->in[0], src));
     fc_cg_loop_end(k, &l);
   }
   rows_close(k, &r);
@@ -749,8 +744,8 @@ FcStatus fc_kernel_gather(FcKernel *k) {
   rows_plan(k, &r, 2, rdims, inner, false);
   rows_open(k, &r);
   LLVMValueRef v = checked_index(k, it->dtype, load_index(k, it->dtype, k->in[1], r.idx[1]), dim);
-  LLVMValueRef src = mulc(k, add(k, mulc(k, r.idx[0], dim), v), inner);
-  copy_elems(k, es, k->out[0], mulc(k, r.row, inner), k->in[0], src, inner);
+  LLVMValueRef src = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, r.idx[0], dim), v), inner);
+  copy_elems(k, es, k->out[0], fc_cg_imulc(k, r.row, inner), k->in[0], src, inner);
   rows_close(k, &r);
   return FC_OK;
 }
@@ -781,12 +776,12 @@ FcStatus fc_kernel_gather_elements(FcKernel *k) {
   Rows r;
   rows_plan(k, &r, last, it->dims, n, false);
   rows_open(k, &r);
-  LLVMValueRef sbase = row_offset(k, &r, last, bs, 0), drow = mulc(k, r.row, n);
+  LLVMValueRef sbase = row_offset(k, &r, last, bs, 0), drow = fc_cg_imulc(k, r.row, n);
   FcLoop l;
   LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, n), 1, "j");
-  LLVMValueRef at = add(k, drow, j);
+  LLVMValueRef at = fc_cg_iadd(k, drow, j);
   LLVMValueRef v = checked_index(k, it->dtype, load_index(k, it->dtype, k->in[1], at), dim);
-  LLVMValueRef src = add_scaled(k, axis == last ? sbase : add(k, sbase, j), v, xs[axis]);
+  LLVMValueRef src = add_scaled(k, axis == last ? sbase : fc_cg_iadd(k, sbase, j), v, xs[axis]);
   store_bits(k, es, k->out[0], at, load_bits(k, es, k->in[0], src));
   fc_cg_loop_end(k, &l);
   rows_close(k, &r);
@@ -827,7 +822,7 @@ static LLVMValueRef nd_offset(FcKernel *k, const NdPlan *p, FcDtype dt, LLVMValu
                               LLVMValueRef *bad) {
   LLVMValueRef off = base, any = NULL;
   for (int64_t i = 0; i < p->m; i++) {
-    LLVMValueRef b1, v = load_index(k, dt, k->in[1], add(k, mulc(k, row, p->m), c64(k, i)));
+    LLVMValueRef b1, v = load_index(k, dt, k->in[1], fc_cg_iadd(k, fc_cg_imulc(k, row, p->m), c64(k, i)));
     v = normalize_index(k, dt, v, p->tdims[i], &b1);
     any = any ? LLVMBuildOr(k->b, any, b1, "") : b1;
     off = add_scaled(k, off, v, p->tstrides[i]);
@@ -854,10 +849,10 @@ FcStatus fc_kernel_gather_nd(FcKernel *k) {
   Rows r;
   rows_plan(k, &r, 2, rdims, p.slice, false);
   rows_open(k, &r);
-  LLVMValueRef bad, off = nd_offset(k, &p, it->dtype, r.row, mulc(k, r.idx[0], p.batch_stride), &bad);
+  LLVMValueRef bad, off = nd_offset(k, &p, it->dtype, r.row, fc_cg_imulc(k, r.idx[0], p.batch_stride), &bad);
   fc_cg_flag_error(k, bad);
-  off = sel(k, bad, c64(k, 0), off);
-  copy_elems(k, es, k->out[0], mulc(k, r.row, p.slice), k->in[0], off, p.slice);
+  off = fc_cg_select(k, bad, c64(k, 0), off);
+  copy_elems(k, es, k->out[0], fc_cg_imulc(k, r.row, p.slice), k->in[0], off, p.slice);
   rows_close(k, &r);
   return FC_OK;
 }
@@ -907,7 +902,7 @@ static void emit_reduce(FcKernel *k, FcDtype dt, Reduction red, LLVMValueRef oi,
     LLVMIntPredicate pr = red == RED_MAX ? (sgn ? LLVMIntSGT : LLVMIntUGT) : (sgn ? LLVMIntSLT : LLVMIntULT);
     take = icmp(k, pr, b, a);
   }
-  store_bits(k, es, out, oi, sel(k, take, load_bits(k, es, upd, ui), load_bits(k, es, out, oi)));
+  store_bits(k, es, out, oi, fc_cg_select(k, take, load_bits(k, es, upd, ui), load_bits(k, es, out, oi)));
 }
 
 /* The result starts as a copy of data (outer = 1 for the whole kernel, see the top of the file). */
@@ -942,15 +937,15 @@ FcStatus fc_kernel_scatter_elements(FcKernel *k) {
     row_major_strides(rank, xt->dims, xs);
     for (int d = 0; d < last; d++) bs[d] = d == axis ? 0 : xs[d];
     rows_open_inner(k, &r);
-    LLVMValueRef dbase = row_offset(k, &r, last, bs, 0), urow = mulc(k, r.row, n);
+    LLVMValueRef dbase = row_offset(k, &r, last, bs, 0), urow = fc_cg_imulc(k, r.row, n);
     FcLoop l;
     LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, n), 1, "j");
-    LLVMValueRef at = add(k, urow, j), bad;
+    LLVMValueRef at = fc_cg_iadd(k, urow, j), bad;
     LLVMValueRef v = normalize_index(k, it->dtype, load_index(k, it->dtype, k->in[1], at), dim, &bad);
     fc_cg_flag_error(k, bad);
     KdIf f;
     if_begin(k, &f, LLVMBuildNot(k->b, bad, ""), false);
-    LLVMValueRef dst = add_scaled(k, axis == last ? dbase : add(k, dbase, j), v, xs[axis]);
+    LLVMValueRef dst = add_scaled(k, axis == last ? dbase : fc_cg_iadd(k, dbase, j), v, xs[axis]);
     emit_reduce(k, xt->dtype, red, dst, k->in[2], at);
     if_end(k, &f);
     fc_cg_loop_end(k, &l);
@@ -985,13 +980,13 @@ FcStatus fc_kernel_scatter_nd(FcKernel *k) {
     fc_cg_flag_error(k, bad);
     KdIf f;
     if_begin(k, &f, LLVMBuildNot(k->b, bad, ""), false);
-    LLVMValueRef urow = mulc(k, r.row, p.slice);
+    LLVMValueRef urow = fc_cg_imulc(k, r.row, p.slice);
     if (red == RED_NONE) {
       copy_elems(k, es, k->out[0], off, k->in[2], urow, p.slice);
     } else {
       FcLoop l;
       LLVMValueRef e = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, p.slice), 1, "e");
-      emit_reduce(k, xt->dtype, red, add(k, off, e), k->in[2], add(k, urow, e));
+      emit_reduce(k, xt->dtype, red, fc_cg_iadd(k, off, e), k->in[2], fc_cg_iadd(k, urow, e));
       fc_cg_loop_end(k, &l);
     }
     if_end(k, &f);
@@ -1019,11 +1014,12 @@ FcStatus fc_kernel_one_hot(FcKernel *k) {
   rows_plan(k, &r, 2, rdims, inner, false);
   rows_open(k, &r);
   LLVMValueRef off = load_bits(k, es, k->in[1], c64(k, 0)), on = load_bits(k, es, k->in[1], c64(k, 1));
-  LLVMValueRef irow = mulc(k, r.idx[0], inner), drow = mulc(k, r.row, inner);
+  LLVMValueRef irow = fc_cg_imulc(k, r.idx[0], inner), drow = fc_cg_imulc(k, r.row, inner);
   FcLoop l;
   LLVMValueRef c = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, inner), 1, "c");
-  LLVMValueRef bad, v = normalize_index(k, it->dtype, load_index(k, it->dtype, k->in[0], add(k, irow, c)), depth, &bad);
-  store_bits(k, es, k->out[0], add(k, drow, c), sel(k, icmp(k, LLVMIntEQ, v, r.idx[1]), on, off));
+  LLVMValueRef bad,
+      v = normalize_index(k, it->dtype, load_index(k, it->dtype, k->in[0], fc_cg_iadd(k, irow, c)), depth, &bad);
+  store_bits(k, es, k->out[0], fc_cg_iadd(k, drow, c), fc_cg_select(k, icmp(k, LLVMIntEQ, v, r.idx[1]), on, off));
   fc_cg_loop_end(k, &l);
   rows_close(k, &r);
   return FC_OK;

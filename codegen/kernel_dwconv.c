@@ -123,10 +123,6 @@ static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); 
 static LLVMValueRef i32c(FcKernel *k, int64_t v) {
   return LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned long long)v, 0);
 }
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
-static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(k->b, a, c64(k, c), "");
-}
 
 /* &base[off] in floats; off may point before base (masked-off lanes only), so not inbounds. */
 static LLVMValueRef fptr(DwCtx *c, LLVMValueRef base, LLVMValueRef off) {
@@ -173,7 +169,7 @@ static void emit_vector(DwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
   for (int j = 0; j < c->nr; j++) {
     LLVMValueRef v = sum[j] ? sum[j] : LLVMConstNull(c->vt); /* every tap of every lane in the padding */
     if (!identity) v = fc_win_shuffle(c->k, v, order, lanes);
-    if (c->epi) v = fc_cg_epilogue_value(k, c->epi, v, c->plane, add(k, c->col0[j], at));
+    if (c->epi) v = fc_cg_epilogue_value(k, c->epi, v, c->plane, fc_cg_iadd(k, c->col0[j], at));
     LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow[j], at));
     LLVMSetAlignment(s, 4);
   }
@@ -188,16 +184,16 @@ static void emit_rows(DwCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
   c->nr = nr;
   c->n_in = 0;
   int64_t offs[NR * MAX_TAPS];
-  LLVMValueRef iy0 = add(k, mulc(k, oy, d->sh), c64(k, -d->ph));
+  LLVMValueRef iy0 = fc_cg_iadd(k, fc_cg_imulc(k, oy, d->sh), c64(k, -d->ph));
   for (int j = 0; j < nr; j++) {
     for (int64_t kh = 0; kh < d->KH; kh++) {
       int64_t off = j * d->sh + kh * d->dh;
       int i = 0;
       while (i < c->n_in && offs[i] != off) i++;
       if (i == c->n_in) {
-        LLVMValueRef iy = add(k, iy0, c64(k, off));
+        LLVMValueRef iy = fc_cg_iadd(k, iy0, c64(k, off));
         offs[i] = off;
-        c->in_row[i] = fptr(c, xplane, mulc(k, iy, d->x.W));
+        c->in_row[i] = fptr(c, xplane, fc_cg_imulc(k, iy, d->x.W));
         if (zrow) {
           LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, d->H), "");
           c->in_row[i] = LLVMBuildSelect(k->b, inside, c->in_row[i], zrow, "row");
@@ -206,8 +202,8 @@ static void emit_rows(DwCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
       }
       c->row_of[j][kh] = i;
     }
-    LLVMValueRef oyj = add(k, oy, c64(k, j));
-    c->col0[j] = mulc(k, oyj, d->x.OW);
+    LLVMValueRef oyj = fc_cg_iadd(k, oy, c64(k, j));
+    c->col0[j] = fc_cg_imulc(k, oyj, d->x.OW);
     c->yrow[j] = fptr(c, yplane, c->col0[j]);
   }
   for (int64_t v = 0; v < d->pl.v_lo; v++) {
@@ -259,17 +255,17 @@ FcStatus fc_conv_depthwise(FcKernel *k) {
   c.plane = LLVMBuildUDiv(k->b, it, c64(k, d.pl.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, d.pl.nrb), "");
   LLVMValueRef ch = LLVMBuildURem(k->b, c.plane, c64(k, d.C), "ch");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, c.plane, d.H * d.x.W));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, c.plane, d.OH * d.x.OW));
-  LLVMValueRef wbase = mulc(k, ch, KK);
+  LLVMValueRef xplane = fptr(&c, k->in[0], fc_cg_imulc(k, c.plane, d.H * d.x.W));
+  LLVMValueRef yplane = fptr(&c, k->out[0], fc_cg_imulc(k, c.plane, d.OH * d.x.OW));
+  LLVMValueRef wbase = fc_cg_imulc(k, ch, KK);
   LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)d.x.vl));
   for (int64_t t = 0; t < KK; t++) {
-    LLVMValueRef w = fc_cg_load(k, FC_DT_F32, k->in[1], add(k, wbase, c64(k, t)));
+    LLVMValueRef w = fc_cg_load(k, FC_DT_F32, k->in[1], fc_cg_iadd(k, wbase, c64(k, t)));
     LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c.vt), w, i32c(k, 0), "");
     c.wv[t] = LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c.vt), zeros, "w");
   }
-  LLVMValueRef oy0 = mulc(k, blk, d.pl.rb);
-  LLVMValueRef oy1 = add(k, oy0, c64(k, d.pl.rb));
+  LLVMValueRef oy0 = fc_cg_imulc(k, blk, d.pl.rb);
+  LLVMValueRef oy1 = fc_cg_iadd(k, oy0, c64(k, d.pl.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, d.OH), ""), oy1, c64(k, d.OH), "");
 
   /* Row pairs, then the last row of a block with an odd count (blocks hold an even number of rows, but
@@ -277,7 +273,7 @@ FcStatus fc_conv_depthwise(FcKernel *k) {
   LLVMValueRef tail = oy0;
   if (d.pl.rb >= NR) {
     FcLoop lr;
-    LLVMValueRef oy = fc_cg_loop_begin(k, &lr, oy0, add(k, oy1, c64(k, 1 - NR)), NR, "oy");
+    LLVMValueRef oy = fc_cg_loop_begin(k, &lr, oy0, fc_cg_iadd(k, oy1, c64(k, 1 - NR)), NR, "oy");
     emit_rows(&c, xplane, yplane, zrow, oy, NR);
     fc_cg_loop_end(k, &lr);
     LLVMValueRef n = LLVMBuildSub(k->b, oy1, oy0, "");

@@ -152,10 +152,6 @@ typedef struct DwbCtx {
 } DwbCtx;
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
-static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(k->b, a, c64(k, c), "");
-}
 
 /* &base[off] in floats; off may point outside base only for the row of a padding row (never read). */
 static LLVMValueRef fptr(DwbCtx *c, LLVMValueRef base, LLVMValueRef off) {
@@ -199,7 +195,7 @@ static void emit_tile(DwbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, bool che
   LLVMValueRef acc[MAX_R];
   for (int r = 0; r < n; r++) acc[r] = c->bias;
   /* The input column of tile pixel 0's tap kw = 0, in floats from the row start. */
-  LLVMValueRef col0 = ow0v ? mulc(k, add(k, mulc(k, ow0v, d->sw), c64(k, -d->pw)), d->B) : NULL;
+  LLVMValueRef col0 = ow0v ? fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ow0v, d->sw), c64(k, -d->pw)), d->B) : NULL;
   int64_t max_rel = (int64_t)(n - 1) * d->sw + (d->KW - 1) * d->dw;
   for (int64_t kh = 0; kh < d->KH; kh++)
     for (int64_t rel = 0; rel <= max_rel; rel++) {
@@ -213,10 +209,10 @@ static void emit_tile(DwbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, bool che
           if (ix < 0 || ix >= d->W) continue;
         }
         if (!x) {
-          LLVMValueRef at = ow0v ? add(k, col0, c64(k, rel * d->B)) : c64(k, ((ow0 * d->sw - d->pw) + rel) * d->B);
+          LLVMValueRef at = ow0v ? fc_cg_iadd(k, col0, c64(k, rel * d->B)) : c64(k, ((ow0 * d->sw - d->pw) + rel) * d->B);
           LLVMValueRef p = fptr(c, c->row[kh], at);
           if (checked) {
-            LLVMValueRef ix = add(k, mulc(k, ow0v, d->sw), c64(k, rel - d->pw));
+            LLVMValueRef ix = fc_cg_iadd(k, fc_cg_imulc(k, ow0v, d->sw), c64(k, rel - d->pw));
             LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, ix, c64(k, d->W), "");
             p = LLVMBuildSelect(k->b, inside, p, c->zvec, "");
           }
@@ -226,10 +222,10 @@ static void emit_tile(DwbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, bool che
       }
     }
   for (int r = 0; r < n; r++) {
-    LLVMValueRef ow = ow0v ? add(k, ow0v, c64(k, r)) : c64(k, ow0 + r);
+    LLVMValueRef ow = ow0v ? fc_cg_iadd(k, ow0v, c64(k, r)) : c64(k, ow0 + r);
     LLVMValueRef v = acc[r];
-    if (c->epi) v = fc_cg_epilogue_value(k, c->epi, v, add(k, c->erow, ow), c64(k, 0));
-    LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, mulc(k, ow, d->B)));
+    if (c->epi) v = fc_cg_epilogue_value(k, c->epi, v, fc_cg_iadd(k, c->erow, ow), c64(k, 0));
+    LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, fc_cg_imulc(k, ow, d->B)));
     LLVMSetAlignment(s, 4);
   }
 }
@@ -256,17 +252,17 @@ static void emit_row(DwbCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVa
                      LLVMValueRef oy) {
   FcKernel *k = c->k;
   const Dwb *d = c->d;
-  LLVMValueRef iy0 = add(k, mulc(k, oy, d->sh), c64(k, -d->ph));
+  LLVMValueRef iy0 = fc_cg_iadd(k, fc_cg_imulc(k, oy, d->sh), c64(k, -d->ph));
   for (int64_t kh = 0; kh < d->KH; kh++) {
-    LLVMValueRef iy = add(k, iy0, c64(k, kh * d->dh));
-    c->row[kh] = fptr(c, xplane, mulc(k, iy, d->W * d->B));
+    LLVMValueRef iy = fc_cg_iadd(k, iy0, c64(k, kh * d->dh));
+    c->row[kh] = fptr(c, xplane, fc_cg_imulc(k, iy, d->W * d->B));
     if (zrow) {
       LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, d->H), "");
       c->row[kh] = LLVMBuildSelect(k->b, inside, c->row[kh], zrow, "row");
     }
   }
-  c->erow = mulc(k, add(k, mulc(k, plane, d->OH), oy), d->OW);
-  c->yrow = fptr(c, yplane, mulc(k, oy, d->OW * d->B));
+  c->erow = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, plane, d->OH), oy), d->OW);
+  c->yrow = fptr(c, yplane, fc_cg_imulc(k, oy, d->OW * d->B));
   emit_edge(c, 0, d->lo);
   if (d->hi > d->lo) {
     FcLoop l;
@@ -320,25 +316,25 @@ FcStatus fc_conv_blocked_depthwise(FcKernel *k) {
   LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, d.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, d.nrb), "");
   LLVMValueRef cb = LLVMBuildURem(k->b, plane, c64(k, d.CB), "cb");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, d.H * d.W * d.B));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, d.OH * d.OW * d.B));
-  LLVMValueRef wbase = mulc(k, cb, taps * d.B);
+  LLVMValueRef xplane = fptr(&c, k->in[0], fc_cg_imulc(k, plane, d.H * d.W * d.B));
+  LLVMValueRef yplane = fptr(&c, k->out[0], fc_cg_imulc(k, plane, d.OH * d.OW * d.B));
+  LLVMValueRef wbase = fc_cg_imulc(k, cb, taps * d.B);
   for (int64_t t = 0; t < taps; t++) {
     if (wpacked) {
-      c.wv[t] = vload(&c, fptr(&c, wpacked, add(k, wbase, c64(k, t * d.B))));
+      c.wv[t] = vload(&c, fptr(&c, wpacked, fc_cg_iadd(k, wbase, c64(k, t * d.B))));
       continue;
     }
     /* Run-time weights [C, 1, KH, KW]: lane l of tap t is w[(cb·8 + l)·taps + t]. */
     LLVMValueRef v = LLVMGetUndef(c.vt);
     for (int l = 0; l < d.B; l++) {
-      LLVMValueRef w = fc_cg_load(k, FC_DT_F32, k->in[1], add(k, wbase, c64(k, l * taps + t)));
+      LLVMValueRef w = fc_cg_load(k, FC_DT_F32, k->in[1], fc_cg_iadd(k, wbase, c64(k, l * taps + t)));
       v = LLVMBuildInsertElement(k->b, v, w, c64(k, l), "");
     }
     c.wv[t] = v;
   }
-  c.bias = vload(&c, fptr(&c, k->in[2], mulc(k, cb, d.B)));
-  LLVMValueRef oy0 = mulc(k, blk, d.rb);
-  LLVMValueRef oy1 = add(k, oy0, c64(k, d.rb));
+  c.bias = vload(&c, fptr(&c, k->in[2], fc_cg_imulc(k, cb, d.B)));
+  LLVMValueRef oy0 = fc_cg_imulc(k, blk, d.rb);
+  LLVMValueRef oy1 = fc_cg_iadd(k, oy0, c64(k, d.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, d.OH), ""), oy1, c64(k, d.OH), "");
   FcLoop lr;
   LLVMValueRef oy = fc_cg_loop_begin(k, &lr, oy0, oy1, 1, "oy");

@@ -55,25 +55,17 @@ static LLVMTypeRef shaped(LLVMValueRef like, LLVMTypeRef elem) {
   LLVMTypeRef t = LLVMTypeOf(like);
   return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(elem, LLVMGetVectorSize(t)) : elem;
 }
-static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef c) {
-  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return c;
-  unsigned n = LLVMGetVectorSize(t);
-  LLVMValueRef lanes[64];
-  FC_ASSERT(n <= 64);
-  for (unsigned i = 0; i < n; i++) lanes[i] = c;
-  return LLVMConstVector(lanes, n);
-}
 static LLVMValueRef cfp(LLVMValueRef like, double v) {
   LLVMTypeRef t = LLVMTypeOf(like);
-  return splat(t, LLVMConstReal(elem_of(t), v));
+  return fc_cg_splat_const(t, LLVMConstReal(elem_of(t), v));
 }
 static LLVMValueRef cint(LLVMValueRef like, long long v) {
   LLVMTypeRef t = LLVMTypeOf(like);
-  return splat(t, LLVMConstInt(elem_of(t), (unsigned long long)v, 1));
+  return fc_cg_splat_const(t, LLVMConstInt(elem_of(t), (unsigned long long)v, 1));
 }
 static LLVMValueRef cbool(FcKernel *k, LLVMValueRef like, bool v) {
   LLVMTypeRef t = shaped(like, LLVMInt1TypeInContext(k->ctx));
-  return splat(t, LLVMConstInt(elem_of(t), v, 0));
+  return fc_cg_splat_const(t, LLVMConstInt(elem_of(t), v, 0));
 }
 static unsigned int_width(LLVMValueRef v) { return LLVMGetIntTypeWidth(elem_of(LLVMTypeOf(v))); }
 static LLVMValueRef to_i1(FcKernel *k, LLVMValueRef v) {

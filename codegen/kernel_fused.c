@@ -33,7 +33,7 @@ enum { FU_SPLIT_ABOVE = 32768, FU_CHUNK = 16384 };
 enum { IN_PLACE_COPIES = 3 };
 
 typedef struct Fused {
-  FcEwProgram prog;
+  const FcEwProgram *prog; /* the op's `program` attribute */
   FcCgStep *steps; /* prog.n_steps stand-ins (fc_cg_program_steps) */
   FcDtype dt;
   int n_in;
@@ -128,8 +128,8 @@ static void store_lanes(FcKernel *k, FcDtype dt, LLVMValueRef base, LLVMValueRef
 
 /* The program on operand values `in` (scalars, or vectors of one width), at the builder's position. */
 static LLVMValueRef run_program(FcKernel *k, const Fused *f, LLVMValueRef *in, LLVMValueRef *vals) {
-  for (int i = 0; i < f->prog.n_steps; i++) {
-    const FcEwStep *st = &f->prog.steps[i];
+  for (int i = 0; i < f->prog->n_steps; i++) {
+    const FcEwStep *st = &f->prog->steps[i];
     LLVMValueRef a[FC_EW_MAX_ARGS] = {NULL, NULL, NULL};
     for (int j = 0; j < st->n_args; j++) {
       int32_t r = st->args[j];
@@ -137,7 +137,7 @@ static LLVMValueRef run_program(FcKernel *k, const Fused *f, LLVMValueRef *in, L
     }
     vals[i] = fc_cg_scalar_op(k, &f->steps[i].op, f->dt, a[0], a[1], a[2]);
   }
-  return vals[f->prog.n_steps - 1];
+  return vals[f->prog->n_steps - 1];
 }
 
 /* Per-kernel emission state: the operand pointers of this copy of the nest and the row's offsets. */
@@ -223,9 +223,10 @@ FcStatus fc_kernel_fused(FcKernel *k) {
   FcArena *arena = &op->graph->module->arena;
   const FcType *rt = &op->results[0].type;
   Fused f = {.dt = rt->dtype, .n_in = op->n_operands};
-  FcStatus st = fc_ew_program_parse(fc_op_attr_str(op, FC_ATTR_PROGRAM, NULL), op, false, &f.prog, k->diag);
-  if (st != FC_OK) return st;
-  if ((st = fc_cg_program_steps(k, &f.prog, f.dt, "program", &f.steps)) != FC_OK) return st;
+  f.prog = fc_op_attr_program(op, FC_ATTR_PROGRAM);
+  if (!f.prog) return fc_cg_error(k, FC_ERR_INPUT, "attribute 'program' is missing");
+  FcStatus st;
+  if ((st = fc_cg_program_steps(k, f.prog, f.dt, "program", &f.steps)) != FC_OK) return st;
   for (int j = 0; j < f.n_in; j++)
     if (!op->operands[j].value || op->operands[j].value->type.dtype != f.dt)
       return fc_cg_error(k, FC_ERR_INPUT, "operand %d is missing or not %s", j, fc_dtype_name(f.dt));
@@ -238,7 +239,7 @@ FcStatus fc_kernel_fused(FcKernel *k) {
   merge_dims(k, &f, arena);
   f.vw = vector_lanes(k, &f);
   double cost = (double)f.n_in;
-  for (int i = 0; i < f.prog.n_steps; i++) cost += step_cost(f.prog.steps[i].kind);
+  for (int i = 0; i < f.prog->n_steps; i++) cost += step_cost(f.prog->steps[i].kind);
   fc_kernel_set_outer(k, numel / f.inner * f.nchunks, (double)f.chunk * cost);
 
   size_t n_in = (size_t)f.n_in + 1;
@@ -248,7 +249,7 @@ FcStatus fc_kernel_fused(FcKernel *k) {
       .fixed = FC_NEW_ARRAY(arena, LLVMValueRef, n_in),
       .vfixed = FC_NEW_ARRAY(arena, LLVMValueRef, n_in),
       .in = FC_NEW_ARRAY(arena, LLVMValueRef, n_in),
-      .vals = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)f.prog.n_steps),
+      .vals = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)f.prog->n_steps),
   };
   LLVMBuilderRef B = k->b;
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "done");

@@ -34,26 +34,16 @@ enum {
 static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands[i].value->type; }
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
-static LLVMValueRef sub(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(k->b, a, b, ""); }
-static LLVMValueRef mul(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(k->b, a, b, ""); }
-static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) { return c == 1 ? a : mul(k, a, c64(k, c)); }
-static LLVMValueRef smin(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, a, b, ""), a, b, "");
-}
-static LLVMValueRef smax(FcKernel *k, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSGT, a, b, ""), a, b, "");
-}
 
 /* floor(a / s) and ceil(a / s) for a constant s > 0 and any sign of a. */
 static LLVMValueRef floor_divc(FcKernel *k, LLVMValueRef a, int64_t s) {
   if (s == 1) return a;
   LLVMValueRef neg = LLVMBuildICmp(k->b, LLVMIntSLT, a, c64(k, 0), "");
   LLVMValueRef adj = LLVMBuildSelect(k->b, neg, c64(k, s - 1), c64(k, 0), "");
-  return LLVMBuildSDiv(k->b, sub(k, a, adj), c64(k, s), "");
+  return LLVMBuildSDiv(k->b, fc_cg_isub(k, a, adj), c64(k, s), "");
 }
 static LLVMValueRef ceil_divc(FcKernel *k, LLVMValueRef a, int64_t s) {
-  return s == 1 ? a : floor_divc(k, add(k, a, c64(k, s - 1)), s);
+  return s == 1 ? a : floor_divc(k, fc_cg_iadd(k, a, c64(k, s - 1)), s);
 }
 
 static LLVMValueRef tload(FcKernel *k, LLVMValueRef table, LLVMValueRef i) { return fc_cg_load(k, FC_DT_I64, table, i); }
@@ -70,7 +60,7 @@ static void tile_store(FcKernel *k, FcDtype dt, LLVMTypeRef ct, LLVMValueRef til
   FcLoop l;
   LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), tn, 1, "st");
   LLVMValueRef v = LLVMBuildLoad2(k->b, ct, fc_cg_tile_at(k, ct, tile, j), "");
-  fc_cg_store(k, dt, dst, add(k, at, j), v);
+  fc_cg_store(k, dt, dst, fc_cg_iadd(k, at, j), v);
   fc_cg_loop_end(k, &l);
 }
 
@@ -87,7 +77,7 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
   if (fc_matmul_gemm_applies(k)) return fc_matmul_gemm(k);
-  if (k->op->n_operands > 2 || fc_op_attr_str(k->op, FC_ATTR_EPILOGUE, NULL))
+  if (k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE))
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(k->op->results[0].type.dtype));
   const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
   int r = rt->rank, nb = r - 2;
@@ -111,28 +101,28 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
   LLVMValueRef idx[FC_DEFAULT_MAX_RANK], aoff = c64(k, 0), boff = c64(k, 0);
   fc_cg_unflatten(k, bi, rt->dims, nb, idx);
   for (int d = 0; d < nb; d++) {
-    if (as[d]) aoff = add(k, aoff, mulc(k, idx[d], as[d]));
-    if (bs[d]) boff = add(k, boff, mulc(k, idx[d], bs[d]));
+    if (as[d]) aoff = fc_cg_iadd(k, aoff, fc_cg_imulc(k, idx[d], as[d]));
+    if (bs[d]) boff = fc_cg_iadd(k, boff, fc_cg_imulc(k, idx[d], bs[d]));
   }
-  aoff = add(k, mulc(k, aoff, M * K), mulc(k, i, K));
-  boff = mulc(k, boff, K * N);
+  aoff = fc_cg_iadd(k, fc_cg_imulc(k, aoff, M * K), fc_cg_imulc(k, i, K));
+  boff = fc_cg_imulc(k, boff, K * N);
 
   FcLoop lt;
   LLVMValueRef j0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, N), T, "j0");
-  LLVMValueRef tn = smin(k, c64(k, T), sub(k, c64(k, N), j0));
+  LLVMValueRef tn = fc_cg_smin(k, c64(k, T), fc_cg_isub(k, c64(k, N), j0));
   tile_fill(k, ct, tile, tn, LLVMConstNull(ct));
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), 1, "k");
-  LLVMValueRef a = fc_cg_load(k, dt, k->in[0], add(k, aoff, kk));
-  LLVMValueRef brow = add(k, add(k, boff, mulc(k, kk, N)), j0);
+  LLVMValueRef a = fc_cg_load(k, dt, k->in[0], fc_cg_iadd(k, aoff, kk));
+  LLVMValueRef brow = fc_cg_iadd(k, fc_cg_iadd(k, boff, fc_cg_imulc(k, kk, N)), j0);
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
   LLVMValueRef p = fc_cg_tile_at(k, ct, tile, j);
-  LLVMValueRef bv = fc_cg_load(k, dt, k->in[1], add(k, brow, j));
+  LLVMValueRef bv = fc_cg_load(k, dt, k->in[1], fc_cg_iadd(k, brow, j));
   LLVMBuildStore(k->b, fc_cg_madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
-  tile_store(k, dt, ct, tile, tn, k->out[0], add(k, mulc(k, row, N), j0));
+  tile_store(k, dt, ct, tile, tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, N), j0));
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
   return FC_OK;
@@ -236,25 +226,26 @@ static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   if (i < l) {
     FcLoop lk;
     LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
-    LLVMValueRef p = add(k, mulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i]));
-    p = add(k, p, mulc(k, kk, g->d[i]));
+    LLVMValueRef p = fc_cg_iadd(k, fc_cg_imulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i]));
+    p = fc_cg_iadd(k, p, fc_cg_imulc(k, kk, g->d[i]));
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
-    conv_taps(c, i + 1, add(k, xo, mulc(k, p, g->ds[i])), add(k, wo, mulc(k, kk, g->ks[i])));
+    conv_taps(c, i + 1, fc_cg_iadd(k, xo, fc_cg_imulc(k, p, g->ds[i])),
+              fc_cg_iadd(k, wo, fc_cg_imulc(k, kk, g->ks[i])));
     fc_cg_if_end(k, cont);
     fc_cg_loop_end(k, &lk);
     return;
   }
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[l]), 1, "kl");
-  LLVMValueRef lo = smax(k, tload(k, c->lo_tab, kk), rw->t0);
-  LLVMValueRef hi = smin(k, tload(k, c->hi_tab, kk), add(k, rw->t0, rw->tn));
-  LLVMValueRef off = add(k, mulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
-  LLVMValueRef wv = fc_cg_load(k, c->dt, k->in[1], add(k, wo, kk));
-  LLVMValueRef xrow = add(k, xo, off);
+  LLVMValueRef lo = fc_cg_smax(k, tload(k, c->lo_tab, kk), rw->t0);
+  LLVMValueRef hi = fc_cg_smin(k, tload(k, c->hi_tab, kk), fc_cg_iadd(k, rw->t0, rw->tn));
+  LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
+  LLVMValueRef wv = fc_cg_load(k, c->dt, k->in[1], fc_cg_iadd(k, wo, kk));
+  LLVMValueRef xrow = fc_cg_iadd(k, xo, off);
   FcLoop lj;
   LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
-  LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], add(k, xrow, mulc(k, ow, g->s[l])));
-  LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, sub(k, ow, rw->t0));
+  LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], fc_cg_iadd(k, xrow, fc_cg_imulc(k, ow, g->s[l])));
+  LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, fc_cg_isub(k, ow, rw->t0));
   LLVMBuildStore(k->b, fc_cg_madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
@@ -286,7 +277,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   if (dt == FC_DT_F32) {
     FcStatus est = fc_cg_epilogue_init(k, n, &epi);
     if (est != FC_OK) return est;
-  } else if (k->op->n_operands > 3 || fc_op_attr_str(k->op, FC_ATTR_EPILOGUE, NULL)) {
+  } else if (k->op->n_operands > 3 || fc_op_attr(k->op, FC_ATTR_EPILOGUE)) {
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s conv", fc_dtype_name(dt));
   }
   ConvCtx c = {.k = k, .g = &g, .dt = dt};
@@ -304,20 +295,20 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   LLVMValueRef m = LLVMBuildURem(k->b, plane, c64(k, M), ""), b = LLVMBuildUDiv(k->b, plane, c64(k, M), "");
   fc_cg_unflatten(k, sp, g.O, n - 1, rw.o);
   LLVMValueRef grp = LLVMBuildUDiv(k->b, m, c64(k, Mg), "");
-  LLVMValueRef xbase = mulc(k, add(k, mulc(k, b, C), mulc(k, grp, Cg)), g.isz);
-  LLVMValueRef wbase = mulc(k, m, Cg * g.ksz);
+  LLVMValueRef xbase = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, b, C), fc_cg_imulc(k, grp, Cg)), g.isz);
+  LLVMValueRef wbase = fc_cg_imulc(k, m, Cg * g.ksz);
   LLVMValueRef init = has_bias ? fc_cg_load(k, dt, k->in[2], m) : LLVMConstNull(rw.ct);
 
   FcLoop lt;
   rw.t0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, OL), T, "t0");
-  rw.tn = smin(k, c64(k, T), sub(k, c64(k, OL), rw.t0));
+  rw.tn = fc_cg_smin(k, c64(k, T), fc_cg_isub(k, c64(k, OL), rw.t0));
   tile_fill(k, rw.ct, rw.tile, rw.tn, init);
   FcLoop lc;
   LLVMValueRef ci = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, Cg), 1, "c");
-  conv_taps(&c, 0, add(k, xbase, mulc(k, ci, g.isz)), add(k, wbase, mulc(k, ci, g.ksz)));
+  conv_taps(&c, 0, fc_cg_iadd(k, xbase, fc_cg_imulc(k, ci, g.isz)), fc_cg_iadd(k, wbase, fc_cg_imulc(k, ci, g.ksz)));
   fc_cg_loop_end(k, &lc);
-  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], add(k, mulc(k, row, OL), rw.t0));
-  if (epi) fc_cg_epilogue_row(k, epi, k->out[0], plane, add(k, mulc(k, sp, OL), rw.t0), rw.tn);
+  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
+  if (epi) fc_cg_epilogue_row(k, epi, k->out[0], plane, fc_cg_iadd(k, fc_cg_imulc(k, sp, OL), rw.t0), rw.tn);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
   return FC_OK;
@@ -336,7 +327,7 @@ static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   if (i < l) {
     FcLoop lk;
     LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
-    LLVMValueRef q = sub(k, add(k, rw->o[i], c64(k, g->pad[i])), mulc(k, kk, g->d[i]));
+    LLVMValueRef q = fc_cg_isub(k, fc_cg_iadd(k, rw->o[i], c64(k, g->pad[i])), fc_cg_imulc(k, kk, g->d[i]));
     LLVMValueRef iq = g->s[i] == 1 ? q : LLVMBuildUDiv(k->b, q, c64(k, g->s[i]), "");
     LLVMValueRef ok = LLVMBuildICmp(k->b, LLVMIntSGE, q, c64(k, 0), "");
     if (g->s[i] > 1)
@@ -344,7 +335,8 @@ static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
                         LLVMBuildICmp(k->b, LLVMIntEQ, LLVMBuildURem(k->b, q, c64(k, g->s[i]), ""), c64(k, 0), ""), "");
     ok = LLVMBuildAnd(k->b, ok, LLVMBuildICmp(k->b, LLVMIntULT, iq, c64(k, g->D[i]), ""), "");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, ok);
-    convt_taps(c, i + 1, add(k, xo, mulc(k, iq, g->ds[i])), add(k, wo, mulc(k, kk, g->ks[i])));
+    convt_taps(c, i + 1, fc_cg_iadd(k, xo, fc_cg_imulc(k, iq, g->ds[i])),
+               fc_cg_iadd(k, wo, fc_cg_imulc(k, kk, g->ks[i])));
     fc_cg_if_end(k, cont);
     fc_cg_loop_end(k, &lk);
     return;
@@ -352,16 +344,17 @@ static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   int64_t s = g->s[l];
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[l]), 1, "kl");
-  LLVMValueRef off = add(k, mulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
+  LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
   /* Inputs whose output i*s + off lies in the tile [t0, t0 + tn). */
-  LLVMValueRef lo = smax(k, tload(k, c->lo_tab, kk), ceil_divc(k, sub(k, rw->t0, off), s));
-  LLVMValueRef hi = smin(k, tload(k, c->hi_tab, kk), ceil_divc(k, sub(k, add(k, rw->t0, rw->tn), off), s));
-  LLVMValueRef wv = fc_cg_load(k, c->dt, k->in[1], add(k, wo, kk));
-  LLVMValueRef toff = sub(k, off, rw->t0);
+  LLVMValueRef lo = fc_cg_smax(k, tload(k, c->lo_tab, kk), ceil_divc(k, fc_cg_isub(k, rw->t0, off), s));
+  LLVMValueRef end = fc_cg_isub(k, fc_cg_iadd(k, rw->t0, rw->tn), off);
+  LLVMValueRef hi = fc_cg_smin(k, tload(k, c->hi_tab, kk), ceil_divc(k, end, s));
+  LLVMValueRef wv = fc_cg_load(k, c->dt, k->in[1], fc_cg_iadd(k, wo, kk));
+  LLVMValueRef toff = fc_cg_isub(k, off, rw->t0);
   FcLoop lj;
   LLVMValueRef ix = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ix");
-  LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], add(k, xo, ix));
-  LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, add(k, mulc(k, ix, s), toff));
+  LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], fc_cg_iadd(k, xo, ix));
+  LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, fc_cg_iadd(k, fc_cg_imulc(k, ix, s), toff));
   LLVMBuildStore(k->b, fc_cg_madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
@@ -412,20 +405,20 @@ FcStatus fc_kernel_conv_transpose(FcKernel *k) {
   LLVMValueRef m = LLVMBuildURem(k->b, plane, c64(k, M), ""), b = LLVMBuildUDiv(k->b, plane, c64(k, M), "");
   fc_cg_unflatten(k, sp, g.O, n - 1, rw.o);
   LLVMValueRef grp = LLVMBuildUDiv(k->b, m, c64(k, Mg), ""), mg = LLVMBuildURem(k->b, m, c64(k, Mg), "");
-  LLVMValueRef c0 = mulc(k, grp, Cg); /* first input channel of the group */
+  LLVMValueRef c0 = fc_cg_imulc(k, grp, Cg); /* first input channel of the group */
   LLVMValueRef init = has_bias ? fc_cg_load(k, dt, k->in[2], m) : LLVMConstNull(rw.ct);
 
   FcLoop lt;
   rw.t0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, OL), T, "t0");
-  rw.tn = smin(k, c64(k, T), sub(k, c64(k, OL), rw.t0));
+  rw.tn = fc_cg_smin(k, c64(k, T), fc_cg_isub(k, c64(k, OL), rw.t0));
   tile_fill(k, rw.ct, rw.tile, rw.tn, init);
   FcLoop lc;
-  LLVMValueRef ci = add(k, c0, fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, Cg), 1, "c"));
-  LLVMValueRef xo = mulc(k, add(k, mulc(k, b, C), ci), g.isz);
-  LLVMValueRef wo = mulc(k, add(k, mulc(k, ci, Mg), mg), g.ksz);
+  LLVMValueRef ci = fc_cg_iadd(k, c0, fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, Cg), 1, "c"));
+  LLVMValueRef xo = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, b, C), ci), g.isz);
+  LLVMValueRef wo = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, Mg), mg), g.ksz);
   convt_taps(&c, 0, xo, wo);
   fc_cg_loop_end(k, &lc);
-  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], add(k, mulc(k, row, OL), rw.t0));
+  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
   return FC_OK;
@@ -468,24 +461,26 @@ static void pool_taps(PoolCtx *c, int i, LLVMValueRef xo, LLVMValueRef lin) {
   if (i < l) {
     FcLoop lk;
     LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[i]), 1, "kd");
-    LLVMValueRef p = add(k, add(k, mulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i])), mulc(k, kk, g->d[i]));
+    LLVMValueRef p = fc_cg_iadd(k, fc_cg_iadd(k, fc_cg_imulc(k, rw->o[i], g->s[i]), c64(k, -g->pad[i])),
+                                fc_cg_imulc(k, kk, g->d[i]));
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntULT, p, c64(k, g->D[i]), ""));
-    pool_taps(c, i + 1, add(k, xo, mulc(k, p, g->ds[i])), add(k, lin, mulc(k, p, c->ist[i])));
+    pool_taps(c, i + 1, fc_cg_iadd(k, xo, fc_cg_imulc(k, p, g->ds[i])),
+              fc_cg_iadd(k, lin, fc_cg_imulc(k, p, c->ist[i])));
     fc_cg_if_end(k, cont);
     fc_cg_loop_end(k, &lk);
     return;
   }
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, g->K[l]), 1, "kl");
-  LLVMValueRef lo = smax(k, tload(k, c->lo_tab, kk), rw->t0);
-  LLVMValueRef hi = smin(k, tload(k, c->hi_tab, kk), add(k, rw->t0, rw->tn));
-  LLVMValueRef off = add(k, mulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
-  LLVMValueRef xrow = add(k, xo, off);
-  LLVMValueRef lrow = add(k, lin, mulc(k, off, c->ist[l]));
+  LLVMValueRef lo = fc_cg_smax(k, tload(k, c->lo_tab, kk), rw->t0);
+  LLVMValueRef hi = fc_cg_smin(k, tload(k, c->hi_tab, kk), fc_cg_iadd(k, rw->t0, rw->tn));
+  LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
+  LLVMValueRef xrow = fc_cg_iadd(k, xo, off);
+  LLVMValueRef lrow = fc_cg_iadd(k, lin, fc_cg_imulc(k, off, c->ist[l]));
   FcLoop lj;
   LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
-  LLVMValueRef v = fc_cg_load(k, c->dt, k->in[0], add(k, xrow, mulc(k, ow, g->s[l])));
-  LLVMValueRef tj = sub(k, ow, rw->t0);
+  LLVMValueRef v = fc_cg_load(k, c->dt, k->in[0], fc_cg_iadd(k, xrow, fc_cg_imulc(k, ow, g->s[l])));
+  LLVMValueRef tj = fc_cg_isub(k, ow, rw->t0);
   LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, tj);
   LLVMValueRef acc = LLVMBuildLoad2(k->b, rw->ct, p, "");
   if (!c->is_max) {
@@ -496,7 +491,7 @@ static void pool_taps(PoolCtx *c, int i, LLVMValueRef xo, LLVMValueRef lin) {
     LLVMValueRef take = max_cond(c, v, acc, idx);
     LLVMBuildStore(k->b, LLVMBuildSelect(k->b, take, v, acc, ""), p);
     if (ip) {
-      LLVMValueRef at = add(k, lrow, mulc(k, ow, g->s[l] * c->ist[l]));
+      LLVMValueRef at = fc_cg_iadd(k, lrow, fc_cg_imulc(k, ow, g->s[l] * c->ist[l]));
       LLVMBuildStore(k->b, LLVMBuildSelect(k->b, take, at, idx, ""), ip);
     }
   }
@@ -587,33 +582,33 @@ FcStatus fc_kernel_pool(FcKernel *k) {
   LLVMValueRef sp = LLVMBuildURem(k->b, row, c64(k, g.rows_sp), "");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, g.rows_sp), "");
   fc_cg_unflatten(k, sp, g.O, n - 1, rw.o);
-  LLVMValueRef pbase = mulc(k, plane, g.isz);
+  LLVMValueRef pbase = fc_cg_imulc(k, plane, g.isz);
   LLVMValueRef rowcnt = c64(k, 1);
   if (!c.is_max)
-    for (int i = 0; i < n - 1; i++) rowcnt = mul(k, rowcnt, tload(k, cnt_tab[i], rw.o[i]));
+    for (int i = 0; i < n - 1; i++) rowcnt = fc_cg_imul(k, rowcnt, tload(k, cnt_tab[i], rw.o[i]));
 
   FcLoop lt;
   rw.t0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, OL), T, "t0");
-  rw.tn = smin(k, c64(k, T), sub(k, c64(k, OL), rw.t0));
+  rw.tn = fc_cg_smin(k, c64(k, T), fc_cg_isub(k, c64(k, OL), rw.t0));
   tile_fill(k, rw.ct, rw.tile, rw.tn, init);
   if (rw.itile) tile_fill(k, fc_cg_i64(k), rw.itile, rw.tn, c64(k, -1));
   pool_taps(&c, 0, pbase, pbase);
 
   /* Finish and store the tile. */
-  LLVMValueRef at = add(k, mulc(k, row, OL), rw.t0);
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0);
   FcLoop ls;
   LLVMValueRef j = fc_cg_loop_begin(k, &ls, c64(k, 0), rw.tn, 1, "st");
   LLVMValueRef v = LLVMBuildLoad2(k->b, rw.ct, fc_cg_tile_at(k, rw.ct, rw.tile, j), "");
   if (!c.is_max) {
-    LLVMValueRef cnt = mul(k, rowcnt, tload(k, cnt_tab[n - 1], add(k, rw.t0, j)));
+    LLVMValueRef cnt = fc_cg_imul(k, rowcnt, tload(k, cnt_tab[n - 1], fc_cg_iadd(k, rw.t0, j)));
     v = LLVMBuildFDiv(k->b, v, LLVMBuildSIToFP(k->b, cnt, rw.ct, ""), "");
   } else if (c.is_float) {
     v = LLVMBuildSelect(k->b, LLVMBuildFCmp(k->b, LLVMRealUNO, v, v, ""), LLVMConstReal(rw.ct, lowest_finite(dt)), v,
                         "");
   }
-  fc_cg_store(k, dt, k->out[0], add(k, at, j), v);
+  fc_cg_store(k, dt, k->out[0], fc_cg_iadd(k, at, j), v);
   if (rw.itile)
-    fc_cg_store(k, FC_DT_I64, k->out[1], add(k, at, j),
+    fc_cg_store(k, FC_DT_I64, k->out[1], fc_cg_iadd(k, at, j),
                 LLVMBuildLoad2(k->b, fc_cg_i64(k), fc_cg_tile_at(k, fc_cg_i64(k), rw.itile, j), ""));
   fc_cg_loop_end(k, &ls);
   fc_cg_loop_end(k, &lt);

@@ -110,10 +110,6 @@ static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); 
 static LLVMValueRef i32c(FcKernel *k, int64_t v) {
   return LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned long long)v, 0);
 }
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
-static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(k->b, a, c64(k, c), "");
-}
 
 static LLVMValueRef fptr(PwCtx *c, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildGEP2(c->k->b, c->f32, base, &off, 1, ""); /* may point before base: not inbounds */
@@ -199,24 +195,24 @@ FcStatus fc_pool_window(FcKernel *k) {
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, g.pl.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, g.pl.nrb), "");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, g.H * g.x.W));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, g.OH * g.x.OW));
-  LLVMValueRef oy0 = mulc(k, blk, g.pl.rb);
-  LLVMValueRef oy1 = add(k, oy0, c64(k, g.pl.rb));
+  LLVMValueRef xplane = fptr(&c, k->in[0], fc_cg_imulc(k, plane, g.H * g.x.W));
+  LLVMValueRef yplane = fptr(&c, k->out[0], fc_cg_imulc(k, plane, g.OH * g.x.OW));
+  LLVMValueRef oy0 = fc_cg_imulc(k, blk, g.pl.rb);
+  LLVMValueRef oy1 = fc_cg_iadd(k, oy0, c64(k, g.pl.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, g.OH), ""), oy1, c64(k, g.OH), "");
 
   FcLoop lr;
   LLVMValueRef oy = fc_cg_loop_begin(k, &lr, oy0, oy1, 1, "oy");
-  LLVMValueRef iy0 = add(k, mulc(k, oy, g.sh), c64(k, -g.ph));
+  LLVMValueRef iy0 = fc_cg_iadd(k, fc_cg_imulc(k, oy, g.sh), c64(k, -g.ph));
   for (int64_t kh = 0; kh < g.KH; kh++) {
-    LLVMValueRef iy = add(k, iy0, c64(k, kh * g.dh));
-    c.rows[kh] = fptr(&c, xplane, mulc(k, iy, g.x.W));
+    LLVMValueRef iy = fc_cg_iadd(k, iy0, c64(k, kh * g.dh));
+    c.rows[kh] = fptr(&c, xplane, fc_cg_imulc(k, iy, g.x.W));
     if (prow) {
       LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, g.H), "");
       c.rows[kh] = LLVMBuildSelect(k->b, inside, c.rows[kh], prow, "row");
     }
   }
-  c.yrow = fptr(&c, yplane, mulc(k, oy, g.x.OW));
+  c.yrow = fptr(&c, yplane, fc_cg_imulc(k, oy, g.x.OW));
   if (cnt_tab) {
     LLVMValueRef n = vload(&c, c.f32, fptr(&c, cnt_tab, oy));
     LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c.vt), n, i32c(k, 0), "");

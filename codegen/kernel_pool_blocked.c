@@ -141,10 +141,6 @@ typedef struct PbCtx {
 } PbCtx;
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
-static LLVMValueRef mulc(FcKernel *k, LLVMValueRef a, int64_t c) {
-  return c == 1 ? a : LLVMBuildMul(k->b, a, c64(k, c), "");
-}
 
 /* &base[off] in floats; off may point outside base only for a padding row's row (never read). */
 static LLVMValueRef fptr(PbCtx *c, LLVMValueRef base, LLVMValueRef off) {
@@ -194,7 +190,7 @@ static void tile_taps(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, Comb comb
   FcKernel *k = c->k;
   const Pb *g = c->g;
   for (int r = 0; r < n; r++) acc[r] = comb == COMB_MAX_FAST ? splat(c, -INFINITY) : NULL;
-  LLVMValueRef col0 = ow0v ? mulc(k, add(k, mulc(k, ow0v, g->sw), c64(k, -g->pw)), g->B) : NULL;
+  LLVMValueRef col0 = ow0v ? fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ow0v, g->sw), c64(k, -g->pw)), g->B) : NULL;
   int64_t max_rel = (int64_t)(n - 1) * g->sw + (g->KW - 1) * g->dw;
   for (int64_t kh = 0; kh < g->KH; kh++)
     for (int64_t rel = 0; rel <= max_rel; rel++) {
@@ -207,7 +203,7 @@ static void tile_taps(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, Comb comb
           if (ix < 0 || ix >= g->W) continue;
         }
         if (!x) {
-          LLVMValueRef at = ow0v ? add(k, col0, c64(k, rel * g->B)) : c64(k, ((ow0 * g->sw - g->pw) + rel) * g->B);
+          LLVMValueRef at = ow0v ? fc_cg_iadd(k, col0, c64(k, rel * g->B)) : c64(k, ((ow0 * g->sw - g->pw) + rel) * g->B);
           x = vload(c, c->vt, fptr(c, c->row[kh], at));
         }
         if (comb == COMB_MAX_FAST) {
@@ -229,8 +225,8 @@ static void tile_taps(PbCtx *c, LLVMValueRef ow0v, int64_t ow0, int n, Comb comb
 
 static void store_pixel(PbCtx *c, LLVMValueRef ow0v, int64_t ow, LLVMValueRef v) {
   FcKernel *k = c->k;
-  LLVMValueRef at = ow0v ? add(k, ow0v, c64(k, ow)) : c64(k, ow);
-  LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, mulc(k, at, c->g->B)));
+  LLVMValueRef at = ow0v ? fc_cg_iadd(k, ow0v, c64(k, ow)) : c64(k, ow);
+  LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, fc_cg_imulc(k, at, c->g->B)));
   LLVMSetAlignment(s, 4);
 }
 
@@ -284,10 +280,10 @@ static void emit_row(PbCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVal
                      LLVMValueRef oy) {
   FcKernel *k = c->k;
   const Pb *g = c->g;
-  LLVMValueRef iy0 = add(k, mulc(k, oy, g->sh), c64(k, -g->ph));
+  LLVMValueRef iy0 = fc_cg_iadd(k, fc_cg_imulc(k, oy, g->sh), c64(k, -g->ph));
   for (int64_t kh = 0; kh < g->KH; kh++) {
-    LLVMValueRef iy = add(k, iy0, c64(k, kh * g->dh));
-    c->row[kh] = fptr(c, xplane, mulc(k, iy, g->W * g->B));
+    LLVMValueRef iy = fc_cg_iadd(k, iy0, c64(k, kh * g->dh));
+    c->row[kh] = fptr(c, xplane, fc_cg_imulc(k, iy, g->W * g->B));
     if (prow) {
       LLVMValueRef inside = LLVMBuildICmp(k->b, LLVMIntULT, iy, c64(k, g->H), "");
       c->row[kh] = LLVMBuildSelect(k->b, inside, c->row[kh], prow, "row");
@@ -299,7 +295,7 @@ static void emit_row(PbCtx *c, LLVMValueRef xplane, LLVMValueRef yplane, LLVMVal
     LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)g->B));
     c->row_cnt = LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c->vt), zeros, "");
   }
-  c->yrow = fptr(c, yplane, mulc(k, oy, g->OW * g->B));
+  c->yrow = fptr(c, yplane, fc_cg_imulc(k, oy, g->OW * g->B));
   emit_edge(c, 0, g->lo);
   if (g->hi > g->lo) {
     FcLoop l;
@@ -336,10 +332,10 @@ FcStatus fc_pool_blocked(FcKernel *k) {
   LLVMValueRef it = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
   LLVMValueRef plane = LLVMBuildUDiv(k->b, it, c64(k, g.nrb), "plane");
   LLVMValueRef blk = LLVMBuildURem(k->b, it, c64(k, g.nrb), "");
-  LLVMValueRef xplane = fptr(&c, k->in[0], mulc(k, plane, g.H * g.W * g.B));
-  LLVMValueRef yplane = fptr(&c, k->out[0], mulc(k, plane, g.OH * g.OW * g.B));
-  LLVMValueRef oy0 = mulc(k, blk, g.rb);
-  LLVMValueRef oy1 = add(k, oy0, c64(k, g.rb));
+  LLVMValueRef xplane = fptr(&c, k->in[0], fc_cg_imulc(k, plane, g.H * g.W * g.B));
+  LLVMValueRef yplane = fptr(&c, k->out[0], fc_cg_imulc(k, plane, g.OH * g.OW * g.B));
+  LLVMValueRef oy0 = fc_cg_imulc(k, blk, g.rb);
+  LLVMValueRef oy1 = fc_cg_iadd(k, oy0, c64(k, g.rb));
   oy1 = LLVMBuildSelect(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, oy1, c64(k, g.OH), ""), oy1, c64(k, g.OH), "");
   FcLoop lr;
   LLVMValueRef oy = fc_cg_loop_begin(k, &lr, oy0, oy1, 1, "oy");

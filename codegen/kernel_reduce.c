@@ -69,7 +69,6 @@ static void st(FcKernel *k, LLVMTypeRef t, LLVMValueRef arr, LLVMValueRef j, LLV
   LLVMBuildStore(k->b, v, slot(k, t, arr, j));
 }
 
-static LLVMValueRef add(FcKernel *k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(k->b, a, b, ""); }
 static LLVMValueRef mul(FcKernel *k, LLVMValueRef a, int64_t c) {
   return c == 1 ? a : LLVMBuildMul(k->b, a, c64(k, c), "");
 }
@@ -178,7 +177,7 @@ static LLVMValueRef decompose(FcKernel *k, LLVMValueRef off, LLVMValueRef flat, 
       idx = LLVMBuildURem(B, flat, c64(k, gd[g[i]]), "");
       flat = LLVMBuildUDiv(B, flat, c64(k, gd[g[i]]), "");
     }
-    off = add(k, off, mul(k, idx, gs[g[i]]));
+    off = fc_cg_iadd(k, off, mul(k, idx, gs[g[i]]));
   }
   return off;
 }
@@ -252,7 +251,7 @@ FcStatus fc_kernel_reduce(FcKernel *k) {
       rbase = decompose(k, base, ro, red, nr - 1, gd, gs);
     }
     LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, rin), 1, "j");
-    LLVMValueRef v = rd_load(k, &r, add(k, rbase, j));
+    LLVMValueRef v = rd_load(k, &r, fc_cg_iadd(k, rbase, j));
     LLVMBuildStore(B, acc_step(k, r.kind, r.cls, LLVMBuildLoad2(B, r.at, acc, ""), v), acc);
     fc_cg_loop_end(k, &lj);
     if (nr > 1) fc_cg_loop_end(k, &lr);
@@ -272,7 +271,7 @@ FcStatus fc_kernel_reduce(FcKernel *k) {
     col0 = mul(k, LLVMBuildURem(B, o, c64(k, nch), ""), bk);
     len = min64(k, c64(k, bk), LLVMBuildSub(B, c64(k, kin), col0, ""));
   }
-  LLVMValueRef base = add(k, decompose(k, c64(k, 0), row, kept, nk - 1, gd, gs), col0);
+  LLVMValueRef base = fc_cg_iadd(k, decompose(k, c64(k, 0), row, kept, nk - 1, gd, gs), col0);
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), len, 1, "j");
   st(k, r.at, acc, j, acc_init(r.kind, r.cls, r.at));
   fc_cg_loop_end(k, &lj);
@@ -280,13 +279,13 @@ FcStatus fc_kernel_reduce(FcKernel *k) {
   LLVMValueRef ri = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, r.count), 1, "r");
   LLVMValueRef rbase = decompose(k, base, ri, red, nr, gd, gs);
   j = fc_cg_loop_begin(k, &lj, c64(k, 0), len, 1, "j");
-  LLVMValueRef v = rd_load(k, &r, add(k, rbase, j));
+  LLVMValueRef v = rd_load(k, &r, fc_cg_iadd(k, rbase, j));
   st(k, r.at, acc, j, acc_step(k, r.kind, r.cls, ld(k, r.at, acc, j), v));
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lr);
-  LLVMValueRef obase = add(k, mul(k, row, kin), col0);
+  LLVMValueRef obase = fc_cg_iadd(k, mul(k, row, kin), col0);
   j = fc_cg_loop_begin(k, &lj, c64(k, 0), len, 1, "j");
-  rd_store(k, &r, add(k, obase, j), ld(k, r.at, acc, j));
+  rd_store(k, &r, fc_cg_iadd(k, obase, j), ld(k, r.at, acc, j));
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lo);
   return FC_OK;
@@ -332,8 +331,8 @@ static void axis_end(FcKernel *k, AxisIter *a) { fc_cg_loop_end(k, &a->lo); }
 
 /* Element (step s along the axis, column j of the block) of a tensor viewed as [outer, n, inner]. */
 static LLVMValueRef axis_at(FcKernel *k, const AxisIter *a, int64_t n, LLVMValueRef s, LLVMValueRef j) {
-  LLVMValueRef i = add(k, mul(k, a->row, n * a->inner), a->col0);
-  return add(k, add(k, i, mul(k, s, a->inner)), j);
+  LLVMValueRef i = fc_cg_iadd(k, mul(k, a->row, n * a->inner), a->col0);
+  return fc_cg_iadd(k, fc_cg_iadd(k, i, mul(k, s, a->inner)), j);
 }
 
 /* The loop over the block's columns; a block of one column needs none (j is 0). */
@@ -553,14 +552,14 @@ FcStatus fc_kernel_layer_norm(FcKernel *k) {
 
   LLVMBuildStore(B, LLVMConstReal(ct, 0.0), acc);
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, inner), 1, "j");
-  LLVMValueRef x = fc_cg_load(k, dt, k->in[0], add(k, base, j));
+  LLVMValueRef x = fc_cg_load(k, dt, k->in[0], fc_cg_iadd(k, base, j));
   LLVMBuildStore(B, reassoc(LLVMBuildFAdd(B, LLVMBuildLoad2(B, ct, acc, ""), x, "")), acc);
   fc_cg_loop_end(k, &lj);
   LLVMValueRef mean = LLVMBuildFDiv(B, LLVMBuildLoad2(B, ct, acc, ""), cnt, "mean");
 
   LLVMBuildStore(B, LLVMConstReal(ct, 0.0), acc);
   j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, inner), 1, "j");
-  LLVMValueRef d = LLVMBuildFSub(B, fc_cg_load(k, dt, k->in[0], add(k, base, j)), mean, "");
+  LLVMValueRef d = LLVMBuildFSub(B, fc_cg_load(k, dt, k->in[0], fc_cg_iadd(k, base, j)), mean, "");
   LLVMBuildStore(B, reassoc(LLVMBuildFAdd(B, LLVMBuildLoad2(B, ct, acc, ""), LLVMBuildFMul(B, d, d, ""), "")), acc);
   fc_cg_loop_end(k, &lj);
   LLVMValueRef var = LLVMBuildFDiv(B, LLVMBuildLoad2(B, ct, acc, ""), cnt, "");
@@ -573,9 +572,9 @@ FcStatus fc_kernel_layer_norm(FcKernel *k) {
     LLVMValueRef xo = base, po[2] = {c64(k, 0), c64(k, 0)};
     for (int c = 0; c < cr; c++) {
       LLVMValueRef iv = fc_cg_loop_begin(k, &ln[c], c64(k, 0), c64(k, cd[c]), 1, "n");
-      xo = add(k, xo, mul(k, iv, cx[c]));
+      xo = fc_cg_iadd(k, xo, mul(k, iv, cx[c]));
       for (int p = 0; p < np; p++)
-        if (cs[p][c] != 0) po[p] = add(k, po[p], mul(k, iv, cs[p][c]));
+        if (cs[p][c] != 0) po[p] = fc_cg_iadd(k, po[p], mul(k, iv, cs[p][c]));
     }
     LLVMValueRef y = LLVMBuildFSub(B, fc_cg_load(k, dt, k->in[0], xo), mean, "");
     y = LLVMBuildFMul(B, LLVMBuildFMul(B, y, inv, ""), fc_cg_load(k, dt, k->in[1], po[0]), "");
@@ -631,10 +630,10 @@ FcStatus fc_kernel_topk(FcKernel *k) {
     row = LLVMBuildUDiv(B, o, c64(k, a.inner), "row");
     col = LLVMBuildURem(B, o, c64(k, a.inner), "col");
   }
-  LLVMValueRef xb = add(k, mul(k, row, a.n * a.inner), col), yb = add(k, mul(k, row, kk * a.inner), col);
-#define X_AT(i) fc_cg_load(k, dt, k->in[0], add(k, xb, mul(k, (i), a.inner)))
-#define IDX_AT(p) fc_cg_load(k, FC_DT_I64, k->out[1], add(k, yb, mul(k, (p), a.inner)))
-#define IDX_SET(p, v) fc_cg_store(k, FC_DT_I64, k->out[1], add(k, yb, mul(k, (p), a.inner)), (v))
+  LLVMValueRef xb = fc_cg_iadd(k, mul(k, row, a.n * a.inner), col), yb = fc_cg_iadd(k, mul(k, row, kk * a.inner), col);
+#define X_AT(i) fc_cg_load(k, dt, k->in[0], fc_cg_iadd(k, xb, mul(k, (i), a.inner)))
+#define IDX_AT(p) fc_cg_load(k, FC_DT_I64, k->out[1], fc_cg_iadd(k, yb, mul(k, (p), a.inner)))
+#define IDX_SET(p, v) fc_cg_store(k, FC_DT_I64, k->out[1], fc_cg_iadd(k, yb, mul(k, (p), a.inner)), (v))
   LLVMBuildStore(B, c64(k, 0), cnt);
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, a.n), 1, "j");
   LLVMValueRef vj = X_AT(j);
@@ -656,7 +655,7 @@ FcStatus fc_kernel_topk(FcKernel *k) {
   LLVMBuildBr(B, shift_hdr);
   LLVMPositionBuilderAtEnd(B, grow);
   LLVMBuildStore(B, c, pos);
-  LLVMBuildStore(B, add(k, c, c64(k, 1)), cnt);
+  LLVMBuildStore(B, fc_cg_iadd(k, c, c64(k, 1)), cnt);
   LLVMBuildBr(B, shift_hdr);
   /* move worse entries down one place while j ranks before them (equal ones have lower indices) */
   LLVMPositionBuilderAtEnd(B, shift_hdr);
@@ -677,7 +676,7 @@ FcStatus fc_kernel_topk(FcKernel *k) {
   fc_cg_loop_end(k, &lj);
   /* values in the order of the indices */
   LLVMValueRef q = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, kk), 1, "q");
-  fc_cg_store(k, dt, k->out[0], add(k, yb, mul(k, q, a.inner)), X_AT(IDX_AT(q)));
+  fc_cg_store(k, dt, k->out[0], fc_cg_iadd(k, yb, mul(k, q, a.inner)), X_AT(IDX_AT(q)));
   fc_cg_loop_end(k, &lj);
 #undef X_AT
 #undef IDX_AT

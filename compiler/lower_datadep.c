@@ -26,13 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static FcStatus bail(const FcLower *l) {
-  if (l->b->status != FC_OK) return l->b->status;
-  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
-}
-
-static FcArena *lx_arena(FcLower *l) { return &l->b->g->module->arena; }
-
 /* Numel of a constant, already known to fit (its data exists), as a size for loops. */
 static int64_t numel_of(const FcTensor *t) {
   int64_t n;
@@ -49,7 +42,7 @@ static int64_t *new_i64(FcLower *l, int rank, int64_t d0, int64_t d1, FcTensor *
     fc_lx_error(l, "result of %lld x %lld elements is too large", (long long)d0, (long long)(rank == 2 ? d1 : 1));
     return NULL;
   }
-  *t = fc_tensor_new(lx_arena(l), fc_type_make(lx_arena(l), FC_DT_I64, rank, dims));
+  *t = fc_tensor_new(fc_lx_arena(l), fc_type_make(fc_lx_arena(l), FC_DT_I64, rank, dims));
   return (int64_t *)(*t)->data;
 }
 
@@ -64,13 +57,13 @@ static bool elem_nonzero(const FcTensor *t, int64_t i) {
 
 FcStatus fc_lower_nonzero(FcLower *l) {
   const FcTensor *x = fc_lx_const_input(l, 0);
-  if (!x) return bail(l);
+  if (!x) return fc_lx_bail(l);
   int rank = x->type.rank;
   int64_t n = numel_of(x), nnz = 0;
   for (int64_t i = 0; i < n; i++) nnz += elem_nonzero(x, i);
   FcTensor *y;
   int64_t *out = new_i64(l, 2, rank, nnz, &y);
-  if (!out) return bail(l);
+  if (!out) return fc_lx_bail(l);
   int64_t c = 0;
   for (int64_t i = 0; i < n && rank > 0; i++) {
     if (!elem_nonzero(x, i)) continue;
@@ -142,14 +135,14 @@ static int cmp_i64(const void *pa, const void *pb) {
 
 FcStatus fc_lower_unique(FcLower *l) {
   const FcTensor *x = fc_lx_const_input(l, 0);
-  if (!x) return bail(l);
-  FcArena *a = lx_arena(l);
+  if (!x) return fc_lx_bail(l);
+  FcArena *a = fc_lx_arena(l);
   int rank = x->type.rank;
   Slices s = {x, 1, numel_of(x), 1};
   int64_t axis = -1;
   if (fc_lx_has_attr(l, "axis")) {
     if (rank < 1) return fc_lx_error(l, "axis needs an input of rank >= 1");
-    if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), rank, &axis)) return bail(l);
+    if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), rank, &axis)) return fc_lx_bail(l);
     s.count = x->type.dims[axis];
     for (int i = 0; i < rank; i++)
       if ((i < axis && !fc_checked_mul(s.outer, x->type.dims[i], &s.outer)) ||
@@ -208,7 +201,7 @@ FcStatus fc_lower_unique(FcLower *l) {
   FcTensor *t_idx, *t_inv, *t_cnt;
   int64_t *o_idx = new_i64(l, 1, u, 1, &t_idx), *o_inv = new_i64(l, 1, n, 1, &t_inv),
           *o_cnt = new_i64(l, 1, u, 1, &t_cnt);
-  if (!o_idx || !o_inv || !o_cnt) return bail(l);
+  if (!o_idx || !o_inv || !o_cnt) return fc_lx_bail(l);
   for (int64_t g = 0; g < u; g++) {
     o_idx[pos[g]] = first[g];
     o_cnt[pos[g]] = count[g];
@@ -302,7 +295,7 @@ FcStatus fc_lower_nms(FcLower *l) {
   if (l->n_in < 2) return fc_lx_error(l, "expects inputs boxes and scores");
   const FcTensor *boxes = fc_lx_const_input(l, 0);
   const FcTensor *scores = boxes ? fc_lx_const_input(l, 1) : NULL;
-  if (!boxes || !scores) return bail(l);
+  if (!boxes || !scores) return fc_lx_bail(l);
   char b1[128], b2[128];
   if (boxes->type.rank != 3 || scores->type.rank != 3 || boxes->type.dims[2] != 4 ||
       boxes->type.dims[0] != scores->type.dims[0] || boxes->type.dims[1] != scores->type.dims[2] ||
@@ -316,7 +309,7 @@ FcStatus fc_lower_nms(FcLower *l) {
   bool has_max, has_iou, has_score;
   if (!scalar_input(l, 2, false, &t_max, &has_max) || !scalar_input(l, 3, true, &t_iou, &has_iou) ||
       !scalar_input(l, 4, true, &t_score, &has_score))
-    return bail(l);
+    return fc_lx_bail(l);
   /* Absent or negative max_output_boxes_per_class selects nothing (onnxruntime clamps at 0). */
   int64_t max_out = has_max ? fc_tensor_get_i64(t_max, 0) : 0;
   float iou_f = has_iou ? (float)fc_tensor_get_f64(t_iou, 0) : 0.0f;
@@ -331,7 +324,7 @@ FcStatus fc_lower_nms(FcLower *l) {
   int64_t cap = limit > 0 ? nb * nc * limit : 0, cap_bytes;
   if (!fc_checked_mul(cap, 3 * 8, &cap_bytes) || cap_bytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return fc_lx_error(l, "up to %lld selected boxes is too many", (long long)cap);
-  FcArena *a = lx_arena(l);
+  FcArena *a = fc_lx_arena(l);
   int64_t *sel = FC_NEW_ARRAY(a, int64_t, (size_t)cap * 3 + 1);
   Cand *cand = FC_NEW_ARRAY(a, Cand, (size_t)ns + 1);
   int64_t *chosen = FC_NEW_ARRAY(a, int64_t, (size_t)limit + 1);

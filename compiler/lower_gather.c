@@ -10,51 +10,28 @@
 
 #include <string.h>
 
-static FcArena *arena_of(FcLower *l) { return &l->b->g->module->arena; }
-
-/* Status to return after fc_lx_const_input & co. recorded an error. */
-static FcStatus lx_failed(const FcLower *l) { return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT; }
-
-static FcStatus need_inputs(FcLower *l, int n) {
-  for (int i = 0; i < n; i++)
-    if (i >= l->n_in || !l->in[i]) return fc_lx_error(l, "input %d is required", i);
-  return FC_OK;
-}
-
 static FcStatus int_indices(FcLower *l, const FcValue *idx) {
   if (idx->type.dtype != FC_DT_I32 && idx->type.dtype != FC_DT_I64)
     return fc_lx_error(l, "indices must be int32 or int64, got %s", fc_dtype_name(idx->type.dtype));
   return FC_OK;
 }
 
+/* Gather and GatherElements: the core op (the table row's) takes the data, the indices and `axis`. */
 FcStatus fc_lower_gather(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if (x->type.rank < 1) return fc_lx_error(l, "data must have rank >= 1");
   if ((st = int_indices(l, l->in[1])) != FC_OK) return st;
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return lx_failed(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return fc_lx_bail(l);
   FcAttr a = FC_A_INT(AXIS, axis);
-  l->out[0] = fc_b_op1(l->b, FC_OP_GATHER, l->in, 2, &a, 1);
-  return fc_lx_finish(l);
-}
-
-FcStatus fc_lower_gather_elements(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
-  if (st != FC_OK) return st;
-  FcValue *x = l->in[0];
-  if (x->type.rank < 1) return fc_lx_error(l, "data must have rank >= 1");
-  if ((st = int_indices(l, l->in[1])) != FC_OK) return st;
-  int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return lx_failed(l);
-  FcAttr a = FC_A_INT(AXIS, axis);
-  l->out[0] = fc_b_op1(l->b, FC_OP_GATHER_ELEMENTS, l->in, 2, &a, 1);
+  l->out[0] = fc_b_op1(l->b, (FcOpKind)l->arg, l->in, 2, &a, 1);
   return fc_lx_finish(l);
 }
 
 FcStatus fc_lower_gather_nd(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   if ((st = int_indices(l, l->in[1])) != FC_OK) return st;
   int64_t bd = l->opset >= 12 ? fc_lx_int(l, "batch_dims", 0) : 0;
@@ -77,13 +54,13 @@ static FcStatus reduction_attr(FcLower *l, const char **red) {
 
 /* ScatterElements, and Scatter (deprecated in opset 11, same semantics). */
 FcStatus fc_lower_scatter_elements(FcLower *l) {
-  FcStatus st = need_inputs(l, 3);
+  FcStatus st = fc_lx_need_inputs(l, 3);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if (x->type.rank < 1) return fc_lx_error(l, "data must have rank >= 1");
   if ((st = int_indices(l, l->in[1])) != FC_OK) return st;
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return lx_failed(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return fc_lx_bail(l);
   const char *red;
   if ((st = reduction_attr(l, &red)) != FC_OK) return st;
   FcAttr a[2] = {FC_A_INT(AXIS, axis), FC_A_STR(REDUCTION, red)};
@@ -92,7 +69,7 @@ FcStatus fc_lower_scatter_elements(FcLower *l) {
 }
 
 FcStatus fc_lower_scatter_nd(FcLower *l) {
-  FcStatus st = need_inputs(l, 3);
+  FcStatus st = fc_lx_need_inputs(l, 3);
   if (st != FC_OK) return st;
   if ((st = int_indices(l, l->in[1])) != FC_OK) return st;
   const char *red;
@@ -105,11 +82,11 @@ FcStatus fc_lower_scatter_nd(FcLower *l) {
 /* OneHot: depth becomes the core op's attribute (cast to int64 as the spec says, whatever its dtype);
  * non-integer indices are cast to int64; axis indexes the result (rank r + 1). */
 FcStatus fc_lower_one_hot(FcLower *l) {
-  FcStatus st = need_inputs(l, 3);
+  FcStatus st = fc_lx_need_inputs(l, 3);
   if (st != FC_OK) return st;
   FcValue *idx = l->in[0], *values = l->in[2];
   const FcTensor *dt = fc_lx_const_input(l, 1);
-  if (!dt) return lx_failed(l);
+  if (!dt) return fc_lx_bail(l);
   int64_t n;
   if (!fc_type_numel(&dt->type, &n) || n != 1 || dt->type.rank > 1) return fc_lx_error(l, "depth must be a scalar");
   int64_t depth = fc_tensor_get_i64(dt, 0);
@@ -117,7 +94,7 @@ FcStatus fc_lower_one_hot(FcLower *l) {
   if (values->type.rank != 1 || values->type.dims[0] != 2)
     return fc_lx_error(l, "values must be a 1-D tensor of 2 elements");
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", -1), idx->type.rank + 1, &axis)) return lx_failed(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", -1), idx->type.rank + 1, &axis)) return fc_lx_bail(l);
   if (!fc_dtype_is_int(idx->type.dtype)) idx = fc_b_cast(l->b, idx, FC_DT_I64);
   FcValue *ops[2] = {idx, values};
   FcAttr a[2] = {FC_A_INT(AXIS, axis), FC_A_INT(DEPTH, depth)};
@@ -127,7 +104,7 @@ FcStatus fc_lower_one_hot(FcLower *l) {
 
 /* TopK: k from the attribute (opset 1) or a constant one-element input (10+); largest/sorted from 11. */
 FcStatus fc_lower_topk(FcLower *l) {
-  FcStatus st = need_inputs(l, l->opset < 10 ? 1 : 2);
+  FcStatus st = fc_lx_need_inputs(l, l->opset < 10 ? 1 : 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if (x->type.rank < 1) return fc_lx_error(l, "input must have rank >= 1");
@@ -138,12 +115,12 @@ FcStatus fc_lower_topk(FcLower *l) {
   } else {
     const int64_t *kv;
     int n = fc_lx_const_ints(l, 1, &kv);
-    if (n < 0) return lx_failed(l);
+    if (n < 0) return fc_lx_bail(l);
     if (n != 1) return fc_lx_error(l, "k must hold one value, got %d", n);
     k = kv[0];
   }
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", -1), x->type.rank, &axis)) return lx_failed(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", -1), x->type.rank, &axis)) return fc_lx_bail(l);
   if (k < 0 || k > x->type.dims[axis])
     return fc_lx_error(l, "k = %lld is out of range for an axis of %lld", (long long)k, (long long)x->type.dims[axis]);
   int64_t largest = l->opset >= 11 ? fc_lx_int(l, "largest", 1) : 1,
@@ -158,7 +135,7 @@ FcStatus fc_lower_topk(FcLower *l) {
 }
 
 FcStatus fc_lower_reverse_sequence(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if (x->type.rank < 2) return fc_lx_error(l, "input must have rank >= 2");
@@ -175,16 +152,16 @@ FcStatus fc_lower_reverse_sequence(FcLower *l) {
  * along the flattened input when no axis is given. A condition shorter than the axis selects nothing
  * beyond its end; a true entry beyond the axis is an error (as in numpy.compress). */
 FcStatus fc_lower_compress(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if (x->type.rank < 1) return fc_lx_error(l, "input must have rank >= 1");
   const FcTensor *cond = fc_lx_const_input(l, 1);
-  if (!cond) return lx_failed(l);
+  if (!cond) return fc_lx_bail(l);
   if (cond->type.rank != 1) return fc_lx_error(l, "condition must be 1-D");
   int64_t axis = 0;
   if (fc_lx_has_attr(l, "axis")) {
-    if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return lx_failed(l);
+    if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return fc_lx_bail(l);
   } else {
     int64_t numel;
     if (!fc_type_numel(&x->type, &numel)) return fc_lx_error(l, "input is too large");
@@ -198,7 +175,7 @@ FcStatus fc_lower_compress(FcLower *l) {
         return fc_lx_error(l, "condition selects index %lld beyond the axis size %lld", (long long)i, (long long)dim);
       count++;
     }
-  int64_t *pos = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)(count > 0 ? count : 1));
+  int64_t *pos = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)(count > 0 ? count : 1));
   for (int64_t i = 0, k = 0; i < len; i++)
     if (fc_tensor_get_f64(cond, i) != 0) pos[k++] = i;
   FcValue *idx = fc_b_const(l->b, FC_DT_I64, 1, &count, pos);

@@ -13,21 +13,6 @@
 
 #include <string.h>
 
-static FcValue *sc(FcLower *l, const FcValue *like, double v) {
-  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
-}
-
-static int64_t *new_dims(FcLower *l, int n) { return FC_NEW_ARRAY(&l->b->g->module->arena, int64_t, n > 0 ? n : 1); }
-
-static FcStatus bail(const FcLower *l) {
-  if (l->b->status != FC_OK) return l->b->status;
-  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
-}
-
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
 /* A rank-0 integer constant holding `v` exactly; false when `v` does not fit `dt`. */
 static bool int_scalar(FcLower *l, FcDtype dt, int64_t v, FcValue **out) {
   if (dt == FC_DT_I32 && (v < INT32_MIN || v > INT32_MAX)) return false;
@@ -76,7 +61,7 @@ static FcValue *nll(FcLower *l, FcValue *input, FcValue *target, FcValue *weight
     int_scalar(l, tt->dtype, 0, &zero);
     idx = fc_b_select(b, ignored, zero, target);
   }
-  int64_t *gdims = new_dims(l, it->rank);
+  int64_t *gdims = fc_lx_dims(l, it->rank);
   gdims[0] = tt->dims[0];
   gdims[1] = 1;
   for (int i = 1; i < tt->rank; i++) gdims[i + 1] = tt->dims[i];
@@ -93,14 +78,14 @@ static FcValue *nll(FcLower *l, FcValue *input, FcValue *target, FcValue *weight
   }
   if (ignored) {
     /* zero the loss itself too: the index-0 stand-in may pick an infinite log-probability */
-    loss = fc_b_select(b, ignored, sc(l, input, 0), loss);
-    FcValue *keep = w ? w : sc(l, input, 1);
-    w = fc_b_select(b, ignored, sc(l, input, 0), keep);
+    loss = fc_b_select(b, ignored, fc_lx_scalar(l, input, 0), loss);
+    FcValue *keep = w ? w : fc_lx_scalar(l, input, 1);
+    w = fc_b_select(b, ignored, fc_lx_scalar(l, input, 0), keep);
   }
   if (weight) loss = fc_b_binary(b, FC_OP_MUL, loss, w);
   if (strcmp(reduction, "none") == 0) return loss;
 
-  int64_t *all = new_dims(l, tt->rank);
+  int64_t *all = fc_lx_dims(l, tt->rank);
   for (int i = 0; i < tt->rank; i++) all[i] = i;
   if (strcmp(reduction, "sum") == 0) return fc_b_reduce(b, FC_OP_REDUCE_SUM, loss, tt->rank, all, false);
   if (!w) return fc_b_reduce(b, FC_OP_REDUCE_MEAN, loss, tt->rank, all, false);
@@ -119,7 +104,7 @@ FcStatus fc_lower_nll_loss(FcLower *l) {
   if (!need_two(l)) return FC_ERR_INPUT;
   FcValue *w = l->n_in > 2 ? l->in[2] : NULL;
   l->out[0] = nll(l, l->in[0], l->in[1], w);
-  if (!l->out[0]) return bail(l);
+  if (!l->out[0]) return fc_lx_bail(l);
   return fc_lx_finish(l);
 }
 
@@ -130,7 +115,7 @@ FcStatus fc_lower_softmax_cross_entropy(FcLower *l) {
   FcAttr axis1 = FC_A_INT(AXIS, 1);
   FcValue *log_prob = fc_b_op1(l->b, FC_OP_LOG_SOFTMAX, &x, 1, &axis1, 1);
   l->out[0] = nll(l, log_prob, l->in[1], w);
-  if (!l->out[0]) return bail(l);
-  if (out_named(l, 1)) l->out[1] = log_prob;
+  if (!l->out[0]) return fc_lx_bail(l);
+  if (fc_lx_out_named(l, 1)) l->out[1] = log_prob;
   return fc_lx_finish(l);
 }

@@ -15,23 +15,6 @@
 
 #include <string.h>
 
-static FcArena *arena_of(FcLower *l) { return &l->b->g->module->arena; }
-
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
-/* Status to return after fc_lx_const_input & co. recorded an error. */
-static FcStatus lx_failed(const FcLower *l) { return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT; }
-
-static FcStatus need_inputs(FcLower *l, int n) {
-  for (int i = 0; i < n; i++)
-    if (i >= l->n_in || !l->in[i]) return fc_lx_error(l, "input %d is required", i);
-  return FC_OK;
-}
-
-static int64_t *new_i64(FcLower *l, int n) { return FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)(n > 0 ? n : 1)); }
-
 /* Attribute `name` as exactly n ints each in [lo, hi], or `dflt` everywhere when absent. */
 static FcStatus ints_attr(FcLower *l, const char *name, int n, int64_t lo, int64_t hi, int64_t dflt, int64_t *out) {
   const int64_t *v;
@@ -125,12 +108,13 @@ static FcStatus conv_kernel(FcLower *l, const FcValue *w, int n, int64_t *kernel
 }
 
 FcStatus fc_lower_conv(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0], *w = l->in[1], *bias = l->n_in > 2 ? l->in[2] : NULL;
   int n = 0;
   if ((st = conv_rank(l, x, w, &n)) != FC_OK) return st;
-  int64_t *kernel = new_i64(l, n), *strides = new_i64(l, n), *dil = new_i64(l, n), *pads = new_i64(l, 2 * n);
+  int64_t *kernel = fc_lx_dims(l, n), *strides = fc_lx_dims(l, n), *dil = fc_lx_dims(l, n),
+          *pads = fc_lx_dims(l, 2 * n);
   AutoPad ap;
   if ((st = conv_kernel(l, w, n, kernel)) != FC_OK ||
       (st = ints_attr(l, "strides", n, 1, WIN_MAX, 1, strides)) != FC_OK ||
@@ -150,13 +134,14 @@ FcStatus fc_lower_conv(FcLower *l) {
  * following the spec's total_padding equations. A negative total padding (an output larger than the
  * natural one) becomes extra output_padding, which by definition only appends elements at the end. */
 FcStatus fc_lower_conv_transpose(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0], *w = l->in[1], *bias = l->n_in > 2 ? l->in[2] : NULL;
   int n = 0;
   if ((st = conv_rank(l, x, w, &n)) != FC_OK) return st;
-  int64_t *kernel = new_i64(l, n), *strides = new_i64(l, n), *dil = new_i64(l, n), *pads = new_i64(l, 2 * n),
-          *opad = new_i64(l, n), *target = new_i64(l, n);
+  int64_t *kernel = fc_lx_dims(l, n), *strides = fc_lx_dims(l, n), *dil = fc_lx_dims(l, n),
+          *pads = fc_lx_dims(l, 2 * n),
+          *opad = fc_lx_dims(l, n), *target = fc_lx_dims(l, n);
   AutoPad ap;
   if ((st = conv_kernel(l, w, n, kernel)) != FC_OK ||
       (st = ints_attr(l, "strides", n, 1, WIN_MAX, 1, strides)) != FC_OK ||
@@ -215,13 +200,14 @@ FcStatus fc_lower_conv_transpose(FcLower *l) {
  * no dilations before MaxPool-10 (and never for AveragePool <= 17), no ceil_mode before 10, no
  * storage_order before MaxPool-8, no count_include_pad before AveragePool-7. */
 FcStatus fc_lower_pool(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
-  bool is_max = !strcmp(l->node->op_type, "MaxPool");
+  bool is_max = l->arg == FC_OP_MAX_POOL; /* else AVG_POOL: the table row's */
   FcValue *x = l->in[0];
   if (x->type.rank < 3) return fc_lx_error(l, "input must have rank >= 3, got %d", x->type.rank);
   int n = x->type.rank - 2;
-  int64_t *kernel = new_i64(l, n), *strides = new_i64(l, n), *dil = new_i64(l, n), *pads = new_i64(l, 2 * n);
+  int64_t *kernel = fc_lx_dims(l, n), *strides = fc_lx_dims(l, n), *dil = fc_lx_dims(l, n),
+          *pads = fc_lx_dims(l, 2 * n);
   if (!fc_lx_has_attr(l, "kernel_shape")) return fc_lx_error(l, "attribute 'kernel_shape' is required");
   AutoPad ap;
   if ((st = ints_attr(l, "kernel_shape", n, 1, WIN_MAX, 1, kernel)) != FC_OK ||
@@ -242,7 +228,7 @@ FcStatus fc_lower_pool(FcLower *l) {
     if (order != 0 && order != 1) return fc_lx_error(l, "storage_order must be 0 or 1");
     FcAttr a[6] = {FC_A_INT(CEIL_MODE, ceil_mode), FC_A_INTS(DILATIONS, dil, n), FC_A_INTS(KERNEL_SHAPE, kernel, n),
                    FC_A_INTS(PADS, pads, 2 * n), FC_A_INT(STORAGE_ORDER, order), FC_A_INTS(STRIDES, strides, n)};
-    bool indices = out_named(l, 1);
+    bool indices = fc_lx_out_named(l, 1);
     FcOp *op = fc_b_op(l->b, FC_OP_MAX_POOL, &x, 1, indices ? 2 : 1, a, 6);
     if (op) {
       l->out[0] = &op->results[0];
@@ -259,7 +245,7 @@ FcStatus fc_lower_pool(FcLower *l) {
 }
 
 FcStatus fc_lower_global_pool(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if (x->type.rank < 2) return fc_lx_error(l, "input must have rank >= 2, got %d", x->type.rank);
@@ -268,9 +254,9 @@ FcStatus fc_lower_global_pool(FcLower *l) {
     l->out[0] = x;
     return fc_lx_finish(l);
   }
-  int64_t *axes = new_i64(l, n);
+  int64_t *axes = fc_lx_dims(l, n);
   for (int i = 0; i < n; i++) axes[i] = 2 + i;
-  FcOpKind k = !strcmp(l->node->op_type, "GlobalMaxPool") ? FC_OP_REDUCE_MAX : FC_OP_REDUCE_MEAN;
+  FcOpKind k = (FcOpKind)l->arg; /* REDUCE_MAX or REDUCE_MEAN, the table row's */
   l->out[0] = fc_b_reduce(l->b, k, x, n, axes, true);
   return fc_lx_finish(l);
 }
@@ -280,7 +266,7 @@ FcStatus fc_lower_global_pool(FcLower *l) {
  * it. An output_shape larger than that gets the extra zeros at the end of each axis, as the ONNX
  * reference implementation places the unpooled block at the origin of the requested shape. */
 FcStatus fc_lower_max_unpool(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0], *idx = l->in[1];
   FcBuilder *b = l->b;
@@ -288,7 +274,8 @@ FcStatus fc_lower_max_unpool(FcLower *l) {
   if (!fc_shape_equal(&x->type, &idx->type)) return fc_lx_error(l, "indices shape differs from the input shape");
   if (idx->type.dtype != FC_DT_I64 && idx->type.dtype != FC_DT_I32) return fc_lx_error(l, "indices must be int64");
   int r = x->type.rank, n = r - 2;
-  int64_t *kernel = new_i64(l, n), *strides = new_i64(l, n), *pads = new_i64(l, 2 * n), *shape = new_i64(l, r);
+  int64_t *kernel = fc_lx_dims(l, n), *strides = fc_lx_dims(l, n), *pads = fc_lx_dims(l, 2 * n),
+          *shape = fc_lx_dims(l, r);
   if (!fc_lx_has_attr(l, "kernel_shape")) return fc_lx_error(l, "attribute 'kernel_shape' is required");
   if ((st = ints_attr(l, "kernel_shape", n, 1, WIN_MAX, 1, kernel)) != FC_OK ||
       (st = ints_attr(l, "strides", n, 1, WIN_MAX, 1, strides)) != FC_OK ||
@@ -308,14 +295,14 @@ FcStatus fc_lower_max_unpool(FcLower *l) {
   if (l->n_in > 2 && l->in[2]) {
     const int64_t *os;
     int k = fc_lx_const_ints(l, 2, &os);
-    if (k < 0) return lx_failed(l);
+    if (k < 0) return fc_lx_bail(l);
     if (k != r) return fc_lx_error(l, "output_shape has %d values, expected %d", k, r);
     for (int i = 0; i < r; i++) {
       if (os[i] < shape[i] || os[i] > ((int64_t)1 << 40))
         return fc_lx_error(l, "output_shape[%d] = %lld is smaller than the unpooled size %lld", i, (long long)os[i],
                            (long long)shape[i]);
       if (os[i] == shape[i]) continue;
-      if (!extra) extra = new_i64(l, 2 * r);
+      if (!extra) extra = fc_lx_dims(l, 2 * r);
       extra[r + i] = os[i] - shape[i];
     }
   }
@@ -343,7 +330,7 @@ FcStatus fc_lower_max_unpool(FcLower *l) {
  * `broadcast` attribute (opset < 7) only restricted which C shapes were legal, so NumPy broadcasting
  * with a check that it does not grow Y covers every opset. */
 FcStatus fc_lower_gemm(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcBuilder *b = l->b;
   FcValue *a = l->in[0], *bm = l->in[1], *c = l->n_in > 2 ? l->in[2] : NULL;
@@ -370,7 +357,7 @@ FcStatus fc_lower_gemm(FcLower *l) {
 /* MatMul with NumPy semantics: a 1-D left operand is a row [1, K], a 1-D right one a column [K, 1],
  * and the inserted dim is removed from the result again. */
 FcStatus fc_lower_matmul(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcBuilder *b = l->b;
   FcValue *a = l->in[0], *bm = l->in[1];
@@ -387,7 +374,7 @@ FcStatus fc_lower_matmul(FcLower *l) {
   FcValue *y = fc_b_binary(b, FC_OP_MATMUL, a, bm);
   if (y && (ra == 1 || rb == 1)) {
     int r = y->type.rank;
-    int64_t *d = new_i64(l, r);
+    int64_t *d = fc_lx_dims(l, r);
     int k = 0;
     for (int i = 0; i < r; i++) {
       if (ra == 1 && i == r - 2) continue;
@@ -403,12 +390,12 @@ FcStatus fc_lower_matmul(FcLower *l) {
 /* Einsum maps onto the core op; the equation is kept with its spaces removed (ONNX allows them). */
 FcStatus fc_lower_einsum(FcLower *l) {
   if (l->n_in < 1) return fc_lx_error(l, "at least one input is required");
-  FcStatus st = need_inputs(l, l->n_in);
+  FcStatus st = fc_lx_need_inputs(l, l->n_in);
   if (st != FC_OK) return st;
   if (!fc_lx_has_attr(l, "equation")) return fc_lx_error(l, "attribute 'equation' is required");
   const char *eq = fc_lx_str(l, "equation", "");
   size_t len = strlen(eq);
-  char *s = fc_arena_strndup(arena_of(l), eq, len);
+  char *s = fc_arena_strndup(fc_lx_arena(l), eq, len);
   size_t k = 0;
   for (size_t i = 0; i < len; i++)
     if (eq[i] != ' ') s[k++] = eq[i];

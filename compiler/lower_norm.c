@@ -22,54 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static FcValue *sc(FcLower *l, const FcValue *like, double v) {
-  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
-}
 
-static int64_t *new_dims(FcLower *l, int n) { return FC_NEW_ARRAY(&l->b->g->module->arena, int64_t, n > 0 ? n : 1); }
-
-static FcStatus bail(const FcLower *l) {
-  if (l->b->status != FC_OK) return l->b->status;
-  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
-}
-
-static bool need_inputs(FcLower *l, int n) {
-  if (l->n_in < n) {
-    fc_lx_error(l, "expects at least %d inputs, has %d", n, l->n_in);
-    return false;
-  }
-  for (int i = 0; i < n; i++)
-    if (!l->in[i]) {
-      fc_lx_error(l, "input %d is required", i);
-      return false;
-    }
-  return true;
-}
-
-static bool need_float(FcLower *l, const FcValue *x) {
-  if (fc_dtype_is_float(x->type.dtype)) return true;
-  fc_lx_error(l, "input must have a float type, not %s", fc_dtype_name(x->type.dtype));
-  return false;
-}
-
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
-static FcValue *add(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_ADD, a, b); }
-static FcValue *sub(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_SUB, a, b); }
-static FcValue *mul(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_MUL, a, b); }
-static FcValue *divide(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_DIV, a, b); }
-
-static FcValue *cast_to(FcLower *l, FcValue *v, FcDtype dt) {
-  return v && v->type.dtype != dt ? fc_b_cast(l->b, v, dt) : v;
-}
 
 /* A per-channel parameter of shape [C] viewed as [C, 1, ..., 1] so it broadcasts against x of rank
  * `rank` along dim 1; other shapes (rank 0, or [C, D1, ..] of spatial=0) already broadcast. */
 static FcValue *per_channel(FcLower *l, FcValue *p, int rank) {
   if (!p || p->type.rank != 1 || rank <= 2) return p;
-  int64_t *dims = new_dims(l, rank - 1);
+  int64_t *dims = fc_lx_dims(l, rank - 1);
   dims[0] = p->type.dims[0];
   for (int i = 1; i < rank - 1; i++) dims[i] = 1;
   return fc_b_reshape(l->b, p, rank - 1, dims);
@@ -81,60 +40,60 @@ static bool batch_norm_training(const FcLower *l) {
   if (l->opset >= 14) return fc_lx_int(l, "training_mode", 0) != 0;
   if (l->opset < 7 && fc_lx_int(l, "is_test", 0) != 0) return false;
   for (int i = 1; i < l->n_out; i++)
-    if (out_named(l, i)) return true;
+    if (fc_lx_out_named(l, i)) return true;
   return false;
 }
 
 FcStatus fc_lower_batch_norm(FcLower *l) {
-  if (!need_inputs(l, 5)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 5) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0];
-  if (!need_float(l, x)) return FC_ERR_INPUT;
+  if (!fc_lx_need_float(l, x)) return FC_ERR_INPUT;
   int rank = x->type.rank;
   if (rank < 2) return fc_lx_error(l, "input must have rank >= 2 (N, C, ...), has %d", rank);
   FcDtype dt = x->type.dtype;
   double eps = fc_lx_float(l, "epsilon", 1e-5f), momentum = fc_lx_float(l, "momentum", 0.9f);
   bool spatial = l->opset >= 9 || fc_lx_int(l, "spatial", 1) != 0;
-  FcValue *scale = cast_to(l, l->in[1], dt), *bias = cast_to(l, l->in[2], dt);
+  FcValue *scale = fc_lx_cast_to(l, l->in[1], dt), *bias = fc_lx_cast_to(l, l->in[2], dt);
   FcValue *mean = l->in[3], *var = l->in[4];
 
   if (!batch_norm_training(l)) {
-    FcValue *inv = cast_to(l, var, dt);
-    inv = add(l, inv, sc(l, x, eps));
+    FcValue *inv = fc_lx_cast_to(l, var, dt);
+    inv = fc_lx_add(l, inv, fc_lx_scalar(l, x, eps));
     inv = fc_b_unary(l->b, FC_OP_RECIPROCAL, fc_b_unary(l->b, FC_OP_SQRT, inv));
-    FcValue *s = mul(l, scale, inv);
-    FcValue *t = sub(l, bias, mul(l, cast_to(l, mean, dt), s));
-    FcValue *y = mul(l, x, per_channel(l, s, rank));
-    l->out[0] = add(l, y, per_channel(l, t, rank));
+    FcValue *s = fc_lx_mul(l, scale, inv);
+    FcValue *t = fc_lx_sub(l, bias, fc_lx_mul(l, fc_lx_cast_to(l, mean, dt), s));
+    FcValue *y = fc_lx_mul(l, x, per_channel(l, s, rank));
+    l->out[0] = fc_lx_add(l, y, per_channel(l, t, rank));
     return fc_lx_finish(l);
   }
 
   /* Batch statistics over N and (spatial) the trailing dims; keepdims=0 gives them the parameters'
    * shape ([C], or [C, D1, ..] for spatial=0). */
-  int64_t *axes = new_dims(l, rank);
+  int64_t *axes = fc_lx_dims(l, rank);
   int n = 0;
   axes[n++] = 0;
   if (spatial)
     for (int i = 2; i < rank; i++) axes[n++] = i;
   FcValue *bm = fc_b_reduce(l->b, FC_OP_REDUCE_MEAN, x, n, axes, false);
-  FcValue *d = sub(l, x, per_channel(l, bm, rank));
-  FcValue *bv = fc_b_reduce(l->b, FC_OP_REDUCE_MEAN, mul(l, d, d), n, axes, false);
-  FcValue *std = fc_b_unary(l->b, FC_OP_SQRT, add(l, bv, sc(l, x, eps)));
-  FcValue *y = divide(l, d, per_channel(l, std, rank));
-  y = mul(l, y, per_channel(l, scale, rank));
-  l->out[0] = add(l, y, per_channel(l, bias, rank));
+  FcValue *d = fc_lx_sub(l, x, per_channel(l, bm, rank));
+  FcValue *bv = fc_b_reduce(l->b, FC_OP_REDUCE_MEAN, fc_lx_mul(l, d, d), n, axes, false);
+  FcValue *std = fc_b_unary(l->b, FC_OP_SQRT, fc_lx_add(l, bv, fc_lx_scalar(l, x, eps)));
+  FcValue *y = fc_lx_div(l, d, per_channel(l, std, rank));
+  y = fc_lx_mul(l, y, per_channel(l, scale, rank));
+  l->out[0] = fc_lx_add(l, y, per_channel(l, bias, rank));
 
   /* running = input * momentum + batch * (1 - momentum), in the running statistics' dtype */
   FcValue *stats[2] = {mean, var}, *batch[2] = {bm, bv};
   for (int i = 0; i < 2; i++) {
-    if (!out_named(l, 1 + i)) continue;
+    if (!fc_lx_out_named(l, 1 + i)) continue;
     FcValue *st = stats[i];
-    FcValue *bs = cast_to(l, batch[i], st->type.dtype);
-    FcValue *kept = mul(l, st, sc(l, st, momentum));
-    l->out[1 + i] = add(l, kept, mul(l, bs, sc(l, st, 1.0 - momentum)));
+    FcValue *bs = fc_lx_cast_to(l, batch[i], st->type.dtype);
+    FcValue *kept = fc_lx_mul(l, st, fc_lx_scalar(l, st, momentum));
+    l->out[1 + i] = fc_lx_add(l, kept, fc_lx_mul(l, bs, fc_lx_scalar(l, st, 1.0 - momentum)));
   }
   if (l->opset < 14) {
-    if (out_named(l, 3)) l->out[3] = bm;
-    if (out_named(l, 4)) l->out[4] = bv;
+    if (fc_lx_out_named(l, 3)) l->out[3] = bm;
+    if (fc_lx_out_named(l, 4)) l->out[4] = bv;
   }
   return fc_lx_finish(l);
 }
@@ -142,27 +101,27 @@ FcStatus fc_lower_batch_norm(FcLower *l) {
 /* ---- InstanceNormalization ----------------------------------------------------------------------- */
 
 FcStatus fc_lower_instance_norm(FcLower *l) {
-  if (!need_inputs(l, 3)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 3) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0];
-  if (!need_float(l, x)) return FC_ERR_INPUT;
+  if (!fc_lx_need_float(l, x)) return FC_ERR_INPUT;
   int rank = x->type.rank;
   if (rank < 3) return fc_lx_error(l, "input must have rank >= 3 (N, C, D1, ...), has %d", rank);
-  FcValue *ops[2] = {x, sc(l, x, 1)};
+  FcValue *ops[2] = {x, fc_lx_scalar(l, x, 1)};
   FcAttr a[2] = {FC_A_INT(AXIS, 2), FC_A_FLOAT(EPSILON, fc_lx_float(l, "epsilon", 1e-5f))};
   FcValue *y = fc_b_op1(l->b, FC_OP_LAYER_NORM, ops, 2, a, 2);
-  y = mul(l, y, per_channel(l, cast_to(l, l->in[1], x->type.dtype), rank));
-  l->out[0] = add(l, y, per_channel(l, cast_to(l, l->in[2], x->type.dtype), rank));
+  y = fc_lx_mul(l, y, per_channel(l, fc_lx_cast_to(l, l->in[1], x->type.dtype), rank));
+  l->out[0] = fc_lx_add(l, y, per_channel(l, fc_lx_cast_to(l, l->in[2], x->type.dtype), rank));
   return fc_lx_finish(l);
 }
 
 /* ---- LayerNormalization -------------------------------------------------------------------------- */
 
 FcStatus fc_lower_layer_norm(FcLower *l) {
-  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *scale = l->in[1], *bias = l->n_in > 2 ? l->in[2] : NULL;
-  if (!need_float(l, x)) return FC_ERR_INPUT;
+  if (!fc_lx_need_float(l, x)) return FC_ERR_INPUT;
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", -1), x->type.rank, &axis)) return bail(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", -1), x->type.rank, &axis)) return fc_lx_bail(l);
   float eps = fc_lx_float(l, "epsilon", 1e-5f);
   int64_t stash_code = fc_lx_int(l, "stash_type", 1);
   FcDtype stash;
@@ -170,34 +129,34 @@ FcStatus fc_lower_layer_norm(FcLower *l) {
     return fc_lx_error(l, "stash_type %lld is not a float element type", (long long)stash_code);
   int n_res = 1;
   for (int i = 1; i < 3; i++)
-    if (out_named(l, i)) n_res = i + 1;
+    if (fc_lx_out_named(l, i)) n_res = i + 1;
   FcAttr a[2] = {FC_A_INT(AXIS, axis), FC_A_FLOAT(EPSILON, eps)};
   FcOp *op;
   if (stash == x->type.dtype) {
     FcValue *ops[3] = {x, scale, bias};
     op = fc_b_op(l->b, FC_OP_LAYER_NORM, ops, bias ? 3 : 2, n_res, a, 2);
-    if (!op) return bail(l);
+    if (!op) return fc_lx_bail(l);
     l->out[0] = &op->results[0];
   } else {
     /* Standardise in the stash precision; the affine step stays in x's dtype (spec). */
     FcValue *xs = fc_b_cast(l->b, x, stash);
     FcValue *ops[2] = {xs, fc_b_scalar(l->b, stash, 1)};
     op = fc_b_op(l->b, FC_OP_LAYER_NORM, ops, 2, n_res, a, 2);
-    if (!op) return bail(l);
-    FcValue *y = mul(l, fc_b_cast(l->b, &op->results[0], x->type.dtype), scale);
-    l->out[0] = bias ? add(l, y, bias) : y;
+    if (!op) return fc_lx_bail(l);
+    FcValue *y = fc_lx_mul(l, fc_b_cast(l->b, &op->results[0], x->type.dtype), scale);
+    l->out[0] = bias ? fc_lx_add(l, y, bias) : y;
   }
   for (int i = 1; i < n_res; i++)
-    if (out_named(l, i)) l->out[i] = &op->results[i];
+    if (fc_lx_out_named(l, i)) l->out[i] = &op->results[i];
   return fc_lx_finish(l);
 }
 
 /* ---- LRN ----------------------------------------------------------------------------------------- */
 
 FcStatus fc_lower_lrn(FcLower *l) {
-  if (!need_inputs(l, 1)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 1) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0];
-  if (!need_float(l, x)) return FC_ERR_INPUT;
+  if (!fc_lx_need_float(l, x)) return FC_ERR_INPUT;
   const FcType *t = &x->type;
   if (t->rank < 2) return fc_lx_error(l, "input must have rank >= 2 (N, C, ...), has %d", t->rank);
   if (!fc_lx_has_attr(l, "size")) return fc_lx_error(l, "attribute 'size' is required");
@@ -209,7 +168,7 @@ FcStatus fc_lower_lrn(FcLower *l) {
   for (int i = 2; i < t->rank; i++)
     if (!fc_checked_mul(rest, t->dims[i], &rest)) return fc_lx_error(l, "input has too many elements");
   int64_t view[4] = {t->dims[0], 1, t->dims[1], rest};
-  FcValue *sq = fc_b_reshape(l->b, mul(l, x, x), 4, view);
+  FcValue *sq = fc_b_reshape(l->b, fc_lx_mul(l, x, x), 4, view);
   /* channel c sums squares over [c - floor((size-1)/2), c + ceil((size-1)/2)] */
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
   int64_t kernel[2] = {size, 1}, ones[2] = {1, 1}, pads[4] = {lo, 0, hi, 0};
@@ -217,9 +176,9 @@ FcStatus fc_lower_lrn(FcLower *l) {
                  FC_A_INTS(KERNEL_SHAPE, kernel, 2), FC_A_INTS(PADS, pads, 4),      FC_A_INTS(STRIDES, ones, 2)};
   FcValue *avg = fc_b_op1(l->b, FC_OP_AVG_POOL, &sq, 1, a, 6);
   avg = fc_b_reshape(l->b, avg, t->rank, t->dims);
-  FcValue *den = mul(l, avg, sc(l, x, alpha));
-  den = add(l, den, sc(l, x, bias));
-  l->out[0] = divide(l, x, fc_b_binary(l->b, FC_OP_POW, den, sc(l, x, beta)));
+  FcValue *den = fc_lx_mul(l, avg, fc_lx_scalar(l, x, alpha));
+  den = fc_lx_add(l, den, fc_lx_scalar(l, x, bias));
+  l->out[0] = fc_lx_div(l, x, fc_b_binary(l->b, FC_OP_POW, den, fc_lx_scalar(l, x, beta)));
   return fc_lx_finish(l);
 }
 
@@ -231,9 +190,9 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 FcStatus fc_lower_mvn(FcLower *l) {
-  if (!need_inputs(l, 1)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 1) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0];
-  if (!need_float(l, x)) return FC_ERR_INPUT;
+  if (!fc_lx_need_float(l, x)) return FC_ERR_INPUT;
   static const int64_t default_axes[3] = {0, 2, 3};
   const int64_t *v = default_axes;
   int n = fc_lx_ints(l, "axes", &v);
@@ -242,18 +201,18 @@ FcStatus fc_lower_mvn(FcLower *l) {
     n = 3;
   }
   if (n == 0) return fc_lx_error(l, "axes is empty");
-  int64_t *axes = new_dims(l, n);
+  int64_t *axes = fc_lx_dims(l, n);
   for (int i = 0; i < n; i++)
-    if (!fc_lx_axis(l, v[i], x->type.rank, &axes[i])) return bail(l);
+    if (!fc_lx_axis(l, v[i], x->type.rank, &axes[i])) return fc_lx_bail(l);
   qsort(axes, (size_t)n, sizeof *axes, cmp_i64);
   int m = 0;
   for (int i = 0; i < n; i++)
     if (m == 0 || axes[i] != axes[m - 1]) axes[m++] = axes[i];
   FcValue *mean = fc_b_reduce(l->b, FC_OP_REDUCE_MEAN, x, m, axes, true);
-  FcValue *d = sub(l, x, mean);
-  FcValue *var = fc_b_reduce(l->b, FC_OP_REDUCE_MEAN, mul(l, d, d), m, axes, true);
+  FcValue *d = fc_lx_sub(l, x, mean);
+  FcValue *var = fc_b_reduce(l->b, FC_OP_REDUCE_MEAN, fc_lx_mul(l, d, d), m, axes, true);
   FcValue *std = fc_b_unary(l->b, FC_OP_SQRT, var);
-  std = add(l, std, sc(l, x, 1e-9));
-  l->out[0] = divide(l, d, std);
+  std = fc_lx_add(l, std, fc_lx_scalar(l, x, 1e-9));
+  l->out[0] = fc_lx_div(l, d, std);
   return fc_lx_finish(l);
 }

@@ -19,39 +19,8 @@
 
 #include <string.h>
 
-static FcValue *sc(FcLower *l, const FcValue *like, double v) {
-  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
-}
-
-static int64_t *new_dims(FcLower *l, int n) { return FC_NEW_ARRAY(&l->b->g->module->arena, int64_t, n > 0 ? n : 1); }
-
-static FcStatus bail(const FcLower *l) {
-  if (l->b->status != FC_OK) return l->b->status;
-  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
-}
-
-static bool need_inputs(FcLower *l, int n) {
-  if (l->n_in < n) {
-    fc_lx_error(l, "expects at least %d inputs, has %d", n, l->n_in);
-    return false;
-  }
-  for (int i = 0; i < n; i++)
-    if (!l->in[i]) {
-      fc_lx_error(l, "input %d is required", i);
-      return false;
-    }
-  return true;
-}
-
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
 static FcValue *opt_in(const FcLower *l, int i) { return i < l->n_in ? l->in[i] : NULL; }
 
-static FcValue *cast_to(FcLower *l, FcValue *v, FcDtype dt) {
-  return v && v->type.dtype != dt ? fc_b_cast(l->b, v, dt) : v;
-}
 
 /* The saturation range of a quantised type. */
 static bool quant_range(FcDtype dt, double *lo, double *hi) {
@@ -77,8 +46,8 @@ static FcValue *requantize(FcLower *l, FcValue *v, FcValue *zp_f, FcDtype dt) {
   FC_ASSERT(quant_range(dt, &lo, &hi));
   FcValue *y = fc_b_unary(l->b, FC_OP_ROUND, v);
   if (zp_f) y = fc_b_binary(l->b, FC_OP_ADD, y, zp_f);
-  y = fc_b_binary(l->b, FC_OP_MAX, y, sc(l, y, lo));
-  y = fc_b_binary(l->b, FC_OP_MIN, y, sc(l, y, hi));
+  y = fc_b_binary(l->b, FC_OP_MAX, y, fc_lx_scalar(l, y, lo));
+  y = fc_b_binary(l->b, FC_OP_MIN, y, fc_lx_scalar(l, y, hi));
   return fc_b_cast(l->b, y, dt);
 }
 
@@ -96,7 +65,7 @@ static FcValue *axis_view(FcLower *l, FcValue *p, const FcValue *x, const char *
     if (t->dims[0] == x->type.dims[axis]) {
       int r = x->type.rank - (int)axis;
       if (r == 1) return p;
-      int64_t *dims = new_dims(l, r);
+      int64_t *dims = fc_lx_dims(l, r);
       dims[0] = t->dims[0];
       for (int i = 1; i < r; i++) dims[i] = 1;
       return fc_b_reshape(l->b, p, r, dims);
@@ -113,26 +82,26 @@ static FcValue *axis_view(FcLower *l, FcValue *p, const FcValue *x, const char *
 /* ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------ */
 
 FcStatus fc_lower_quantize(FcLower *l) {
-  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *scale = l->in[1], *zp = opt_in(l, 2);
   if (scale->type.dtype != FC_DT_F32) return fc_lx_error(l, "y_scale must be float32");
   if (zp && !need_quant_type(l, zp, "y_zero_point")) return FC_ERR_INPUT;
   FcDtype qdt = zp ? zp->type.dtype : FC_DT_U8;
   FcValue *s = axis_view(l, scale, x, "y_scale");
-  if (!s) return bail(l);
+  if (!s) return fc_lx_bail(l);
   FcValue *zf = NULL;
   if (zp) {
     FcValue *z = axis_view(l, zp, x, "y_zero_point");
-    if (!z) return bail(l);
+    if (!z) return fc_lx_bail(l);
     zf = fc_b_cast(l->b, z, FC_DT_F32);
   }
-  FcValue *xf = cast_to(l, x, FC_DT_F32);
+  FcValue *xf = fc_lx_cast_to(l, x, FC_DT_F32);
   l->out[0] = requantize(l, fc_b_binary(l->b, FC_OP_DIV, xf, s), zf, qdt);
   return fc_lx_finish(l);
 }
 
 FcStatus fc_lower_dequantize(FcLower *l) {
-  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *scale = l->in[1], *zp = opt_in(l, 2);
   FcDtype dt = x->type.dtype;
   if (dt != FC_DT_U8 && dt != FC_DT_I8 && dt != FC_DT_I32 && dt != FC_DT_U16 && dt != FC_DT_I16)
@@ -140,11 +109,11 @@ FcStatus fc_lower_dequantize(FcLower *l) {
   if (scale->type.dtype != FC_DT_F32) return fc_lx_error(l, "x_scale must be float32");
   if (zp && zp->type.dtype != dt) return fc_lx_error(l, "x_zero_point must have x's type %s", fc_dtype_name(dt));
   FcValue *s = axis_view(l, scale, x, "x_scale");
-  if (!s) return bail(l);
+  if (!s) return fc_lx_bail(l);
   FcValue *y = fc_b_cast(l->b, x, FC_DT_F32);
   if (zp) {
     FcValue *z = axis_view(l, zp, x, "x_zero_point");
-    if (!z) return bail(l);
+    if (!z) return fc_lx_bail(l);
     y = fc_b_binary(l->b, FC_OP_SUB, y, fc_b_cast(l->b, z, FC_DT_F32));
   }
   l->out[0] = fc_b_binary(l->b, FC_OP_MUL, y, s);
@@ -153,24 +122,24 @@ FcStatus fc_lower_dequantize(FcLower *l) {
 
 /* scale = (max(x, 0) - min(x, 0)) / 255; zero_point = saturate(round(-min / scale)); y = quantised x. */
 FcStatus fc_lower_dynamic_quantize(FcLower *l) {
-  if (!need_inputs(l, 1)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 1) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0];
   if (x->type.dtype != FC_DT_F32) return fc_lx_error(l, "x must be float32, not %s", fc_dtype_name(x->type.dtype));
   int rank = x->type.rank;
-  int64_t *all = new_dims(l, rank);
+  int64_t *all = fc_lx_dims(l, rank);
   for (int i = 0; i < rank; i++) all[i] = i;
   FcValue *mx = rank ? fc_b_reduce(l->b, FC_OP_REDUCE_MAX, x, rank, all, false) : x;
   FcValue *mn = rank ? fc_b_reduce(l->b, FC_OP_REDUCE_MIN, x, rank, all, false) : x;
-  FcValue *zero = sc(l, x, 0);
+  FcValue *zero = fc_lx_scalar(l, x, 0);
   mx = fc_b_binary(l->b, FC_OP_MAX, mx, zero);
   mn = fc_b_binary(l->b, FC_OP_MIN, mn, zero);
   FcValue *scale = fc_b_binary(l->b, FC_OP_SUB, mx, mn);
-  scale = fc_b_binary(l->b, FC_OP_DIV, scale, sc(l, x, 255));
+  scale = fc_b_binary(l->b, FC_OP_DIV, scale, fc_lx_scalar(l, x, 255));
   FcValue *zp = requantize(l, fc_b_binary(l->b, FC_OP_DIV, fc_b_unary(l->b, FC_OP_NEG, mn), scale), NULL, FC_DT_U8);
   FcValue *zf = fc_b_cast(l->b, zp, FC_DT_F32);
   l->out[0] = requantize(l, fc_b_binary(l->b, FC_OP_DIV, x, scale), zf, FC_DT_U8);
-  if (out_named(l, 1)) l->out[1] = scale;
-  if (out_named(l, 2)) l->out[2] = zp;
+  if (fc_lx_out_named(l, 1)) l->out[1] = scale;
+  if (fc_lx_out_named(l, 2)) l->out[2] = zp;
   return fc_lx_finish(l);
 }
 
@@ -185,8 +154,8 @@ static FcValue *per_row(FcLower *l, FcValue *p) {
 
 /* x widened to i32 minus its zero point (already shaped to broadcast), or x alone without one. */
 static FcValue *shifted(FcLower *l, FcValue *x, FcValue *zp) {
-  FcValue *v = cast_to(l, x, FC_DT_I32);
-  return zp ? fc_b_binary(l->b, FC_OP_SUB, v, cast_to(l, zp, FC_DT_I32)) : v;
+  FcValue *v = fc_lx_cast_to(l, x, FC_DT_I32);
+  return zp ? fc_b_binary(l->b, FC_OP_SUB, v, fc_lx_cast_to(l, zp, FC_DT_I32)) : v;
 }
 
 /* NumPy matmul on i32 operands: 1-D operands are promoted to matrices and the added dim dropped. */
@@ -209,7 +178,7 @@ static FcValue *matmul_nd(FcLower *l, FcValue *a, FcValue *b) {
   if (!y || (ra > 1 && rb > 1)) return y;
   /* drop the promoted dims: M (ra == 1) sits at rank-2, N (rb == 1) at rank-1 */
   int r = y->type.rank, n = 0;
-  int64_t *dims = new_dims(l, r);
+  int64_t *dims = fc_lx_dims(l, r);
   for (int i = 0; i < r; i++) {
     if ((ra == 1 && i == r - 2) || (rb == 1 && i == r - 1)) continue;
     dims[n++] = y->type.dims[i];
@@ -224,13 +193,13 @@ static bool need_int8(FcLower *l, const FcValue *v, const char *what) {
 }
 
 FcStatus fc_lower_matmul_integer(FcLower *l) {
-  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *a = l->in[0], *b = l->in[1];
   if (!need_int8(l, a, "A") || !need_int8(l, b, "B")) return FC_ERR_INPUT;
   FcValue *azp = per_row(l, opt_in(l, 2)), *bzp = opt_in(l, 3);
   FcValue *as = shifted(l, a, azp), *bs = shifted(l, b, bzp);
   l->out[0] = matmul_nd(l, as, bs);
-  if (!l->out[0]) return bail(l);
+  if (!l->out[0]) return fc_lx_bail(l);
   return fc_lx_finish(l);
 }
 
@@ -242,7 +211,7 @@ static FcValue *requantize_acc(FcLower *l, FcValue *acc, FcValue *mult, FcValue 
 }
 
 FcStatus fc_lower_qlinear_matmul(FcLower *l) {
-  if (!need_inputs(l, 8)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 8) != FC_OK) return FC_ERR_INPUT;
   FcValue *a = l->in[0], *as = l->in[1], *azp = l->in[2], *b = l->in[3], *bs = l->in[4], *bzp = l->in[5],
           *ys = l->in[6], *yzp = l->in[7];
   if (!need_int8(l, a, "a") || !need_int8(l, b, "b") || !need_int8(l, yzp, "y_zero_point")) return FC_ERR_INPUT;
@@ -251,7 +220,7 @@ FcStatus fc_lower_qlinear_matmul(FcLower *l) {
   FcValue *a_shift = shifted(l, a, per_row(l, azp));
   FcValue *b_shift = shifted(l, b, bzp);
   FcValue *acc = matmul_nd(l, a_shift, b_shift);
-  if (!acc) return bail(l);
+  if (!acc) return fc_lx_bail(l);
   FcValue *mult = fc_b_binary(l->b, FC_OP_MUL, per_row(l, as), bs);
   mult = fc_b_binary(l->b, FC_OP_DIV, mult, per_row(l, ys));
   l->out[0] = requantize_acc(l, acc, mult, per_row(l, yzp));
@@ -286,7 +255,7 @@ static bool conv_attrs(FcLower *l, const FcType *x, const FcType *w, ConvAttrs *
   static const char *const names[2] = {"strides", "dilations"};
   int64_t **dst[2] = {&c->strides, &c->dilations};
   for (int k = 0; k < 2; k++) {
-    *dst[k] = new_dims(l, n);
+    *dst[k] = fc_lx_dims(l, n);
     cnt = fc_lx_ints(l, names[k], &v);
     if (cnt >= 0 && cnt != n) {
       fc_lx_error(l, "%s has %d values, expects %d", names[k], cnt, n);
@@ -301,7 +270,7 @@ static bool conv_attrs(FcLower *l, const FcType *x, const FcType *w, ConvAttrs *
     }
   }
   c->group = fc_lx_int(l, "group", 1);
-  c->pads = new_dims(l, 2 * n);
+  c->pads = fc_lx_dims(l, 2 * n);
   const char *auto_pad = fc_lx_str(l, "auto_pad", "NOTSET");
   if (strcmp(auto_pad, "NOTSET") == 0) {
     cnt = fc_lx_ints(l, "pads", &v);
@@ -343,7 +312,7 @@ static bool conv_attrs(FcLower *l, const FcType *x, const FcType *w, ConvAttrs *
 /* A per-output-channel parameter of length M viewed as [M, 1, .., 1] of rank `rank`. */
 static FcValue *per_channel(FcLower *l, FcValue *p, int rank) {
   if (!p || p->type.rank != 1 || p->type.dims[0] == 1) return p;
-  int64_t *dims = new_dims(l, rank);
+  int64_t *dims = fc_lx_dims(l, rank);
   dims[0] = p->type.dims[0];
   for (int i = 1; i < rank; i++) dims[i] = 1;
   return fc_b_reshape(l->b, p, rank, dims);
@@ -357,11 +326,11 @@ static FcValue *conv_i32(FcLower *l, FcValue *x, FcValue *w, FcValue *bias, cons
 }
 
 FcStatus fc_lower_conv_integer(FcLower *l) {
-  if (!need_inputs(l, 2)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *w = l->in[1];
   if (!need_int8(l, x, "x") || !need_int8(l, w, "w")) return FC_ERR_INPUT;
   ConvAttrs c;
-  if (!conv_attrs(l, &x->type, &w->type, &c)) return bail(l);
+  if (!conv_attrs(l, &x->type, &w->type, &c)) return fc_lx_bail(l);
   FcValue *xs = shifted(l, x, opt_in(l, 2));
   FcValue *ws = shifted(l, w, per_channel(l, opt_in(l, 3), w->type.rank));
   l->out[0] = conv_i32(l, xs, ws, NULL, &c);
@@ -369,7 +338,7 @@ FcStatus fc_lower_conv_integer(FcLower *l) {
 }
 
 FcStatus fc_lower_qlinear_conv(FcLower *l) {
-  if (!need_inputs(l, 8)) return FC_ERR_INPUT;
+  if (fc_lx_need_inputs(l, 8) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *xs = l->in[1], *xzp = l->in[2], *w = l->in[3], *ws = l->in[4], *wzp = l->in[5],
           *ys = l->in[6], *yzp = l->in[7], *bias = opt_in(l, 8);
   if (!need_int8(l, x, "x") || !need_int8(l, w, "w") || !need_int8(l, yzp, "y_zero_point")) return FC_ERR_INPUT;
@@ -377,7 +346,7 @@ FcStatus fc_lower_qlinear_conv(FcLower *l) {
     return fc_lx_error(l, "scales must be float32");
   if (bias && bias->type.dtype != FC_DT_I32) return fc_lx_error(l, "B must be int32");
   ConvAttrs c;
-  if (!conv_attrs(l, &x->type, &w->type, &c)) return bail(l);
+  if (!conv_attrs(l, &x->type, &w->type, &c)) return fc_lx_bail(l);
   int rank = x->type.rank;
   FcValue *x_shift = shifted(l, x, xzp);
   FcValue *w_shift = shifted(l, w, per_channel(l, wzp, rank));

@@ -16,16 +16,6 @@
 
 #include <string.h>
 
-static FcValue *sc(FcLower *l, const FcValue *like, double v) {
-  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
-}
-
-static int64_t *new_dims(FcLower *l, int n) { return FC_NEW_ARRAY(&l->b->g->module->arena, int64_t, n > 0 ? n : 1); }
-
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
 /* A uniform draw in [low, high) of `dt` and the given shape, seeded when has_seed. */
 static FcValue *uniform(FcLower *l, FcDtype dt, int rank, const int64_t *shape, double low, double high,
                         bool has_seed, float seed) {
@@ -62,8 +52,7 @@ static bool need_float_dtype(FcLower *l, FcDtype dt) {
 }
 
 FcStatus fc_lower_random(FcLower *l) {
-  const char *t = l->node->op_type;
-  bool like = strstr(t, "Like") != NULL, normal = strncmp(t, "RandomNormal", 12) == 0;
+  bool like = l->arg & FC_LX_RANDOM_LIKE, normal = l->arg & FC_LX_RANDOM_NORMAL; /* the table row's */
   int rank;
   const int64_t *shape;
   FcDtype dt;
@@ -88,12 +77,12 @@ FcStatus fc_lower_random(FcLower *l) {
     return fc_lx_finish(l);
   }
   FcDtype work = fc_dtype_size(dt) < 4 ? FC_DT_F32 : dt;
-  int64_t *two = new_dims(l, rank + 1);
+  int64_t *two = fc_lx_dims(l, rank + 1);
   two[0] = 2;
   for (int i = 0; i < rank; i++) two[i + 1] = shape[i];
   FcValue *u = uniform(l, work, rank + 1, two, 0, 1, has_seed, seed);
   FcValue *half[2];
-  int64_t *starts = new_dims(l, rank + 1), *ends = new_dims(l, rank + 1), *steps = new_dims(l, rank + 1);
+  int64_t *starts = fc_lx_dims(l, rank + 1), *ends = fc_lx_dims(l, rank + 1), *steps = fc_lx_dims(l, rank + 1);
   for (int k = 0; k < 2; k++) {
     for (int i = 0; i <= rank; i++) {
       starts[i] = i == 0 ? k : 0;
@@ -103,12 +92,13 @@ FcStatus fc_lower_random(FcLower *l) {
     half[k] = fc_b_reshape(l->b, fc_b_slice(l->b, u, starts, ends, steps), rank, shape);
   }
   FcBuilder *b = l->b;
-  FcValue *lg = fc_b_unary(b, FC_OP_LOG, fc_b_binary(b, FC_OP_SUB, sc(l, u, 1), half[0]));
-  FcValue *radius = fc_b_unary(b, FC_OP_SQRT, fc_b_binary(b, FC_OP_MUL, lg, sc(l, u, -2)));
-  FcValue *angle = fc_b_unary(b, FC_OP_COS, fc_b_binary(b, FC_OP_MUL, half[1], sc(l, u, 6.283185307179586476925)));
+  FcValue *lg = fc_b_unary(b, FC_OP_LOG, fc_b_binary(b, FC_OP_SUB, fc_lx_scalar(l, u, 1), half[0]));
+  FcValue *radius = fc_b_unary(b, FC_OP_SQRT, fc_b_binary(b, FC_OP_MUL, lg, fc_lx_scalar(l, u, -2)));
+  FcValue *tau = fc_lx_scalar(l, u, 6.283185307179586476925);
+  FcValue *angle = fc_b_unary(b, FC_OP_COS, fc_b_binary(b, FC_OP_MUL, half[1], tau));
   FcValue *z = fc_b_binary(b, FC_OP_MUL, radius, angle);
-  z = fc_b_binary(b, FC_OP_MUL, z, sc(l, u, fc_lx_float(l, "scale", 1)));
-  z = fc_b_binary(b, FC_OP_ADD, z, sc(l, u, fc_lx_float(l, "mean", 0)));
+  z = fc_b_binary(b, FC_OP_MUL, z, fc_lx_scalar(l, u, fc_lx_float(l, "scale", 1)));
+  z = fc_b_binary(b, FC_OP_ADD, z, fc_lx_scalar(l, u, fc_lx_float(l, "mean", 0)));
   l->out[0] = work == dt ? z : fc_b_cast(b, z, dt);
   return fc_lx_finish(l);
 }
@@ -130,7 +120,7 @@ FcStatus fc_lower_bernoulli(FcLower *l) {
 
 /* An all-true mask of x's shape: bool from opset 10, x's dtype (ones) before. */
 static FcValue *keep_all(FcLower *l, FcValue *x) {
-  FcValue *one = l->opset >= 10 ? fc_b_scalar(l->b, FC_DT_BOOL, 1) : sc(l, x, 1);
+  FcValue *one = l->opset >= 10 ? fc_b_scalar(l->b, FC_DT_BOOL, 1) : fc_lx_scalar(l, x, 1);
   return fc_b_broadcast(l->b, one, x->type.rank, x->type.dims);
 }
 
@@ -138,7 +128,7 @@ FcStatus fc_lower_dropout(FcLower *l) {
   if (l->n_in < 1 || !l->in[0]) return fc_lx_error(l, "input 0 is required");
   FcValue *x = l->in[0];
   if (!fc_dtype_is_float(x->type.dtype)) return fc_lx_error(l, "input must have a float type");
-  bool want_mask = out_named(l, 1);
+  bool want_mask = fc_lx_out_named(l, 1);
   FcValue *ratio_in = l->opset >= 12 && l->n_in > 1 ? l->in[1] : NULL;
   FcValue *mode_in = l->opset >= 12 && l->n_in > 2 ? l->in[2] : NULL;
 
@@ -168,13 +158,13 @@ FcStatus fc_lower_dropout(FcLower *l) {
   }
 
   FcBuilder *b = l->b;
-  if (!ratio_v) ratio_v = sc(l, x, ratio);
+  if (!ratio_v) ratio_v = fc_lx_scalar(l, x, ratio);
   FcValue *u = uniform(l, x->type.dtype, x->type.rank, x->type.dims, 0, 1, fc_lx_has_attr(l, "seed"),
                        (float)fc_lx_int(l, "seed", 0));
   FcValue *mask = fc_b_binary(b, FC_OP_GREATER_EQUAL, u, ratio_v);
-  FcValue *one = sc(l, x, 1);
+  FcValue *one = fc_lx_scalar(l, x, 1);
   FcValue *scale = fc_b_binary(b, FC_OP_DIV, one, fc_b_binary(b, FC_OP_SUB, one, ratio_v));
-  FcValue *zero = sc(l, x, 0);
+  FcValue *zero = fc_lx_scalar(l, x, 0);
   FcValue *y = fc_b_select(b, mask, fc_b_binary(b, FC_OP_MUL, x, scale), zero);
   if (!mode_c || !mode_c->data) {
     /* training_mode known only at run time */

@@ -20,18 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static FcValue *sc(FcLower *l, const FcValue *like, double v) {
-  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
-}
-
-static int64_t *new_dims(FcLower *l, int n) { return FC_NEW_ARRAY(&l->b->g->module->arena, int64_t, n > 0 ? n : 1); }
-
-/* The status to return after a builder call or an fc_lx_* helper recorded an error. */
-static FcStatus bail(const FcLower *l) {
-  if (l->b->status != FC_OK) return l->b->status;
-  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
-}
-
 static bool need_input(FcLower *l) {
   if (l->n_in >= 1 && l->in[0]) return true;
   fc_lx_error(l, "input 0 is required");
@@ -39,17 +27,6 @@ static bool need_input(FcLower *l) {
 }
 
 /* ---- Reduce* ----------------------------------------------------------------------------------- */
-
-typedef enum ReduceKind { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUMEXP, R_SUMSQ } ReduceKind;
-
-static const struct {
-  const char *onnx;
-  ReduceKind kind;
-} reduce_map[] = {
-    {"ReduceSum", R_SUM},   {"ReduceMean", R_MEAN},     {"ReduceMax", R_MAX},       {"ReduceMin", R_MIN},
-    {"ReduceProd", R_PROD}, {"ReduceL1", R_L1},         {"ReduceL2", R_L2},         {"ReduceLogSum", R_LOGSUM},
-    {"ReduceLogSumExp", R_LOGSUMEXP},                   {"ReduceSumSquare", R_SUMSQ},
-};
 
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -59,7 +36,7 @@ static int cmp_i64(const void *a, const void *b) {
 /* Normalises `n` axes for `rank` into a new arena array: non-negative, sorted, distinct. Returns the
  * count, -1 on an out-of-range axis (error recorded). */
 static int normalise_axes(FcLower *l, const int64_t *v, int n, int rank, int64_t **out) {
-  int64_t *a = new_dims(l, n);
+  int64_t *a = fc_lx_dims(l, n);
   for (int i = 0; i < n; i++)
     if (!fc_lx_axis(l, v[i], rank, &a[i])) return -1;
   qsort(a, (size_t)n, sizeof *a, cmp_i64);
@@ -83,7 +60,7 @@ static int reduce_axes(FcLower *l, int rank, int64_t **out) {
   }
   if (n == 0) {
     if (fc_lx_int(l, "noop_with_empty_axes", 0) != 0) return 0;
-    int64_t *all = new_dims(l, rank);
+    int64_t *all = fc_lx_dims(l, rank);
     for (int i = 0; i < rank; i++) all[i] = i;
     *out = all;
     return rank;
@@ -92,37 +69,35 @@ static int reduce_axes(FcLower *l, int rank, int64_t **out) {
 }
 
 FcStatus fc_lower_reduce(FcLower *l) {
-  size_t i = 0, count = sizeof reduce_map / sizeof reduce_map[0];
-  while (i < count && strcmp(reduce_map[i].onnx, l->node->op_type) != 0) i++;
-  if (i == count) return fc_lx_unsupported(l, "no reduce lowering for this op type");
-  ReduceKind k = reduce_map[i].kind;
+  FcLxReduce k = (FcLxReduce)l->arg; /* the table row's */
   if (!need_input(l)) return FC_ERR_INPUT;
   FcValue *x = l->in[0];
   FcDtype dt = x->type.dtype;
   int64_t *axes = NULL;
   int n = reduce_axes(l, x->type.rank, &axes);
-  if (n < 0) return bail(l);
+  if (n < 0) return fc_lx_bail(l);
   bool keep = fc_lx_int(l, "keepdims", 1) != 0;
   FcBuilder *b = l->b;
 
-  bool via_f64 = (k == R_L2 || k == R_LOGSUM || k == R_LOGSUMEXP) && !fc_dtype_is_float(dt);
+  bool via_f64 = (k == FC_LX_REDUCE_L2 || k == FC_LX_REDUCE_LOGSUM || k == FC_LX_REDUCE_LOGSUMEXP) &&
+                 !fc_dtype_is_float(dt);
   if (via_f64) {
     if (dt == FC_DT_BOOL) return fc_lx_error(l, "input must be numeric, not bool");
     x = fc_b_cast(b, x, FC_DT_F64);
   }
   FcValue *y;
   switch (k) {
-  case R_SUM: case R_MEAN: case R_MAX: case R_MIN: case R_PROD: {
+  case FC_LX_REDUCE_SUM: case FC_LX_REDUCE_MEAN: case FC_LX_REDUCE_MAX: case FC_LX_REDUCE_MIN: case FC_LX_REDUCE_PROD: {
     static const FcOpKind core[] = {FC_OP_REDUCE_SUM, FC_OP_REDUCE_MEAN, FC_OP_REDUCE_MAX, FC_OP_REDUCE_MIN,
                                     FC_OP_REDUCE_PROD};
     y = n ? fc_b_reduce(b, core[k], x, n, axes, keep) : x;
     break;
   }
-  case R_L1:
+  case FC_LX_REDUCE_L1:
     y = fc_b_unary(b, FC_OP_ABS, x);
     if (n) y = fc_b_reduce(b, FC_OP_REDUCE_SUM, y, n, axes, keep);
     break;
-  case R_L2:
+  case FC_LX_REDUCE_L2:
     if (!n) {
       y = fc_b_unary(b, FC_OP_ABS, x);
       break;
@@ -130,15 +105,15 @@ FcStatus fc_lower_reduce(FcLower *l) {
     y = fc_b_reduce(b, FC_OP_REDUCE_SUM, fc_b_binary(b, FC_OP_MUL, x, x), n, axes, keep);
     y = fc_b_unary(b, FC_OP_SQRT, y);
     break;
-  case R_SUMSQ:
+  case FC_LX_REDUCE_SUMSQ:
     y = fc_b_binary(b, FC_OP_MUL, x, x);
     if (n) y = fc_b_reduce(b, FC_OP_REDUCE_SUM, y, n, axes, keep);
     break;
-  case R_LOGSUM:
+  case FC_LX_REDUCE_LOGSUM:
     y = n ? fc_b_reduce(b, FC_OP_REDUCE_SUM, x, n, axes, keep) : x;
     y = fc_b_unary(b, FC_OP_LOG, y);
     break;
-  case R_LOGSUMEXP: {
+  case FC_LX_REDUCE_LOGSUMEXP: {
     if (!n) {
       y = x;
       break;
@@ -148,7 +123,7 @@ FcStatus fc_lower_reduce(FcLower *l) {
     FcValue *m = fc_b_reduce(b, FC_OP_REDUCE_MAX, x, n, axes, true);
     FcAttr inf_attrs[2] = {FC_A_INT(DETECT_NEGATIVE, 1), FC_A_INT(DETECT_POSITIVE, 1)};
     FcValue *isinf = fc_b_op1(b, FC_OP_ISINF, &m, 1, inf_attrs, 2);
-    m = fc_b_select(b, isinf, sc(l, m, 0), m);
+    m = fc_b_select(b, isinf, fc_lx_scalar(l, m, 0), m);
     FcValue *e = fc_b_unary(b, FC_OP_EXP, fc_b_binary(b, FC_OP_SUB, x, m));
     y = fc_b_unary(b, FC_OP_LOG, fc_b_reduce(b, FC_OP_REDUCE_SUM, e, n, axes, keep));
     if (y && !keep) m = fc_b_reshape(b, m, y->type.rank, y->type.dims);
@@ -166,11 +141,11 @@ FcStatus fc_lower_reduce(FcLower *l) {
 
 FcStatus fc_lower_argreduce(FcLower *l) {
   if (!need_input(l)) return FC_ERR_INPUT;
-  FcOpKind k = strcmp(l->node->op_type, "ArgMin") == 0 ? FC_OP_ARGMIN : FC_OP_ARGMAX;
+  FcOpKind k = (FcOpKind)l->arg; /* ARGMAX or ARGMIN, the table row's */
   FcValue *x = l->in[0];
   if (x->type.rank < 1) return fc_lx_error(l, "input must have rank >= 1");
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return bail(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), x->type.rank, &axis)) return fc_lx_bail(l);
   FcAttr a[3] = {FC_A_INT(AXIS, axis), FC_A_INT(KEEPDIMS, fc_lx_int(l, "keepdims", 1) != 0),
                  FC_A_INT(SELECT_LAST_INDEX, fc_lx_int(l, "select_last_index", 0) != 0)};
   l->out[0] = fc_b_op1(l->b, k, &x, 1, a, 3);
@@ -211,10 +186,10 @@ static FcValue *undo_view(FcLower *l, FcValue *y, const FcValue *x) {
 
 FcStatus fc_lower_softmax(FcLower *l) {
   if (!need_input(l)) return FC_ERR_INPUT;
-  FcOpKind k = strcmp(l->node->op_type, "LogSoftmax") == 0 ? FC_OP_LOG_SOFTMAX : FC_OP_SOFTMAX;
+  FcOpKind k = (FcOpKind)l->arg; /* SOFTMAX or LOG_SOFTMAX, the table row's */
   int64_t axis;
   FcValue *v = softmax_view(l, l->in[0], &axis);
-  if (!v) return bail(l);
+  if (!v) return fc_lx_bail(l);
   FcAttr a = FC_A_INT(AXIS, axis);
   l->out[0] = undo_view(l, fc_b_op1(l->b, k, &v, 1, &a, 1), l->in[0]);
   return fc_lx_finish(l);
@@ -224,7 +199,7 @@ FcStatus fc_lower_hardmax(FcLower *l) {
   if (!need_input(l)) return FC_ERR_INPUT;
   int64_t axis;
   FcValue *x = l->in[0], *v = softmax_view(l, x, &axis);
-  if (!v) return bail(l);
+  if (!v) return fc_lx_bail(l);
   int rank = v->type.rank;
   int64_t d = v->type.dims[axis];
   if (d == 0) {
@@ -234,7 +209,7 @@ FcStatus fc_lower_hardmax(FcLower *l) {
   FcAttr a[3] = {FC_A_INT(AXIS, axis), FC_A_INT(KEEPDIMS, 1), FC_A_INT(SELECT_LAST_INDEX, 0)};
   FcValue *am = fc_b_op1(l->b, FC_OP_ARGMAX, &v, 1, a, 3);
   /* iota of shape [1, .., d, .., 1] along the axis */
-  int64_t *shape = new_dims(l, rank);
+  int64_t *shape = fc_lx_dims(l, rank);
   for (int i = 0; i < rank; i++) shape[i] = i == axis ? d : 1;
   FcArena *arena = &l->b->g->module->arena;
   FcType iota_t = fc_type_make(arena, FC_DT_I64, rank, shape);
@@ -255,11 +230,11 @@ FcStatus fc_lower_cumsum(FcLower *l) {
   FcValue *x = l->in[0];
   const int64_t *v;
   int n = fc_lx_const_ints(l, 1, &v);
-  if (n < 0) return bail(l);
+  if (n < 0) return fc_lx_bail(l);
   if (n != 1) return fc_lx_error(l, "axis must hold one value, holds %d", n);
   if (x->type.rank < 1) return fc_lx_error(l, "input must have rank >= 1");
   int64_t axis;
-  if (!fc_lx_axis(l, v[0], x->type.rank, &axis)) return bail(l);
+  if (!fc_lx_axis(l, v[0], x->type.rank, &axis)) return fc_lx_bail(l);
   FcAttr a[3] = {FC_A_INT(AXIS, axis), FC_A_INT(EXCLUSIVE, fc_lx_int(l, "exclusive", 0) != 0),
                  FC_A_INT(REVERSE, fc_lx_int(l, "reverse", 0) != 0)};
   l->out[0] = fc_b_op1(l->b, FC_OP_CUMSUM, &x, 1, a, 3);

@@ -14,17 +14,6 @@
 #include <math.h>
 #include <string.h>
 
-static FcArena *arena_of(FcLower *l) { return &l->b->g->module->arena; }
-
-/* Status to return after fc_lx_const_input & co. recorded an error. */
-static FcStatus lx_failed(const FcLower *l) { return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT; }
-
-static FcStatus need_inputs(FcLower *l, int n) {
-  for (int i = 0; i < n; i++)
-    if (i >= l->n_in || !l->in[i]) return fc_lx_error(l, "input %d is required", i);
-  return FC_OK;
-}
-
 static bool has_input(const FcLower *l, int i) { return i < l->n_in && l->in[i] != NULL; }
 
 static bool one_of(const char *s, const char *const *set) {
@@ -38,10 +27,10 @@ static FcStatus const_floats(FcLower *l, int i, float **v, int *n) {
   *n = -1;
   if (!has_input(l, i)) return FC_OK;
   const FcTensor *t = fc_lx_const_input(l, i);
-  if (!t) return lx_failed(l);
+  if (!t) return fc_lx_bail(l);
   int64_t numel;
   if (!fc_type_numel(&t->type, &numel) || numel > (1 << 20)) return fc_lx_error(l, "input %d is too large", i);
-  *v = FC_NEW_ARRAY(arena_of(l), float, (size_t)(numel > 0 ? numel : 1));
+  *v = FC_NEW_ARRAY(fc_lx_arena(l), float, (size_t)(numel > 0 ? numel : 1));
   for (int64_t k = 0; k < numel; k++) (*v)[k] = (float)fc_tensor_get_f64(t, k);
   *n = (int)numel;
   return FC_OK;
@@ -62,9 +51,9 @@ static FcStatus build_resize(FcLower *l, const ResizeSpec *rs) {
   FcValue *x = l->in[0];
   int r = x->type.rank;
   const int64_t *in = x->type.dims;
-  float *scales = FC_NEW_ARRAY(arena_of(l), float, (size_t)(r > 0 ? r : 1));
-  float *roi = FC_NEW_ARRAY(arena_of(l), float, (size_t)(2 * r > 0 ? 2 * r : 1));
-  int64_t *sizes = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)(r > 0 ? r : 1));
+  float *scales = FC_NEW_ARRAY(fc_lx_arena(l), float, (size_t)(r > 0 ? r : 1));
+  float *roi = FC_NEW_ARRAY(fc_lx_arena(l), float, (size_t)(2 * r > 0 ? 2 * r : 1));
+  int64_t *sizes = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)(r > 0 ? r : 1));
   for (int i = 0; i < r; i++) {
     roi[i] = rs->roi ? rs->roi[i] : 0.0f;
     roi[r + i] = rs->roi ? rs->roi[r + i] : 1.0f;
@@ -120,7 +109,7 @@ static FcStatus build_legacy(FcLower *l, const char *mode, const float *scales, 
 }
 
 FcStatus fc_lower_resize(FcLower *l) {
-  FcStatus st = need_inputs(l, l->opset < 11 ? 2 : 1);
+  FcStatus st = fc_lx_need_inputs(l, l->opset < 11 ? 2 : 1);
   if (st != FC_OK) return st;
   int r = l->in[0]->type.rank;
   float *scales = NULL, *roi = NULL;
@@ -171,7 +160,7 @@ FcStatus fc_lower_resize(FcLower *l) {
   if (has_input(l, 3)) {
     const int64_t *sizes;
     int nz = fc_lx_const_ints(l, 3, &sizes);
-    if (nz < 0) return lx_failed(l);
+    if (nz < 0) return fc_lx_bail(l);
     if (nz > 0) {
       if (rs.scales) return fc_lx_error(l, "scales and sizes cannot both be given");
       if (nz != r) return fc_lx_error(l, "sizes has %d values for rank %d", nz, r);
@@ -185,7 +174,7 @@ FcStatus fc_lower_resize(FcLower *l) {
 /* Upsample: scales from height_scale/width_scale on a 4-D input (opset 1), the `scales` attribute
  * (7), or a constant input (9, 10). */
 FcStatus fc_lower_upsample(FcLower *l) {
-  FcStatus st = need_inputs(l, l->opset >= 9 ? 2 : 1);
+  FcStatus st = fc_lx_need_inputs(l, l->opset >= 9 ? 2 : 1);
   if (st != FC_OK) return st;
   const char *mode = fc_lx_str(l, "mode", "nearest");
   int r = l->in[0]->type.rank;
@@ -209,7 +198,7 @@ FcStatus fc_lower_upsample(FcLower *l) {
 }
 
 FcStatus fc_lower_grid_sample(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   static const char *const modes[] = {"bilinear", "nearest", "bicubic", NULL};
   static const char *const pmodes[] = {"zeros", "border", "reflection", NULL};
@@ -224,7 +213,7 @@ FcStatus fc_lower_grid_sample(FcLower *l) {
 
 /* RoiAlign-10 had no coordinate_transformation_mode; it behaved as 16's "output_half_pixel". */
 FcStatus fc_lower_roi_align(FcLower *l) {
-  FcStatus st = need_inputs(l, 3);
+  FcStatus st = fc_lx_need_inputs(l, 3);
   if (st != FC_OK) return st;
   static const char *const modes[] = {"avg", "max", NULL};
   static const char *const ctms[] = {"half_pixel", "output_half_pixel", NULL};

@@ -19,12 +19,6 @@
 #include <string.h>
 #include <strings.h>
 
-static FcArena *arena_of(FcLower *l) { return &l->b->g->module->arena; }
-
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
 static bool has_input(const FcLower *l, int i) { return i < l->n_in && l->in[i] != NULL; }
 
 /* ---- activations ---------------------------------------------------------------------------------- */
@@ -206,9 +200,9 @@ static FcStatus parse_acts(Rnn *r, const ActKind *defaults) {
 static FcValue *slice_axis(Rnn *r, FcValue *x, int axis, int64_t start, int64_t len) {
   if (!x) return NULL;
   int rank = x->type.rank;
-  int64_t *s = FC_NEW_ARRAY(arena_of(r->l), int64_t, (size_t)rank),
-          *e = FC_NEW_ARRAY(arena_of(r->l), int64_t, (size_t)rank),
-          *st = FC_NEW_ARRAY(arena_of(r->l), int64_t, (size_t)rank);
+  int64_t *s = FC_NEW_ARRAY(fc_lx_arena(r->l), int64_t, (size_t)rank),
+          *e = FC_NEW_ARRAY(fc_lx_arena(r->l), int64_t, (size_t)rank),
+          *st = FC_NEW_ARRAY(fc_lx_arena(r->l), int64_t, (size_t)rank);
   for (int i = 0; i < rank; i++) {
     s[i] = 0;
     e[i] = x->type.dims[i];
@@ -239,7 +233,7 @@ static FcValue *transpose2(Rnn *r, FcValue *x) {
 static FcValue *step_mask(Rnn *r, int64_t t) {
   if (r->lens_col)
     return fc_b_binary(r->b, FC_OP_LESS, fc_b_scalar(r->b, r->lens_col->type.dtype, (double)t), r->lens_col);
-  bool *m = FC_NEW_ARRAY(arena_of(r->l), bool, (size_t)r->batch);
+  bool *m = FC_NEW_ARRAY(fc_lx_arena(r->l), bool, (size_t)r->batch);
   for (int64_t i = 0; i < r->batch; i++) m[i] = t < r->lens[i];
   int64_t dims[2] = {r->batch, 1};
   return fc_b_const(r->b, FC_DT_BOOL, 2, dims, m);
@@ -386,7 +380,7 @@ static FcStatus check_shape(FcLower *l, const FcValue *v, const char *what, int 
 static FcStatus lower_recurrent(FcLower *l, Kind kind) {
   for (int i = 0; i < 3; i++)
     if (!has_input(l, i)) return fc_lx_error(l, "input %d is required", i);
-  Rnn *r = FC_NEW(arena_of(l), Rnn);
+  Rnn *r = FC_NEW(fc_lx_arena(l), Rnn);
   r->l = l;
   r->b = l->b;
   r->G = kind == K_RNN ? 1 : kind == K_GRU ? 3 : 4;
@@ -432,7 +426,7 @@ static FcStatus lower_recurrent(FcLower *l, Kind kind) {
     if (!fc_dtype_is_int(sl->type.dtype)) return fc_lx_error(l, "sequence_lens must hold integers");
   }
   if (t) {
-    int64_t *lens = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)(r->batch > 0 ? r->batch : 1));
+    int64_t *lens = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)(r->batch > 0 ? r->batch : 1));
     bool all_full = true;
     for (int64_t i = 0; i < r->batch; i++) {
       lens[i] = fc_tensor_get_i64(t, i);
@@ -466,13 +460,13 @@ static FcStatus lower_recurrent(FcLower *l, Kind kind) {
   FcValue *x2 = fc_b_reshape(b, x, 2, x2d);
   DirOut outs[2];
   for (int d = 0; d < r->dirs; d++) {
-    outs[d].ys = FC_NEW_ARRAY(arena_of(l), FcValue *, (size_t)(r->seq > 0 ? r->seq : 1));
+    outs[d].ys = FC_NEW_ARRAY(fc_lx_arena(l), FcValue *, (size_t)(r->seq > 0 ? r->seq : 1));
     FcValue *h0 = initial_state(r, 5, layout, d), *c0 = kind == K_LSTM ? initial_state(r, 6, layout, d) : NULL;
     run_dir(r, kind, d, x2, h0, c0, &outs[d]);
     if (fc_b_status(b) != FC_OK) return fc_lx_finish(l);
   }
 
-  if (out_named(l, 0)) {
+  if (fc_lx_out_named(l, 0)) {
     int64_t yd[4] = {r->seq, r->dirs, r->batch, r->H};
     FcValue *y;
     if (r->seq == 0) {
@@ -491,7 +485,7 @@ static FcStatus lower_recurrent(FcLower *l, Kind kind) {
     l->out[0] = y;
   }
   for (int k = 1; k <= (kind == K_LSTM ? 2 : 1); k++) {
-    if (!out_named(l, k)) continue;
+    if (!fc_lx_out_named(l, k)) continue;
     FcValue *parts[2];
     int64_t one[3] = {1, r->batch, r->H};
     for (int d = 0; d < r->dirs; d++) parts[d] = fc_b_reshape(b, k == 1 ? outs[d].h : outs[d].c, 3, one);

@@ -17,35 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-static FcArena *arena_of(FcLower *l) { return &l->b->g->module->arena; }
-
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
-/* Status to return after fc_lx_const_input & co. recorded an error. */
-static FcStatus lx_failed(const FcLower *l) { return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT; }
-
-static FcStatus need_inputs(FcLower *l, int n) {
-  for (int i = 0; i < n; i++)
-    if (i >= l->n_in || !l->in[i]) return fc_lx_error(l, "input %d is required", i);
-  return FC_OK;
-}
-
 static bool has_input(const FcLower *l, int i) { return i < l->n_in && l->in[i] != NULL; }
-
-static int64_t *new_i64(FcLower *l, int n) { return FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)(n > 0 ? n : 1)); }
-
-/* A new arena tensor of the given type, refusing sizes beyond the tensor limit. */
-static FcTensor *new_tensor(FcLower *l, FcDtype dt, int rank, const int64_t *dims) {
-  FcType ty = {dt, rank, dims};
-  int64_t nbytes;
-  if (!fc_type_nbytes(&ty, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES) {
-    fc_lx_error(l, "result of %d dims is too large", rank);
-    return NULL;
-  }
-  return fc_tensor_new(arena_of(l), ty);
-}
 
 /* Product of dims[lo..hi); false on overflow. */
 static bool dims_product(const int64_t *dims, int lo, int hi, int64_t *out) {
@@ -65,13 +37,13 @@ static FcStatus axes_arg(FcLower *l, int input_since, int idx, const int64_t **a
   *n = -1;
   if (!has_input(l, idx)) return FC_OK;
   *n = fc_lx_const_ints(l, idx, axes);
-  return *n < 0 ? lx_failed(l) : FC_OK;
+  return *n < 0 ? fc_lx_bail(l) : FC_OK;
 }
 
 /* ---- identity, reshape family --------------------------------------------------------------------- */
 
 FcStatus fc_lower_identity(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   l->out[0] = l->in[0];
   return fc_lx_finish(l);
@@ -79,7 +51,7 @@ FcStatus fc_lower_identity(FcLower *l) {
 
 /* Reshape: 0 copies the input dim (unless allowzero, opset 14), one -1 is inferred. */
 FcStatus fc_lower_reshape(FcLower *l) {
-  FcStatus st = need_inputs(l, l->opset < 5 ? 1 : 2);
+  FcStatus st = fc_lx_need_inputs(l, l->opset < 5 ? 1 : 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   const int64_t *shape;
@@ -88,10 +60,10 @@ FcStatus fc_lower_reshape(FcLower *l) {
     n = fc_lx_ints(l, "shape", &shape);
     if (n < 0) return fc_lx_error(l, "attribute 'shape' is required");
   } else if ((n = fc_lx_const_ints(l, 1, &shape)) < 0) {
-    return lx_failed(l);
+    return fc_lx_bail(l);
   }
   bool allowzero = l->opset >= 14 && fc_lx_int(l, "allowzero", 0) != 0;
-  int64_t *dims = new_i64(l, n), known = 1, numel;
+  int64_t *dims = fc_lx_dims(l, n), known = 1, numel;
   int infer = -1;
   for (int i = 0; i < n; i++) {
     int64_t v = shape[i];
@@ -124,7 +96,7 @@ FcStatus fc_lower_reshape(FcLower *l) {
 
 /* Flatten to [prod(d[0:axis]), prod(d[axis:])]; axis in [-r, r] (negative from opset 11). */
 FcStatus fc_lower_flatten(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank;
@@ -142,25 +114,25 @@ FcStatus fc_lower_flatten(FcLower *l) {
 /* Squeeze: the listed axes (each of size 1), or every size-1 axis when none are given (an empty axes
  * list counts as none, as in onnxruntime). */
 FcStatus fc_lower_squeeze(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank, n;
   const int64_t *axes;
   if ((st = axes_arg(l, 13, 1, &axes, &n)) != FC_OK) return st;
-  bool *drop = FC_NEW_ARRAY(arena_of(l), bool, (size_t)(r > 0 ? r : 1));
+  bool *drop = FC_NEW_ARRAY(fc_lx_arena(l), bool, (size_t)(r > 0 ? r : 1));
   if (n <= 0) {
     for (int i = 0; i < r; i++) drop[i] = x->type.dims[i] == 1;
   } else {
     for (int i = 0; i < n; i++) {
       int64_t a;
-      if (!fc_lx_axis(l, axes[i], r, &a)) return lx_failed(l);
+      if (!fc_lx_axis(l, axes[i], r, &a)) return fc_lx_bail(l);
       if (x->type.dims[a] != 1)
         return fc_lx_error(l, "cannot squeeze axis %lld of size %lld", (long long)axes[i], (long long)x->type.dims[a]);
       drop[a] = true;
     }
   }
-  int64_t *dims = new_i64(l, r);
+  int64_t *dims = fc_lx_dims(l, r);
   int k = 0;
   for (int i = 0; i < r; i++)
     if (!drop[i]) dims[k++] = x->type.dims[i];
@@ -170,7 +142,7 @@ FcStatus fc_lower_squeeze(FcLower *l) {
 
 /* Unsqueeze: axes index the result (rank r + len(axes)) and may not repeat. */
 FcStatus fc_lower_unsqueeze(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int n;
@@ -180,14 +152,14 @@ FcStatus fc_lower_unsqueeze(FcLower *l) {
   int64_t rr;
   if (!fc_checked_add(x->type.rank, n, &rr) || rr > 1 << 20) return fc_lx_error(l, "too many axes");
   int R = (int)rr;
-  bool *ins = FC_NEW_ARRAY(arena_of(l), bool, (size_t)(R > 0 ? R : 1));
+  bool *ins = FC_NEW_ARRAY(fc_lx_arena(l), bool, (size_t)(R > 0 ? R : 1));
   for (int i = 0; i < n; i++) {
     int64_t a;
-    if (!fc_lx_axis(l, axes[i], R, &a)) return lx_failed(l);
+    if (!fc_lx_axis(l, axes[i], R, &a)) return fc_lx_bail(l);
     if (ins[a]) return fc_lx_error(l, "axis %lld is repeated", (long long)axes[i]);
     ins[a] = true;
   }
-  int64_t *dims = new_i64(l, R);
+  int64_t *dims = fc_lx_dims(l, R);
   for (int i = 0, k = 0; i < R; i++) dims[i] = ins[i] ? 1 : x->type.dims[k++];
   l->out[0] = fc_b_reshape(l->b, x, R, dims);
   return fc_lx_finish(l);
@@ -196,18 +168,18 @@ FcStatus fc_lower_unsqueeze(FcLower *l) {
 /* ---- transpose, concat, split, slice -------------------------------------------------------------- */
 
 FcStatus fc_lower_transpose(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank;
-  int64_t *perm = new_i64(l, r);
+  int64_t *perm = fc_lx_dims(l, r);
   const int64_t *p;
   int n = fc_lx_ints(l, "perm", &p);
   if (n < 0) {
     for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
   } else {
     if (n != r) return fc_lx_error(l, "perm has %d values for rank %d", n, r);
-    bool *seen = FC_NEW_ARRAY(arena_of(l), bool, (size_t)(r > 0 ? r : 1));
+    bool *seen = FC_NEW_ARRAY(fc_lx_arena(l), bool, (size_t)(r > 0 ? r : 1));
     for (int i = 0; i < r; i++) {
       if (p[i] < 0 || p[i] >= r || seen[p[i]]) return fc_lx_error(l, "perm is not a permutation of 0..%d", r - 1);
       seen[p[i]] = true;
@@ -220,13 +192,13 @@ FcStatus fc_lower_transpose(FcLower *l) {
 
 FcStatus fc_lower_concat(FcLower *l) {
   if (l->n_in < 1) return fc_lx_error(l, "at least one input is required");
-  FcStatus st = need_inputs(l, l->n_in);
+  FcStatus st = fc_lx_need_inputs(l, l->n_in);
   if (st != FC_OK) return st;
   if (l->opset >= 4 && !fc_lx_has_attr(l, "axis")) return fc_lx_error(l, "attribute 'axis' is required");
   int r = l->in[0]->type.rank;
   if (r < 1) return fc_lx_error(l, "inputs must have rank >= 1");
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 1), r, &axis)) return lx_failed(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 1), r, &axis)) return fc_lx_bail(l);
   l->out[0] = fc_b_concat(l->b, l->in, l->n_in, axis);
   return fc_lx_finish(l);
 }
@@ -234,7 +206,7 @@ FcStatus fc_lower_concat(FcLower *l) {
 /* A full-rank slice of x taking [start, start+len) along `axis` and everything elsewhere. */
 static FcValue *slice_axis(FcLower *l, FcValue *x, int axis, int64_t start, int64_t len) {
   int r = x->type.rank;
-  int64_t *s = new_i64(l, r), *e = new_i64(l, r), *st = new_i64(l, r);
+  int64_t *s = fc_lx_dims(l, r), *e = fc_lx_dims(l, r), *st = fc_lx_dims(l, r);
   for (int i = 0; i < r; i++) {
     s[i] = 0;
     e[i] = x->type.dims[i];
@@ -248,23 +220,23 @@ static FcValue *slice_axis(FcLower *l, FcValue *x, int axis, int64_t start, int6
 /* Split into given sizes (attribute before opset 13, also an optional input in opset 1, an input from
  * 13) or into equal parts, one per output. */
 FcStatus fc_lower_split(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank, n = l->n_out;
   if (r < 1) return fc_lx_error(l, "input must have rank >= 1");
   if (n < 1) return fc_lx_error(l, "at least one output is required");
   int64_t axis;
-  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), r, &axis)) return lx_failed(l);
+  if (!fc_lx_axis(l, fc_lx_int(l, "axis", 0), r, &axis)) return fc_lx_bail(l);
   int64_t dim = x->type.dims[axis];
   const int64_t *split = NULL;
   int k = -1;
   if ((l->opset >= 13 || l->opset < 2) && has_input(l, 1)) {
-    if ((k = fc_lx_const_ints(l, 1, &split)) < 0) return lx_failed(l);
+    if ((k = fc_lx_const_ints(l, 1, &split)) < 0) return fc_lx_bail(l);
   } else if (l->opset < 13) {
     k = fc_lx_ints(l, "split", &split);
   }
-  int64_t *sizes = new_i64(l, n);
+  int64_t *sizes = fc_lx_dims(l, n);
   if (k >= 0) {
     if (k != n) return fc_lx_error(l, "split has %d sizes for %d outputs", k, n);
     int64_t sum = 0;
@@ -281,7 +253,7 @@ FcStatus fc_lower_split(FcLower *l) {
   }
   int64_t off = 0;
   for (int i = 0; i < n; i++) {
-    if (out_named(l, i)) l->out[i] = n == 1 ? x : slice_axis(l, x, (int)axis, off, sizes[i]);
+    if (fc_lx_out_named(l, i)) l->out[i] = n == 1 ? x : slice_axis(l, x, (int)axis, off, sizes[i]);
     off += sizes[i];
   }
   return fc_lx_finish(l);
@@ -294,7 +266,7 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
  * (step < 0), ends to [0, d] or [-1, d-1]. An empty range becomes [0, 0) with step 1 and a one-element
  * range gets step +-1 (same elements), so equal slices have one canonical form. */
 FcStatus fc_lower_slice(FcLower *l) {
-  FcStatus st = need_inputs(l, l->opset < 10 ? 1 : 3);
+  FcStatus st = fc_lx_need_inputs(l, l->opset < 10 ? 1 : 3);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank;
@@ -306,15 +278,15 @@ FcStatus fc_lower_slice(FcLower *l) {
     if (ns < 0 || ne < 0) return fc_lx_error(l, "attributes 'starts' and 'ends' are required");
     na = fc_lx_ints(l, "axes", &axes);
   } else {
-    if ((ns = fc_lx_const_ints(l, 1, &starts)) < 0 || (ne = fc_lx_const_ints(l, 2, &ends)) < 0) return lx_failed(l);
-    if (has_input(l, 3) && (na = fc_lx_const_ints(l, 3, &axes)) < 0) return lx_failed(l);
-    if (has_input(l, 4) && (nt = fc_lx_const_ints(l, 4, &steps)) < 0) return lx_failed(l);
+    if ((ns = fc_lx_const_ints(l, 1, &starts)) < 0 || (ne = fc_lx_const_ints(l, 2, &ends)) < 0) return fc_lx_bail(l);
+    if (has_input(l, 3) && (na = fc_lx_const_ints(l, 3, &axes)) < 0) return fc_lx_bail(l);
+    if (has_input(l, 4) && (nt = fc_lx_const_ints(l, 4, &steps)) < 0) return fc_lx_bail(l);
   }
   if (ne != ns || (na >= 0 && na != ns) || (nt >= 0 && nt != ns))
     return fc_lx_error(l, "starts, ends, axes and steps must have the same length");
   if (ns > r) return fc_lx_error(l, "%d slice ranges for rank %d", ns, r);
-  int64_t *s = new_i64(l, r), *e = new_i64(l, r), *t = new_i64(l, r);
-  bool *seen = FC_NEW_ARRAY(arena_of(l), bool, (size_t)(r > 0 ? r : 1));
+  int64_t *s = fc_lx_dims(l, r), *e = fc_lx_dims(l, r), *t = fc_lx_dims(l, r);
+  bool *seen = FC_NEW_ARRAY(fc_lx_arena(l), bool, (size_t)(r > 0 ? r : 1));
   for (int i = 0; i < r; i++) {
     s[i] = 0;
     e[i] = x->type.dims[i];
@@ -322,7 +294,7 @@ FcStatus fc_lower_slice(FcLower *l) {
   }
   for (int j = 0; j < ns; j++) {
     int64_t a;
-    if (!fc_lx_axis(l, na >= 0 ? axes[j] : j, r, &a)) return lx_failed(l);
+    if (!fc_lx_axis(l, na >= 0 ? axes[j] : j, r, &a)) return fc_lx_bail(l);
     if (seen[a]) return fc_lx_error(l, "axis %lld is repeated", (long long)(na >= 0 ? axes[j] : j));
     seen[a] = true;
     int64_t d = x->type.dims[a], step = nt >= 0 ? steps[j] : 1, b = starts[j], en = ends[j];
@@ -360,7 +332,7 @@ FcStatus fc_lower_slice(FcLower *l) {
  * value from the `value` attribute (< 11) or the optional third input, passed to the core op as a
  * rank-0 operand (it need not be a compile-time constant). */
 FcStatus fc_lower_pad(FcLower *l) {
-  FcStatus st = need_inputs(l, l->opset < 11 ? 1 : 2);
+  FcStatus st = fc_lx_need_inputs(l, l->opset < 11 ? 1 : 2);
   if (st != FC_OK) return st;
   FcBuilder *b = l->b;
   FcValue *x = l->in[0], *value = NULL;
@@ -374,7 +346,7 @@ FcStatus fc_lower_pad(FcLower *l) {
     n = fc_lx_ints(l, l->opset < 2 ? "paddings" : "pads", &pads);
     if (n < 0) return fc_lx_error(l, "attribute '%s' is required", l->opset < 2 ? "paddings" : "pads");
   } else if ((n = fc_lx_const_ints(l, 1, &pads)) < 0) {
-    return lx_failed(l);
+    return fc_lx_bail(l);
   }
   if (l->opset >= 11 && has_input(l, 3)) return fc_lx_unsupported(l, "the 'axes' input (opset 18) is not supported");
   if (n != 2 * r) return fc_lx_error(l, "pads has %d values for rank %d", n, r);
@@ -403,24 +375,24 @@ FcStatus fc_lower_pad(FcLower *l) {
  * output index along each axis is copy * d + i, which is exactly that row-major layout. Axes repeated
  * once get no extra dim. Tile-1 takes a single (tiles, axis) pair as inputs. */
 FcStatus fc_lower_tile(FcLower *l) {
-  FcStatus st = need_inputs(l, l->opset < 6 ? 3 : 2);
+  FcStatus st = fc_lx_need_inputs(l, l->opset < 6 ? 3 : 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank;
-  int64_t *rep = new_i64(l, r);
+  int64_t *rep = fc_lx_dims(l, r);
   if (l->opset < 6) {
     const int64_t *tiles, *axis;
     if (fc_lx_const_ints(l, 1, &tiles) != 1 || fc_lx_const_ints(l, 2, &axis) != 1) {
-      if (l->diag->status != FC_OK) return lx_failed(l);
+      if (l->diag->status != FC_OK) return fc_lx_bail(l);
       return fc_lx_error(l, "tiles and axis must be scalars");
     }
     int64_t a;
-    if (!fc_lx_axis(l, axis[0], r, &a)) return lx_failed(l);
+    if (!fc_lx_axis(l, axis[0], r, &a)) return fc_lx_bail(l);
     for (int i = 0; i < r; i++) rep[i] = i == a ? tiles[0] : 1;
   } else {
     const int64_t *v;
     int n = fc_lx_const_ints(l, 1, &v);
-    if (n < 0) return lx_failed(l);
+    if (n < 0) return fc_lx_bail(l);
     if (n != r) return fc_lx_error(l, "repeats has %d values for rank %d", n, r);
     memcpy(rep, v, (size_t)r * sizeof *rep);
   }
@@ -433,7 +405,7 @@ FcStatus fc_lower_tile(FcLower *l) {
     l->out[0] = x;
     return fc_lx_finish(l);
   }
-  int64_t *split = new_i64(l, r + k), *bcast = new_i64(l, r + k), *final = new_i64(l, r);
+  int64_t *split = fc_lx_dims(l, r + k), *bcast = fc_lx_dims(l, r + k), *final = fc_lx_dims(l, r);
   for (int i = 0, j = 0; i < r; i++) {
     int64_t d = x->type.dims[i];
     if (rep[i] != 1) {
@@ -457,18 +429,18 @@ FcStatus fc_lower_tile(FcLower *l) {
 /* Expand: broadcast x to the NumPy broadcast of its shape and the given one (a 1 in `shape` keeps x's
  * dim, so the result may be larger than `shape`). */
 FcStatus fc_lower_expand(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   const int64_t *shape;
   int n = fc_lx_const_ints(l, 1, &shape);
-  if (n < 0) return lx_failed(l);
+  if (n < 0) return fc_lx_bail(l);
   for (int i = 0; i < n; i++)
     if (shape[i] < 0) return fc_lx_error(l, "shape[%d] = %lld is negative", i, (long long)shape[i]);
   FcType want = {x->type.dtype, n, shape};
   int rank;
   const int64_t *dims;
-  if (!fc_broadcast_shapes(arena_of(l), &x->type, &want, &rank, &dims))
+  if (!fc_broadcast_shapes(fc_lx_arena(l), &x->type, &want, &rank, &dims))
     return fc_lx_error(l, "shape does not broadcast with the input shape");
   FcType out_ty = {x->type.dtype, rank, dims};
   int64_t nbytes;
@@ -490,7 +462,7 @@ static FcStatus blocksize_4d(FcLower *l, const FcValue *x, int64_t *bs) {
 }
 
 FcStatus fc_lower_depth_to_space(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int64_t bs;
@@ -512,7 +484,7 @@ FcStatus fc_lower_depth_to_space(FcLower *l) {
 }
 
 FcStatus fc_lower_space_to_depth(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int64_t bs;
@@ -533,7 +505,7 @@ FcStatus fc_lower_space_to_depth(FcLower *l) {
 /* ---- compile-time constants ----------------------------------------------------------------------- */
 
 FcStatus fc_lower_shape(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int64_t r = x->type.rank, start = 0, end = r;
@@ -551,7 +523,7 @@ FcStatus fc_lower_shape(FcLower *l) {
 }
 
 FcStatus fc_lower_size(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   int64_t numel;
   if (!fc_type_numel(&l->in[0]->type, &numel)) return fc_lx_error(l, "input is too large");
@@ -565,16 +537,16 @@ FcStatus fc_lower_size(FcLower *l) {
 
 /* ConstantOfShape: `value` (a one-element tensor, default f32 0) filled into the given shape. */
 FcStatus fc_lower_constant_of_shape(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   const int64_t *shape;
   int n = fc_lx_const_ints(l, 0, &shape);
-  if (n < 0) return lx_failed(l);
+  if (n < 0) return fc_lx_bail(l);
   for (int i = 0; i < n; i++)
     if (shape[i] < 0) return fc_lx_error(l, "shape[%d] = %lld is negative", i, (long long)shape[i]);
   const FcTensor *v = NULL;
   if (fc_lx_has_attr(l, "value")) {
-    if (!(v = fc_lx_tensor_attr(l, "value"))) return lx_failed(l);
+    if (!(v = fc_lx_tensor_attr(l, "value"))) return fc_lx_bail(l);
     int64_t numel;
     if (!fc_type_numel(&v->type, &numel) || numel != 1 || !v->data)
       return fc_lx_error(l, "attribute 'value' must hold exactly one element");
@@ -591,8 +563,8 @@ FcStatus fc_lower_constant_of_shape(FcLower *l) {
     l->out[0] = fc_b_broadcast(l->b, s, n, shape);
     return fc_lx_finish(l);
   }
-  FcTensor *t = new_tensor(l, dt, n, shape);
-  if (!t) return lx_failed(l);
+  FcTensor *t = fc_lx_new_tensor(l, dt, n, shape);
+  if (!t) return fc_lx_bail(l);
   if (v)
     for (int64_t i = 0; i < numel; i++) memcpy((char *)t->data + (size_t)i * es, v->data, es);
   l->out[0] = fc_b_const_tensor(l->b, t);
@@ -602,11 +574,11 @@ FcStatus fc_lower_constant_of_shape(FcLower *l) {
 /* Range: max(ceil((limit - start) / delta), 0) elements start + i * delta, in the inputs' dtype. The
  * count is computed in unsigned arithmetic for integers (limit - start may not fit int64). */
 FcStatus fc_lower_range(FcLower *l) {
-  FcStatus st = need_inputs(l, 3);
+  FcStatus st = fc_lx_need_inputs(l, 3);
   if (st != FC_OK) return st;
   const FcTensor *t[3];
   for (int i = 0; i < 3; i++) {
-    if (!(t[i] = fc_lx_const_input(l, i))) return lx_failed(l);
+    if (!(t[i] = fc_lx_const_input(l, i))) return fc_lx_bail(l);
     int64_t numel;
     if (!fc_type_numel(&t[i]->type, &numel) || numel != 1) return fc_lx_error(l, "input %d must be a scalar", i);
     if (t[i]->type.dtype != t[0]->type.dtype) return fc_lx_error(l, "inputs must share one dtype");
@@ -639,8 +611,8 @@ FcStatus fc_lower_range(FcLower *l) {
   } else {
     return fc_lx_error(l, "unsupported dtype %s", fc_dtype_name(dt));
   }
-  FcTensor *out = new_tensor(l, dt, 1, &count);
-  if (!out) return lx_failed(l);
+  FcTensor *out = fc_lx_new_tensor(l, dt, 1, &count);
+  if (!out) return fc_lx_bail(l);
   if (fc_dtype_is_float(dt)) {
     double s = fc_tensor_get_f64(t[0], 0), d = fc_tensor_get_f64(t[2], 0);
     for (int64_t i = 0; i < count; i++) fc_tensor_set_f64(out, i, s + (double)i * d);
@@ -655,7 +627,7 @@ FcStatus fc_lower_range(FcLower *l) {
 
 /* EyeLike: ones on diagonal k of a 2-D tensor shaped like the input, dtype from `dtype` or the input. */
 FcStatus fc_lower_eye_like(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if (x->type.rank != 2) return fc_lx_error(l, "input must be 2-D, got rank %d", x->type.rank);
@@ -666,8 +638,8 @@ FcStatus fc_lower_eye_like(FcLower *l) {
       return fc_lx_error(l, "unsupported dtype %lld", (long long)code);
   }
   int64_t k = fc_lx_int(l, "k", 0), rows = x->type.dims[0], cols = x->type.dims[1];
-  FcTensor *t = new_tensor(l, dt, 2, x->type.dims);
-  if (!t) return lx_failed(l);
+  FcTensor *t = fc_lx_new_tensor(l, dt, 2, x->type.dims);
+  if (!t) return fc_lx_bail(l);
   if (k <= cols && k >= -rows) /* otherwise the diagonal lies outside (and i + k could overflow) */
     for (int64_t i = 0; i < rows; i++) {
       int64_t j = i + k;
@@ -680,7 +652,7 @@ FcStatus fc_lower_eye_like(FcLower *l) {
 /* Trilu: select(mask, x, 0) with a constant [N, M] mask: j - i >= k keeps the upper part, j - i <= k
  * the lower one. */
 FcStatus fc_lower_trilu(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank;
@@ -689,14 +661,14 @@ FcStatus fc_lower_trilu(FcLower *l) {
   if (has_input(l, 1)) {
     const int64_t *kv;
     int n = fc_lx_const_ints(l, 1, &kv);
-    if (n < 0) return lx_failed(l);
+    if (n < 0) return fc_lx_bail(l);
     if (n != 1) return fc_lx_error(l, "k must be a scalar");
     k = kv[0];
   }
   bool upper = fc_lx_int(l, "upper", 1) != 0;
   int64_t rows = x->type.dims[r - 2], cols = x->type.dims[r - 1];
-  FcTensor *m = new_tensor(l, FC_DT_BOOL, 2, x->type.dims + r - 2);
-  if (!m) return lx_failed(l);
+  FcTensor *m = fc_lx_new_tensor(l, FC_DT_BOOL, 2, x->type.dims + r - 2);
+  if (!m) return fc_lx_bail(l);
   unsigned char *p = (unsigned char *)m->data;
   for (int64_t i = 0; i < rows; i++)
     for (int64_t j = 0; j < cols; j++) p[i * cols + j] = upper ? j - i >= k : j - i <= k;

@@ -16,24 +16,13 @@
 #include <math.h>
 #include <string.h>
 
-static FcArena *arena_of(FcLower *l) { return &l->b->g->module->arena; }
-
-/* Status to return after fc_lx_const_input & co. recorded an error. */
-static FcStatus lx_failed(const FcLower *l) { return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT; }
-
-static FcStatus need_inputs(FcLower *l, int n) {
-  for (int i = 0; i < n; i++)
-    if (i >= l->n_in || !l->in[i]) return fc_lx_error(l, "input %d is required", i);
-  return FC_OK;
-}
-
 static bool has_input(const FcLower *l, int i) { return i < l->n_in && l->in[i] != NULL; }
 
 /* A constant one-element input as a double / an integer. */
 static FcStatus const_scalar(FcLower *l, int i, double *out) {
   *out = 0;
   const FcTensor *t = fc_lx_const_input(l, i);
-  if (!t) return lx_failed(l);
+  if (!t) return fc_lx_bail(l);
   int64_t n;
   if (!fc_type_numel(&t->type, &n) || n != 1 || t->type.rank > 1) return fc_lx_error(l, "input %d must be a scalar", i);
   *out = fc_tensor_get_f64(t, 0);
@@ -43,7 +32,7 @@ static FcStatus const_scalar(FcLower *l, int i, double *out) {
 static FcStatus const_int(FcLower *l, int i, int64_t *out) {
   *out = 0;
   const FcTensor *t = fc_lx_const_input(l, i);
-  if (!t) return lx_failed(l);
+  if (!t) return fc_lx_bail(l);
   int64_t n;
   if (!fc_type_numel(&t->type, &n) || n != 1 || t->type.rank > 1) return fc_lx_error(l, "input %d must be a scalar", i);
   *out = fc_tensor_get_i64(t, 0);
@@ -57,16 +46,6 @@ static FcStatus output_dtype(FcLower *l, FcDtype *dt) {
   return FC_OK;
 }
 
-static FcTensor *new_tensor(FcLower *l, FcDtype dt, int rank, const int64_t *dims) {
-  FcType ty = {dt, rank, dims};
-  int64_t nbytes;
-  if (!fc_type_nbytes(&ty, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES) {
-    fc_lx_error(l, "constant of %d dims is too large", rank);
-    return NULL;
-  }
-  return fc_tensor_new(arena_of(l), ty);
-}
-
 /* DFT lengths are bounded so that k * n (< L^2) and the matrix size stay well inside int64. */
 #define DFT_MAX_LEN ((int64_t)1 << 24)
 
@@ -77,7 +56,7 @@ static FcTensor *new_tensor(FcLower *l, FcDtype dt, int rank, const int64_t *dim
  * (k * n) mod L first, so large k * n lose no precision. */
 static FcValue *dft_matrix(FcLower *l, FcDtype dt, int64_t rows, int c, int64_t L, int64_t K, bool inverse) {
   int64_t dims[2] = {rows * c, K * 2};
-  FcTensor *t = new_tensor(l, dt, 2, dims);
+  FcTensor *t = fc_lx_new_tensor(l, dt, 2, dims);
   if (!t) return NULL;
   double scale = inverse ? 1.0 / (double)L : 1.0, sgn = inverse ? 1.0 : -1.0;
   for (int64_t n = 0; n < rows; n++)
@@ -102,7 +81,8 @@ static FcValue *dft_last(FcLower *l, FcValue *x, int64_t L, int64_t K, bool inve
   int r = x->type.rank;
   int64_t n = x->type.dims[r - 2];
   int c = (int)x->type.dims[r - 1];
-  int64_t *flat = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)r), *res = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)r);
+  int64_t *flat = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)r),
+          *res = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)r);
   for (int i = 0; i < r - 2; i++) flat[i] = res[i] = x->type.dims[i];
   flat[r - 2] = n * c;
   res[r - 2] = K;
@@ -121,7 +101,7 @@ static FcStatus signal_dims(FcLower *l, const FcValue *x, int min_rank) {
 }
 
 FcStatus fc_lower_dft(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   if ((st = signal_dims(l, x, 3)) != FC_OK) return st;
@@ -137,7 +117,8 @@ FcStatus fc_lower_dft(FcLower *l) {
   if (L < 1 || L > DFT_MAX_LEN) return fc_lx_error(l, "dft_length %lld is out of range", (long long)L);
   int64_t K = onesided ? L / 2 + 1 : L;
   /* move the axis next to the re/im dim */
-  int64_t *perm = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)r), *inv = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)r);
+  int64_t *perm = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)r),
+          *inv = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)r);
   for (int i = 0, k = 0; i < r - 1; i++)
     if (i != axis) perm[k++] = i;
   perm[r - 2] = axis;
@@ -146,8 +127,9 @@ FcStatus fc_lower_dft(FcLower *l) {
   FcBuilder *b = l->b;
   if (axis != r - 2) x = fc_b_transpose(b, x, perm);
   if (x && n > L) {
-    int64_t *s = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)r), *e = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)r),
-            *t = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)r);
+    int64_t *s = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)r),
+            *e = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)r),
+            *t = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)r);
     for (int i = 0; i < r; i++) {
       s[i] = 0;
       e[i] = x->type.dims[i];
@@ -164,7 +146,7 @@ FcStatus fc_lower_dft(FcLower *l) {
 
 /* STFT: output [batch, frames, K, 2] with frames = (len - L) / step + 1. */
 FcStatus fc_lower_stft(FcLower *l) {
-  FcStatus st = need_inputs(l, 2);
+  FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
   FcBuilder *b = l->b;
   FcValue *sig = l->in[0], *win = has_input(l, 2) ? l->in[2] : NULL;
@@ -193,8 +175,8 @@ FcStatus fc_lower_stft(FcLower *l) {
   int64_t frames = (len - L) / step + 1, count;
   if (!fc_checked_mul(frames, L, &count) || count > ((int64_t)1 << 30)) return fc_lx_error(l, "too many frame samples");
   int64_t idims[2] = {frames, L};
-  FcTensor *idx = new_tensor(l, FC_DT_I64, 2, idims);
-  if (!idx) return lx_failed(l);
+  FcTensor *idx = fc_lx_new_tensor(l, FC_DT_I64, 2, idims);
+  if (!idx) return fc_lx_bail(l);
   int64_t *ip = (int64_t *)idx->data;
   for (int64_t f = 0; f < frames; f++)
     for (int64_t n = 0; n < L; n++) ip[f * L + n] = f * step + n;
@@ -214,30 +196,28 @@ FcStatus fc_lower_stft(FcLower *l) {
 
 /* The coefficients of the ONNX function bodies (float32 values of 25/46, 0.42, 0.08, ...). */
 static const struct {
-  const char *op;
   float a0, a1, a2;
 } window_coeffs[] = {
-    {"HannWindow", 0.5f, 0.5f, 0.0f},
-    {"HammingWindow", 0.54347825050354f, 0.45652174949645996f, 0.0f},
-    {"BlackmanWindow", 0.41999998688697815f, 0.5f, 0.07999999821186066f},
+    [FC_LX_WINDOW_HANN] = {0.5f, 0.5f, 0.0f},
+    [FC_LX_WINDOW_HAMMING] = {0.54347825050354f, 0.45652174949645996f, 0.0f},
+    [FC_LX_WINDOW_BLACKMAN] = {0.41999998688697815f, 0.5f, 0.07999999821186066f},
 };
 
 /* w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1, computed in
  * float exactly as the ONNX function bodies do and then cast to output_datatype. */
 FcStatus fc_lower_window(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
-  size_t w = 0, nw = sizeof window_coeffs / sizeof window_coeffs[0];
-  while (w < nw && strcmp(l->node->op_type, window_coeffs[w].op)) w++;
-  if (w == nw) return fc_lx_unsupported(l, "no window function for this op");
+  size_t w = (size_t)l->arg; /* the table row's FcLxWindow */
+  FC_ASSERT(w < sizeof window_coeffs / sizeof window_coeffs[0]);
   float a0 = window_coeffs[w].a0, a1 = window_coeffs[w].a1, a2 = window_coeffs[w].a2;
   int64_t size;
   FcDtype dt;
   if ((st = const_int(l, 0, &size)) != FC_OK || (st = output_dtype(l, &dt)) != FC_OK) return st;
   if (size < 0 || size > ((int64_t)1 << 30)) return fc_lx_error(l, "size %lld is out of range", (long long)size);
   bool periodic = fc_lx_int(l, "periodic", 1) != 0;
-  FcTensor *t = new_tensor(l, dt, 1, &size);
-  if (!t) return lx_failed(l);
+  FcTensor *t = fc_lx_new_tensor(l, dt, 1, &size);
+  if (!t) return fc_lx_bail(l);
   const float tau = 6.2831854820251465f;
   float n_fp = (float)size, denom = periodic ? n_fp : n_fp - 1.0f, inc = tau / denom;
   for (int64_t i = 0; i < size; i++) {
@@ -253,7 +233,7 @@ FcStatus fc_lower_window(FcLower *l) {
  * integer bins floor((dft_length + 1) * f / sample_rate). The mel edges are float, as in the
  * reference's float32 scalars; the rest is double. */
 FcStatus fc_lower_mel_weight_matrix(FcLower *l) {
-  FcStatus st = need_inputs(l, 5);
+  FcStatus st = fc_lx_need_inputs(l, 5);
   if (st != FC_OK) return st;
   int64_t bins, dft, rate;
   double lo, hi;
@@ -267,11 +247,11 @@ FcStatus fc_lower_mel_weight_matrix(FcLower *l) {
   if (rate < 1) return fc_lx_error(l, "sample_rate must be positive");
   if (!(lo >= 0) || !(hi > lo) || !isfinite(hi)) return fc_lx_error(l, "need 0 <= lower_edge_hertz < upper_edge_hertz");
   int64_t spec = dft / 2 + 1, dims[2] = {spec, bins};
-  FcTensor *t = new_tensor(l, dt, 2, dims);
-  if (!t) return lx_failed(l);
+  FcTensor *t = fc_lx_new_tensor(l, dt, 2, dims);
+  if (!t) return fc_lx_bail(l);
   float lo_mel = 2595.0f * log10f(1.0f + (float)lo / 700.0f), hi_mel = 2595.0f * log10f(1.0f + (float)hi / 700.0f);
   float step = (hi_mel - lo_mel) / (float)(bins + 2);
-  int64_t *fb = FC_NEW_ARRAY(arena_of(l), int64_t, (size_t)(bins + 2));
+  int64_t *fb = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)(bins + 2));
   for (int64_t i = 0; i < bins + 2; i++) {
     double mel = (double)i * (double)step + (double)lo_mel;
     double hz = 700.0 * (pow(10.0, mel / 2595.0) - 1.0);
@@ -295,7 +275,7 @@ FcStatus fc_lower_mel_weight_matrix(FcLower *l) {
 }
 
 FcStatus fc_lower_det(FcLower *l) {
-  FcStatus st = need_inputs(l, 1);
+  FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcValue *x = l->in[0];
   int r = x->type.rank;

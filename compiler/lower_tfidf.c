@@ -45,11 +45,6 @@ static int cmp_gram(const void *pa, const void *pb) {
   return (a->id > b->id) - (a->id < b->id);
 }
 
-static FcStatus bail(const FcLower *l) {
-  if (l->b->status != FC_OK) return l->b->status;
-  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
-}
-
 static bool required_int(FcLower *l, const char *name, int64_t *out) {
   if (!fc_lx_has_attr(l, name)) {
     fc_lx_error(l, "attribute '%s' is required", name);
@@ -154,7 +149,7 @@ FcStatus fc_lower_tfidf(FcLower *l) {
   int64_t min_n, max_n, max_skip;
   if (!required_int(l, "min_gram_length", &min_n) || !required_int(l, "max_gram_length", &max_n) ||
       !required_int(l, "max_skip_count", &max_skip))
-    return bail(l);
+    return fc_lx_bail(l);
   if (min_n < 1 || max_n < min_n)
     return fc_lx_error(l, "need 1 <= min_gram_length <= max_gram_length, have %lld and %lld", (long long)min_n,
                        (long long)max_n);
@@ -259,7 +254,7 @@ FcStatus fc_lower_tfidf(FcLower *l) {
         x3 = x->type.dtype == FC_DT_I64 ? x : fc_b_cast(b, x, FC_DT_I64);
         int64_t d3[3] = {B, 1, C};
         x3 = fc_b_reshape(b, x3, 3, d3);
-        if (!x3) return bail(l);
+        if (!x3) return fc_lx_bail(l);
       }
       level_counts[n_counted++] = count_level(l, x3, grams + g, gn, n, dmax);
       for (int64_t k = g; k < e; k++) col_of[grams[k].id] = n_cols + (k - g);
@@ -267,7 +262,7 @@ FcStatus fc_lower_tfidf(FcLower *l) {
     }
     g = e;
   }
-  if (b->status != FC_OK) return bail(l);
+  if (b->status != FC_OK) return fc_lx_bail(l);
 
   FcValue *y;
   if (n_cols == 0) {
@@ -275,7 +270,7 @@ FcStatus fc_lower_tfidf(FcLower *l) {
     y = fc_b_broadcast(b, fc_b_scalar(b, FC_DT_F32, 0), 2, out_dims);
   } else {
     FcValue *cnt = place_counts(l, level_counts, n_counted, n_cols, col_of, indexes, n_grams, n_out);
-    if (!cnt) return bail(l);
+    if (!cnt) return fc_lx_bail(l);
     FcValue *w = NULL;
     if (weights && m != TF) {
       int64_t wdims[1] = {n_out};

@@ -11,22 +11,7 @@
 
 #include <string.h>
 
-static FcValue *sc(FcLower *l, const FcValue *like, double v) {
-  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
-}
 
-static bool out_named(const FcLower *l, int i) {
-  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
-}
-
-static FcValue *add(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_ADD, a, b); }
-static FcValue *sub(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_SUB, a, b); }
-static FcValue *mul(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_MUL, a, b); }
-static FcValue *divide(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_DIV, a, b); }
-
-static FcValue *cast_to(FcLower *l, FcValue *v, FcDtype dt) {
-  return v && v->type.dtype != dt ? fc_b_cast(l->b, v, dt) : v;
-}
 
 /* Checks R, T and `groups` groups of equally many tensors (at most `out_groups` groups of outputs);
  * returns the group size, or 0 after recording an error. */
@@ -65,7 +50,7 @@ static int optimizer_inputs(FcLower *l, int groups, int out_groups) {
 
 /* g_regularized = norm_coefficient * x + g */
 static FcValue *regularized(FcLower *l, FcValue *x, FcValue *g, double norm) {
-  return add(l, mul(l, x, sc(l, x, norm)), g);
+  return fc_lx_add(l, fc_lx_mul(l, x, fc_lx_scalar(l, x, norm)), g);
 }
 
 /* T > 0 */
@@ -82,18 +67,18 @@ FcStatus fc_lower_adagrad(FcLower *l) {
     FcValue *x = l->in[2 + i], *g = l->in[2 + n + i], *h = l->in[2 + 2 * n + i];
     FcDtype dt = x->type.dtype;
     /* r_ = R / (1 + T * decay_factor) */
-    FcValue *t = cast_to(l, l->in[1], dt);
-    FcValue *den = mul(l, t, sc(l, x, decay));
-    den = add(l, den, sc(l, x, 1));
-    FcValue *r = cast_to(l, l->in[0], dt);
-    r = divide(l, r, den);
+    FcValue *t = fc_lx_cast_to(l, l->in[1], dt);
+    FcValue *den = fc_lx_mul(l, t, fc_lx_scalar(l, x, decay));
+    den = fc_lx_add(l, den, fc_lx_scalar(l, x, 1));
+    FcValue *r = fc_lx_cast_to(l, l->in[0], dt);
+    r = fc_lx_div(l, r, den);
     FcValue *gr = regularized(l, x, g, norm);
-    FcValue *h_new = add(l, h, mul(l, gr, gr));
+    FcValue *h_new = fc_lx_add(l, h, fc_lx_mul(l, gr, gr));
     FcValue *h_sqrt = fc_b_unary(l->b, FC_OP_SQRT, h_new);
-    h_sqrt = add(l, h_sqrt, sc(l, x, eps));
+    h_sqrt = fc_lx_add(l, h_sqrt, fc_lx_scalar(l, x, eps));
     /* X_new = X - r_ * G_regularized / H_adaptive */
-    if (out_named(l, i)) l->out[i] = sub(l, x, divide(l, mul(l, r, gr), h_sqrt));
-    if (out_named(l, n + i)) l->out[n + i] = h_new;
+    if (fc_lx_out_named(l, i)) l->out[i] = fc_lx_sub(l, x, fc_lx_div(l, fc_lx_mul(l, r, gr), h_sqrt));
+    if (fc_lx_out_named(l, n + i)) l->out[n + i] = h_new;
   }
   return fc_lx_finish(l);
 }
@@ -109,23 +94,23 @@ FcStatus fc_lower_adam(FcLower *l) {
     FcValue *x = l->in[2 + i], *g = l->in[2 + n + i], *v = l->in[2 + 2 * n + i], *h = l->in[2 + 3 * n + i];
     FcDtype dt = x->type.dtype;
     FcValue *gr = regularized(l, x, g, norm);
-    FcValue *v_new = mul(l, v, sc(l, x, alpha));
-    v_new = add(l, v_new, mul(l, gr, sc(l, x, 1 - alpha)));
-    FcValue *h_new = mul(l, h, sc(l, x, beta));
-    FcValue *g2 = mul(l, gr, gr);
-    h_new = add(l, h_new, mul(l, g2, sc(l, x, 1 - beta)));
+    FcValue *v_new = fc_lx_mul(l, v, fc_lx_scalar(l, x, alpha));
+    v_new = fc_lx_add(l, v_new, fc_lx_mul(l, gr, fc_lx_scalar(l, x, 1 - alpha)));
+    FcValue *h_new = fc_lx_mul(l, h, fc_lx_scalar(l, x, beta));
+    FcValue *g2 = fc_lx_mul(l, gr, gr);
+    h_new = fc_lx_add(l, h_new, fc_lx_mul(l, g2, fc_lx_scalar(l, x, 1 - beta)));
     FcValue *h_sqrt = fc_b_unary(l->b, FC_OP_SQRT, h_new);
-    h_sqrt = add(l, h_sqrt, sc(l, x, eps));
+    h_sqrt = fc_lx_add(l, h_sqrt, fc_lx_scalar(l, x, eps));
     /* R_adjusted = T > 0 ? R * sqrt(1 - beta^T) / (1 - alpha^T) : R (bias correction) */
-    FcValue *r = cast_to(l, l->in[0], dt), *t = cast_to(l, l->in[1], dt);
-    FcValue *one = sc(l, x, 1);
-    FcValue *bt = sub(l, one, fc_b_binary(l->b, FC_OP_POW, sc(l, x, beta), t));
-    FcValue *at = sub(l, one, fc_b_binary(l->b, FC_OP_POW, sc(l, x, alpha), t));
-    FcValue *r_adj = fc_b_select(l->b, t_pos, divide(l, mul(l, r, fc_b_unary(l->b, FC_OP_SQRT, bt)), at), r);
-    FcValue *x_new = sub(l, x, mul(l, r_adj, divide(l, v_new, h_sqrt)));
-    if (out_named(l, i)) l->out[i] = mul(l, x_new, sc(l, x, 1 - norm_post));
-    if (out_named(l, n + i)) l->out[n + i] = v_new;
-    if (out_named(l, 2 * n + i)) l->out[2 * n + i] = h_new;
+    FcValue *r = fc_lx_cast_to(l, l->in[0], dt), *t = fc_lx_cast_to(l, l->in[1], dt);
+    FcValue *one = fc_lx_scalar(l, x, 1);
+    FcValue *bt = fc_lx_sub(l, one, fc_b_binary(l->b, FC_OP_POW, fc_lx_scalar(l, x, beta), t));
+    FcValue *at = fc_lx_sub(l, one, fc_b_binary(l->b, FC_OP_POW, fc_lx_scalar(l, x, alpha), t));
+    FcValue *r_adj = fc_b_select(l->b, t_pos, fc_lx_div(l, fc_lx_mul(l, r, fc_b_unary(l->b, FC_OP_SQRT, bt)), at), r);
+    FcValue *x_new = fc_lx_sub(l, x, fc_lx_mul(l, r_adj, fc_lx_div(l, v_new, h_sqrt)));
+    if (fc_lx_out_named(l, i)) l->out[i] = fc_lx_mul(l, x_new, fc_lx_scalar(l, x, 1 - norm_post));
+    if (fc_lx_out_named(l, n + i)) l->out[n + i] = v_new;
+    if (fc_lx_out_named(l, 2 * n + i)) l->out[2 * n + i] = h_new;
   }
   return fc_lx_finish(l);
 }
@@ -147,14 +132,14 @@ FcStatus fc_lower_momentum(FcLower *l) {
     FcValue *x = l->in[2 + i], *g = l->in[2 + n + i], *v = l->in[2 + 2 * n + i];
     FcValue *gr = regularized(l, x, g, norm);
     /* the gradient's coefficient is 1 at the first step */
-    FcValue *one = sc(l, x, 1);
-    FcValue *beta_adj = fc_b_select(l->b, t_pos, sc(l, x, beta), one);
-    FcValue *v_new = mul(l, v, sc(l, x, alpha));
-    v_new = add(l, v_new, mul(l, gr, beta_adj));
-    FcValue *r = cast_to(l, l->in[0], x->type.dtype);
-    FcValue *step = nesterov ? add(l, gr, mul(l, v_new, sc(l, x, alpha))) : v_new;
-    if (out_named(l, i)) l->out[i] = sub(l, x, mul(l, r, step));
-    if (out_named(l, n + i)) l->out[n + i] = v_new;
+    FcValue *one = fc_lx_scalar(l, x, 1);
+    FcValue *beta_adj = fc_b_select(l->b, t_pos, fc_lx_scalar(l, x, beta), one);
+    FcValue *v_new = fc_lx_mul(l, v, fc_lx_scalar(l, x, alpha));
+    v_new = fc_lx_add(l, v_new, fc_lx_mul(l, gr, beta_adj));
+    FcValue *r = fc_lx_cast_to(l, l->in[0], x->type.dtype);
+    FcValue *step = nesterov ? fc_lx_add(l, gr, fc_lx_mul(l, v_new, fc_lx_scalar(l, x, alpha))) : v_new;
+    if (fc_lx_out_named(l, i)) l->out[i] = fc_lx_sub(l, x, fc_lx_mul(l, r, step));
+    if (fc_lx_out_named(l, n + i)) l->out[n + i] = v_new;
   }
   return fc_lx_finish(l);
 }

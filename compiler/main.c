@@ -143,15 +143,18 @@ static void print_main_help(void) {
        "2 the command line is wrong ('flowc: error: <what>').");
 }
 
+/* Option help that several commands share is written once, here. */
+#define LIMITS_HELP                                                                                        \
+  "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"      \
+  "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64; at most 1000, as\n"   \
+  "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"  \
+  "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
+
 static const char input_help[] =
     "  --bind NAME=FILE       make graph input NAME the constant in FILE (.npy or ONNX TensorProto .pb);\n"
     "                         repeatable\n"
     "  --shape NAME=DIMS      fix the symbolic dims of graph input NAME, e.g. --shape image=64x1x28x28\n"
-    "                         (DIMS may be empty for a scalar); repeatable\n"
-    "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"
-    "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64; at most 1000, as\n"
-    "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"
-    "  --max-rank=N           refuse tensors of rank above N (default 16)\n";
+    "                         (DIMS may be empty for a scalar); repeatable\n" LIMITS_HELP;
 
 static void print_build_help(void) {
   puts("usage: flowc build MODEL [options]\n"
@@ -211,18 +214,9 @@ static void print_run_help(void) {
        "Compiles MODEL in memory (the pass pipeline, code generation for this CPU, LLVM's optimiser and a\n"
        "JIT) and runs it as the executable 'flowc build' would make:\n"
        "\n"
-       "run:\n"
-       "  FILE                   a .npy or ONNX TensorProto .pb file; the k-th FILE binds the k-th input\n"
-       "  --input NAME=FILE      bind the input named NAME to FILE\n"
-       "  --output-dir DIR       write the outputs as DIR/output_<i>.npy (or .pb), creating DIR if missing\n"
-       "  --output-format F      npy (the default) or pb\n"
-       "  --threads N            threads, the calling one included (default 0: one per online core)\n"
-       "  --bench N              run once to warm up, then N timed runs; print min and median latency\n"
-       "  --profile              time every kernel (over the --bench runs, else over the one run) and\n"
-       "                         print them by time: microseconds a run, share, GFLOP/s, node and op\n"
-       "  --print                print each output's shape, dtype, first values and argmax\n"
-       "                         (the default without --output-dir, --bench and --profile)\n"
-       "\n"
+       "run (the options of frt_main, which a built program takes too):");
+  fputs(frt_run_options_help, stdout);
+  puts("\n"
        "compile:\n"
        "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
        "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n"
@@ -251,10 +245,7 @@ static void print_check_help(void) {
        "  --threads N            threads each model runs on (default 1; 0: one per online core)\n"
        "  -j N, --jobs N         check N cases at once, each in its own process (default 1)\n"
        "  --timeout N            fail a case that runs longer than N seconds (default 600; 0: no limit)\n"
-       "  --max-file-size=N      refuse model and data files above N bytes (suffix K, M or G; default 2G)\n"
-       "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64; at most 1000, as\n"
-       "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"
-       "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
+       LIMITS_HELP
        "\n"
        "exit status: 0 no case failed; 1 a case failed or a DIR could not be read; 2 the command line is wrong.");
 }

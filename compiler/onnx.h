@@ -108,6 +108,7 @@ typedef struct FcLower {
   FcValue **out;  /* to fill */
   int n_out;
   FcDiag *diag;
+  int arg;        /* the node's row in onnx_ops.def: the core op kind or FC_LX_* variant it names */
 } FcLower;
 
 typedef FcStatus (*FcLowerFn)(FcLower *l);
@@ -141,9 +142,48 @@ FcStatus fc_lx_finish(FcLower *l);
 /* Normalises an axis in [-rank, rank) to [0, rank); false (and an error recorded) when out of range. */
 bool fc_lx_axis(FcLower *l, int64_t axis, int rank, int64_t *out);
 
+/* Small helpers every legaliser uses. */
+FcArena *fc_lx_arena(const FcLower *l);                        /* the module arena */
+int64_t *fc_lx_dims(FcLower *l, int n);                        /* n (at least 1) int64 slots in it */
+FcValue *fc_lx_scalar(FcLower *l, const FcValue *like, double v); /* rank-0 constant of like's dtype */
+bool fc_lx_out_named(const FcLower *l, int i);                 /* output i exists and has a name */
+/* The status to return after a builder call or an fc_lx_* helper recorded an error. */
+FcStatus fc_lx_bail(const FcLower *l);
+/* Inputs [0, n) must be present; else an error naming the first missing one. */
+FcStatus fc_lx_need_inputs(FcLower *l, int n);
+/* x must have a float dtype; else an error (false). */
+bool fc_lx_need_float(FcLower *l, const FcValue *x);
+/* Builder shortcuts for the arithmetic legalisers spell out. */
+FcValue *fc_lx_add(FcLower *l, FcValue *a, FcValue *b);
+FcValue *fc_lx_sub(FcLower *l, FcValue *a, FcValue *b);
+FcValue *fc_lx_mul(FcLower *l, FcValue *a, FcValue *b);
+FcValue *fc_lx_div(FcLower *l, FcValue *a, FcValue *b);
+FcValue *fc_lx_cast_to(FcLower *l, FcValue *v, FcDtype dt); /* v itself when it has dtype dt already */
+/* A new arena tensor of the given type, refusing sizes beyond the tensor limit (NULL, error recorded). */
+FcTensor *fc_lx_new_tensor(FcLower *l, FcDtype dt, int rank, const int64_t *dims);
+
 /* ---- onnx_ops.def: ONNX op type → legaliser --------------------------------------------------------- */
 
-#define FC_ONNX_OP(domain, name, fn) FcStatus fn(FcLower *l);
+/* Variants that the table's last column gives a legaliser serving several op types, where no single
+ * core op kind says what to build. */
+typedef enum FcLxActivation { /* fc_lower_activation */
+  FC_LX_ACT_CELU, FC_LX_ACT_ELU, FC_LX_ACT_GELU, FC_LX_ACT_HARD_SIGMOID, FC_LX_ACT_HARD_SWISH,
+  FC_LX_ACT_LEAKY_RELU, FC_LX_ACT_MISH, FC_LX_ACT_SELU, FC_LX_ACT_SHRINK, FC_LX_ACT_SOFTSIGN,
+  FC_LX_ACT_THRESHOLDED_RELU,
+} FcLxActivation;
+typedef enum FcLxReduce { /* fc_lower_reduce; the first five have a core reduce op each */
+  FC_LX_REDUCE_SUM, FC_LX_REDUCE_MEAN, FC_LX_REDUCE_MAX, FC_LX_REDUCE_MIN, FC_LX_REDUCE_PROD,
+  FC_LX_REDUCE_L1, FC_LX_REDUCE_L2, FC_LX_REDUCE_LOGSUM, FC_LX_REDUCE_LOGSUMEXP, FC_LX_REDUCE_SUMSQ,
+} FcLxReduce;
+enum { /* fc_lower_random: flags; neither is RandomUniform */
+  FC_LX_RANDOM_NORMAL = 1 << 0, /* RandomNormal*: normal rather than uniform */
+  FC_LX_RANDOM_LIKE = 1 << 1,   /* *Like: shape and dtype from input 0 */
+};
+typedef enum FcLxWindow { /* fc_lower_window */
+  FC_LX_WINDOW_HANN, FC_LX_WINDOW_HAMMING, FC_LX_WINDOW_BLACKMAN,
+} FcLxWindow;
+
+#define FC_ONNX_OP(domain, name, fn, arg) FcStatus fn(FcLower *l);
 #include "onnx_ops.def"
 #undef FC_ONNX_OP
 

@@ -46,10 +46,11 @@ typedef struct OnnxOpRow {
   const char *domain; /* "" for ai.onnx */
   const char *op_type;
   FcLowerFn fn;
+  int arg; /* FcLower.arg */
 } OnnxOpRow;
 
 static OnnxOpRow onnx_rows[] = {
-#define FC_ONNX_OP(domain, name, fn) {domain, name, fn},
+#define FC_ONNX_OP(domain, name, fn, arg) {domain, name, fn, arg},
 #include "onnx_ops.def"
 #undef FC_ONNX_OP
 };
@@ -65,16 +66,12 @@ static void sort_rows(void) { qsort(onnx_rows, sizeof onnx_rows / sizeof onnx_ro
 
 static const OnnxOpRow *find_row(const char *domain, const char *op_type) {
   pthread_once(&onnx_rows_once, sort_rows);
-  OnnxOpRow key = {domain, op_type, NULL};
+  OnnxOpRow key = {domain, op_type, NULL, 0};
   return bsearch(&key, onnx_rows, sizeof onnx_rows / sizeof onnx_rows[0], sizeof onnx_rows[0], row_cmp);
 }
 
 /* "" and "ai.onnx" both name the default domain. */
 static const char *norm_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0 ? "" : d; }
-
-static bool is_constant_node(const char *domain, const char *op_type) {
-  return !*domain && strcmp(op_type, "Constant") == 0;
-}
 
 /* ---- importer state -------------------------------------------------------------------------------- */
 
@@ -278,7 +275,7 @@ static void scan_unsupported(FcImporter *imp, const Onnx__GraphProto *main_graph
       const char *dom = norm_domain(node->domain), *op = node_op(node);
       const char *label = node->name && *node->name ? node->name
                                                     : fc_arena_printf(imp->a, "%s%s_%zu", prefix, op, i);
-      if (!is_constant_node(dom, op) && !find_row(dom, op)) note_unsupported(imp, dom, op, label, NULL);
+      if (!find_row(dom, op)) note_unsupported(imp, dom, op, label, NULL);
       for (size_t k = 0; k < node->n_attribute; k++) {
         const Onnx__AttributeProto *at = node->attribute[k];
         const char *aname = at->name ? at->name : "";
@@ -551,8 +548,6 @@ static FcStatus import_inputs(FcImporter *imp, const Onnx__GraphProto *gp) {
 
 /* ---- nodes ---------------------------------------------------------------------------------------- */
 
-static FcStatus lower_constant_node(FcLower *l);
-
 static FcStatus skip_node(FcImporter *imp, const Onnx__NodeProto *node, const char *label) {
   for (size_t j = 0; j < node->n_output; j++) {
     if (!node->output[j] || !*node->output[j]) continue;
@@ -573,11 +568,10 @@ static FcStatus import_node(FcImporter *imp, const Onnx__NodeProto *node, size_t
   const char *op = node_op(node), *dom = norm_domain(node->domain);
   const char *label = node_label(imp->a, node, index);
   if (!*op) return fc_error(imp->diag, FC_ERR_INPUT, "node '%s' has no op type", label);
-  bool constant = is_constant_node(dom, op);
-  const OnnxOpRow *row = constant ? NULL : find_row(dom, op);
+  const OnnxOpRow *row = find_row(dom, op);
   /* Ops without a row were listed by the scan; their inputs are not even resolved (the inputs of an If
    * or Loop may name values of an enclosing scope). */
-  if (!constant && !row) return skip_node(imp, node, label);
+  if (!row) return skip_node(imp, node, label);
   /* Legalisers may read in[i] / write out[i] for the few slots their op defines without checking the
    * node's counts first (a corrupt node can have none): pad both arrays with NULL slots. */
   enum { MIN_SLOTS = 8 };
@@ -606,8 +600,8 @@ static FcStatus import_node(FcImporter *imp, const Onnx__NodeProto *node, size_t
   b.loc = label;
   FcValue **out = FC_NEW_ARRAY(imp->a, FcValue *, node->n_output > MIN_SLOTS ? node->n_output : MIN_SLOTS);
   FcLower l = {imp, &b, node, opset > INT_MAX ? INT_MAX : (int)opset, in, (int)node->n_input, out,
-               (int)node->n_output, &nd};
-  FcStatus st = constant ? lower_constant_node(&l) : row->fn(&l);
+               (int)node->n_output, &nd, row->arg};
+  FcStatus st = row->fn(&l);
   /* The node's diag holds the first error even when the legaliser returned something else. */
   if (nd.status != FC_OK) st = nd.status;
   else if (st == FC_OK) st = b.status;
@@ -847,6 +841,55 @@ bool fc_lx_axis(FcLower *l, int64_t axis, int rank, int64_t *out) {
   }
   *out = axis < 0 ? axis + rank : axis;
   return true;
+}
+
+FcArena *fc_lx_arena(const FcLower *l) { return &l->b->g->module->arena; }
+
+int64_t *fc_lx_dims(FcLower *l, int n) { return FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)(n > 0 ? n : 1)); }
+
+FcValue *fc_lx_scalar(FcLower *l, const FcValue *like, double v) {
+  return like ? fc_b_scalar(l->b, like->type.dtype, v) : NULL;
+}
+
+bool fc_lx_out_named(const FcLower *l, int i) {
+  return i < l->n_out && l->node->output[i] && l->node->output[i][0] != '\0';
+}
+
+FcStatus fc_lx_bail(const FcLower *l) {
+  if (l->b->status != FC_OK) return l->b->status;
+  return l->diag->status != FC_OK ? l->diag->status : FC_ERR_INPUT;
+}
+
+FcStatus fc_lx_need_inputs(FcLower *l, int n) {
+  if (l->n_in < n) return fc_lx_error(l, "expects at least %d inputs, has %d", n, l->n_in);
+  for (int i = 0; i < n; i++)
+    if (!l->in[i]) return fc_lx_error(l, "input %d is required", i);
+  return FC_OK;
+}
+
+bool fc_lx_need_float(FcLower *l, const FcValue *x) {
+  if (fc_dtype_is_float(x->type.dtype)) return true;
+  fc_lx_error(l, "input must have a float type, not %s", fc_dtype_name(x->type.dtype));
+  return false;
+}
+
+FcValue *fc_lx_add(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_ADD, a, b); }
+FcValue *fc_lx_sub(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_SUB, a, b); }
+FcValue *fc_lx_mul(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_MUL, a, b); }
+FcValue *fc_lx_div(FcLower *l, FcValue *a, FcValue *b) { return fc_b_binary(l->b, FC_OP_DIV, a, b); }
+
+FcValue *fc_lx_cast_to(FcLower *l, FcValue *v, FcDtype dt) {
+  return v && v->type.dtype != dt ? fc_b_cast(l->b, v, dt) : v;
+}
+
+FcTensor *fc_lx_new_tensor(FcLower *l, FcDtype dt, int rank, const int64_t *dims) {
+  FcType ty = {dt, rank, dims};
+  int64_t nbytes;
+  if (!fc_type_nbytes(&ty, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES) {
+    fc_lx_error(l, "a constant of %d dims is too large", rank);
+    return NULL;
+  }
+  return fc_tensor_new(fc_lx_arena(l), ty);
 }
 
 FcStatus fc_lx_finish(FcLower *l) {
@@ -1137,7 +1180,7 @@ int fc_lx_const_ints(FcLower *l, int i, const int64_t **v) {
 
 /* ---- Constant nodes --------------------------------------------------------------------------------- */
 
-static FcStatus lower_constant_node(FcLower *l) {
+FcStatus fc_lower_constant(FcLower *l) {
   static const char *const kinds[] = {"value",     "value_float",  "value_floats",  "value_int",
                                       "value_ints", "value_string", "value_strings", "sparse_value"};
   const char *which = NULL;

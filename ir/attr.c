@@ -21,6 +21,6 @@ bool fc_attr_name_from_str(const char *s, size_t n, FcAttrName *out) {
 }
 
 const char *fc_attr_kind_str(FcAttrKind k) {
-  static const char *const names[] = {"int", "float", "str", "ints", "floats", "type", "tensor"};
+  static const char *const names[] = {"int", "float", "str", "ints", "floats", "type", "tensor", "program"};
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }

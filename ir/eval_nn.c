@@ -91,12 +91,10 @@ static FcStatus arith_domain(const FcOp *op, FcDtype dt, bool ints_ok, FcEvDomai
  * out[0] ('x') and the extra operands, replacing out[0]. Nothing to do without the attribute. */
 static FcStatus apply_epilogue(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,
                                FcDiag *diag) {
-  const char *text = fc_op_attr_str(op, FC_ATTR_EPILOGUE, NULL);
-  if (!text) return FC_OK;
-  FcEwProgram p;
-  FC_EV_TRY(fc_ew_program_parse(text, op, true, &p, diag));
+  const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_EPILOGUE);
+  if (!p) return FC_OK;
   FcTensor *y = NULL;
-  FC_EV_TRY(fc_ew_program_eval(op, &p, &op->results[0].type, out[0], in, &y, arena, diag));
+  FC_EV_TRY(fc_ew_program_eval(op, p, &op->results[0].type, out[0], in, &y, arena, diag));
   out[0] = y;
   return FC_OK;
 }

@@ -2,10 +2,12 @@
  *
  * The parser is a single left-to-right scan over the text: steps split at ';', words at spaces; each
  * mnemonic is looked up in the op table and must name an element-wise op without attributes whose
- * operand count matches. Evaluation reuses the element-wise evaluators: each step runs the op's own eval
- * hook on a stand-in op (kind and result type only, no attributes) over tensors of the result type, so a
- * fused op computes exactly what its unfused chain did.
+ * operand count matches. It ends with fc_ew_program_check, the one validator, which the ops' inference
+ * also runs on programs that passes build in memory. Evaluation reuses the element-wise evaluators:
+ * each step runs the op's own eval hook on a stand-in op (kind and result type only, no attributes)
+ * over tensors of the result type, so a fused op computes exactly what its unfused chain did.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +21,14 @@ static FcStatus bad(const FcOp *op, FcDiag *diag, const char *what, const char *
 }
 
 static bool fusable_kind(FcOpKind k) {
+  if ((unsigned)k >= FC_OP_COUNT) return false;
   const FcOpInfo *info = fc_op_info(k);
   return (info->flags & FC_OPF_ELEMENTWISE) && info->n_attrs == 0 && k != FC_OP_CAST;
 }
 
-/* Parses one reference word [s, e). */
-static bool parse_ref(const char *s, const char *e, int step, const FcOp *op, bool allow_x, int32_t *out) {
+/* Parses one reference word [s, e); ranges are fc_ew_program_check's. */
+static bool parse_ref(const char *s, const char *e, int32_t *out) {
   if (e - s == 1 && *s == 'x') {
-    if (!allow_x) return false;
     *out = FC_EW_REF_X;
     return true;
   }
@@ -36,36 +38,30 @@ static bool parse_ref(const char *s, const char *e, int step, const FcOp *op, bo
     if (*p < '0' || *p > '9' || v > 100000) return false;
     v = v * 10 + (*p - '0');
   }
-  if (*s == 'o') {
-    if (op && v >= op->n_operands) return false;
-    *out = (int32_t)v;
-  } else {
-    if (v >= step) return false;
-    *out = FC_EW_STEP_REF((int32_t)v);
-  }
+  *out = *s == 'o' ? (int32_t)v : FC_EW_STEP_REF((int32_t)v);
   return true;
 }
 
-FcStatus fc_ew_program_parse(const char *text, const FcOp *op, bool allow_x, FcEwProgram *out, FcDiag *diag) {
+const char *fc_ew_program_parse(const char *text, FcEwProgram *out) {
   memset(out, 0, sizeof *out);
-  if (!text) return bad(op, diag, "missing", "");
+  if (!text) return "missing";
   const char *p = text;
   for (;;) {
     while (*p == ' ') p++;
     const char *se = strchr(p, ';');
     if (!se) se = p + strlen(p);
-    if (out->n_steps == FC_EW_MAX_STEPS) return bad(op, diag, "too many steps", text);
+    if (out->n_steps == FC_EW_MAX_STEPS) return "too many steps";
     FcEwStep *st = &out->steps[out->n_steps];
     /* mnemonic */
     const char *w = p;
     while (w < se && *w != ' ') w++;
-    if (w == p) return bad(op, diag, "empty step", text);
+    if (w == p) return "empty step";
     char full[64];
-    if ((size_t)(w - p) > sizeof full - 8) return bad(op, diag, "unknown op", text);
+    if ((size_t)(w - p) > sizeof full - 8) return "unknown op";
     snprintf(full, sizeof full, "flow.%.*s", (int)(w - p), p);
     FcOpKind kind;
     if (!fc_op_kind_from_name(full, strlen(full), &kind) || !fusable_kind(kind))
-      return bad(op, diag, "not an element-wise op without attributes", text);
+      return "not an element-wise op without attributes";
     st->kind = kind;
     /* references */
     const char *q = w;
@@ -74,35 +70,67 @@ FcStatus fc_ew_program_parse(const char *text, const FcOp *op, bool allow_x, FcE
       if (q == se) break;
       const char *re = q;
       while (re < se && *re != ' ') re++;
-      if (st->n_args == FC_EW_MAX_ARGS) return bad(op, diag, "too many operands in a step", text);
-      if (!parse_ref(q, re, out->n_steps, op, allow_x, &st->args[st->n_args]))
-        return bad(op, diag, "bad reference", text);
+      if (st->n_args == FC_EW_MAX_ARGS) return "too many operands in a step";
+      if (!parse_ref(q, re, &st->args[st->n_args])) return "bad reference";
       st->n_args++;
       q = re;
     }
     const FcOpInfo *info = fc_op_info(kind);
-    if (st->n_args < info->in_min || st->n_args > info->in_max) return bad(op, diag, "wrong operand count", text);
+    if (st->n_args < info->in_min || st->n_args > info->in_max) return "wrong operand count";
     out->n_steps++;
     if (!*se) break;
     p = se + 1;
   }
-  return FC_OK;
+  return fc_ew_program_check(out, INT_MAX, true);
 }
 
-const char *fc_ew_program_format(const FcEwProgram *p, FcArena *arena) {
-  size_t cap = 16 + (size_t)p->n_steps * 64;
-  char *buf = FC_NEW_ARRAY(arena, char, cap);
-  size_t n = 0;
+const char *fc_ew_program_check(const FcEwProgram *p, int n_operands, bool allow_x) {
+  if (p->n_steps < 1) return "no steps";
+  if (p->n_steps > FC_EW_MAX_STEPS) return "too many steps";
   for (int i = 0; i < p->n_steps; i++) {
     const FcEwStep *st = &p->steps[i];
-    n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? "; " : "", fc_op_info(st->kind)->name);
+    if (!fusable_kind(st->kind)) return "not an element-wise op without attributes";
+    const FcOpInfo *info = fc_op_info(st->kind);
+    if (st->n_args < info->in_min || st->n_args > info->in_max || st->n_args > FC_EW_MAX_ARGS)
+      return "wrong operand count";
     for (int a = 0; a < st->n_args; a++) {
+      int32_t r = st->args[a];
+      bool ok = r == FC_EW_REF_X ? allow_x : FC_EW_IS_STEP_REF(r) ? FC_EW_STEP_OF(r) < i : r < n_operands;
+      if (!ok) return "bad reference";
+    }
+  }
+  return NULL;
+}
+
+bool fc_ew_program_equal(const FcEwProgram *a, const FcEwProgram *b) {
+  if (a->n_steps != b->n_steps) return false;
+  for (int i = 0; i < a->n_steps; i++) {
+    const FcEwStep *x = &a->steps[i], *y = &b->steps[i];
+    if (x->kind != y->kind || x->n_args != y->n_args) return false;
+    for (int k = 0; k < x->n_args; k++)
+      if (x->args[k] != y->args[k]) return false;
+  }
+  return true;
+}
+
+void fc_ew_program_print(const FcEwProgram *p, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int i = 0; i < p->n_steps && n < cap; i++) {
+    const FcEwStep *st = &p->steps[i];
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? "; " : "", fc_op_info(st->kind)->name);
+    for (int a = 0; a < st->n_args && n < cap; a++) {
       int32_t r = st->args[a];
       if (r == FC_EW_REF_X) n += (size_t)snprintf(buf + n, cap - n, " x");
       else if (FC_EW_IS_STEP_REF(r)) n += (size_t)snprintf(buf + n, cap - n, " s%d", FC_EW_STEP_OF(r));
       else n += (size_t)snprintf(buf + n, cap - n, " o%d", r);
     }
   }
+}
+
+const char *fc_ew_program_format(const FcEwProgram *p, FcArena *arena) {
+  char *buf = FC_NEW_ARRAY(arena, char, FC_EW_TEXT_MAX);
+  fc_ew_program_print(p, buf, FC_EW_TEXT_MAX);
   return buf;
 }
 

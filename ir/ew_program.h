@@ -13,9 +13,13 @@
  * Every step's operands and result have the result's dtype (ops that change the dtype, comparisons and
  * casts, are never fused); the program is evaluated element by element in the compute type.
  *
- * The parser validates: known element-wise mnemonics with the right arity, references in range (operand
- * indices < the op's operand count, steps earlier than the current one), at least one step, at most
- * FC_EW_MAX_STEPS steps. Library code: errors go to an FcDiag naming the op.
+ * A program is parsed once, where its text enters the IR (the IR parser, for an attribute whose schema
+ * kind is `program`), and kept on the op as an FC_AK_PROGRAM attribute; everything after that reads the
+ * structure, and the printer writes it back as the text above. The parser checks what the text alone
+ * decides: known element-wise mnemonics with the right arity, references spelled right, step references
+ * earlier than their step, 1..FC_EW_MAX_STEPS steps. What depends on the op (operand indices below its
+ * operand count, 'x' only where the op has a value of its own) is fc_ew_program_check's, which the ops'
+ * inference (so the verifier) runs.
  */
 #ifndef FLOWC_IR_EW_PROGRAM_H
 #define FLOWC_IR_EW_PROGRAM_H
@@ -44,10 +48,20 @@ typedef struct FcEwProgram {
   FcEwStep steps[FC_EW_MAX_STEPS];
 } FcEwProgram;
 
-/* Parses `text` for `op` (used to check operand references against op->n_operands and, when
- * allow_x is false, to reject 'x'). FC_ERR_INPUT with a message naming op on bad text. */
-FcStatus fc_ew_program_parse(const char *text, const FcOp *op, bool allow_x, FcEwProgram *out, FcDiag *diag);
-/* Formats a program as text (the inverse of parse), in `arena`. */
+/* The longest text a program formats to (64 steps of a mnemonic and up to 3 references). */
+#define FC_EW_TEXT_MAX (16 + FC_EW_MAX_STEPS * 64)
+
+/* Parses program text into *out. NULL on success, else what is wrong ("bad reference", ...), for a
+ * message that the caller places (a line and column, or the node). */
+const char *fc_ew_program_parse(const char *text, FcEwProgram *out);
+/* The op-dependent rules: operand references below n_operands, 'x' only when allow_x, at least one
+ * step. NULL when p keeps them, else what is wrong (worded as fc_ew_program_parse words it). */
+const char *fc_ew_program_check(const FcEwProgram *p, int n_operands, bool allow_x);
+/* Same steps, kinds and references. */
+bool fc_ew_program_equal(const FcEwProgram *a, const FcEwProgram *b);
+/* Writes the text form of p into buf (cap bytes, at least FC_EW_TEXT_MAX for any program). */
+void fc_ew_program_print(const FcEwProgram *p, char *buf, size_t cap);
+/* The text form in `arena`. */
 const char *fc_ew_program_format(const FcEwProgram *p, FcArena *arena);
 /* Reference evaluation (for the eval hooks and constant folding): runs the program over the result
  * type `rt`, with x (NULL when the program has no 'x') and the op's constant operands `in` (indexed by

@@ -2,9 +2,9 @@
  * broadcast operands, ew_program.h).
  *
  * The result's dtype and shape are attributes (the fusion pass copies them from the chain's last op), so
- * inference checks rather than derives: the program parses with operand references only, every operand
- * broadcasts to the shape and has the result's dtype (fused chains never change dtype). Evaluation runs
- * the program step by step with the element-wise evaluators (fc_ew_program_eval).
+ * inference checks rather than derives: the program (kept parsed on the op) uses operand references
+ * only, every operand broadcasts to the shape and has the result's dtype (fused chains never change
+ * dtype). Evaluation runs the program step by step with the element-wise evaluators (fc_ew_program_eval).
  */
 #include "ew_program.h"
 #include "infer_internal.h"
@@ -35,16 +35,14 @@ FcStatus fc_infer_fused(FcOp *op, FcArena *arena, FcDiag *diag) {
     for (int j = 0; j < n; j++)
       if (d[j] != shape[j]) return fc_ih_fail(op, diag, "operand %d does not broadcast to the result shape", i);
   }
-  const char *text;
-  FC_ITRY(fc_ih_str(op, FC_ATTR_PROGRAM, &text, diag));
-  FcEwProgram p;
-  FC_ITRY(fc_ew_program_parse(text, op, false, &p, diag));
+  const FcEwProgram *p;
+  FC_ITRY(fc_ih_program(op, FC_ATTR_PROGRAM, false, arena, &p, diag));
   fc_ih_set(op, 0, arena, dt->type, n, shape);
   return FC_OK;
 }
 
 FcStatus fc_eval_fused(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
-  FcEwProgram p;
-  FC_ITRY(fc_ew_program_parse(fc_op_attr_str(op, FC_ATTR_PROGRAM, NULL), op, false, &p, diag));
-  return fc_ew_program_eval(op, &p, &op->results[0].type, NULL, in, out, arena, diag);
+  const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
+  if (!p) return fc_ih_fail(op, diag, "attribute 'program' is missing");
+  return fc_ew_program_eval(op, p, &op->results[0].type, NULL, in, out, arena, diag);
 }

@@ -5,7 +5,7 @@
  * finding dead values never scans the graph. Attributes are kept in the op's schema order; setting one
  * copies its arrays and strings into the module arena.
  */
-#include "ir.h"
+#include "ew_program.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +124,9 @@ static FcAttr copy_attr(FcArena *a, FcAttr at) {
   case FC_AK_FLOATS:
     at.floats.v = at.floats.n ? fc_arena_memdup(a, at.floats.v, (size_t)at.floats.n * sizeof(float), 4) : NULL;
     break;
+  case FC_AK_PROGRAM:
+    if (at.prog) at.prog = fc_arena_memdup(a, at.prog, sizeof *at.prog, _Alignof(FcEwProgram));
+    break;
   default: break;
   }
   return at;
@@ -180,6 +183,11 @@ float fc_op_attr_float(const FcOp *op, FcAttrName name, float dflt) {
 const char *fc_op_attr_str(const FcOp *op, FcAttrName name, const char *dflt) {
   const FcAttr *a = fc_op_attr(op, name);
   return a && a->kind == FC_AK_STR ? a->s : dflt;
+}
+
+const FcEwProgram *fc_op_attr_program(const FcOp *op, FcAttrName name) {
+  const FcAttr *a = fc_op_attr(op, name);
+  return a && a->kind == FC_AK_PROGRAM ? a->prog : NULL;
 }
 
 int fc_op_attr_ints(const FcOp *op, FcAttrName name, const int64_t **v) {

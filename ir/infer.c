@@ -9,6 +9,7 @@
  * pools, norms, einsum, ...) and infer_data.c (data movement); the small ones with no operands
  * (constant, random, return) are here.
  */
+#include "ew_program.h"
 #include "infer_internal.h"
 
 #include <stdio.h>
@@ -97,6 +98,19 @@ FcStatus fc_ih_str(const FcOp *op, FcAttrName n, const char **out, FcDiag *diag)
   const FcAttr *a = NULL;
   FC_ITRY(get_attr(op, n, FC_AK_STR, &a, diag));
   *out = a->s ? a->s : "";
+  return FC_OK;
+}
+
+FcStatus fc_ih_program(const FcOp *op, FcAttrName n, bool allow_x, FcArena *arena, const FcEwProgram **out,
+                       FcDiag *diag) {
+  const FcAttr *a = NULL;
+  FC_ITRY(get_attr(op, n, FC_AK_PROGRAM, &a, diag));
+  if (!a->prog) return fc_ih_fail(op, diag, "attribute '%s' is malformed", fc_attr_name_str(n));
+  const char *why = fc_ew_program_check(a->prog, op->n_operands, allow_x);
+  if (why)
+    return fc_ih_fail(op, diag, "%s: element-wise program \"%s\": %s", fc_attr_name_str(n),
+                      fc_ew_program_format(a->prog, arena), why);
+  *out = a->prog;
   return FC_OK;
 }
 

@@ -28,6 +28,9 @@ FcStatus fc_ih_ints(const FcOp *op, FcAttrName n, const int64_t **v, int *count,
 FcStatus fc_ih_floats(const FcOp *op, FcAttrName n, const float **v, int *count, FcDiag *diag);
 FcStatus fc_ih_float(const FcOp *op, FcAttrName n, float *out, FcDiag *diag);
 FcStatus fc_ih_str(const FcOp *op, FcAttrName n, const char **out, FcDiag *diag);
+/* A required program attribute (ew_program.h) that keeps fc_ew_program_check's rules for this op. */
+FcStatus fc_ih_program(const FcOp *op, FcAttrName n, bool allow_x, FcArena *arena, const FcEwProgram **out,
+                       FcDiag *diag);
 /* A required string attribute that must be one of the NULL-terminated `choices`. */
 FcStatus fc_ih_choice(const FcOp *op, FcAttrName n, const char *const *choices, const char **out, FcDiag *diag);
 /* A required int attribute `n` with 0 <= value < rank. */

@@ -80,8 +80,8 @@ static FcStatus check_bias(const FcOp *op, int64_t m, FcDiag *diag) {
 }
 
 /* ---- fused epilogues of conv and matmul ----------------------------------------------------------
- * Operands [first, n) are the extras of the op's `epilogue` program (ew_program.h). The program must
- * parse with 'x' allowed, reference only extras, and keep the result's dtype at every step; each extra
+ * Operands [first, n) are the extras of the op's `epilogue` program (ew_program.h). The program may
+ * use 'x', must reference only extras, and keep the result's dtype at every step; each extra
  * has the result's dtype and broadcasts to the result's shape without enlarging it (the epilogue is
  * computed in place over the product). Each step is checked by running its op's own inference hook
  * on rank-0 stand-ins of the result dtype, so "sqrt" on integers or "less" (a bool result) are
@@ -110,22 +110,15 @@ static FcStatus check_step(const FcOp *op, int i, const FcEwStep *st, FcDtype dt
 
 static FcStatus check_epilogue(FcOp *op, int first, FcDtype dt, int rank, const int64_t *dims, FcArena *arena,
                                FcDiag *diag) {
-  const FcAttr *a = fc_op_attr(op, FC_ATTR_EPILOGUE);
-  if (!a) {
+  if (!fc_op_attr(op, FC_ATTR_EPILOGUE)) {
     if (op->n_operands > first)
       return fc_ih_fail(op, diag, "has %d operands; more than %d need an 'epilogue'", op->n_operands, first);
     return FC_OK;
   }
-  if (a->kind != FC_AK_STR || !a->s) return fc_ih_fail(op, diag, "attribute 'epilogue' must be a string");
-  FcEwProgram p;
-  FcDiag d;
-  fc_diag_init(&d);
-  if (fc_ew_program_parse(a->s, op, true, &p, &d) != FC_OK) {
-    const char *m = strstr(d.msg, "element-wise program");
-    return fc_ih_fail(op, diag, "epilogue: %s", m ? m : d.msg);
-  }
-  for (int i = 0; i < p.n_steps; i++) {
-    const FcEwStep *st = &p.steps[i];
+  const FcEwProgram *p;
+  FC_ITRY(fc_ih_program(op, FC_ATTR_EPILOGUE, true, arena, &p, diag));
+  for (int i = 0; i < p->n_steps; i++) {
+    const FcEwStep *st = &p->steps[i];
     for (int k = 0; k < st->n_args; k++)
       if (st->args[k] >= 0 && st->args[k] < first)
         return fc_ih_fail(op, diag, "epilogue step %d references operand %d; only operands %d.. are extras", i,

@@ -142,7 +142,10 @@ typedef enum FcAttrKind {
   FC_AK_FLOATS, /* printed array<f32: 1.0, 2.0> */
   FC_AK_TYPE,   /* an element type, printed bare (`f32`) */
   FC_AK_TENSOR, /* constant data, printed dense<...> or dense_resource<...> */
+  FC_AK_PROGRAM, /* a parsed element-wise program (ew_program.h), printed as its text "add x o3; relu s0" */
 } FcAttrKind;
+
+typedef struct FcEwProgram FcEwProgram;
 
 /* Constant tensor data. `data` is NULL when the text form elided it (dense_resource<__elided__>):
  * such a module can be printed and verified but not folded or compiled. */
@@ -163,6 +166,7 @@ typedef struct FcAttr {
     struct { const float *v; int n; } floats;
     FcDtype type;
     const FcTensor *tensor;
+    const FcEwProgram *prog;
   };
 } FcAttr;
 
@@ -184,6 +188,7 @@ const char *fc_attr_kind_str(FcAttrKind k);
 #define FC_A_INTS(n, arr, cnt) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_INTS, .ints = {(arr), (cnt)}})
 #define FC_A_FLOATS(n, arr, cnt) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_FLOATS, .floats = {(arr), (cnt)}})
 #define FC_A_TYPE(n, val) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_TYPE, .type = (val)})
+#define FC_A_PROGRAM(n, p) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_PROGRAM, .prog = (p)})
 
 /* ---- ops.c: the op table (expanded from ops.def) ------------------------------------------------- */
 
@@ -300,6 +305,7 @@ const FcAttr *fc_op_attr(const FcOp *op, FcAttrName name); /* NULL if absent */
 int64_t fc_op_attr_int(const FcOp *op, FcAttrName name, int64_t dflt);
 float fc_op_attr_float(const FcOp *op, FcAttrName name, float dflt);
 const char *fc_op_attr_str(const FcOp *op, FcAttrName name, const char *dflt);
+const FcEwProgram *fc_op_attr_program(const FcOp *op, FcAttrName name); /* NULL if absent */
 /* Array attributes: returns the count and sets *v (NULL/0 if absent). */
 int fc_op_attr_ints(const FcOp *op, FcAttrName name, const int64_t **v);
 int fc_op_attr_floats(const FcOp *op, FcAttrName name, const float **v);

@@ -29,13 +29,11 @@ static FcOpInfo op_infos[FC_OP_COUNT];
 static FcAttrSpec op_specs[FC_OP_COUNT][MAX_ATTRS_PER_OP];
 static pthread_once_t op_once = PTHREAD_ONCE_INIT;
 
+/* A schema kind is spelled as fc_attr_kind_str names it ("?" past the last kind). */
 static FcAttrKind parse_kind(const char *s, size_t n, const char *row) {
-  static const struct { const char *s; FcAttrKind k; } kinds[] = {
-      {"int", FC_AK_INT},   {"float", FC_AK_FLOAT}, {"str", FC_AK_STR},       {"ints", FC_AK_INTS},
-      {"floats", FC_AK_FLOATS}, {"type", FC_AK_TYPE}, {"tensor", FC_AK_TENSOR},
-  };
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-    if (strlen(kinds[i].s) == n && memcmp(kinds[i].s, s, n) == 0) return kinds[i].k;
+  for (int k = 0; strcmp(fc_attr_kind_str((FcAttrKind)k), "?") != 0; k++)
+    if (strlen(fc_attr_kind_str((FcAttrKind)k)) == n && memcmp(fc_attr_kind_str((FcAttrKind)k), s, n) == 0)
+      return (FcAttrKind)k;
   fc_die(__FILE__, __LINE__, "ops.def: bad attribute kind in schema of %s", row);
 }
 

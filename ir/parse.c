@@ -19,7 +19,7 @@
  * limits above). Temporaries live in a scratch arena freed when parsing ends; the module is only
  * handed out when the whole text was read without error.
  */
-#include "ir.h"
+#include "ew_program.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -987,6 +987,19 @@ static bool parse_attr_value(Parser *ps, FcAttr *a) {
   return err(ps, "unsupported attribute value %s", tok_desc(t, buf, sizeof buf));
 }
 
+/* A program attribute arrives as its text (a string) and is parsed here, once; its errors point at the
+ * string. The op-dependent checks (operand numbers) are left to the op's inference. */
+static bool parse_program_attr(Parser *ps, const FcOpInfo *info, const Token *vt, FcAttr *a) {
+  FcEwProgram *p = FC_NEW(&ps->scratch, FcEwProgram);
+  const char *why = fc_ew_program_parse(a->s, p);
+  if (why)
+    return err_at(ps, vt->line, vt->col, "%s: %s: element-wise program \"%.200s\": %s", info->full_name,
+                  fc_attr_name_str(a->name), a->s, why);
+  a->kind = FC_AK_PROGRAM;
+  a->prog = p;
+  return true;
+}
+
 /* `{name = value, ...}` of an op, checked against its schema (names, kinds, duplicates) into `list`,
  * which has room for every attribute of the schema. */
 static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *n_list) {
@@ -1023,6 +1036,7 @@ static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *
     Token vt = ps->lx.tok;
     FcAttr a = {.name = an};
     if (!parse_attr_value(ps, &a)) return false;
+    if (spec->kind == FC_AK_PROGRAM && a.kind == FC_AK_STR && !parse_program_attr(ps, info, &vt, &a)) return false;
     if (a.kind != spec->kind)
       return err_at(ps, vt.line, vt.col, "attribute '%.*s' of %s must be %s, got %s", shown, name, info->full_name,
                     fc_attr_kind_str(spec->kind), fc_attr_kind_str(a.kind));

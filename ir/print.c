@@ -18,7 +18,7 @@
  * (splat, `dense<0.000000e+00>`); others print as dense_resource<__elided__>, or, with opts->weights,
  * as dense_resource<cN> with the data in the trailing dialect_resources section.
  */
-#include "ir.h"
+#include "ew_program.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -216,6 +216,12 @@ static void print_attr(Printer *pr, const FcAttr *a) {
     fputs(" : f32", out);
     break;
   case FC_AK_STR: print_string(out, a->s ? a->s : ""); break;
+  case FC_AK_PROGRAM: {
+    char text[FC_EW_TEXT_MAX];
+    if (a->prog) fc_ew_program_print(a->prog, text, sizeof text);
+    print_string(out, a->prog ? text : "");
+    break;
+  }
   case FC_AK_INTS:
     fputs(a->ints.n > 0 ? "array<i64: " : "array<i64", out);
     for (int i = 0; i < a->ints.n; i++) fprintf(out, "%s%" PRId64, i ? ", " : "", a->ints.v[i]);

@@ -77,6 +77,9 @@ static bool check_attr_value(Verifier *vr, const FcOp *op, const FcAttr *a) {
   case FC_AK_STR:
     if (!a->s) return node_err(vr, op, "attribute '%s' has no string", an);
     return true;
+  case FC_AK_PROGRAM:
+    if (!a->prog) return node_err(vr, op, "attribute '%s' has no program", an);
+    return true;
   case FC_AK_INTS:
     if (a->ints.n < 0 || (a->ints.n > 0 && !a->ints.v)) return node_err(vr, op, "attribute '%s' has a bad array", an);
     return true;

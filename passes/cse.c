@@ -16,6 +16,7 @@
  */
 #include "passes.h"
 #include "rewrite.h"
+#include "ew_program.h"
 
 #include <string.h>
 
@@ -65,6 +66,13 @@ static uint64_t hash_attr(uint64_t h, const FcAttr *a) {
   case FC_AK_FLOATS: return hash_bytes(h, a->floats.v, (int64_t)a->floats.n * 4);
   case FC_AK_TYPE: return mix(h, (uint64_t)a->type);
   case FC_AK_TENSOR: return hash_bytes(hash_type(h, &a->tensor->type), a->tensor->data, a->tensor->nbytes);
+  case FC_AK_PROGRAM:
+    for (int i = 0; i < a->prog->n_steps; i++) {
+      const FcEwStep *st = &a->prog->steps[i];
+      h = mix(mix(h, (uint64_t)st->kind), (uint64_t)st->n_args);
+      for (int k = 0; k < st->n_args; k++) h = mix(h, (uint64_t)(int64_t)st->args[k]);
+    }
+    return h;
   }
   FC_UNREACHABLE();
 }
@@ -86,6 +94,7 @@ static bool attr_equal(const FcAttr *a, const FcAttr *b) {
     return fc_type_equal(&x->type, &y->type) && x->nbytes == y->nbytes && x->data && y->data &&
            (x->nbytes == 0 || memcmp(x->data, y->data, (size_t)x->nbytes) == 0);
   }
+  case FC_AK_PROGRAM: return fc_ew_program_equal(a->prog, b->prog);
   }
   FC_UNREACHABLE();
 }

@@ -68,11 +68,8 @@ static bool member_kind(const FcOp *op, FcDtype *dt) {
 
 static int member_steps(const FcOp *op) {
   if (op->kind != FC_OP_FUSED) return 1;
-  FcEwProgram p;
-  FcDiag d;
-  fc_diag_init(&d);
-  if (fc_ew_program_parse(fc_op_attr_str(op, FC_ATTR_PROGRAM, NULL), op, false, &p, &d) != FC_OK) return -1;
-  return p.n_steps;
+  const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
+  return p ? p->n_steps : -1;
 }
 
 /* Recomputing the op per element of a larger result costs about as much as loading its value. */
@@ -87,12 +84,10 @@ static bool cheap_kind(FcOpKind k) {
 
 static bool cheap(const FcOp *op) {
   if (op->kind != FC_OP_FUSED) return cheap_kind(op->kind);
-  FcEwProgram p;
-  FcDiag d;
-  fc_diag_init(&d);
-  if (fc_ew_program_parse(fc_op_attr_str(op, FC_ATTR_PROGRAM, NULL), op, false, &p, &d) != FC_OK) return false;
-  for (int i = 0; i < p.n_steps; i++)
-    if (!cheap_kind(p.steps[i].kind)) return false;
+  const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
+  if (!p) return false;
+  for (int i = 0; i < p->n_steps; i++)
+    if (!cheap_kind(p->steps[i].kind)) return false;
   return true;
 }
 
@@ -186,12 +181,14 @@ static FcOp *rewrite(Fuse *f, FcOp *root) {
   for (int i = 0; i < f->n_mem; i++) {
     FcOp *op = f->mem[i];
     if (op->kind == FC_OP_FUSED) {
-      FcEwProgram q;
-      FcStatus st = fc_ew_program_parse(fc_op_attr_str(op, FC_ATTR_PROGRAM, NULL), op, false, &q, f->diag);
-      if (st != FC_OK) return NULL;
+      const FcEwProgram *q = fc_op_attr_program(op, FC_ATTR_PROGRAM);
+      if (!q) {
+        fc_error_node(f->diag, FC_ERR_INPUT, fc_op_name(op), "fused", "attribute 'program' is missing");
+        return NULL;
+      }
       int base = p.n_steps;
-      for (int s = 0; s < q.n_steps; s++) {
-        FcEwStep t = q.steps[s];
+      for (int s = 0; s < q->n_steps; s++) {
+        FcEwStep t = q->steps[s];
         for (int a = 0; a < t.n_args; a++)
           t.args[a] = FC_EW_IS_STEP_REF(t.args[a]) ? FC_EW_STEP_REF(base + FC_EW_STEP_OF(t.args[a]))
                                                    : ref_of(f, &b, op->operands[t.args[a]].value);
@@ -212,7 +209,7 @@ static FcOp *rewrite(Fuse *f, FcOp *root) {
   const FcType *rt = &root->results[0].type;
   FcAttr attrs[3] = {
       FC_A_TYPE(DTYPE, rt->dtype),
-      FC_A_STR(PROGRAM, fc_ew_program_format(&p, &f->m->arena)),
+      FC_A_PROGRAM(PROGRAM, &p),
       FC_A_INTS(SHAPE, rt->dims, rt->rank),
   };
   FcBuilder bld;

@@ -137,13 +137,10 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   if (x->type.dtype != FC_DT_F32) return FC_OK;
   bool is_conv = p->kind == FC_OP_CONV;
   int fixed = is_conv ? 3 : 2, max_extra = MAX_OPERANDS - fixed;
-  const char *old_text = fc_op_attr_str(p, FC_ATTR_EPILOGUE, NULL);
+  const FcEwProgram *old_prog = fc_op_attr_program(p, FC_ATTR_EPILOGUE);
   FcEwProgram prog;
-  if (old_text) {
-    if (fc_ew_program_parse(old_text, p, true, &prog, f->diag) != FC_OK) return f->diag->status;
-  } else {
-    memset(&prog, 0, sizeof prog);
-  }
+  if (old_prog) prog = *old_prog;
+  else memset(&prog, 0, sizeof prog);
 
   /* ---- the walk ---- */
   f->mk.cur++;
@@ -176,7 +173,7 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   /* ---- the longest closed prefix within the limits ---- */
   const FcTensor *bias_c = NULL;
   FcValue *bias_v = is_conv && p->n_operands == 3 ? p->operands[2].value : NULL;
-  if (is_conv && !old_text && (!bias_v || fc_value_const(bias_v))) bias_c = channel_bias(region[0], x);
+  if (is_conv && !old_prog && (!bias_v || fc_value_const(bias_v))) bias_c = channel_bias(region[0], x);
   FcValue *extras[MAX_OPERANDS + FC_EW_MAX_ARGS];
   int n_extra = 0;
   for (int i = fixed; i < p->n_operands; i++) extras[n_extra++] = p->operands[i].value;
@@ -254,7 +251,7 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   int n_attrs = 0;
   for (int i = 0; i < p->n_attrs && n_attrs < 15; i++)
     if (p->attrs[i].name != FC_ATTR_EPILOGUE) attrs[n_attrs++] = p->attrs[i];
-  if (prog.n_steps > 0) attrs[n_attrs++] = FC_A_STR(EPILOGUE, fc_ew_program_format(&prog, &f->m->arena));
+  if (prog.n_steps > 0) attrs[n_attrs++] = FC_A_PROGRAM(EPILOGUE, &prog);
   FcValue *y = fc_b_op1(&b, p->kind, ops, n_ops, attrs, n_attrs);
   FcStatus st = fc_b_status(&b);
   if (st != FC_OK) return st;

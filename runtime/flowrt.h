@@ -176,6 +176,8 @@ double frt_now_seconds(void); /* monotonic */
  * line `<prog>: error: <what>` on stderr), 2 on bad usage. Outputs are written only with --output-dir;
  * without it and without --bench, --print is implied. */
 int frt_main(int argc, char **argv, const FrtModel *m);
+/* The help lines of frt_main's options (FILE, --input, ... --print), one option a line. */
+extern const char frt_run_options_help[];
 
 #ifdef __cplusplus
 }

@@ -64,24 +64,28 @@ static void desc_type(char *buf, size_t cap, const FrtTensorDesc *d) {
   frt_format_type(buf, cap, d->dtype, d->rank, d->dims);
 }
 
+/* Written once: `flowc run` passes these options through to frt_main and prints this text in its help. */
+const char frt_run_options_help[] =
+    "  FILE                   a .npy or ONNX TensorProto .pb file; the k-th FILE binds the k-th input\n"
+    "  --input NAME=FILE      bind the input named NAME to FILE\n"
+    "  --output-dir DIR       write the outputs as DIR/output_<i>.npy (or .pb), creating DIR if missing\n"
+    "  --output-format F      npy (the default) or pb\n"
+    "  --threads N            threads, the calling one included (default 0: one per online core)\n"
+    "  --bench N              run once to warm up, then N timed runs; print min and median latency\n"
+    "  --profile              time every kernel (over the --bench runs, else over the one run) and\n"
+    "                         print them by time: microseconds a run, share, GFLOP/s, node and op\n"
+    "  --print                print each output's shape, dtype, first values and argmax\n"
+    "                         (the default without --output-dir, --bench and --profile)\n";
+
 static void usage(const Cli *c, FILE *out) {
   const FrtModel *m = c->m;
   fprintf(out,
           "usage: %s [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]\n"
           "       [--threads N] [--bench N] [--profile] [--print]\n"
           "Runs the model '%s' compiled by flowc.\n"
-          "  FILE                 a .npy or ONNX TensorProto .pb file; the k-th FILE binds the k-th input\n"
-          "  --input NAME=FILE    bind the input named NAME to FILE\n"
-          "  --output-dir DIR     write the outputs as DIR/output_<i>.npy (or .pb), creating DIR if missing\n"
-          "  --output-format F    npy (the default) or pb\n"
-          "  --threads N          threads, the calling one included (default 0: one per online core)\n"
-          "  --bench N            run once to warm up, then N timed runs; print min and median latency\n"
-          "  --profile            time every kernel (over the --bench runs, else over the one run) and\n"
-          "                       print them by time: microseconds a run, share, GFLOP/s, node and op\n"
-          "  --print              print each output's shape, dtype, first values and argmax\n"
-          "                       (the default without --output-dir, --bench and --profile)\n"
-          "  --help               this text\n",
-          c->prog, m->name ? m->name : "?");
+          "%s"
+          "  --help                 this text\n",
+          c->prog, m->name ? m->name : "?", frt_run_options_help);
   char ty[256];
   fprintf(out, "inputs:%s\n", m->n_inputs ? "" : " none");
   for (int32_t i = 0; i < m->n_inputs; i++) {

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "eval_struct.h"
+#include "ew_program.h"
 #include "ir.h"
 
 /* ---- expected values (generated, see the file comment) ------------------------------------------- */
@@ -390,7 +391,9 @@ static void check_conv_blocked(int64_t C, int64_t M, int64_t group, bool plain_i
   FcValue *bv = cst(c, FC_DT_F32, 1, D(M), b);
   FcValue *xbv = plain_input ? xv : cst(c, FC_DT_F32, 5, D(N, C / 8, H, W, 8), xb);
   const int64_t *dil = D(1, 1), *pads = D(1, 0, 1, 2), *strides = D(stride, stride);
-  FcAttr a[5] = {FC_A_INTS(DILATIONS, dil, 2), FC_A_STR(EPILOGUE, "relu x"), FC_A_INT(GROUP, group),
+  FcEwProgram relu_x;
+  assert_null(fc_ew_program_parse("relu x", &relu_x));
+  FcAttr a[5] = {FC_A_INTS(DILATIONS, dil, 2), FC_A_PROGRAM(EPILOGUE, &relu_x), FC_A_INT(GROUP, group),
                  FC_A_INTS(PADS, pads, 4), FC_A_INTS(STRIDES, strides, 2)};
   FcValue *ops[3] = {xv, wv, bv};
   FcTensor *y = ev(c, mk(c, FC_OP_CONV, ops, 3, 1, a, 5))[0];

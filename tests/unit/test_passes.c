@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "ew_program.h"
 #include "passes.h"
 
 #include "test_target.h"
@@ -766,7 +767,10 @@ static void test_o2_pipeline(void **state) {
   assert_int_equal(count(&t, FC_OP_FUSED), 1);
   FcOp *fused = out(&t, 0)->def;
   assert_int_equal(fused->kind, FC_OP_FUSED);
-  const char *prog = fc_op_attr_str(fused, FC_ATTR_PROGRAM, "");
+  const FcEwProgram *p = fc_op_attr_program(fused, FC_ATTR_PROGRAM);
+  assert_non_null(p);
+  char prog[FC_EW_TEXT_MAX];
+  fc_ew_program_print(p, prog, sizeof prog);
   assert_true(strcmp(prog, "add o0 o1; mul s0 s0") == 0 || strcmp(prog, "add o1 o0; mul s0 s0") == 0);
   t_free(&t);
 }

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "ir.h"
+#include "ew_program.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 #define NDIMS(...) ((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
@@ -449,6 +449,80 @@ static void test_parse_errors_ops(void **state) {
                     "location aliases are not supported");
 }
 
+/* Element-wise programs are parsed once, by the IR parser, into FC_AK_PROGRAM attributes: the op keeps
+ * the structure, the printer writes the canonical text back, and errors in the text point at the
+ * string; what depends on the op (operand numbers, 'x') is the op's inference's, at the op. */
+#define FUSED(prog) "    %0 = \"flow.fused\"(%arg0) {dtype = f32, program = \"" prog "\", shape = array<i64: 2, 3>} : " \
+                    "(tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+
+static void test_program_attrs(void **state) {
+  (void)state;
+  char text[8192];
+  splice(text, sizeof text, FUSED("mul o0 o0;relu s0 ;  sub s1 o0"));
+  FcModule *m = parse_ok(text);
+  const FcOp *op = nth_op_result(m, 0)->def;
+  const FcAttr *a = fc_op_attr(op, FC_ATTR_PROGRAM);
+  assert_non_null(a);
+  assert_int_equal(a->kind, FC_AK_PROGRAM);
+  const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
+  assert_ptr_equal(p, a->prog);
+  assert_int_equal(p->n_steps, 3);
+  assert_int_equal(p->steps[0].kind, FC_OP_MUL);
+  assert_int_equal(p->steps[1].kind, FC_OP_RELU);
+  assert_int_equal(p->steps[1].n_args, 1);
+  assert_int_equal(p->steps[1].args[0], FC_EW_STEP_REF(0));
+  assert_int_equal(p->steps[2].kind, FC_OP_SUB);
+  assert_int_equal(p->steps[2].args[0], FC_EW_STEP_REF(1));
+  assert_int_equal(p->steps[2].args[1], 0);
+  assert_null(fc_op_attr_str(op, FC_ATTR_PROGRAM, NULL)); /* not a string any more */
+  char *t = print_text(m, false, 16);
+  assert_non_null(strstr(t, "program = \"mul o0 o0; relu s0; sub s1 o0\""));
+  fc_module_destroy(roundtrip(m, false, 16));
+  fc_module_destroy(m);
+  free(t);
+
+  /* the text's own errors, at the string (column 54) */
+  expect_body_error(FUSED("addd o0"), "t.mlir:3:54: flow.fused: program: element-wise program \"addd o0\": not an "
+                                      "element-wise op without attributes");
+  expect_body_error(FUSED("relu s0"), "t.mlir:3:54: flow.fused: program: element-wise program \"relu s0\": bad reference");
+  expect_body_error(FUSED("add o0"), "t.mlir:3:54: flow.fused: program: element-wise program \"add o0\": wrong operand count");
+  expect_body_error(FUSED("relu o0;"), "t.mlir:3:54: flow.fused: program: element-wise program \"relu o0;\": empty step");
+  expect_body_error(FUSED("cast o0"), "t.mlir:3:54: flow.fused: program: element-wise program \"cast o0\": not an");
+  /* the op's rules, at the op (column 10) */
+  expect_body_error(FUSED("add o0 o1"), "t.mlir:3:10: flow.fused: program: element-wise program \"add o0 o1\": bad reference");
+  expect_body_error(FUSED("relu x"), "t.mlir:3:10: flow.fused: program: element-wise program \"relu x\": bad reference");
+  expect_body_error("    %0 = \"flow.fused\"(%arg0) {dtype = f32, program = 1 : i64, shape = array<i64: 2, 3>} : "
+                    "(tensor<2x3xf32>) -> tensor<2x3xf32>\n",
+                    "attribute 'program' of flow.fused must be program, got int");
+}
+
+/* A program built in memory (by a pass) is checked by the verifier as one from text is. */
+static void test_program_verify(void **state) {
+  (void)state;
+  FcModule *m = fc_module_create("p");
+  FcDiag d;
+  fc_diag_init(&d);
+  FcBuilder b;
+  fc_builder_init(&b, m->graph, &d);
+  FcType t = {FC_DT_F32, 1, DIMS(4)};
+  FcValue *x = fc_graph_add_input(m->graph, t, "x");
+  FcEwProgram p;
+  assert_null(fc_ew_program_parse("neg o0; add s0 o0", &p));
+  FcAttr attrs[3] = {FC_A_TYPE(DTYPE, FC_DT_F32), FC_A_PROGRAM(PROGRAM, &p), FC_A_INTS(SHAPE, DIMS(4), 1)};
+  FcOp *op = fc_b_op(&b, FC_OP_FUSED, &x, 1, 1, attrs, 3);
+  assert_non_null(op);
+  assert_ptr_not_equal(fc_op_attr_program(op, FC_ATTR_PROGRAM), &p); /* copied into the module */
+  FcValue *y = &op->results[0];
+  fc_graph_set_outputs(m->graph, &y, (const char *[]){"y"}, 1);
+  assert_int_equal(fc_verify(m, &d), FC_OK);
+  p.steps[1].args[1] = 3; /* operand 3 of a one-operand op */
+  fc_op_set_attr(op, FC_A_PROGRAM(PROGRAM, &p));
+  fc_diag_init(&d);
+  assert_int_equal(fc_verify(m, &d), FC_ERR_INTERNAL); /* a pass built it */
+  assert_non_null(strstr(d.msg, "program: element-wise program \"neg o0; add s0 o3\": bad reference"));
+  fc_module_destroy(m);
+}
+
 static void test_parse_errors_constants(void **state) {
   (void)state;
   expect_body_error("    %0 = \"flow.constant\"() {value = dense<[1.0, 2.0, 3.0]> : tensor<2xf32>} : () -> tensor<2xf32>\n",
@@ -665,6 +739,7 @@ int main(void) {
       cmocka_unit_test(test_consts_forms),         cmocka_unit_test(test_weights_on_off),
       cmocka_unit_test(test_empty_graph),          cmocka_unit_test(test_parse_other_forms),
       cmocka_unit_test(test_parse_errors_ops),     cmocka_unit_test(test_parse_errors_constants),
+      cmocka_unit_test(test_program_attrs),        cmocka_unit_test(test_program_verify),
       cmocka_unit_test(test_parse_errors_structure), cmocka_unit_test(test_truncations_and_flips),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

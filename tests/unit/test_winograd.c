@@ -118,7 +118,9 @@ static void run_case(const Case *c) {
   FcAttr attrs[5];
   int na = 0;
   attrs[na++] = ints_attr(FC_ATTR_DILATIONS, ones, 2);
-  if (c->residual) attrs[na++] = (FcAttr){.name = FC_ATTR_EPILOGUE, .kind = FC_AK_STR, .s = "add x o3; relu s0"};
+  FcEwProgram add_relu;
+  assert_null(fc_ew_program_parse("add x o3; relu s0", &add_relu));
+  if (c->residual) attrs[na++] = FC_A_PROGRAM(EPILOGUE, &add_relu);
   attrs[na++] = (FcAttr){.name = FC_ATTR_GROUP, .kind = FC_AK_INT, .i = 1};
   attrs[na++] = ints_attr(FC_ATTR_PADS, c->pads, 4);
   attrs[na++] = ints_attr(FC_ATTR_STRIDES, ones, 2);
