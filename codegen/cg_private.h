@@ -30,4 +30,8 @@ struct FcCg {
   LLVMValueRef kernel_subst[64]; /* operand slot -> the global passed instead (fc_kernel_substitute_operand) */
 };
 
+/* cg_cpu_features.cpp: the features of runtime/cpu_features.def that tm's code may use, comma-separated
+ * in LLVM's spelling, into buf (cap bytes); "" for targets other than x86-64. */
+void fc_cg_cpu_features(LLVMTargetMachineRef tm, char *buf, size_t cap);
+
 #endif /* FLOWC_CG_PRIVATE_H */
