@@ -210,6 +210,7 @@ static void print_run_help(void) {
        "run:\n"
        "  FILE                   a .npy or ONNX TensorProto .pb file; the k-th FILE binds the k-th input\n"
        "  --input NAME=FILE      bind the input named NAME to FILE\n"
+       "                         (an input's symbolic dims take the shape of its file: no --shape needed)\n"
        "  --output-dir DIR       write the outputs as DIR/output_<i>.npy (or .pb), creating DIR if missing\n"
        "  --output-format F      npy (the default) or pb\n"
        "  --threads N            threads, the calling one included (default 0: one per online core)\n"
@@ -716,6 +717,9 @@ static int run_run(Cli *c) {
   fc_diag_init(&d);
   FcModule *m = NULL;
   FcJit *jit = NULL;
+  FcRunArgs files = {c->rt_argc, c->rt_argv}; /* symbolic input dims take the shapes of these files */
+  c->imp.shape_fn = fc_run_input_type;
+  c->imp.shape_ctx = &files;
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
   if (st == FC_OK) {
     FcPipelineOptions po;
