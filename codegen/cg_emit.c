@@ -277,9 +277,12 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
           " * bytes. pool: NULL runs everything on the calling thread; a pool from frt_pool_create (flowrt.h)\n"
           " * spreads the work over its threads. The result is 0, or 1 + the index of the kernel that found bad\n"
           " * data (an index out of range, ...); %s_model.kernel_names[rc - 1] (flowrt.h) names its node.\n"
+          " * It is -1, before anything runs, on a CPU that lacks an instruction-set feature the code was\n"
+          " * compiled for (--cpu); %s_check_cpu(msg, sizeof msg) gives 0, or -1 and a one-line message\n"
+          " * naming the missing features.\n"
           " *\n"
           " * Buffers are dense and row-major, in the machine's byte order.\n",
-          name, name, name);
+          name, name, name, name);
   put_tensor_lines(f, "Inputs", n_in, g->inputs, in_names);
   put_tensor_lines(f, "Outputs", n_out, outs, out_names);
   fputs(" */\n#ifndef FLOWC_MODEL_", f);
@@ -304,6 +307,9 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
           "/* Runs the model once (see the top of this file). */\n"
           "int %s_run(const void *const *inputs, void *const *outputs, void *workspace, struct FrtPool *pool);\n"
           "\n"
+          "/* 0 when this CPU has every feature the code needs; else -1 and one line in msg (cap bytes). */\n"
+          "int %s_check_cpu(char *msg, size_t cap);\n"
+          "\n"
           "/* The model's description for libflowrt's frt_model_run and frt_main (complete with flowrt.h). */\n"
           "extern const struct FrtModel %s_model;\n"
           "\n"
@@ -312,7 +318,7 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
           "#endif\n"
           "\n"
           "#endif\n",
-          name, name, name, name);
+          name, name, name, name, name);
   free(outs);
   free(out_names);
   free(in_names);
@@ -754,6 +760,7 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
   LLVMModuleRef mod = NULL;
   FcStatus st = fc_codegen_module(m, &co, ctx, target, &mod, diag);
   if (st == FC_OK) st = fc_emit_add_entry_points(mod, name, kind, diag);
+  if (st == FC_OK) st = fc_emit_cpu_guard(mod, target, name, kind, diag);
   if (st == FC_OK) st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
 
   TmpDir tmp = {0};

@@ -9,6 +9,8 @@
  *   NAME_model            const FrtModel, the model's description (runtime/flowrt.h);
  *   NAME_run              int (const void *const *in, void *const *out, void *workspace, FrtPool *pool);
  *   NAME_workspace_size   size_t (void): bytes of workspace NAME_run needs, a multiple of 64 (obj, lib, so);
+ *   NAME_check_cpu        int (char *msg, size_t cap): 0, or -1 and a message when this CPU lacks a
+ *                         feature the code needs; NAME_run then returns -1 without running (obj, lib, so);
  *   main                  calls frt_main(argc, argv, &NAME_model) (exe only; NAME is "flowc" there).
  */
 #ifndef FLOWC_CG_EMIT_H
@@ -45,6 +47,12 @@ FcStatus fc_write_model_header(const char *path, const char *name, FcModule *m, 
 /* Adds the artefact's entry points to a module from fc_codegen_module built with model name `name`:
  * `main` for an executable, `NAME_workspace_size` for an object or library. */
 FcStatus fc_emit_add_entry_points(LLVMModuleRef mod, const char *name, FcEmitKind kind, FcDiag *diag);
+
+/* cg_cpu_guard.c: the CPU-feature check of an artefact, after fc_emit_add_entry_points: NAME_run becomes
+ * a wrapper that refuses (-1) on a CPU lacking the model's cpu_features, NAME_check_cpu says why (obj,
+ * lib); the wrapper and `main` (exe) are compiled for the architecture's baseline. */
+FcStatus fc_emit_cpu_guard(LLVMModuleRef mod, const FcTarget *t, const char *name, FcEmitKind kind,
+                           FcDiag *diag);
 
 /* The whole ahead-of-time flow for a module that verified and went through the pass pipeline for
  * `target` (the description the pipeline ran with; o->model_name must be set for obj, lib and so): code

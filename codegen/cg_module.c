@@ -530,12 +530,19 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
     LLVMSetGlobalConstant(flops, 1);
     LLVMSetLinkage(flops, LLVMPrivateLinkage);
   }
+  /* The features the code may use, which the runtime checks before running it (runtime/cpu.c). */
+  char features[1024];
+  fc_cg_cpu_features(cg->target, features, sizeof features);
+  char *cpu = LLVMGetTargetMachineCPU(cg->tm);
+  LLVMValueRef cpu_name = string_global(cg, cpu);
+  LLVMDisposeMessage(cpu);
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
       cg->ctx,
-      (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr},
-      11, 0);
-  LLVMValueRef f[11] = {
-      LLVMConstInt(cg->i32, 2, 0), /* FRT_ABI_VERSION */
+      (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr,
+                      cg->ptr, cg->ptr},
+      13, 0);
+  LLVMValueRef f[13] = {
+      LLVMConstInt(cg->i32, 3, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -546,11 +553,13 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       LLVMConstInt(cg->i32, (unsigned long long)n_kernels, 0),
       names,
       flops,
+      cpu_name,
+      string_global(cg, features),
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 11));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 13));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }

@@ -31,4 +31,9 @@ struct FcCg {
   LLVMValueRef kernel_subst[64]; /* operand slot -> the global passed instead (fc_kernel_substitute_operand) */
 };
 
+/* cg_cpu_guard.c: the features of runtime/cpu_features.def (those the runtime can detect) that the
+ * target's code may use, comma-separated in LLVM's spelling, into buf (cap bytes); "" for targets other
+ * than x86-64. */
+void fc_cg_cpu_features(const FcTarget *t, char *buf, size_t cap);
+
 #endif /* FLOWC_CG_PRIVATE_H */

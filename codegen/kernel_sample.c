@@ -26,6 +26,7 @@
 #include "codegen.h"
 #include "einsum_plan.h"
 #include "resize_map.h"
+#include "sample_modes.h"
 
 #include <float.h>
 #include <math.h>
@@ -121,15 +122,6 @@ static void if_else_mid(FcKernel *k, IfElse *f) {
   LLVMPositionBuilderAtEnd(k->b, f->other);
 }
 
-static bool pick(const char *s, const char *const *names, int n, int *out) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *out = i;
-      return true;
-    }
-  return false;
-}
-
 /* ---- resize: the kernel ----------------------------------------------------------------------------- */
 
 typedef struct ResizeAxis {
@@ -204,8 +196,8 @@ FcStatus fc_kernel_resize(FcKernel *k) {
   const char *an, *av;
   if (!fc_resize_params(op, &p, &an, &av)) return fc_cg_error(k, FC_ERR_INPUT, "unknown %s \"%s\"", an, av);
   double extrap = fc_op_attr_float(op, FC_ATTR_EXTRAPOLATION_VALUE, 0.0f);
-  if (p.mode != FC_RESIZE_NEAREST && !fc_dtype_is_float(dt))
-    return fc_cg_error(k, FC_ERR_UNSUPPORTED, "%s mode on %s", fc_resize_mode_name(p.mode), fc_dtype_name(dt));
+  if (p.mode != FC_RESIZE_MODE_NEAREST && !fc_dtype_is_float(dt))
+    return fc_cg_error(k, FC_ERR_UNSUPPORTED, "%s mode on %s", fc_mode_name(p.mode), fc_dtype_name(dt));
   if (dt == FC_DT_BOOL) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "resize of i1");
   const float *scales, *roi;
   int ns = fc_op_attr_floats(op, FC_ATTR_SCALES, &scales), nr = fc_op_attr_floats(op, FC_ATTR_ROI, &roi);
@@ -250,7 +242,7 @@ FcStatus fc_kernel_resize(FcKernel *k) {
     for (int64_t t = 0; t < nt; t++) scaled[t] = m->idx[t] * a->stride;
     a->tap0 = fc_cg_i64_table(k, m->tap0, m->out + 1, "rs_tap0");
     a->idx = fc_cg_i64_table(k, scaled, nt, "rs_idx");
-    if (p.mode != FC_RESIZE_NEAREST) a->w = real_table(k, ct, m->w, nt, "rs_w");
+    if (p.mode != FC_RESIZE_MODE_NEAREST) a->w = real_table(k, ct, m->w, nt, "rs_w");
   }
   LLVMValueRef ev = fc_dtype_is_float(dt) ? LLVMConstReal(ct, extrap)
                                           : fc_cg_convert(k, LLVMConstReal(LLVMFloatTypeInContext(k->ctx), extrap),
@@ -268,7 +260,7 @@ FcStatus fc_kernel_resize(FcKernel *k) {
   LLVMValueRef out_at = mulc(k, row, OL);
   ResizeAxis *la = &c.ax[r - 1];
 
-  if (p.mode == FC_RESIZE_NEAREST) {
+  if (p.mode == FC_RESIZE_MODE_NEAREST) {
     /* One gather: the row's base offset from the outer axes, the last axis from its table. */
     LLVMValueRef base = c64(k, 0);
     for (int d = 0; d < r - 1; d++) {
@@ -323,8 +315,6 @@ FcStatus fc_kernel_resize(FcKernel *k) {
 
 /* ---- grid_sample ------------------------------------------------------------------------------------ */
 
-typedef enum GsPad { GS_ZEROS, GS_BORDER, GS_REFLECTION } GsPad;
-
 /* Reflects x into [lo, hi] by the nearer border until it fits (ONNX Runtime's GsReflect). */
 static LLVMValueRef gs_reflect(FcKernel *k, LLVMValueRef x, double lo, double hi) {
   double range = hi - lo;
@@ -364,7 +354,7 @@ typedef struct GsTap {
 
 typedef struct GsGeom {
   int64_t H, W;
-  GsPad pad;
+  FcMode pad; /* FC_GRID_PAD_* */
   double lo_x, hi_x, lo_y, hi_y;
 } GsGeom;
 
@@ -372,14 +362,14 @@ typedef struct GsGeom {
 static GsTap gs_tap(FcKernel *k, const GsGeom *g, LLVMValueRef py, LLVMValueRef px, LLVMValueRef w) {
   GsTap t = {.w = w, .valid = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0)};
   switch (g->pad) {
-  case GS_ZEROS:
+  case FC_GRID_PAD_ZEROS:
     t.valid = and1(k, icmp(k, LLVMIntULT, px, c64(k, g->W)), icmp(k, LLVMIntULT, py, c64(k, g->H)));
     break;
-  case GS_BORDER:
+  case FC_GRID_PAD_BORDER:
     px = clampi(k, px, 0, g->W - 1);
     py = clampi(k, py, 0, g->H - 1);
     break;
-  case GS_REFLECTION:
+  default: /* FC_GRID_PAD_REFLECTION */
     px = LLVMBuildFPToSI(k->b, gs_reflect(k, i2d(k, px), g->lo_x, g->hi_x), fc_cg_i64(k), "");
     py = LLVMBuildFPToSI(k->b, gs_reflect(k, i2d(k, py), g->lo_y, g->hi_y), fc_cg_i64(k), "");
     px = clampi(k, px, 0, g->W - 1);
@@ -416,17 +406,12 @@ FcStatus fc_kernel_grid_sample(FcKernel *k) {
   if (xt->rank != 4 || gt->rank != 4) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "only 2-D sampling is supported");
   FcDtype dt = xt->dtype, gdt = gt->dtype;
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3], Ho = gt->dims[1], Wo = gt->dims[2];
-  static const char *const modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic"};
-  static const char *const pads[] = {"zeros", "border", "reflection"};
+  FcMode mode, pad;
   const char *s;
-  int mode, pad;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_MODE, "bilinear"), modes, 5, &mode))
-    return fc_cg_error(k, FC_ERR_INPUT, "unknown mode \"%s\"", s);
-  if (mode >= 3) mode -= 3;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_PADDING_MODE, "zeros"), pads, 3, &pad))
-    return fc_cg_error(k, FC_ERR_INPUT, "unknown padding_mode \"%s\"", s);
+  if (!fc_op_mode(op, FC_ML_GRID_MODE, &mode, &s)) return fc_cg_error(k, FC_ERR_INPUT, "unknown mode \"%s\"", s);
+  if (!fc_op_mode(op, FC_ML_GRID_PAD, &pad, &s)) return fc_cg_error(k, FC_ERR_INPUT, "unknown padding_mode \"%s\"", s);
   bool align = fc_op_attr_int(op, FC_ATTR_ALIGN_CORNERS, 0) != 0;
-  int ntaps = mode == 1 ? 1 : mode == 0 ? 4 : 16;
+  int ntaps = mode == FC_GRID_MODE_NEAREST ? 1 : mode == FC_GRID_MODE_BILINEAR ? 4 : 16;
   int64_t numel;
   if (!fc_type_numel(rt, &numel)) return fc_cg_error(k, FC_ERR_LIMIT, "result is too large");
   int64_t rows = numel == 0 ? 0 : N * Ho;
@@ -434,8 +419,9 @@ FcStatus fc_kernel_grid_sample(FcKernel *k) {
   if (rows == 0) return FC_OK;
   LLVMTypeRef ct = fc_cg_compute_type(k, dt);
   bool empty = H == 0 || W == 0;
-  if (empty && pad != GS_ZEROS) return fc_cg_error(k, FC_ERR_INPUT, "cannot sample an empty image with padding");
-  GsGeom g = {.H = H, .W = W, .pad = (GsPad)pad};
+  if (empty && pad != FC_GRID_PAD_ZEROS)
+    return fc_cg_error(k, FC_ERR_INPUT, "cannot sample an empty image with padding");
+  GsGeom g = {.H = H, .W = W, .pad = pad};
   g.lo_x = align ? 0.0 : -0.5;
   g.hi_x = align ? (double)W - 1 : (double)W - 0.5;
   g.lo_y = align ? 0.0 : -0.5;
@@ -468,28 +454,28 @@ FcStatus fc_kernel_grid_sample(FcKernel *k) {
     x = ddiv(k, dsub(k, dmul(k, dadd(k, nx, cd(k, 1)), cd(k, (double)W)), cd(k, 1)), cd(k, 2));
     y = ddiv(k, dsub(k, dmul(k, dadd(k, ny, cd(k, 1)), cd(k, (double)H)), cd(k, 1)), cd(k, 2));
   }
-  if (mode == 1) { /* nearest rounds half to even, before padding */
+  if (mode == FC_GRID_MODE_NEAREST) { /* nearest rounds half to even, before padding */
     x = fun1(k, "llvm.roundeven", x);
     y = fun1(k, "llvm.roundeven", y);
   }
   LLVMValueRef outside = or1(k, or1(k, fcmp(k, LLVMRealOLT, x, cd(k, g.lo_x)), fcmp(k, LLVMRealOGT, x, cd(k, g.hi_x))),
                              or1(k, fcmp(k, LLVMRealOLT, y, cd(k, g.lo_y)), fcmp(k, LLVMRealOGT, y, cd(k, g.hi_y))));
-  if (pad == GS_BORDER) {
+  if (pad == FC_GRID_PAD_BORDER) {
     LLVMValueRef xb = sel(k, fcmp(k, LLVMRealOLT, x, cd(k, 0)), cd(k, 0),
                           sel(k, fcmp(k, LLVMRealOGT, x, cd(k, (double)(W - 1))), cd(k, (double)(W - 1)), x));
     LLVMValueRef yb = sel(k, fcmp(k, LLVMRealOLT, y, cd(k, 0)), cd(k, 0),
                           sel(k, fcmp(k, LLVMRealOGT, y, cd(k, (double)(H - 1))), cd(k, (double)(H - 1)), y));
     x = sel(k, outside, xb, x);
     y = sel(k, outside, yb, y);
-  } else if (pad == GS_REFLECTION) {
+  } else if (pad == FC_GRID_PAD_REFLECTION) {
     x = sel(k, outside, gs_reflect(k, x, g.lo_x, g.hi_x), x);
     y = sel(k, outside, gs_reflect(k, y, g.lo_y, g.hi_y), y);
   }
   LLVMValueRef is_nan = or1(k, fcmp(k, LLVMRealUNO, x, x), fcmp(k, LLVMRealUNO, y, y));
   GsTap taps[16];
-  if (mode == 1) {
+  if (mode == FC_GRID_MODE_NEAREST) {
     taps[0] = gs_tap(k, &g, gs_int(k, y), gs_int(k, x), cd(k, 1.0));
-  } else if (mode == 0) {
+  } else if (mode == FC_GRID_MODE_BILINEAR) {
     LLVMValueRef x1 = gs_int(k, fun1(k, "llvm.floor", x)), y1 = gs_int(k, fun1(k, "llvm.floor", y));
     LLVMValueRef dx2 = dsub(k, i2d(k, add(k, x1, c64(k, 1))), x), dx1 = dsub(k, x, i2d(k, x1));
     LLVMValueRef dy2 = dsub(k, i2d(k, add(k, y1, c64(k, 1))), y), dy1 = dsub(k, y, i2d(k, y1));
@@ -547,12 +533,12 @@ FcStatus fc_kernel_roi_align(FcKernel *k) {
   int64_t oh = fc_op_attr_int(op, FC_ATTR_OUTPUT_HEIGHT, 1), ow = fc_op_attr_int(op, FC_ATTR_OUTPUT_WIDTH, 1);
   int64_t ratio = fc_op_attr_int(op, FC_ATTR_SAMPLING_RATIO, 0);
   double spatial_scale = fc_op_attr_float(op, FC_ATTR_SPATIAL_SCALE, 1.0f);
-  const char *ms = fc_op_attr_str(op, FC_ATTR_MODE, "avg");
-  const char *cs = fc_op_attr_str(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, "half_pixel");
-  bool is_max = strcmp(ms, "max") == 0, half_pixel = strcmp(cs, "half_pixel") == 0;
-  if (!is_max && strcmp(ms, "avg") != 0) return fc_cg_error(k, FC_ERR_INPUT, "unknown mode \"%s\"", ms);
-  if (!half_pixel && strcmp(cs, "output_half_pixel") != 0)
-    return fc_cg_error(k, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", cs);
+  FcMode mode, ctm;
+  const char *s;
+  if (!fc_op_mode(op, FC_ML_ROI_MODE, &mode, &s)) return fc_cg_error(k, FC_ERR_INPUT, "unknown mode \"%s\"", s);
+  if (!fc_op_mode(op, FC_ML_ROI_CTM, &ctm, &s))
+    return fc_cg_error(k, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", s);
+  bool is_max = mode == FC_ROI_MODE_MAX, half_pixel = ctm == FC_ROI_CTM_HALF_PIXEL;
   if (xt->rank != 4 || bt->rank != 2 || it->rank != 1 || oh < 1 || ow < 1 || ratio < 0)
     return fc_cg_error(k, FC_ERR_INTERNAL, "operands or attributes are malformed");
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3], R = bt->dims[0], numel;

@@ -87,6 +87,17 @@ struct FcPipelineOptions;
 FcStatus fc_compile_jit(FcModule *m, const struct FcPipelineOptions *po, const struct FcCodegenOptions *co,
                         struct FcJit **out, FcDiag *diag);
 
+/* The runtime's command line that `flowc run` hands to frt_main ("flowc" FILE ... --input NAME=FILE ...). */
+typedef struct FcRunArgs {
+  int argc;
+  char **argv;
+} FcRunArgs;
+
+/* An FcShapeFn for `flowc run` (ctx: FcRunArgs): the type of the file that will feed input `name`, the
+ * index-th positional FILE or the one --input NAME=FILE names, read as frt_main will read it. */
+FcStatus fc_run_input_type(void *ctx, const char *name, int index, FcArena *arena, FcType *out,
+                           const char **source, FcDiag *diag);
+
 /* ---- testcase.c ---------------------------------------------------------------------------------- */
 
 /* One ONNX backend test case: `dir` holds model.onnx and test_data_set_<k>/{input,output}_<i>.pb. */

@@ -6,19 +6,26 @@
  * transformation attributes; their behaviour — output = floor(in * scale), x_original = x_resized /
  * scale, nearest picks floor — is exactly Resize-11's "asymmetric" transformation with nearest_mode
  * "floor", so they are written that way. When Resize gets `sizes`, the scale of each axis is
- * sizes / input (as the spec defines it); when it gets `scales`, the output size is
- * floor(input * scale), times the roi extent for tf_crop_and_resize.
+ * sizes / input, which ONNX's reference computes in double: the core op then carries no `scales`, and
+ * its users derive them from the shapes in double (an f32 scale moves x_original off exact ties, so
+ * nearest picked another pixel than PyTorch and ONNX Runtime: 96 -> 70, output 35). When it gets
+ * `scales` (f32 in ONNX), the output size is floor(input * scale), times the roi extent for
+ * tf_crop_and_resize. Mode names are checked against, and stored as, ir/sample_modes.def spells them.
  */
 #include "onnx.h"
+#include "sample_modes.h"
 
 #include <math.h>
 #include <string.h>
 
 static bool has_input(const FcLower *l, int i) { return i < l->n_in && l->in[i] != NULL; }
 
-static bool one_of(const char *s, const char *const *set) {
-  for (; *set; set++)
-    if (!strcmp(s, *set)) return true;
+/* The mode that `s`, the value of ONNX attribute `name`, spells in list l; false after an error naming it
+ * when l has no such mode. */
+static bool lx_mode(FcLower *l, FcModeList list, const char *name, const char *s, FcMode *out) {
+  if (fc_mode_parse_onnx(list, s, out)) return true;
+  char known[256];
+  fc_lx_error(l, "unknown %s '%s' (expected %s)", name, s, fc_mode_list_str(list, known, sizeof known));
   return false;
 }
 
@@ -37,7 +44,7 @@ static FcStatus const_floats(FcLower *l, int i, float **v, int *n) {
 }
 
 typedef struct ResizeSpec {
-  const char *mode, *ctm, *nearest_mode;
+  FcMode mode, ctm, nearest_mode;
   float cubic_a, extrapolation;
   int64_t exclude_outside;
   const float *scales; /* per axis, or NULL when sizes are given */
@@ -45,8 +52,8 @@ typedef struct ResizeSpec {
   const float *roi;     /* 2 * rank values, or NULL for the default [0.., 1..] */
 } ResizeSpec;
 
-/* Builds the core resize from a spec: completes sizes from scales (or scales from sizes), checks
- * them, and fills the default roi. */
+/* Builds the core resize from a spec: completes sizes from scales, checks them, and fills the default
+ * roi. Given sizes, the op carries no scales (see the file comment). */
 static FcStatus build_resize(FcLower *l, const ResizeSpec *rs) {
   FcValue *x = l->in[0];
   int r = x->type.rank;
@@ -58,7 +65,7 @@ static FcStatus build_resize(FcLower *l, const ResizeSpec *rs) {
     roi[i] = rs->roi ? rs->roi[i] : 0.0f;
     roi[r + i] = rs->roi ? rs->roi[r + i] : 1.0f;
   }
-  bool crop = !strcmp(rs->ctm, "tf_crop_and_resize");
+  bool crop = rs->ctm == FC_RESIZE_CTM_TF_CROP_AND_RESIZE;
   for (int i = 0; i < r; i++) {
     if (rs->sizes) {
       sizes[i] = rs->sizes[i];
@@ -66,7 +73,6 @@ static FcStatus build_resize(FcLower *l, const ResizeSpec *rs) {
         return fc_lx_error(l, "sizes[%d] = %lld is out of range", i, (long long)sizes[i]);
       if (in[i] == 0 && sizes[i] != 0)
         return fc_lx_error(l, "cannot resize an empty axis %d to %lld", i, (long long)sizes[i]);
-      scales[i] = in[i] ? (float)sizes[i] / (float)in[i] : 1.0f;
     } else {
       scales[i] = rs->scales[i];
       if (!(scales[i] > 0) || !isfinite(scales[i]))
@@ -83,14 +89,14 @@ static FcStatus build_resize(FcLower *l, const ResizeSpec *rs) {
   if (!fc_type_nbytes(&out_ty, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return fc_lx_error(l, "output is too large");
   FcAttr a[9] = {
-      FC_A_STR(COORDINATE_TRANSFORMATION_MODE, rs->ctm),
+      FC_A_STR(COORDINATE_TRANSFORMATION_MODE, fc_mode_name(rs->ctm)),
       FC_A_FLOAT(CUBIC_COEFF_A, rs->cubic_a),
       FC_A_INT(EXCLUDE_OUTSIDE, rs->exclude_outside),
       FC_A_FLOAT(EXTRAPOLATION_VALUE, rs->extrapolation),
-      FC_A_STR(MODE, rs->mode),
-      FC_A_STR(NEAREST_MODE, rs->nearest_mode),
+      FC_A_STR(MODE, fc_mode_name(rs->mode)),
+      FC_A_STR(NEAREST_MODE, fc_mode_name(rs->nearest_mode)),
       FC_A_FLOATS(ROI, roi, 2 * r),
-      FC_A_FLOATS(SCALES, scales, r),
+      FC_A_FLOATS(SCALES, scales, rs->sizes ? 0 : r),
       FC_A_INTS(SIZES, sizes, r),
   };
   l->out[0] = fc_b_op1(l->b, FC_OP_RESIZE, &x, 1, a, 9);
@@ -101,10 +107,11 @@ static FcStatus build_resize(FcLower *l, const ResizeSpec *rs) {
 static FcStatus build_legacy(FcLower *l, const char *mode, const float *scales, int n) {
   int r = l->in[0]->type.rank;
   if (n != r) return fc_lx_error(l, "scales has %d values for rank %d", n, r);
-  if (!strcmp(mode, "bilinear")) mode = "linear"; /* Upsample-1's name for it */
-  if (strcmp(mode, "nearest") && strcmp(mode, "linear")) return fc_lx_error(l, "unknown mode '%s'", mode);
-  ResizeSpec rs = {.mode = mode, .ctm = "asymmetric", .nearest_mode = "floor", .cubic_a = -0.75f,
-                   .extrapolation = 0.0f, .exclude_outside = 0, .scales = scales};
+  FcMode m;
+  if (!fc_mode_parse_onnx(FC_ML_RESIZE_MODE, mode, &m) || m == FC_RESIZE_MODE_CUBIC)
+    return fc_lx_error(l, "unknown mode '%s' (expected nearest|linear)", mode);
+  ResizeSpec rs = {.mode = m, .ctm = FC_RESIZE_CTM_ASYMMETRIC, .nearest_mode = FC_RESIZE_NEAREST_FLOOR,
+                   .cubic_a = -0.75f, .extrapolation = 0.0f, .exclude_outside = 0, .scales = scales};
   return build_resize(l, &rs);
 }
 
@@ -118,36 +125,34 @@ FcStatus fc_lower_resize(FcLower *l) {
     if ((st = const_floats(l, 1, &scales, &ns)) != FC_OK) return st;
     return build_legacy(l, fc_lx_str(l, "mode", "nearest"), scales, ns);
   }
-  static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
-  static const char *const ctms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                     "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
-  static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
   ResizeSpec rs = {
-      .mode = fc_lx_str(l, "mode", "nearest"),
-      .ctm = fc_lx_str(l, "coordinate_transformation_mode", "half_pixel"),
-      .nearest_mode = fc_lx_str(l, "nearest_mode", "round_prefer_floor"),
       .cubic_a = fc_lx_float(l, "cubic_coeff_a", -0.75f),
       .extrapolation = fc_lx_float(l, "extrapolation_value", 0.0f),
       .exclude_outside = fc_lx_int(l, "exclude_outside", 0) != 0,
   };
-  if (!one_of(rs.mode, modes)) return fc_lx_error(l, "unknown mode '%s'", rs.mode);
-  if (!one_of(rs.ctm, ctms) || (l->opset >= 13 && !strcmp(rs.ctm, "tf_half_pixel_for_nn")))
-    return fc_lx_error(l, "unknown coordinate_transformation_mode '%s'", rs.ctm);
-  if (!one_of(rs.nearest_mode, nmodes)) return fc_lx_error(l, "unknown nearest_mode '%s'", rs.nearest_mode);
+  const char *ctm = fc_lx_str(l, "coordinate_transformation_mode", "half_pixel");
+  bool tf_nn = !strcmp(ctm, "tf_half_pixel_for_nn"); /* Resize-11 only: a rewrite, see below */
+  if (tf_nn && l->opset >= 13) return fc_lx_error(l, "unknown coordinate_transformation_mode '%s'", ctm);
+  if (!lx_mode(l, FC_ML_RESIZE_MODE, "mode", fc_lx_str(l, "mode", "nearest"), &rs.mode) ||
+      !lx_mode(l, FC_ML_RESIZE_NEAREST, "nearest_mode", fc_lx_str(l, "nearest_mode", "round_prefer_floor"),
+               &rs.nearest_mode) ||
+      !(tf_nn || lx_mode(l, FC_ML_RESIZE_CTM, "coordinate_transformation_mode", ctm, &rs.ctm)))
+    return fc_lx_bail(l);
   /* Resize-11's tf_half_pixel_for_nn maps x to v = (x + 0.5) / scale; half_pixel maps it to w = v - 0.5.
    * For nearest, round_prefer_floor(v) = ceil(w) and floor(v) = round_prefer_ceil(w), so those two
    * combinations are rewritten into modes the core op has; the others have no equivalent. */
-  if (!strcmp(rs.ctm, "tf_half_pixel_for_nn")) {
-    const char *nm = !strcmp(rs.mode, "nearest") ? rs.nearest_mode : "";
-    if (!strcmp(nm, "round_prefer_floor")) rs.nearest_mode = "ceil";
-    else if (!strcmp(nm, "floor")) rs.nearest_mode = "round_prefer_ceil";
+  if (tf_nn) {
+    bool nearest = rs.mode == FC_RESIZE_MODE_NEAREST;
+    if (nearest && rs.nearest_mode == FC_RESIZE_NEAREST_ROUND_PREFER_FLOOR) rs.nearest_mode = FC_RESIZE_NEAREST_CEIL;
+    else if (nearest && rs.nearest_mode == FC_RESIZE_NEAREST_FLOOR)
+      rs.nearest_mode = FC_RESIZE_NEAREST_ROUND_PREFER_CEIL;
     else
       return fc_lx_unsupported(l, "coordinate_transformation_mode 'tf_half_pixel_for_nn' is only supported with mode "
                                   "'nearest' and nearest_mode 'round_prefer_floor' or 'floor'");
-    rs.ctm = "half_pixel";
+    rs.ctm = FC_RESIZE_CTM_HALF_PIXEL;
   }
   /* roi is only read by tf_crop_and_resize, so elsewhere it need not be a constant */
-  if (!strcmp(rs.ctm, "tf_crop_and_resize")) {
+  if (rs.ctm == FC_RESIZE_CTM_TF_CROP_AND_RESIZE) {
     if ((st = const_floats(l, 1, &roi, &nr)) != FC_OK) return st;
     if (nr > 0 && nr != 2 * r) return fc_lx_error(l, "roi has %d values for rank %d", nr, r);
     if (nr > 0) rs.roi = roi;
@@ -200,13 +205,12 @@ FcStatus fc_lower_upsample(FcLower *l) {
 FcStatus fc_lower_grid_sample(FcLower *l) {
   FcStatus st = fc_lx_need_inputs(l, 2);
   if (st != FC_OK) return st;
-  static const char *const modes[] = {"bilinear", "nearest", "bicubic", NULL};
-  static const char *const pmodes[] = {"zeros", "border", "reflection", NULL};
-  const char *mode = fc_lx_str(l, "mode", "bilinear"), *pmode = fc_lx_str(l, "padding_mode", "zeros");
-  if (!one_of(mode, modes)) return fc_lx_error(l, "unknown mode '%s'", mode);
-  if (!one_of(pmode, pmodes)) return fc_lx_error(l, "unknown padding_mode '%s'", pmode);
-  FcAttr a[3] = {FC_A_INT(ALIGN_CORNERS, fc_lx_int(l, "align_corners", 0) != 0), FC_A_STR(MODE, mode),
-                 FC_A_STR(PADDING_MODE, pmode)};
+  FcMode mode, pmode;
+  if (!lx_mode(l, FC_ML_GRID_MODE, "mode", fc_lx_str(l, "mode", "bilinear"), &mode) ||
+      !lx_mode(l, FC_ML_GRID_PAD, "padding_mode", fc_lx_str(l, "padding_mode", "zeros"), &pmode))
+    return fc_lx_bail(l);
+  FcAttr a[3] = {FC_A_INT(ALIGN_CORNERS, fc_lx_int(l, "align_corners", 0) != 0), FC_A_STR(MODE, fc_mode_name(mode)),
+                 FC_A_STR(PADDING_MODE, fc_mode_name(pmode))};
   l->out[0] = fc_b_op1(l->b, FC_OP_GRID_SAMPLE, l->in, 2, a, 3);
   return fc_lx_finish(l);
 }
@@ -215,19 +219,18 @@ FcStatus fc_lower_grid_sample(FcLower *l) {
 FcStatus fc_lower_roi_align(FcLower *l) {
   FcStatus st = fc_lx_need_inputs(l, 3);
   if (st != FC_OK) return st;
-  static const char *const modes[] = {"avg", "max", NULL};
-  static const char *const ctms[] = {"half_pixel", "output_half_pixel", NULL};
-  const char *mode = fc_lx_str(l, "mode", "avg");
-  const char *ctm = l->opset >= 16 ? fc_lx_str(l, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
-  if (!one_of(mode, modes)) return fc_lx_error(l, "unknown mode '%s'", mode);
-  if (!one_of(ctm, ctms)) return fc_lx_error(l, "unknown coordinate_transformation_mode '%s'", ctm);
+  const char *cs = l->opset >= 16 ? fc_lx_str(l, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
+  FcMode mode, ctm;
+  if (!lx_mode(l, FC_ML_ROI_MODE, "mode", fc_lx_str(l, "mode", "avg"), &mode) ||
+      !lx_mode(l, FC_ML_ROI_CTM, "coordinate_transformation_mode", cs, &ctm))
+    return fc_lx_bail(l);
   int64_t oh = fc_lx_int(l, "output_height", 1), ow = fc_lx_int(l, "output_width", 1),
           sr = fc_lx_int(l, "sampling_ratio", 0);
   if (oh < 1 || ow < 1 || oh > (1 << 20) || ow > (1 << 20))
     return fc_lx_error(l, "output_height/output_width out of range");
   if (sr < 0) return fc_lx_error(l, "sampling_ratio must be >= 0");
-  FcAttr a[6] = {FC_A_STR(COORDINATE_TRANSFORMATION_MODE, ctm), FC_A_STR(MODE, mode), FC_A_INT(OUTPUT_HEIGHT, oh),
-                 FC_A_INT(OUTPUT_WIDTH, ow), FC_A_INT(SAMPLING_RATIO, sr),
+  FcAttr a[6] = {FC_A_STR(COORDINATE_TRANSFORMATION_MODE, fc_mode_name(ctm)), FC_A_STR(MODE, fc_mode_name(mode)),
+                 FC_A_INT(OUTPUT_HEIGHT, oh), FC_A_INT(OUTPUT_WIDTH, ow), FC_A_INT(SAMPLING_RATIO, sr),
                  FC_A_FLOAT(SPATIAL_SCALE, fc_lx_float(l, "spatial_scale", 1.0f))};
   l->out[0] = fc_b_op1(l->b, FC_OP_ROI_ALIGN, l->in, 3, a, 6);
   return fc_lx_finish(l);

@@ -214,7 +214,8 @@ static void print_run_help(void) {
        "Compiles MODEL in memory (the pass pipeline, code generation for this CPU, LLVM's optimiser and a\n"
        "JIT) and runs it as the executable 'flowc build' would make:\n"
        "\n"
-       "run (the options of frt_main, which a built program takes too):");
+       "run (the options of frt_main, which a built program takes too; an input's symbolic dims take the\n"
+       "shape of its file, so no --shape is needed):");
   fputs(frt_run_options_help, stdout);
   puts("\n"
        "compile:\n"
@@ -738,6 +739,9 @@ static int run_run(Cli *c) {
   fc_diag_init(&d);
   FcModule *m = NULL;
   FcJit *jit = NULL;
+  FcRunArgs files = {c->rt_argc, c->rt_argv}; /* symbolic input dims take the shapes of these files */
+  c->imp.shape_fn = fc_run_input_type;
+  c->imp.shape_ctx = &files;
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
   if (st == FC_OK) {
     FcPipelineOptions po;

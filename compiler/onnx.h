@@ -41,6 +41,14 @@ typedef struct FcBinding {
 typedef FcStatus (*FcBindFn)(void *ctx, const char *input_name, int input_index, FcArena *arena,
                              FcTensor **out, FcDiag *diag);
 
+/* Asked for the type of a graph input whose ONNX type has symbolic or unknown dims, when neither --bind
+ * nor --shape fixes it (`flowc run` answers with the type of the file it will feed that input). `index`
+ * is the input's position among the compiled model's inputs. Return FC_OK with *out set (dims in
+ * `arena`) and *source naming where it came from (the file, for messages), FC_ERR_UNSUPPORTED when there
+ * is nothing to go by (the input is then reported as dynamic), or another status with a message in diag. */
+typedef FcStatus (*FcShapeFn)(void *ctx, const char *input_name, int index, FcArena *arena, FcType *out,
+                              const char **source, FcDiag *diag);
+
 /* A static shape for a graph input whose ONNX type has symbolic or unknown dims (--shape NAME=1x3x224x224).
  * It must agree with every dim the model does fix. */
 typedef struct FcInputShape {
@@ -57,6 +65,8 @@ typedef struct FcImportOptions {
   int n_bindings;
   FcBindFn bind_fn;
   void *bind_ctx;
+  FcShapeFn shape_fn; /* NULL: only --shape fixes dynamic dims */
+  void *shape_ctx;
 } FcImportOptions;
 
 void fc_import_options_default(FcImportOptions *o);

@@ -477,23 +477,67 @@ static const FcInputShape *find_shape(const FcImporter *imp, const char *name) {
   return NULL;
 }
 
-/* --shape NAME=DIMS fixes the symbolic dims of an input; it must agree with the dims the model fixes. */
-static FcStatus apply_shape(FcImporter *imp, const char *name, const FcInputShape *sh, FcType *decl) {
-  FcType t = fc_type_make(imp->a, decl->dtype, sh->rank, sh->dims);
-  if (sh->rank > imp->lim.max_rank)
-    return fc_error(imp->diag, FC_ERR_LIMIT, "--shape %s: rank %d is over the limit of %d (raise it with --max-rank)",
-                    name, sh->rank, imp->lim.max_rank);
-  for (int i = 0; i < sh->rank; i++)
-    if (sh->dims[i] < 0) return fc_error(imp->diag, FC_ERR_INPUT, "--shape %s: dimension %d is negative", name, i);
+/* Fixes the symbolic dims of an input's declared type to t (from --shape NAME=DIMS, or from the file
+ * `flowc run` feeds it); t must agree with what the model declares. `what` starts the messages. */
+static FcStatus fix_input_type(FcImporter *imp, const char *what, FcType t, FcType *decl) {
+  if (t.rank > imp->lim.max_rank)
+    return fc_error(imp->diag, FC_ERR_LIMIT, "%s: rank %d is over the limit of %d (raise it with --max-rank)", what,
+                    t.rank, imp->lim.max_rank);
+  for (int i = 0; i < t.rank; i++)
+    if (t.dims[i] < 0) return fc_error(imp->diag, FC_ERR_INPUT, "%s: dimension %d is negative", what, i);
   if (!type_accepts(decl, &t))
-    return fc_error(imp->diag, FC_ERR_INPUT, "--shape %s: %s does not fit the declared %s", name,
-                    decl_str(imp->a, &t), decl_str(imp->a, decl));
+    return fc_error(imp->diag, FC_ERR_INPUT, "%s: %s does not fit the declared %s", what, decl_str(imp->a, &t),
+                    decl_str(imp->a, decl));
   int64_t nbytes;
   if (!fc_type_nbytes(&t, &nbytes) || nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)
-    return fc_error(imp->diag, FC_ERR_LIMIT, "--shape %s: the input would be larger than the limit of %lld bytes",
-                    name, (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
+    return fc_error(imp->diag, FC_ERR_LIMIT, "%s: the input would be larger than the limit of %lld bytes", what,
+                    (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
   *decl = t;
   return FC_OK;
+}
+
+static bool type_is_static(const FcType *t) {
+  if (t->rank < 0 || t->dtype == FC_DT_COUNT) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i] < 0) return false;
+  return true;
+}
+
+/* The symbolic dims of a declared input, for messages: "a dynamic dimension 'N'" or "dynamic dimensions
+ * 'N', 'T'" (article), else "dimension 'N'" or "dimensions 'N', 'T'". */
+static const char *dynamic_dims(FcImporter *imp, const Onnx__ValueInfoProto *vi, bool article) {
+  const Onnx__TensorShapeProto *sh = vi->type->tensor_type->shape;
+  const char *list = "";
+  int n = 0;
+  for (size_t i = 0; i < sh->n_dim; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+    const char *p = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+                            *d->dim_param ? d->dim_param : "?";
+    list = fc_arena_printf(imp->a, "%s%s'%s'", list, n++ ? ", " : "", p);
+  }
+  const char *what = article ? (n > 1 ? "dynamic dimensions" : "a dynamic dimension")
+                             : n > 1 ? "dimensions" : "dimension";
+  return fc_arena_printf(imp->a, "%s %s", what, list);
+}
+
+/* Every input left with symbolic dims, in one message. */
+static FcStatus report_dynamic(FcImporter *imp, int n, const char *const *names,
+                               const Onnx__ValueInfoProto *const *infos) {
+  const char *hint = !imp->opts->shape_fn ? "" : n == 1 ? " or a file for the input" : " or a file for each";
+  if (n == 1)
+    return fc_error(imp->diag, FC_ERR_UNSUPPORTED,
+                    "input '%s' has %s; flowc needs static shapes: give them with --shape %s=DIMS%s", names[0],
+                    dynamic_dims(imp, infos[0], true), names[0], hint);
+  const char *list = "", *flags = "";
+  for (int i = 0; i < n; i++) {
+    list = fc_arena_printf(imp->a, "%s%s'%s' (%s)", list, i == 0 ? "" : i + 1 < n ? ", " : " and ", names[i],
+                           dynamic_dims(imp, infos[i], false));
+    flags = fc_arena_printf(imp->a, "%s%s--shape %s=DIMS", flags, i ? " " : "", names[i]);
+  }
+  return fc_error(imp->diag, FC_ERR_UNSUPPORTED,
+                  "inputs %s have dynamic dimensions; flowc needs static shapes: give them with %s%s", list, flags,
+                  hint);
 }
 
 static FcStatus import_inputs(FcImporter *imp, const Onnx__GraphProto *gp) {
@@ -504,7 +548,9 @@ static FcStatus import_inputs(FcImporter *imp, const Onnx__GraphProto *gp) {
     if (!found) return fc_error(imp->diag, FC_ERR_INPUT, "--shape names '%s', which is not a graph input", imp->opts->shapes[i].name);
   }
   imp->inputs = gp->n_input ? FC_NEW_ARRAY(imp->a, InputOrig, gp->n_input) : NULL;
-  int orig = 0;
+  int orig = 0, position = 0, n_dynamic = 0;
+  const char **dyn_names = FC_NEW_ARRAY(imp->a, const char *, gp->n_input + 1);
+  const Onnx__ValueInfoProto **dyn_infos = FC_NEW_ARRAY(imp->a, const Onnx__ValueInfoProto *, gp->n_input + 1);
   for (size_t i = 0; i < gp->n_input; i++) {
     const Onnx__ValueInfoProto *vi = gp->input[i];
     const char *name = vi->name;
@@ -519,9 +565,34 @@ static FcStatus import_inputs(FcImporter *imp, const Onnx__GraphProto *gp) {
     int index = from_initializer ? -1 : orig++;
     const FcInputShape *shape = bd ? NULL : find_shape(imp, name);
     FcType decl;
-    FcStatus st = input_type(imp, vi, bd != NULL || shape != NULL, &decl);
+    FcStatus st = input_type(imp, vi, true, &decl);
     if (st != FC_OK) return st;
-    if (shape && (st = apply_shape(imp, name, shape, &decl)) != FC_OK) return st;
+    if (shape) {
+      FcType t = {decl.dtype, shape->rank, shape->dims};
+      if ((st = fix_input_type(imp, fc_arena_printf(imp->a, "--shape %s", name), t, &decl)) != FC_OK) return st;
+    } else if (!bd && !type_is_static(&decl)) {
+      /* `flowc run` may know the shape from the input's file; the inputs nothing fixes are reported together. */
+      FcType t;
+      const char *source = NULL;
+      FcDiag local;
+      fc_diag_init(&local);
+      st = imp->opts->shape_fn ? imp->opts->shape_fn(imp->opts->shape_ctx, name, position, imp->a, &t, &source, &local)
+                               : FC_ERR_UNSUPPORTED;
+      if (st != FC_OK && st != FC_ERR_UNSUPPORTED) return fc_error(imp->diag, st, "%s", local.msg);
+      if (st == FC_OK) {
+        if (t.dtype == FC_DT_U16 && decl.dtype == FC_DT_BF16) t.dtype = FC_DT_BF16; /* .npy has no bf16 */
+        const char *what = fc_arena_printf(imp->a, "input '%s' (%s)", name, source ? source : "its file");
+        if ((st = fix_input_type(imp, what, t, &decl)) != FC_OK) return st;
+      } else if (decl.rank < 0 || decl.dtype == FC_DT_COUNT) {
+        return input_type(imp, vi, false, &decl); /* no shape or no type at all: that error, at once */
+      } else {
+        dyn_names[n_dynamic] = name;
+        dyn_infos[n_dynamic++] = vi;
+        position++;
+        continue;
+      }
+    }
+    if (!bd) position++;
     FcValue *v;
     if (bd) {
       FcDiag local;
@@ -543,7 +614,7 @@ static FcStatus import_inputs(FcImporter *imp, const Onnx__GraphProto *gp) {
     st = define(imp, name, v, false, NULL, NULL);
     if (st != FC_OK) return st;
   }
-  return FC_OK;
+  return n_dynamic ? report_dynamic(imp, n_dynamic, dyn_names, dyn_infos) : FC_OK;
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------------- */

@@ -63,8 +63,15 @@ class FlowcModel:
         self.lib = ctypes.CDLL(os.path.abspath(path))
         name = name or model_name(path)
         desc = FrtModel.in_dll(self.lib, name + "_model")
-        if desc.abi_version != 2:
-            raise RuntimeError(f"{path}: runtime ABI {desc.abi_version}, this script reads ABI 2")
+        if desc.abi_version != 3:
+            raise RuntimeError(f"{path}: runtime ABI {desc.abi_version}, this script reads ABI 3")
+        # A library built for features this CPU lacks refuses to run; say why before the first run.
+        check_cpu = getattr(self.lib, name + "_check_cpu")
+        check_cpu.restype = ctypes.c_int
+        check_cpu.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        msg = ctypes.create_string_buffer(512)
+        if check_cpu(msg, len(msg)) != 0:
+            raise RuntimeError(f"{path}: {msg.value.decode()}")
 
         def tensors(arr, n):
             return [(arr[i].name.decode(), np.dtype(DTYPES[arr[i].dtype]),

@@ -16,18 +16,10 @@
  */
 #include "eval_struct.h"
 #include "resize_map.h"
+#include "sample_modes.h"
 
 #include <math.h>
 #include <string.h>
-
-static bool pick(const char *s, const char *const *names, int n, int *out) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *out = i;
-      return true;
-    }
-  return false;
-}
 
 /* ---- resize -------------------------------------------------------------------------------------- */
 
@@ -41,8 +33,8 @@ FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   const char *an, *av;
   if (!fc_resize_params(op, &p, &an, &av)) return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown %s \"%s\"", an, av);
   double extrap = fc_op_attr_float(op, FC_ATTR_EXTRAPOLATION_VALUE, 0.0f);
-  if (p.mode != FC_RESIZE_NEAREST && !fc_dtype_is_float(xt->dtype))
-    return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "%s mode on %s", fc_resize_mode_name(p.mode),
+  if (p.mode != FC_RESIZE_MODE_NEAREST && !fc_dtype_is_float(xt->dtype))
+    return fc_ev_fail(op, diag, FC_ERR_UNSUPPORTED, "%s mode on %s", fc_mode_name(p.mode),
                       fc_dtype_name(xt->dtype));
 
   const float *scales, *roi;
@@ -79,7 +71,7 @@ FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   }
   size_t es = fc_dtype_size(xt->dtype);
   FcStatus st = FC_OK;
-  if (p.mode == FC_RESIZE_NEAREST) {
+  if (p.mode == FC_RESIZE_MODE_NEAREST) {
     /* One gather over all axes: any axis extrapolating gives the extrapolation value. */
     int64_t xs[FC_EV_MAX_RANK], idx[FC_EV_MAX_RANK] = {0};
     fc_ev_strides(xt, xs);
@@ -138,8 +130,6 @@ FcStatus fc_eval_resize(const FcOp *op, const FcTensor *const *in, FcTensor **ou
 
 /* ---- grid_sample --------------------------------------------------------------------------------- */
 
-typedef enum GsPad { GS_ZEROS, GS_BORDER, GS_REFLECTION } GsPad;
-
 /* Reflects x into [lo, hi] by the nearer border until it fits (ONNX Runtime's GsReflect). */
 static double gs_reflect(double x, double lo, double hi) {
   double range = hi - lo;
@@ -160,20 +150,20 @@ static double gs_reflect(double x, double lo, double hi) {
 typedef struct GsPlane {
   const double *x; /* one H x W plane */
   int64_t H, W;
-  GsPad pad;
+  FcMode pad; /* FC_GRID_PAD_* */
   double lo_x, hi_x, lo_y, hi_y; /* reflection borders */
 } GsPlane;
 
 static double gs_pixel(const GsPlane *g, int64_t y, int64_t x) {
   switch (g->pad) {
-  case GS_ZEROS:
+  case FC_GRID_PAD_ZEROS:
     if (x < 0 || x >= g->W || y < 0 || y >= g->H) return 0.0;
     break;
-  case GS_BORDER:
+  case FC_GRID_PAD_BORDER:
     x = x < 0 ? 0 : x >= g->W ? g->W - 1 : x;
     y = y < 0 ? 0 : y >= g->H ? g->H - 1 : y;
     break;
-  case GS_REFLECTION:
+  default: /* FC_GRID_PAD_REFLECTION */
     x = (int64_t)gs_reflect((double)x, g->lo_x, g->hi_x);
     y = (int64_t)gs_reflect((double)y, g->lo_y, g->hi_y);
     x = x < 0 ? 0 : x >= g->W ? g->W - 1 : x; /* reflection lands inside; guards rounding */
@@ -209,14 +199,10 @@ FcStatus fc_eval_grid_sample(const FcOp *op, const FcTensor *const *in, FcTensor
   if (gt->rank != 4 || gt->dims[0] != N || gt->dims[3] != 2 || rt->rank != 4 || rt->dtype != xt->dtype ||
       rt->dims[0] != N || rt->dims[1] != C || rt->dims[2] != gt->dims[1] || rt->dims[3] != gt->dims[2])
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "x [N,C,H,W], grid [N,Ho,Wo,2] and result [N,C,Ho,Wo] do not match");
-  static const char *const modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic"};
-  static const char *const pads[] = {"zeros", "border", "reflection"};
+  FcMode mode, pad;
   const char *s;
-  int mode, pad;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_MODE, "bilinear"), modes, 5, &mode))
-    return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown mode \"%s\"", s);
-  if (mode >= 3) mode -= 3;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_PADDING_MODE, "zeros"), pads, 3, &pad))
+  if (!fc_op_mode(op, FC_ML_GRID_MODE, &mode, &s)) return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown mode \"%s\"", s);
+  if (!fc_op_mode(op, FC_ML_GRID_PAD, &pad, &s))
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown padding_mode \"%s\"", s);
   bool align = fc_op_attr_int(op, FC_ATTR_ALIGN_CORNERS, 0) != 0;
   int64_t Ho = gt->dims[1], Wo = gt->dims[2];
@@ -225,14 +211,15 @@ FcStatus fc_eval_grid_sample(const FcOp *op, const FcTensor *const *in, FcTensor
   fc_ev_make_results(op, out, arena);
   if (fc_ev_numel(rt) == 0) return FC_OK;
   if (H == 0 || W == 0) {
-    if (pad != GS_ZEROS) return fc_ev_fail(op, diag, FC_ERR_INPUT, "cannot sample an empty image with padding");
+    if (pad != FC_GRID_PAD_ZEROS)
+      return fc_ev_fail(op, diag, FC_ERR_INPUT, "cannot sample an empty image with padding");
     return FC_OK;
   }
 
   FcArena scratch;
   fc_arena_init(&scratch);
   const double *X = fc_ev_load_f64(&scratch, in[0]), *G = fc_ev_load_f64(&scratch, in[1]);
-  GsPlane pl = {.H = H, .W = W, .pad = (GsPad)pad};
+  GsPlane pl = {.H = H, .W = W, .pad = pad};
   pl.lo_x = align ? 0.0 : -0.5;
   pl.hi_x = align ? (double)W - 1 : (double)W - 0.5;
   pl.lo_y = align ? 0.0 : -0.5;
@@ -244,15 +231,15 @@ FcStatus fc_eval_grid_sample(const FcOp *op, const FcTensor *const *in, FcTensor
         double nx = G[(b * Ho * Wo + i) * 2], ny = G[(b * Ho * Wo + i) * 2 + 1];
         double x = align ? (nx + 1) / 2 * (double)(W - 1) : ((nx + 1) * (double)W - 1) / 2;
         double y = align ? (ny + 1) / 2 * (double)(H - 1) : ((ny + 1) * (double)H - 1) / 2;
-        if (mode == 1) { /* nearest rounds half to even (nearbyint), before padding */
+        if (mode == FC_GRID_MODE_NEAREST) { /* nearest rounds half to even (nearbyint), before padding */
           x = nearbyint(x);
           y = nearbyint(y);
         }
         if (x < pl.lo_x || x > pl.hi_x || y < pl.lo_y || y > pl.hi_y) {
-          if (pad == GS_BORDER) {
+          if (pad == FC_GRID_PAD_BORDER) {
             x = x < 0 ? 0 : x > (double)(W - 1) ? (double)(W - 1) : x;
             y = y < 0 ? 0 : y > (double)(H - 1) ? (double)(H - 1) : y;
-          } else if (pad == GS_REFLECTION) {
+          } else if (pad == FC_GRID_PAD_REFLECTION) {
             x = gs_reflect(x, pl.lo_x, pl.hi_x);
             y = gs_reflect(y, pl.lo_y, pl.hi_y);
           }
@@ -260,9 +247,9 @@ FcStatus fc_eval_grid_sample(const FcOp *op, const FcTensor *const *in, FcTensor
         double v;
         if (x != x || y != y) {
           v = NAN;
-        } else if (mode == 1) {
+        } else if (mode == FC_GRID_MODE_NEAREST) {
           v = gs_pixel(&pl, gs_int(y), gs_int(x));
-        } else if (mode == 0) {
+        } else if (mode == FC_GRID_MODE_BILINEAR) {
           int64_t x1 = gs_int(floor(x)), y1 = gs_int(floor(y));
           double dx2 = (double)(x1 + 1) - x, dx1 = x - (double)x1, dy2 = (double)(y1 + 1) - y, dy1 = y - (double)y1;
           v = dy2 * (dx2 * gs_pixel(&pl, y1, x1) + dx1 * gs_pixel(&pl, y1, x1 + 1)) +
@@ -336,12 +323,12 @@ FcStatus fc_eval_roi_align(const FcOp *op, const FcTensor *const *in, FcTensor *
   int64_t oh = fc_op_attr_int(op, FC_ATTR_OUTPUT_HEIGHT, 1), ow = fc_op_attr_int(op, FC_ATTR_OUTPUT_WIDTH, 1);
   int64_t ratio = fc_op_attr_int(op, FC_ATTR_SAMPLING_RATIO, 0);
   double spatial_scale = fc_op_attr_float(op, FC_ATTR_SPATIAL_SCALE, 1.0f);
-  const char *ms = fc_op_attr_str(op, FC_ATTR_MODE, "avg");
-  const char *cs = fc_op_attr_str(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, "half_pixel");
-  bool is_max = strcmp(ms, "max") == 0, half_pixel = strcmp(cs, "half_pixel") == 0;
-  if (!is_max && strcmp(ms, "avg") != 0) return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown mode \"%s\"", ms);
-  if (!half_pixel && strcmp(cs, "output_half_pixel") != 0)
-    return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", cs);
+  FcMode mode, ctm;
+  const char *s;
+  if (!fc_op_mode(op, FC_ML_ROI_MODE, &mode, &s)) return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown mode \"%s\"", s);
+  if (!fc_op_mode(op, FC_ML_ROI_CTM, &ctm, &s))
+    return fc_ev_fail(op, diag, FC_ERR_INPUT, "unknown coordinate_transformation_mode \"%s\"", s);
+  bool is_max = mode == FC_ROI_MODE_MAX, half_pixel = ctm == FC_ROI_CTM_HALF_PIXEL;
   if (xt->rank != 4 || bt->rank != 2 || bt->dims[1] != 4 || it->rank != 1 || it->dims[0] != bt->dims[0] ||
       !fc_dtype_is_int(it->dtype))
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "x [N,C,H,W], rois [R,4] and integer batch_indices [R] expected");

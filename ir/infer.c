@@ -130,6 +130,16 @@ FcStatus fc_ih_choice(const FcOp *op, FcAttrName n, const char *const *choices, 
   return fc_ih_fail(op, diag, "attribute '%s' is \"%s\", expected %s", fc_attr_name_str(n), s, list);
 }
 
+FcStatus fc_ih_mode(const FcOp *op, FcModeList l, FcMode *out, FcDiag *diag) {
+  const char *s;
+  FcAttrName n = fc_mode_attr(l);
+  FC_ITRY(fc_ih_str(op, n, &s, diag));
+  if (fc_mode_parse(l, s, out)) return FC_OK;
+  char list[256];
+  return fc_ih_fail(op, diag, "attribute '%s' is \"%s\", expected %s", fc_attr_name_str(n), s,
+                    fc_mode_list_str(l, list, sizeof list));
+}
+
 FcStatus fc_ih_axis(const FcOp *op, FcAttrName n, int rank, int64_t *axis, FcDiag *diag) {
   FC_ITRY(fc_ih_int(op, n, axis, diag));
   if (*axis < 0 || *axis >= rank)

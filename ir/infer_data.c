@@ -253,16 +253,12 @@ FcStatus fc_infer_one_hot(FcOp *op, FcArena *arena, FcDiag *diag) {
 FcStatus fc_infer_resize(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   const FcType *x = fc_ih_in(op, 0);
-  static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
-  static const char *const ctms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                                     "asymmetric", "tf_crop_and_resize", NULL};
-  static const char *const nmodes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
-  const char *mode, *s;
-  FC_ITRY(fc_ih_choice(op, FC_ATTR_MODE, modes, &mode, diag));
-  FC_ITRY(fc_ih_choice(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, ctms, &s, diag));
-  FC_ITRY(fc_ih_choice(op, FC_ATTR_NEAREST_MODE, nmodes, &s, diag));
-  if (strcmp(mode, "nearest") == 0 ? x->dtype == FC_DT_BOOL : !fc_dtype_is_float(x->dtype))
-    return fc_ih_fail(op, diag, "mode %s does not support %s", mode, fc_dtype_name(x->dtype));
+  FcMode mode, m;
+  FC_ITRY(fc_ih_mode(op, FC_ML_RESIZE_MODE, &mode, diag));
+  FC_ITRY(fc_ih_mode(op, FC_ML_RESIZE_CTM, &m, diag));
+  FC_ITRY(fc_ih_mode(op, FC_ML_RESIZE_NEAREST, &m, diag));
+  if (mode == FC_RESIZE_MODE_NEAREST ? x->dtype == FC_DT_BOOL : !fc_dtype_is_float(x->dtype))
+    return fc_ih_fail(op, diag, "mode %s does not support %s", fc_mode_name(mode), fc_dtype_name(x->dtype));
   const int64_t *sizes;
   const float *scales, *roi;
   int n, nsc, nroi;

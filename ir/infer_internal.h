@@ -9,6 +9,7 @@
 #define FLOWC_INFER_INTERNAL_H
 
 #include "ir.h"
+#include "sample_modes.h"
 
 #define FC_ITRY(expr)                \
   do {                               \
@@ -33,6 +34,8 @@ FcStatus fc_ih_program(const FcOp *op, FcAttrName n, bool allow_x, FcArena *aren
                        FcDiag *diag);
 /* A required string attribute that must be one of the NULL-terminated `choices`. */
 FcStatus fc_ih_choice(const FcOp *op, FcAttrName n, const char *const *choices, const char **out, FcDiag *diag);
+/* A required string attribute holding a mode of list l (ir/sample_modes.def). */
+FcStatus fc_ih_mode(const FcOp *op, FcModeList l, FcMode *out, FcDiag *diag);
 /* A required int attribute `n` with 0 <= value < rank. */
 FcStatus fc_ih_axis(const FcOp *op, FcAttrName n, int rank, int64_t *axis, FcDiag *diag);
 

@@ -407,12 +407,10 @@ FcStatus fc_infer_grid_sample(FcOp *op, FcArena *arena, FcDiag *diag) {
     return fc_ih_fail(op, diag, "grid %s does not match input %s (expected [N, Ho, Wo, 2])",
                          fc_type_str(g, b1, sizeof b1), fc_type_str(x, b2, sizeof b2));
   }
-  static const char *const modes[] = {"bilinear", "nearest", "bicubic", NULL};
-  static const char *const pmodes[] = {"zeros", "border", "reflection", NULL};
-  const char *m;
+  FcMode m;
   int64_t flag;
-  FC_ITRY(fc_ih_choice(op, FC_ATTR_MODE, modes, &m, diag));
-  FC_ITRY(fc_ih_choice(op, FC_ATTR_PADDING_MODE, pmodes, &m, diag));
+  FC_ITRY(fc_ih_mode(op, FC_ML_GRID_MODE, &m, diag));
+  FC_ITRY(fc_ih_mode(op, FC_ML_GRID_PAD, &m, diag));
   FC_ITRY(fc_ih_flag(op, FC_ATTR_ALIGN_CORNERS, &flag, diag));
   int64_t d[4] = {x->dims[0], x->dims[1], g->dims[1], g->dims[2]};
   fc_ih_set(op, 0, arena, x->dtype, 4, d);
@@ -441,11 +439,9 @@ FcStatus fc_infer_roi_align(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (oh < 1 || ow < 1)
     return fc_ih_fail(op, diag, "output size %lldx%lld must be positive", (long long)oh, (long long)ow);
   if (sr < 0) return fc_ih_fail(op, diag, "sampling_ratio %lld is negative", (long long)sr);
-  static const char *const modes[] = {"avg", "max", NULL};
-  static const char *const ctms[] = {"half_pixel", "output_half_pixel", NULL};
-  const char *m;
-  FC_ITRY(fc_ih_choice(op, FC_ATTR_MODE, modes, &m, diag));
-  FC_ITRY(fc_ih_choice(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, ctms, &m, diag));
+  FcMode m;
+  FC_ITRY(fc_ih_mode(op, FC_ML_ROI_MODE, &m, diag));
+  FC_ITRY(fc_ih_mode(op, FC_ML_ROI_CTM, &m, diag));
   int64_t d[4] = {rois->dims[0], x->dims[1], oh, ow};
   fc_ih_set(op, 0, arena, x->dtype, 4, d);
   return FC_OK;

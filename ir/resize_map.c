@@ -9,51 +9,23 @@
 #include "resize_map.h"
 
 #include <math.h>
-#include <string.h>
-
-static const char *const ctm_names[] = {"half_pixel",    "half_pixel_symmetric", "pytorch_half_pixel",
-                                        "align_corners", "asymmetric",           "tf_crop_and_resize"};
-static const char *const mode_names[] = {"nearest", "linear", "cubic"};
-static const char *const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-
-static bool pick(const char *s, const char *const *names, int n, int *out) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *out = i;
-      return true;
-    }
-  return false;
-}
 
 bool fc_resize_params(const FcOp *op, FcResizeParams *p, const char **attr, const char **value) {
-  const char *s;
-  int v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_COORDINATE_TRANSFORMATION_MODE, "half_pixel"), ctm_names, 6, &v)) {
-    *attr = "coordinate_transformation_mode";
-    *value = s;
-    return false;
-  }
-  p->ctm = (FcResizeCtm)v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_MODE, "nearest"), mode_names, 3, &v)) {
-    *attr = "mode";
-    *value = s;
-    return false;
-  }
-  p->mode = (FcResizeMode)v;
-  if (!pick(s = fc_op_attr_str(op, FC_ATTR_NEAREST_MODE, "round_prefer_floor"), nearest_names, 4, &v)) {
-    *attr = "nearest_mode";
-    *value = s;
-    return false;
-  }
-  p->nearest = (FcResizeNearest)v;
+  static const FcModeList lists[3] = {FC_ML_RESIZE_CTM, FC_ML_RESIZE_MODE, FC_ML_RESIZE_NEAREST};
+  FcMode *fields[3] = {&p->ctm, &p->mode, &p->nearest};
+  for (int i = 0; i < 3; i++)
+    if (!fc_op_mode(op, lists[i], fields[i], value)) {
+      *attr = fc_attr_name_str(fc_mode_attr(lists[i]));
+      return false;
+    }
   p->cubic_a = fc_op_attr_float(op, FC_ATTR_CUBIC_COEFF_A, -0.75f);
   p->exclude_outside = fc_op_attr_int(op, FC_ATTR_EXCLUDE_OUTSIDE, 0) != 0;
   return true;
 }
 
-const char *fc_resize_mode_name(FcResizeMode mode) { return mode_names[mode]; }
-
-int fc_resize_taps_per(FcResizeMode mode) { return mode == FC_RESIZE_CUBIC ? 4 : mode == FC_RESIZE_LINEAR ? 2 : 1; }
+int fc_resize_taps_per(FcMode mode) {
+  return mode == FC_RESIZE_MODE_CUBIC ? 4 : mode == FC_RESIZE_MODE_LINEAR ? 2 : 1;
+}
 
 /* x_original of output coordinate x, in the reference's operation order; false when
  * tf_crop_and_resize lands outside the input (extrapolate). */
@@ -61,22 +33,23 @@ static bool resize_coord(const FcResizeParams *p, double x, double scale, int64_
                          float r1, double *xo) {
   double iw = (double)in, ow = scale * iw;
   switch (p->ctm) {
-  case FC_CTM_HALF_PIXEL: *xo = (x + 0.5) / scale - 0.5; return true;
-  case FC_CTM_HALF_PIXEL_SYMMETRIC: {
+  case FC_RESIZE_CTM_HALF_PIXEL: *xo = (x + 0.5) / scale - 0.5; return true;
+  case FC_RESIZE_CTM_HALF_PIXEL_SYMMETRIC: {
     double adjustment = (double)out / ow, center = iw / 2;
     *xo = center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
     return true;
   }
-  case FC_CTM_PYTORCH_HALF_PIXEL: *xo = ow > 1 ? (x + 0.5) / scale - 0.5 : 0.0; return true;
-  case FC_CTM_ALIGN_CORNERS: *xo = ow == 1 ? 0.0 : x * (iw - 1) / (ow - 1); return true;
-  case FC_CTM_ASYMMETRIC: *xo = x / scale; return true;
-  case FC_CTM_TF_CROP: {
+  case FC_RESIZE_CTM_PYTORCH_HALF_PIXEL: *xo = ow > 1 ? (x + 0.5) / scale - 0.5 : 0.0; return true;
+  case FC_RESIZE_CTM_ALIGN_CORNERS: *xo = ow == 1 ? 0.0 : x * (iw - 1) / (ow - 1); return true;
+  case FC_RESIZE_CTM_ASYMMETRIC: *xo = x / scale; return true;
+  case FC_RESIZE_CTM_TF_CROP_AND_RESIZE: {
     /* The reference subtracts the f32 roi values in f32. */
     double span = (double)(r1 - r0);
     *xo = ow == 1 ? span * (iw - 1) / 2 : x * span * (iw - 1) / (ow - 1);
     *xo += (double)r0 * (iw - 1);
     return !(*xo < 0 || *xo > iw - 1);
   }
+  default: break; /* fc_resize_params only gives the modes above */
   }
   FC_UNREACHABLE();
 }
@@ -84,7 +57,7 @@ static bool resize_coord(const FcResizeParams *p, double x, double scale, int64_
 /* Interpolation coefficients for ratio in (0, 1] over the taps left-1 .. left+2 (cubic) or left ..
  * left+1 (linear). */
 static int resize_coeffs(const FcResizeParams *p, double ratio, double *c) {
-  if (p->mode == FC_RESIZE_LINEAR) {
+  if (p->mode == FC_RESIZE_MODE_LINEAR) {
     c[0] = 1 - ratio;
     c[1] = ratio;
     return 2;
@@ -120,12 +93,12 @@ void fc_resize_axis_map(const FcResizeParams *p, double scale, float r0, float r
     double left = integral ? xo - 1 : fl, ratio = integral ? 1.0 : xo - fl;
     if (!(fabs(left) < 4e18)) left = left > 0 ? 4e18 : -4e18; /* NaN/huge coordinates: clamped below */
     int64_t l = (int64_t)left;
-    if (p->mode == FC_RESIZE_NEAREST) {
+    if (p->mode == FC_RESIZE_MODE_NEAREST) {
       bool up;
       switch (p->nearest) {
-      case FC_NEAREST_ROUND_PREFER_FLOOR: up = ratio > 0.5; break;
-      case FC_NEAREST_ROUND_PREFER_CEIL: up = ratio >= 0.5; break;
-      case FC_NEAREST_FLOOR: up = false; break;
+      case FC_RESIZE_NEAREST_ROUND_PREFER_FLOOR: up = ratio > 0.5; break;
+      case FC_RESIZE_NEAREST_ROUND_PREFER_CEIL: up = ratio >= 0.5; break;
+      case FC_RESIZE_NEAREST_FLOOR: up = false; break;
       default: up = true; break;
       }
       int64_t i = integral ? l + 1 : up ? l + 1 : l;

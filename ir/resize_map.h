@@ -6,28 +6,12 @@
 #ifndef FLOWC_RESIZE_MAP_H
 #define FLOWC_RESIZE_MAP_H
 
-#include "ir.h"
-
-typedef enum FcResizeCtm {
-  FC_CTM_HALF_PIXEL,
-  FC_CTM_HALF_PIXEL_SYMMETRIC,
-  FC_CTM_PYTORCH_HALF_PIXEL,
-  FC_CTM_ALIGN_CORNERS,
-  FC_CTM_ASYMMETRIC,
-  FC_CTM_TF_CROP,
-} FcResizeCtm;
-typedef enum FcResizeMode { FC_RESIZE_NEAREST, FC_RESIZE_LINEAR, FC_RESIZE_CUBIC } FcResizeMode;
-typedef enum FcResizeNearest {
-  FC_NEAREST_ROUND_PREFER_FLOOR,
-  FC_NEAREST_ROUND_PREFER_CEIL,
-  FC_NEAREST_FLOOR,
-  FC_NEAREST_CEIL,
-} FcResizeNearest;
+#include "sample_modes.h"
 
 typedef struct FcResizeParams {
-  FcResizeCtm ctm;
-  FcResizeMode mode;
-  FcResizeNearest nearest;
+  FcMode ctm;     /* FC_RESIZE_CTM_* */
+  FcMode mode;    /* FC_RESIZE_MODE_* */
+  FcMode nearest; /* FC_RESIZE_NEAREST_* */
   double cubic_a;
   bool exclude_outside;
 } FcResizeParams;
@@ -46,9 +30,8 @@ typedef struct FcResizeAxis {
 /* Reads the resize attributes of `op` into *p; false on an unknown string attribute, with *attr its
  * name and *value the string. */
 bool fc_resize_params(const FcOp *op, FcResizeParams *p, const char **attr, const char **value);
-const char *fc_resize_mode_name(FcResizeMode mode);
 /* Taps per output of a mode: 1 (nearest), 2 (linear), 4 (cubic). */
-int fc_resize_taps_per(FcResizeMode mode);
+int fc_resize_taps_per(FcMode mode);
 /* Fills m's tables (from arena a) for an axis of m->in inputs and m->out outputs at `scale`, with
  * roi [r0, r1] for tf_crop_and_resize. */
 void fc_resize_axis_map(const FcResizeParams *p, double scale, float r0, float r1, FcResizeAxis *m, FcArena *a);

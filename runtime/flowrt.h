@@ -96,16 +96,28 @@ typedef struct FrtModel {
   const char *const *kernel_names; /* "node '<name>' (<op>)", for run-time data errors */
   const double *kernel_flops;      /* per kernel: 2 per multiply-accumulate of conv and matmul, 0 for
                                       other ops (the --profile table's GFLOP/s); NULL: not counted */
+  const char *cpu;                 /* the CPU the code was compiled for (--cpu), for messages */
+  const char *cpu_features;        /* instruction-set features the code uses, comma-separated in LLVM's
+                                      spelling ("avx,avx2,fma,..."), checked by frt_cpu_check; NULL or
+                                      "": none checked (other architectures) */
 } FrtModel;
 
-#define FRT_ABI_VERSION 2
+#define FRT_ABI_VERSION 3
 
 size_t frt_model_workspace_size(const FrtModel *m);
-/* Runs the model once. Checks the ABI version, that no buffer is NULL and that the workspace is 64-byte
- * aligned, nothing about the buffers' contents; never allocates. A non-zero return of m->run becomes
- * FRT_ERR_INPUT naming kernel_names[rc - 1]. */
+/* Runs the model once. Checks the ABI version, that this CPU has m->cpu_features (FRT_ERR_UNSUPPORTED
+ * naming the missing ones otherwise: the code would die of an illegal instruction), that no buffer is
+ * NULL and that the workspace is 64-byte aligned, nothing about the buffers' contents; never allocates.
+ * A non-zero return of m->run becomes FRT_ERR_INPUT naming kernel_names[rc - 1]. */
 FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *const *outputs, void *workspace,
                         FrtPool *pool, FrtError *err);
+
+/* 0 when this CPU has every feature of the comma-separated `required` list (FrtModel.cpu_features;
+ * NULL or "" needs none); otherwise -1 and, when msg is not NULL, one line in msg (cap bytes, always
+ * NUL-terminated): "this CPU lacks avx512f, avx512bw, which the model was compiled for (--cpu
+ * skylake-avx512)". Features come from CPUID, counted only where the OS enables their registers (XGETBV).
+ * Never prints or exits; the generated NAME_run and NAME_check_cpu of --emit lib/obj call it. */
+int frt_cpu_check(const char *required, const char *cpu, char *msg, size_t cap);
 
 /* ---- thread pool (called by generated code) ------------------------------------------------------ */
 

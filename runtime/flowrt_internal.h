@@ -59,6 +59,16 @@ FrtStatus frt_pb_parse(const char *path, uint8_t *buf, size_t len, FrtTensor *ou
  * the raw bytes follow it in the file. Returns the length, 0 if cap is too small. */
 size_t frt_pb_header(const FrtTensor *t, const char *name, uint8_t *buf, size_t cap);
 
+/* ---- cpu.c ------------------------------------------------------------------------------------------ */
+
+/* Index of feature name[0..len) in cpu_features.def (bit i of a host set), or -1. */
+int frt_cpu_feature_index(const char *name, size_t len);
+/* This CPU's features as a bit set over cpu_features.def (0 on other architectures). */
+uint64_t frt_cpu_host_features(void);
+/* How many features of the comma-separated `required` list are not in the set `have` (names this
+ * runtime does not know are not counted); their names, ", "-separated, go to out (cap bytes). */
+int frt_cpu_missing(const char *required, uint64_t have, char *out, size_t cap);
+
 /* ---- io.c ------------------------------------------------------------------------------------------- */
 
 /* Validates a caller-built tensor before writing (dtype, rank, dims, nbytes, data). */

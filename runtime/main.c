@@ -213,6 +213,9 @@ static int check_model(const Cli *c) {
   if (m->n_inputs < 0 || m->n_outputs < 0 || (m->n_inputs && !m->inputs) || (m->n_outputs && !m->outputs) ||
       !m->run)
     return fail(c, EXIT_INPUT, "malformed model description");
+  char cpu_msg[512];
+  if (frt_cpu_check(m->cpu_features, m->cpu, cpu_msg, sizeof cpu_msg) != 0)
+    return fail(c, EXIT_INPUT, "%s", cpu_msg);
   size_t n;
   for (int32_t i = 0; i < m->n_inputs; i++)
     if (!desc_ok(&m->inputs[i], &n))

@@ -830,7 +830,7 @@ static int add_run(const void *const *inputs, void *const *outputs, void *worksp
 }
 
 static const char *const add_kernels[] = {"node 'add' (add)", "node 'scores' (gather)", "node 'sum' (reduce_sum)"};
-static const FrtModel add_model = {FRT_ABI_VERSION, "add1", 2, 3, add_inputs, add_outputs, 100, add_run, 3, add_kernels, NULL};
+static const FrtModel add_model = {FRT_ABI_VERSION, "add1", 2, 3, add_inputs, add_outputs, 100, add_run, 3, add_kernels, NULL, NULL, NULL};
 
 static const int64_t c_dims[] = {4};
 static const FrtTensorDesc const_outputs[] = {{"c", FRT_I32, 1, c_dims}};
@@ -842,7 +842,7 @@ static int const_run(const void *const *inputs, void *const *outputs, void *work
   return 0;
 }
 
-static const FrtModel const_model = {FRT_ABI_VERSION, "squares", 0, 1, NULL, const_outputs, 0, const_run, 0, NULL, NULL};
+static const FrtModel const_model = {FRT_ABI_VERSION, "squares", 0, 1, NULL, const_outputs, 0, const_run, 0, NULL, NULL, NULL, NULL};
 
 /* Kernel 1 (0-based) finds bad data. */
 static const int64_t h_dims[] = {3};
@@ -853,7 +853,7 @@ static int copy_run(const void *const *inputs, void *const *outputs, void *works
   return 0;
 }
 
-static const FrtModel bf16_model = {FRT_ABI_VERSION, "copy", 1, 1, bf_io, bf_io, 0, copy_run, 0, NULL, NULL};
+static const FrtModel bf16_model = {FRT_ABI_VERSION, "copy", 1, 1, bf_io, bf_io, 0, copy_run, 0, NULL, NULL, NULL, NULL};
 
 static int fail_run(const void *const *inputs, void *const *outputs, void *workspace, FrtPool *pool) { return 2; }
 
@@ -1142,7 +1142,7 @@ static void test_main_errors(void **state) {
   m = add_model;
   m.abi_version = 1;
   expect_fail(&m, ARGS(tmp("x.npy"), tmp("n.pb")), 1,
-              "model: error: the model was built for runtime ABI 1, this runtime is ABI 2\n");
+              "model: error: the model was built for runtime ABI 1, this runtime is ABI 3\n");
   static const int64_t neg[] = {-1};
   static const FrtTensorDesc bad_out[] = {{"o", FRT_F32, 1, neg}};
   m = const_model;

@@ -2,6 +2,7 @@
 #   quoted   names with quotes, a backslash and a newline (DOT escaping)
 #   consts   a chain of 70 Adds with one initializer each (more constants than --emit dot draws)
 #   gemm     Gemm with weights and bias initializers (parameters and FLOPs in flowc info)
+#   dynamic  y = a + b + c with a: [N, 3], b: [N, T] (symbolic N, T) and c: [3] (static)
 import sys
 
 import numpy as np
@@ -47,4 +48,14 @@ def gemm():
     return helper.make_graph([node], 'gemm', [x], [y], [w, b])
 
 
-save({'quoted': quoted, 'consts': consts, 'gemm': gemm}[sys.argv[1]](), sys.argv[2])
+def dynamic():
+    a = helper.make_tensor_value_info('a', TensorProto.FLOAT, ['N', 3])
+    b = helper.make_tensor_value_info('b', TensorProto.FLOAT, ['N', 'T'])
+    c = helper.make_tensor_value_info('c', TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 3])
+    nodes = [helper.make_node('Add', ['a', 'b'], ['ab'], name='add_ab'),
+             helper.make_node('Add', ['ab', 'c'], ['y'], name='add_c')]
+    return helper.make_graph(nodes, 'dynamic', [a, b, c], [y])
+
+
+save({'quoted': quoted, 'consts': consts, 'gemm': gemm, 'dynamic': dynamic}[sys.argv[1]](), sys.argv[2])

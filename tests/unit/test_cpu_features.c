@@ -1,0 +1,134 @@
+/* test_cpu_features.c — the CPU-feature check of built programs: the runtime's matching of a model's
+ * required list against a host set (runtime/cpu.c), with made-up hosts so it does not depend on the
+ * machine, and the features codegen records for a --cpu (codegen/cg_cpu_features.cpp). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cg_private.h"
+#include "flowrt_internal.h"
+
+/* A host set holding the named features (comma-separated). */
+static uint64_t host(const char *names) {
+  uint64_t have = 0;
+  for (const char *p = names; *p;) {
+    size_t len = strcspn(p, ",");
+    int i = frt_cpu_feature_index(p, len);
+    assert_true(i >= 0);
+    have |= (uint64_t)1 << i;
+    p += len + (p[len] == ',');
+  }
+  return have;
+}
+
+static void test_missing(void **state) {
+  (void)state;
+  char out[256];
+  uint64_t avx2_host = host("sse4.2,avx,avx2,fma,f16c,bmi,bmi2");
+  assert_int_equal(frt_cpu_missing("avx,avx2,fma", avx2_host, out, sizeof out), 0);
+  assert_string_equal(out, "");
+  /* skylake-avx512 code on an AVX2-only host (a Zen 3) */
+  assert_int_equal(frt_cpu_missing("avx,avx2,fma,avx512f,avx512bw,avx512dq,avx512vl", avx2_host, out, sizeof out), 4);
+  assert_string_equal(out, "avx512f, avx512bw, avx512dq, avx512vl");
+  /* sapphirerapids code on an AVX-512 host without AMX and FP16 (an Ice Lake) */
+  uint64_t icx = avx2_host | host("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni");
+  assert_int_equal(frt_cpu_missing("avx512f,avx512vnni,avx512fp16,amx-tile", icx, out, sizeof out), 2);
+  assert_string_equal(out, "avx512fp16, amx-tile");
+  /* Names are matched whole: "avx" is not "avx2", and a name this runtime does not know is not held
+   * against the CPU. */
+  assert_int_equal(frt_cpu_missing("avx2", host("avx"), out, sizeof out), 1);
+  assert_int_equal(frt_cpu_missing("avx", host("avx2"), out, sizeof out), 1);
+  assert_int_equal(frt_cpu_missing("avx2,future-feature,,", avx2_host, out, sizeof out), 0);
+  assert_int_equal(frt_cpu_missing("", 0, out, sizeof out), 0);
+  assert_int_equal(frt_cpu_missing(NULL, 0, out, sizeof out), 0);
+  /* A small buffer is cut, never overrun; the count stays right. */
+  char tiny[8];
+  assert_int_equal(frt_cpu_missing("avx512f,avx512bw,avx512dq", 0, tiny, sizeof tiny), 3);
+  assert_true(strlen(tiny) < sizeof tiny);
+}
+
+static void test_check_host(void **state) {
+  (void)state;
+  char msg[512];
+  assert_int_equal(frt_cpu_check(NULL, "x", msg, sizeof msg), 0);
+  assert_int_equal(frt_cpu_check("", "x", msg, sizeof msg), 0);
+  /* What the host has passes; the host's set is the same on every call. */
+  uint64_t have = frt_cpu_host_features();
+  assert_true(have == frt_cpu_host_features());
+  char list[1024] = "";
+  for (int i = 0; i < 64; i++)
+    if (have >> i & 1) {
+      static const char *const names[] = {
+#define FRT_CPU_FEATURE(name, leaf, subleaf, reg, bit, state) name,
+#include "cpu_features.def"
+#undef FRT_CPU_FEATURE
+      };
+      strcat(list, *list ? "," : "");
+      strcat(list, names[i]);
+    }
+  assert_int_equal(frt_cpu_check(list, "native", msg, sizeof msg), 0);
+  assert_string_equal(msg, "");
+}
+
+/* The features recorded for a CPU name: those the CPU implies, within the runtime's list. */
+static void features_of(const char *triple, const char *cpu, char *buf, size_t cap) {
+  FcCodegenOptions o = {.triple = triple, .cpu = cpu, .opt_level = 2};
+  FcTarget *t = NULL;
+  FcDiag d;
+  fc_diag_init(&d);
+  assert_int_equal(fc_target_resolve(&o, &t, &d), FC_OK);
+  fc_cg_cpu_features(t, buf, cap);
+  fc_target_free(t);
+}
+
+static bool listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && memcmp(p, name, n) == 0) return true;
+    p += len + (p[len] == ',');
+  }
+  return false;
+}
+
+static void test_recorded(void **state) {
+  (void)state;
+  char f[1024];
+  features_of("x86_64-pc-linux-gnu", "x86-64-v3", f, sizeof f);
+  assert_true(listed(f, "avx2") && listed(f, "fma") && listed(f, "avx") && listed(f, "bmi2"));
+  assert_false(listed(f, "avx512f"));
+  features_of("x86_64-pc-linux-gnu", "skylake-avx512", f, sizeof f);
+  assert_true(listed(f, "avx512f") && listed(f, "avx512bw") && listed(f, "avx512vl") && listed(f, "avx2"));
+  assert_false(listed(f, "amx-tile") || listed(f, "avx512fp16"));
+  features_of("x86_64-pc-linux-gnu", "sapphirerapids", f, sizeof f);
+  assert_true(listed(f, "amx-tile") && listed(f, "avx512fp16"));
+  /* The matching agrees: skylake-avx512 code needs exactly the AVX-512 features of an AVX2 host. */
+  char out[256];
+  features_of("x86_64-pc-linux-gnu", "skylake-avx512", f, sizeof f);
+  char v3[1024];
+  features_of("x86_64-pc-linux-gnu", "x86-64-v3", v3, sizeof v3);
+  uint64_t v3_host = 0;
+  for (const char *p = v3; *p;) {
+    size_t len = strcspn(p, ",");
+    v3_host |= (uint64_t)1 << frt_cpu_feature_index(p, len);
+    p += len + (p[len] == ',');
+  }
+  assert_true(frt_cpu_missing(f, v3_host, out, sizeof out) > 0);
+  assert_non_null(strstr(out, "avx512f"));
+  /* Other architectures record nothing (the runtime checks x86-64 only). */
+  features_of("aarch64-linux-gnu", "generic", f, sizeof f);
+  assert_string_equal(f, "");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_missing),
+      cmocka_unit_test(test_check_host),
+      cmocka_unit_test(test_recorded),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
