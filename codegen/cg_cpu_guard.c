@@ -50,11 +50,12 @@ FcStatus fc_emit_cpu_guard(LLVMModuleRef mod, const FcTarget *t, const char *nam
   LLVMTypeRef size_ty = LLVMIntPtrTypeInContext(ctx, LLVMGetModuleDataLayout(mod));
   LLVMValueRef features = LLVMGetOperand(init, MODEL_FIELD_CPU_FEATURES), cpu = LLVMGetOperand(init, MODEL_FIELD_CPU);
 
-  /* int frt_cpu_check(const char *required, const char *cpu, char *msg, size_t cap) */
+  /* int frt_cpu_check_const(const char *required, const char *cpu, char *msg, size_t cap): the model's
+   * list is a constant, so after the first run the check is a pointer compare */
   LLVMTypeRef check_params[4] = {ptr, ptr, ptr, size_ty};
   LLVMTypeRef check_ty = LLVMFunctionType(i32, check_params, 4, 0);
-  LLVMValueRef check = LLVMGetNamedFunction(mod, "frt_cpu_check");
-  if (!check) check = LLVMAddFunction(mod, "frt_cpu_check", check_ty);
+  LLVMValueRef check = LLVMGetNamedFunction(mod, "frt_cpu_check_const");
+  if (!check) check = LLVMAddFunction(mod, "frt_cpu_check_const", check_ty);
 
   LLVMSetValueName2(body, "", 0); /* the body loses the public name to the wrapper */
   LLVMSetLinkage(body, LLVMInternalLinkage);

@@ -9,6 +9,8 @@
  * AVX-512's zmm and opmasks, AMX's tiles) counts only when XGETBV says the OS saves that state: a CPU
  * with AVX-512 under a kernel that does not enable it faults just the same. The matching itself
  * (frt_cpu_missing) is a pure function of the list and a host bit set, so tests give it made-up hosts.
+ * Parsing a model's list costs about a microsecond, a visible share of a small model's run, so the
+ * per-run callers use frt_cpu_check_const, which remembers the addresses of constant lists that passed.
  * On other architectures no feature is known and nothing is checked.
  */
 #include <stdio.h>
@@ -118,4 +120,21 @@ int frt_cpu_check(const char *required, const char *cpu, char *msg, size_t cap) 
     snprintf(msg, cap, "this CPU lacks %s, which the model was compiled for (--cpu %s)", names,
              cpu && *cpu ? cpu : "?");
   return -1;
+}
+
+int frt_cpu_check_const(const char *required, const char *cpu, char *msg, size_t cap) {
+  enum { SLOTS = 8 }; /* models in one process whose lists are remembered; more are only parsed again */
+  static _Atomic(const char *) passed[SLOTS];
+  static _Atomic unsigned next;
+  if (required)
+    for (int i = 0; i < SLOTS; i++)
+      if (passed[i] == required) {
+        if (msg && cap)
+          msg[0] = 0;
+        return 0;
+      }
+  int rc = frt_cpu_check(required, cpu, msg, cap);
+  if (rc == 0 && required)
+    passed[next++ % SLOTS] = required;
+  return rc;
 }

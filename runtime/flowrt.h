@@ -118,6 +118,10 @@ FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *cons
  * skylake-avx512)". Features come from CPUID, counted only where the OS enables their registers (XGETBV).
  * Never prints or exits; the generated NAME_run and NAME_check_cpu of --emit lib/obj call it. */
 int frt_cpu_check(const char *required, const char *cpu, char *msg, size_t cap);
+/* frt_cpu_check for a list that never changes at its address (a model's cpu_features, a constant): a
+ * list that passed is remembered by its address and not parsed again, so the check costs nothing per run.
+ * frt_model_run, frt_main and the generated NAME_run use this one. */
+int frt_cpu_check_const(const char *required, const char *cpu, char *msg, size_t cap);
 
 /* ---- thread pool (called by generated code) ------------------------------------------------------ */
 

@@ -214,7 +214,7 @@ static int check_model(const Cli *c) {
       !m->run)
     return fail(c, EXIT_INPUT, "malformed model description");
   char cpu_msg[512];
-  if (frt_cpu_check(m->cpu_features, m->cpu, cpu_msg, sizeof cpu_msg) != 0)
+  if (frt_cpu_check_const(m->cpu_features, m->cpu, cpu_msg, sizeof cpu_msg) != 0)
     return fail(c, EXIT_INPUT, "%s", cpu_msg);
   size_t n;
   for (int32_t i = 0; i < m->n_inputs; i++)

@@ -47,7 +47,7 @@ FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *cons
     return frt_errorf(err, FRT_ERR_INPUT, "model '%s': the workspace is not %d-byte aligned", name,
                       FRT_ALIGN);
   char cpu_msg[512];
-  if (frt_cpu_check(m->cpu_features, m->cpu, cpu_msg, sizeof cpu_msg) != 0)
+  if (frt_cpu_check_const(m->cpu_features, m->cpu, cpu_msg, sizeof cpu_msg) != 0)
     return frt_errorf(err, FRT_ERR_UNSUPPORTED, "model '%s': %s", name, cpu_msg);
   int rc = m->run(inputs, outputs, workspace, pool);
   if (rc != 0) {
