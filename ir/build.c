@@ -38,7 +38,7 @@ FcOp *fc_b_op(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_opera
   FcOp *op = fc_op_create(b->g, kind, operands, n_operands, n_results);
   op->loc = b->loc ? fc_arena_strdup(&b->g->module->arena, b->loc) : NULL;
   for (int i = 0; i < n_attrs; i++) fc_op_set_attr(op, attrs[i]);
-  FcStatus st = fc_op_info(kind)->infer(op, &b->g->module->arena, b->diag);
+  FcStatus st = fc_op_infer_types(op, &b->g->module->arena, b->diag);
   if (st != FC_OK) {
     b->status = st;
     /* Detach the operands again so use lists stay exact; the op itself stays in the arena. */

@@ -11,10 +11,9 @@
 
 FcStatus fc_pass_shapes(FcModule *m, FcDiag *diag) {
   fc_graph_for_each_op(m->graph, op) {
-    const FcOpInfo *info = fc_op_info(op->kind);
     FcDiag d;
     fc_diag_init(&d);
-    FcStatus st = info->infer(op, &m->arena, &d);
+    FcStatus st = fc_op_infer_types(op, &m->arena, &d);
     if (st != FC_OK) return fc_rw_op_error(diag, op, st, d.msg);
   }
   return FC_OK;
