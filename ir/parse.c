@@ -1530,9 +1530,13 @@ static bool finish_return(Parser *ps, OpText *o, const FuncSig *sig, const char 
   return true;
 }
 
-/* `return %a, %b : tensor<..>, tensor<..>` (the func dialect's custom form). */
+/* `return {annotations} %a, %b : tensor<..>, tensor<..>` (the func dialect's custom form). */
 static bool parse_custom_return(Parser *ps, OpText *o, const FuncSig *sig) {
   lex_next(ps);
+  FcAttr none[1];
+  int n_none = 0;
+  AnnotList annots = {0};
+  if (tok_is(ps, TK_LBRACE) && !parse_op_attrs(ps, fc_op_info(FC_OP_RETURN), none, &n_none, &annots)) return false;
   if (tok_is(ps, TK_VALUE) && !parse_operands(ps, o)) return false;
   if (o->n_operands) {
     if (!expect(ps, TK_COLON, "':' and the types of the returned values")) return false;
@@ -1546,7 +1550,7 @@ static bool parse_custom_return(Parser *ps, OpText *o, const FuncSig *sig) {
   if (!check_operand_types(ps, o, o->n_types)) return false;
   const char *loc;
   if (!parse_opt_loc(ps, &loc)) return false;
-  return finish_return(ps, o, sig, loc);
+  return finish_return(ps, o, sig, loc) && attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
 }
 
 /* A constant of a quantised type holds its data with the storage type (MLIR's dense literals take no
