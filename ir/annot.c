@@ -172,6 +172,12 @@ static FcAnnotValue copy_value(FcArena *a, const FcAnnotValue *v) {
       c.ints.v = v->ints.n > 0 ? fc_arena_memdup(a, v->ints.v, (size_t)v->ints.n * sizeof(int64_t), 8) : NULL;
     break;
   case FC_AV_TYPE: c.type = fc_type_copy(a, &v->type); break;
+  case FC_AV_DICT: {
+    FcAnnot *d = v->dict.n > 0 ? FC_NEW_ARRAY(a, FcAnnot, (size_t)v->dict.n) : NULL;
+    for (int i = 0; i < v->dict.n; i++) d[i] = (FcAnnot){fc_arena_strdup(a, v->dict.v[i].name), copy_value(a, &v->dict.v[i].value)};
+    c.dict.v = d;
+    break;
+  }
   default: break;
   }
   return c;
@@ -238,6 +244,13 @@ bool fc_annot_value_equal(const FcAnnotValue *a, const FcAnnotValue *b) {
   case FC_AV_TYPE: return a->type.rank == b->type.rank && (a->type.rank < 0 ? a->type.dtype == b->type.dtype &&
                                                                fc_quant_equal(a->type.quant, b->type.quant)
                                                                              : fc_type_equal(&a->type, &b->type));
+  case FC_AV_DICT:
+    if (a->dict.n != b->dict.n) return false;
+    for (int i = 0; i < a->dict.n; i++)
+      if (strcmp(a->dict.v[i].name, b->dict.v[i].name) != 0 ||
+          !fc_annot_value_equal(&a->dict.v[i].value, &b->dict.v[i].value))
+        return false;
+    return true;
   case FC_AV_TENSOR: {
     const FcTensor *x = a->tensor, *y = b->tensor;
     if (x == y) return true;

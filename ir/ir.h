@@ -241,9 +241,11 @@ typedef enum FcAnnotKind {
   FC_AV_DENSE,  /* array<i64: 1, 2>: dtype the element type; .ints (integers, i1) or .floats (f32, f64) */
   FC_AV_TYPE,   /* a type attribute: tensor<...>, or an element type (rank -1) such as !quant.uniform<...> */
   FC_AV_TENSOR, /* dense<...> / dense_resource<...> : tensor<...> */
+  FC_AV_DICT,   /* {a = 1, b}: .dict, entries sorted by name as MLIR keeps them; names need not be namespaced */
 } FcAnnotKind;
 
 typedef struct FcAnnotValue FcAnnotValue;
+typedef struct FcAnnot FcAnnot;
 struct FcAnnotValue {
   FcAnnotKind kind;
   FcDtype dtype;
@@ -257,13 +259,14 @@ struct FcAnnotValue {
     struct { const double *v; int n; } floats;
     FcType type;
     const FcTensor *tensor;
+    struct { const FcAnnot *v; int n; } dict;
   };
 };
 
-typedef struct FcAnnot {
+struct FcAnnot {
   const char *name; /* "flow.sbp" */
   FcAnnotValue value;
-} FcAnnot;
+};
 
 /* A list of annotations, sorted by name (so text and comparisons do not depend on the order passes
  * added them), in the module arena. */

@@ -15,6 +15,16 @@
  * refused before anything is allocated for them. The only recursion is over the nesting of a dense
  * literal's brackets, which the skim bounds by the tensor rank limit first.
  *
+ * Quantised element types (`!quant.uniform<...>`) are read character by character like the rest of a
+ * tensor type and checked against it (fc_quant_problem). A constant of a quantised type carries its data
+ * with the storage type and gets the quantisation from its result type (quantise_constant).
+ *
+ * Namespaced names in an attribute dictionary (`flow.sbp`, `mydialect.x`: a '.' in the name) are
+ * annotations, read with a generic MLIR attribute reader (strings, typed numbers, bool, unit, [...],
+ * {...}, array<T: ...>, dense / dense_resource, types) whose nesting is bounded, and checked against
+ * annot.c's table once the op exists, so errors point at the annotation's name. Graph inputs take them
+ * as argument attributes; func.return takes them in both forms.
+ *
  * Errors are one line, "<source>:<line>:<col>: <what>", status FC_ERR_INPUT (FC_ERR_LIMIT for the
  * limits above). Temporaries live in a scratch arena freed when parsing ends; the module is only
  * handed out when the whole text was read without error.
@@ -1249,6 +1259,51 @@ static bool parse_annot_dense(Parser *ps, FcAnnotValue *v) {
   return true;
 }
 
+static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth);
+
+static int annot_cmp(const void *a, const void *b) {
+  return strcmp(((const FcAnnot *)a)->name, ((const FcAnnot *)b)->name);
+}
+
+/* `{a = 1, "b c" = [2], d}` (an entry without a value is unit); entries are sorted by name, as MLIR's
+ * DictionaryAttr keeps them, so the text mlir-opt prints back reads to the same value. */
+static bool parse_annot_dict(Parser *ps, FcAnnotValue *v, int depth) {
+  const Token *t = &ps->lx.tok;
+  if (depth >= MAX_ANNOT_DEPTH) return err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
+  lex_next(ps);
+  FcAnnot *d = NULL;
+  size_t n = 0, cap = 0;
+  while (!tok_is(ps, TK_RBRACE)) {
+    Token nt = ps->lx.tok;
+    const char *name;
+    if (nt.kind == TK_ID) name = fc_arena_strndup(&ps->scratch, nt.p, nt.n);
+    else if (nt.kind == TK_STRING) name = decode_string(ps, &nt, &ps->scratch);
+    else return err(ps, "expected a name in the dictionary");
+    if (!name) return false;
+    if (!*name) return err(ps, "empty name in the dictionary");
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(d[i].name, name) == 0) return err(ps, "duplicate name '%.40s' in the dictionary", name);
+    if (n == INT_MAX) return err(ps, "dictionary too long");
+    d = grow(&ps->scratch, d, &cap, n + 1, sizeof *d);
+    d[n].name = name;
+    lex_next(ps);
+    if (tok_is(ps, TK_EQUAL)) {
+      lex_next(ps);
+      if (!parse_annot_value(ps, &d[n].value, depth + 1)) return false;
+    } else {
+      d[n].value = (FcAnnotValue){.kind = FC_AV_UNIT};
+    }
+    n++;
+    if (!tok_is(ps, TK_RBRACE) && !expect(ps, TK_COMMA, "',' or '}' in the dictionary")) return false;
+  }
+  lex_next(ps);
+  if (n > 1) qsort(d, n, sizeof *d, annot_cmp);
+  v->kind = FC_AV_DICT;
+  v->dict.v = d;
+  v->dict.n = (int)n;
+  return true;
+}
+
 static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
   const Token *t = &ps->lx.tok;
   memset(v, 0, sizeof *v);
@@ -1279,6 +1334,7 @@ static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
     v->array.n = (int)n;
     return true;
   }
+  case TK_LBRACE: return parse_annot_dict(ps, v, depth);
   case TK_BANG: {
     const char *p = t->p;
     FcQuant q;

@@ -65,15 +65,19 @@ static void print_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-/* Symbol names print bare when they are MLIR bare identifiers, quoted otherwise. */
-static void print_symbol(FILE *out, const char *s) {
+/* Names print bare when they are MLIR bare identifiers, quoted otherwise. */
+static void print_name(FILE *out, const char *s) {
   bool bare = s[0] && (s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'));
   for (const char *p = s; bare && *p; p++)
     bare = *p == '_' || *p == '$' || *p == '.' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
            (*p >= '0' && *p <= '9');
-  fputc('@', out);
   if (bare) fputs(s, out);
   else print_string(out, s);
+}
+
+static void print_symbol(FILE *out, const char *s) {
+  fputc('@', out);
+  print_name(out, s);
 }
 
 /* Shortest "%.*e" form (7 to 9 significant digits) that strtof reads back to the same bits. */
@@ -251,6 +255,16 @@ static void print_annot_value(Printer *pr, const FcAnnotValue *v) {
   case FC_AV_TENSOR:
     if (v->tensor) print_tensor(pr, v->tensor);
     else fputs("unit", out); /* only a hand-broken module gets here; the verifier reports it */
+    return;
+  case FC_AV_DICT:
+    fputc('{', out);
+    for (int i = 0; i < v->dict.n; i++) {
+      if (i) fputs(", ", out);
+      print_name(out, v->dict.v[i].name);
+      fputs(" = ", out);
+      print_annot_value(pr, &v->dict.v[i].value);
+    }
+    fputc('}', out);
     return;
   }
 }

@@ -105,10 +105,10 @@ func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
 }
 
 // -----
-// dictionary values are not supported
-// CHECK: error: {{.*}}annotations-invalid.mlir:[[@LINE+2]]:34: unsupported annotation value '{'
+// dialect attributes (#dialect.name<...>) are not supported
+// CHECK: error: {{.*}}annotations-invalid.mlir:[[@LINE+2]]:34: unsupported annotation value '#foo.bar'
 func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  %0 = "flow.relu"(%arg0) {x.y = {a = 1}} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = "flow.relu"(%arg0) {x.y = #foo.bar<1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
 

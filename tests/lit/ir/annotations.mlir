@@ -17,14 +17,14 @@
 // DOT: [label="add\nflow.quant = !quant.uniform<i8<-127:127>:f32:1, {1.000000e-01,2.000000e-01:-1..."];
 
 // CHECK: func.func @main(%arg0: tensor<2x3xf32> {flow.name = "x", flow.placement = array<i64: 0, 1>, flow.sbp = ["S(0)", "B"], other.note = "kept"})
-// CHECK: "flow.relu"(%arg0) {flow.placement = array<i64: 2>, flow.sbp = ["S(1)", "P(sum)"], mydialect.any = [1 : i64, -2 : i32, 2.500000e+00 : f64, 5.000000e-01 : f32, "s", true, unit, array<f32: 1.000000e+00, -2.000000e+00>, array<i1: true, false>, f32, tensor<2xi8>, [7 : i64]]} : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("r")
+// CHECK: "flow.relu"(%arg0) {flow.placement = array<i64: 2>, flow.sbp = ["S(1)", "P(sum)"], mydialect.any = [1 : i64, -2 : i32, 2.500000e+00 : f64, 5.000000e-01 : f32, "s", true, unit, array<f32: 1.000000e+00, -2.000000e+00>, array<i1: true, false>, f32, tensor<2xi8>, [7 : i64], {a = unit, b = 1 : i64, "c d" = {}}]} : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("r")
 // CHECK: "flow.constant"() {value = dense<1.000000e+00> : tensor<2x3xf32>, flow.prune_mask = dense<{{\[}}[true], [false]]> : tensor<2x1xi1>}
 // CHECK: "flow.add"(%0, %1) {flow.quant = !quant.uniform<i8<-127:127>:f32:1, {1.000000e-01,2.000000e-01:-1,3.000000e-01}>}
 // CHECK: "func.return"(%2) {other.ret = 1 : i64}
 
 module {
   func.func @main(%arg0: tensor<2x3xf32> {flow.sbp = ["S(0)", "B"], flow.name = "x", other.note = "kept", flow.placement = array<i64: 0, 1>}) -> (tensor<2x3xf32> {flow.name = "y"}) {
-    %0 = "flow.relu"(%arg0) {mydialect.any = [1, -2 : i32, 2.5, 0.5 : f32, "s", true, unit, array<f32: 1.0, -2.0>, array<i1: true, false>, f32, tensor<2xi8>, [7]], flow.sbp = ["S(1)", "P(sum)"], "flow.placement" = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("r")
+    %0 = "flow.relu"(%arg0) {mydialect.any = [1, -2 : i32, 2.5, 0.5 : f32, "s", true, unit, array<f32: 1.0, -2.0>, array<i1: true, false>, f32, tensor<2xi8>, [7], {b = 1, a, "c d" = {}}], flow.sbp = ["S(1)", "P(sum)"], "flow.placement" = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("r")
     %1 = "flow.constant"() {flow.prune_mask = dense<[[true], [false]]> : tensor<2x1xi1>, value = dense<1.0> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
     %2 = "flow.add"(%0, %1) {flow.quant = !quant.uniform<i8<-127:127>:f32:1, {0.1, 0.2:-1, 0.3}>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
     "func.return"(%2) {other.ret = 1} : (tensor<2x3xf32>) -> ()
