@@ -1119,26 +1119,34 @@ static bool parse_number_attr(Parser *ps, FcAttr *a) {
   return true;
 }
 
+/* The value forms inherent attributes and annotations share: a string, and constant data (the current
+ * token being `dense` or `dense_resource`). */
+static bool parse_string_value(Parser *ps, const char **out) {
+  if (!(*out = decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
+  lex_next(ps);
+  return true;
+}
+
+static bool parse_tensor_value(Parser *ps, const FcTensor **out) {
+  FcTensor *t;
+  if (!(tok_is_id(ps, "dense") ? parse_dense(ps, &t) : parse_dense_resource(ps, &t))) return false;
+  *out = t;
+  return true;
+}
+
 static bool parse_attr_value(Parser *ps, FcAttr *a) {
   const Token *t = &ps->lx.tok;
   FcDtype dt;
   switch (t->kind) {
-  case TK_STRING:
-    a->kind = FC_AK_STR;
-    if (!(a->s = decode_string(ps, t, &ps->scratch))) return false;
-    lex_next(ps);
-    return true;
+  case TK_STRING: a->kind = FC_AK_STR; return parse_string_value(ps, &a->s);
   case TK_MINUS:
   case TK_INT:
   case TK_FLOAT: return parse_number_attr(ps, a);
   case TK_ID:
     if (tok_is_id(ps, "array")) return parse_array_attr(ps, a);
     if (tok_is_id(ps, "dense") || tok_is_id(ps, "dense_resource")) {
-      FcTensor *ten;
-      if (!(tok_is_id(ps, "dense") ? parse_dense(ps, &ten) : parse_dense_resource(ps, &ten))) return false;
       a->kind = FC_AK_TENSOR;
-      a->tensor = ten;
-      return true;
+      return parse_tensor_value(ps, &a->tensor);
     }
     if (fc_dtype_from_name(t->p, t->n, &dt)) {
       a->kind = FC_AK_TYPE;
@@ -1309,11 +1317,7 @@ static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
   memset(v, 0, sizeof *v);
   FcDtype dt;
   switch (t->kind) {
-  case TK_STRING:
-    v->kind = FC_AV_STR;
-    if (!(v->s = decode_string(ps, t, &ps->scratch))) return false;
-    lex_next(ps);
-    return true;
+  case TK_STRING: v->kind = FC_AV_STR; return parse_string_value(ps, &v->s);
   case TK_MINUS:
   case TK_INT:
   case TK_FLOAT: return parse_annot_number(ps, v);
@@ -1363,11 +1367,8 @@ static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
     }
     if (tok_is_id(ps, "array")) return parse_annot_dense(ps, v);
     if (tok_is_id(ps, "dense") || tok_is_id(ps, "dense_resource")) {
-      FcTensor *ten;
-      if (!(tok_is_id(ps, "dense") ? parse_dense(ps, &ten) : parse_dense_resource(ps, &ten))) return false;
       v->kind = FC_AV_TENSOR;
-      v->tensor = ten;
-      return true;
+      return parse_tensor_value(ps, &v->tensor);
     }
     if (tok_is_id(ps, "tensor")) {
       v->kind = FC_AV_TYPE;
