@@ -269,6 +269,14 @@ bool fc_annots_equal(const FcAnnots *a, const FcAnnots *b) {
   return true;
 }
 
+bool fc_annots_subset(const FcAnnots *a, const FcAnnots *b) {
+  for (int i = 0; i < a->n; i++) {
+    const FcAnnotValue *v = fc_annots_get(b, a->v[i].name);
+    if (!v || !fc_annot_value_equal(&a->v[i].value, v)) return false;
+  }
+  return true;
+}
+
 void fc_annots_copy_kept(FcArena *a, FcAnnots *to, const FcAnnots *from) {
   if (to == from) return;
   for (int i = 0; i < from->n; i++)

@@ -305,6 +305,8 @@ const FcAnnotValue *fc_annots_get(const FcAnnots *list, const char *name); /* NU
 bool fc_annots_remove(FcAnnots *list, const char *name);                  /* false if absent */
 bool fc_annots_equal(const FcAnnots *a, const FcAnnots *b);
 bool fc_annot_value_equal(const FcAnnotValue *a, const FcAnnotValue *b);
+/* True when every annotation of `a` is in `b` with an equal value. */
+bool fc_annots_subset(const FcAnnots *a, const FcAnnots *b);
 /* Copies to `to` every annotation of `from` whose policy is FC_ANNOT_KEEP and that `to` lacks. */
 void fc_annots_copy_kept(FcArena *a, FcAnnots *to, const FcAnnots *from);
 
