@@ -152,6 +152,9 @@ static void test_annot_lists(void **state) {
   assert_true(fc_annots_remove(&l2, "zz.last"));
   assert_false(fc_annots_remove(&l2, "zz.last"));
   assert_int_equal(l2.n, 2);
+  assert_true(fc_annots_subset(&l2, &l));
+  assert_false(fc_annots_subset(&l, &l2));
+  assert_true(fc_annots_subset(&(FcAnnots){0}, &l2));
 
   /* The known table: checks against a subject type, and the rewrite policy. */
   FcType t = {FC_DT_F32, 2, DIMS(4, 8)};
