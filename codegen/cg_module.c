@@ -566,9 +566,26 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
 
 /* ---- entry points ---------------------------------------------------------------------------------------------- */
 
+/* No kernel computes with quantised types yet, and their dtype is the storage integer type: emitting them
+ * would treat scaled integers as plain i8 data. They are refused before anything is built. */
+static FcStatus refuse_quantised(FcGraph *g, FcDiag *diag) {
+  char buf[256];
+  for (int i = 0; i < g->n_inputs; i++)
+    if (fc_type_is_quant(&g->inputs[i]->type))
+      return fc_error(diag, FC_ERR_UNSUPPORTED, "input '%s' has the quantised type %s: code generation for "
+                      "quantised types is not implemented yet", g->inputs[i]->name ? g->inputs[i]->name : "",
+                      fc_type_str(&g->inputs[i]->type, buf, sizeof buf));
+  fc_graph_for_each_op(g, op) for (int i = 0; i < op->n_results; i++) if (fc_type_is_quant(&op->results[i].type))
+    return fc_error_node(diag, FC_ERR_UNSUPPORTED, fc_op_name(op), fc_op_info(op->kind)->name, "result %d has the "
+                         "quantised type %s: code generation for quantised types is not implemented yet", i,
+                         fc_type_str(&op->results[i].type, buf, sizeof buf));
+  return FC_OK;
+}
+
 FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRef ctx, const FcTarget *target,
                            LLVMModuleRef *out, FcDiag *diag) {
   *out = NULL;
+  if (refuse_quantised(m->graph, diag) != FC_OK) return diag->status;
   /* Ops without an emitter are found before anything is planned or built. */
   UnsupportedList unsup = {0};
   fc_graph_for_each_op(m->graph, op) if (needs_kernel(op) && !emitters[op->kind]) unsupported_add(&m->arena, &unsup, op, NULL);

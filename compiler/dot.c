@@ -10,11 +10,15 @@
  * shows its value); above it they are not drawn, and each user lists its constant operands in its own
  * label instead.
  *
+ * Annotations (flow.sbp, flow.placement, ...) add one label line each, in the IR text's spelling, to their
+ * op or input vertex; quantised types show their parameters on the edges.
+ *
  * Every string from the model goes through dot_str, which escapes quotes and backslashes, turns newlines
  * into \n and drops other control characters, so no node name can break the file.
  */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void dot_str(FILE *out, const char *s) {
@@ -26,10 +30,29 @@ static void dot_str(FILE *out, const char *s) {
   }
 }
 
-/* "1x32x28x28 f32"; a rank-0 type is just its dtype. */
+/* "1x32x28x28 f32"; a rank-0 type is just its dtype; a quantised one shows its !quant.uniform<...>. */
 static void dot_type(FILE *out, const FcType *t) {
   for (int i = 0; i < t->rank; i++) fprintf(out, "%lld%s", (long long)t->dims[i], i + 1 < t->rank ? "x" : " ");
-  fputs(fc_dtype_name(t->dtype), out);
+  if (t->quant) fc_quant_print(out, t->quant); /* digits, letters and <>{}:,.- only: nothing to escape */
+  else fputs(fc_dtype_name(t->dtype), out);
+}
+
+/* One label line per annotation, "flow.sbp = [\"S(0)\"]", cut at DOT_ANNOT_MAX characters. */
+enum { DOT_ANNOT_MAX = 80 };
+static void dot_annots(FILE *out, const FcAnnots *l) {
+  for (int i = 0; i < l->n; i++) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) continue;
+    fprintf(m, "%s = ", l->v[i].name);
+    fc_print_annot_value(m, &l->v[i].value);
+    fclose(m);
+    if (len > DOT_ANNOT_MAX) strcpy(text + DOT_ANNOT_MAX - 3, "...");
+    fputs("\\n", out);
+    dot_str(out, text);
+    free(text);
+  }
 }
 
 static bool is_const(const FcValue *v) { return v->def && v->def->kind == FC_OP_CONSTANT; }
@@ -74,6 +97,7 @@ FcStatus fc_dot_print(FILE *out, FcModule *m, FcDiag *diag) {
   for (int i = 0; i < g->n_inputs; i++) {
     fprintf(out, "  in%d [label=\"", i);
     dot_str(out, g->inputs[i]->name && *g->inputs[i]->name ? g->inputs[i]->name : "input");
+    dot_annots(out, &g->inputs[i]->annots);
     fputs("\", shape=ellipse, style=filled, fillcolor=\"#cfe3ff\"];\n", out);
   }
 
@@ -88,6 +112,7 @@ FcStatus fc_dot_print(FILE *out, FcModule *m, FcDiag *diag) {
         fputs("\\n", out);
         dot_str(out, op->loc);
       }
+      dot_annots(out, &op->annots);
       fputs("\", shape=box, style=filled, fillcolor=\"#dddddd\", fontsize=8, height=0.2, "
             "margin=\"0.05,0.02\"];\n",
             out);
@@ -106,6 +131,7 @@ FcStatus fc_dot_print(FILE *out, FcModule *m, FcDiag *diag) {
         dot_type(out, &v->type);
         dot_const_value(out, v);
       }
+    dot_annots(out, &op->annots);
     fputs("\"];\n", out);
   }
 

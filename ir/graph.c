@@ -37,7 +37,7 @@ FcValue *fc_graph_add_input(FcGraph *g, FcType type, const char *name) {
     g->cap_inputs = cap;
   }
   FcValue *v = FC_NEW(a, FcValue);
-  v->type = fc_type_make(a, type.dtype, type.rank, type.dims);
+  v->type = fc_type_copy(a, &type);
   v->index = g->n_inputs;
   v->id = g->next_value_id++;
   v->name = fc_arena_strdup(a, name);

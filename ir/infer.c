@@ -175,7 +175,19 @@ FcStatus fc_infer_constant(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (a->tensor->data && a->tensor->nbytes != nbytes)
     return fc_ih_fail(op, diag, "value holds %lld bytes, its type needs %lld", (long long)a->tensor->nbytes,
                          (long long)nbytes);
-  fc_ih_set(op, 0, arena, t->dtype, t->rank, t->dims);
+  if (t->quant) {
+    char why[512];
+    if (fc_quant_problem(t->quant, t, why, sizeof why)) return fc_ih_fail(op, diag, "value type: %s", why);
+    int64_t numel = 0;
+    fc_type_numel(t, &numel);
+    for (int64_t i = 0; a->tensor->data && i < numel; i++) {
+      int64_t q = fc_tensor_get_i64(a->tensor, i);
+      if (q < t->quant->qmin || q > t->quant->qmax)
+        return fc_ih_fail(op, diag, "value element %lld is %lld, outside the storage range [%lld, %lld]", (long long)i,
+                          (long long)q, (long long)t->quant->qmin, (long long)t->quant->qmax);
+    }
+  }
+  op->results[0].type = fc_type_copy(arena, t); /* keeps a quantised type's parameters */
   return FC_OK;
 }
 
@@ -205,7 +217,24 @@ FcStatus fc_infer_random(FcOp *op, FcArena *arena, FcDiag *diag) {
 
 /* ---- fc_op_infer --------------------------------------------------------------------------------- */
 
+/* No op computes with quantised types yet, so every op but the terminator refuses quantised operands
+ * here, before its hook runs: a hook would otherwise read the storage dtype (i8) as the data and infer
+ * integer arithmetic on it. An op that learns to take them gets a flag in ops.def. */
+static FcStatus refuse_quant_operands(const FcOp *op, FcDiag *diag) {
+  if (fc_op_info(op->kind)->flags & FC_OPF_TERMINATOR) return FC_OK;
+  for (int i = 0; i < op->n_operands; i++) {
+    const FcValue *v = op->operands[i].value;
+    if (v && v->type.quant) {
+      char buf[256];
+      return fc_ih_fail(op, diag, "operand %d has the quantised type %s, which this op does not take", i,
+                        fc_type_str(&v->type, buf, sizeof buf));
+    }
+  }
+  return FC_OK;
+}
+
 FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag) {
+  FC_ITRY(refuse_quant_operands(op, diag));
   FC_ITRY(fc_op_info(op->kind)->infer(op, arena, diag));
   /* One place for the per-tensor limit: a hook computes a shape (Pad's pads, OneHot's depth, Tile's
    * repeats, ...) and whatever it computes, no result may need more bytes than a tensor may have. */

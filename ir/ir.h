@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- diag.c: status codes, diagnostics, internal asserts ---------------------------------------- */
 
@@ -106,11 +107,26 @@ bool fc_dtype_from_name(const char *s, size_t n, FcDtype *out);
 #define FC_DEFAULT_MAX_RANK 16
 #define FC_DEFAULT_MAX_TENSOR_BYTES ((int64_t)1 << 34) /* 16 GiB: larger tensors are refused */
 
-/* A static tensor type. dims[] lives in an arena (or is NULL for rank 0); a dim may be 0. */
+/* Uniform quantisation parameters of a quantised element type, MLIR's `!quant.uniform<...>`: a stored
+ * integer q stands for the real value scale * (q - zero_point). Immutable once made; lives in an arena. */
+typedef struct FcQuant {
+  FcDtype storage;            /* I8, U8, I16, U16 or I32: the integers the tensor holds */
+  FcDtype expressed;          /* F32, F16, BF16 or F64: the real type the integers stand for */
+  int64_t qmin, qmax;         /* storage range; the storage type's full range unless narrowed (i8<-127:127>) */
+  int axis;                   /* quantised dimension, or -1 for per-tensor parameters */
+  int n;                      /* scale/zero-point pairs: 1 per tensor, dims[axis] per axis */
+  const double *scales;       /* each > 0, finite and within the expressed type's range */
+  const int64_t *zero_points; /* each within [qmin, qmax] */
+} FcQuant;
+
+/* A static tensor type. dims[] lives in an arena (or is NULL for rank 0); a dim may be 0. A quantised
+ * tensor has quant != NULL and dtype == quant->storage, so sizes and constant data are those of the
+ * storage integers; code that computes must check `quant` (fc_type_is_quant) before trusting dtype. */
 typedef struct FcType {
   FcDtype dtype;
   int rank;
   const int64_t *dims;
+  const FcQuant *quant; /* NULL: a plain element type */
 } FcType;
 
 /* numel/nbytes with overflow checks; false if the count overflows int64. */
@@ -120,8 +136,30 @@ bool fc_type_equal(const FcType *a, const FcType *b);
 bool fc_shape_equal(const FcType *a, const FcType *b);
 /* Makes a type with dims copied into the arena. */
 FcType fc_type_make(FcArena *a, FcDtype dt, int rank, const int64_t *dims);
+/* A copy of `t` whose dims and quantisation parameters live in `a`. */
+FcType fc_type_copy(FcArena *a, const FcType *t);
+/* A quantised type: dtype q->storage, q copied into the arena. */
+FcType fc_type_make_quant(FcArena *a, const FcQuant *q, int rank, const int64_t *dims);
+static inline bool fc_type_is_quant(const FcType *t) { return t->quant != NULL; }
+/* The storage view of a type: the same type without quantisation parameters. */
+FcType fc_type_storage(const FcType *t);
 /* Writes "tensor<1x3xf32>" into buf (always NUL-terminated, truncated if needed); returns buf. */
 char *fc_type_str(const FcType *t, char *buf, size_t cap);
+/* Writes the MLIR spelling of a tensor type ("tensor<2x!quant.uniform<i8:f32, 5.0e-01:-3>>") or, for
+ * rank < 0, of its element type alone ("f32", "!quant.uniform<...>"). */
+void fc_type_print(FILE *out, const FcType *t);
+/* Shortest "%.*e" spelling (at least 7 significant digits) that strtod reads back to the same bits. */
+void fc_format_f64(char *buf, size_t cap, double d);
+
+/* Quantised element types (types.c). */
+/* The full range of a storage type; false if `dt` cannot be a quantised storage type. */
+bool fc_quant_storage_range(FcDtype dt, int64_t *lo, int64_t *hi);
+/* Why `q` is malformed (for a tensor of type `t`: axis within its rank, one pair per element of that
+ * dim; t NULL checks the element type alone), written into why; false if it is well formed. */
+bool fc_quant_problem(const FcQuant *q, const FcType *t, char *why, size_t cap);
+bool fc_quant_equal(const FcQuant *a, const FcQuant *b); /* NULL equals only NULL */
+const FcQuant *fc_quant_copy(FcArena *a, const FcQuant *q);
+void fc_quant_print(FILE *out, const FcQuant *q);
 /* NumPy broadcast of two shapes into `out` (arena); false if incompatible. */
 bool fc_broadcast_shapes(FcArena *a, const FcType *x, const FcType *y, int *rank_out, const int64_t **dims_out);
 
@@ -190,6 +228,99 @@ const char *fc_attr_kind_str(FcAttrKind k);
 #define FC_A_TYPE(n, val) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_TYPE, .type = (val)})
 #define FC_A_PROGRAM(n, p) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_PROGRAM, .prog = (p)})
 
+/* ---- annot.c: annotations, MLIR's discardable attributes (`{flow.sbp = ["S(0)"]}`) -----------------
+ * Passes attach namespaced attributes to ops and graph inputs without touching the op table: SBP
+ * signatures, placement, quantisation parameters, pruning masks, or anything of another dialect. An op's
+ * annotations describe the op and its results; a graph input's are printed as argument attributes of
+ * the function. Names are "<dialect>.<name>" (a bare MLIR identifier with a '.'); values use a subset of
+ * MLIR's attribute syntax. Names of the flow dialect must be known (annots.def), which fixes their
+ * value kind and what a rewrite does with them; other dialects' annotations are kept as they are. */
+
+typedef enum FcAnnotKind {
+  FC_AV_UNIT,   /* unit */
+  FC_AV_BOOL,   /* true / false */
+  FC_AV_INT,    /* `3 : i64`: .i, dtype its integer type */
+  FC_AV_FLOAT,  /* `5.0e-01 : f32`: .f, dtype F32 or F64 */
+  FC_AV_STR,    /* "..." */
+  FC_AV_ARRAY,  /* [v, ...]: .array */
+  FC_AV_DENSE,  /* array<i64: 1, 2>: dtype the element type; .ints (integers, i1) or .floats (f32, f64) */
+  FC_AV_TYPE,   /* a type attribute: tensor<...>, or an element type (rank -1) such as !quant.uniform<...> */
+  FC_AV_TENSOR, /* dense<...> / dense_resource<...> : tensor<...> */
+  FC_AV_DICT,   /* {a = 1, b}: .dict, entries sorted by name as MLIR keeps them; names need not be namespaced */
+} FcAnnotKind;
+
+typedef struct FcAnnotValue FcAnnotValue;
+typedef struct FcAnnot FcAnnot;
+struct FcAnnotValue {
+  FcAnnotKind kind;
+  FcDtype dtype;
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    const char *s;
+    struct { const FcAnnotValue *v; int n; } array;
+    struct { const int64_t *v; int n; } ints;
+    struct { const double *v; int n; } floats;
+    FcType type;
+    const FcTensor *tensor;
+    struct { const FcAnnot *v; int n; } dict;
+  };
+};
+
+struct FcAnnot {
+  const char *name; /* "flow.sbp" */
+  FcAnnotValue value;
+};
+
+/* A list of annotations, sorted by name (so text and comparisons do not depend on the order passes
+ * added them), in the module arena. */
+typedef struct FcAnnots {
+  FcAnnot *v;
+  int n;
+} FcAnnots;
+
+/* The flow dialect's known annotations (annots.def). */
+typedef enum FcAnnotId {
+#define FC_ANNOT(E, name, policy, doc) FC_ANNOT_##E,
+#include "annots.def"
+#undef FC_ANNOT
+  FC_ANNOT_COUNT
+} FcAnnotId;
+
+/* What fc_rw_replace_op does with an annotation of the replaced op. */
+typedef enum FcAnnotPolicy {
+  FC_ANNOT_KEEP, /* it describes the values, which the replacement computes too: copy it over */
+  FC_ANNOT_DROP, /* it describes the op (or its meaning is unknown): drop it */
+} FcAnnotPolicy;
+
+const char *fc_annot_name(FcAnnotId id);
+/* True when `name` is a valid annotation name: a bare MLIR identifier "<dialect>.<rest>". */
+bool fc_annot_name_valid(const char *name, size_t n);
+/* Policy by name: the flow table's column, FC_ANNOT_DROP for other dialects. */
+FcAnnotPolicy fc_annot_policy(const char *name);
+/* Checks an annotation against the flow table (unknown flow.* names are refused) for a subject of
+ * type `subject` (an op's first result or a graph input; NULL: shape checks are skipped). Writes why
+ * into `why` and returns false when it is malformed; other dialects' annotations always pass. */
+bool fc_annot_check(const char *name, const FcAnnotValue *v, const FcType *subject, char *why, size_t cap);
+
+/* Sets (or replaces) `name`, deep-copying the value into `a`. */
+void fc_annots_set(FcArena *a, FcAnnots *list, const char *name, const FcAnnotValue *v);
+const FcAnnotValue *fc_annots_get(const FcAnnots *list, const char *name); /* NULL if absent */
+bool fc_annots_remove(FcAnnots *list, const char *name);                  /* false if absent */
+bool fc_annots_equal(const FcAnnots *a, const FcAnnots *b);
+bool fc_annot_value_equal(const FcAnnotValue *a, const FcAnnotValue *b);
+/* True when every annotation of `a` is in `b` with an equal value. */
+bool fc_annots_subset(const FcAnnots *a, const FcAnnots *b);
+/* Copies to `to` every annotation of `from` whose policy is FC_ANNOT_KEEP and that `to` lacks. */
+void fc_annots_copy_kept(FcArena *a, FcAnnots *to, const FcAnnots *from);
+
+/* Value constructors for passes (arrays and strings are copied by fc_annots_set). */
+#define FC_AV_STRING(val) ((FcAnnotValue){.kind = FC_AV_STR, .s = (val)})
+#define FC_AV_I64(val) ((FcAnnotValue){.kind = FC_AV_INT, .dtype = FC_DT_I64, .i = (val)})
+#define FC_AV_I64S(arr, cnt) ((FcAnnotValue){.kind = FC_AV_DENSE, .dtype = FC_DT_I64, .ints = {(arr), (cnt)}})
+#define FC_AV_LIST(arr, cnt) ((FcAnnotValue){.kind = FC_AV_ARRAY, .array = {(arr), (cnt)}})
+
 /* ---- ops.c: the op table (expanded from ops.def) ------------------------------------------------- */
 
 typedef enum FcOpKind {
@@ -253,6 +384,7 @@ struct FcValue {
   FcUse *first_use;
   uint32_t id;       /* unique within the graph, for maps in passes */
   const char *name;  /* ONNX name for graph inputs/outputs (NULL otherwise) */
+  FcAnnots annots;   /* a graph input's annotations (argument attributes); a result's are its op's */
 };
 
 struct FcOp {
@@ -261,6 +393,7 @@ struct FcOp {
   FcUse *operands;   /* operands[i].value */
   FcValue *results;
   FcAttr *attrs;     /* in schema order; only present attributes are stored */
+  FcAnnots annots;   /* discardable, namespaced attributes added by passes (annot.c) */
   const char *loc;   /* ONNX node name (printed as loc("...")), may be NULL */
   FcOp *prev, *next; /* position in the graph's op list */
   FcGraph *graph;
@@ -309,6 +442,11 @@ const FcEwProgram *fc_op_attr_program(const FcOp *op, FcAttrName name); /* NULL 
 /* Array attributes: returns the count and sets *v (NULL/0 if absent). */
 int fc_op_attr_ints(const FcOp *op, FcAttrName name, const int64_t **v);
 int fc_op_attr_floats(const FcOp *op, FcAttrName name, const float **v);
+
+/* Annotations of an op or a graph input (copied into the module arena). */
+void fc_op_set_annot(FcOp *op, const char *name, const FcAnnotValue *v);
+const FcAnnotValue *fc_op_annot(const FcOp *op, const char *name);
+void fc_input_set_annot(FcGraph *g, FcValue *input, const char *name, const FcAnnotValue *v);
 
 void fc_op_insert_before(FcOp *pos, FcOp *op);  /* pos NULL: append at the end of op's graph */
 void fc_op_insert_after(FcOp *pos, FcOp *op);
@@ -402,7 +540,8 @@ FcStatus fc_op_eval(const FcOp *op, FcArena *arena, FcTensor **out, FcDiag *diag
 
 /* Re-infers one op's result types and checks them against the recorded ones (verifier, shape pass). */
 FcStatus fc_op_infer(FcOp *op, FcDiag *diag);
-/* Sets op's result types from its inference hook and refuses (FC_ERR_LIMIT) any static result larger than
+/* Sets op's result types from its inference hook, after refusing quantised operands (which no op but the
+ * terminator takes yet), and refuses (FC_ERR_LIMIT) any static result larger than
  * FC_DEFAULT_MAX_TENSOR_BYTES: the builder, the shape pass and fc_op_infer all infer through it. */
 FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag);
 
@@ -421,8 +560,9 @@ typedef struct FcPrintOptions {
 } FcPrintOptions;
 #define FC_PRINT_INLINE_LIMIT_DEFAULT 16
 
-#include <stdio.h>
 FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcDiag *diag);
+/* One annotation value as fc_print_module writes it (large tensors elided), for DOT labels and messages. */
+void fc_print_annot_value(FILE *out, const FcAnnotValue *v);
 /* Parses text produced by fc_print_module (and hand-written text in the same form). `source` names
  * the file in messages ("<file>:<line>:<col>: ..."). */
 FcStatus fc_parse_module(const char *text, size_t len, const char *source, FcModule **out, FcDiag *diag);

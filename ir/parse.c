@@ -15,6 +15,16 @@
  * refused before anything is allocated for them. The only recursion is over the nesting of a dense
  * literal's brackets, which the skim bounds by the tensor rank limit first.
  *
+ * Quantised element types (`!quant.uniform<...>`) are read character by character like the rest of a
+ * tensor type and checked against it (fc_quant_problem). A constant of a quantised type carries its data
+ * with the storage type and gets the quantisation from its result type (quantise_constant).
+ *
+ * Namespaced names in an attribute dictionary (`flow.sbp`, `mydialect.x`: a '.' in the name) are
+ * annotations, read with a generic MLIR attribute reader (strings, typed numbers, bool, unit, [...],
+ * {...}, array<T: ...>, dense / dense_resource, types) whose nesting is bounded, and checked against
+ * annot.c's table once the op exists, so errors point at the annotation's name. Graph inputs take them
+ * as argument attributes; func.return takes them in both forms.
+ *
  * Errors are one line, "<source>:<line>:<col>: <what>", status FC_ERR_INPUT (FC_ERR_LIMIT for the
  * limits above). Temporaries live in a scratch arena freed when parsing ends; the module is only
  * handed out when the whole text was read without error.
@@ -39,6 +49,7 @@ typedef enum TokKind {
   TK_FLOAT,      /* digits '.' digits [exponent] */
   TK_LPAREN, TK_RPAREN, TK_LBRACE, TK_RBRACE, TK_LBRACKET, TK_RBRACKET, TK_LT, TK_GT,
   TK_COMMA, TK_EQUAL, TK_COLON, TK_ARROW, TK_MINUS,
+  TK_BANG,       /* '!' starting a dialect type (!quant.uniform<...>), read character by character */
   TK_META_BEGIN, /* {-# */
   TK_META_END,   /* #-} */
 } TokKind;
@@ -270,6 +281,7 @@ static void lex_next(Parser *ps) {
   case '=': t->kind = TK_EQUAL; p++; break;
   case ':': t->kind = TK_COLON; p++; break;
   case '}': t->kind = TK_RBRACE; p++; break;
+  case '!': t->kind = TK_BANG; p++; break;
   case '{':
     if (end - p >= 3 && p[1] == '-' && p[2] == '#') {
       t->kind = TK_META_BEGIN;
@@ -552,6 +564,146 @@ static bool parse_float(Parser *ps, FcDtype dt, void *dst) {
 
 /* ---- types ------------------------------------------------------------------------------------------ */
 
+/* Character-level readers for the inside of a type, where the ordinary tokens do not apply. Each takes
+ * the cursor *pp, skips blanks first, and reports errors at the character where they are. */
+static void skip_blanks(Parser *ps, const char **pp) {
+  while (*pp < ps->end && (**pp == ' ' || **pp == '\t')) (*pp)++;
+}
+
+static bool char_err(Parser *ps, const char *p, const char *what) {
+  return err_at(ps, ps->lx.line, col_of(&ps->lx, p), "%s", what);
+}
+
+static bool expect_char(Parser *ps, const char **pp, char c, const char *what) {
+  skip_blanks(ps, pp);
+  if (*pp >= ps->end || **pp != c) return char_err(ps, *pp, what);
+  (*pp)++;
+  return true;
+}
+
+/* An identifier-like word [A-Za-z0-9_]+; its length (0 if none). */
+static size_t char_word(Parser *ps, const char **pp, const char **start) {
+  skip_blanks(ps, pp);
+  *start = *pp;
+  while (*pp < ps->end && (is_alpha((unsigned char)**pp) || is_digit((unsigned char)**pp) || **pp == '_')) (*pp)++;
+  return (size_t)(*pp - *start);
+}
+
+static bool char_int(Parser *ps, const char **pp, int64_t *out) {
+  skip_blanks(ps, pp);
+  const char *p = *pp;
+  bool neg = p < ps->end && *p == '-';
+  if (neg) p++;
+  if (p >= ps->end || !is_digit((unsigned char)*p)) return char_err(ps, *pp, "expected an integer");
+  uint64_t v = 0;
+  while (p < ps->end && is_digit((unsigned char)*p)) {
+    v = v * 10 + (uint64_t)(*p++ - '0');
+    if (v > (uint64_t)INT64_MAX) return char_err(ps, *pp, "integer too large");
+  }
+  *out = neg ? -(int64_t)v : (int64_t)v;
+  *pp = p;
+  return true;
+}
+
+/* A float as MLIR's parseFloat reads it: [-]digits[.digits][e[+-]digits]. */
+static bool char_float(Parser *ps, const char **pp, double *out) {
+  skip_blanks(ps, pp);
+  const char *p = *pp, *start = p;
+  if (p < ps->end && *p == '-') p++;
+  if (p >= ps->end || !is_digit((unsigned char)*p)) return char_err(ps, start, "expected a scale (a float literal)");
+  while (p < ps->end && (is_digit((unsigned char)*p) || *p == '.')) p++;
+  if (p < ps->end && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < ps->end && (*p == '+' || *p == '-')) p++;
+    while (p < ps->end && is_digit((unsigned char)*p)) p++;
+  }
+  if (p - start >= MAX_NUMBER_LEN) return char_err(ps, start, "number literal too long");
+  char buf[MAX_NUMBER_LEN + 1];
+  memcpy(buf, start, (size_t)(p - start));
+  buf[p - start] = '\0';
+  char *endp;
+  *out = strtod(buf, &endp);
+  if (*endp) return char_err(ps, start, "malformed float literal");
+  *pp = p;
+  return true;
+}
+
+/* `!quant.uniform<i8<-127:127>:f32:1, {0.1,0.2:-1}>` from its '!' at *pp (MLIR's quant grammar:
+ * storage type, optional storage range, expressed type, optional axis, then one scale[:zero_point]
+ * or, per axis, a braced list). The parameters go to the scratch arena; they are checked by the caller,
+ * which knows the tensor's shape. */
+static bool parse_quant_chars(Parser *ps, const char **pp, FcQuant *q) {
+  static const char head[] = "!quant.uniform";
+  const char *p = *pp, *w;
+  size_t hn = sizeof head - 1;
+  if ((size_t)(ps->end - p) < hn || memcmp(p, head, hn) != 0 || (p + hn < ps->end && is_id_char((unsigned char)p[hn])))
+    return char_err(ps, p, "unsupported dialect type (only !quant.uniform<...>)");
+  p += hn;
+  if (!expect_char(ps, &p, '<', "expected '<' after '!quant.uniform'")) return false;
+  size_t n = char_word(ps, &p, &w);
+  /* MLIR spells unsigned storage `u8`; the builtin `ui8` is accepted too. */
+  char name[16];
+  if (n >= 2 && n < sizeof name - 1 && w[0] == 'u' && is_digit((unsigned char)w[1])) {
+    snprintf(name, sizeof name, "ui%.*s", (int)(n - 1), w + 1);
+  } else {
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), w);
+  }
+  int64_t lo, hi;
+  if (!fc_dtype_from_name(name, strlen(name), &q->storage) || !fc_quant_storage_range(q->storage, &lo, &hi))
+    return char_err(ps, w, "quantised storage type must be i8, u8, i16, u16 or i32");
+  q->qmin = lo;
+  q->qmax = hi;
+  skip_blanks(ps, &p);
+  if (p < ps->end && *p == '<') {
+    p++;
+    if (!char_int(ps, &p, &q->qmin) || !expect_char(ps, &p, ':', "expected ':' in the storage range") ||
+        !char_int(ps, &p, &q->qmax) || !expect_char(ps, &p, '>', "expected '>' to end the storage range"))
+      return false;
+  }
+  if (!expect_char(ps, &p, ':', "expected ':' and the expressed type")) return false;
+  n = char_word(ps, &p, &w);
+  if (!fc_dtype_from_name(w, n, &q->expressed) || !fc_dtype_is_float(q->expressed))
+    return char_err(ps, w, "quantised expressed type must be f32, f16, bf16 or f64");
+  q->axis = -1;
+  skip_blanks(ps, &p);
+  if (p < ps->end && *p == ':') {
+    p++;
+    int64_t axis;
+    const char *at = p;
+    if (!char_int(ps, &p, &axis)) return false;
+    if (axis < 0 || axis >= FC_DEFAULT_MAX_RANK) return char_err(ps, at, "quantised axis out of range");
+    q->axis = (int)axis;
+  }
+  if (!expect_char(ps, &p, ',', "expected ',' and the scale")) return false;
+  if (q->axis >= 0 && !expect_char(ps, &p, '{', "expected '{' and the per-axis scales")) return false;
+  double *scales = NULL;
+  int64_t *zps = NULL;
+  size_t cap_s = 0, cap_z = 0, count = 0;
+  for (;;) {
+    if (count == INT_MAX) return char_err(ps, p, "too many scales");
+    scales = grow(&ps->scratch, scales, &cap_s, count + 1, sizeof *scales);
+    zps = grow(&ps->scratch, zps, &cap_z, count + 1, sizeof *zps);
+    zps[count] = 0;
+    if (!char_float(ps, &p, &scales[count])) return false;
+    skip_blanks(ps, &p);
+    if (p < ps->end && *p == ':') {
+      p++;
+      if (!char_int(ps, &p, &zps[count])) return false;
+    }
+    count++;
+    skip_blanks(ps, &p);
+    if (q->axis < 0 || p >= ps->end || *p != ',') break;
+    p++;
+  }
+  if (q->axis >= 0 && !expect_char(ps, &p, '}', "expected ',' or '}' in the per-axis scales")) return false;
+  if (!expect_char(ps, &p, '>', "expected '>' to end the quantised type")) return false;
+  q->n = (int)count;
+  q->scales = scales;
+  q->zero_points = zps;
+  *pp = p;
+  return true;
+}
+
 /* `tensor<d0xd1x...xT>`, read character by character from the end of the `tensor` token. dims go to
  * the scratch arena; the element count and byte size must not overflow. */
 static bool parse_type(Parser *ps, FcType *out) {
@@ -587,11 +739,18 @@ static bool parse_type(Parser *ps, FcType *out) {
     p++;
   }
   const char *es = p;
-  while (p < end && (is_alpha((unsigned char)*p) || is_digit((unsigned char)*p) || *p == '_')) p++;
   FcDtype dt;
-  if (p == es) FAIL_AT("expected an element type");
-  if (!fc_dtype_from_name(es, (size_t)(p - es), &dt))
-    return err_at(ps, lx->line, col_of(lx, es), "unsupported element type '%.*s'", (int)(p - es > 20 ? 20 : p - es), es);
+  FcQuant quant, *q = NULL;
+  if (p < end && *p == '!') {
+    if (!parse_quant_chars(ps, &p, &quant)) return false;
+    q = &quant;
+    dt = quant.storage;
+  } else {
+    while (p < end && (is_alpha((unsigned char)*p) || is_digit((unsigned char)*p) || *p == '_')) p++;
+    if (p == es) FAIL_AT("expected an element type");
+    if (!fc_dtype_from_name(es, (size_t)(p - es), &dt))
+      return err_at(ps, lx->line, col_of(lx, es), "unsupported element type '%.*s'", (int)(p - es > 20 ? 20 : p - es), es);
+  }
   SKIP_BLANKS();
   if (p < end && *p == ',') FAIL_AT("tensor encodings are not supported");
   if (p >= end || *p != '>') FAIL_AT("expected '>' to end the tensor type");
@@ -600,8 +759,12 @@ static bool parse_type(Parser *ps, FcType *out) {
 #undef FAIL_AT
   lx->cur = p;
   *out = fc_type_make(&ps->scratch, dt, rank, dims);
+  out->quant = q ? fc_quant_copy(&ps->scratch, q) : NULL;
   int64_t nbytes;
   if (!fc_type_nbytes(out, &nbytes)) return err_limit(ps, tline, tcol, "tensor type has too many elements");
+  char why[512];
+  if (q && fc_quant_problem(q, out, why, sizeof why))
+    return err_at(ps, tline, col_of(lx, es), "invalid quantised type: %s", why);
   lex_next(ps);
   return true;
 }
@@ -700,6 +863,9 @@ static bool tensor_alloc(Parser *ps, const FcType *ty, bool with_data, int line,
   if (nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return err_limit(ps, line, col, "constant of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
                      (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
+  if (ty->quant)
+    return err_at(ps, line, col, "constant data takes its storage type (write %s, not a quantised type)",
+                  fc_dtype_name(ty->dtype));
   FcTensor *t = FC_NEW(ps->arena, FcTensor);
   t->type = fc_type_make(ps->arena, ty->dtype, ty->rank, ty->dims);
   t->nbytes = nbytes;
@@ -953,26 +1119,34 @@ static bool parse_number_attr(Parser *ps, FcAttr *a) {
   return true;
 }
 
+/* The value forms inherent attributes and annotations share: a string, and constant data (the current
+ * token being `dense` or `dense_resource`). */
+static bool parse_string_value(Parser *ps, const char **out) {
+  if (!(*out = decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
+  lex_next(ps);
+  return true;
+}
+
+static bool parse_tensor_value(Parser *ps, const FcTensor **out) {
+  FcTensor *t;
+  if (!(tok_is_id(ps, "dense") ? parse_dense(ps, &t) : parse_dense_resource(ps, &t))) return false;
+  *out = t;
+  return true;
+}
+
 static bool parse_attr_value(Parser *ps, FcAttr *a) {
   const Token *t = &ps->lx.tok;
   FcDtype dt;
   switch (t->kind) {
-  case TK_STRING:
-    a->kind = FC_AK_STR;
-    if (!(a->s = decode_string(ps, t, &ps->scratch))) return false;
-    lex_next(ps);
-    return true;
+  case TK_STRING: a->kind = FC_AK_STR; return parse_string_value(ps, &a->s);
   case TK_MINUS:
   case TK_INT:
   case TK_FLOAT: return parse_number_attr(ps, a);
   case TK_ID:
     if (tok_is_id(ps, "array")) return parse_array_attr(ps, a);
     if (tok_is_id(ps, "dense") || tok_is_id(ps, "dense_resource")) {
-      FcTensor *ten;
-      if (!(tok_is_id(ps, "dense") ? parse_dense(ps, &ten) : parse_dense_resource(ps, &ten))) return false;
       a->kind = FC_AK_TENSOR;
-      a->tensor = ten;
-      return true;
+      return parse_tensor_value(ps, &a->tensor);
     }
     if (fc_dtype_from_name(t->p, t->n, &dt)) {
       a->kind = FC_AK_TYPE;
@@ -1000,9 +1174,263 @@ static bool parse_program_attr(Parser *ps, const FcOpInfo *info, const Token *vt
   return true;
 }
 
+/* ---- annotations (discardable attributes) ----------------------------------------------------------- */
+
+/* Annotations as read, kept until the op or argument they belong to exists. */
+typedef struct AnnotText {
+  const char *name;
+  FcAnnotValue value;
+  Token at; /* the name, where errors about the annotation point */
+} AnnotText;
+typedef struct AnnotList {
+  AnnotText *v;
+  size_t n, cap;
+} AnnotList;
+
+enum { MAX_ANNOT_DEPTH = 32 }; /* nesting of [...] in an annotation value */
+
+/* `1`, `-2 : i32`, `0.5`, `5.0e-01 : f32`: an untyped integer is i64 and an untyped float f64, as in MLIR. */
+static bool parse_annot_number(Parser *ps, FcAnnotValue *v) {
+  NumText n = lex_number(ps);
+  FcDtype dt = n.t.kind == TK_FLOAT ? FC_DT_F64 : FC_DT_I64;
+  if (tok_is(ps, TK_COLON)) {
+    lex_next(ps);
+    const Token *t = &ps->lx.tok;
+    if (t->kind != TK_ID || !fc_dtype_from_name(t->p, t->n, &dt) || dt == FC_DT_BOOL || dt == FC_DT_F16 ||
+        dt == FC_DT_BF16)
+      return err(ps, "number annotations must be typed i8..i64, ui8..ui64, f32 or f64");
+    lex_next(ps);
+  } else if (n.t.kind == TK_INT && is_hex_token(&n.t)) {
+    dt = FC_DT_I64;
+  }
+  v->dtype = dt;
+  if (fc_dtype_is_float(dt)) {
+    v->kind = FC_AV_FLOAT;
+    if (dt == FC_DT_F64) return float_value(ps, &n, dt, &v->f);
+    float f;
+    if (!float_value(ps, &n, dt, &f)) return false;
+    v->f = f;
+    return true;
+  }
+  int bits = 8 * (int)fc_dtype_size(dt);
+  uint64_t hi = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1, u;
+  int64_t lo = 0;
+  if (fc_dtype_class(dt) == FC_DTC_SINT) {
+    hi >>= 1;
+    lo = -(int64_t)hi - 1;
+  }
+  v->kind = FC_AV_INT;
+  if (!int_value(ps, &n, lo, hi, fc_dtype_name(dt), &u)) return false;
+  v->i = (int64_t)u;
+  return true;
+}
+
+/* `array<i64: 1, 2>` and the other dense arrays MLIR has (i1, i8, i16, i32, i64, f32, f64). */
+static bool parse_annot_dense(Parser *ps, FcAnnotValue *v) {
+  lex_next(ps);
+  if (!expect(ps, TK_LT, "'<' after 'array'")) return false;
+  const Token *t = &ps->lx.tok;
+  FcDtype dt;
+  if (t->kind != TK_ID || !fc_dtype_from_name(t->p, t->n, &dt) ||
+      !(dt == FC_DT_BOOL || dt == FC_DT_I8 || dt == FC_DT_I16 || dt == FC_DT_I32 || dt == FC_DT_I64 ||
+        dt == FC_DT_F32 || dt == FC_DT_F64))
+    return err(ps, "dense arrays must be array<i1|i8|i16|i32|i64|f32|f64: ...>");
+  lex_next(ps);
+  bool is_float = fc_dtype_is_float(dt);
+  void *vals = NULL;
+  size_t n = 0, cap = 0;
+  if (tok_is(ps, TK_COLON)) {
+    lex_next(ps);
+    for (;;) {
+      if (n == INT_MAX) return err(ps, "array attribute too long");
+      vals = grow(&ps->scratch, vals, &cap, n + 1, 8);
+      FcAnnotValue e;
+      if (dt == FC_DT_BOOL && (tok_is_id(ps, "true") || tok_is_id(ps, "false"))) {
+        ((int64_t *)vals)[n++] = tok_is_id(ps, "true");
+        lex_next(ps);
+      } else {
+        Token at = ps->lx.tok;
+        if (!parse_annot_number(ps, &e)) return false;
+        if (is_float) {
+          if (e.kind != FC_AV_FLOAT) return err_at(ps, at.line, at.col, "expected a float element");
+          ((double *)vals)[n++] = dt == FC_DT_F32 ? (double)(float)e.f : e.f;
+        } else {
+          int64_t lo, hi;
+          if (dt == FC_DT_BOOL) lo = 0, hi = 1;
+          else hi = (int64_t)(((uint64_t)1 << (8 * fc_dtype_size(dt) - 1)) - 1), lo = -hi - 1;
+          if (e.kind != FC_AV_INT || e.i < lo || e.i > hi)
+            return err_at(ps, at.line, at.col, "expected an integer element of %s", fc_dtype_name(dt));
+          ((int64_t *)vals)[n++] = e.i;
+        }
+      }
+      if (!tok_is(ps, TK_COMMA)) break;
+      lex_next(ps);
+    }
+  }
+  if (!expect(ps, TK_GT, "',' or '>' in the array attribute")) return false;
+  v->kind = FC_AV_DENSE;
+  v->dtype = dt;
+  if (is_float) {
+    v->floats.v = vals;
+    v->floats.n = (int)n;
+  } else {
+    v->ints.v = vals;
+    v->ints.n = (int)n;
+  }
+  return true;
+}
+
+static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth);
+
+static int annot_cmp(const void *a, const void *b) {
+  return strcmp(((const FcAnnot *)a)->name, ((const FcAnnot *)b)->name);
+}
+
+/* `{a = 1, "b c" = [2], d}` (an entry without a value is unit); entries are sorted by name, as MLIR's
+ * DictionaryAttr keeps them, so the text mlir-opt prints back reads to the same value. */
+static bool parse_annot_dict(Parser *ps, FcAnnotValue *v, int depth) {
+  const Token *t = &ps->lx.tok;
+  if (depth >= MAX_ANNOT_DEPTH) return err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
+  lex_next(ps);
+  FcAnnot *d = NULL;
+  size_t n = 0, cap = 0;
+  while (!tok_is(ps, TK_RBRACE)) {
+    Token nt = ps->lx.tok;
+    const char *name;
+    if (nt.kind == TK_ID) name = fc_arena_strndup(&ps->scratch, nt.p, nt.n);
+    else if (nt.kind == TK_STRING) name = decode_string(ps, &nt, &ps->scratch);
+    else return err(ps, "expected a name in the dictionary");
+    if (!name) return false;
+    if (!*name) return err(ps, "empty name in the dictionary");
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(d[i].name, name) == 0) return err(ps, "duplicate name '%.40s' in the dictionary", name);
+    if (n == INT_MAX) return err(ps, "dictionary too long");
+    d = grow(&ps->scratch, d, &cap, n + 1, sizeof *d);
+    d[n].name = name;
+    lex_next(ps);
+    if (tok_is(ps, TK_EQUAL)) {
+      lex_next(ps);
+      if (!parse_annot_value(ps, &d[n].value, depth + 1)) return false;
+    } else {
+      d[n].value = (FcAnnotValue){.kind = FC_AV_UNIT};
+    }
+    n++;
+    if (!tok_is(ps, TK_RBRACE) && !expect(ps, TK_COMMA, "',' or '}' in the dictionary")) return false;
+  }
+  lex_next(ps);
+  if (n > 1) qsort(d, n, sizeof *d, annot_cmp);
+  v->kind = FC_AV_DICT;
+  v->dict.v = d;
+  v->dict.n = (int)n;
+  return true;
+}
+
+static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
+  const Token *t = &ps->lx.tok;
+  memset(v, 0, sizeof *v);
+  FcDtype dt;
+  switch (t->kind) {
+  case TK_STRING: v->kind = FC_AV_STR; return parse_string_value(ps, &v->s);
+  case TK_MINUS:
+  case TK_INT:
+  case TK_FLOAT: return parse_annot_number(ps, v);
+  case TK_LBRACKET: {
+    if (depth >= MAX_ANNOT_DEPTH) return err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
+    lex_next(ps);
+    FcAnnotValue *arr = NULL;
+    size_t n = 0, cap = 0;
+    while (!tok_is(ps, TK_RBRACKET)) {
+      if (n == INT_MAX) return err(ps, "array attribute too long");
+      arr = grow(&ps->scratch, arr, &cap, n + 1, sizeof *arr);
+      if (!parse_annot_value(ps, &arr[n++], depth + 1)) return false;
+      if (!tok_is(ps, TK_RBRACKET) && !expect(ps, TK_COMMA, "',' or ']' in the array")) return false;
+    }
+    lex_next(ps);
+    v->kind = FC_AV_ARRAY;
+    v->array.v = arr;
+    v->array.n = (int)n;
+    return true;
+  }
+  case TK_LBRACE: return parse_annot_dict(ps, v, depth);
+  case TK_BANG: {
+    const char *p = t->p;
+    FcQuant q;
+    char why[512];
+    int line = t->line, col = t->col;
+    if (!parse_quant_chars(ps, &p, &q)) return false;
+    if (fc_quant_problem(&q, NULL, why, sizeof why)) return err_at(ps, line, col, "invalid quantised type: %s", why);
+    ps->lx.cur = p;
+    lex_next(ps);
+    v->kind = FC_AV_TYPE;
+    v->type = (FcType){.dtype = q.storage, .rank = -1, .quant = fc_quant_copy(&ps->scratch, &q)};
+    return true;
+  }
+  case TK_ID:
+    if (tok_is_id(ps, "true") || tok_is_id(ps, "false")) {
+      v->kind = FC_AV_BOOL;
+      v->dtype = FC_DT_BOOL;
+      v->b = tok_is_id(ps, "true");
+      lex_next(ps);
+      return true;
+    }
+    if (tok_is_id(ps, "unit")) {
+      v->kind = FC_AV_UNIT;
+      lex_next(ps);
+      return true;
+    }
+    if (tok_is_id(ps, "array")) return parse_annot_dense(ps, v);
+    if (tok_is_id(ps, "dense") || tok_is_id(ps, "dense_resource")) {
+      v->kind = FC_AV_TENSOR;
+      return parse_tensor_value(ps, &v->tensor);
+    }
+    if (tok_is_id(ps, "tensor")) {
+      v->kind = FC_AV_TYPE;
+      return parse_type(ps, &v->type);
+    }
+    if (fc_dtype_from_name(t->p, t->n, &dt)) {
+      v->kind = FC_AV_TYPE;
+      v->type = (FcType){.dtype = dt, .rank = -1};
+      lex_next(ps);
+      return true;
+    }
+    break;
+  default: break;
+  }
+  char buf[64];
+  return err(ps, "unsupported annotation value %s", tok_desc(t, buf, sizeof buf));
+}
+
+/* `name = value` of an annotation whose name token `nt` (decoded: name, len) was already read. */
+static bool parse_annot(Parser *ps, const Token *nt, const char *name, size_t len, AnnotList *out) {
+  int shown = (int)(len > 40 ? 40 : len);
+  if (!fc_annot_name_valid(name, len)) return err_at(ps, nt->line, nt->col, "invalid annotation name '%.*s'", shown, name);
+  for (size_t i = 0; i < out->n; i++)
+    if (strlen(out->v[i].name) == len && memcmp(out->v[i].name, name, len) == 0)
+      return err_at(ps, nt->line, nt->col, "duplicate attribute '%.*s'", shown, name);
+  lex_next(ps);
+  if (!expect(ps, TK_EQUAL, "'=' after the attribute name")) return false;
+  out->v = grow(&ps->scratch, out->v, &out->cap, out->n + 1, sizeof *out->v);
+  AnnotText *a = &out->v[out->n++];
+  a->name = fc_arena_strndup(&ps->scratch, name, len);
+  a->at = *nt;
+  return parse_annot_value(ps, &a->value, 0);
+}
+
+/* Checks each annotation against its subject's type and attaches it to the list `to`. */
+static bool attach_annots(Parser *ps, const AnnotList *l, FcAnnots *to, const FcType *subject) {
+  for (size_t i = 0; i < l->n; i++) {
+    char why[1024];
+    if (!fc_annot_check(l->v[i].name, &l->v[i].value, subject, why, sizeof why))
+      return err_at(ps, l->v[i].at.line, l->v[i].at.col, "%s", why);
+    fc_annots_set(ps->arena, to, l->v[i].name, &l->v[i].value);
+  }
+  return true;
+}
+
 /* `{name = value, ...}` of an op, checked against its schema (names, kinds, duplicates) into `list`,
- * which has room for every attribute of the schema. */
-static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *n_list) {
+ * which has room for every attribute of the schema; namespaced names (with a '.') are annotations and
+ * go to `annots`. */
+static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *n_list, AnnotList *annots) {
   if (!expect(ps, TK_LBRACE, "'{'")) return false;
   if (tok_is(ps, TK_RBRACE)) {
     lex_next(ps);
@@ -1023,6 +1451,12 @@ static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *
       return err(ps, "expected an attribute name, got %s", tok_desc(&nt, buf, sizeof buf));
     }
     int shown = (int)(len > 40 ? 40 : len);
+    if (memchr(name, '.', len)) {
+      if (!parse_annot(ps, &nt, name, len, annots)) return false;
+      if (tok_is(ps, TK_RBRACE)) break;
+      if (!expect(ps, TK_COMMA, "',' or '}' in the attribute dictionary")) return false;
+      continue;
+    }
     FcAttrName an;
     if (!fc_attr_name_from_str(name, len, &an)) return err(ps, "unknown attribute '%.*s'", shown, name);
     const FcAttrSpec *spec = NULL;
@@ -1049,24 +1483,30 @@ static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *
   return true;
 }
 
-/* `{flow.name = "..."}` on a function argument or result. */
-static bool parse_name_attrs(Parser *ps, const char **name) {
+/* `{flow.name = "...", ...}` on a function argument or result: its name, and for an argument
+ * (annots not NULL) its annotations. */
+static bool parse_arg_attrs(Parser *ps, const char **name, AnnotList *annots) {
   lex_next(ps);
   if (tok_is(ps, TK_RBRACE)) {
     lex_next(ps);
     return true;
   }
   for (;;) {
-    if (!tok_is_id(ps, "flow.name")) {
+    Token nt = ps->lx.tok;
+    if (tok_is_id(ps, "flow.name")) {
+      if (*name) return err(ps, "duplicate attribute 'flow.name'");
+      lex_next(ps);
+      if (!expect(ps, TK_EQUAL, "'='")) return false;
+      if (!tok_is(ps, TK_STRING)) return err(ps, "flow.name must be a string");
+      if (!(*name = decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
+      lex_next(ps);
+    } else if (annots && nt.kind == TK_ID) {
+      if (!parse_annot(ps, &nt, nt.p, nt.n, annots)) return false;
+    } else {
       char buf[64];
-      return err(ps, "unsupported argument or result attribute %s (only flow.name)", tok_desc(&ps->lx.tok, buf, sizeof buf));
+      return err(ps, "unsupported %s attribute %s (%s)", annots ? "argument" : "result",
+                 tok_desc(&ps->lx.tok, buf, sizeof buf), annots ? "flow.name or a namespaced annotation" : "only flow.name");
     }
-    if (*name) return err(ps, "duplicate attribute 'flow.name'");
-    lex_next(ps);
-    if (!expect(ps, TK_EQUAL, "'='")) return false;
-    if (!tok_is(ps, TK_STRING)) return err(ps, "flow.name must be a string");
-    if (!(*name = decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
-    lex_next(ps);
     if (tok_is(ps, TK_RBRACE)) break;
     if (!expect(ps, TK_COMMA, "',' or '}'")) return false;
   }
@@ -1161,9 +1601,13 @@ static bool finish_return(Parser *ps, OpText *o, const FuncSig *sig, const char 
   return true;
 }
 
-/* `return %a, %b : tensor<..>, tensor<..>` (the func dialect's custom form). */
+/* `return {annotations} %a, %b : tensor<..>, tensor<..>` (the func dialect's custom form). */
 static bool parse_custom_return(Parser *ps, OpText *o, const FuncSig *sig) {
   lex_next(ps);
+  FcAttr none[1];
+  int n_none = 0;
+  AnnotList annots = {0};
+  if (tok_is(ps, TK_LBRACE) && !parse_op_attrs(ps, fc_op_info(FC_OP_RETURN), none, &n_none, &annots)) return false;
   if (tok_is(ps, TK_VALUE) && !parse_operands(ps, o)) return false;
   if (o->n_operands) {
     if (!expect(ps, TK_COLON, "':' and the types of the returned values")) return false;
@@ -1177,7 +1621,26 @@ static bool parse_custom_return(Parser *ps, OpText *o, const FuncSig *sig) {
   if (!check_operand_types(ps, o, o->n_types)) return false;
   const char *loc;
   if (!parse_opt_loc(ps, &loc)) return false;
-  return finish_return(ps, o, sig, loc);
+  return finish_return(ps, o, sig, loc) && attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
+}
+
+/* A constant of a quantised type holds its data with the storage type (MLIR's dense literals take no
+ * quantised element type): the result type's quantisation is put on the value's tensor, which must
+ * have exactly the storage type. The tensor is this parser's own, and a dense_resource reference still
+ * points at it to receive its data, so it is updated in place rather than replaced. */
+static bool quantise_constant(Parser *ps, FcOp *op, const OpText *o) {
+  const FcType *rt = &op->results[0].type;
+  const FcAttr *a = fc_op_attr(op, FC_ATTR_VALUE);
+  if (op->n_results != 1 || !rt->quant || !a || a->kind != FC_AK_TENSOR || !a->tensor) return true;
+  FcTensor *t = (FcTensor *)a->tensor;
+  FcType storage = fc_type_storage(rt);
+  if (!fc_type_equal(&t->type, &storage)) {
+    char x[256], y[256], z[256];
+    return err_at(ps, o->at.line, o->at.col, "flow.constant: value has type %s but a %s result needs %s",
+                  fc_type_str(&t->type, x, sizeof x), fc_type_str(rt, y, sizeof y), fc_type_str(&storage, z, sizeof z));
+  }
+  t->type = *rt;
+  return true;
 }
 
 /* One operation of the body. Sets *is_return when it was the graph's RETURN. */
@@ -1237,7 +1700,8 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   /* The op can only be created once the signature gives its result count; attributes wait here. */
   FcAttr *attrs = FC_NEW_ARRAY(&ps->scratch, FcAttr, (size_t)info->n_attrs + 1);
   int n_attrs = 0;
-  if (tok_is(ps, TK_LBRACE) && !parse_op_attrs(ps, info, attrs, &n_attrs)) return false;
+  AnnotList annots = {0};
+  if (tok_is(ps, TK_LBRACE) && !parse_op_attrs(ps, info, attrs, &n_attrs, &annots)) return false;
 
   if (!expect(ps, TK_COLON, "':' and the op's type")) return false;
   if (!parse_type_list(ps, &o, false)) return false;
@@ -1254,7 +1718,8 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
 
   if (kind == FC_OP_RETURN) {
     *is_return = true;
-    return finish_return(ps, &o, sig, loc);
+    if (!finish_return(ps, &o, sig, loc)) return false;
+    return attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
   }
   FcOp *op = fc_op_create(ps->g, kind, o.operands, (int)o.n_operands, (int)n_results);
   op->loc = loc;
@@ -1265,8 +1730,9 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
                     fc_attr_name_str(info->attrs[i].name));
   for (size_t i = 0; i < n_results; i++) {
     const FcType *t = &o.types[n_operand_types + i];
-    op->results[i].type = fc_type_make(ps->arena, t->dtype, t->rank, t->dims);
+    op->results[i].type = fc_type_copy(ps->arena, t);
   }
+  if (kind == FC_OP_CONSTANT && !quantise_constant(ps, op, &o)) return false;
   FcDiag d;
   fc_diag_init(&d);
   if (fc_op_infer(op, &d) != FC_OK) {
@@ -1275,6 +1741,7 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
     if (strncmp(msg, info->name, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2; /* hooks prefix the mnemonic */
     return err_at(ps, o.at.line, o.at.col, "%s: %s", info->full_name, msg);
   }
+  if (!attach_annots(ps, &annots, &op->annots, n_results ? &op->results[0].type : NULL)) return false;
   fc_op_insert_before(NULL, op);
   int first = 0;
   for (size_t gi = 0; gi < o.n_groups; gi++) {
@@ -1295,9 +1762,12 @@ static bool parse_signature(Parser *ps, FuncSig *sig) {
     FcType ty;
     if (!parse_type(ps, &ty)) return false;
     const char *name = NULL;
-    if (tok_is(ps, TK_LBRACE) && !parse_name_attrs(ps, &name)) return false;
+    AnnotList annots = {0};
+    if (tok_is(ps, TK_LBRACE) && !parse_arg_attrs(ps, &name, &annots)) return false;
     if (!parse_opt_loc(ps, NULL)) return false;
-    if (!define_values(ps, &nt, fc_graph_add_input(ps->g, ty, name), 1)) return false;
+    FcValue *in = fc_graph_add_input(ps->g, ty, name);
+    if (!attach_annots(ps, &annots, &in->annots, &in->type)) return false;
+    if (!define_values(ps, &nt, in, 1)) return false;
     if (!tok_is(ps, TK_RPAREN) && !expect(ps, TK_COMMA, "',' or ')' after the argument")) return false;
   }
   lex_next(ps);
@@ -1314,7 +1784,7 @@ static bool parse_signature(Parser *ps, FuncSig *sig) {
     sig->names = grow(&ps->scratch, sig->names, &sig->cap_names, sig->n + 1, sizeof *sig->names);
     if (!parse_type(ps, &sig->types[sig->n])) return false;
     sig->names[sig->n] = NULL;
-    if (parens && tok_is(ps, TK_LBRACE) && !parse_name_attrs(ps, &sig->names[sig->n])) return false;
+    if (parens && tok_is(ps, TK_LBRACE) && !parse_arg_attrs(ps, &sig->names[sig->n], NULL)) return false;
     sig->n++;
     if (!parens || !tok_is(ps, TK_COMMA)) break;
     lex_next(ps);

@@ -17,6 +17,12 @@
  * dense<...> when they have at most opts->inline_limit elements or all their elements are equal
  * (splat, `dense<0.000000e+00>`); others print as dense_resource<__elided__>, or, with opts->weights,
  * as dense_resource<cN> with the data in the trailing dialect_resources section.
+ *
+ * Annotations (annot.c) follow an op's inherent attributes in the same dictionary, as MLIR prints
+ * discardable attributes; a graph input's follow its flow.name among the argument attributes. A
+ * constant of a quantised type writes its data with the storage type (`dense<[1, -2]> : tensor<2xi8>`)
+ * because MLIR's dense literals take no quantised element type; its result type carries the
+ * quantisation.
  */
 #include "ew_program.h"
 
@@ -59,15 +65,19 @@ static void print_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-/* Symbol names print bare when they are MLIR bare identifiers, quoted otherwise. */
-static void print_symbol(FILE *out, const char *s) {
+/* Names print bare when they are MLIR bare identifiers, quoted otherwise. */
+static void print_name(FILE *out, const char *s) {
   bool bare = s[0] && (s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'));
   for (const char *p = s; bare && *p; p++)
     bare = *p == '_' || *p == '$' || *p == '.' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
            (*p >= '0' && *p <= '9');
-  fputc('@', out);
   if (bare) fputs(s, out);
   else print_string(out, s);
+}
+
+static void print_symbol(FILE *out, const char *s) {
+  fputc('@', out);
+  print_name(out, s);
 }
 
 /* Shortest "%.*e" form (7 to 9 significant digits) that strtof reads back to the same bits. */
@@ -76,14 +86,6 @@ static void fmt_f32(char *buf, size_t cap, float f) {
     snprintf(buf, cap, "%.*e", p, (double)f);
     float r = strtof(buf, NULL);
     if (memcmp(&r, &f, sizeof f) == 0) return;
-  }
-}
-
-static void fmt_f64(char *buf, size_t cap, double d) {
-  for (int p = 6; p <= 16; p++) {
-    snprintf(buf, cap, "%.*e", p, d);
-    double r = strtod(buf, NULL);
-    if (memcmp(&r, &d, sizeof d) == 0) return;
   }
 }
 
@@ -99,11 +101,19 @@ static void print_f32(FILE *out, float f) {
   fputs(buf, out);
 }
 
-static void print_type(FILE *out, const FcType *t) {
-  fputs("tensor<", out);
-  for (int i = 0; i < t->rank; i++) fprintf(out, "%" PRId64 "x", t->dims ? t->dims[i] : (int64_t)-1);
-  fprintf(out, "%s>", fc_dtype_name(t->dtype));
+static void print_f64(FILE *out, double d) {
+  if (!isfinite(d)) {
+    uint64_t bits;
+    memcpy(&bits, &d, 8);
+    fprintf(out, "0x%016" PRIX64, bits);
+    return;
+  }
+  char buf[64];
+  fc_format_f64(buf, sizeof buf, d);
+  fputs(buf, out);
 }
+
+static void print_type(FILE *out, const FcType *t) { fc_type_print(out, t); }
 
 /* One element of constant data, in the form the parser reads back bit-exactly. */
 static void print_element(FILE *out, const FcTensor *t, int64_t i) {
@@ -118,15 +128,7 @@ static void print_element(FILE *out, const FcTensor *t, int64_t i) {
   case FC_DT_F64: {
     double d;
     memcpy(&d, p, 8);
-    if (!isfinite(d)) {
-      uint64_t bits;
-      memcpy(&bits, &d, 8);
-      fprintf(out, "0x%016" PRIX64, bits);
-    } else {
-      char buf[64];
-      fmt_f64(buf, sizeof buf, d);
-      fputs(buf, out);
-    }
+    print_f64(out, d);
     return;
   }
   case FC_DT_F16:
@@ -202,8 +204,79 @@ static void print_tensor(Printer *pr, const FcTensor *t) {
   } else {
     fputs("dense_resource<__elided__>", out);
   }
+  /* MLIR's dense literals cannot have a quantised element type: the data is written with its storage
+   * type, and the constant's result type carries the quantisation (parse.c puts it back). */
+  FcType storage = fc_type_storage(&t->type);
   fputs(" : ", out);
-  print_type(out, &t->type);
+  print_type(out, &storage);
+}
+
+/* An annotation value (annot.c's kinds) in MLIR attribute syntax. */
+static void print_annot_value(Printer *pr, const FcAnnotValue *v) {
+  FILE *out = pr->out;
+  switch (v->kind) {
+  case FC_AV_UNIT: fputs("unit", out); return;
+  case FC_AV_BOOL: fputs(v->b ? "true" : "false", out); return;
+  case FC_AV_INT:
+    if (fc_dtype_class(v->dtype) == FC_DTC_UINT) fprintf(out, "%" PRIu64, (uint64_t)v->i);
+    else fprintf(out, "%" PRId64, v->i);
+    fprintf(out, " : %s", fc_dtype_name(v->dtype));
+    return;
+  case FC_AV_FLOAT:
+    if (v->dtype == FC_DT_F32) print_f32(out, (float)v->f);
+    else print_f64(out, v->f);
+    fprintf(out, " : %s", fc_dtype_name(v->dtype));
+    return;
+  case FC_AV_STR: print_string(out, v->s ? v->s : ""); return;
+  case FC_AV_ARRAY:
+    fputc('[', out);
+    for (int i = 0; i < v->array.n; i++) {
+      if (i) fputs(", ", out);
+      print_annot_value(pr, &v->array.v[i]);
+    }
+    fputc(']', out);
+    return;
+  case FC_AV_DENSE: {
+    bool is_float = fc_dtype_is_float(v->dtype);
+    int n = is_float ? v->floats.n : v->ints.n;
+    fprintf(out, "array<%s%s", fc_dtype_name(v->dtype), n ? ": " : "");
+    for (int i = 0; i < n; i++) {
+      if (i) fputs(", ", out);
+      if (v->dtype == FC_DT_F32) print_f32(out, (float)v->floats.v[i]);
+      else if (is_float) print_f64(out, v->floats.v[i]);
+      else if (v->dtype == FC_DT_BOOL) fputs(v->ints.v[i] ? "true" : "false", out);
+      else if (fc_dtype_class(v->dtype) == FC_DTC_UINT) fprintf(out, "%" PRIu64, (uint64_t)v->ints.v[i]);
+      else fprintf(out, "%" PRId64, v->ints.v[i]);
+    }
+    fputc('>', out);
+    return;
+  }
+  case FC_AV_TYPE: print_type(out, &v->type); return;
+  case FC_AV_TENSOR:
+    if (v->tensor) print_tensor(pr, v->tensor);
+    else fputs("unit", out); /* only a hand-broken module gets here; the verifier reports it */
+    return;
+  case FC_AV_DICT:
+    fputc('{', out);
+    for (int i = 0; i < v->dict.n; i++) {
+      if (i) fputs(", ", out);
+      print_name(out, v->dict.v[i].name);
+      fputs(" = ", out);
+      print_annot_value(pr, &v->dict.v[i].value);
+    }
+    fputc('}', out);
+    return;
+  }
+}
+
+/* `name = value` pairs of an annotation list, each preceded by ", " unless it is the first of the
+ * dictionary (`first`). */
+static void print_annots(Printer *pr, const FcAnnots *list, bool first) {
+  for (int i = 0; i < list->n; i++) {
+    fputs(first && i == 0 ? "" : ", ", pr->out);
+    fprintf(pr->out, "%s = ", list->v[i].name);
+    print_annot_value(pr, &list->v[i].value);
+  }
 }
 
 static void print_attr(Printer *pr, const FcAttr *a) {
@@ -281,12 +354,13 @@ static void print_op(Printer *pr, const FcOp *op) {
     print_value(pr, op->operands[i].value);
   }
   fputc(')', out);
-  if (op->n_attrs > 0) {
+  if (op->n_attrs > 0 || op->annots.n > 0) {
     fputs(" {", out);
     for (int i = 0; i < op->n_attrs; i++) {
       if (i) fputs(", ", out);
       print_attr(pr, &op->attrs[i]);
     }
+    print_annots(pr, &op->annots, op->n_attrs == 0);
     fputc('}', out);
   }
   fputs(" : (", out);
@@ -334,6 +408,12 @@ static void print_blobs(Printer *pr) {
   fputs("    }\n  }\n#-}\n", out);
 }
 
+void fc_print_annot_value(FILE *out, const FcAnnotValue *v) {
+  static const FcPrintOptions defaults = {.weights = false, .inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT};
+  Printer pr = {.out = out, .opts = &defaults};
+  print_annot_value(&pr, v);
+}
+
 FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcDiag *diag) {
   static const FcPrintOptions defaults = {.weights = false, .inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT};
   FcGraph *g = m->graph;
@@ -360,9 +440,13 @@ FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcD
     const FcValue *v = g->inputs[i];
     fprintf(out, "%s%%arg%d: ", i ? ", " : "", i);
     print_type(out, &v->type);
-    if (v->name) {
-      fputs(" {flow.name = ", out);
-      print_string(out, v->name);
+    if (v->name || v->annots.n) {
+      fputs(" {", out);
+      if (v->name) {
+        fputs("flow.name = ", out);
+        print_string(out, v->name);
+      }
+      print_annots(&pr, &v->annots, !v->name);
       fputc('}', out);
     }
   }

@@ -10,7 +10,7 @@
 
 FcTensor *fc_tensor_new(FcArena *a, FcType type) {
   FcTensor *t = FC_NEW(a, FcTensor);
-  t->type = fc_type_make(a, type.dtype, type.rank, type.dims);
+  t->type = fc_type_copy(a, &type);
   int64_t nbytes;
   FC_ASSERT(fc_type_nbytes(&t->type, &nbytes));
   t->nbytes = nbytes;

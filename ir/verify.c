@@ -6,7 +6,9 @@
  * live op (SSA dominance in a single block), that every type is within the rank limit and has an
  * element count and byte size that fit int64, and finally re-runs the op's inference hook through
  * fc_op_infer so recorded result types must equal inferred ones. Inference runs only once the op's
- * shape is sound, because hooks may rely on the counts and attributes the table promises.
+ * shape is sound, because hooks may rely on the counts and attributes the table promises. Quantised
+ * types are checked like the parser checks them (fc_quant_problem), and annotations against annot.c's
+ * table, relative to the op's first result (or the graph input) they describe.
  *
  * Use lists are checked without a hash set: every use found in a value's list must be a real operand
  * slot of a live op that names that value, and the lists together must hold exactly as many uses as
@@ -69,6 +71,33 @@ static const char *type_problem(const FcType *t) {
   int64_t nbytes;
   if (!fc_type_nbytes(t, &nbytes)) return "an element count or byte size that overflows";
   return NULL;
+}
+
+/* Why a well-formed type's quantisation is malformed (into buf), or NULL. */
+static const char *quant_problem(const FcType *t, char *buf, size_t cap) {
+  if (!t->quant) return NULL;
+  if (t->dtype != t->quant->storage) return "a quantised element type whose storage differs from its dtype";
+  return fc_quant_problem(t->quant, t, buf, cap) ? buf : NULL;
+}
+
+/* The annotations of an op (subject: its first result) or a graph input, against annot.c's table. */
+static bool check_annots(Verifier *vr, const FcOp *op, int input, const FcAnnots *l, const FcType *subject) {
+  if (l->n < 0 || (l->n > 0 && !l->v)) {
+    if (op) return node_err(vr, op, "has a bad annotation list");
+    return graph_err(vr, "input %d has a bad annotation list", input);
+  }
+  for (int i = 0; i < l->n; i++) {
+    char why[1024];
+    bool ok = l->v[i].name && fc_annot_check(l->v[i].name, &l->v[i].value, subject, why, sizeof why);
+    if (!l->v[i].name) snprintf(why, sizeof why, "an annotation has no name");
+    else if (ok && i > 0 && strcmp(l->v[i - 1].name, l->v[i].name) >= 0)
+      ok = false, snprintf(why, sizeof why, "annotations are not sorted by name at '%s'", l->v[i].name);
+    if (ok) continue;
+    if (op) return node_err(vr, op, "%s", why);
+    return graph_err(vr, "input %d ('%s'): %s", input, vr->g->inputs[input]->name ? vr->g->inputs[input]->name : "",
+                     why);
+  }
+  return true;
 }
 
 static bool check_attr_value(Verifier *vr, const FcOp *op, const FcAttr *a) {
@@ -163,6 +192,9 @@ static bool define_results(Verifier *vr, const FcOp *op) {
     const FcValue *v = &op->results[i];
     const char *why = type_problem(&v->type);
     if (why) return node_err(vr, op, "result %d has a type with %s", i, why);
+    char qbuf[512];
+    if ((why = quant_problem(&v->type, qbuf, sizeof qbuf)))
+      return node_err(vr, op, "result %d has an invalid quantised type: %s", i, why);
     if (v->def != op || v->index != i) return node_err(vr, op, "result %d does not point back at its op", i);
     if (v->id >= vr->n_value_ids || vr->defined[v->id])
       return node_err(vr, op, "result %d has an id that is out of range or reused", i);
@@ -212,6 +244,10 @@ static bool check_inputs(Verifier *vr) {
     if (why)
       return graph_err(vr, "input %d ('%s') has a type with %s", i,
                       v->name ? v->name : "", why);
+    char qbuf[512];
+    if ((why = quant_problem(&v->type, qbuf, sizeof qbuf)))
+      return graph_err(vr, "input %d ('%s') has an invalid quantised type: %s", i, v->name ? v->name : "", why);
+    if (!check_annots(vr, NULL, i, &v->annots, &v->type)) return false;
     if (v->id >= vr->n_value_ids || vr->defined[v->id])
       return graph_err(vr, "input %d has an id that is out of range or reused", i);
     vr->defined[v->id] = v;
@@ -274,6 +310,7 @@ static bool verify_graph(Verifier *vr) {
       if (op != g->last) return node_err(vr, op, "func.return is not the last op");
     }
     if (!define_results(vr, op) || !check_infer(vr, op)) return false;
+    if (!check_annots(vr, op, -1, &op->annots, op->n_results ? &op->results[0].type : NULL)) return false;
   }
   if (n_returns == 0) return graph_err(vr, "no func.return at the end");
   if (g->n_output_names != g->last->n_operands)

@@ -143,7 +143,8 @@ static bool op_equal(const FcOp *a, const FcOp *b) {
     if (!attr_equal(&a->attrs[i], &b->attrs[i])) return false;
   for (int i = 0; i < a->n_results; i++)
     if (!fc_type_equal(&a->results[i].type, &b->results[i].type)) return false;
-  return true;
+  /* Ops placed or distributed differently are different computations. */
+  return fc_annots_equal(&a->annots, &b->annots);
 }
 
 typedef struct Slot {

@@ -132,6 +132,9 @@ static bool may_join(Fuse *f, const FcValue *v, FcDtype dt, int64_t n) {
   FcOp *d = v->def;
   FcDtype ddt;
   if (!d || d->id >= f->n_ids || f->stamp[d->id] != 0 || !member_kind(d, &ddt) || ddt != dt) return false;
+  /* The fused op carries the root's annotations only: a producer annotated otherwise (another placement
+   * or SBP) stays out. */
+  if (!fc_annots_subset(&d->annots, &f->mem[0]->annots)) return false;
   for (const FcUse *u = v->first_use; u; u = u->next_use)
     if (!in_group(f, u->user)) return false;
   int64_t dn = numel_of(v);

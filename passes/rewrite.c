@@ -1,6 +1,11 @@
 /* rewrite.c — helpers shared by the rewriting passes: a scratch op stack, dead-op erasure that follows
  * operand chains, replace-and-erase, and constant materialisation.
  *
+ * Replacing an op carries its annotations over to the ops that now define its values, as far as each
+ * annotation's policy says (annots.def: SBP, placement, quantisation and pruning describe the values,
+ * which the replacement computes too; other dialects' annotations are dropped). An annotation the
+ * replacement already has is left as it is, so CSE keeps the surviving op's own.
+ *
  * Erasure is iterative (an explicit stack, not recursion) because an op chain can be as long as the
  * model; a recursive walk would overflow the C stack on a deep graph.
  */
@@ -51,11 +56,20 @@ int fc_rw_erase_if_dead(FcOp *op, FcOpStack *scratch) {
   return erased;
 }
 
+void fc_rw_keep_annots(const FcOp *from, FcValue *const *with, int n) {
+  if (from->annots.n == 0) return;
+  for (int i = 0; i < n; i++) {
+    FcOp *to = with[i] ? with[i]->def : NULL;
+    if (to && to != from) fc_annots_copy_kept(&to->graph->module->arena, &to->annots, &from->annots);
+  }
+}
+
 void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch) {
   for (int i = 0; i < op->n_results; i++) {
     FC_ASSERT(with[i] && fc_type_equal(&with[i]->type, &op->results[i].type));
     fc_value_replace_all_uses(&op->results[i], with[i]);
   }
+  fc_rw_keep_annots(op, with, op->n_results);
   fc_rw_erase_if_dead(op, scratch);
 }
 

@@ -28,8 +28,12 @@ bool fc_rw_removable(const FcOp *op);
 int fc_rw_erase_if_dead(FcOp *op, FcOpStack *scratch);
 /* Replaces every use of op's results with `with[i]` and erases op (and operand producers left dead).
  * Each with[i] must have exactly the type of result i (asserted: a rewrite that changes a type is a
- * flowc bug). */
+ * flowc bug). op's annotations go to the with[i]'s defining ops as fc_rw_keep_annots says. */
 void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch);
+/* Copies the annotations of `from` whose policy is FC_ANNOT_KEEP (annots.def) to the op defining each
+ * with[i] (not to graph inputs), unless that op has the name already. For rewrites that replace uses
+ * themselves instead of calling fc_rw_replace_op. */
+void fc_rw_keep_annots(const FcOp *from, FcValue *const *with, int n);
 /* Appends a CONSTANT op holding `t` (shared, must live in the module arena) just before `pos`, with
  * loc `loc`; returns its result, or NULL with an error in `diag`. */
 FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDiag *diag);

@@ -611,7 +611,9 @@ static void test_parse_errors_structure(void **state) {
   expect_parse_error("func.func @main(%a: tensor<2xf32>) -> tensor<3xf32> {\n  return %a : tensor<2xf32>\n}\n", FC_ERR_INPUT,
                      "t.mlir:2:10: returned value has type tensor<2xf32> but @main declares result 0 as tensor<3xf32>");
   expect_parse_error("func.func @main(%a: tensor<2xf32> {flow.nam = \"a\"}) {\n  return\n}\n", FC_ERR_INPUT,
-                     "unsupported argument or result attribute 'flow.nam'");
+                     "t.mlir:1:36: unknown annotation 'flow.nam'");
+  expect_parse_error("func.func @main() -> (tensor<2xf32> {flow.sbp = [\"B\"]}) {\n  return\n}\n", FC_ERR_INPUT,
+                     "unsupported result attribute 'flow.sbp' (only flow.name)");
   expect_parse_error("func.func @main() {\n  return\n}\nfunc.func @f() {\n  return\n}\n", FC_ERR_INPUT,
                      "t.mlir:4:1: only one function is supported");
   expect_parse_error("func.func @main(%a: tensor<2xf32> {flow.name = \"a\\00b\"}) {\n  return\n}\n", FC_ERR_INPUT,
