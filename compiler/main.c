@@ -149,6 +149,9 @@ static void print_main_help(void) {
   "  --max-nesting=N        refuse protobuf messages nested deeper than N (default 64; at most 1000, as\n"   \
   "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"  \
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
+#define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
+/* run and check compile for this process, so their CPU defaults to the host's (build's to x86-64-v3). */
+#define JIT_CPU_HELP "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n"
 
 static const char input_help[] =
     "  --bind NAME=FILE       make graph input NAME the constant in FILE (.npy or ONNX TensorProto .pb);\n"
@@ -181,7 +184,7 @@ static void print_build_help(void) {
        "  --weights              write every constant's data, so the IR text is a complete model\n"
        "\n"
        "passes:\n"
-       "  -O0, -O1, -O2, -O3     run the pipeline of that level, and LLVM's optimisation level (default -O2)\n"
+       OPT_LEVEL_HELP
        "  --passes=a,b,c         run exactly these passes, in this order, instead of a pipeline\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
@@ -219,8 +222,8 @@ static void print_run_help(void) {
   fputs(frt_run_options_help, stdout);
   puts("\n"
        "compile:\n"
-       "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
-       "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n"
+       OPT_LEVEL_HELP
+       JIT_CPU_HELP
        "\n"
        "input:");
   fputs(input_help, stdout);
@@ -241,8 +244,8 @@ static void print_check_help(void) {
        "kernel ran; counted apart). The last line is 'N passed, N failed, N skipped'.\n"
        "\n"
        "options:\n"
-       "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
-       "  --cpu NAME             the CPU to generate code for (default: native)\n"
+       OPT_LEVEL_HELP
+       JIT_CPU_HELP
        "  --threads N            threads each model runs on (default 1; 0: one per online core)\n"
        "  -j N, --jobs N         check N cases at once, each in its own process (default 1)\n"
        "  --timeout N            fail a case that runs longer than N seconds (default 600; 0: no limit)\n"
