@@ -6,7 +6,7 @@
  * (<vl x float>) live in phis across the k loop; each k step loads nv vectors of the packed B sliver,
  * broadcasts mr scalars of the packed A sliver and issues mr·nv llvm.fmuladd calls (one FMA each where
  * the target has FMA; a multiply and an add where it has not, as on plain x86-64, where llvm.fma would be
- * a call of libm's fmaf per lane: a 1024×1024×16 MatMul took 55 ms rather than 1.8). With mr·nv + nv + 1
+ * a call of libm's fmaf per lane, far slower than the multiply and add it replaces). With mr·nv + nv + 1
  * registers no greater than the register file (6·2 + 3 = 15 of AVX2's 16; 14·2 + 3 = 31 of AVX-512's
  * 32), LLVM keeps the tile in registers (AVX-512 folds the broadcasts into the FMAs' memory operands). The
  * edge variant runs the full microkernel into a stack tile and copies the valid rows and columns in and
@@ -33,9 +33,7 @@ void fc_gemm_arch(const FcKernel *k, FcGemmArch *g) { fc_target_gemm_arch(k->tar
  * weights): K in blocks of at most MAX_KC_STREAMED_B, so each C tile is loaded and stored once per 1024 k
  * rather than once per 256. The B sliver (kc·nr floats, 64 KiB at kc = 1024) then lives in L2 and reaches
  * L1 through the microkernel's prefetch; the A slivers of an m-block (mc·kc floats) must share L2 with
- * it, so when M is split anyway, its blocks shrink to A_BLOCK_BYTES (a quarter of a 512 KiB L2). Measured
- * at 1 thread, medians of 10-14 rounds interleaved with kc = 256: GEMM 1024^3 0.91-0.94 of the time
- * (fastest run 22.7 -> 22.0 ms), the MLP (64 rows: not split) 0.90-0.98, the transformer unchanged. */
+ * it, so when M is split anyway, its blocks shrink to A_BLOCK_BYTES (a quarter of a 512 KiB L2). */
 enum { MAX_KC_STREAMED_B = 1024, A_BLOCK_BYTES = 144 * 1024 };
 
 void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K) {
@@ -147,12 +145,10 @@ static int ukr_sets(int mr, int nv) {
 /* k steps per iteration of the microkernel's loop (at least `sets`). One step of the AVX2 6×16 tile is 20
  * instructions besides the loop's own three (two counter adds and a fused compare-and-branch) and the
  * prefetch: unrolled 4 times the loop issues 21.75 rather than 24 per 12 FMAs. That matters when the
- * core's other hardware thread is busy (this machine's vCPUs share cores with other guests): the two
+ * core's other hardware thread is busy (as when virtual CPUs share cores with other guests): the two
  * threads then split the core's dispatch slots, and the FMAs wait on the front end rather than on the
  * FMA pipes. The bodies inlined into kernels (last K-block, finished in registers) unroll twice: they
- * are many (one per kernel and row count) and LLVM's time grows with them. Measured on this machine,
- * medians of 12-16 rounds run interleaved with the loop unrolled once, at 1 thread: GEMM 1024^3 0.93,
- * ResNet-18 0.93-0.95, the MLP 0.95-0.96 of the time; quiet-machine minimums equal. */
+ * are many (one per kernel and row count) and LLVM's time grows with them. */
 enum { UKR_UNROLL = 4, UKR_UNROLL_INLINE = 2 };
 
 /* llvm.prefetch of the line at p into L1, for reading or (write) for writing. */
@@ -171,9 +167,8 @@ static void prefetch(FcKernel *k, LLVMValueRef p, bool write) {
  * read in place (ldb != nr) has one row per line, kc lines PREFETCH_K·ldb apart, which the hardware
  * does not follow, and the first PREFETCH_K rows of each sliver would miss: there, while kc is short,
  * the same row of the next panel (the next line) is fetched instead, a whole sliver (every row panel of
- * the block) ahead. Measured in MobileNetV2 at 1 thread: its 96 -> 24 1x1 conv at 56x56 (K = 96) 200 ->
- * 160 us; for kc = 192 or 256 the next sliver no longer fits L1 beside the current one (192 -> 32 at
- * 28x28: 212 -> 250 us), so those keep the old distance. */
+ * the block) ahead. Only up to kc = PREFETCH_NEXT_KC: beyond it the next sliver no longer fits L1 beside
+ * the current one, so longer slivers keep the PREFETCH_K distance. */
 enum { PREFETCH_NEXT_KC = 128 };
 
 static LLVMValueRef prefetch_offset(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef ldb) {
@@ -470,9 +465,8 @@ void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_
      * every column (B is the constant, streamed panel by panel), and split M into blocks of at most mc
      * rows. Blocks shrink below that for parallelism only when N has no panels left to split: a B sliver
      * is reused across a block's rows, and short blocks would stream B from L3 for a few rows each. So
-     * further tasks split N, and then M: a classifier's last layer (64 x 1024 x 10, one panel) was one
-     * task, which at 2 threads ran on one core and read the half of A the other core had just written
-     * (its share of the MLP's time went from 2% at 1 thread to 5-6% at 2). */
+     * further tasks split N, and then M: a classifier's last layer (64 x 1024 x 10, one panel) would
+     * otherwise be one task, run on one core while it reads the half of A that the other core just wrote. */
     mb = (mp + mbp - 1) / mbp;
     nb = 1;
     while (batch * mb * nb < min_tasks && nb < np) nb++;
@@ -522,7 +516,7 @@ static void emit_tile_rows(FcKernel *k, const FcGemmBlock *t, const Tile *tl, in
 /* Dispatches a tile: full tiles, the full-width tiles of the last row panel when M is not a multiple of mr
  * (their row count M % mr is static, so they get a microkernel of that many rows rather than the edge
  * variant's stack tile and masked copies: M = 64 in 6-row panels leaves a 4-row panel under every tenth
- * tile, which took a fifth of a 16 -> 64 1x1 conv's time through the edge path), and other edges.
+ * tile, whose copies would be a large share of a small 1x1 conv's time), and other edges.
  * With `last` and a finishing function the result is finished here. */
 static void emit_tile(FcKernel *k, const FcGemmBlock *t, const Tile *tl, LLVMValueRef kc, LLVMValueRef accumulate,
                       bool last) {
@@ -640,11 +634,10 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
   LLVMValueRef cp = fptr(k, t->c, LLVMBuildAdd(b, LLVMBuildMul(b, crow, c64(k, t->ldc), ""), ccol, ""));
   /* The last K-block writes C: its lines two column panels ahead are prefetched for writing, one per
    * row of the tile, so the write-allocate misses overlap the FMAs instead of stalling the stores
-   * (C rows are ldc apart, one line per tile row, which the hardware prefetcher does not follow). In
-   * MobileNetV2 at 1 thread: 32 -> 16 at 112x112 310 -> 215 us, 16 -> 96 at 112x112 690 -> 600 us.
+   * (C rows are ldc apart, one line per tile row, which the hardware prefetcher does not follow).
    * Past C's end these are harmless: prefetches do not fault. Only after a short last K-block (kc <=
    * PREFETCH_NEXT_KC, as for B): with a long one the A and B slivers fill L1 and the lines fetched
-   * for writing evict them (SqueezeNet's 256 -> 32 1x1 at 27x27, K = 256: 205 -> 235 us with it). */
+   * for writing would evict them. */
   if (last && t->K - last_kblock_start(t) <= PREFETCH_NEXT_KC)
     for (int i = 0; i < g->mr; i++) prefetch(k, fptr(k, cp, c64(k, i * t->ldc + 2 * (int64_t)g->nr)), true);
   Tile tile = {ap, bp, ldb, cp, crow, ccol, rows, cols};
@@ -777,8 +770,8 @@ static void transpose(FcKernel *k, LLVMValueRef *r, int L) {
  * most one k further (width >= L/2), so when no k follows the group those runs are stored as
  * <c x float>. The kc % L tail and a partial last panel stay scalar. 6-row panels on AVX2: 6 loads,
  * 22 shuffles (unpck/blend/vinsertf128/vperm2f128) and 8 stores per 48 floats rather than 48 loads,
- * selects and stores; a 1024×1024×16 MatMul, whose time is half A packing, went 0.67 -> 0.45 ms (min of
- * 10 interleaved rounds, 1 thread; paired medians 0.68 of the time), 64×1024×10 in the MLP 53 -> 39 us. */
+ * selects and stores. That matters most for products with few columns (small N), where packing A is a
+ * large share of the time. */
 void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc) {
   FcGemmMatrix *p = user;
   LLVMBuilderRef b = k->b;

@@ -9,8 +9,8 @@
  * broadcasts the R input scalars x(ic, ih, iw_r) and issues J·R FMAs. The accumulators live in
  * entry-block allocas that SROA promotes to registers (phis) across the run-time loops. Shapes, from
  * the target's registers (as cg_gemm.c takes them): AVX2 (16): J = 2, R = 6 (12 + 2 + 1 = 15), or J = 3,
- * R = 4 for 1×1 convs whose oc blocks it divides (3 weights + 4 broadcasts per 12 FMAs instead of 2 + 6:
- * 3-4% faster on MobileNetV2's; with 3×3 filters the 16 registers it needs spill); AVX-512 (32): J = 4,
+ * R = 4 for 1×1 convs whose oc blocks it divides (3 weights + 4 broadcasts per 12 FMAs instead of 2 + 6,
+ * fewer loads per FMA; with 3×3 filters the 16 registers it needs spill); AVX-512 (32): J = 4,
  * R = 6; 4-lane SSE, where an 8-lane vector takes two registers: J = 1, R = 6. The last oc group, when J
  * does not divide M/8, gets its own code with fewer blocks and wider tiles (J = 1: R = 12).
  * Straight-line tiles (below) take one pixel less (J = 2: R = 5): there LLVM's scheduler starts the
@@ -18,8 +18,7 @@
  * accumulator (the loop's body it leaves alone). The input and weight loads are volatile: stride-1
  * taps read the same input scalar for (pixel r, kw + 1) as for (r + 1, kw), and without it LLVM
  * reuses one broadcast across steps, or hoists all of a step group's weight loads to its top, and
- * either keeps more values live than there are registers (measured: spills in every tile, 15% slower
- * 1×1 convs).
+ * either keeps more values live than there are registers, so that every tile spills.
  *
  * Weights are packed on the host into the order the steps read them, contiguously:
  *     [M/(8J) oc groups][C/ICB ic blocks][KH][KW][ICB ic][8J oc]
@@ -49,10 +48,10 @@
  *
  * Outer iterations are (batch item, row block, oc group), oc group fastest, so consecutive iterations
  * (one thread's chunk of the pool's loop) read the same input rows; rows are cut into blocks until there
- * are MIN_TASKS iterations (both cores busy on 7×7 images) and until a block's input rows fit in
- * IN_BLOCK_BYTES, so they stay in L2 while the oc groups pass over them (ResNet-18's 1×1 stride-2
- * downsample: 8% faster than whole-image blocks). Every output element is computed by one task in a
- * fixed order: results do not depend on the thread count.
+ * are MIN_TASKS iterations (so that small images, 7×7, still keep the threads busy) and until a block's
+ * input rows fit in IN_BLOCK_BYTES, so they stay in L2 while the oc groups pass over them rather than
+ * being fetched again for each oc group. Every output element is computed by one task in a fixed order:
+ * results do not depend on the thread count.
  */
 #include <stdlib.h>
 

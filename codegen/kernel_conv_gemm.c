@@ -182,8 +182,8 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   fc_gemm_arch_for_rows(k, M, !pointwise, &g);
   int64_t mc, nc;
   /* B read in place (1×1) costs one streamed read per M-block; im2col packs it per M-block, with
-   * shuffles or gathers per element: splitting M then pays only for a much larger A (measured: the
-   * 7×7-output stride-2 3×3 conv of ResNet-18 is 23% slower with weight 4 than 16) */
+   * shuffles or gathers per element, so its element weighs 16 reads (a measured model parameter):
+   * splitting M then pays only for a much larger A. */
   fc_gemm_choose_blocks(&g, Nb, M, OHW, 8, false, pointwise ? 1 : 16, &mc, &nc);
   int64_t mblocks = (M + mc - 1) / mc, nblocks = (OHW + nc - 1) / nc;
   fc_kernel_set_outer(k, Nb * mblocks * nblocks, 2.0 * (double)mc * (double)nc * (double)K);

@@ -60,9 +60,9 @@ static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands
 
 /* Pixels per tile for KH·KW taps: the weights, the bias, the accumulators and one input vector fill the
  * 16 AVX2 registers (9 + 1 + 5 + 1 for 3×3); with more taps the weights are reloaded from L1 anyway.
- * On MobileNetV2's shapes 4 to 8 pixels for 3×3 measure within noise of each other (out-of-order
- * execution overlaps the chains of consecutive tiles): stride-1 layers run near the FMA peak, and the
- * large stride-2 ones are bound by the bandwidth of their input's reads. */
+ * For 3×3 the exact width (4 to 8 pixels) matters little, since out-of-order execution overlaps the
+ * chains of consecutive tiles: stride-1 layers run near the FMA peak, and the large stride-2 ones are
+ * bound by the bandwidth of their input's reads. */
 static int tile_pixels(int64_t taps) {
   int64_t r = 14 - taps;
   return r < 4 ? 4 : r > MAX_R ? MAX_R : (int)r;

@@ -39,8 +39,8 @@
  * stored or loaded together never share an L1 set at strides that are multiples of 4 KiB.
  *
  * Code size: the transforms of one window row or column, and the stores of one pair of tiles, are each
- * emitted once, inside loops that LLVM is told not to unroll (loop_begin); straight-line code for all of
- * them compiled several times slower and ran no faster.
+ * emitted once, inside loops that LLVM is told not to unroll (loop_begin): straight-line code for all of
+ * them would take far longer to compile and run no faster.
  *
  * fc_conv_winograd_variant (target.h: the layout pass asks it too, so a conv it leaves in NCHW for
  * Winograd is one codegen then gives Winograd) picks, per shape, F(4×4), F(2×2) or neither with a cost
@@ -186,7 +186,8 @@ static double filter_bytes(const Plan *p) {
   return (double)p->w.a * p->w.a * (double)cdiv(p->M, p->g.mr) * p->g.mr * (double)p->C * 4;
 }
 
-/* Estimated cycles, from measurements on Zen 3 (AVX2): the microkernel reaches ~85% of the FMA peak
+/* Estimated cycles; the constants are measured model parameters (AVX2, see bench/RESULTS.md for the
+ * machine): the microkernel reaches ~85% of the FMA peak
  * (2 pipes × vl lanes per cycle) on the a² products; the input transform costs ~33 (F(4×4)) or ~12
  * (F(2×2)) cycles per (tile, input channel) and the output transform ~20 or ~5 per (tile, output
  * channel), on 8-lane vectors (twice that with 4-lane ones); the transformed filters stream from L3 or
@@ -279,8 +280,8 @@ static LLVMValueRef fconst(Ctx *c, LLVMTypeRef vt, double v) {
 
 /* A counted loop [lo, hi) (fc_cg_loop_begin, step 1) that LLVM must not unroll. Every loop here either
  * has a large body (vectors of transforms, microkernel calls, a fused epilogue) or runs over elements
- * of a cut tile: unrolling gains nothing measurable, while analysing and copying these bodies was most
- * of the kernel's compile time. */
+ * of a cut tile: unrolling gains nothing, while analysing and copying these bodies would dominate the
+ * kernel's compile time. */
 static LLVMValueRef loop_begin(Ctx *c, FcLoop *l, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
   LLVMValueRef iv = fc_cg_loop_begin(c->k, l, lo, hi, 1, name);
   LLVMContextRef ctx = c->k->ctx;
@@ -857,9 +858,9 @@ FcStatus fc_conv_winograd(FcKernel *k) {
   double work = 2.0 * (double)a2 * (double)p.C * (double)p.Mb * (double)p.T;
   fc_kernel_set_outer(k, p.ntb * p.nmb, work);
   /* With several M-blocks per tile block, a chunk of the pool's usual size (a task or two) would
-   * transform the same input tiles again in every chunk: ResNet-18's 14x14 and 7x7 layers (one tile
-   * block, eight M-blocks) then ran no faster on 2 threads than on 1. One contiguous chunk per thread
-   * transforms each tile block once per thread. */
+   * transform the same input tiles again in every chunk, so small images (one tile block, many
+   * M-blocks: ResNet-18's 14x14 and 7x7 layers) would gain nothing from more threads. One contiguous
+   * chunk per thread transforms each tile block once per thread. */
   if (p.nmb > 1) fc_kernel_one_chunk_per_thread(k);
   FcStatus st = fc_cg_epilogue_init(k, 2, &c.epi);
   if (st != FC_OK) return st;

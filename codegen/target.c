@@ -39,12 +39,12 @@ static const FcGemmTile tiles16[] = {{6, 2}, {5, 2}, {4, 2}, {4, 3}};
 static const FcGemmTile tiles32[] = {{14, 2}, {12, 2}, {8, 2}, {8, 3}, {6, 4}};
 #define TILES(t) t, (int)(sizeof t / sizeof t[0])
 
-/* The layout pass's model on AVX2 (8-lane blocks): the speeds measured on this project's AVX2 machine
- * (Zen 3, 103.7 GFLOP/s peak per core) per class of conv, against the NCHW kernels: depthwise 40 → 90
- * (stride-2 and small images gain the most); a first conv over fewer than 8 channels 55 → 90 (an im2col
- * GEMM with K = 27 or 147 against direct tiles); other dense convs with K > 1 or stride > 1 70 → 95;
- * dense 1×1 stride 1: no gain counted (within the noise). A layout change (a transpose) moves about
- * 10 GB/s, after a fixed ~2 us of starting one more kernel on the thread pool. */
+/* The layout pass's model on AVX2 (8-lane blocks): GFLOP/s per core of the NCHW and the blocked kernels
+ * per class of conv, and a layout change's bandwidth (bytes per µs) after the fixed cost (µs) of starting
+ * one more kernel on the thread pool; measured model parameters (see bench/RESULTS.md for the machine).
+ * The blocked kernels gain most on depthwise convs (stride-2 ones and small images the most) and on a first
+ * conv over fewer than 8 channels (direct tiles against an im2col GEMM with K = 27 or 147); dense 1×1
+ * stride 1 has equal speeds: no gain is counted for it. */
 static const FcLayoutCosts layout_avx2 = {
     .block = 8,
     .nchw_gflops = {[FC_CONV_DEPTHWISE] = 40, [FC_CONV_FIRST] = 55, [FC_CONV_DENSE] = 70, [FC_CONV_POINTWISE] = 93},

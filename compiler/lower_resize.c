@@ -8,7 +8,7 @@
  * "floor", so they are written that way. When Resize gets `sizes`, the scale of each axis is
  * sizes / input, which ONNX's reference computes in double: the core op then carries no `scales`, and
  * its users derive them from the shapes in double (an f32 scale moves x_original off exact ties, so
- * nearest picked another pixel than PyTorch and ONNX Runtime: 96 -> 70, output 35). When it gets
+ * nearest would pick another pixel than PyTorch and ONNX Runtime: output 35 of a 96 -> 70 resize). When it gets
  * `scales` (f32 in ONNX), the output size is floor(input * scale), times the roi extent for
  * tf_crop_and_resize. Mode names are checked against, and stored as, ir/sample_modes.def spells them.
  */

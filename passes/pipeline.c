@@ -15,7 +15,7 @@
  *        select(c, k1, k2) with equal constants into select(c, k, k), which fold removes, and both
  *        leave reshape-of-constant and constant-first forms for canonicalize. The second round makes
  *        -O2 idempotent on every importable ONNX test model (a second -O2 run changes nothing), which
- *        one round was not. Then the fusions, on the cleaned-up graph: fuse_layer_norm turns the
+ *        one round alone does not. Then the fusions, on the cleaned-up graph: fuse_layer_norm turns the
  *        written-out LayerNorm (ReduceMean, Sub, Pow, ...) into one layer_norm op before anything
  *        else can take its mul/add tail; eliminate_transpose removes layout-free transposes and
  *        sinks the rest (canonicalize merges the reshapes it leaves); fold_batchnorm folds
