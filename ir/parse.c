@@ -41,37 +41,16 @@
 
 /* ---- errors ---------------------------------------------------------------------------------------- */
 
-static bool verr_at(Parser *ps, FcStatus st, int line, int col, const char *fmt, va_list ap) {
+bool fc_ps_fail(Parser *ps, FcStatus st, int line, int col, const char *fmt, ...) {
   if (!ps->failed) {
     ps->failed = true;
     char what[1536];
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     fc_error(ps->diag, st, "%s:%d:%d: %s", ps->source, line, col, what);
   }
-  return false;
-}
-
-bool fc_ps_err_at(Parser *ps, int line, int col, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verr_at(ps, FC_ERR_INPUT, line, col, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-bool fc_ps_err(Parser *ps, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verr_at(ps, FC_ERR_INPUT, ps->lx.tok.line, ps->lx.tok.col, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-bool fc_ps_err_limit(Parser *ps, int line, int col, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verr_at(ps, FC_ERR_LIMIT, line, col, fmt, ap);
-  va_end(ap);
   return false;
 }
 
@@ -85,6 +64,11 @@ const char *fc_ps_tok_desc(const Token *t, char *buf, size_t cap) {
   size_t n = t->n < 40 ? t->n : 40;
   snprintf(buf, cap, "'%.*s%s'", (int)n, t->p, t->n > n ? "..." : "");
   return buf;
+}
+
+bool fc_ps_err_unsupported(Parser *ps, const char *what) {
+  char buf[64];
+  return fc_ps_err(ps, "unsupported %s %s", what, fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
 }
 
 /* ---- scratch memory and the map -------------------------------------------------------------------- */
@@ -306,6 +290,13 @@ void fc_ps_next(Parser *ps) {
   lx->cur = p;
 }
 
+bool fc_ps_dtype_token(Parser *ps, FcDtype *dt) {
+  const Token *t = &ps->lx.tok;
+  if (t->kind != TK_ID || !fc_dtype_from_name(t->p, t->n, dt)) return false;
+  fc_ps_next(ps);
+  return true;
+}
+
 bool fc_ps_expect(Parser *ps, TokKind k, const char *what) {
   if (ps->lx.tok.kind != k) {
     char buf[64];
@@ -397,8 +388,8 @@ bool fc_ps_int_value(Parser *ps, const NumText *n, int64_t lo, uint64_t hi, cons
   if (!int_magnitude(ps, t, &mag)) return false;
   bool ok = n->neg ? mag == 0 || (lo < 0 && mag - 1 <= (uint64_t)(-(lo + 1))) : mag <= hi;
   if (!ok)
-    return fc_ps_err_at(ps, n->start.line, n->start.col, "integer literal %s%.*s out of range for %s", n->neg ? "-" : "",
-                  (int)(t->n > 40 ? 40 : t->n), t->p, type_name);
+    return fc_ps_err_at(ps, n->start.line, n->start.col, "integer literal %s%.*s out of range for %s",
+                        n->neg ? "-" : "", (int)(t->n > 40 ? 40 : t->n), t->p, type_name);
   *bits = n->neg ? (uint64_t)0 - mag : mag;
   return true;
 }
@@ -434,10 +425,11 @@ bool fc_ps_float_value(Parser *ps, const NumText *n, FcDtype dt, void *dst) {
   }
   if (t->kind == TK_INT)
     return fc_ps_err_at(ps, t->line, t->col, "expected a floating-point literal (with '.'), got integer '%.*s'",
-                  (int)(t->n > 40 ? 40 : t->n), t->p);
+                        (int)(t->n > 40 ? 40 : t->n), t->p);
   if (t->kind != TK_FLOAT) {
     char buf[64];
-    return fc_ps_err_at(ps, t->line, t->col, "expected a floating-point literal, got %s", fc_ps_tok_desc(t, buf, sizeof buf));
+    return fc_ps_err_at(ps, t->line, t->col, "expected a floating-point literal, got %s",
+                        fc_ps_tok_desc(t, buf, sizeof buf));
   }
   if (t->n >= MAX_NUMBER_LEN) return fc_ps_err_at(ps, t->line, t->col, "number literal too long");
   char buf[MAX_NUMBER_LEN + 2];
@@ -445,17 +437,20 @@ bool fc_ps_float_value(Parser *ps, const NumText *n, FcDtype dt, void *dst) {
   errno = 0;
   if (dt == FC_DT_F64) {
     double d = strtod(buf, NULL);
-    if (errno == ERANGE && isinf(d)) return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for f64");
+    if (errno == ERANGE && isinf(d))
+      return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for f64");
     memcpy(dst, &d, 8);
   } else {
     float f = strtof(buf, NULL);
-    if (errno == ERANGE && isinf(f)) return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
+    if (errno == ERANGE && isinf(f))
+      return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
     if (dt == FC_DT_F32) {
       memcpy(dst, &f, 4);
     } else {
       uint16_t h = dt == FC_DT_F16 ? fc_f32_to_f16(f) : fc_f32_to_bf16(f);
       float back = dt == FC_DT_F16 ? fc_f16_to_f32(h) : fc_bf16_to_f32(h);
-      if (isinf(back)) return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
+      if (isinf(back))
+        return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
       memcpy(dst, &h, 2);
     }
   }
@@ -514,7 +509,8 @@ bool fc_ps_type(Parser *ps, FcType *out) {
     while (p < end && (is_alpha((unsigned char)*p) || is_digit((unsigned char)*p) || *p == '_')) p++;
     if (p == es) FAIL_AT("expected an element type");
     if (!fc_dtype_from_name(es, (size_t)(p - es), &dt))
-      return fc_ps_err_at(ps, lx->line, col_of(lx, es), "unsupported element type '%.*s'", (int)(p - es > 20 ? 20 : p - es), es);
+      return fc_ps_err_at(ps, lx->line, col_of(lx, es), "unsupported element type '%.*s'",
+                          (int)(p - es > 20 ? 20 : p - es), es);
   }
   SKIP_BLANKS();
   if (p < end && *p == ',') FAIL_AT("tensor encodings are not supported");
@@ -579,8 +575,8 @@ static bool define_values(Parser *ps, const Token *name, FcValue *first, int cou
   size_t len = name->n - 1;
   ValueDef *prev = map_get(&ps->values, key, len);
   if (prev)
-    return fc_ps_err_at(ps, name->line, name->col, "redefinition of %.*s (first defined at %d:%d)", (int)(name->n > 40 ? 40 : name->n),
-                  name->p, prev->line, prev->col);
+    return fc_ps_err_at(ps, name->line, name->col, "redefinition of %.*s (first defined at %d:%d)",
+                        (int)(name->n > 40 ? 40 : name->n), name->p, prev->line, prev->col);
   ValueDef *d = FC_NEW(&ps->scratch, ValueDef);
   *d = (ValueDef){first, count, name->line, name->col};
   map_put(&ps->scratch, &ps->values, key, len, d);
@@ -613,8 +609,8 @@ static bool parse_use(Parser *ps, FcValue **out, Token *at) {
     fc_ps_next(ps);
   }
   if (!has_idx && d->count > 1)
-    return fc_ps_err_at(ps, t.line, t.col, "%.*s names %d results; use %.*s#0 .. %.*s#%d", shown, t.p, d->count, shown, t.p, shown,
-                  t.p, d->count - 1);
+    return fc_ps_err_at(ps, t.line, t.col, "%.*s names %d results; use %.*s#0 .. %.*s#%d", shown, t.p, d->count, shown,
+                        t.p, shown, t.p, d->count - 1);
   if (idx >= d->count) return fc_ps_err_at(ps, t.line, t.col, "%.*s has no result #%d", shown, t.p, (int)idx);
   *out = d->first + idx;
   return true;
@@ -627,10 +623,10 @@ static bool tensor_alloc(Parser *ps, const FcType *ty, bool with_data, int line,
   FC_ASSERT(fc_type_nbytes(ty, &nbytes)); /* parse_type checked it */
   if (nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)
     return fc_ps_err_limit(ps, line, col, "constant of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
-                     (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
+                           (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
   if (ty->quant)
     return fc_ps_err_at(ps, line, col, "constant data takes its storage type (write %s, not a quantised type)",
-                  fc_dtype_name(ty->dtype));
+                        fc_dtype_name(ty->dtype));
   FcTensor *t = FC_NEW(ps->arena, FcTensor);
   t->type = fc_type_make(ps->arena, ty->dtype, ty->rank, ty->dims);
   t->nbytes = nbytes;
@@ -695,7 +691,7 @@ static bool parse_nested(Parser *ps, FcTensor *t, int dim, int64_t *next) {
   }
   if (count != want)
     return fc_ps_err_at(ps, open.line, open.col, "dense literal has %lld elements in dimension %d, its type has %lld",
-                  (long long)count, dim, (long long)want);
+                        (long long)count, dim, (long long)want);
   return fc_ps_expect(ps, TK_RBRACKET, "']' or ','");
 }
 
@@ -705,7 +701,8 @@ static bool parse_dense_hex(Parser *ps, FcTensor *t, int64_t numel) {
   const char *p = s->p + 1;
   size_t n = s->n - 2;
   if (t->type.dtype == FC_DT_BOOL) return fc_ps_err(ps, "hexadecimal dense literals are not supported for i1");
-  if (n < 2 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X') || (n - 2) % 2) return fc_ps_err(ps, "malformed hexadecimal dense literal");
+  if (n < 2 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X') || (n - 2) % 2)
+    return fc_ps_err(ps, "malformed hexadecimal dense literal");
   size_t bytes = (n - 2) / 2, es = fc_dtype_size(t->type.dtype);
   unsigned char *d = (unsigned char *)t->data;
   if ((int64_t)bytes != t->nbytes && !(bytes == es && numel > 0))
@@ -730,8 +727,8 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
     TokKind k = ps->lx.tok.kind;
     if (k == TK_INT || k == TK_FLOAT || tok_is_id(ps, "true") || tok_is_id(ps, "false")) values++;
     if (k == TK_LBRACKET && ++depth > FC_DEFAULT_MAX_RANK)
-      return fc_ps_err_limit(ps, ps->lx.tok.line, ps->lx.tok.col, "dense literal nested deeper than the rank limit of %d",
-                       FC_DEFAULT_MAX_RANK);
+      return fc_ps_err_limit(ps, ps->lx.tok.line, ps->lx.tok.col,
+                             "dense literal nested deeper than the rank limit of %d", FC_DEFAULT_MAX_RANK);
     if (k == TK_RBRACKET && --depth < 0) return fc_ps_err(ps, "unbalanced ']' in dense literal");
     if (k == TK_GT) {
       if (depth) return fc_ps_err(ps, "unbalanced '[' in dense literal");
@@ -757,25 +754,27 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
   const Token *first = &literal.tok;
   size_t hex_bytes = first->n >= 4 ? (first->n - 4) / 2 : 0;
   if (first->kind == TK_LBRACKET && values != numel)
-    return fc_ps_err_at(ps, first->line, first->col, "dense literal has %lld values, %s has %lld elements", (long long)values,
-                  fc_type_str(&ty, tbuf, sizeof tbuf), (long long)numel);
+    return fc_ps_err_at(ps, first->line, first->col, "dense literal has %lld values, %s has %lld elements",
+                        (long long)values, fc_type_str(&ty, tbuf, sizeof tbuf), (long long)numel);
   if (first->kind == TK_STRING && (int64_t)hex_bytes != nbytes && !(hex_bytes == fc_dtype_size(ty.dtype) && numel > 0))
-    return fc_ps_err_at(ps, first->line, first->col, "hexadecimal dense literal has %zu bytes, its type needs %lld", hex_bytes,
-                  (long long)nbytes);
+    return fc_ps_err_at(ps, first->line, first->col, "hexadecimal dense literal has %zu bytes, its type needs %lld",
+                        hex_bytes, (long long)nbytes);
   /* A splat is the one form whose size the text does not bound: cap what it may materialise. */
   enum { SPLAT_MAX_BYTES = 256 << 20 }; /* print.c inlines splats up to the same size */
   bool splat = first->kind != TK_LBRACKET && first->kind != TK_STRING && first->kind != TK_GT;
   if ((splat || (first->kind == TK_STRING && (int64_t)hex_bytes != nbytes)) && nbytes > SPLAT_MAX_BYTES &&
       nbytes <= FC_DEFAULT_MAX_TENSOR_BYTES)
-    return fc_ps_err_limit(ps, first->line, first->col, "splat dense literal for %s would be %lld bytes, over the limit of %d",
-                  fc_type_str(&ty, tbuf, sizeof tbuf), (long long)nbytes, SPLAT_MAX_BYTES);
+    return fc_ps_err_limit(ps, first->line, first->col,
+                           "splat dense literal for %s would be %lld bytes, over the limit of %d",
+                           fc_type_str(&ty, tbuf, sizeof tbuf), (long long)nbytes, SPLAT_MAX_BYTES);
   FcTensor *t;
   if (!tensor_alloc(ps, &ty, true, at.line, at.col, &t)) return false;
 
   ps->lx = literal;
   if (tok_is(ps, TK_GT)) {
     if (numel != 0)
-      return fc_ps_err(ps, "empty dense literal for %s with %lld elements", fc_type_str(&t->type, tbuf, sizeof tbuf), (long long)numel);
+      return fc_ps_err(ps, "empty dense literal for %s with %lld elements", fc_type_str(&t->type, tbuf, sizeof tbuf),
+                       (long long)numel);
   } else if (tok_is(ps, TK_STRING)) {
     if (!parse_dense_hex(ps, t, numel)) return false;
   } else if (tok_is(ps, TK_LBRACKET)) {
@@ -784,7 +783,9 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
     if (!parse_nested(ps, t, 0, &next)) return false;
   } else {
     /* One value: a scalar, or a splat filling every element. */
-    if (numel == 0) return fc_ps_err(ps, "splat dense literal for %s, which has no elements", fc_type_str(&t->type, tbuf, sizeof tbuf));
+    if (numel == 0)
+      return fc_ps_err(ps, "splat dense literal for %s, which has no elements",
+                       fc_type_str(&t->type, tbuf, sizeof tbuf));
     if (!parse_element(ps, t, 0)) return false;
     size_t es = fc_dtype_size(t->type.dtype);
     unsigned char *d = (unsigned char *)t->data;
@@ -828,7 +829,8 @@ static bool parse_array_attr(Parser *ps, FcAttr *a) {
   fc_ps_next(ps);
   if (!fc_ps_expect(ps, TK_LT, "'<' after 'array'")) return false;
   bool ints = tok_is_id(ps, "i64");
-  if (!ints && !tok_is_id(ps, "f32")) return fc_ps_err(ps, "array attributes must be array<i64: ...> or array<f32: ...>");
+  if (!ints && !tok_is_id(ps, "f32"))
+    return fc_ps_err(ps, "array attributes must be array<i64: ...> or array<f32: ...>");
   fc_ps_next(ps);
   void *vals = NULL;
   size_t n = 0, cap = 0;
@@ -900,9 +902,7 @@ bool fc_ps_tensor_value(Parser *ps, const FcTensor **out) {
 }
 
 static bool parse_attr_value(Parser *ps, FcAttr *a) {
-  const Token *t = &ps->lx.tok;
-  FcDtype dt;
-  switch (t->kind) {
+  switch (ps->lx.tok.kind) {
   case TK_STRING: a->kind = FC_AK_STR; return fc_ps_string_value(ps, &a->s);
   case TK_MINUS:
   case TK_INT:
@@ -913,17 +913,14 @@ static bool parse_attr_value(Parser *ps, FcAttr *a) {
       a->kind = FC_AK_TENSOR;
       return fc_ps_tensor_value(ps, &a->tensor);
     }
-    if (fc_dtype_from_name(t->p, t->n, &dt)) {
+    if (fc_ps_dtype_token(ps, &a->type)) {
       a->kind = FC_AK_TYPE;
-      a->type = dt;
-      fc_ps_next(ps);
       return true;
     }
     break;
   default: break;
   }
-  char buf[64];
-  return fc_ps_err(ps, "unsupported attribute value %s", fc_ps_tok_desc(t, buf, sizeof buf));
+  return fc_ps_err_unsupported(ps, "attribute value");
 }
 
 /* A program attribute arrives as its text (a string) and is parsed here, once; its errors point at the
@@ -933,7 +930,7 @@ static bool parse_program_attr(Parser *ps, const FcOpInfo *info, const Token *vt
   const char *why = fc_ew_program_parse(a->s, p);
   if (why)
     return fc_ps_err_at(ps, vt->line, vt->col, "%s: %s: element-wise program \"%.200s\": %s", info->full_name,
-                  fc_attr_name_str(a->name), a->s, why);
+                        fc_attr_name_str(a->name), a->s, why);
   a->kind = FC_AK_PROGRAM;
   a->prog = p;
   return true;
@@ -986,8 +983,8 @@ static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *
     if (!parse_attr_value(ps, &a)) return false;
     if (spec->kind == FC_AK_PROGRAM && a.kind == FC_AK_STR && !parse_program_attr(ps, info, &vt, &a)) return false;
     if (a.kind != spec->kind)
-      return fc_ps_err_at(ps, vt.line, vt.col, "attribute '%.*s' of %s must be %s, got %s", shown, name, info->full_name,
-                    fc_attr_kind_str(spec->kind), fc_attr_kind_str(a.kind));
+      return fc_ps_err_at(ps, vt.line, vt.col, "attribute '%.*s' of %s must be %s, got %s", shown, name,
+                          info->full_name, fc_attr_kind_str(spec->kind), fc_attr_kind_str(a.kind));
     FC_ASSERT(*n_list < info->n_attrs);
     list[(*n_list)++] = a;
     if (tok_is(ps, TK_RBRACE)) break;
@@ -1019,7 +1016,8 @@ static bool parse_arg_attrs(Parser *ps, const char **name, AnnotList *annots) {
     } else {
       char buf[64];
       return fc_ps_err(ps, "unsupported %s attribute %s (%s)", annots ? "argument" : "result",
-                 fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf), annots ? "flow.name or a namespaced annotation" : "only flow.name");
+                       fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf),
+                       annots ? "flow.name or a namespaced annotation" : "only flow.name");
     }
     if (tok_is(ps, TK_RBRACE)) break;
     if (!fc_ps_expect(ps, TK_COMMA, "',' or '}'")) return false;
@@ -1062,7 +1060,8 @@ static bool check_count(Parser *ps, const OpText *o, const FcOpInfo *info, bool 
   int lo = results ? info->out_min : info->in_min, hi = results ? info->out_max : info->in_max;
   if (n >= lo && (hi < 0 || n <= hi)) return true;
   const char *what = results ? "results" : "operands";
-  if (hi < 0) return fc_ps_err_at(ps, o->at.line, o->at.col, "%s takes at least %d %s, got %d", info->full_name, lo, what, n);
+  if (hi < 0)
+    return fc_ps_err_at(ps, o->at.line, o->at.col, "%s takes at least %d %s, got %d", info->full_name, lo, what, n);
   if (lo == hi) return fc_ps_err_at(ps, o->at.line, o->at.col, "%s takes %d %s, got %d", info->full_name, lo, what, n);
   return fc_ps_err_at(ps, o->at.line, o->at.col, "%s takes %d to %d %s, got %d", info->full_name, lo, hi, what, n);
 }
@@ -1074,8 +1073,9 @@ static bool check_operand_types(Parser *ps, const OpText *o, size_t n_types) {
     if (!fc_type_equal(&o->types[i], &o->operands[i]->type)) {
       char a[256], b[256];
       const Token *t = &o->operand_at[i];
-      return fc_ps_err_at(ps, t->line, t->col, "operand %.*s is used as %s but has type %s", (int)(t->n > 40 ? 40 : t->n), t->p,
-                    fc_type_str(&o->types[i], a, sizeof a), fc_type_str(&o->operands[i]->type, b, sizeof b));
+      return fc_ps_err_at(ps, t->line, t->col, "operand %.*s is used as %s but has type %s",
+                          (int)(t->n > 40 ? 40 : t->n), t->p, fc_type_str(&o->types[i], a, sizeof a),
+                          fc_type_str(&o->operands[i]->type, b, sizeof b));
     }
   return true;
 }
@@ -1084,7 +1084,8 @@ static bool check_operand_types(Parser *ps, const OpText *o, size_t n_types) {
 static bool parse_operands(Parser *ps, OpText *o) {
   for (;;) {
     o->operands = fc_ps_grow(&ps->scratch, o->operands, &o->cap_operands, o->n_operands + 1, sizeof *o->operands);
-    o->operand_at = fc_ps_grow(&ps->scratch, o->operand_at, &o->cap_operand_at, o->n_operands + 1, sizeof *o->operand_at);
+    o->operand_at =
+        fc_ps_grow(&ps->scratch, o->operand_at, &o->cap_operand_at, o->n_operands + 1, sizeof *o->operand_at);
     if (!parse_use(ps, &o->operands[o->n_operands], &o->operand_at[o->n_operands])) return false;
     o->n_operands++;
     if (!tok_is(ps, TK_COMMA)) return true;
@@ -1101,14 +1102,15 @@ typedef struct FuncSig {
 /* The graph's RETURN: its operands must match the function's declared results. */
 static bool finish_return(Parser *ps, OpText *o, const FuncSig *sig, const char *loc) {
   if (o->n_operands != sig->n)
-    return fc_ps_err_at(ps, o->at.line, o->at.col, "func.return returns %zu values but @%s declares %zu results", o->n_operands,
-                  ps->g->name, sig->n);
+    return fc_ps_err_at(ps, o->at.line, o->at.col, "func.return returns %zu values but @%s declares %zu results",
+                        o->n_operands, ps->g->name, sig->n);
   for (size_t i = 0; i < sig->n; i++)
     if (!fc_type_equal(&sig->types[i], &o->operands[i]->type)) {
       char a[256], b[256];
       const Token *t = &o->operand_at[i];
       return fc_ps_err_at(ps, t->line, t->col, "returned value has type %s but @%s declares result %zu as %s",
-                    fc_type_str(&o->operands[i]->type, a, sizeof a), ps->g->name, i, fc_type_str(&sig->types[i], b, sizeof b));
+                          fc_type_str(&o->operands[i]->type, a, sizeof a), ps->g->name, i,
+                          fc_type_str(&sig->types[i], b, sizeof b));
     }
   FcOp *ret = fc_graph_set_outputs(ps->g, o->operands, sig->names, (int)sig->n);
   ret->loc = loc;
@@ -1151,7 +1153,8 @@ static bool quantise_constant(Parser *ps, FcOp *op, const OpText *o) {
   if (!fc_type_equal(&t->type, &storage)) {
     char x[256], y[256], z[256];
     return fc_ps_err_at(ps, o->at.line, o->at.col, "flow.constant: value has type %s but a %s result needs %s",
-                  fc_type_str(&t->type, x, sizeof x), fc_type_str(rt, y, sizeof y), fc_type_str(&storage, z, sizeof z));
+                        fc_type_str(&t->type, x, sizeof x), fc_type_str(rt, y, sizeof y),
+                        fc_type_str(&storage, z, sizeof z));
   }
   t->type = *rt;
   return true;
@@ -1241,7 +1244,7 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   for (int i = 0; i < info->n_attrs; i++)
     if (!info->attrs[i].optional && !fc_op_attr(op, info->attrs[i].name))
       return fc_ps_err_at(ps, o.at.line, o.at.col, "%s is missing its attribute '%s'", info->full_name,
-                    fc_attr_name_str(info->attrs[i].name));
+                          fc_attr_name_str(info->attrs[i].name));
   for (size_t i = 0; i < n_results; i++) {
     const FcType *t = &o.types[n_operand_types + i];
     op->results[i].type = fc_type_copy(ps->arena, t);
@@ -1336,7 +1339,8 @@ static bool parse_func(Parser *ps) {
 static bool resolve_blob(Parser *ps, const Token *key, const Token *blob) {
   ResRef *r = map_get(&ps->resources, key->p, key->n);
   if (!r) return true; /* a resource nobody references is harmless */
-  if (r->tensor->data) return fc_ps_err_at(ps, key->line, key->col, "duplicate resource '%.*s'", (int)(key->n > 40 ? 40 : key->n), key->p);
+  if (r->tensor->data)
+    return fc_ps_err_at(ps, key->line, key->col, "duplicate resource '%.*s'", (int)(key->n > 40 ? 40 : key->n), key->p);
   const char *p = blob->p + 1;
   size_t n = blob->n - 2;
   unsigned char al[4];
@@ -1350,8 +1354,8 @@ static bool resolve_blob(Parser *ps, const Token *key, const Token *blob) {
     if ((int64_t)bytes != q->tensor->nbytes) {
       char tb[256];
       return fc_ps_err_at(ps, blob->line, blob->col, "resource '%.*s' has %zu bytes but %s (line %d) needs %lld",
-                    (int)(key->n > 40 ? 40 : key->n), key->p, bytes, fc_type_str(&q->tensor->type, tb, sizeof tb), q->line,
-                    (long long)q->tensor->nbytes);
+                          (int)(key->n > 40 ? 40 : key->n), key->p, bytes, fc_type_str(&q->tensor->type, tb, sizeof tb),
+                          q->line, (long long)q->tensor->nbytes);
     }
   unsigned char *d = fc_arena_alloc(ps->arena, bytes, 64);
   if (!decode_hex(p + 10, bytes, d))
@@ -1369,10 +1373,7 @@ static bool resolve_blob(Parser *ps, const Token *key, const Token *blob) {
 static bool parse_resources(Parser *ps) {
   fc_ps_next(ps);
   for (;;) {
-    if (!tok_is_id(ps, "dialect_resources")) {
-      char buf[64];
-      return fc_ps_err(ps, "unsupported resource section %s", fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
-    }
+    if (!tok_is_id(ps, "dialect_resources")) return fc_ps_err_unsupported(ps, "resource section");
     fc_ps_next(ps);
     if (!fc_ps_expect(ps, TK_COLON, "':'") || !fc_ps_expect(ps, TK_LBRACE, "'{'")) return false;
     while (!tok_is(ps, TK_RBRACE)) {

@@ -113,8 +113,6 @@ static int annot_cmp(const void *a, const void *b) {
 /* `{a = 1, "b c" = [2], d}` (an entry without a value is unit); entries are sorted by name, as MLIR's
  * DictionaryAttr keeps them, so the text mlir-opt prints back reads to the same value. */
 static bool parse_annot_dict(Parser *ps, FcAnnotValue *v, int depth) {
-  const Token *t = &ps->lx.tok;
-  if (depth >= MAX_ANNOT_DEPTH) return fc_ps_err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
   fc_ps_next(ps);
   FcAnnot *d = NULL;
   size_t n = 0, cap = 0;
@@ -153,13 +151,14 @@ static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
   const Token *t = &ps->lx.tok;
   memset(v, 0, sizeof *v);
   FcDtype dt;
+  if ((t->kind == TK_LBRACKET || t->kind == TK_LBRACE) && depth >= MAX_ANNOT_DEPTH)
+    return fc_ps_err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
   switch (t->kind) {
   case TK_STRING: v->kind = FC_AV_STR; return fc_ps_string_value(ps, &v->s);
   case TK_MINUS:
   case TK_INT:
   case TK_FLOAT: return parse_annot_number(ps, v);
   case TK_LBRACKET: {
-    if (depth >= MAX_ANNOT_DEPTH) return fc_ps_err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
     fc_ps_next(ps);
     FcAnnotValue *arr = NULL;
     size_t n = 0, cap = 0;
@@ -182,7 +181,8 @@ static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
     char why[512];
     int line = t->line, col = t->col;
     if (!fc_ps_quant(ps, &p, &q)) return false;
-    if (fc_quant_problem(&q, NULL, why, sizeof why)) return fc_ps_err_at(ps, line, col, "invalid quantised type: %s", why);
+    if (fc_quant_problem(&q, NULL, why, sizeof why))
+      return fc_ps_err_at(ps, line, col, "invalid quantised type: %s", why);
     ps->lx.cur = p;
     fc_ps_next(ps);
     v->kind = FC_AV_TYPE;
@@ -211,23 +211,22 @@ static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
       v->kind = FC_AV_TYPE;
       return fc_ps_type(ps, &v->type);
     }
-    if (fc_dtype_from_name(t->p, t->n, &dt)) {
+    if (fc_ps_dtype_token(ps, &dt)) {
       v->kind = FC_AV_TYPE;
       v->type = (FcType){.dtype = dt, .rank = -1};
-      fc_ps_next(ps);
       return true;
     }
     break;
   default: break;
   }
-  char buf[64];
-  return fc_ps_err(ps, "unsupported annotation value %s", fc_ps_tok_desc(t, buf, sizeof buf));
+  return fc_ps_err_unsupported(ps, "annotation value");
 }
 
 /* `name = value` of an annotation whose name token `nt` (decoded: name, len) was already read. */
 bool fc_ps_annot(Parser *ps, const Token *nt, const char *name, size_t len, AnnotList *out) {
   int shown = (int)(len > 40 ? 40 : len);
-  if (!fc_annot_name_valid(name, len)) return fc_ps_err_at(ps, nt->line, nt->col, "invalid annotation name '%.*s'", shown, name);
+  if (!fc_annot_name_valid(name, len))
+    return fc_ps_err_at(ps, nt->line, nt->col, "invalid annotation name '%.*s'", shown, name);
   for (size_t i = 0; i < out->n; i++)
     if (strlen(out->v[i].name) == len && memcmp(out->v[i].name, name, len) == 0)
       return fc_ps_err_at(ps, nt->line, nt->col, "duplicate attribute '%.*s'", shown, name);

@@ -89,13 +89,17 @@ enum { MAX_NUMBER_LEN = 128 };
 
 /* ---- parse.c: errors, scratch memory, lexer ---------------------------------------------------------- */
 
-/* Record "<source>:<line>:<col>: <what>" (FC_ERR_INPUT, or FC_ERR_LIMIT for err_limit) unless an error
- * was already recorded; always false. fc_ps_err points at the current token. */
-bool fc_ps_err_at(Parser *ps, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-bool fc_ps_err(Parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool fc_ps_err_limit(Parser *ps, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Records "<source>:<line>:<col>: <what>" with status st unless an error was already recorded (the first
+ * one is the one the user sees); always false. The macros are the usual forms: an input error at a
+ * position, at the current token, and a limit error. */
+bool fc_ps_fail(Parser *ps, FcStatus st, int line, int col, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#define fc_ps_err_at(ps, line, col, ...) fc_ps_fail(ps, FC_ERR_INPUT, line, col, __VA_ARGS__)
+#define fc_ps_err(ps, ...) fc_ps_fail(ps, FC_ERR_INPUT, (ps)->lx.tok.line, (ps)->lx.tok.col, __VA_ARGS__)
+#define fc_ps_err_limit(ps, line, col, ...) fc_ps_fail(ps, FC_ERR_LIMIT, line, col, __VA_ARGS__)
 /* The token for messages: its text, shortened, or a description. */
 const char *fc_ps_tok_desc(const Token *t, char *buf, size_t cap);
+/* Reports "unsupported <what> <the current token>". */
+bool fc_ps_err_unsupported(Parser *ps, const char *what);
 /* A growable array in the scratch arena (old storage is left behind; growth is geometric). */
 void *fc_ps_grow(FcArena *scratch, void *arr, size_t *cap, size_t need, size_t elem);
 
@@ -118,6 +122,8 @@ static inline bool tok_is_id(const Parser *ps, const char *s) {
 }
 /* Consumes a token of kind k, or reports "expected <what>". */
 bool fc_ps_expect(Parser *ps, TokKind k, const char *what);
+/* If the current token names an element type (f32, i64, ...), consumes it and returns true. */
+bool fc_ps_dtype_token(Parser *ps, FcDtype *dt);
 /* Decodes a string token into `a`; NULL after an error. */
 char *fc_ps_decode_string(Parser *ps, const Token *t, FcArena *a);
 
