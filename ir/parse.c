@@ -825,6 +825,34 @@ static bool parse_dense_resource(Parser *ps, FcTensor **out) {
 
 /* ---- attributes ------------------------------------------------------------------------------------- */
 
+bool fc_ps_array_tail(Parser *ps, FcPsElem *elem, const void *ctx, void **vals, int *n) {
+  void *v = NULL;
+  size_t count = 0, cap = 0;
+  if (tok_is(ps, TK_COLON)) {
+    fc_ps_next(ps);
+    for (;;) {
+      if (count == INT_MAX) return fc_ps_err(ps, "array attribute too long");
+      v = fc_ps_grow(&ps->scratch, v, &cap, count + 1, 8);
+      if (!elem(ps, v, count++, ctx)) return false;
+      if (!tok_is(ps, TK_COMMA)) break;
+      fc_ps_next(ps);
+    }
+  }
+  if (!fc_ps_expect(ps, TK_GT, "',' or '>' in the array attribute")) return false;
+  *vals = v;
+  *n = (int)count;
+  return true;
+}
+
+/* One element of array<i64: ...> or array<f32: ...> (ctx: the FcDtype). */
+static bool attr_array_elem(Parser *ps, void *vals, size_t i, const void *ctx) {
+  if (*(const FcDtype *)ctx == FC_DT_F32) return parse_float(ps, FC_DT_F32, (float *)vals + i);
+  uint64_t v;
+  if (!parse_int(ps, INT64_MIN, INT64_MAX, "i64", &v)) return false;
+  ((int64_t *)vals)[i] = (int64_t)v;
+  return true;
+}
+
 static bool parse_array_attr(Parser *ps, FcAttr *a) {
   fc_ps_next(ps);
   if (!fc_ps_expect(ps, TK_LT, "'<' after 'array'")) return false;
@@ -832,33 +860,18 @@ static bool parse_array_attr(Parser *ps, FcAttr *a) {
   if (!ints && !tok_is_id(ps, "f32"))
     return fc_ps_err(ps, "array attributes must be array<i64: ...> or array<f32: ...>");
   fc_ps_next(ps);
-  void *vals = NULL;
-  size_t n = 0, cap = 0;
-  if (tok_is(ps, TK_COLON)) {
-    fc_ps_next(ps);
-    for (;;) {
-      if (n == INT_MAX) return fc_ps_err(ps, "array attribute too long");
-      vals = fc_ps_grow(&ps->scratch, vals, &cap, n + 1, 8);
-      if (ints) {
-        uint64_t v;
-        if (!parse_int(ps, INT64_MIN, INT64_MAX, "i64", &v)) return false;
-        ((int64_t *)vals)[n++] = (int64_t)v;
-      } else if (!parse_float(ps, FC_DT_F32, (float *)vals + n++)) {
-        return false;
-      }
-      if (!tok_is(ps, TK_COMMA)) break;
-      fc_ps_next(ps);
-    }
-  }
-  if (!fc_ps_expect(ps, TK_GT, "',' or '>' in the array attribute")) return false;
+  FcDtype dt = ints ? FC_DT_I64 : FC_DT_F32;
+  void *vals;
+  int n;
+  if (!fc_ps_array_tail(ps, attr_array_elem, &dt, &vals, &n)) return false;
   if (ints) {
     a->kind = FC_AK_INTS;
     a->ints.v = vals;
-    a->ints.n = (int)n;
+    a->ints.n = n;
   } else {
     a->kind = FC_AK_FLOATS;
     a->floats.v = vals;
-    a->floats.n = (int)n;
+    a->floats.n = n;
   }
   return true;
 }

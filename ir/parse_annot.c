@@ -49,6 +49,31 @@ static bool parse_annot_number(Parser *ps, FcAnnotValue *v) {
   return true;
 }
 
+/* One element of a dense array of element type *ctx (an FcDtype): true/false or a number for i1. */
+static bool annot_array_elem(Parser *ps, void *vals, size_t i, const void *ctx) {
+  FcDtype dt = *(const FcDtype *)ctx;
+  if (dt == FC_DT_BOOL && (tok_is_id(ps, "true") || tok_is_id(ps, "false"))) {
+    ((int64_t *)vals)[i] = tok_is_id(ps, "true");
+    fc_ps_next(ps);
+    return true;
+  }
+  Token at = ps->lx.tok;
+  FcAnnotValue e;
+  if (!parse_annot_number(ps, &e)) return false;
+  if (fc_dtype_is_float(dt)) {
+    if (e.kind != FC_AV_FLOAT) return fc_ps_err_at(ps, at.line, at.col, "expected a float element");
+    ((double *)vals)[i] = dt == FC_DT_F32 ? (double)(float)e.f : e.f;
+    return true;
+  }
+  int64_t lo, hi;
+  if (dt == FC_DT_BOOL) lo = 0, hi = 1;
+  else hi = (int64_t)(((uint64_t)1 << (8 * fc_dtype_size(dt) - 1)) - 1), lo = -hi - 1;
+  if (e.kind != FC_AV_INT || e.i < lo || e.i > hi)
+    return fc_ps_err_at(ps, at.line, at.col, "expected an integer element of %s", fc_dtype_name(dt));
+  ((int64_t *)vals)[i] = e.i;
+  return true;
+}
+
 /* `array<i64: 1, 2>` and the other dense arrays MLIR has (i1, i8, i16, i32, i64, f32, f64). */
 static bool parse_annot_dense(Parser *ps, FcAnnotValue *v) {
   fc_ps_next(ps);
@@ -60,46 +85,17 @@ static bool parse_annot_dense(Parser *ps, FcAnnotValue *v) {
         dt == FC_DT_F32 || dt == FC_DT_F64))
     return fc_ps_err(ps, "dense arrays must be array<i1|i8|i16|i32|i64|f32|f64: ...>");
   fc_ps_next(ps);
-  bool is_float = fc_dtype_is_float(dt);
-  void *vals = NULL;
-  size_t n = 0, cap = 0;
-  if (tok_is(ps, TK_COLON)) {
-    fc_ps_next(ps);
-    for (;;) {
-      if (n == INT_MAX) return fc_ps_err(ps, "array attribute too long");
-      vals = fc_ps_grow(&ps->scratch, vals, &cap, n + 1, 8);
-      FcAnnotValue e;
-      if (dt == FC_DT_BOOL && (tok_is_id(ps, "true") || tok_is_id(ps, "false"))) {
-        ((int64_t *)vals)[n++] = tok_is_id(ps, "true");
-        fc_ps_next(ps);
-      } else {
-        Token at = ps->lx.tok;
-        if (!parse_annot_number(ps, &e)) return false;
-        if (is_float) {
-          if (e.kind != FC_AV_FLOAT) return fc_ps_err_at(ps, at.line, at.col, "expected a float element");
-          ((double *)vals)[n++] = dt == FC_DT_F32 ? (double)(float)e.f : e.f;
-        } else {
-          int64_t lo, hi;
-          if (dt == FC_DT_BOOL) lo = 0, hi = 1;
-          else hi = (int64_t)(((uint64_t)1 << (8 * fc_dtype_size(dt) - 1)) - 1), lo = -hi - 1;
-          if (e.kind != FC_AV_INT || e.i < lo || e.i > hi)
-            return fc_ps_err_at(ps, at.line, at.col, "expected an integer element of %s", fc_dtype_name(dt));
-          ((int64_t *)vals)[n++] = e.i;
-        }
-      }
-      if (!tok_is(ps, TK_COMMA)) break;
-      fc_ps_next(ps);
-    }
-  }
-  if (!fc_ps_expect(ps, TK_GT, "',' or '>' in the array attribute")) return false;
+  void *vals;
+  int n;
+  if (!fc_ps_array_tail(ps, annot_array_elem, &dt, &vals, &n)) return false;
   v->kind = FC_AV_DENSE;
   v->dtype = dt;
-  if (is_float) {
+  if (fc_dtype_is_float(dt)) {
     v->floats.v = vals;
-    v->floats.n = (int)n;
+    v->floats.n = n;
   } else {
     v->ints.v = vals;
-    v->ints.n = (int)n;
+    v->ints.n = n;
   }
   return true;
 }

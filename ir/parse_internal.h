@@ -144,6 +144,11 @@ NumText fc_ps_number(Parser *ps);
 bool fc_ps_int_value(Parser *ps, const NumText *n, int64_t lo, uint64_t hi, const char *type_name, uint64_t *bits);
 /* A float literal or a hex bit pattern for a float of dtype `dt`, written to `dst` as the element's bytes. */
 bool fc_ps_float_value(Parser *ps, const NumText *n, FcDtype dt, void *dst);
+/* Reads one array element into slot i of vals (8 bytes a slot); ctx is the caller's. */
+typedef bool FcPsElem(Parser *ps, void *vals, size_t i, const void *ctx);
+/* The rest of `array<T` after its element type: an optional `: e, e, ...` and the '>'. The elements
+ * go to the scratch arena (NULL, 0 when there are none). */
+bool fc_ps_array_tail(Parser *ps, FcPsElem *elem, const void *ctx, void **vals, int *n);
 /* `tensor<...>` (the current token being `tensor`); dims in the scratch arena. */
 bool fc_ps_type(Parser *ps, FcType *out);
 /* A string token, decoded into the scratch arena. */
