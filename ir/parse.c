@@ -16,20 +16,22 @@
  * literal's brackets, which the skim bounds by the tensor rank limit first.
  *
  * Quantised element types (`!quant.uniform<...>`) are read character by character like the rest of a
- * tensor type and checked against it (fc_quant_problem). A constant of a quantised type carries its data
- * with the storage type and gets the quantisation from its result type (quantise_constant).
+ * tensor type (parse_quant.c) and checked against it (fc_quant_problem). A constant of a quantised type
+ * carries its data with the storage type and gets the quantisation from its result type
+ * (quantise_constant).
  *
  * Namespaced names in an attribute dictionary (`flow.sbp`, `mydialect.x`: a '.' in the name) are
- * annotations, read with a generic MLIR attribute reader (strings, typed numbers, bool, unit, [...],
- * {...}, array<T: ...>, dense / dense_resource, types) whose nesting is bounded, and checked against
- * annot.c's table once the op exists, so errors point at the annotation's name. Graph inputs take them
- * as argument attributes; func.return takes them in both forms.
+ * annotations, read by parse_annot.c and checked against annot.c's table once the op exists, so errors
+ * point at the annotation's name. Graph inputs take them as argument attributes; func.return takes them
+ * in both forms. The lexer, the parser state and the readers the other files use are declared in
+ * parse_internal.h.
  *
  * Errors are one line, "<source>:<line>:<col>: <what>", status FC_ERR_INPUT (FC_ERR_LIMIT for the
  * limits above). Temporaries live in a scratch arena freed when parsing ends; the module is only
  * handed out when the whole text was read without error.
  */
 #include "ew_program.h"
+#include "parse_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -37,118 +39,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum TokKind {
-  TK_EOF,
-  TK_ERROR,      /* the lexer already reported it */
-  TK_ID,         /* bare identifier: module, func.func, dense, f32, flow.name, ... */
-  TK_VALUE,      /* %name */
-  TK_SYMBOL,     /* @name or @"name" */
-  TK_HASH,       /* #name (result numbers, location aliases) */
-  TK_STRING,     /* "..." including the quotes */
-  TK_INT,        /* decimal or 0x hex */
-  TK_FLOAT,      /* digits '.' digits [exponent] */
-  TK_LPAREN, TK_RPAREN, TK_LBRACE, TK_RBRACE, TK_LBRACKET, TK_RBRACKET, TK_LT, TK_GT,
-  TK_COMMA, TK_EQUAL, TK_COLON, TK_ARROW, TK_MINUS,
-  TK_BANG,       /* '!' starting a dialect type (!quant.uniform<...>), read character by character */
-  TK_META_BEGIN, /* {-# */
-  TK_META_END,   /* #-} */
-} TokKind;
-
-typedef struct Token {
-  TokKind kind;
-  const char *p; /* start in the text */
-  size_t n;      /* length */
-  int line, col;
-} Token;
-
-typedef struct Lexer {
-  const char *cur;        /* first character after `tok` */
-  const char *line_start; /* start of the line `cur` is on */
-  int line;
-  Token tok;
-} Lexer;
-
-/* A string-keyed hash map (open addressing) in the scratch arena. */
-typedef struct MapEntry {
-  const char *key;
-  size_t len;
-  void *val;
-} MapEntry;
-typedef struct Map {
-  MapEntry *e;
-  size_t cap, n;
-} Map;
-
-/* A named group of values: a graph input or the results an op binds to one %name. */
-typedef struct ValueDef {
-  FcValue *first; /* graph input, or the first result of the group (results are contiguous) */
-  int count;
-  int line, col;
-} ValueDef;
-
-/* A dense_resource<key> reference waiting for its blob in the trailing resource section. */
-typedef struct ResRef {
-  FcTensor *tensor;
-  int line, col;
-  struct ResRef *next; /* other references to the same key */
-} ResRef;
-
-typedef struct Parser {
-  const char *text, *end;
-  const char *source;
-  Lexer lx;
-  FcDiag *diag;
-  bool failed;
-  FcModule *m;
-  FcGraph *g;
-  FcArena *arena;  /* the module's */
-  FcArena scratch; /* temporaries, freed when parsing ends */
-  Map values;      /* value name (without '%') -> ValueDef */
-  Map resources;   /* resource key -> ResRef list */
-  ResRef **refs;   /* every reference list head, in order, to report unresolved keys */
-  size_t n_refs, cap_refs;
-} Parser;
-
-enum { MAX_NUMBER_LEN = 128 };
-
 /* ---- errors ---------------------------------------------------------------------------------------- */
 
-static bool verr_at(Parser *ps, FcStatus st, int line, int col, const char *fmt, va_list ap) {
+bool fc_ps_fail(Parser *ps, FcStatus st, int line, int col, const char *fmt, ...) {
   if (!ps->failed) {
     ps->failed = true;
     char what[1536];
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
     fc_error(ps->diag, st, "%s:%d:%d: %s", ps->source, line, col, what);
   }
   return false;
 }
 
-__attribute__((format(printf, 4, 5))) static bool err_at(Parser *ps, int line, int col, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verr_at(ps, FC_ERR_INPUT, line, col, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-__attribute__((format(printf, 2, 3))) static bool err(Parser *ps, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verr_at(ps, FC_ERR_INPUT, ps->lx.tok.line, ps->lx.tok.col, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-__attribute__((format(printf, 4, 5))) static bool err_limit(Parser *ps, int line, int col, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  verr_at(ps, FC_ERR_LIMIT, line, col, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
 /* The current token for messages: its text, shortened, or a description. */
-static const char *tok_desc(const Token *t, char *buf, size_t cap) {
+const char *fc_ps_tok_desc(const Token *t, char *buf, size_t cap) {
   switch (t->kind) {
   case TK_EOF: return "end of input";
   case TK_ERROR: return "an invalid token";
@@ -157,6 +64,11 @@ static const char *tok_desc(const Token *t, char *buf, size_t cap) {
   size_t n = t->n < 40 ? t->n : 40;
   snprintf(buf, cap, "'%.*s%s'", (int)n, t->p, t->n > n ? "..." : "");
   return buf;
+}
+
+bool fc_ps_err_unsupported(Parser *ps, const char *what) {
+  char buf[64];
+  return fc_ps_err(ps, "unsupported %s %s", what, fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
 }
 
 /* ---- scratch memory and the map -------------------------------------------------------------------- */
@@ -194,7 +106,7 @@ static void map_put(FcArena *scratch, Map *m, const char *key, size_t len, void 
 }
 
 /* A growable array in the scratch arena (old storage is left behind; growth is geometric). */
-static void *grow(FcArena *scratch, void *arr, size_t *cap, size_t need, size_t elem) {
+void *fc_ps_grow(FcArena *scratch, void *arr, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return arr;
   size_t ncap = *cap ? *cap : 8;
   while (ncap < need) ncap = fc_size_mul_or_die(ncap, 2);
@@ -206,11 +118,8 @@ static void *grow(FcArena *scratch, void *arr, size_t *cap, size_t need, size_t 
 
 /* ---- lexer ------------------------------------------------------------------------------------------ */
 
-static bool is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
 static bool is_hex(int c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 static int hex_val(int c) { return is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10; }
-static bool is_id_char(int c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '$' || c == '.'; }
 static bool is_suffix_char(int c) { return is_id_char(c) || c == '-'; }
 
 /* Hex digit values plus one (0: not a hex digit): weight blobs are decoded through this table. */
@@ -228,18 +137,13 @@ static bool decode_hex(const char *h, size_t n, unsigned char *out) {
   return true;
 }
 
-static int col_of(const Lexer *lx, const char *p) {
-  size_t c = (size_t)(p - lx->line_start) + 1;
-  return c > INT_MAX ? INT_MAX : (int)c;
-}
-
 static void newline(Lexer *lx, const char *after) {
   if (lx->line < INT_MAX) lx->line++;
   lx->line_start = after;
 }
 
 static void lex_fail(Parser *ps, Token *t, const char *at, const char *msg) {
-  err_at(ps, t->line, col_of(&ps->lx, at), "%s", msg);
+  fc_ps_err_at(ps, t->line, col_of(&ps->lx, at), "%s", msg);
   t->kind = TK_ERROR;
   ps->lx.cur = ps->end; /* nothing after a lexical error is read */
 }
@@ -247,7 +151,7 @@ static void lex_fail(Parser *ps, Token *t, const char *at, const char *msg) {
 /* Bytes that end the plain run of a string literal. */
 static const bool str_stop[256] = {['"'] = true, ['\\'] = true, ['\n'] = true, ['\r'] = true};
 
-static void lex_next(Parser *ps) {
+void fc_ps_next(Parser *ps) {
   Lexer *lx = &ps->lx;
   Token *t = &lx->tok;
   const char *p = lx->cur, *end = ps->end;
@@ -386,34 +290,34 @@ static void lex_next(Parser *ps) {
   lx->cur = p;
 }
 
-static bool tok_is(const Parser *ps, TokKind k) { return ps->lx.tok.kind == k; }
-
-static bool tok_is_id(const Parser *ps, const char *s) {
+bool fc_ps_dtype_token(Parser *ps, FcDtype *dt) {
   const Token *t = &ps->lx.tok;
-  return t->kind == TK_ID && t->n == strlen(s) && memcmp(t->p, s, t->n) == 0;
+  if (t->kind != TK_ID || !fc_dtype_from_name(t->p, t->n, dt)) return false;
+  fc_ps_next(ps);
+  return true;
 }
 
-static bool expect(Parser *ps, TokKind k, const char *what) {
+bool fc_ps_expect(Parser *ps, TokKind k, const char *what) {
   if (ps->lx.tok.kind != k) {
     char buf[64];
-    return err(ps, "expected %s, got %s", what, tok_desc(&ps->lx.tok, buf, sizeof buf));
+    return fc_ps_err(ps, "expected %s, got %s", what, fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
   }
-  lex_next(ps);
+  fc_ps_next(ps);
   return true;
 }
 
 static bool expect_id(Parser *ps, const char *s) {
   if (!tok_is_id(ps, s)) {
     char buf[64];
-    return err(ps, "expected '%s', got %s", s, tok_desc(&ps->lx.tok, buf, sizeof buf));
+    return fc_ps_err(ps, "expected '%s', got %s", s, fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
   }
-  lex_next(ps);
+  fc_ps_next(ps);
   return true;
 }
 
 /* Decodes a string token (escapes already validated by the lexer) into `a`. NUL bytes cannot live in
  * the IR's C strings and are refused. */
-static char *decode_string(Parser *ps, const Token *t, FcArena *a) {
+char *fc_ps_decode_string(Parser *ps, const Token *t, FcArena *a) {
   const char *p = t->p, *end = t->p + t->n - 1;
   while (*p != '"') p++; /* skip a leading '@' */
   p++;
@@ -430,7 +334,7 @@ static char *decode_string(Parser *ps, const Token *t, FcArena *a) {
     else {
       int v = hex_val((unsigned char)p[1]) * 16 + hex_val((unsigned char)p[2]);
       if (v == 0) {
-        err_at(ps, t->line, t->col, "strings may not contain NUL bytes (\\00)");
+        fc_ps_err_at(ps, t->line, t->col, "strings may not contain NUL bytes (\\00)");
         return NULL;
       }
       *o++ = (char)v;
@@ -448,13 +352,13 @@ static bool int_magnitude(Parser *ps, const Token *t, uint64_t *out) {
   uint64_t v = 0;
   if (t->n > 2 && t->p[0] == '0' && (t->p[1] == 'x' || t->p[1] == 'X')) {
     for (size_t i = 2; i < t->n; i++) {
-      if (v >> 60) return err_at(ps, t->line, t->col, "integer literal too large");
+      if (v >> 60) return fc_ps_err_at(ps, t->line, t->col, "integer literal too large");
       v = v * 16 + (uint64_t)hex_val((unsigned char)t->p[i]);
     }
   } else {
     for (size_t i = 0; i < t->n; i++) {
       unsigned d = (unsigned)(t->p[i] - '0');
-      if (v > (UINT64_MAX - d) / 10) return err_at(ps, t->line, t->col, "integer literal too large");
+      if (v > (UINT64_MAX - d) / 10) return fc_ps_err_at(ps, t->line, t->col, "integer literal too large");
       v = v * 10 + d;
     }
   }
@@ -462,60 +366,52 @@ static bool int_magnitude(Parser *ps, const Token *t, uint64_t *out) {
   return true;
 }
 
-static bool is_hex_token(const Token *t) { return t->n > 2 && t->p[0] == '0' && (t->p[1] == 'x' || t->p[1] == 'X'); }
-
-/* A number as written: an optional '-' (at `start`) and the number token `t`. */
-typedef struct NumText {
-  bool neg;
-  Token start, t;
-} NumText;
-
-static NumText lex_number(Parser *ps) {
+NumText fc_ps_number(Parser *ps) {
   NumText n = {.start = ps->lx.tok};
   if (tok_is(ps, TK_MINUS)) {
     n.neg = true;
-    lex_next(ps);
+    fc_ps_next(ps);
   }
   n.t = ps->lx.tok;
-  if (n.t.kind == TK_INT || n.t.kind == TK_FLOAT) lex_next(ps);
+  if (n.t.kind == TK_INT || n.t.kind == TK_FLOAT) fc_ps_next(ps);
   return n;
 }
 
 /* An integer in [lo, hi] (hi unsigned, for ui64), as two's-complement bits. */
-static bool int_value(Parser *ps, const NumText *n, int64_t lo, uint64_t hi, const char *type_name, uint64_t *bits) {
+bool fc_ps_int_value(Parser *ps, const NumText *n, int64_t lo, uint64_t hi, const char *type_name, uint64_t *bits) {
   const Token *t = &n->t;
   if (t->kind != TK_INT) {
     char buf[64];
-    return err_at(ps, t->line, t->col, "expected an integer literal, got %s", tok_desc(t, buf, sizeof buf));
+    return fc_ps_err_at(ps, t->line, t->col, "expected an integer literal, got %s", fc_ps_tok_desc(t, buf, sizeof buf));
   }
   uint64_t mag;
   if (!int_magnitude(ps, t, &mag)) return false;
   bool ok = n->neg ? mag == 0 || (lo < 0 && mag - 1 <= (uint64_t)(-(lo + 1))) : mag <= hi;
   if (!ok)
-    return err_at(ps, n->start.line, n->start.col, "integer literal %s%.*s out of range for %s", n->neg ? "-" : "",
-                  (int)(t->n > 40 ? 40 : t->n), t->p, type_name);
+    return fc_ps_err_at(ps, n->start.line, n->start.col, "integer literal %s%.*s out of range for %s",
+                        n->neg ? "-" : "", (int)(t->n > 40 ? 40 : t->n), t->p, type_name);
   *bits = n->neg ? (uint64_t)0 - mag : mag;
   return true;
 }
 
 static bool parse_int(Parser *ps, int64_t lo, uint64_t hi, const char *type_name, uint64_t *bits) {
-  NumText n = lex_number(ps);
-  return int_value(ps, &n, lo, hi, type_name, bits);
+  NumText n = fc_ps_number(ps);
+  return fc_ps_int_value(ps, &n, lo, hi, type_name, bits);
 }
 
 /* A float literal or a hex bit pattern for a float of dtype `dt`, written to `dst` as the element's
  * bytes. Decimal literals must have a '.', as MLIR requires. */
-static bool float_value(Parser *ps, const NumText *n, FcDtype dt, void *dst) {
+bool fc_ps_float_value(Parser *ps, const NumText *n, FcDtype dt, void *dst) {
   const Token *t = &n->t;
   const Token start = n->start;
   bool neg = n->neg;
   size_t width = fc_dtype_size(dt);
   if (t->kind == TK_INT && is_hex_token(t)) {
     uint64_t bits;
-    if (neg) return err_at(ps, start.line, start.col, "hexadecimal float literals cannot be negative");
+    if (neg) return fc_ps_err_at(ps, start.line, start.col, "hexadecimal float literals cannot be negative");
     if (!int_magnitude(ps, t, &bits)) return false;
     if (width < 8 && bits >> (8 * width))
-      return err_at(ps, t->line, t->col, "hexadecimal literal too wide for %s", fc_dtype_name(dt));
+      return fc_ps_err_at(ps, t->line, t->col, "hexadecimal literal too wide for %s", fc_dtype_name(dt));
     if (width == 2) {
       uint16_t h = (uint16_t)bits;
       memcpy(dst, &h, 2);
@@ -528,29 +424,33 @@ static bool float_value(Parser *ps, const NumText *n, FcDtype dt, void *dst) {
     return true;
   }
   if (t->kind == TK_INT)
-    return err_at(ps, t->line, t->col, "expected a floating-point literal (with '.'), got integer '%.*s'",
-                  (int)(t->n > 40 ? 40 : t->n), t->p);
+    return fc_ps_err_at(ps, t->line, t->col, "expected a floating-point literal (with '.'), got integer '%.*s'",
+                        (int)(t->n > 40 ? 40 : t->n), t->p);
   if (t->kind != TK_FLOAT) {
     char buf[64];
-    return err_at(ps, t->line, t->col, "expected a floating-point literal, got %s", tok_desc(t, buf, sizeof buf));
+    return fc_ps_err_at(ps, t->line, t->col, "expected a floating-point literal, got %s",
+                        fc_ps_tok_desc(t, buf, sizeof buf));
   }
-  if (t->n >= MAX_NUMBER_LEN) return err_at(ps, t->line, t->col, "number literal too long");
+  if (t->n >= MAX_NUMBER_LEN) return fc_ps_err_at(ps, t->line, t->col, "number literal too long");
   char buf[MAX_NUMBER_LEN + 2];
   snprintf(buf, sizeof buf, "%s%.*s", neg ? "-" : "", (int)t->n, t->p);
   errno = 0;
   if (dt == FC_DT_F64) {
     double d = strtod(buf, NULL);
-    if (errno == ERANGE && isinf(d)) return err_at(ps, start.line, start.col, "float literal out of range for f64");
+    if (errno == ERANGE && isinf(d))
+      return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for f64");
     memcpy(dst, &d, 8);
   } else {
     float f = strtof(buf, NULL);
-    if (errno == ERANGE && isinf(f)) return err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
+    if (errno == ERANGE && isinf(f))
+      return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
     if (dt == FC_DT_F32) {
       memcpy(dst, &f, 4);
     } else {
       uint16_t h = dt == FC_DT_F16 ? fc_f32_to_f16(f) : fc_f32_to_bf16(f);
       float back = dt == FC_DT_F16 ? fc_f16_to_f32(h) : fc_bf16_to_f32(h);
-      if (isinf(back)) return err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
+      if (isinf(back))
+        return fc_ps_err_at(ps, start.line, start.col, "float literal out of range for %s", fc_dtype_name(dt));
       memcpy(dst, &h, 2);
     }
   }
@@ -558,164 +458,24 @@ static bool float_value(Parser *ps, const NumText *n, FcDtype dt, void *dst) {
 }
 
 static bool parse_float(Parser *ps, FcDtype dt, void *dst) {
-  NumText n = lex_number(ps);
-  return float_value(ps, &n, dt, dst);
+  NumText n = fc_ps_number(ps);
+  return fc_ps_float_value(ps, &n, dt, dst);
 }
 
 /* ---- types ------------------------------------------------------------------------------------------ */
 
-/* Character-level readers for the inside of a type, where the ordinary tokens do not apply. Each takes
- * the cursor *pp, skips blanks first, and reports errors at the character where they are. */
-static void skip_blanks(Parser *ps, const char **pp) {
-  while (*pp < ps->end && (**pp == ' ' || **pp == '\t')) (*pp)++;
-}
-
-static bool char_err(Parser *ps, const char *p, const char *what) {
-  return err_at(ps, ps->lx.line, col_of(&ps->lx, p), "%s", what);
-}
-
-static bool expect_char(Parser *ps, const char **pp, char c, const char *what) {
-  skip_blanks(ps, pp);
-  if (*pp >= ps->end || **pp != c) return char_err(ps, *pp, what);
-  (*pp)++;
-  return true;
-}
-
-/* An identifier-like word [A-Za-z0-9_]+; its length (0 if none). */
-static size_t char_word(Parser *ps, const char **pp, const char **start) {
-  skip_blanks(ps, pp);
-  *start = *pp;
-  while (*pp < ps->end && (is_alpha((unsigned char)**pp) || is_digit((unsigned char)**pp) || **pp == '_')) (*pp)++;
-  return (size_t)(*pp - *start);
-}
-
-static bool char_int(Parser *ps, const char **pp, int64_t *out) {
-  skip_blanks(ps, pp);
-  const char *p = *pp;
-  bool neg = p < ps->end && *p == '-';
-  if (neg) p++;
-  if (p >= ps->end || !is_digit((unsigned char)*p)) return char_err(ps, *pp, "expected an integer");
-  uint64_t v = 0;
-  while (p < ps->end && is_digit((unsigned char)*p)) {
-    v = v * 10 + (uint64_t)(*p++ - '0');
-    if (v > (uint64_t)INT64_MAX) return char_err(ps, *pp, "integer too large");
-  }
-  *out = neg ? -(int64_t)v : (int64_t)v;
-  *pp = p;
-  return true;
-}
-
-/* A float as MLIR's parseFloat reads it: [-]digits[.digits][e[+-]digits]. */
-static bool char_float(Parser *ps, const char **pp, double *out) {
-  skip_blanks(ps, pp);
-  const char *p = *pp, *start = p;
-  if (p < ps->end && *p == '-') p++;
-  if (p >= ps->end || !is_digit((unsigned char)*p)) return char_err(ps, start, "expected a scale (a float literal)");
-  while (p < ps->end && (is_digit((unsigned char)*p) || *p == '.')) p++;
-  if (p < ps->end && (*p == 'e' || *p == 'E')) {
-    p++;
-    if (p < ps->end && (*p == '+' || *p == '-')) p++;
-    while (p < ps->end && is_digit((unsigned char)*p)) p++;
-  }
-  if (p - start >= MAX_NUMBER_LEN) return char_err(ps, start, "number literal too long");
-  char buf[MAX_NUMBER_LEN + 1];
-  memcpy(buf, start, (size_t)(p - start));
-  buf[p - start] = '\0';
-  char *endp;
-  *out = strtod(buf, &endp);
-  if (*endp) return char_err(ps, start, "malformed float literal");
-  *pp = p;
-  return true;
-}
-
-/* `!quant.uniform<i8<-127:127>:f32:1, {0.1,0.2:-1}>` from its '!' at *pp (MLIR's quant grammar:
- * storage type, optional storage range, expressed type, optional axis, then one scale[:zero_point]
- * or, per axis, a braced list). The parameters go to the scratch arena; they are checked by the caller,
- * which knows the tensor's shape. */
-static bool parse_quant_chars(Parser *ps, const char **pp, FcQuant *q) {
-  static const char head[] = "!quant.uniform";
-  const char *p = *pp, *w;
-  size_t hn = sizeof head - 1;
-  if ((size_t)(ps->end - p) < hn || memcmp(p, head, hn) != 0 || (p + hn < ps->end && is_id_char((unsigned char)p[hn])))
-    return char_err(ps, p, "unsupported dialect type (only !quant.uniform<...>)");
-  p += hn;
-  if (!expect_char(ps, &p, '<', "expected '<' after '!quant.uniform'")) return false;
-  size_t n = char_word(ps, &p, &w);
-  /* MLIR spells unsigned storage `u8`; the builtin `ui8` is accepted too. */
-  char name[16];
-  if (n >= 2 && n < sizeof name - 1 && w[0] == 'u' && is_digit((unsigned char)w[1])) {
-    snprintf(name, sizeof name, "ui%.*s", (int)(n - 1), w + 1);
-  } else {
-    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), w);
-  }
-  int64_t lo, hi;
-  if (!fc_dtype_from_name(name, strlen(name), &q->storage) || !fc_quant_storage_range(q->storage, &lo, &hi))
-    return char_err(ps, w, "quantised storage type must be i8, u8, i16, u16 or i32");
-  q->qmin = lo;
-  q->qmax = hi;
-  skip_blanks(ps, &p);
-  if (p < ps->end && *p == '<') {
-    p++;
-    if (!char_int(ps, &p, &q->qmin) || !expect_char(ps, &p, ':', "expected ':' in the storage range") ||
-        !char_int(ps, &p, &q->qmax) || !expect_char(ps, &p, '>', "expected '>' to end the storage range"))
-      return false;
-  }
-  if (!expect_char(ps, &p, ':', "expected ':' and the expressed type")) return false;
-  n = char_word(ps, &p, &w);
-  if (!fc_dtype_from_name(w, n, &q->expressed) || !fc_dtype_is_float(q->expressed))
-    return char_err(ps, w, "quantised expressed type must be f32, f16, bf16 or f64");
-  q->axis = -1;
-  skip_blanks(ps, &p);
-  if (p < ps->end && *p == ':') {
-    p++;
-    int64_t axis;
-    const char *at = p;
-    if (!char_int(ps, &p, &axis)) return false;
-    if (axis < 0 || axis >= FC_DEFAULT_MAX_RANK) return char_err(ps, at, "quantised axis out of range");
-    q->axis = (int)axis;
-  }
-  if (!expect_char(ps, &p, ',', "expected ',' and the scale")) return false;
-  if (q->axis >= 0 && !expect_char(ps, &p, '{', "expected '{' and the per-axis scales")) return false;
-  double *scales = NULL;
-  int64_t *zps = NULL;
-  size_t cap_s = 0, cap_z = 0, count = 0;
-  for (;;) {
-    if (count == INT_MAX) return char_err(ps, p, "too many scales");
-    scales = grow(&ps->scratch, scales, &cap_s, count + 1, sizeof *scales);
-    zps = grow(&ps->scratch, zps, &cap_z, count + 1, sizeof *zps);
-    zps[count] = 0;
-    if (!char_float(ps, &p, &scales[count])) return false;
-    skip_blanks(ps, &p);
-    if (p < ps->end && *p == ':') {
-      p++;
-      if (!char_int(ps, &p, &zps[count])) return false;
-    }
-    count++;
-    skip_blanks(ps, &p);
-    if (q->axis < 0 || p >= ps->end || *p != ',') break;
-    p++;
-  }
-  if (q->axis >= 0 && !expect_char(ps, &p, '}', "expected ',' or '}' in the per-axis scales")) return false;
-  if (!expect_char(ps, &p, '>', "expected '>' to end the quantised type")) return false;
-  q->n = (int)count;
-  q->scales = scales;
-  q->zero_points = zps;
-  *pp = p;
-  return true;
-}
-
 /* `tensor<d0xd1x...xT>`, read character by character from the end of the `tensor` token. dims go to
  * the scratch arena; the element count and byte size must not overflow. */
-static bool parse_type(Parser *ps, FcType *out) {
+bool fc_ps_type(Parser *ps, FcType *out) {
   Lexer *lx = &ps->lx;
   if (!tok_is_id(ps, "tensor")) {
     char buf[64];
-    return err(ps, "expected a tensor type, got %s", tok_desc(&lx->tok, buf, sizeof buf));
+    return fc_ps_err(ps, "expected a tensor type, got %s", fc_ps_tok_desc(&lx->tok, buf, sizeof buf));
   }
   int tline = lx->tok.line, tcol = lx->tok.col;
   const char *p = lx->cur, *end = ps->end;
 #define SKIP_BLANKS() while (p < end && (*p == ' ' || *p == '\t')) p++
-#define FAIL_AT(...) return err_at(ps, lx->line, col_of(lx, p), __VA_ARGS__)
+#define FAIL_AT(...) return fc_ps_err_at(ps, lx->line, col_of(lx, p), __VA_ARGS__)
   SKIP_BLANKS();
   if (p >= end || *p != '<') FAIL_AT("expected '<' after 'tensor'");
   p++;
@@ -728,11 +488,11 @@ static bool parse_type(Parser *ps, FcType *out) {
     int64_t d = 0;
     const char *ds = p;
     while (p < end && is_digit((unsigned char)*p)) {
-      if (d > (INT64_MAX - (*p - '0')) / 10) return err_at(ps, lx->line, col_of(lx, ds), "dimension too large");
+      if (d > (INT64_MAX - (*p - '0')) / 10) return fc_ps_err_at(ps, lx->line, col_of(lx, ds), "dimension too large");
       d = d * 10 + (*p++ - '0');
     }
     if (rank == FC_DEFAULT_MAX_RANK)
-      return err_limit(ps, lx->line, col_of(lx, ds), "tensor rank exceeds the limit of %d", FC_DEFAULT_MAX_RANK);
+      return fc_ps_err_limit(ps, lx->line, col_of(lx, ds), "tensor rank exceeds the limit of %d", FC_DEFAULT_MAX_RANK);
     dims[rank++] = d;
     SKIP_BLANKS();
     if (p >= end || *p != 'x') FAIL_AT("expected 'x' after a dimension");
@@ -742,14 +502,15 @@ static bool parse_type(Parser *ps, FcType *out) {
   FcDtype dt;
   FcQuant quant, *q = NULL;
   if (p < end && *p == '!') {
-    if (!parse_quant_chars(ps, &p, &quant)) return false;
+    if (!fc_ps_quant(ps, &p, &quant)) return false;
     q = &quant;
     dt = quant.storage;
   } else {
     while (p < end && (is_alpha((unsigned char)*p) || is_digit((unsigned char)*p) || *p == '_')) p++;
     if (p == es) FAIL_AT("expected an element type");
     if (!fc_dtype_from_name(es, (size_t)(p - es), &dt))
-      return err_at(ps, lx->line, col_of(lx, es), "unsupported element type '%.*s'", (int)(p - es > 20 ? 20 : p - es), es);
+      return fc_ps_err_at(ps, lx->line, col_of(lx, es), "unsupported element type '%.*s'",
+                          (int)(p - es > 20 ? 20 : p - es), es);
   }
   SKIP_BLANKS();
   if (p < end && *p == ',') FAIL_AT("tensor encodings are not supported");
@@ -761,11 +522,11 @@ static bool parse_type(Parser *ps, FcType *out) {
   *out = fc_type_make(&ps->scratch, dt, rank, dims);
   out->quant = q ? fc_quant_copy(&ps->scratch, q) : NULL;
   int64_t nbytes;
-  if (!fc_type_nbytes(out, &nbytes)) return err_limit(ps, tline, tcol, "tensor type has too many elements");
+  if (!fc_type_nbytes(out, &nbytes)) return fc_ps_err_limit(ps, tline, tcol, "tensor type has too many elements");
   char why[512];
   if (q && fc_quant_problem(q, out, why, sizeof why))
-    return err_at(ps, tline, col_of(lx, es), "invalid quantised type: %s", why);
-  lex_next(ps);
+    return fc_ps_err_at(ps, tline, col_of(lx, es), "invalid quantised type: %s", why);
+  fc_ps_next(ps);
   return true;
 }
 
@@ -778,15 +539,15 @@ static bool skip_to_rparen(Parser *ps) {
     case TK_LPAREN: depth++; break;
     case TK_RPAREN:
       if (--depth == 0) {
-        lex_next(ps);
+        fc_ps_next(ps);
         return true;
       }
       break;
     case TK_EOF:
-    case TK_ERROR: return err(ps, "unterminated location");
+    case TK_ERROR: return fc_ps_err(ps, "unterminated location");
     default: break;
     }
-    lex_next(ps);
+    fc_ps_next(ps);
   }
 }
 
@@ -795,14 +556,14 @@ static bool skip_to_rparen(Parser *ps) {
 static bool parse_opt_loc(Parser *ps, const char **out) {
   if (out) *out = NULL;
   if (!tok_is_id(ps, "loc")) return true;
-  lex_next(ps);
-  if (!expect(ps, TK_LPAREN, "'(' after 'loc'")) return false;
-  if (tok_is(ps, TK_HASH)) return err(ps, "location aliases are not supported");
+  fc_ps_next(ps);
+  if (!fc_ps_expect(ps, TK_LPAREN, "'(' after 'loc'")) return false;
+  if (tok_is(ps, TK_HASH)) return fc_ps_err(ps, "location aliases are not supported");
   if (tok_is(ps, TK_STRING)) {
-    char *s = decode_string(ps, &ps->lx.tok, ps->arena);
+    char *s = fc_ps_decode_string(ps, &ps->lx.tok, ps->arena);
     if (!s) return false;
     if (out) *out = s;
-    lex_next(ps);
+    fc_ps_next(ps);
   }
   return skip_to_rparen(ps);
 }
@@ -814,8 +575,8 @@ static bool define_values(Parser *ps, const Token *name, FcValue *first, int cou
   size_t len = name->n - 1;
   ValueDef *prev = map_get(&ps->values, key, len);
   if (prev)
-    return err_at(ps, name->line, name->col, "redefinition of %.*s (first defined at %d:%d)", (int)(name->n > 40 ? 40 : name->n),
-                  name->p, prev->line, prev->col);
+    return fc_ps_err_at(ps, name->line, name->col, "redefinition of %.*s (first defined at %d:%d)",
+                        (int)(name->n > 40 ? 40 : name->n), name->p, prev->line, prev->col);
   ValueDef *d = FC_NEW(&ps->scratch, ValueDef);
   *d = (ValueDef){first, count, name->line, name->col};
   map_put(&ps->scratch, &ps->values, key, len, d);
@@ -827,13 +588,13 @@ static bool parse_use(Parser *ps, FcValue **out, Token *at) {
   Token t = ps->lx.tok;
   if (t.kind != TK_VALUE) {
     char buf[64];
-    return err(ps, "expected a value, got %s", tok_desc(&t, buf, sizeof buf));
+    return fc_ps_err(ps, "expected a value, got %s", fc_ps_tok_desc(&t, buf, sizeof buf));
   }
   *at = t;
   int shown = (int)(t.n > 40 ? 40 : t.n);
   ValueDef *d = map_get(&ps->values, t.p + 1, t.n - 1);
-  if (!d) return err(ps, "use of undefined value %.*s", shown, t.p);
-  lex_next(ps);
+  if (!d) return fc_ps_err(ps, "use of undefined value %.*s", shown, t.p);
+  fc_ps_next(ps);
   int64_t idx = 0;
   bool has_idx = false;
   if (tok_is(ps, TK_HASH) && ps->lx.tok.p == t.p + t.n) {
@@ -841,16 +602,16 @@ static bool parse_use(Parser *ps, FcValue **out, Token *at) {
     has_idx = true;
     idx = 0;
     for (size_t i = 1; i < h->n; i++) {
-      if (!is_digit((unsigned char)h->p[i])) return err(ps, "expected a result number after '#'");
+      if (!is_digit((unsigned char)h->p[i])) return fc_ps_err(ps, "expected a result number after '#'");
       idx = idx * 10 + (h->p[i] - '0');
-      if (idx > INT_MAX) return err(ps, "result number too large");
+      if (idx > INT_MAX) return fc_ps_err(ps, "result number too large");
     }
-    lex_next(ps);
+    fc_ps_next(ps);
   }
   if (!has_idx && d->count > 1)
-    return err_at(ps, t.line, t.col, "%.*s names %d results; use %.*s#0 .. %.*s#%d", shown, t.p, d->count, shown, t.p, shown,
-                  t.p, d->count - 1);
-  if (idx >= d->count) return err_at(ps, t.line, t.col, "%.*s has no result #%d", shown, t.p, (int)idx);
+    return fc_ps_err_at(ps, t.line, t.col, "%.*s names %d results; use %.*s#0 .. %.*s#%d", shown, t.p, d->count, shown,
+                        t.p, shown, t.p, d->count - 1);
+  if (idx >= d->count) return fc_ps_err_at(ps, t.line, t.col, "%.*s has no result #%d", shown, t.p, (int)idx);
   *out = d->first + idx;
   return true;
 }
@@ -861,11 +622,11 @@ static bool tensor_alloc(Parser *ps, const FcType *ty, bool with_data, int line,
   int64_t nbytes;
   FC_ASSERT(fc_type_nbytes(ty, &nbytes)); /* parse_type checked it */
   if (nbytes > FC_DEFAULT_MAX_TENSOR_BYTES)
-    return err_limit(ps, line, col, "constant of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
-                     (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
+    return fc_ps_err_limit(ps, line, col, "constant of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
+                           (long long)FC_DEFAULT_MAX_TENSOR_BYTES);
   if (ty->quant)
-    return err_at(ps, line, col, "constant data takes its storage type (write %s, not a quantised type)",
-                  fc_dtype_name(ty->dtype));
+    return fc_ps_err_at(ps, line, col, "constant data takes its storage type (write %s, not a quantised type)",
+                        fc_dtype_name(ty->dtype));
   FcTensor *t = FC_NEW(ps->arena, FcTensor);
   t->type = fc_type_make(ps->arena, ty->dtype, ty->rank, ty->dims);
   t->nbytes = nbytes;
@@ -880,7 +641,7 @@ static bool parse_element(Parser *ps, FcTensor *t, int64_t i) {
   if (dt == FC_DT_BOOL) {
     if (tok_is_id(ps, "true") || tok_is_id(ps, "false")) {
       *dst = tok_is_id(ps, "true");
-      lex_next(ps);
+      fc_ps_next(ps);
       return true;
     }
     uint64_t v;
@@ -910,28 +671,28 @@ static bool parse_element(Parser *ps, FcTensor *t, int64_t i) {
 /* `[...]` for dimension `dim` and below; the skim already bounded the nesting by the rank limit. */
 static bool parse_nested(Parser *ps, FcTensor *t, int dim, int64_t *next) {
   Token open = ps->lx.tok;
-  if (dim >= t->type.rank) return err(ps, "dense literal is nested deeper than the rank of its type");
-  if (!expect(ps, TK_LBRACKET, "'['")) return false;
+  if (dim >= t->type.rank) return fc_ps_err(ps, "dense literal is nested deeper than the rank of its type");
+  if (!fc_ps_expect(ps, TK_LBRACKET, "'['")) return false;
   int64_t want = t->type.dims[dim], count = 0;
   if (!tok_is(ps, TK_RBRACKET)) {
     for (;;) {
       if (count == want)
-        return err(ps, "dense literal has more than %lld elements in dimension %d", (long long)want, dim);
+        return fc_ps_err(ps, "dense literal has more than %lld elements in dimension %d", (long long)want, dim);
       if (dim + 1 == t->type.rank) {
-        if (tok_is(ps, TK_LBRACKET)) return err(ps, "dense literal is nested deeper than the rank of its type");
+        if (tok_is(ps, TK_LBRACKET)) return fc_ps_err(ps, "dense literal is nested deeper than the rank of its type");
         if (!parse_element(ps, t, (*next)++)) return false;
       } else if (!parse_nested(ps, t, dim + 1, next)) {
         return false;
       }
       count++;
       if (!tok_is(ps, TK_COMMA)) break;
-      lex_next(ps);
+      fc_ps_next(ps);
     }
   }
   if (count != want)
-    return err_at(ps, open.line, open.col, "dense literal has %lld elements in dimension %d, its type has %lld",
-                  (long long)count, dim, (long long)want);
-  return expect(ps, TK_RBRACKET, "']' or ','");
+    return fc_ps_err_at(ps, open.line, open.col, "dense literal has %lld elements in dimension %d, its type has %lld",
+                        (long long)count, dim, (long long)want);
+  return fc_ps_expect(ps, TK_RBRACKET, "']' or ','");
 }
 
 /* dense<"0x..."> : raw little-endian data (or one element, splat), as MLIR writes large literals. */
@@ -939,24 +700,25 @@ static bool parse_dense_hex(Parser *ps, FcTensor *t, int64_t numel) {
   const Token *s = &ps->lx.tok;
   const char *p = s->p + 1;
   size_t n = s->n - 2;
-  if (t->type.dtype == FC_DT_BOOL) return err(ps, "hexadecimal dense literals are not supported for i1");
-  if (n < 2 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X') || (n - 2) % 2) return err(ps, "malformed hexadecimal dense literal");
+  if (t->type.dtype == FC_DT_BOOL) return fc_ps_err(ps, "hexadecimal dense literals are not supported for i1");
+  if (n < 2 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X') || (n - 2) % 2)
+    return fc_ps_err(ps, "malformed hexadecimal dense literal");
   size_t bytes = (n - 2) / 2, es = fc_dtype_size(t->type.dtype);
   unsigned char *d = (unsigned char *)t->data;
   if ((int64_t)bytes != t->nbytes && !(bytes == es && numel > 0))
-    return err(ps, "hexadecimal dense literal has %zu bytes, its type needs %lld", bytes, (long long)t->nbytes);
-  if (!decode_hex(p + 2, bytes, d)) return err(ps, "malformed hexadecimal dense literal");
+    return fc_ps_err(ps, "hexadecimal dense literal has %zu bytes, its type needs %lld", bytes, (long long)t->nbytes);
+  if (!decode_hex(p + 2, bytes, d)) return fc_ps_err(ps, "malformed hexadecimal dense literal");
   if ((int64_t)bytes != t->nbytes) /* one element: a splat */
     for (int64_t i = 1; i < numel; i++) memcpy(d + (size_t)i * es, d, es);
-  lex_next(ps);
+  fc_ps_next(ps);
   return true;
 }
 
 /* `dense<...> : tensor<...>`, the current token being `dense`. */
 static bool parse_dense(Parser *ps, FcTensor **out) {
   Token at = ps->lx.tok;
-  lex_next(ps);
-  if (!expect(ps, TK_LT, "'<' after 'dense'")) return false;
+  fc_ps_next(ps);
+  if (!fc_ps_expect(ps, TK_LT, "'<' after 'dense'")) return false;
   Lexer literal = ps->lx;
   /* Skim to the closing '>' to reach the type, counting the values; brackets may nest no deeper than
    * the rank limit. */
@@ -965,24 +727,24 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
     TokKind k = ps->lx.tok.kind;
     if (k == TK_INT || k == TK_FLOAT || tok_is_id(ps, "true") || tok_is_id(ps, "false")) values++;
     if (k == TK_LBRACKET && ++depth > FC_DEFAULT_MAX_RANK)
-      return err_limit(ps, ps->lx.tok.line, ps->lx.tok.col, "dense literal nested deeper than the rank limit of %d",
-                       FC_DEFAULT_MAX_RANK);
-    if (k == TK_RBRACKET && --depth < 0) return err(ps, "unbalanced ']' in dense literal");
+      return fc_ps_err_limit(ps, ps->lx.tok.line, ps->lx.tok.col,
+                             "dense literal nested deeper than the rank limit of %d", FC_DEFAULT_MAX_RANK);
+    if (k == TK_RBRACKET && --depth < 0) return fc_ps_err(ps, "unbalanced ']' in dense literal");
     if (k == TK_GT) {
-      if (depth) return err(ps, "unbalanced '[' in dense literal");
+      if (depth) return fc_ps_err(ps, "unbalanced '[' in dense literal");
       break;
     }
     if (k != TK_LBRACKET && k != TK_RBRACKET && k != TK_INT && k != TK_FLOAT && k != TK_MINUS && k != TK_COMMA &&
         k != TK_STRING && !tok_is_id(ps, "true") && !tok_is_id(ps, "false")) {
       char buf[64];
-      return err(ps, "unexpected %s in dense literal", tok_desc(&ps->lx.tok, buf, sizeof buf));
+      return fc_ps_err(ps, "unexpected %s in dense literal", fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
     }
-    lex_next(ps);
+    fc_ps_next(ps);
   }
-  lex_next(ps);
-  if (!expect(ps, TK_COLON, "':' and the type of the dense literal")) return false;
+  fc_ps_next(ps);
+  if (!fc_ps_expect(ps, TK_COLON, "':' and the type of the dense literal")) return false;
   FcType ty;
-  if (!parse_type(ps, &ty)) return false;
+  if (!fc_ps_type(ps, &ty)) return false;
   Lexer after = ps->lx;
   int64_t numel, nbytes;
   FC_ASSERT(fc_type_numel(&ty, &numel) && fc_type_nbytes(&ty, &nbytes));
@@ -992,34 +754,38 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
   const Token *first = &literal.tok;
   size_t hex_bytes = first->n >= 4 ? (first->n - 4) / 2 : 0;
   if (first->kind == TK_LBRACKET && values != numel)
-    return err_at(ps, first->line, first->col, "dense literal has %lld values, %s has %lld elements", (long long)values,
-                  fc_type_str(&ty, tbuf, sizeof tbuf), (long long)numel);
+    return fc_ps_err_at(ps, first->line, first->col, "dense literal has %lld values, %s has %lld elements",
+                        (long long)values, fc_type_str(&ty, tbuf, sizeof tbuf), (long long)numel);
   if (first->kind == TK_STRING && (int64_t)hex_bytes != nbytes && !(hex_bytes == fc_dtype_size(ty.dtype) && numel > 0))
-    return err_at(ps, first->line, first->col, "hexadecimal dense literal has %zu bytes, its type needs %lld", hex_bytes,
-                  (long long)nbytes);
+    return fc_ps_err_at(ps, first->line, first->col, "hexadecimal dense literal has %zu bytes, its type needs %lld",
+                        hex_bytes, (long long)nbytes);
   /* A splat is the one form whose size the text does not bound: cap what it may materialise. */
   enum { SPLAT_MAX_BYTES = 256 << 20 }; /* print.c inlines splats up to the same size */
   bool splat = first->kind != TK_LBRACKET && first->kind != TK_STRING && first->kind != TK_GT;
   if ((splat || (first->kind == TK_STRING && (int64_t)hex_bytes != nbytes)) && nbytes > SPLAT_MAX_BYTES &&
       nbytes <= FC_DEFAULT_MAX_TENSOR_BYTES)
-    return err_limit(ps, first->line, first->col, "splat dense literal for %s would be %lld bytes, over the limit of %d",
-                  fc_type_str(&ty, tbuf, sizeof tbuf), (long long)nbytes, SPLAT_MAX_BYTES);
+    return fc_ps_err_limit(ps, first->line, first->col,
+                           "splat dense literal for %s would be %lld bytes, over the limit of %d",
+                           fc_type_str(&ty, tbuf, sizeof tbuf), (long long)nbytes, SPLAT_MAX_BYTES);
   FcTensor *t;
   if (!tensor_alloc(ps, &ty, true, at.line, at.col, &t)) return false;
 
   ps->lx = literal;
   if (tok_is(ps, TK_GT)) {
     if (numel != 0)
-      return err(ps, "empty dense literal for %s with %lld elements", fc_type_str(&t->type, tbuf, sizeof tbuf), (long long)numel);
+      return fc_ps_err(ps, "empty dense literal for %s with %lld elements", fc_type_str(&t->type, tbuf, sizeof tbuf),
+                       (long long)numel);
   } else if (tok_is(ps, TK_STRING)) {
     if (!parse_dense_hex(ps, t, numel)) return false;
   } else if (tok_is(ps, TK_LBRACKET)) {
-    if (t->type.rank == 0) return err(ps, "dense literal for a rank-0 tensor must be a single value");
+    if (t->type.rank == 0) return fc_ps_err(ps, "dense literal for a rank-0 tensor must be a single value");
     int64_t next = 0;
     if (!parse_nested(ps, t, 0, &next)) return false;
   } else {
     /* One value: a scalar, or a splat filling every element. */
-    if (numel == 0) return err(ps, "splat dense literal for %s, which has no elements", fc_type_str(&t->type, tbuf, sizeof tbuf));
+    if (numel == 0)
+      return fc_ps_err(ps, "splat dense literal for %s, which has no elements",
+                       fc_type_str(&t->type, tbuf, sizeof tbuf));
     if (!parse_element(ps, t, 0)) return false;
     size_t es = fc_dtype_size(t->type.dtype);
     unsigned char *d = (unsigned char *)t->data;
@@ -1027,7 +793,7 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
   }
   if (!tok_is(ps, TK_GT)) {
     char buf[64];
-    return err(ps, "expected '>' to end the dense literal, got %s", tok_desc(&ps->lx.tok, buf, sizeof buf));
+    return fc_ps_err(ps, "expected '>' to end the dense literal, got %s", fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
   }
   ps->lx = after;
   *out = t;
@@ -1038,19 +804,19 @@ static bool parse_dense(Parser *ps, FcTensor **out) {
  * `__elided__`, which stays without data. */
 static bool parse_dense_resource(Parser *ps, FcTensor **out) {
   Token at = ps->lx.tok;
-  lex_next(ps);
-  if (!expect(ps, TK_LT, "'<' after 'dense_resource'")) return false;
+  fc_ps_next(ps);
+  if (!fc_ps_expect(ps, TK_LT, "'<' after 'dense_resource'")) return false;
   Token key = ps->lx.tok;
-  if (!expect(ps, TK_ID, "a resource key")) return false;
-  if (!expect(ps, TK_GT, "'>'") || !expect(ps, TK_COLON, "':' and the type of the resource")) return false;
+  if (!fc_ps_expect(ps, TK_ID, "a resource key")) return false;
+  if (!fc_ps_expect(ps, TK_GT, "'>'") || !fc_ps_expect(ps, TK_COLON, "':' and the type of the resource")) return false;
   FcType ty;
-  if (!parse_type(ps, &ty)) return false;
+  if (!fc_ps_type(ps, &ty)) return false;
   if (!tensor_alloc(ps, &ty, false, at.line, at.col, out)) return false;
   if (key.n == 10 && memcmp(key.p, "__elided__", 10) == 0) return true;
   ResRef *r = FC_NEW(&ps->scratch, ResRef);
   *r = (ResRef){*out, key.line, key.col, map_get(&ps->resources, key.p, key.n)};
   if (!r->next) {
-    ps->refs = grow(&ps->scratch, ps->refs, &ps->cap_refs, ps->n_refs + 1, sizeof *ps->refs);
+    ps->refs = fc_ps_grow(&ps->scratch, ps->refs, &ps->cap_refs, ps->n_refs + 1, sizeof *ps->refs);
     ps->refs[ps->n_refs++] = r; /* the first reference to this key stands for the list */
   }
   map_put(&ps->scratch, &ps->resources, key.p, key.n, r);
@@ -1059,75 +825,89 @@ static bool parse_dense_resource(Parser *ps, FcTensor **out) {
 
 /* ---- attributes ------------------------------------------------------------------------------------- */
 
-static bool parse_array_attr(Parser *ps, FcAttr *a) {
-  lex_next(ps);
-  if (!expect(ps, TK_LT, "'<' after 'array'")) return false;
-  bool ints = tok_is_id(ps, "i64");
-  if (!ints && !tok_is_id(ps, "f32")) return err(ps, "array attributes must be array<i64: ...> or array<f32: ...>");
-  lex_next(ps);
-  void *vals = NULL;
-  size_t n = 0, cap = 0;
+bool fc_ps_array_tail(Parser *ps, FcPsElem *elem, const void *ctx, void **vals, int *n) {
+  void *v = NULL;
+  size_t count = 0, cap = 0;
   if (tok_is(ps, TK_COLON)) {
-    lex_next(ps);
+    fc_ps_next(ps);
     for (;;) {
-      if (n == INT_MAX) return err(ps, "array attribute too long");
-      vals = grow(&ps->scratch, vals, &cap, n + 1, 8);
-      if (ints) {
-        uint64_t v;
-        if (!parse_int(ps, INT64_MIN, INT64_MAX, "i64", &v)) return false;
-        ((int64_t *)vals)[n++] = (int64_t)v;
-      } else if (!parse_float(ps, FC_DT_F32, (float *)vals + n++)) {
-        return false;
-      }
+      if (count == INT_MAX) return fc_ps_err(ps, "array attribute too long");
+      v = fc_ps_grow(&ps->scratch, v, &cap, count + 1, 8);
+      if (!elem(ps, v, count++, ctx)) return false;
       if (!tok_is(ps, TK_COMMA)) break;
-      lex_next(ps);
+      fc_ps_next(ps);
     }
   }
-  if (!expect(ps, TK_GT, "',' or '>' in the array attribute")) return false;
+  if (!fc_ps_expect(ps, TK_GT, "',' or '>' in the array attribute")) return false;
+  *vals = v;
+  *n = (int)count;
+  return true;
+}
+
+/* One element of array<i64: ...> or array<f32: ...> (ctx: the FcDtype). */
+static bool attr_array_elem(Parser *ps, void *vals, size_t i, const void *ctx) {
+  if (*(const FcDtype *)ctx == FC_DT_F32) return parse_float(ps, FC_DT_F32, (float *)vals + i);
+  uint64_t v;
+  if (!parse_int(ps, INT64_MIN, INT64_MAX, "i64", &v)) return false;
+  ((int64_t *)vals)[i] = (int64_t)v;
+  return true;
+}
+
+static bool parse_array_attr(Parser *ps, FcAttr *a) {
+  fc_ps_next(ps);
+  if (!fc_ps_expect(ps, TK_LT, "'<' after 'array'")) return false;
+  bool ints = tok_is_id(ps, "i64");
+  if (!ints && !tok_is_id(ps, "f32"))
+    return fc_ps_err(ps, "array attributes must be array<i64: ...> or array<f32: ...>");
+  fc_ps_next(ps);
+  FcDtype dt = ints ? FC_DT_I64 : FC_DT_F32;
+  void *vals;
+  int n;
+  if (!fc_ps_array_tail(ps, attr_array_elem, &dt, &vals, &n)) return false;
   if (ints) {
     a->kind = FC_AK_INTS;
     a->ints.v = vals;
-    a->ints.n = (int)n;
+    a->ints.n = n;
   } else {
     a->kind = FC_AK_FLOATS;
     a->floats.v = vals;
-    a->floats.n = (int)n;
+    a->floats.n = n;
   }
   return true;
 }
 
 /* A number attribute: `1 : i64` (the type may be left out) or `1.5 : f32` / `0x7FC00000 : f32`. */
 static bool parse_number_attr(Parser *ps, FcAttr *a) {
-  NumText n = lex_number(ps);
+  NumText n = fc_ps_number(ps);
   bool is_float = false;
   if (tok_is(ps, TK_COLON)) {
-    lex_next(ps);
+    fc_ps_next(ps);
     is_float = tok_is_id(ps, "f32");
-    if (!is_float && !tok_is_id(ps, "i64")) return err(ps, "number attributes must be typed i64 or f32");
-    lex_next(ps);
+    if (!is_float && !tok_is_id(ps, "i64")) return fc_ps_err(ps, "number attributes must be typed i64 or f32");
+    fc_ps_next(ps);
   } else if (n.t.kind == TK_FLOAT) {
-    return err(ps, "expected ': f32' after the float attribute");
+    return fc_ps_err(ps, "expected ': f32' after the float attribute");
   }
   if (is_float) {
     a->kind = FC_AK_FLOAT;
-    return float_value(ps, &n, FC_DT_F32, &a->f);
+    return fc_ps_float_value(ps, &n, FC_DT_F32, &a->f);
   }
   uint64_t v;
   a->kind = FC_AK_INT;
-  if (!int_value(ps, &n, INT64_MIN, INT64_MAX, "i64", &v)) return false;
+  if (!fc_ps_int_value(ps, &n, INT64_MIN, INT64_MAX, "i64", &v)) return false;
   a->i = (int64_t)v;
   return true;
 }
 
 /* The value forms inherent attributes and annotations share: a string, and constant data (the current
  * token being `dense` or `dense_resource`). */
-static bool parse_string_value(Parser *ps, const char **out) {
-  if (!(*out = decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
-  lex_next(ps);
+bool fc_ps_string_value(Parser *ps, const char **out) {
+  if (!(*out = fc_ps_decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
+  fc_ps_next(ps);
   return true;
 }
 
-static bool parse_tensor_value(Parser *ps, const FcTensor **out) {
+bool fc_ps_tensor_value(Parser *ps, const FcTensor **out) {
   FcTensor *t;
   if (!(tok_is_id(ps, "dense") ? parse_dense(ps, &t) : parse_dense_resource(ps, &t))) return false;
   *out = t;
@@ -1135,10 +915,8 @@ static bool parse_tensor_value(Parser *ps, const FcTensor **out) {
 }
 
 static bool parse_attr_value(Parser *ps, FcAttr *a) {
-  const Token *t = &ps->lx.tok;
-  FcDtype dt;
-  switch (t->kind) {
-  case TK_STRING: a->kind = FC_AK_STR; return parse_string_value(ps, &a->s);
+  switch (ps->lx.tok.kind) {
+  case TK_STRING: a->kind = FC_AK_STR; return fc_ps_string_value(ps, &a->s);
   case TK_MINUS:
   case TK_INT:
   case TK_FLOAT: return parse_number_attr(ps, a);
@@ -1146,19 +924,16 @@ static bool parse_attr_value(Parser *ps, FcAttr *a) {
     if (tok_is_id(ps, "array")) return parse_array_attr(ps, a);
     if (tok_is_id(ps, "dense") || tok_is_id(ps, "dense_resource")) {
       a->kind = FC_AK_TENSOR;
-      return parse_tensor_value(ps, &a->tensor);
+      return fc_ps_tensor_value(ps, &a->tensor);
     }
-    if (fc_dtype_from_name(t->p, t->n, &dt)) {
+    if (fc_ps_dtype_token(ps, &a->type)) {
       a->kind = FC_AK_TYPE;
-      a->type = dt;
-      lex_next(ps);
       return true;
     }
     break;
   default: break;
   }
-  char buf[64];
-  return err(ps, "unsupported attribute value %s", tok_desc(t, buf, sizeof buf));
+  return fc_ps_err_unsupported(ps, "attribute value");
 }
 
 /* A program attribute arrives as its text (a string) and is parsed here, once; its errors point at the
@@ -1167,8 +942,8 @@ static bool parse_program_attr(Parser *ps, const FcOpInfo *info, const Token *vt
   FcEwProgram *p = FC_NEW(&ps->scratch, FcEwProgram);
   const char *why = fc_ew_program_parse(a->s, p);
   if (why)
-    return err_at(ps, vt->line, vt->col, "%s: %s: element-wise program \"%.200s\": %s", info->full_name,
-                  fc_attr_name_str(a->name), a->s, why);
+    return fc_ps_err_at(ps, vt->line, vt->col, "%s: %s: element-wise program \"%.200s\": %s", info->full_name,
+                        fc_attr_name_str(a->name), a->s, why);
   a->kind = FC_AK_PROGRAM;
   a->prog = p;
   return true;
@@ -1176,264 +951,13 @@ static bool parse_program_attr(Parser *ps, const FcOpInfo *info, const Token *vt
 
 /* ---- annotations (discardable attributes) ----------------------------------------------------------- */
 
-/* Annotations as read, kept until the op or argument they belong to exists. */
-typedef struct AnnotText {
-  const char *name;
-  FcAnnotValue value;
-  Token at; /* the name, where errors about the annotation point */
-} AnnotText;
-typedef struct AnnotList {
-  AnnotText *v;
-  size_t n, cap;
-} AnnotList;
-
-enum { MAX_ANNOT_DEPTH = 32 }; /* nesting of [...] in an annotation value */
-
-/* `1`, `-2 : i32`, `0.5`, `5.0e-01 : f32`: an untyped integer is i64 and an untyped float f64, as in MLIR. */
-static bool parse_annot_number(Parser *ps, FcAnnotValue *v) {
-  NumText n = lex_number(ps);
-  FcDtype dt = n.t.kind == TK_FLOAT ? FC_DT_F64 : FC_DT_I64;
-  if (tok_is(ps, TK_COLON)) {
-    lex_next(ps);
-    const Token *t = &ps->lx.tok;
-    if (t->kind != TK_ID || !fc_dtype_from_name(t->p, t->n, &dt) || dt == FC_DT_BOOL || dt == FC_DT_F16 ||
-        dt == FC_DT_BF16)
-      return err(ps, "number annotations must be typed i8..i64, ui8..ui64, f32 or f64");
-    lex_next(ps);
-  } else if (n.t.kind == TK_INT && is_hex_token(&n.t)) {
-    dt = FC_DT_I64;
-  }
-  v->dtype = dt;
-  if (fc_dtype_is_float(dt)) {
-    v->kind = FC_AV_FLOAT;
-    if (dt == FC_DT_F64) return float_value(ps, &n, dt, &v->f);
-    float f;
-    if (!float_value(ps, &n, dt, &f)) return false;
-    v->f = f;
-    return true;
-  }
-  int bits = 8 * (int)fc_dtype_size(dt);
-  uint64_t hi = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1, u;
-  int64_t lo = 0;
-  if (fc_dtype_class(dt) == FC_DTC_SINT) {
-    hi >>= 1;
-    lo = -(int64_t)hi - 1;
-  }
-  v->kind = FC_AV_INT;
-  if (!int_value(ps, &n, lo, hi, fc_dtype_name(dt), &u)) return false;
-  v->i = (int64_t)u;
-  return true;
-}
-
-/* `array<i64: 1, 2>` and the other dense arrays MLIR has (i1, i8, i16, i32, i64, f32, f64). */
-static bool parse_annot_dense(Parser *ps, FcAnnotValue *v) {
-  lex_next(ps);
-  if (!expect(ps, TK_LT, "'<' after 'array'")) return false;
-  const Token *t = &ps->lx.tok;
-  FcDtype dt;
-  if (t->kind != TK_ID || !fc_dtype_from_name(t->p, t->n, &dt) ||
-      !(dt == FC_DT_BOOL || dt == FC_DT_I8 || dt == FC_DT_I16 || dt == FC_DT_I32 || dt == FC_DT_I64 ||
-        dt == FC_DT_F32 || dt == FC_DT_F64))
-    return err(ps, "dense arrays must be array<i1|i8|i16|i32|i64|f32|f64: ...>");
-  lex_next(ps);
-  bool is_float = fc_dtype_is_float(dt);
-  void *vals = NULL;
-  size_t n = 0, cap = 0;
-  if (tok_is(ps, TK_COLON)) {
-    lex_next(ps);
-    for (;;) {
-      if (n == INT_MAX) return err(ps, "array attribute too long");
-      vals = grow(&ps->scratch, vals, &cap, n + 1, 8);
-      FcAnnotValue e;
-      if (dt == FC_DT_BOOL && (tok_is_id(ps, "true") || tok_is_id(ps, "false"))) {
-        ((int64_t *)vals)[n++] = tok_is_id(ps, "true");
-        lex_next(ps);
-      } else {
-        Token at = ps->lx.tok;
-        if (!parse_annot_number(ps, &e)) return false;
-        if (is_float) {
-          if (e.kind != FC_AV_FLOAT) return err_at(ps, at.line, at.col, "expected a float element");
-          ((double *)vals)[n++] = dt == FC_DT_F32 ? (double)(float)e.f : e.f;
-        } else {
-          int64_t lo, hi;
-          if (dt == FC_DT_BOOL) lo = 0, hi = 1;
-          else hi = (int64_t)(((uint64_t)1 << (8 * fc_dtype_size(dt) - 1)) - 1), lo = -hi - 1;
-          if (e.kind != FC_AV_INT || e.i < lo || e.i > hi)
-            return err_at(ps, at.line, at.col, "expected an integer element of %s", fc_dtype_name(dt));
-          ((int64_t *)vals)[n++] = e.i;
-        }
-      }
-      if (!tok_is(ps, TK_COMMA)) break;
-      lex_next(ps);
-    }
-  }
-  if (!expect(ps, TK_GT, "',' or '>' in the array attribute")) return false;
-  v->kind = FC_AV_DENSE;
-  v->dtype = dt;
-  if (is_float) {
-    v->floats.v = vals;
-    v->floats.n = (int)n;
-  } else {
-    v->ints.v = vals;
-    v->ints.n = (int)n;
-  }
-  return true;
-}
-
-static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth);
-
-static int annot_cmp(const void *a, const void *b) {
-  return strcmp(((const FcAnnot *)a)->name, ((const FcAnnot *)b)->name);
-}
-
-/* `{a = 1, "b c" = [2], d}` (an entry without a value is unit); entries are sorted by name, as MLIR's
- * DictionaryAttr keeps them, so the text mlir-opt prints back reads to the same value. */
-static bool parse_annot_dict(Parser *ps, FcAnnotValue *v, int depth) {
-  const Token *t = &ps->lx.tok;
-  if (depth >= MAX_ANNOT_DEPTH) return err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
-  lex_next(ps);
-  FcAnnot *d = NULL;
-  size_t n = 0, cap = 0;
-  while (!tok_is(ps, TK_RBRACE)) {
-    Token nt = ps->lx.tok;
-    const char *name;
-    if (nt.kind == TK_ID) name = fc_arena_strndup(&ps->scratch, nt.p, nt.n);
-    else if (nt.kind == TK_STRING) name = decode_string(ps, &nt, &ps->scratch);
-    else return err(ps, "expected a name in the dictionary");
-    if (!name) return false;
-    if (!*name) return err(ps, "empty name in the dictionary");
-    for (size_t i = 0; i < n; i++)
-      if (strcmp(d[i].name, name) == 0) return err(ps, "duplicate name '%.40s' in the dictionary", name);
-    if (n == INT_MAX) return err(ps, "dictionary too long");
-    d = grow(&ps->scratch, d, &cap, n + 1, sizeof *d);
-    d[n].name = name;
-    lex_next(ps);
-    if (tok_is(ps, TK_EQUAL)) {
-      lex_next(ps);
-      if (!parse_annot_value(ps, &d[n].value, depth + 1)) return false;
-    } else {
-      d[n].value = (FcAnnotValue){.kind = FC_AV_UNIT};
-    }
-    n++;
-    if (!tok_is(ps, TK_RBRACE) && !expect(ps, TK_COMMA, "',' or '}' in the dictionary")) return false;
-  }
-  lex_next(ps);
-  if (n > 1) qsort(d, n, sizeof *d, annot_cmp);
-  v->kind = FC_AV_DICT;
-  v->dict.v = d;
-  v->dict.n = (int)n;
-  return true;
-}
-
-static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
-  const Token *t = &ps->lx.tok;
-  memset(v, 0, sizeof *v);
-  FcDtype dt;
-  switch (t->kind) {
-  case TK_STRING: v->kind = FC_AV_STR; return parse_string_value(ps, &v->s);
-  case TK_MINUS:
-  case TK_INT:
-  case TK_FLOAT: return parse_annot_number(ps, v);
-  case TK_LBRACKET: {
-    if (depth >= MAX_ANNOT_DEPTH) return err_limit(ps, t->line, t->col, "annotation nested deeper than %d", MAX_ANNOT_DEPTH);
-    lex_next(ps);
-    FcAnnotValue *arr = NULL;
-    size_t n = 0, cap = 0;
-    while (!tok_is(ps, TK_RBRACKET)) {
-      if (n == INT_MAX) return err(ps, "array attribute too long");
-      arr = grow(&ps->scratch, arr, &cap, n + 1, sizeof *arr);
-      if (!parse_annot_value(ps, &arr[n++], depth + 1)) return false;
-      if (!tok_is(ps, TK_RBRACKET) && !expect(ps, TK_COMMA, "',' or ']' in the array")) return false;
-    }
-    lex_next(ps);
-    v->kind = FC_AV_ARRAY;
-    v->array.v = arr;
-    v->array.n = (int)n;
-    return true;
-  }
-  case TK_LBRACE: return parse_annot_dict(ps, v, depth);
-  case TK_BANG: {
-    const char *p = t->p;
-    FcQuant q;
-    char why[512];
-    int line = t->line, col = t->col;
-    if (!parse_quant_chars(ps, &p, &q)) return false;
-    if (fc_quant_problem(&q, NULL, why, sizeof why)) return err_at(ps, line, col, "invalid quantised type: %s", why);
-    ps->lx.cur = p;
-    lex_next(ps);
-    v->kind = FC_AV_TYPE;
-    v->type = (FcType){.dtype = q.storage, .rank = -1, .quant = fc_quant_copy(&ps->scratch, &q)};
-    return true;
-  }
-  case TK_ID:
-    if (tok_is_id(ps, "true") || tok_is_id(ps, "false")) {
-      v->kind = FC_AV_BOOL;
-      v->dtype = FC_DT_BOOL;
-      v->b = tok_is_id(ps, "true");
-      lex_next(ps);
-      return true;
-    }
-    if (tok_is_id(ps, "unit")) {
-      v->kind = FC_AV_UNIT;
-      lex_next(ps);
-      return true;
-    }
-    if (tok_is_id(ps, "array")) return parse_annot_dense(ps, v);
-    if (tok_is_id(ps, "dense") || tok_is_id(ps, "dense_resource")) {
-      v->kind = FC_AV_TENSOR;
-      return parse_tensor_value(ps, &v->tensor);
-    }
-    if (tok_is_id(ps, "tensor")) {
-      v->kind = FC_AV_TYPE;
-      return parse_type(ps, &v->type);
-    }
-    if (fc_dtype_from_name(t->p, t->n, &dt)) {
-      v->kind = FC_AV_TYPE;
-      v->type = (FcType){.dtype = dt, .rank = -1};
-      lex_next(ps);
-      return true;
-    }
-    break;
-  default: break;
-  }
-  char buf[64];
-  return err(ps, "unsupported annotation value %s", tok_desc(t, buf, sizeof buf));
-}
-
-/* `name = value` of an annotation whose name token `nt` (decoded: name, len) was already read. */
-static bool parse_annot(Parser *ps, const Token *nt, const char *name, size_t len, AnnotList *out) {
-  int shown = (int)(len > 40 ? 40 : len);
-  if (!fc_annot_name_valid(name, len)) return err_at(ps, nt->line, nt->col, "invalid annotation name '%.*s'", shown, name);
-  for (size_t i = 0; i < out->n; i++)
-    if (strlen(out->v[i].name) == len && memcmp(out->v[i].name, name, len) == 0)
-      return err_at(ps, nt->line, nt->col, "duplicate attribute '%.*s'", shown, name);
-  lex_next(ps);
-  if (!expect(ps, TK_EQUAL, "'=' after the attribute name")) return false;
-  out->v = grow(&ps->scratch, out->v, &out->cap, out->n + 1, sizeof *out->v);
-  AnnotText *a = &out->v[out->n++];
-  a->name = fc_arena_strndup(&ps->scratch, name, len);
-  a->at = *nt;
-  return parse_annot_value(ps, &a->value, 0);
-}
-
-/* Checks each annotation against its subject's type and attaches it to the list `to`. */
-static bool attach_annots(Parser *ps, const AnnotList *l, FcAnnots *to, const FcType *subject) {
-  for (size_t i = 0; i < l->n; i++) {
-    char why[1024];
-    if (!fc_annot_check(l->v[i].name, &l->v[i].value, subject, why, sizeof why))
-      return err_at(ps, l->v[i].at.line, l->v[i].at.col, "%s", why);
-    fc_annots_set(ps->arena, to, l->v[i].name, &l->v[i].value);
-  }
-  return true;
-}
-
 /* `{name = value, ...}` of an op, checked against its schema (names, kinds, duplicates) into `list`,
  * which has room for every attribute of the schema; namespaced names (with a '.') are annotations and
  * go to `annots`. */
 static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *n_list, AnnotList *annots) {
-  if (!expect(ps, TK_LBRACE, "'{'")) return false;
+  if (!fc_ps_expect(ps, TK_LBRACE, "'{'")) return false;
   if (tok_is(ps, TK_RBRACE)) {
-    lex_next(ps);
+    fc_ps_next(ps);
     return true;
   }
   for (;;) {
@@ -1444,73 +968,74 @@ static bool parse_op_attrs(Parser *ps, const FcOpInfo *info, FcAttr *list, int *
       name = nt.p;
       len = nt.n;
     } else if (nt.kind == TK_STRING) {
-      if (!(name = decode_string(ps, &nt, &ps->scratch))) return false;
+      if (!(name = fc_ps_decode_string(ps, &nt, &ps->scratch))) return false;
       len = strlen(name);
     } else {
       char buf[64];
-      return err(ps, "expected an attribute name, got %s", tok_desc(&nt, buf, sizeof buf));
+      return fc_ps_err(ps, "expected an attribute name, got %s", fc_ps_tok_desc(&nt, buf, sizeof buf));
     }
     int shown = (int)(len > 40 ? 40 : len);
     if (memchr(name, '.', len)) {
-      if (!parse_annot(ps, &nt, name, len, annots)) return false;
+      if (!fc_ps_annot(ps, &nt, name, len, annots)) return false;
       if (tok_is(ps, TK_RBRACE)) break;
-      if (!expect(ps, TK_COMMA, "',' or '}' in the attribute dictionary")) return false;
+      if (!fc_ps_expect(ps, TK_COMMA, "',' or '}' in the attribute dictionary")) return false;
       continue;
     }
     FcAttrName an;
-    if (!fc_attr_name_from_str(name, len, &an)) return err(ps, "unknown attribute '%.*s'", shown, name);
+    if (!fc_attr_name_from_str(name, len, &an)) return fc_ps_err(ps, "unknown attribute '%.*s'", shown, name);
     const FcAttrSpec *spec = NULL;
     for (int i = 0; i < info->n_attrs; i++)
       if (info->attrs[i].name == an) spec = &info->attrs[i];
-    if (!spec) return err(ps, "%s has no attribute '%.*s'", info->full_name, shown, name);
+    if (!spec) return fc_ps_err(ps, "%s has no attribute '%.*s'", info->full_name, shown, name);
     for (int i = 0; i < *n_list; i++)
-      if (list[i].name == an) return err(ps, "duplicate attribute '%.*s'", shown, name);
-    lex_next(ps);
-    if (!expect(ps, TK_EQUAL, "'=' after the attribute name")) return false;
+      if (list[i].name == an) return fc_ps_err(ps, "duplicate attribute '%.*s'", shown, name);
+    fc_ps_next(ps);
+    if (!fc_ps_expect(ps, TK_EQUAL, "'=' after the attribute name")) return false;
     Token vt = ps->lx.tok;
     FcAttr a = {.name = an};
     if (!parse_attr_value(ps, &a)) return false;
     if (spec->kind == FC_AK_PROGRAM && a.kind == FC_AK_STR && !parse_program_attr(ps, info, &vt, &a)) return false;
     if (a.kind != spec->kind)
-      return err_at(ps, vt.line, vt.col, "attribute '%.*s' of %s must be %s, got %s", shown, name, info->full_name,
-                    fc_attr_kind_str(spec->kind), fc_attr_kind_str(a.kind));
+      return fc_ps_err_at(ps, vt.line, vt.col, "attribute '%.*s' of %s must be %s, got %s", shown, name,
+                          info->full_name, fc_attr_kind_str(spec->kind), fc_attr_kind_str(a.kind));
     FC_ASSERT(*n_list < info->n_attrs);
     list[(*n_list)++] = a;
     if (tok_is(ps, TK_RBRACE)) break;
-    if (!expect(ps, TK_COMMA, "',' or '}' in the attribute dictionary")) return false;
+    if (!fc_ps_expect(ps, TK_COMMA, "',' or '}' in the attribute dictionary")) return false;
   }
-  lex_next(ps);
+  fc_ps_next(ps);
   return true;
 }
 
 /* `{flow.name = "...", ...}` on a function argument or result: its name, and for an argument
  * (annots not NULL) its annotations. */
 static bool parse_arg_attrs(Parser *ps, const char **name, AnnotList *annots) {
-  lex_next(ps);
+  fc_ps_next(ps);
   if (tok_is(ps, TK_RBRACE)) {
-    lex_next(ps);
+    fc_ps_next(ps);
     return true;
   }
   for (;;) {
     Token nt = ps->lx.tok;
     if (tok_is_id(ps, "flow.name")) {
-      if (*name) return err(ps, "duplicate attribute 'flow.name'");
-      lex_next(ps);
-      if (!expect(ps, TK_EQUAL, "'='")) return false;
-      if (!tok_is(ps, TK_STRING)) return err(ps, "flow.name must be a string");
-      if (!(*name = decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
-      lex_next(ps);
+      if (*name) return fc_ps_err(ps, "duplicate attribute 'flow.name'");
+      fc_ps_next(ps);
+      if (!fc_ps_expect(ps, TK_EQUAL, "'='")) return false;
+      if (!tok_is(ps, TK_STRING)) return fc_ps_err(ps, "flow.name must be a string");
+      if (!(*name = fc_ps_decode_string(ps, &ps->lx.tok, &ps->scratch))) return false;
+      fc_ps_next(ps);
     } else if (annots && nt.kind == TK_ID) {
-      if (!parse_annot(ps, &nt, nt.p, nt.n, annots)) return false;
+      if (!fc_ps_annot(ps, &nt, nt.p, nt.n, annots)) return false;
     } else {
       char buf[64];
-      return err(ps, "unsupported %s attribute %s (%s)", annots ? "argument" : "result",
-                 tok_desc(&ps->lx.tok, buf, sizeof buf), annots ? "flow.name or a namespaced annotation" : "only flow.name");
+      return fc_ps_err(ps, "unsupported %s attribute %s (%s)", annots ? "argument" : "result",
+                       fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf),
+                       annots ? "flow.name or a namespaced annotation" : "only flow.name");
     }
     if (tok_is(ps, TK_RBRACE)) break;
-    if (!expect(ps, TK_COMMA, "',' or '}'")) return false;
+    if (!fc_ps_expect(ps, TK_COMMA, "',' or '}'")) return false;
   }
-  lex_next(ps);
+  fc_ps_next(ps);
   return true;
 }
 
@@ -1530,38 +1055,40 @@ typedef struct OpText {
 
 static bool parse_type_list(Parser *ps, OpText *o, bool parens_optional) {
   bool parens = tok_is(ps, TK_LPAREN) || !parens_optional;
-  if (parens && !expect(ps, TK_LPAREN, "'(' to start a type list")) return false;
+  if (parens && !fc_ps_expect(ps, TK_LPAREN, "'(' to start a type list")) return false;
   if (parens && tok_is(ps, TK_RPAREN)) {
-    lex_next(ps);
+    fc_ps_next(ps);
     return true;
   }
   for (;;) {
-    o->types = grow(&ps->scratch, o->types, &o->cap_types, o->n_types + 1, sizeof *o->types);
-    if (!parse_type(ps, &o->types[o->n_types++])) return false;
+    o->types = fc_ps_grow(&ps->scratch, o->types, &o->cap_types, o->n_types + 1, sizeof *o->types);
+    if (!fc_ps_type(ps, &o->types[o->n_types++])) return false;
     if (!parens || !tok_is(ps, TK_COMMA)) break;
-    lex_next(ps);
+    fc_ps_next(ps);
   }
-  return !parens || expect(ps, TK_RPAREN, "',' or ')' in the type list");
+  return !parens || fc_ps_expect(ps, TK_RPAREN, "',' or ')' in the type list");
 }
 
 static bool check_count(Parser *ps, const OpText *o, const FcOpInfo *info, bool results, int n) {
   int lo = results ? info->out_min : info->in_min, hi = results ? info->out_max : info->in_max;
   if (n >= lo && (hi < 0 || n <= hi)) return true;
   const char *what = results ? "results" : "operands";
-  if (hi < 0) return err_at(ps, o->at.line, o->at.col, "%s takes at least %d %s, got %d", info->full_name, lo, what, n);
-  if (lo == hi) return err_at(ps, o->at.line, o->at.col, "%s takes %d %s, got %d", info->full_name, lo, what, n);
-  return err_at(ps, o->at.line, o->at.col, "%s takes %d to %d %s, got %d", info->full_name, lo, hi, what, n);
+  if (hi < 0)
+    return fc_ps_err_at(ps, o->at.line, o->at.col, "%s takes at least %d %s, got %d", info->full_name, lo, what, n);
+  if (lo == hi) return fc_ps_err_at(ps, o->at.line, o->at.col, "%s takes %d %s, got %d", info->full_name, lo, what, n);
+  return fc_ps_err_at(ps, o->at.line, o->at.col, "%s takes %d to %d %s, got %d", info->full_name, lo, hi, what, n);
 }
 
 static bool check_operand_types(Parser *ps, const OpText *o, size_t n_types) {
   if (n_types != o->n_operands)
-    return err_at(ps, o->at.line, o->at.col, "%zu operands but %zu operand types", o->n_operands, n_types);
+    return fc_ps_err_at(ps, o->at.line, o->at.col, "%zu operands but %zu operand types", o->n_operands, n_types);
   for (size_t i = 0; i < o->n_operands; i++)
     if (!fc_type_equal(&o->types[i], &o->operands[i]->type)) {
       char a[256], b[256];
       const Token *t = &o->operand_at[i];
-      return err_at(ps, t->line, t->col, "operand %.*s is used as %s but has type %s", (int)(t->n > 40 ? 40 : t->n), t->p,
-                    fc_type_str(&o->types[i], a, sizeof a), fc_type_str(&o->operands[i]->type, b, sizeof b));
+      return fc_ps_err_at(ps, t->line, t->col, "operand %.*s is used as %s but has type %s",
+                          (int)(t->n > 40 ? 40 : t->n), t->p, fc_type_str(&o->types[i], a, sizeof a),
+                          fc_type_str(&o->operands[i]->type, b, sizeof b));
     }
   return true;
 }
@@ -1569,12 +1096,13 @@ static bool check_operand_types(Parser *ps, const OpText *o, size_t n_types) {
 /* A non-empty operand list `%a, %b#1`. */
 static bool parse_operands(Parser *ps, OpText *o) {
   for (;;) {
-    o->operands = grow(&ps->scratch, o->operands, &o->cap_operands, o->n_operands + 1, sizeof *o->operands);
-    o->operand_at = grow(&ps->scratch, o->operand_at, &o->cap_operand_at, o->n_operands + 1, sizeof *o->operand_at);
+    o->operands = fc_ps_grow(&ps->scratch, o->operands, &o->cap_operands, o->n_operands + 1, sizeof *o->operands);
+    o->operand_at =
+        fc_ps_grow(&ps->scratch, o->operand_at, &o->cap_operand_at, o->n_operands + 1, sizeof *o->operand_at);
     if (!parse_use(ps, &o->operands[o->n_operands], &o->operand_at[o->n_operands])) return false;
     o->n_operands++;
     if (!tok_is(ps, TK_COMMA)) return true;
-    lex_next(ps);
+    fc_ps_next(ps);
   }
 }
 
@@ -1587,14 +1115,15 @@ typedef struct FuncSig {
 /* The graph's RETURN: its operands must match the function's declared results. */
 static bool finish_return(Parser *ps, OpText *o, const FuncSig *sig, const char *loc) {
   if (o->n_operands != sig->n)
-    return err_at(ps, o->at.line, o->at.col, "func.return returns %zu values but @%s declares %zu results", o->n_operands,
-                  ps->g->name, sig->n);
+    return fc_ps_err_at(ps, o->at.line, o->at.col, "func.return returns %zu values but @%s declares %zu results",
+                        o->n_operands, ps->g->name, sig->n);
   for (size_t i = 0; i < sig->n; i++)
     if (!fc_type_equal(&sig->types[i], &o->operands[i]->type)) {
       char a[256], b[256];
       const Token *t = &o->operand_at[i];
-      return err_at(ps, t->line, t->col, "returned value has type %s but @%s declares result %zu as %s",
-                    fc_type_str(&o->operands[i]->type, a, sizeof a), ps->g->name, i, fc_type_str(&sig->types[i], b, sizeof b));
+      return fc_ps_err_at(ps, t->line, t->col, "returned value has type %s but @%s declares result %zu as %s",
+                          fc_type_str(&o->operands[i]->type, a, sizeof a), ps->g->name, i,
+                          fc_type_str(&sig->types[i], b, sizeof b));
     }
   FcOp *ret = fc_graph_set_outputs(ps->g, o->operands, sig->names, (int)sig->n);
   ret->loc = loc;
@@ -1603,25 +1132,25 @@ static bool finish_return(Parser *ps, OpText *o, const FuncSig *sig, const char 
 
 /* `return {annotations} %a, %b : tensor<..>, tensor<..>` (the func dialect's custom form). */
 static bool parse_custom_return(Parser *ps, OpText *o, const FuncSig *sig) {
-  lex_next(ps);
+  fc_ps_next(ps);
   FcAttr none[1];
   int n_none = 0;
   AnnotList annots = {0};
   if (tok_is(ps, TK_LBRACE) && !parse_op_attrs(ps, fc_op_info(FC_OP_RETURN), none, &n_none, &annots)) return false;
   if (tok_is(ps, TK_VALUE) && !parse_operands(ps, o)) return false;
   if (o->n_operands) {
-    if (!expect(ps, TK_COLON, "':' and the types of the returned values")) return false;
+    if (!fc_ps_expect(ps, TK_COLON, "':' and the types of the returned values")) return false;
     for (;;) {
-      o->types = grow(&ps->scratch, o->types, &o->cap_types, o->n_types + 1, sizeof *o->types);
-      if (!parse_type(ps, &o->types[o->n_types++])) return false;
+      o->types = fc_ps_grow(&ps->scratch, o->types, &o->cap_types, o->n_types + 1, sizeof *o->types);
+      if (!fc_ps_type(ps, &o->types[o->n_types++])) return false;
       if (!tok_is(ps, TK_COMMA)) break;
-      lex_next(ps);
+      fc_ps_next(ps);
     }
   }
   if (!check_operand_types(ps, o, o->n_types)) return false;
   const char *loc;
   if (!parse_opt_loc(ps, &loc)) return false;
-  return finish_return(ps, o, sig, loc) && attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
+  return finish_return(ps, o, sig, loc) && fc_ps_attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
 }
 
 /* A constant of a quantised type holds its data with the storage type (MLIR's dense literals take no
@@ -1636,8 +1165,9 @@ static bool quantise_constant(Parser *ps, FcOp *op, const OpText *o) {
   FcType storage = fc_type_storage(rt);
   if (!fc_type_equal(&t->type, &storage)) {
     char x[256], y[256], z[256];
-    return err_at(ps, o->at.line, o->at.col, "flow.constant: value has type %s but a %s result needs %s",
-                  fc_type_str(&t->type, x, sizeof x), fc_type_str(rt, y, sizeof y), fc_type_str(&storage, z, sizeof z));
+    return fc_ps_err_at(ps, o->at.line, o->at.col, "flow.constant: value has type %s but a %s result needs %s",
+                        fc_type_str(&t->type, x, sizeof x), fc_type_str(rt, y, sizeof y),
+                        fc_type_str(&storage, z, sizeof z));
   }
   t->type = *rt;
   return true;
@@ -1652,49 +1182,49 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   if (tok_is(ps, TK_VALUE)) {
     for (;;) {
       Token nt = ps->lx.tok;
-      if (!expect(ps, TK_VALUE, "a result name")) return false;
+      if (!fc_ps_expect(ps, TK_VALUE, "a result name")) return false;
       int64_t size = 1;
       if (tok_is(ps, TK_COLON)) {
-        lex_next(ps);
+        fc_ps_next(ps);
         uint64_t v;
         Token ct = ps->lx.tok;
         if (!parse_int(ps, 1, INT_MAX, "a result count", &v)) return false;
-        if (v == 0) return err_at(ps, ct.line, ct.col, "result count must be at least 1");
+        if (v == 0) return fc_ps_err_at(ps, ct.line, ct.col, "result count must be at least 1");
         size = (int64_t)v;
       }
-      o.group_names = grow(&ps->scratch, o.group_names, &o.cap_groups, o.n_groups + 1, sizeof *o.group_names);
-      o.group_sizes = grow(&ps->scratch, o.group_sizes, &o.cap_sizes, o.n_groups + 1, sizeof *o.group_sizes);
+      o.group_names = fc_ps_grow(&ps->scratch, o.group_names, &o.cap_groups, o.n_groups + 1, sizeof *o.group_names);
+      o.group_sizes = fc_ps_grow(&ps->scratch, o.group_sizes, &o.cap_sizes, o.n_groups + 1, sizeof *o.group_sizes);
       o.group_names[o.n_groups] = nt;
       o.group_sizes[o.n_groups++] = (int)size;
       n_bound += (size_t)size;
       if (!tok_is(ps, TK_COMMA)) break;
-      lex_next(ps);
+      fc_ps_next(ps);
     }
-    if (!expect(ps, TK_EQUAL, "'=' after the result names")) return false;
+    if (!fc_ps_expect(ps, TK_EQUAL, "'=' after the result names")) return false;
   }
   o.at = ps->lx.tok;
   if (tok_is_id(ps, "return") || tok_is_id(ps, "func.return")) {
-    if (o.n_groups) return err(ps, "func.return has no results");
+    if (o.n_groups) return fc_ps_err(ps, "func.return has no results");
     *is_return = true;
     return parse_custom_return(ps, &o, sig);
   }
   if (!tok_is(ps, TK_STRING)) {
     char buf[64];
-    return err(ps, "expected an operation, got %s", tok_desc(&o.at, buf, sizeof buf));
+    return fc_ps_err(ps, "expected an operation, got %s", fc_ps_tok_desc(&o.at, buf, sizeof buf));
   }
-  const char *opname = decode_string(ps, &o.at, &ps->scratch);
+  const char *opname = fc_ps_decode_string(ps, &o.at, &ps->scratch);
   if (!opname) return false;
   FcOpKind kind;
   if (!fc_op_kind_from_name(opname, strlen(opname), &kind))
-    return err(ps, "unknown operation '%.*s'", (int)(strlen(opname) > 60 ? 60 : strlen(opname)), opname);
+    return fc_ps_err(ps, "unknown operation '%.*s'", (int)(strlen(opname) > 60 ? 60 : strlen(opname)), opname);
   const FcOpInfo *info = fc_op_info(kind);
-  lex_next(ps);
-  if (!expect(ps, TK_LPAREN, "'(' and the operands")) return false;
+  fc_ps_next(ps);
+  if (!fc_ps_expect(ps, TK_LPAREN, "'(' and the operands")) return false;
   if (!tok_is(ps, TK_RPAREN) && !parse_operands(ps, &o)) return false;
-  if (!expect(ps, TK_RPAREN, "',' or ')' after the operands")) return false;
-  if (tok_is(ps, TK_LBRACKET)) return err(ps, "successors are not supported");
-  if (tok_is(ps, TK_LT)) return err(ps, "properties are not supported");
-  if (tok_is(ps, TK_LPAREN)) return err(ps, "regions are not supported");
+  if (!fc_ps_expect(ps, TK_RPAREN, "',' or ')' after the operands")) return false;
+  if (tok_is(ps, TK_LBRACKET)) return fc_ps_err(ps, "successors are not supported");
+  if (tok_is(ps, TK_LT)) return fc_ps_err(ps, "properties are not supported");
+  if (tok_is(ps, TK_LPAREN)) return fc_ps_err(ps, "regions are not supported");
   if (!check_count(ps, &o, info, false, (int)o.n_operands)) return false;
 
   /* The op can only be created once the signature gives its result count; attributes wait here. */
@@ -1703,15 +1233,15 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   AnnotList annots = {0};
   if (tok_is(ps, TK_LBRACE) && !parse_op_attrs(ps, info, attrs, &n_attrs, &annots)) return false;
 
-  if (!expect(ps, TK_COLON, "':' and the op's type")) return false;
+  if (!fc_ps_expect(ps, TK_COLON, "':' and the op's type")) return false;
   if (!parse_type_list(ps, &o, false)) return false;
   size_t n_operand_types = o.n_types;
   if (!check_operand_types(ps, &o, n_operand_types)) return false;
-  if (!expect(ps, TK_ARROW, "'->' and the result types")) return false;
+  if (!fc_ps_expect(ps, TK_ARROW, "'->' and the result types")) return false;
   if (!parse_type_list(ps, &o, true)) return false;
   size_t n_results = o.n_types - n_operand_types;
   if (o.n_groups && n_bound != n_results)
-    return err_at(ps, o.at.line, o.at.col, "%zu result names bound for %zu results", n_bound, n_results);
+    return fc_ps_err_at(ps, o.at.line, o.at.col, "%zu result names bound for %zu results", n_bound, n_results);
   if (!check_count(ps, &o, info, true, (int)(n_results > INT_MAX ? INT_MAX : n_results))) return false;
   const char *loc;
   if (!parse_opt_loc(ps, &loc)) return false;
@@ -1719,15 +1249,15 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   if (kind == FC_OP_RETURN) {
     *is_return = true;
     if (!finish_return(ps, &o, sig, loc)) return false;
-    return attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
+    return fc_ps_attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
   }
   FcOp *op = fc_op_create(ps->g, kind, o.operands, (int)o.n_operands, (int)n_results);
   op->loc = loc;
   for (int i = 0; i < n_attrs; i++) fc_op_set_attr(op, attrs[i]);
   for (int i = 0; i < info->n_attrs; i++)
     if (!info->attrs[i].optional && !fc_op_attr(op, info->attrs[i].name))
-      return err_at(ps, o.at.line, o.at.col, "%s is missing its attribute '%s'", info->full_name,
-                    fc_attr_name_str(info->attrs[i].name));
+      return fc_ps_err_at(ps, o.at.line, o.at.col, "%s is missing its attribute '%s'", info->full_name,
+                          fc_attr_name_str(info->attrs[i].name));
   for (size_t i = 0; i < n_results; i++) {
     const FcType *t = &o.types[n_operand_types + i];
     op->results[i].type = fc_type_copy(ps->arena, t);
@@ -1739,9 +1269,9 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
     size_t n = strlen(info->name);
     const char *msg = d.msg;
     if (strncmp(msg, info->name, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2; /* hooks prefix the mnemonic */
-    return err_at(ps, o.at.line, o.at.col, "%s: %s", info->full_name, msg);
+    return fc_ps_err_at(ps, o.at.line, o.at.col, "%s: %s", info->full_name, msg);
   }
-  if (!attach_annots(ps, &annots, &op->annots, n_results ? &op->results[0].type : NULL)) return false;
+  if (!fc_ps_attach_annots(ps, &annots, &op->annots, n_results ? &op->results[0].type : NULL)) return false;
   fc_op_insert_before(NULL, op);
   int first = 0;
   for (size_t gi = 0; gi < o.n_groups; gi++) {
@@ -1754,67 +1284,67 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
 /* ---- functions and the module ----------------------------------------------------------------------- */
 
 static bool parse_signature(Parser *ps, FuncSig *sig) {
-  if (!expect(ps, TK_LPAREN, "'(' and the arguments")) return false;
+  if (!fc_ps_expect(ps, TK_LPAREN, "'(' and the arguments")) return false;
   while (!tok_is(ps, TK_RPAREN)) {
     Token nt = ps->lx.tok;
-    if (!expect(ps, TK_VALUE, "an argument name or ')'")) return false;
-    if (!expect(ps, TK_COLON, "':' and the argument type")) return false;
+    if (!fc_ps_expect(ps, TK_VALUE, "an argument name or ')'")) return false;
+    if (!fc_ps_expect(ps, TK_COLON, "':' and the argument type")) return false;
     FcType ty;
-    if (!parse_type(ps, &ty)) return false;
+    if (!fc_ps_type(ps, &ty)) return false;
     const char *name = NULL;
     AnnotList annots = {0};
     if (tok_is(ps, TK_LBRACE) && !parse_arg_attrs(ps, &name, &annots)) return false;
     if (!parse_opt_loc(ps, NULL)) return false;
     FcValue *in = fc_graph_add_input(ps->g, ty, name);
-    if (!attach_annots(ps, &annots, &in->annots, &in->type)) return false;
+    if (!fc_ps_attach_annots(ps, &annots, &in->annots, &in->type)) return false;
     if (!define_values(ps, &nt, in, 1)) return false;
-    if (!tok_is(ps, TK_RPAREN) && !expect(ps, TK_COMMA, "',' or ')' after the argument")) return false;
+    if (!tok_is(ps, TK_RPAREN) && !fc_ps_expect(ps, TK_COMMA, "',' or ')' after the argument")) return false;
   }
-  lex_next(ps);
+  fc_ps_next(ps);
   if (!tok_is(ps, TK_ARROW)) return true;
-  lex_next(ps);
+  fc_ps_next(ps);
   bool parens = tok_is(ps, TK_LPAREN);
-  if (parens) lex_next(ps);
+  if (parens) fc_ps_next(ps);
   if (parens && tok_is(ps, TK_RPAREN)) {
-    lex_next(ps);
+    fc_ps_next(ps);
     return true;
   }
   for (;;) {
-    sig->types = grow(&ps->scratch, sig->types, &sig->cap_types, sig->n + 1, sizeof *sig->types);
-    sig->names = grow(&ps->scratch, sig->names, &sig->cap_names, sig->n + 1, sizeof *sig->names);
-    if (!parse_type(ps, &sig->types[sig->n])) return false;
+    sig->types = fc_ps_grow(&ps->scratch, sig->types, &sig->cap_types, sig->n + 1, sizeof *sig->types);
+    sig->names = fc_ps_grow(&ps->scratch, sig->names, &sig->cap_names, sig->n + 1, sizeof *sig->names);
+    if (!fc_ps_type(ps, &sig->types[sig->n])) return false;
     sig->names[sig->n] = NULL;
     if (parens && tok_is(ps, TK_LBRACE) && !parse_arg_attrs(ps, &sig->names[sig->n], NULL)) return false;
     sig->n++;
     if (!parens || !tok_is(ps, TK_COMMA)) break;
-    lex_next(ps);
+    fc_ps_next(ps);
   }
-  return !parens || expect(ps, TK_RPAREN, "',' or ')' after the result types");
+  return !parens || fc_ps_expect(ps, TK_RPAREN, "',' or ')' after the result types");
 }
 
 static bool parse_func(Parser *ps) {
   if (!expect_id(ps, "func.func")) return false;
-  if (tok_is_id(ps, "public") || tok_is_id(ps, "private")) lex_next(ps);
+  if (tok_is_id(ps, "public") || tok_is_id(ps, "private")) fc_ps_next(ps);
   Token sym = ps->lx.tok;
-  if (!tok_is(ps, TK_SYMBOL)) return err(ps, "expected the function's @name");
+  if (!tok_is(ps, TK_SYMBOL)) return fc_ps_err(ps, "expected the function's @name");
   if (sym.p[1] == '"') {
-    if (!(ps->g->name = decode_string(ps, &sym, ps->arena))) return false;
+    if (!(ps->g->name = fc_ps_decode_string(ps, &sym, ps->arena))) return false;
   } else {
     ps->g->name = fc_arena_strndup(ps->arena, sym.p + 1, sym.n - 1);
   }
-  lex_next(ps);
+  fc_ps_next(ps);
   FuncSig sig = {0};
   if (!parse_signature(ps, &sig)) return false;
-  if (tok_is_id(ps, "attributes")) return err(ps, "function attributes are not supported");
-  if (!expect(ps, TK_LBRACE, "'{' to start the function body")) return false;
+  if (tok_is_id(ps, "attributes")) return fc_ps_err(ps, "function attributes are not supported");
+  if (!fc_ps_expect(ps, TK_LBRACE, "'{' to start the function body")) return false;
   bool returned = false;
   while (!tok_is(ps, TK_RBRACE)) {
-    if (returned) return err(ps, "operations after func.return");
-    if (tok_is(ps, TK_EOF)) return err(ps, "unexpected end of input in the body of @%s", ps->g->name);
+    if (returned) return fc_ps_err(ps, "operations after func.return");
+    if (tok_is(ps, TK_EOF)) return fc_ps_err(ps, "unexpected end of input in the body of @%s", ps->g->name);
     if (!parse_op(ps, &sig, &returned)) return false;
   }
-  if (!returned) return err(ps, "the body of @%s does not end with func.return", ps->g->name);
-  lex_next(ps);
+  if (!returned) return fc_ps_err(ps, "the body of @%s does not end with func.return", ps->g->name);
+  fc_ps_next(ps);
   return parse_opt_loc(ps, NULL);
 }
 
@@ -1822,30 +1352,31 @@ static bool parse_func(Parser *ps) {
 static bool resolve_blob(Parser *ps, const Token *key, const Token *blob) {
   ResRef *r = map_get(&ps->resources, key->p, key->n);
   if (!r) return true; /* a resource nobody references is harmless */
-  if (r->tensor->data) return err_at(ps, key->line, key->col, "duplicate resource '%.*s'", (int)(key->n > 40 ? 40 : key->n), key->p);
+  if (r->tensor->data)
+    return fc_ps_err_at(ps, key->line, key->col, "duplicate resource '%.*s'", (int)(key->n > 40 ? 40 : key->n), key->p);
   const char *p = blob->p + 1;
   size_t n = blob->n - 2;
   unsigned char al[4];
   if (n < 10 || p[0] != '0' || p[1] != 'x' || n % 2 || !decode_hex(p + 2, 4, al))
-    return err_at(ps, blob->line, blob->col, "malformed resource blob (expected \"0x\" and hex digits)");
+    return fc_ps_err_at(ps, blob->line, blob->col, "malformed resource blob (expected \"0x\" and hex digits)");
   uint32_t align = (uint32_t)al[0] | (uint32_t)al[1] << 8 | (uint32_t)al[2] << 16 | (uint32_t)al[3] << 24;
   size_t bytes = (n - 10) / 2;
   if (align == 0 ? bytes != 0 : (align & (align - 1)) != 0)
-    return err_at(ps, blob->line, blob->col, "resource blob alignment %u is not a power of two", (unsigned)align);
+    return fc_ps_err_at(ps, blob->line, blob->col, "resource blob alignment %u is not a power of two", (unsigned)align);
   for (ResRef *q = r; q; q = q->next)
     if ((int64_t)bytes != q->tensor->nbytes) {
       char tb[256];
-      return err_at(ps, blob->line, blob->col, "resource '%.*s' has %zu bytes but %s (line %d) needs %lld",
-                    (int)(key->n > 40 ? 40 : key->n), key->p, bytes, fc_type_str(&q->tensor->type, tb, sizeof tb), q->line,
-                    (long long)q->tensor->nbytes);
+      return fc_ps_err_at(ps, blob->line, blob->col, "resource '%.*s' has %zu bytes but %s (line %d) needs %lld",
+                          (int)(key->n > 40 ? 40 : key->n), key->p, bytes, fc_type_str(&q->tensor->type, tb, sizeof tb),
+                          q->line, (long long)q->tensor->nbytes);
     }
   unsigned char *d = fc_arena_alloc(ps->arena, bytes, 64);
   if (!decode_hex(p + 10, bytes, d))
-    return err_at(ps, blob->line, blob->col, "malformed resource blob (expected \"0x\" and hex digits)");
+    return fc_ps_err_at(ps, blob->line, blob->col, "malformed resource blob (expected \"0x\" and hex digits)");
   for (ResRef *q = r; q; q = q->next) {
     if (q->tensor->type.dtype == FC_DT_BOOL)
       for (size_t i = 0; i < bytes; i++)
-        if (d[i] > 1) return err_at(ps, blob->line, blob->col, "i1 resource data must be bytes 0 or 1");
+        if (d[i] > 1) return fc_ps_err_at(ps, blob->line, blob->col, "i1 resource data must be bytes 0 or 1");
     q->tensor->data = d;
   }
   return true;
@@ -1853,64 +1384,61 @@ static bool resolve_blob(Parser *ps, const Token *key, const Token *blob) {
 
 /* {-# dialect_resources: { builtin: { key: "0x...", ... } } #-} */
 static bool parse_resources(Parser *ps) {
-  lex_next(ps);
+  fc_ps_next(ps);
   for (;;) {
-    if (!tok_is_id(ps, "dialect_resources")) {
-      char buf[64];
-      return err(ps, "unsupported resource section %s", tok_desc(&ps->lx.tok, buf, sizeof buf));
-    }
-    lex_next(ps);
-    if (!expect(ps, TK_COLON, "':'") || !expect(ps, TK_LBRACE, "'{'")) return false;
+    if (!tok_is_id(ps, "dialect_resources")) return fc_ps_err_unsupported(ps, "resource section");
+    fc_ps_next(ps);
+    if (!fc_ps_expect(ps, TK_COLON, "':'") || !fc_ps_expect(ps, TK_LBRACE, "'{'")) return false;
     while (!tok_is(ps, TK_RBRACE)) {
       if (!tok_is_id(ps, "builtin")) {
         char buf[64];
-        return err(ps, "resources of dialect %s are not supported", tok_desc(&ps->lx.tok, buf, sizeof buf));
+        return fc_ps_err(ps, "resources of dialect %s are not supported", fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
       }
-      lex_next(ps);
-      if (!expect(ps, TK_COLON, "':'") || !expect(ps, TK_LBRACE, "'{'")) return false;
+      fc_ps_next(ps);
+      if (!fc_ps_expect(ps, TK_COLON, "':'") || !fc_ps_expect(ps, TK_LBRACE, "'{'")) return false;
       while (!tok_is(ps, TK_RBRACE)) {
         Token key = ps->lx.tok;
-        if (!expect(ps, TK_ID, "a resource key") || !expect(ps, TK_COLON, "':'")) return false;
+        if (!fc_ps_expect(ps, TK_ID, "a resource key") || !fc_ps_expect(ps, TK_COLON, "':'")) return false;
         Token blob = ps->lx.tok;
-        if (!expect(ps, TK_STRING, "a resource blob string")) return false;
+        if (!fc_ps_expect(ps, TK_STRING, "a resource blob string")) return false;
         if (!resolve_blob(ps, &key, &blob)) return false;
-        if (!tok_is(ps, TK_RBRACE) && !expect(ps, TK_COMMA, "',' or '}'")) return false;
+        if (!tok_is(ps, TK_RBRACE) && !fc_ps_expect(ps, TK_COMMA, "',' or '}'")) return false;
       }
-      lex_next(ps);
-      if (!tok_is(ps, TK_RBRACE) && !expect(ps, TK_COMMA, "',' or '}'")) return false;
+      fc_ps_next(ps);
+      if (!tok_is(ps, TK_RBRACE) && !fc_ps_expect(ps, TK_COMMA, "',' or '}'")) return false;
     }
-    lex_next(ps);
+    fc_ps_next(ps);
     if (!tok_is(ps, TK_COMMA)) break;
-    lex_next(ps);
+    fc_ps_next(ps);
   }
-  return expect(ps, TK_META_END, "'#-}' to end the resource section");
+  return fc_ps_expect(ps, TK_META_END, "'#-}' to end the resource section");
 }
 
 static bool parse_module(Parser *ps) {
-  lex_next(ps);
+  fc_ps_next(ps);
   bool wrapped = tok_is_id(ps, "module");
   if (wrapped) {
-    lex_next(ps);
-    if (tok_is(ps, TK_SYMBOL)) lex_next(ps);
-    if (tok_is_id(ps, "attributes")) return err(ps, "module attributes are not supported");
-    if (!expect(ps, TK_LBRACE, "'{' after 'module'")) return false;
+    fc_ps_next(ps);
+    if (tok_is(ps, TK_SYMBOL)) fc_ps_next(ps);
+    if (tok_is_id(ps, "attributes")) return fc_ps_err(ps, "module attributes are not supported");
+    if (!fc_ps_expect(ps, TK_LBRACE, "'{' after 'module'")) return false;
   }
   if (!parse_func(ps)) return false;
-  if (tok_is_id(ps, "func.func")) return err(ps, "only one function is supported");
+  if (tok_is_id(ps, "func.func")) return fc_ps_err(ps, "only one function is supported");
   if (wrapped) {
-    if (!expect(ps, TK_RBRACE, "'}' to end the module")) return false;
+    if (!fc_ps_expect(ps, TK_RBRACE, "'}' to end the module")) return false;
     if (!parse_opt_loc(ps, NULL)) return false;
   }
   if (tok_is(ps, TK_META_BEGIN) && !parse_resources(ps)) return false;
   if (!tok_is(ps, TK_EOF)) {
     char buf[64];
-    return err(ps, "expected end of input, got %s", tok_desc(&ps->lx.tok, buf, sizeof buf));
+    return fc_ps_err(ps, "expected end of input, got %s", fc_ps_tok_desc(&ps->lx.tok, buf, sizeof buf));
   }
   for (size_t i = 0; i < ps->n_refs; i++) {
     /* refs[i] was the first reference to its key; the map holds the list's newest head. */
     const ResRef *r = ps->refs[i];
     if (!r->tensor->data)
-      return err_at(ps, r->line, r->col, "dense_resource has no data in the file's dialect_resources section");
+      return fc_ps_err_at(ps, r->line, r->col, "dense_resource has no data in the file's dialect_resources section");
   }
   return true;
 }

@@ -89,28 +89,32 @@ static void fmt_f32(char *buf, size_t cap, float f) {
   }
 }
 
-static void print_f32(FILE *out, float f) {
-  if (!isfinite(f)) {
-    uint32_t bits;
-    memcpy(&bits, &f, 4);
-    fprintf(out, "0x%08" PRIX32, bits);
-    return;
-  }
+/* An f32 or f64 (dt) stored at p. Read from memory rather than passed as a value so that a signalling
+ * NaN keeps its bits (a float -> double conversion would quieten it). */
+static void print_float(FILE *out, const void *p, FcDtype dt) {
   char buf[64];
-  fmt_f32(buf, sizeof buf, f);
+  if (dt == FC_DT_F32) {
+    float f;
+    uint32_t bits;
+    memcpy(&f, p, 4);
+    memcpy(&bits, p, 4);
+    if (isfinite(f)) fmt_f32(buf, sizeof buf, f);
+    else snprintf(buf, sizeof buf, "0x%08" PRIX32, bits);
+  } else {
+    double d;
+    uint64_t bits;
+    memcpy(&d, p, 8);
+    memcpy(&bits, p, 8);
+    if (isfinite(d)) fc_format_f64(buf, sizeof buf, d);
+    else snprintf(buf, sizeof buf, "0x%016" PRIX64, bits);
+  }
   fputs(buf, out);
 }
 
-static void print_f64(FILE *out, double d) {
-  if (!isfinite(d)) {
-    uint64_t bits;
-    memcpy(&bits, &d, 8);
-    fprintf(out, "0x%016" PRIX64, bits);
-    return;
-  }
-  char buf[64];
-  fc_format_f64(buf, sizeof buf, d);
-  fputs(buf, out);
+/* An annotation float: held as a double, printed as the f32 or f64 it was written as. */
+static void print_annot_float(FILE *out, double d, FcDtype dt) {
+  float f = (float)d;
+  print_float(out, dt == FC_DT_F32 ? (const void *)&f : &d, dt == FC_DT_F32 ? FC_DT_F32 : FC_DT_F64);
 }
 
 static void print_type(FILE *out, const FcType *t) { fc_type_print(out, t); }
@@ -119,18 +123,8 @@ static void print_type(FILE *out, const FcType *t) { fc_type_print(out, t); }
 static void print_element(FILE *out, const FcTensor *t, int64_t i) {
   const unsigned char *p = (const unsigned char *)t->data + (size_t)i * fc_dtype_size(t->type.dtype);
   switch (t->type.dtype) {
-  case FC_DT_F32: {
-    float f;
-    memcpy(&f, p, 4);
-    print_f32(out, f);
-    return;
-  }
-  case FC_DT_F64: {
-    double d;
-    memcpy(&d, p, 8);
-    print_f64(out, d);
-    return;
-  }
+  case FC_DT_F32:
+  case FC_DT_F64: print_float(out, p, t->type.dtype); return;
   case FC_DT_F16:
   case FC_DT_BF16: {
     uint16_t h;
@@ -138,7 +132,7 @@ static void print_element(FILE *out, const FcTensor *t, int64_t i) {
     float f = t->type.dtype == FC_DT_F16 ? fc_f16_to_f32(h) : fc_bf16_to_f32(h);
     /* f16/bf16 values are exact in f32, so the f32 digits read back to the same half bits. */
     if (!isfinite(f)) fprintf(out, "0x%04X", (unsigned)h);
-    else print_f32(out, f);
+    else print_float(out, &f, FC_DT_F32);
     return;
   }
   case FC_DT_BOOL: fputs(*p ? "true" : "false", out); return;
@@ -223,8 +217,7 @@ static void print_annot_value(Printer *pr, const FcAnnotValue *v) {
     fprintf(out, " : %s", fc_dtype_name(v->dtype));
     return;
   case FC_AV_FLOAT:
-    if (v->dtype == FC_DT_F32) print_f32(out, (float)v->f);
-    else print_f64(out, v->f);
+    print_annot_float(out, v->f, v->dtype);
     fprintf(out, " : %s", fc_dtype_name(v->dtype));
     return;
   case FC_AV_STR: print_string(out, v->s ? v->s : ""); return;
@@ -242,8 +235,7 @@ static void print_annot_value(Printer *pr, const FcAnnotValue *v) {
     fprintf(out, "array<%s%s", fc_dtype_name(v->dtype), n ? ": " : "");
     for (int i = 0; i < n; i++) {
       if (i) fputs(", ", out);
-      if (v->dtype == FC_DT_F32) print_f32(out, (float)v->floats.v[i]);
-      else if (is_float) print_f64(out, v->floats.v[i]);
+      if (is_float) print_annot_float(out, v->floats.v[i], v->dtype);
       else if (v->dtype == FC_DT_BOOL) fputs(v->ints.v[i] ? "true" : "false", out);
       else if (fc_dtype_class(v->dtype) == FC_DTC_UINT) fprintf(out, "%" PRIu64, (uint64_t)v->ints.v[i]);
       else fprintf(out, "%" PRId64, v->ints.v[i]);
@@ -285,7 +277,7 @@ static void print_attr(Printer *pr, const FcAttr *a) {
   switch (a->kind) {
   case FC_AK_INT: fprintf(out, "%" PRId64 " : i64", a->i); break;
   case FC_AK_FLOAT:
-    print_f32(out, a->f);
+    print_float(out, &a->f, FC_DT_F32);
     fputs(" : f32", out);
     break;
   case FC_AK_STR: print_string(out, a->s ? a->s : ""); break;
@@ -304,7 +296,7 @@ static void print_attr(Printer *pr, const FcAttr *a) {
     fputs(a->floats.n > 0 ? "array<f32: " : "array<f32", out);
     for (int i = 0; i < a->floats.n; i++) {
       if (i) fputs(", ", out);
-      print_f32(out, a->floats.v[i]);
+      print_float(out, &a->floats.v[i], FC_DT_F32);
     }
     fputc('>', out);
     break;
