@@ -49,6 +49,7 @@ typedef struct Cli {
   const char *emit;   /* "ir", "dot", or an artefact: "exe" (default), "obj", "lib", "so" */
   const char *aot_triple, *aot_cpu; /* build: --target, --cpu (the passes' target and the artefact's) */
   char aot_name[128];  /* build: the artefact's symbol prefix, from -o (cg_emit.h) */
+  FcTarget *target;    /* build: resolved once from --target/--cpu, for the passes and codegen */
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
@@ -76,6 +77,8 @@ static void cli_free(Cli *c) {
   free(c->shapes);
   free(c->rt_argv);
   free(c->dirs);
+  fc_target_free(c->target);
+  c->target = NULL;
 }
 
 /* Appends to a NULL-terminated malloc'd array of strings. */
@@ -285,9 +288,7 @@ static int check_artefact_options(Cli *c) {
   /* A misspelt triple or CPU is a command-line mistake: find it before the model is read. The passes
    * ask the target too (the layout's block), so --target and --cpu apply to --emit ir and dot as well. */
   FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level};
-  FcTarget *t = NULL;
-  if (fc_target_resolve(&co, &t, &d) != FC_OK) return usage_error(c, "%s", d.msg);
-  fc_target_free(t);
+  if (fc_target_resolve(&co, &c->target, &d) != FC_OK) return usage_error(c, "%s", d.msg);
   int kind = emit_kind(c->emit);
   if (kind < 0) return -1;
   if (!c->output || strcmp(c->output, "-") == 0)
@@ -580,11 +581,9 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   int kind = emit_kind(c->emit);
   FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
                          .model_name = kind >= 0 && kind != FC_EMIT_EXE ? c->aot_name : NULL};
-  FcTarget *target = NULL;
-  if ((st = fc_target_resolve(&co, &target, d)) != FC_OK) return st;
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
-  po.target = target;
+  po.target = c->target;
   po.opt_level = c->opt_level;
   po.passes = c->passes;
   po.print_before = c->print_before;
@@ -594,10 +593,9 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   fflush(stdout);
   st = fc_pipeline_run(m, &po, d);
   if (st == FC_OK && kind >= 0) {
-    st = fc_emit_artifact(m, &co, target, (FcEmitKind)kind, c->output, d);
+    st = fc_emit_artifact(m, &co, c->target, (FcEmitKind)kind, c->output, d);
     *blame = st == FC_ERR_IO ? BLAME_OUTPUT : BLAME_MODEL;
   }
-  fc_target_free(target);
   if (st != FC_OK || kind >= 0) return st;
   *blame = BLAME_OUTPUT;
   st = output_open(out, d);
