@@ -621,10 +621,14 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
     ks = FC_NEW_ARRAY(&m->arena, CgKernel, (size_t)(n_ops ? n_ops : 1));
     SharedKernels shared = {.text = FC_NEW_ARRAY(&m->arena, char *, (size_t)(n_ops ? n_ops : 1)),
                             .fn = FC_NEW_ARRAY(&m->arena, LLVMValueRef, (size_t)(n_ops ? n_ops : 1))};
+    int n_todo = 0;
+    fc_graph_for_each_op(m->graph, op) n_todo += needs_kernel(op) && !fc_memplan_op_is_free(&cg.plan, op);
     /* An emitter may refuse its op (a dtype or attribute it does not handle): those are collected, so
      * that one message lists every op this model needs; any other failure stops at once. */
+    int step = 0;
     fc_graph_for_each_op(m->graph, op) {
       if (!needs_kernel(op) || fc_memplan_op_is_free(&cg.plan, op)) continue;
+      fc_progress(o ? &o->progress : NULL, "codegen", NULL, ++step, n_todo);
       FcDiag d;
       fc_diag_init(&d);
       st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);

@@ -25,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cg_emit.h"
 #include "cli.h"
 #include "codegen.h"
 #include "flowrt.h"
 #include "passes.h"
+#include "progress.h"
 
 #ifndef FLOWC_VERSION
 #define FLOWC_VERSION "unknown"
@@ -65,6 +67,8 @@ typedef struct Cli {
   const char **dirs;  /* check: the test case folders */
   int n_dirs;
   int threads, jobs, timeout_s; /* check */
+  bool quiet;               /* build, run: no progress line */
+  FcProgressLine *progress; /* build, run: the progress line (NULL when not drawn) */
 } Cli;
 
 static void cli_free(Cli *c) {
@@ -77,6 +81,8 @@ static void cli_free(Cli *c) {
   free(c->shapes);
   free(c->rt_argv);
   free(c->dirs);
+  fc_progress_line_free(c->progress);
+  c->progress = NULL;
   fc_target_free(c->target);
   c->target = NULL;
 }
@@ -153,6 +159,10 @@ static void print_main_help(void) {
   "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"  \
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
+#define QUIET_HELP                                                                                         \
+  "  --quiet                no progress line: a compile that runs past 2 s otherwise shows its phase\n"  \
+  "                         (passes, codegen kernel i of N, LLVM, object, link) on stderr when that is\n" \
+  "                         a terminal\n"
 /* run and check compile for this process, so their CPU defaults to the host's (build's to x86-64-v3). */
 #define JIT_CPU_HELP "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n"
 
@@ -192,6 +202,7 @@ static void print_build_help(void) {
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
        "  --verify-each          run the verifier after every pass\n"
+       QUIET_HELP
        "\n"
        "input:");
   fputs(input_help, stdout);
@@ -227,6 +238,7 @@ static void print_run_help(void) {
        "compile:\n"
        OPT_LEVEL_HELP
        JIT_CPU_HELP
+       QUIET_HELP
        "\n"
        "input:");
   fputs(input_help, stdout);
@@ -452,6 +464,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
       if (r < 0 || !parse_count(v, false, MAX_RANK_FLAG, &n))
         return usage_error(c, "--max-rank needs a rank from 0 to %d", MAX_RANK_FLAG);
       c->imp.limits.max_rank = (int)n;
+    } else if ((build || run) && strcmp(a, "--quiet") == 0) {
+      c->quiet = true;
     } else if ((run || check) && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       c->opt_level = a[2] - '0';
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
@@ -580,7 +594,8 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   /* The target the passes ask is the one codegen then generates for. */
   int kind = emit_kind(c->emit);
   FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
-                         .model_name = kind >= 0 && kind != FC_EMIT_EXE ? c->aot_name : NULL};
+                         .model_name = kind >= 0 && kind != FC_EMIT_EXE ? c->aot_name : NULL,
+                         .progress = fc_progress_line_hook(c->progress)};
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
   po.target = c->target;
@@ -589,6 +604,7 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   po.print_before = c->print_before;
   po.print_after = c->print_after;
   po.verify_each = c->verify_each;
+  po.progress = co.progress;
   /* Dumps share stderr with messages: flush what went to stdout so 2>&1 keeps the order. */
   fflush(stdout);
   st = fc_pipeline_run(m, &po, d);
@@ -597,6 +613,7 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
     *blame = st == FC_ERR_IO ? BLAME_OUTPUT : BLAME_MODEL;
   }
   if (st != FC_OK || kind >= 0) return st;
+  fc_progress_line_finish(c->progress); /* the IR or graph may go to the same terminal */
   *blame = BLAME_OUTPUT;
   st = output_open(out, d);
   if (st != FC_OK) return st;
@@ -614,8 +631,10 @@ static int run_build_one(Cli *c, Output *out) {
   fc_diag_init(&d);
   FcModule *m = NULL;
   Blame blame = BLAME_MODEL;
+  fc_progress_line_phase(c->progress, "import");
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
   if (st == FC_OK) st = build_module(c, m, out, &blame, &d);
+  fc_progress_line_finish(c->progress);
   fc_module_destroy(m);
   if (output_close(out, &d) != FC_OK && st == FC_OK) {
     st = d.status;
@@ -701,8 +720,19 @@ static int check_output_paths(Cli *c, const Output *out) {
   return EXIT_INPUT;
 }
 
+/* The progress line of build and run: on a terminal, without --quiet; FLOWC_PROGRESS_DELAY (seconds, for
+ * tests) replaces the 2 s a compile runs before the line appears. */
+static void progress_start(Cli *c) {
+  const char *env = getenv("FLOWC_PROGRESS_DELAY");
+  char *end = NULL;
+  double delay = env ? strtod(env, &end) : 2.0;
+  if (!env || end == env || *end || !(delay >= 0)) delay = 2.0;
+  c->progress = fc_progress_line_start(stderr, !c->quiet && isatty(STDERR_FILENO), delay);
+}
+
 static int run_build(Cli *c) {
   Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
+  if (!c->split) progress_start(c); /* split parts print between compiles: no line there */
   int status = check_output_paths(c, &out);
   if (status < 0) status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
   cli_free(c);
@@ -743,14 +773,17 @@ static int run_run(Cli *c) {
   FcRunArgs files = {c->rt_argc, c->rt_argv}; /* symbolic input dims take the shapes of these files */
   c->imp.shape_fn = fc_run_input_type;
   c->imp.shape_ctx = &files;
+  progress_start(c);
+  fc_progress_line_phase(c->progress, "import");
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
   if (st == FC_OK) {
     FcPipelineOptions po;
     fc_pipeline_options_default(&po);
     po.opt_level = c->opt_level;
-    FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level};
+    FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level, .progress = fc_progress_line_hook(c->progress)};
     st = fc_compile_jit(m, &po, &co, &jit, &d);
   }
+  fc_progress_line_finish(c->progress);
   int status;
   if (st != FC_OK) {
     report(c->model, &d);
