@@ -362,7 +362,8 @@ def load_beside(path, name):
 
 
 def zoo_build_failure(res):
-    return ("build timed out" if res.get("timed_out") else "build failed") + f": {first_line(res.get('error'))}"
+    what = "export failed" if res.get("export_failed") else "build timed out" if res.get("timed_out") else "build failed"
+    return f"{what}: {first_line(res.get('error'))}"
 
 
 def kernel_cell(k):

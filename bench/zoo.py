@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -62,6 +63,20 @@ def top_kernels(case, n=3, runs=5):
             "kernel_ms": float(total.group(2)) if total else None, "top": rows[:n]}
 
 
+def export_models(models_dir, names):
+    """Exports (or finds up to date) the models; returns name -> why, for those that could not be."""
+    log(f"exporting {len(names)} models into {models_dir}")
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "zoo_models.py"), models_dir, "--models", ",".join(names)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    errors = dict(re.findall(r"^(\S+): export failed: (.*)$", p.stdout, re.M))
+    for name in names:
+        if name not in errors and not os.path.exists(os.path.join(models_dir, name, "info.json")):
+            errors[name] = bench.failure(["zoo_models.py"], p.returncode, p.stdout)
+    for name, why in errors.items():
+        log(f"{name}: export failed: {why}")
+    return errors
+
+
 def bench_zoo_model(flowc, name, case_dir, work, cfg, baseline_kib):
     log(f"{name}: compiling (limit {cfg['build_timeout']:.0f} s)")
     case = bench.prepare_case(flowc, name, case_dir, os.path.join(work, name), 1, cfg["build_timeout"])
@@ -89,7 +104,7 @@ def bench_zoo_model(flowc, name, case_dir, work, cfg, baseline_kib):
     return result
 
 
-def scaling(flowc, models_dir, work, cfg):
+def scaling(flowc, models_dir, work, cfg, export_errors):
     """Build times of the recurrent models by sequence length; longer ones skipped after a failure."""
     results, stopped = [], set()
     for name, (_, what) in SCALING.items():
@@ -97,6 +112,8 @@ def scaling(flowc, models_dir, work, cfg):
         entry = {"name": name, "kind": kind, "steps": int(steps), "what": what}
         if kind in stopped:
             entry["skipped"] = "a shorter sequence already failed or timed out"
+        elif name in export_errors:
+            entry.update(error=export_errors[name], export_failed=True)
         else:
             log(f"{name}: compiling (limit {cfg['build_timeout']:.0f} s)")
             case = bench.prepare_case(flowc, name, os.path.join(models_dir, name), os.path.join(work, name), 1,
@@ -139,12 +156,12 @@ def main(argv=None):
         sys.exit(f"zoo.py: no flowc at {flowc}")
     bench.ensure_ort()
     exports = names + ([] if args.no_scaling else list(SCALING))
-    log(f"exporting {len(exports)} models into {models_dir}")
-    bench.run([sys.executable, os.path.join(BENCH, "zoo_models.py"), models_dir, "--models", ",".join(exports)])
+    export_errors = export_models(models_dir, exports)
     os.makedirs(work, exist_ok=True)
     baseline_kib = bench.peak_rss_kib(["node", os.path.join(BENCH, "ort_bench.js"), "baseline"])
-    results = [bench_zoo_model(flowc, n, os.path.join(models_dir, n), work, cfg, baseline_kib) for n in names]
-    scale = [] if args.no_scaling else scaling(flowc, models_dir, work, cfg)
+    results = [{"name": n, "what": ZOO[n][1], "error": export_errors[n], "export_failed": True} if n in export_errors
+               else bench_zoo_model(flowc, n, os.path.join(models_dir, n), work, cfg, baseline_kib) for n in names]
+    scale = [] if args.no_scaling else scaling(flowc, models_dir, work, cfg, export_errors)
     data = {
         "argv": "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv)),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -213,8 +213,10 @@ def export_locked(name, build, out, digest):
           f"PyTorch f32 vs f64 max error {info['torch_f32_vs_f64_max_abs_err']:.2e} ({time.time() - t0:.1f} s)")
 
 
-def main_for(table, extra_sources=()):
-    """The command line for a table of models (name -> builder): this file's, or bench/zoo_models.py's."""
+def main_for(table, extra_sources=(), keep_going=False):
+    """The command line for a table of models (name -> builder): this file's, or bench/zoo_models.py's.
+    With keep_going, a model that cannot be exported is reported ("NAME: export failed: why") and the
+    others are still exported; the exit status is then 1."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
     ap.add_argument("--models", default=",".join(table), help="comma-separated subset of: " + ", ".join(table))
@@ -226,8 +228,18 @@ def main_for(table, extra_sources=()):
         ap.error(f"unknown model(s): {', '.join(unknown)}")
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     os.makedirs(args.outdir, exist_ok=True)
+    failed = 0
     for name in names:
-        export(name, args.outdir, args.force, table, extra_sources)
+        try:
+            export(name, args.outdir, args.force, table, extra_sources)
+        except (SystemExit, Exception) as e:  # noqa: BLE001  (any failure of one model's export)
+            if not keep_going:
+                raise
+            print(f"{name}: export failed: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
+                  flush=True)
+            failed += 1
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
