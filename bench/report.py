@@ -47,6 +47,12 @@ def median_of(res, runner, t, stat="median_ms"):
     return s[stat] if s else None
 
 
+def ort_ratio(res, t):
+    """flowc's and onnxruntime's medians at t threads, and flowc / onnxruntime (None when one is missing)."""
+    f, o = median_of(res, "flowc", t), median_of(res, "ort", t)
+    return f, o, (f / o if f and o else None)
+
+
 def min_ratio(res, t):
     """flowc's best run over onnxruntime's best run: less sensitive to other jobs than the medians."""
     f, o = median_of(res, "flowc", t, "min_ms"), median_of(res, "ort", t, "min_ms")
@@ -134,8 +140,8 @@ def section_models(add, data, peak1):
             add(f"| {res['name']} | | | failed: {first_line(res.get('error'))} | | | | | | | | |")
             continue
         for t in THREADS:
-            f, o, y = (median_of(res, r, t) for r in RUNNERS)
-            ratio = f / o if f and o else None
+            f, o, ratio = ort_ratio(res, t)
+            y = median_of(res, "torch", t)
             if ratio:
                 ratios.append((res["name"], t, ratio))
             cells = []
@@ -390,8 +396,7 @@ def section_zoo(add, zoo):
             add(f"| {res['name']} | {res['what']} | | | {zoo_build_failure(res)} | | | | |")
             continue
         for t in THREADS:
-            f, o = median_of(res, "flowc", t), median_of(res, "ort", t)
-            ratio = f / o if f and o else None
+            f, o, ratio = ort_ratio(res, t)
             if ratio:
                 ratios.append((res["name"], t, ratio))
             add(f"| {res['name']} | {res['what']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | "

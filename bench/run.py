@@ -658,6 +658,15 @@ def bench_floor(flowc, root, cfg):
 
 # ---- main --------------------------------------------------------------------------------------------
 
+def selected_models(ap, text, known):
+    """The names of a --models list ("a,b"), each checked against `known` (a usage error otherwise)."""
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        ap.error(f"unknown model(s): {', '.join(unknown)}")
+    return names
+
+
 def main():
     if "--zoo" in sys.argv[1:]:  # the zoo has options of its own (bench/zoo.py)
         import zoo
@@ -674,10 +683,7 @@ def main():
                     help="use BUILD/tools/flowc as it is (when the tree does not build right now)")
     ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM micro-benchmarks")
     args = ap.parse_args()
-    names = [n for n in args.models.split(",") if n]
-    unknown = [n for n in names if n not in MODELS]
-    if unknown:
-        ap.error(f"unknown model(s): {', '.join(unknown)}")
+    names = selected_models(ap, args.models, MODELS)
     build = os.path.abspath(args.build)
     models_dir = os.path.abspath(args.models_dir or os.path.join(build, "bench-models"))
     work = os.path.join(build, "bench-work")

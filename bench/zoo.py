@@ -140,10 +140,7 @@ def main(argv=None):
     ap.add_argument("--no-build", action="store_true", help="use BUILD/tools/flowc as it is")
     ap.add_argument("--no-scaling", action="store_true", help="skip the recurrent build-time scaling")
     args = ap.parse_args(argv)
-    names = [n for n in args.models.split(",") if n]
-    unknown = [n for n in names if n not in ZOO]
-    if unknown:
-        ap.error(f"unknown model(s): {', '.join(unknown)}")
+    names = bench.selected_models(ap, args.models, ZOO)
     build = os.path.abspath(args.build)
     models_dir = os.path.abspath(args.models_dir or os.path.join(build, "bench-models"))
     work = os.path.join(build, "bench-work", "zoo")
