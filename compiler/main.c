@@ -780,7 +780,8 @@ static int run_run(Cli *c) {
     FcPipelineOptions po;
     fc_pipeline_options_default(&po);
     po.opt_level = c->opt_level;
-    FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level, .progress = fc_progress_line_hook(c->progress)};
+    po.progress = fc_progress_line_hook(c->progress);
+    FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level, .progress = po.progress};
     st = fc_compile_jit(m, &po, &co, &jit, &d);
   }
   fc_progress_line_finish(c->progress);

@@ -29,7 +29,6 @@ FcStatus fc_compile_jit(FcModule *m, const FcPipelineOptions *po, const FcCodege
   if (st == FC_OK) st = fc_target_resolve(&o, &target, diag);
   FcPipelineOptions pipe = *po;
   pipe.target = target;
-  pipe.progress = co->progress;
   if (st == FC_OK) st = fc_pipeline_run(m, &pipe, diag);
   if (st != FC_OK) {
     fc_target_free(target);
