@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import re
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["cnn_b1", "cnn_b64", "mlp_b64", "resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
@@ -373,8 +374,12 @@ def zoo_build_failure(res):
 
 
 def kernel_cell(k):
-    name = k["kernel"].replace("|", "\\|")
-    return f"`{name[:60]}` {k['share']:.0f}%"
+    """A --profile row as "conv `…block.0.0/Conv` 38%": the kernel's op kind, then the end of its node name
+    (the ONNX node it comes from; the start of a long path says less than its end)."""
+    m = re.fullmatch(r"node '(.*)' \((.*)\)", k["kernel"])
+    kind, name = (m.group(2), m.group(1)) if m else ("", k["kernel"])
+    name = name if len(name) <= 40 else "…" + name[-39:]
+    return f"{kind} `{name}` {k['share']:.0f}%".replace("|", "\\|").strip()
 
 
 def section_zoo(add, zoo):

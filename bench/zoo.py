@@ -7,7 +7,7 @@
 
 The models are bench/zoo_models.py's ZOO (random seeded weights, exported by PyTorch at bench time into
 --models-dir, cached like bench/run.py's). For each model, with bench/run.py's machinery:
- 1. `flowc info` (FLOPs) and `flowc build` under a time limit (--build-timeout, default 120 s): a build that
+ 1. `flowc info` (FLOPs) and `flowc build` under a time limit (--build-timeout, default 90 s): a build that
     fails or runs past it is reported as such and the model's other measurements are skipped;
  2. correctness: flowc's and onnxruntime's outputs on the exported input against PyTorch's, max |Δ|, within
     the tolerance max(1e-4·max|y|, 10·PyTorch's own float32-vs-float64 error) + 1e-5 (ok / OFF);
@@ -136,7 +136,7 @@ def main(argv=None):
     ap.add_argument("--build", default=os.path.join(bench.ROOT, "build"), help="flowc build dir (default build)")
     ap.add_argument("--models-dir", default=None, help="exported model cache (default BUILD/bench-models)")
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 7, --quick 2)")
-    ap.add_argument("--build-timeout", type=float, default=None, help="seconds per flowc build (default 120)")
+    ap.add_argument("--build-timeout", type=float, default=None, help="seconds per flowc build (default 90)")
     ap.add_argument("--no-build", action="store_true", help="use BUILD/tools/flowc as it is")
     ap.add_argument("--no-scaling", action="store_true", help="skip the recurrent build-time scaling")
     args = ap.parse_args(argv)
@@ -145,7 +145,7 @@ def main(argv=None):
     models_dir = os.path.abspath(args.models_dir or os.path.join(build, "bench-models"))
     work = os.path.join(build, "bench-work", "zoo")
     cfg = {"rounds": args.rounds or (2 if args.quick else 7), "seconds": 0.15 if args.quick else 0.3,
-           "build_timeout": args.build_timeout or (60.0 if args.quick else 120.0)}
+           "build_timeout": args.build_timeout or (60.0 if args.quick else 90.0)}
     t_start = time.time()
     load_start = os.getloadavg()[0]
     flowc = os.path.join(build, "tools", "flowc") if args.no_build else bench.build_flowc(build)
