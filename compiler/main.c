@@ -732,7 +732,8 @@ static void progress_start(Cli *c) {
 
 static int run_build(Cli *c) {
   Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
-  if (!c->split) progress_start(c); /* split parts print between compiles: no line there */
+  /* Split parts and IR dumps print to the terminal during the compile: no line there. */
+  if (!c->split && !c->print_before && !c->print_after) progress_start(c);
   int status = check_output_paths(c, &out);
   if (status < 0) status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
   cli_free(c);
