@@ -54,6 +54,20 @@ def ort_ratio(res, t):
     return f, o, (f / o if f and o else None)
 
 
+def each_pair(add, models, failed_row, ratios):
+    """Yields (result, threads, flowc ms, onnxruntime ms, ratio) for each model × thread count of a latency
+    table, appending the measured ratios to `ratios`; a model that failed gets add(failed_row(result))."""
+    for res in models:
+        if "error" in res:
+            add(failed_row(res))
+            continue
+        for t in THREADS:
+            f, o, ratio = ort_ratio(res, t)
+            if ratio:
+                ratios.append((res["name"], t, ratio))
+            yield res, t, f, o, ratio
+
+
 def min_ratio(res, t):
     """flowc's best run over onnxruntime's best run: less sensitive to other jobs than the medians."""
     f, o = median_of(res, "flowc", t, "min_ms"), median_of(res, "ort", t, "min_ms")
@@ -136,22 +150,17 @@ def section_models(add, data, peak1):
         "| flowc GFLOP/s (% peak) | ORT GFLOP/s (% peak) | PyTorch GFLOP/s (% peak) | load |")
     add("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios = []
-    for res in data["models"]:
-        if "error" in res:
-            add(f"| {res['name']} | | | failed: {first_line(res.get('error'))} | | | | | | | | |")
-            continue
-        for t in THREADS:
-            f, o, ratio = ort_ratio(res, t)
-            y = median_of(res, "torch", t)
-            if ratio:
-                ratios.append((res["name"], t, ratio))
-            cells = []
-            for ms in (f, o, y):
-                g = gflops(res["flops"], ms)
-                cells.append("—" if g is None else f"{g:.1f} ({fmt_pct(100 * g / (peak1 * t))})")
-            add(f"| {res['name']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | {fmt_ms(y)} | "
-                f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {' | '.join(cells)} "
-                f"| {res['load']:.1f} |")
+    def failed(res):
+        return f"| {res['name']} | | | failed: {first_line(res.get('error'))} | | | | | | | | |"
+    for res, t, f, o, ratio in each_pair(add, data["models"], failed, ratios):
+        y = median_of(res, "torch", t)
+        cells = []
+        for ms in (f, o, y):
+            g = gflops(res["flops"], ms)
+            cells.append("—" if g is None else f"{g:.1f} ({fmt_pct(100 * g / (peak1 * t))})")
+        add(f"| {res['name']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | {fmt_ms(y)} | "
+            f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {' | '.join(cells)} "
+            f"| {res['load']:.1f} |")
     add("")
     geomean = geometric_mean([r for _, _, r in ratios])
     add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
@@ -396,16 +405,11 @@ def section_zoo(add, zoo):
     add("| model | covers | GFLOP | threads | flowc ms | onnxruntime ms | flowc / ORT | (min) | load |")
     add("|---|---|---|---|---|---|---|---|---|")
     ratios = []
-    for res in zoo["models"]:
-        if "error" in res:
-            add(f"| {res['name']} | {res['what']} | | | {zoo_build_failure(res)} | | | | |")
-            continue
-        for t in THREADS:
-            f, o, ratio = ort_ratio(res, t)
-            if ratio:
-                ratios.append((res["name"], t, ratio))
-            add(f"| {res['name']} | {res['what']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | "
-                f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {res['load']:.1f} |")
+    def failed(res):
+        return f"| {res['name']} | {res['what']} | | | {zoo_build_failure(res)} | | | | |"
+    for res, t, f, o, ratio in each_pair(add, zoo["models"], failed, ratios):
+        add(f"| {res['name']} | {res['what']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | "
+            f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {res['load']:.1f} |")
     add("")
     geomean = geometric_mean([r for _, _, r in ratios])
     add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
