@@ -68,6 +68,15 @@ def each_pair(add, models, failed_row, ratios):
             yield res, t, f, o, ratio
 
 
+def add_geomean(add, ratios):
+    """The paragraph under a latency table: the geometric mean of its flowc / onnxruntime ratios (returned)."""
+    geomean = geometric_mean([r for _, _, r in ratios])
+    add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
+        + ("—" if geomean is None else f"**{geomean:.2f}**") + ".")
+    add("")
+    return geomean
+
+
 def min_ratio(res, t):
     """flowc's best run over onnxruntime's best run: less sensitive to other jobs than the medians."""
     f, o = median_of(res, "flowc", t, "min_ms"), median_of(res, "ort", t, "min_ms")
@@ -162,10 +171,7 @@ def section_models(add, data, peak1):
             f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {' | '.join(cells)} "
             f"| {res['load']:.1f} |")
     add("")
-    geomean = geometric_mean([r for _, _, r in ratios])
-    add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
-        + ("—" if geomean is None else f"**{geomean:.2f}**") + ".")
-    add("")
+    geomean = add_geomean(add, ratios)
     floor = data.get("floor", {})
     f, o = median_of(floor, "flowc", 1), median_of(floor, "ort", 1)
     if f and o:
@@ -411,10 +417,7 @@ def section_zoo(add, zoo):
         add(f"| {res['name']} | {res['what']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | "
             f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {res['load']:.1f} |")
     add("")
-    geomean = geometric_mean([r for _, _, r in ratios])
-    add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
-        + ("—" if geomean is None else f"**{geomean:.2f}**") + ".")
-    add("")
+    geomean = add_geomean(add, ratios)
     section_failures(add, zoo["models"])
     add("Compile: wall time of `flowc build` (CPU time in brackets). Peak RSS as above (onnxruntime net of its "
         f"{zoo['ort_baseline_kib'] / 1024:.1f} MiB baseline; the RSS ratio is flowc over that net figure). "
