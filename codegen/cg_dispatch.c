@@ -62,7 +62,8 @@ static int count_features(const FcTarget *t) {
 }
 
 FcStatus fc_emit_order_variants(FcTarget **t, int n, FcDiag *diag) {
-  if (n > FC_MULTI_MAX_VARIANTS) return fc_error(diag, FC_ERR_INPUT, "--cpu lists %d CPUs, at most %d", n, FC_MULTI_MAX_VARIANTS);
+  if (n > FC_MULTI_MAX_VARIANTS)
+    return fc_error(diag, FC_ERR_INPUT, "--cpu lists %d CPUs, at most %d", n, FC_MULTI_MAX_VARIANTS);
   int count[FC_MULTI_MAX_VARIANTS];
   for (int i = 0; i < n; i++) {
     if (t[i]->arch != FC_ARCH_X86_64)
@@ -93,7 +94,8 @@ FcStatus fc_emit_order_variants(FcTarget **t, int n, FcDiag *diag) {
 
 FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, FcMultiBuild **out, FcDiag *diag) {
   *out = NULL;
-  if (!o->model_name && kind != FC_EMIT_EXE) return fc_error(diag, FC_ERR_INTERNAL, "--emit obj/lib without a model name");
+  if (!o->model_name && kind != FC_EMIT_EXE)
+    return fc_error(diag, FC_ERR_INTERNAL, "--emit obj/lib without a model name");
   FcMultiBuild *mb = calloc(1, sizeof *mb);
   if (!mb) fc_die(__FILE__, __LINE__, "out of memory");
   mb->o = *o;

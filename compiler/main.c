@@ -303,7 +303,8 @@ static int check_artefact_options(Cli *c) {
     for (const char *p = c->aot_cpu;; p += strcspn(p, ",") + 1) {
       size_t n = strcspn(p, ",");
       char cpu[128];
-      if (n == 0 || n >= sizeof cpu) return usage_error(c, "--cpu %s: an empty or overlong CPU name in the list", c->aot_cpu);
+      if (n == 0 || n >= sizeof cpu)
+        return usage_error(c, "--cpu %s: an empty or overlong CPU name in the list", c->aot_cpu);
       if (c->n_variants == FC_CLI_MAX_CPUS) return usage_error(c, "--cpu lists more than %d CPUs", FC_CLI_MAX_CPUS);
       memcpy(cpu, p, n);
       cpu[n] = '\0';
@@ -770,7 +771,8 @@ static int check_output_paths(Cli *c, const Output *out) {
 static int run_build(Cli *c) {
   Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
   int status = check_output_paths(c, &out);
-  if (status < 0) status = c->split ? run_build_split(c, &out) : c->n_variants ? run_build_multi(c) : run_build_one(c, &out);
+  if (status < 0 && c->split) status = run_build_split(c, &out);
+  else if (status < 0) status = c->n_variants ? run_build_multi(c) : run_build_one(c, &out);
   cli_free(c);
   return status;
 }

@@ -160,8 +160,10 @@ static void test_variant(void **state) {
   }
   FrtModel v_have = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_have, .cpu = "have",
                      .cpu_features = have_list};
-  FrtModel v_plain = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_plain, .cpu = "plain", .cpu_features = ""};
-  FrtModel v_lack = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_have, .cpu = "lack", .cpu_features = lacked};
+  FrtModel v_plain = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_plain, .cpu = "plain",
+                      .cpu_features = ""};
+  FrtModel v_lack = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_have, .cpu = "lack",
+                     .cpu_features = lacked};
   const FrtModel *both[] = {&v_have, &v_plain}, *lack_first[] = {&v_lack, &v_plain}, *only_lack[] = {&v_lack};
   FrtModel top = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_plain, .cpu = "have,plain", .n_variants = 2,
                   .variants = both};
