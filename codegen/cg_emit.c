@@ -763,7 +763,11 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
   if (st == FC_OK) st = fc_emit_cpu_guard(mod, target, name, kind, diag);
   if (st == FC_OK) fc_progress(&co.progress, "LLVM optimisation", NULL, 0, 0);
   if (st == FC_OK) st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
+  return fc_emit_finish(st, mod, ctx, tm, m, kind, name, out, diag);
+}
 
+FcStatus fc_emit_finish(FcStatus st, LLVMModuleRef mod, LLVMContextRef ctx, LLVMTargetMachineRef tm, FcModule *m,
+                        FcEmitKind kind, const char *name, const char *out, FcDiag *diag) {
   TmpDir tmp = {0};
   char *obj = NULL, *header = NULL;
   if (st == FC_OK && kind != FC_EMIT_OBJ) {
