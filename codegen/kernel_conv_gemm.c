@@ -178,8 +178,13 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   /* A 1-D convolution (text and audio front ends) is the 2-D one with a single row: H = KH = OH = 1.
    * Every panel of output positions then lies in that row, so im2col is all plain (or, at the borders,
    * masked) vector loads, and the product is one GEMM over [C·KW] × OW. */
-  int64_t s[2] = {1, sa[sp - 1]}, d[2] = {1, da[sp - 1]}, pads[4] = {0, pa[sp - 1], 0, pa[2 * sp - 1]};
-  if (sp == 2) memcpy(s, sa, sizeof s), memcpy(d, da, sizeof d), memcpy(pads, pa, sizeof pads);
+  int64_t s[2] = {1, 1}, d[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+  for (int i = 0; i < sp; i++) {
+    s[2 - sp + i] = sa[i];
+    d[2 - sp + i] = da[i];
+    pads[2 - sp + i] = pa[i];      /* begins */
+    pads[4 - sp + i] = pa[sp + i]; /* ends */
+  }
   int64_t Nb = xt->dims[0], C = xt->dims[1], H = sp == 2 ? xt->dims[2] : 1, W = xt->dims[sp + 1];
   int64_t M = wt->dims[0], KH = sp == 2 ? wt->dims[2] : 1, KW = wt->dims[sp + 1];
   int64_t OH = sp == 2 ? yt->dims[2] : 1, OW = yt->dims[sp + 1];
