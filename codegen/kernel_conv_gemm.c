@@ -1,4 +1,4 @@
-/* kernel_conv_gemm.c — 2-D f32 convolution (group 1) as a packed GEMM: Y[b] (M × OH·OW) = W (M × C·KH·KW) ·
+/* kernel_conv_gemm.c — 1-D and 2-D f32 convolution (group 1) as a packed GEMM: Y[b] (M × OH·OW) = W (M × C·KH·KW) ·
  * im2col(X[b]) (C·KH·KW × OH·OW), with the im2col matrix never materialised.
  *
  * The weights are packed at compile time as the GEMM's A operand. B is packed per task straight from the
@@ -159,7 +159,8 @@ static void pack_im2col(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef 
 bool fc_conv_gemm_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *xt = &op->operands[0].value->type, *yt = &op->results[0].type;
-  if (xt->dtype != FC_DT_F32 || xt->rank != 4 || fc_op_attr_int(op, FC_ATTR_GROUP, 1) != 1) return false;
+  if (xt->dtype != FC_DT_F32 || (xt->rank != 3 && xt->rank != 4) || fc_op_attr_int(op, FC_ATTR_GROUP, 1) != 1)
+    return false;
   int64_t xn, yn;
   /* Lane offsets are i32: a batch item of the input must stay below 2^31 elements. */
   if (!fc_type_numel(xt, &xn) || !fc_type_numel(yt, &yn)) return false;
@@ -169,12 +170,24 @@ bool fc_conv_gemm_applies(const FcKernel *k) {
 FcStatus fc_conv_gemm(FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *xt = &op->operands[0].value->type, *wt = &op->operands[1].value->type, *yt = &op->results[0].type;
-  const int64_t *s, *d, *pads;
-  if (fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != 2 || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != 2 ||
-      fc_op_attr_ints(op, FC_ATTR_PADS, &pads) != 4)
-    return fc_cg_error(k, FC_ERR_INTERNAL, "strides, dilations or pads do not match 2 spatial dims");
-  int64_t Nb = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
-  int64_t M = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3], OH = yt->dims[2], OW = yt->dims[3];
+  const int64_t *sa, *da, *pa;
+  int sp = xt->rank - 2;
+  if (fc_op_attr_ints(op, FC_ATTR_STRIDES, &sa) != sp || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &da) != sp ||
+      fc_op_attr_ints(op, FC_ATTR_PADS, &pa) != 2 * sp)
+    return fc_cg_error(k, FC_ERR_INTERNAL, "strides, dilations or pads do not match %d spatial dims", sp);
+  /* A 1-D convolution (text and audio front ends) is the 2-D one with a single row: H = KH = OH = 1.
+   * Every panel of output positions then lies in that row, so im2col is all plain (or, at the borders,
+   * masked) vector loads, and the product is one GEMM over [C·KW] × OW. */
+  int64_t s[2] = {1, 1}, d[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+  for (int i = 0; i < sp; i++) {
+    s[2 - sp + i] = sa[i];
+    d[2 - sp + i] = da[i];
+    pads[2 - sp + i] = pa[i];      /* begins */
+    pads[4 - sp + i] = pa[sp + i]; /* ends */
+  }
+  int64_t Nb = xt->dims[0], C = xt->dims[1], H = sp == 2 ? xt->dims[2] : 1, W = xt->dims[sp + 1];
+  int64_t M = wt->dims[0], KH = sp == 2 ? wt->dims[2] : 1, KW = wt->dims[sp + 1];
+  int64_t OH = sp == 2 ? yt->dims[2] : 1, OW = yt->dims[sp + 1];
   int64_t K = C * KH * KW, OHW = OH * OW;
   bool pointwise = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 && pads[0] == 0 && pads[1] == 0 && pads[2] == 0 &&
                    pads[3] == 0 && OH == H && OW == W;
@@ -188,7 +201,7 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   int64_t mblocks = (M + mc - 1) / mc, nblocks = (OHW + nc - 1) / nc;
   fc_kernel_set_outer(k, Nb * mblocks * nblocks, 2.0 * (double)mc * (double)nc * (double)K);
   FcCgEpilogue *e = NULL;
-  FcStatus st = fc_cg_epilogue_init(k, 2, &e);
+  FcStatus st = fc_cg_epilogue_init(k, sp, &e);
   if (st != FC_OK) return st;
 
   FcGemmBlock t = {.g = &g, .M = M, .N = OHW, .K = K, .mc = mc, .nc = nc, .ldc = OHW};

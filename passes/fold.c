@@ -15,6 +15,11 @@
  *     broadcast of a scalar to a 256 MiB activation-sized tensor does not);
  *   - work: an estimate of the evaluator's element operations (matmul M*N*K, conv output * C/g * K,
  *     pools output * window, others linear in their operands and results) must stay under 2^30.
+ * Neither bound applies to the ops that only move elements (transpose, reshape): their result has the
+ * bytes of their operand and costs one copy, so folding them adds nothing a run would not allocate
+ * anyway, and it is what puts a weight in the layout its kernel packs at compile time: a Gemm's
+ * transposed weight left unfolded would be transposed into the workspace on every run and packed
+ * again per task, so a weight's layout, and its layer's speed, would hinge on its size.
  *
  * Identities (no evaluation; the op is replaced by one operand x, and only when the result type equals
  * x's type, so no broadcast is lost). Floats only where IEEE makes them exact for every x, NaN and
@@ -153,7 +158,8 @@ static FcStatus try_eval(Fold *f, FcOp *op, FoldResult *res) {
     if (!fc_type_nbytes(&op->results[i].type, &nb)) return FC_OK;
     out_bytes = sat_add(out_bytes, nb);
   }
-  if (!size_ok(out_bytes, in_bytes) || fold_cost(op) > FOLD_MAX_COST) return FC_OK;
+  bool moves_only = op->kind == FC_OP_TRANSPOSE || op->kind == FC_OP_RESHAPE;
+  if (!moves_only && (!size_ok(out_bytes, in_bytes) || fold_cost(op) > FOLD_MAX_COST)) return FC_OK;
 
   FcTensor *out[MAX_RESULTS] = {0};
   FcDiag ed;

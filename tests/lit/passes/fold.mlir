@@ -155,3 +155,25 @@ func.func @elided() -> (tensor<20xf32>) {
   %1 = "flow.neg"(%0) : (tensor<20xf32>) -> tensor<20xf32>
   "func.return"(%1) : (tensor<20xf32>) -> ()
 }
+
+// -----
+
+// Moving elements is folded whatever the size: a matmul's transposed weight of 4097 x 4096 floats (just
+// over the 64 MiB bound) becomes a constant that the kernel packs at compile time, not a run-time
+// transpose into the workspace. A reshape likewise; a broadcast to the same size is still bounded.
+// CHECK-LABEL: func.func @moves_unbounded(
+// CHECK-NEXT:    %0 = "flow.constant"() {value = dense<5.000000e-01> : tensor<4096x4097xf32>}
+// CHECK-NEXT:    %1 = "flow.matmul"(%arg0, %0)
+// CHECK-NEXT:    %2 = "flow.constant"() {value = dense<5.000000e-01> : tensor<4097x64x64xf32>}
+// CHECK-NEXT:    %3 = "flow.constant"() {value = dense<5.000000e-01> : tensor<4097xf32>}
+// CHECK-NEXT:    %4 = "flow.broadcast"(%3) {shape = array<i64: 4096, 4097>}
+// CHECK-NEXT:    "func.return"(%1, %2, %4)
+func.func @moves_unbounded(%arg0: tensor<1x4096xf32>) -> (tensor<1x4097xf32>, tensor<4097x64x64xf32>, tensor<4096x4097xf32>) {
+  %0 = "flow.constant"() {value = dense<0.5> : tensor<4097x4096xf32>} : () -> tensor<4097x4096xf32>
+  %1 = "flow.transpose"(%0) {perm = array<i64: 1, 0>} : (tensor<4097x4096xf32>) -> tensor<4096x4097xf32>
+  %2 = "flow.matmul"(%arg0, %1) : (tensor<1x4096xf32>, tensor<4096x4097xf32>) -> tensor<1x4097xf32>
+  %3 = "flow.reshape"(%0) {shape = array<i64: 4097, 64, 64>} : (tensor<4097x4096xf32>) -> tensor<4097x64x64xf32>
+  %4 = "flow.constant"() {value = dense<0.5> : tensor<4097xf32>} : () -> tensor<4097xf32>
+  %5 = "flow.broadcast"(%4) {shape = array<i64: 4096, 4097>} : (tensor<4097xf32>) -> tensor<4096x4097xf32>
+  "func.return"(%2, %3, %5) : (tensor<1x4097xf32>, tensor<4097x64x64xf32>, tensor<4096x4097xf32>) -> ()
+}
