@@ -255,6 +255,11 @@ def quant():
     case('quantize_linear_19', 'QuantizeLinear', {'x': x}, {'s': np.array(0.03, np.float32),
                                                            'z': np.array(5, np.uint8)}, opset=19,
          out_types=[TensorProto.UINT8])
+    case('quantize_linear_output_dtype_21', 'QuantizeLinear', {'x': x}, {'s': np.array(0.02, np.float32)},
+         {'output_dtype': TensorProto.INT8}, opset=21, out_types=[TensorProto.INT8])
+    case('quantize_linear_blocked_21', 'QuantizeLinear', {'x': x}, {'s': np.full((2, 3, 2), 0.05, np.float32),
+                                                                    'z': np.zeros((2, 3, 2), np.int8)},
+         {'axis': -1, 'block_size': 2}, opset=21, out_types=[TensorProto.INT8])
     case('dequantize_linear_19', 'DequantizeLinear', {'q': q}, {'s': np.array(0.03, np.float32),
                                                                'z': np.array(5, np.uint8)}, opset=19)
 
