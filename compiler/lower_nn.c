@@ -197,7 +197,7 @@ FcStatus fc_lower_conv_transpose(FcLower *l) {
 /* ---- pools ---------------------------------------------------------------------------------------- */
 
 /* MaxPool and AveragePool. Attributes that an older opset lacks take the value that opset implied:
- * no dilations before MaxPool-10 (and never for AveragePool <= 17), no ceil_mode before 10, no
+ * no dilations before MaxPool-10 and AveragePool-19, no ceil_mode before 10, no
  * storage_order before MaxPool-8, no count_include_pad before AveragePool-7. */
 FcStatus fc_lower_pool(FcLower *l) {
   FcStatus st = fc_lx_need_inputs(l, 1);
@@ -213,7 +213,7 @@ FcStatus fc_lower_pool(FcLower *l) {
   if ((st = ints_attr(l, "kernel_shape", n, 1, WIN_MAX, 1, kernel)) != FC_OK ||
       (st = ints_attr(l, "strides", n, 1, WIN_MAX, 1, strides)) != FC_OK)
     return st;
-  if (is_max && l->opset >= 10) {
+  if (l->opset >= (is_max ? 10 : 19)) {
     if ((st = ints_attr(l, "dilations", n, 1, WIN_MAX, 1, dil)) != FC_OK) return st;
   } else {
     for (int i = 0; i < n; i++) dil[i] = 1;
