@@ -141,6 +141,11 @@ def resizes():
          {'mode': 'linear', 'antialias': 1, 'axes': [2, 3]})
     case('resize_antialias_linear_up', 'Resize', {'x': x}, {'roi': None, 'scales': sc(1, 1, 1.3, 0.8)},
          {'mode': 'linear', 'antialias': 1})
+    case('resize_antialias_cubic_exclude_outside', 'Resize', {'x': x}, {'roi': None, 'scales': sc(1, 1, 0.55, 0.8)},
+         {'mode': 'cubic', 'antialias': 1, 'exclude_outside': 1, 'cubic_coeff_a': -0.5})
+    case('resize_antialias_linear_align_corners_3d', 'Resize', {'x': f32(3, 10, 7)},
+         {'roi': None, 'scales': None, 'sizes': sz(4, 3)},
+         {'mode': 'linear', 'antialias': 1, 'axes': [1, 0], 'coordinate_transformation_mode': 'align_corners'})
     case('resize_half_pixel_symmetric_19', 'Resize', {'x': x}, {'roi': None, 'scales': sc(1, 1, 1.7, 0.6)},
          {'mode': 'linear', 'coordinate_transformation_mode': 'half_pixel_symmetric'}, opset=19)
     case('resize_linear_empty_roi_19', 'Resize', {'x': x}, {'roi': empty, 'scales': sc(1, 1, 2, 0.5)},
