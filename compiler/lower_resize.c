@@ -349,6 +349,9 @@ FcStatus fc_lower_grid_sample(FcLower *l) {
   if (!lx_mode(l, FC_ML_GRID_MODE, "mode", fc_lx_str(l, "mode", "bilinear"), &mode) ||
       !lx_mode(l, FC_ML_GRID_PAD, "padding_mode", fc_lx_str(l, "padding_mode", "zeros"), &pmode))
     return fc_lx_bail(l);
+  /* GridSample-20 extends the op to N spatial dims; the core op samples 2-D images */
+  if (l->opset >= 20 && (l->in[0]->type.rank != 4 || l->in[1]->type.rank != 4))
+    return fc_lx_unsupported(l, "sampling %d-D inputs is not supported (only 4-D: N, C, H, W)", l->in[0]->type.rank);
   FcAttr a[3] = {FC_A_INT(ALIGN_CORNERS, fc_lx_int(l, "align_corners", 0) != 0), FC_A_STR(MODE, fc_mode_name(mode)),
                  FC_A_STR(PADDING_MODE, fc_mode_name(pmode))};
   l->out[0] = fc_b_op1(l->b, FC_OP_GRID_SAMPLE, l->in, 2, a, 3);
