@@ -450,6 +450,44 @@ FcStatus fc_lower_pad(FcLower *l) {
   return fc_lx_finish(l);
 }
 
+/* CenterCropPad (18): each listed axis (all by default) is cropped or zero-padded to the given size
+ * around its centre; an odd difference puts the extra element at the end. A slice, then a constant pad. */
+FcStatus fc_lower_center_crop_pad(FcLower *l) {
+  FcStatus st = fc_lx_need_inputs(l, 2);
+  if (st != FC_OK) return st;
+  FcValue *x = l->in[0];
+  int r = x->type.rank;
+  const int64_t *shape, *axes = NULL;
+  int n = fc_lx_const_ints(l, 1, &shape);
+  if (n < 0) return fc_lx_bail(l);
+  int na = fc_lx_ints(l, "axes", &axes);
+  if (na < 0) na = r;
+  if (n != na) return fc_lx_error(l, "shape has %d values for %d axes", n, na);
+  int64_t *pads = fc_lx_dims(l, 2 * r > 0 ? 2 * r : 1), *seen = fc_lx_dims(l, r > 0 ? r : 1);
+  for (int i = 0; i < 2 * r; i++) pads[i] = 0;
+  for (int i = 0; i < r; i++) seen[i] = 0;
+  bool pad = false;
+  for (int i = 0; i < na && x; i++) {
+    int64_t a = i;
+    if (axes && !fc_lx_axis(l, axes[i], r, &a)) return fc_lx_bail(l);
+    if (seen[a]++) return fc_lx_error(l, "axis %lld is repeated", (long long)a);
+    int64_t dim = x->type.dims[a], want = shape[i];
+    if (want < 0 || want > ((int64_t)1 << 40)) return fc_lx_error(l, "shape value %lld is out of range", (long long)want);
+    if (want < dim) x = slice_axis(l, x, (int)a, (dim - want) / 2, want);
+    if (want > dim) {
+      pads[a] = (want - dim) / 2;
+      pads[a + r] = want - dim - pads[a];
+      pad = true;
+    }
+  }
+  if (x && pad) {
+    FcAttr at[2] = {FC_A_STR(MODE, "constant"), FC_A_INTS(PADS, pads, 2 * r)};
+    x = fc_b_op1(l->b, FC_OP_PAD, &x, 1, at, 2);
+  }
+  l->out[0] = x;
+  return fc_lx_finish(l);
+}
+
 /* Tile: x[d0, d1] → reshape [1, d0, 1, d1] → broadcast [r0, d0, r1, d1] → reshape [r0*d0, r1*d1]; the
  * output index along each axis is copy * d + i, which is exactly that row-major layout. Axes repeated
  * once get no extra dim. Tile-1 takes a single (tiles, axis) pair as inputs. */
