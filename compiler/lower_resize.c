@@ -1,4 +1,4 @@
-/* lower_resize.c — legalisers for resampling: Resize, Upsample, GridSample, RoiAlign.
+/* lower_resize.c — legalisers for resampling: Resize, Upsample, GridSample, AffineGrid, RoiAlign.
  *
  * The core resize op is static: it carries the full output shape (`sizes`) together with the per-axis
  * scales and roi that ONNX's coordinate transformations use, so every form of the ONNX ops is reduced
@@ -355,6 +355,48 @@ FcStatus fc_lower_grid_sample(FcLower *l) {
   FcAttr a[3] = {FC_A_INT(ALIGN_CORNERS, fc_lx_int(l, "align_corners", 0) != 0), FC_A_STR(MODE, fc_mode_name(mode)),
                  FC_A_STR(PADDING_MODE, fc_mode_name(pmode))};
   l->out[0] = fc_b_op1(l->b, FC_OP_GRID_SAMPLE, l->in, 2, a, 3);
+  return fc_lx_finish(l);
+}
+
+/* AffineGrid (20): the sampling grid of theta [N, 2, 3] (2-D) or [N, 3, 4] (3-D) over an output of
+ * size [N, C, (D,) H, W]: the constant base grid [1, (D *) H * W, r + 1] of normalised coordinates
+ * (x, y, (z,) 1) — pixel centres, or corners with align_corners, as GridSample reads them — times theta
+ * transposed, viewed as [N, (D,) H, W, r]. */
+FcStatus fc_lower_affine_grid(FcLower *l) {
+  FcStatus st = fc_lx_need_inputs(l, 2);
+  if (st != FC_OK) return st;
+  FcValue *theta = l->in[0];
+  const int64_t *size;
+  int ns = fc_lx_const_ints(l, 1, &size);
+  if (ns < 0) return fc_lx_bail(l);
+  if (ns != 4 && ns != 5) return fc_lx_error(l, "size must have 4 or 5 values, has %d", ns);
+  int r = ns - 2; /* spatial dims */
+  if (!fc_lx_need_float(l, theta)) return FC_ERR_INPUT;
+  if (theta->type.rank != 3 || theta->type.dims[0] != size[0] || theta->type.dims[1] != r || theta->type.dims[2] != r + 1)
+    return fc_lx_error(l, "theta must have shape [%lld, %d, %d]", (long long)size[0], r, r + 1);
+  bool align = fc_lx_int(l, "align_corners", 0) != 0;
+  int64_t points = 1;
+  for (int i = 2; i < ns; i++)
+    if (size[i] < 1 || !fc_checked_mul(points, size[i], &points) || points > ((int64_t)1 << 22))
+      return fc_lx_error(l, "size is out of range");
+  float *base = FC_NEW_ARRAY(fc_lx_arena(l), float, (size_t)(points * (r + 1)));
+  for (int64_t p = 0; p < points; p++) {
+    int64_t rest = p;
+    for (int d = 0; d < r; d++) { /* coordinate d is x, y, z: the last spatial dim first */
+      int64_t n = size[ns - 1 - d], i = rest % n;
+      rest /= n;
+      double v = align ? (n > 1 ? -1 + 2.0 * (double)i / (double)(n - 1) : -1) : (2.0 * (double)i + 1) / (double)n - 1;
+      base[p * (r + 1) + d] = (float)v;
+    }
+    base[p * (r + 1) + r] = 1;
+  }
+  int64_t bd[3] = {1, points, r + 1}, perm[3] = {0, 2, 1}, *od = fc_lx_dims(l, ns);
+  FcValue *bv = fc_lx_cast_to(l, fc_b_const(l->b, FC_DT_F32, 3, bd, base), theta->type.dtype);
+  FcValue *g = fc_b_binary(l->b, FC_OP_MATMUL, bv, fc_b_transpose(l->b, theta, perm));
+  od[0] = size[0];
+  for (int i = 0; i < r; i++) od[1 + i] = size[2 + i];
+  od[ns - 1] = r;
+  l->out[0] = fc_b_reshape(l->b, g, ns, od);
   return fc_lx_finish(l);
 }
 
