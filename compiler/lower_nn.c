@@ -209,7 +209,8 @@ FcStatus fc_lower_col2im(FcLower *l) {
   int n = fc_lx_const_ints(l, 1, &img);
   if (n < 0) return fc_lx_bail(l);
   if (fc_lx_const_ints(l, 2, &blk) != n || n < 1 || n > 8)
-    return l->diag->status != FC_OK ? fc_lx_bail(l) : fc_lx_error(l, "image_shape and block_shape must have 1 to 8 equal values");
+    return l->diag->status != FC_OK ? fc_lx_bail(l)
+                                    : fc_lx_error(l, "image_shape and block_shape must have 1 to 8 equal values");
   int64_t *strides = fc_lx_dims(l, n), *dil = fc_lx_dims(l, n), *pads = fc_lx_dims(l, 2 * n), *opad = fc_lx_dims(l, n),
           *cols = fc_lx_dims(l, n + 2), *wd = fc_lx_dims(l, n + 2);
   if ((st = ints_attr(l, "strides", n, 1, WIN_MAX, 1, strides)) != FC_OK ||
@@ -228,11 +229,13 @@ FcStatus fc_lower_col2im(FcLower *l) {
       return fc_lx_error(l, "block_shape or image_shape is too large");
   }
   int64_t ck = x->type.dims[1], c = ck / k, numel;
-  if (ck % k != 0) return fc_lx_error(l, "dim 1 (%lld) is not a multiple of prod(block_shape) = %lld", (long long)ck, (long long)k);
+  if (ck % k != 0)
+    return fc_lx_error(l, "dim 1 (%lld) is not a multiple of prod(block_shape) = %lld", (long long)ck, (long long)k);
   if (x->type.dims[2] != blocks)
     return fc_lx_error(l, "dim 2 (%lld) is not the %lld block positions image_shape, block_shape, pads, strides and "
                           "dilations give", (long long)x->type.dims[2], (long long)blocks);
-  if (!fc_checked_mul(ck, k, &numel) || numel > ((int64_t)1 << 26)) return fc_lx_error(l, "the block weights are too large");
+  if (!fc_checked_mul(ck, k, &numel) || numel > ((int64_t)1 << 26))
+    return fc_lx_error(l, "the block weights are too large");
   /* the one-hot weight: row c * K + j has its 1 at block offset j (row-major over block_shape) */
   float *w = FC_NEW_ARRAY(fc_lx_arena(l), float, (size_t)numel);
   for (int64_t r = 0; r < ck; r++) w[r * k + r % k] = 1;

@@ -128,7 +128,8 @@ FcStatus fc_lower_group_norm(FcLower *l) {
   if (rank < 2) return fc_lx_error(l, "input must have rank >= 2 (N, C, D1, ...), has %d", rank);
   int64_t n = x->type.dims[0], c = x->type.dims[1], g = fc_lx_int(l, "num_groups", 0), rest = 1;
   if (!fc_lx_has_attr(l, "num_groups")) return fc_lx_error(l, "attribute 'num_groups' is required");
-  if (g < 1 || c % g != 0) return fc_lx_error(l, "num_groups %lld does not divide the %lld channels", (long long)g, (long long)c);
+  if (g < 1 || c % g != 0)
+    return fc_lx_error(l, "num_groups %lld does not divide the %lld channels", (long long)g, (long long)c);
   for (int i = 2; i < rank; i++)
     if (!fc_checked_mul(rest, x->type.dims[i], &rest)) return fc_lx_error(l, "input is too large");
   int64_t want = l->opset >= 21 ? c : g;
@@ -140,8 +141,8 @@ FcStatus fc_lower_group_norm(FcLower *l) {
   }
   FcDtype stash = x->type.dtype;
   int64_t stash_code = fc_lx_int(l, "stash_type", 1);
-  if (l->opset >= 21 &&
-      (stash_code < 0 || stash_code > 1000 || !fc_dtype_from_onnx((int)stash_code, &stash) || !fc_dtype_is_float(stash)))
+  if (l->opset >= 21 && (stash_code < 0 || stash_code > 1000 || !fc_dtype_from_onnx((int)stash_code, &stash) ||
+                         !fc_dtype_is_float(stash)))
     return fc_lx_error(l, "stash_type %lld is not a float element type", (long long)stash_code);
   int64_t cg, grouped[3];
   if (!fc_checked_mul(c / g, rest, &cg)) return fc_lx_error(l, "input is too large");

@@ -85,7 +85,8 @@ static FcValue *axis_view(FcLower *l, FcValue *p, const FcValue *x, const char *
  * axis) is not implemented; per-tensor and per-axis are. */
 static bool refuse_blocked(FcLower *l) {
   if (l->opset < 21 || fc_lx_int(l, "block_size", 0) == 0) return false;
-  fc_lx_unsupported(l, "blocked quantisation (block_size %lld) is not supported", (long long)fc_lx_int(l, "block_size", 0));
+  fc_lx_unsupported(l, "blocked quantisation (block_size %lld) is not supported",
+                    (long long)fc_lx_int(l, "block_size", 0));
   return true;
 }
 

@@ -149,7 +149,8 @@ static float *aa_weights(FcLower *l, const ResizeSpec *rs, int64_t in, int64_t o
     int64_t first = (int64_t)left + start;
     for (int64_t t = 0; t < n; t++) {
       int64_t i = first + t;
-      c[t] = rs->exclude_outside && (i < 0 || i >= in) ? 0 : aa_filter(rs->mode, rs->cubic_a, (double)(start + t - ratio) * s);
+      bool outside = i < 0 || i >= in;
+      c[t] = rs->exclude_outside && outside ? 0 : aa_filter(rs->mode, rs->cubic_a, (double)(start + t - ratio) * s);
       sum += c[t];
     }
     for (int64_t t = 0; t < n; t++) {
@@ -218,7 +219,8 @@ static FcStatus keep_aspect_ratio(FcLower *l, ResizeSpec *rs, const int64_t *ax,
   for (int i = 0; i < r; i++) sizes[i] = in[i], scales[i] = 1;
   for (int i = 0; i < na; i++) {
     float v = roundf(scale * (float)in[ax[i]]);
-    if (!(v >= 0) || v > (float)((int64_t)1 << 40)) return fc_lx_error(l, "output size along axis %lld is out of range", (long long)ax[i]);
+    if (!(v >= 0) || v > (float)((int64_t)1 << 40))
+      return fc_lx_error(l, "output size along axis %lld is out of range", (long long)ax[i]);
     sizes[ax[i]] = (int64_t)v;
     scales[ax[i]] = scale;
   }
@@ -372,7 +374,8 @@ FcStatus fc_lower_affine_grid(FcLower *l) {
   if (ns != 4 && ns != 5) return fc_lx_error(l, "size must have 4 or 5 values, has %d", ns);
   int r = ns - 2; /* spatial dims */
   if (!fc_lx_need_float(l, theta)) return FC_ERR_INPUT;
-  if (theta->type.rank != 3 || theta->type.dims[0] != size[0] || theta->type.dims[1] != r || theta->type.dims[2] != r + 1)
+  const int64_t *td = theta->type.dims;
+  if (theta->type.rank != 3 || td[0] != size[0] || td[1] != r || td[2] != r + 1)
     return fc_lx_error(l, "theta must have shape [%lld, %d, %d]", (long long)size[0], r, r + 1);
   bool align = fc_lx_int(l, "align_corners", 0) != 0;
   int64_t points = 1;

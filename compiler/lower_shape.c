@@ -472,7 +472,8 @@ FcStatus fc_lower_center_crop_pad(FcLower *l) {
     if (axes && !fc_lx_axis(l, axes[i], r, &a)) return fc_lx_bail(l);
     if (seen[a]++) return fc_lx_error(l, "axis %lld is repeated", (long long)a);
     int64_t dim = x->type.dims[a], want = shape[i];
-    if (want < 0 || want > ((int64_t)1 << 40)) return fc_lx_error(l, "shape value %lld is out of range", (long long)want);
+    if (want < 0 || want > ((int64_t)1 << 40))
+      return fc_lx_error(l, "shape value %lld is out of range", (long long)want);
     if (want < dim) x = slice_axis(l, x, (int)a, (dim - want) / 2, want);
     if (want > dim) {
       pads[a] = (want - dim) / 2;

@@ -668,8 +668,8 @@ static FcStatus import_node(FcImporter *imp, const Onnx__NodeProto *node, size_t
   if (opset > row->upto) {
     /* A newer version of the op may mean something else (Split-18's num_outputs, GroupNormalization-21's
      * per-channel scale): legalising it with the older semantics could be silently wrong. */
-    const char *why = fc_arena_printf(imp->a, "opset %lld is not supported for this op (flowc implements it up to opset %d)",
-                                      (long long)opset, row->upto);
+    const char *why = fc_arena_printf(imp->a, "opset %lld is not supported for this op (flowc implements it up to "
+                                      "opset %d)", (long long)opset, row->upto);
     note_unsupported(imp, dom, op, label, why);
     return skip_node(imp, node, label);
   }

@@ -102,9 +102,9 @@ def splits():
 
 def pads():
     x = f32(2, 5, 6)
-    case('pad_axes_constant', 'Pad', {'x': x}, {'pads': np.array([1, 2, 3, 0], np.int64),
-                                                'value': np.array(1.5, np.float32), 'axes': np.array([-1, 1], np.int64)},
-         {'mode': 'constant'})
+    case('pad_axes_constant', 'Pad', {'x': x},
+         {'pads': np.array([1, 2, 3, 0], np.int64), 'value': np.array(1.5, np.float32),
+          'axes': np.array([-1, 1], np.int64)}, {'mode': 'constant'})
     case('pad_axes_reflect', 'Pad', {'x': x}, {'pads': np.array([2, 1, 3, 2], np.int64), 'value': None,
                                                'axes': np.array([1, 2], np.int64)}, {'mode': 'reflect'})
     case('pad_axes_edge_negative', 'Pad', {'x': x}, {'pads': np.array([-1, 3], np.int64), 'value': None,
@@ -162,8 +162,8 @@ def norms():
          {'num_groups': 1})
     case('group_norm_21', 'GroupNormalization', {'x': x}, {'scale': f32(6), 'bias': f32(6)},
          {'num_groups': 2, 'epsilon': 1e-4}, opset=21)
-    case('group_norm_21_per_channel_groups', 'GroupNormalization', {'x': f32(1, 6, 7)}, {'scale': f32(6), 'bias': f32(6)},
-         {'num_groups': 6}, opset=21)
+    case('group_norm_21_per_channel_groups', 'GroupNormalization', {'x': f32(1, 6, 7)},
+         {'scale': f32(6), 'bias': f32(6)}, {'num_groups': 6}, opset=21)
     p = f32(1, 2, 9, 10)
     case('avgpool_dilations_19', 'AveragePool', {'x': p}, {},
          {'kernel_shape': [3, 2], 'dilations': [2, 3], 'strides': [1, 2]}, opset=19)
