@@ -87,6 +87,8 @@ FcStatus fc_lower_isinf(FcLower *l) {
   return fc_lx_finish(l);
 }
 
+/* Cast and CastLike. Opset 19's saturate attribute only concerns float8 results, and float8 (19) and
+ * 4-bit (21) element types have no flowc dtype, so those casts are refused as unsupported. */
 FcStatus fc_lower_cast(FcLower *l) {
   if (fc_lx_need_inputs(l, 1) != FC_OK) return FC_ERR_INPUT;
   if (!fc_lx_has_attr(l, "to")) return fc_lx_error(l, "attribute 'to' is required");

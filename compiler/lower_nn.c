@@ -194,10 +194,65 @@ FcStatus fc_lower_conv_transpose(FcLower *l) {
   return fc_lx_finish(l);
 }
 
+/* Col2Im (18): input [N, C * K, L] of K = prod(block_shape) columns per channel, summed back into an image
+ * [N, C, image_shape...]. That is the adjoint of im2col, so it is a grouped conv_transpose (group C) of the
+ * input viewed as [N, C * K, L1, L2, ...] (L split by the block-position counts) with a constant one-hot
+ * weight [C * K, 1, block...]: column k of channel c lands on block offset k; strides, dilations and pads
+ * carry over, and output_padding covers the rows a stride leaves after the last block. */
+FcStatus fc_lower_col2im(FcLower *l) {
+  FcStatus st = fc_lx_need_inputs(l, 3);
+  if (st != FC_OK) return st;
+  FcValue *x = l->in[0];
+  if (x->type.rank != 3) return fc_lx_error(l, "input must have rank 3 (N, C * prod(block_shape), L)");
+  if (!fc_lx_need_float(l, x)) return FC_ERR_INPUT;
+  const int64_t *img, *blk;
+  int n = fc_lx_const_ints(l, 1, &img);
+  if (n < 0) return fc_lx_bail(l);
+  if (fc_lx_const_ints(l, 2, &blk) != n || n < 1 || n > 8)
+    return l->diag->status != FC_OK ? fc_lx_bail(l)
+                                    : fc_lx_error(l, "image_shape and block_shape must have 1 to 8 equal values");
+  int64_t *strides = fc_lx_dims(l, n), *dil = fc_lx_dims(l, n), *pads = fc_lx_dims(l, 2 * n), *opad = fc_lx_dims(l, n),
+          *cols = fc_lx_dims(l, n + 2), *wd = fc_lx_dims(l, n + 2);
+  if ((st = ints_attr(l, "strides", n, 1, WIN_MAX, 1, strides)) != FC_OK ||
+      (st = ints_attr(l, "dilations", n, 1, WIN_MAX, 1, dil)) != FC_OK ||
+      (st = ints_attr(l, "pads", 2 * n, 0, WIN_MAX, 0, pads)) != FC_OK)
+    return st;
+  int64_t k = 1, blocks = 1;
+  for (int i = 0; i < n; i++) {
+    if (blk[i] < 1 || blk[i] > WIN_MAX || img[i] < 1 || img[i] > ((int64_t)1 << 40))
+      return fc_lx_error(l, "image_shape and block_shape values must be positive");
+    int64_t span = img[i] + pads[i] + pads[n + i] - dil[i] * (blk[i] - 1) - 1;
+    if (span < 0) return fc_lx_error(l, "block %d does not fit the padded image", i);
+    cols[2 + i] = span / strides[i] + 1;
+    opad[i] = span % strides[i];
+    if (!fc_checked_mul(k, blk[i], &k) || !fc_checked_mul(blocks, cols[2 + i], &blocks))
+      return fc_lx_error(l, "block_shape or image_shape is too large");
+  }
+  int64_t ck = x->type.dims[1], c = ck / k, numel;
+  if (ck % k != 0)
+    return fc_lx_error(l, "dim 1 (%lld) is not a multiple of prod(block_shape) = %lld", (long long)ck, (long long)k);
+  if (x->type.dims[2] != blocks)
+    return fc_lx_error(l, "dim 2 (%lld) is not the %lld block positions image_shape, block_shape, pads, strides and "
+                          "dilations give", (long long)x->type.dims[2], (long long)blocks);
+  if (!fc_checked_mul(ck, k, &numel) || numel > ((int64_t)1 << 26))
+    return fc_lx_error(l, "the block weights are too large");
+  /* the one-hot weight: row c * K + j has its 1 at block offset j (row-major over block_shape) */
+  float *w = FC_NEW_ARRAY(fc_lx_arena(l), float, (size_t)numel);
+  for (int64_t r = 0; r < ck; r++) w[r * k + r % k] = 1;
+  cols[0] = x->type.dims[0], cols[1] = ck, wd[0] = ck, wd[1] = 1;
+  for (int i = 0; i < n; i++) wd[2 + i] = blk[i];
+  FcValue *ops[2] = {fc_b_reshape(l->b, x, n + 2, cols),
+                     fc_lx_cast_to(l, fc_b_const(l->b, FC_DT_F32, n + 2, wd, w), x->type.dtype)};
+  FcAttr a[5] = {FC_A_INTS(DILATIONS, dil, n), FC_A_INT(GROUP, c), FC_A_INTS(OUTPUT_PADDING, opad, n),
+                 FC_A_INTS(PADS, pads, 2 * n), FC_A_INTS(STRIDES, strides, n)};
+  l->out[0] = fc_b_op1(l->b, FC_OP_CONV_TRANSPOSE, ops, 2, a, 5);
+  return fc_lx_finish(l);
+}
+
 /* ---- pools ---------------------------------------------------------------------------------------- */
 
 /* MaxPool and AveragePool. Attributes that an older opset lacks take the value that opset implied:
- * no dilations before MaxPool-10 (and never for AveragePool <= 17), no ceil_mode before 10, no
+ * no dilations before MaxPool-10 and AveragePool-19, no ceil_mode before 10, no
  * storage_order before MaxPool-8, no count_include_pad before AveragePool-7. */
 FcStatus fc_lower_pool(FcLower *l) {
   FcStatus st = fc_lx_need_inputs(l, 1);
@@ -213,7 +268,7 @@ FcStatus fc_lower_pool(FcLower *l) {
   if ((st = ints_attr(l, "kernel_shape", n, 1, WIN_MAX, 1, kernel)) != FC_OK ||
       (st = ints_attr(l, "strides", n, 1, WIN_MAX, 1, strides)) != FC_OK)
     return st;
-  if (is_max && l->opset >= 10) {
+  if (l->opset >= (is_max ? 10 : 19)) {
     if ((st = ints_attr(l, "dilations", n, 1, WIN_MAX, 1, dil)) != FC_OK) return st;
   } else {
     for (int i = 0; i < n; i++) dil[i] = 1;

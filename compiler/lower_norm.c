@@ -1,5 +1,5 @@
 /* lower_norm.c — legalisers of the normalisations: BatchNormalization, InstanceNormalization,
- * LayerNormalization, LRN and MeanVarianceNormalization.
+ * GroupNormalization, LayerNormalization, LRN and MeanVarianceNormalization.
  *
  * BatchNormalization in inference is folded per channel: s = scale / sqrt(var + eps) and
  * t = B - mean * s are computed on the 1-D parameters (constant folding turns them into two small
@@ -111,6 +111,53 @@ FcStatus fc_lower_instance_norm(FcLower *l) {
   FcValue *y = fc_b_op1(l->b, FC_OP_LAYER_NORM, ops, 2, a, 2);
   y = fc_lx_mul(l, y, per_channel(l, fc_lx_cast_to(l, l->in[1], x->type.dtype), rank));
   l->out[0] = fc_lx_add(l, y, per_channel(l, fc_lx_cast_to(l, l->in[2], x->type.dtype), rank));
+  return fc_lx_finish(l);
+}
+
+/* ---- GroupNormalization ------------------------------------------------------------------------- */
+
+/* GroupNormalization: x [N, C, D...] viewed as [N, G, C/G * D...] goes through core layer_norm along axis 2
+ * (unit scale), back to x's shape, then the affine step per channel. Opset 18 gives scale and bias per
+ * group ([G], widened to [C] by repeating each C/G times); opset 21 gives them per channel ([C]) and
+ * adds stash_type, the precision of the standardisation (as LayerNormalization's). */
+FcStatus fc_lower_group_norm(FcLower *l) {
+  if (fc_lx_need_inputs(l, 3) != FC_OK) return FC_ERR_INPUT;
+  FcValue *x = l->in[0], *scale = l->in[1], *bias = l->in[2];
+  if (!fc_lx_need_float(l, x)) return FC_ERR_INPUT;
+  int rank = x->type.rank;
+  if (rank < 2) return fc_lx_error(l, "input must have rank >= 2 (N, C, D1, ...), has %d", rank);
+  int64_t n = x->type.dims[0], c = x->type.dims[1], g = fc_lx_int(l, "num_groups", 0), rest = 1;
+  if (!fc_lx_has_attr(l, "num_groups")) return fc_lx_error(l, "attribute 'num_groups' is required");
+  if (g < 1 || c % g != 0)
+    return fc_lx_error(l, "num_groups %lld does not divide the %lld channels", (long long)g, (long long)c);
+  for (int i = 2; i < rank; i++)
+    if (!fc_checked_mul(rest, x->type.dims[i], &rest)) return fc_lx_error(l, "input is too large");
+  int64_t want = l->opset >= 21 ? c : g;
+  for (int i = 1; i < 3; i++) {
+    const FcType *t = &l->in[i]->type;
+    if (t->rank != 1 || t->dims[0] != want)
+      return fc_lx_error(l, "%s must have shape [%lld] (one per %s)", i == 1 ? "scale" : "bias", (long long)want,
+                         l->opset >= 21 ? "channel" : "group");
+  }
+  FcDtype stash = x->type.dtype;
+  int64_t stash_code = fc_lx_int(l, "stash_type", 1);
+  if (l->opset >= 21 && (stash_code < 0 || stash_code > 1000 || !fc_dtype_from_onnx((int)stash_code, &stash) ||
+                         !fc_dtype_is_float(stash)))
+    return fc_lx_error(l, "stash_type %lld is not a float element type", (long long)stash_code);
+  int64_t cg, grouped[3];
+  if (!fc_checked_mul(c / g, rest, &cg)) return fc_lx_error(l, "input is too large");
+  grouped[0] = n, grouped[1] = g, grouped[2] = cg;
+  FcValue *ops[2] = {fc_b_reshape(l->b, fc_lx_cast_to(l, x, stash), 3, grouped), fc_b_scalar(l->b, stash, 1)};
+  FcAttr a[2] = {FC_A_INT(AXIS, 2), FC_A_FLOAT(EPSILON, fc_lx_float(l, "epsilon", 1e-5f))};
+  FcValue *y = fc_b_op1(l->b, FC_OP_LAYER_NORM, ops, 2, a, 2);
+  y = fc_lx_cast_to(l, fc_b_reshape(l->b, y, rank, x->type.dims), x->type.dtype);
+  if (l->opset < 21) { /* [G] -> [G, 1] -> [G, C/G] -> [C] */
+    int64_t col[2] = {g, 1}, wide[2] = {g, c / g};
+    scale = fc_b_reshape(l->b, fc_b_broadcast(l->b, fc_b_reshape(l->b, scale, 2, col), 2, wide), 1, &c);
+    bias = fc_b_reshape(l->b, fc_b_broadcast(l->b, fc_b_reshape(l->b, bias, 2, col), 2, wide), 1, &c);
+  }
+  y = fc_lx_mul(l, y, per_channel(l, fc_lx_cast_to(l, scale, x->type.dtype), rank));
+  l->out[0] = fc_lx_add(l, y, per_channel(l, fc_lx_cast_to(l, bias, x->type.dtype), rank));
   return fc_lx_finish(l);
 }
 

@@ -81,12 +81,42 @@ static FcValue *axis_view(FcLower *l, FcValue *p, const FcValue *x, const char *
 
 /* ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------ */
 
+/* Opset 21's block quantisation (block_size > 0: a scale per block of `block_size` elements along the
+ * axis) is not implemented; per-tensor and per-axis are. */
+static bool refuse_blocked(FcLower *l) {
+  if (l->opset < 21 || fc_lx_int(l, "block_size", 0) == 0) return false;
+  fc_lx_unsupported(l, "blocked quantisation (block_size %lld) is not supported",
+                    (long long)fc_lx_int(l, "block_size", 0));
+  return true;
+}
+
+/* The quantised type: the zero point's, else output_dtype (opset 21), else uint8. */
+static bool quantize_dtype(FcLower *l, const FcValue *zp, FcDtype *qdt) {
+  int64_t code = l->opset >= 21 ? fc_lx_int(l, "output_dtype", 0) : 0;
+  *qdt = zp ? zp->type.dtype : FC_DT_U8;
+  if (code == 0) return true;
+  FcDtype dt;
+  double lo, hi;
+  if (code < 0 || code > 1000 || !fc_dtype_from_onnx((int)code, &dt) || !quant_range(dt, &lo, &hi)) {
+    fc_lx_unsupported(l, "output_dtype %lld is not supported", (long long)code);
+    return false;
+  }
+  if (zp && dt != *qdt) {
+    fc_lx_error(l, "output_dtype differs from y_zero_point's type %s", fc_dtype_name(*qdt));
+    return false;
+  }
+  *qdt = dt;
+  return true;
+}
+
 FcStatus fc_lower_quantize(FcLower *l) {
   if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *scale = l->in[1], *zp = opt_in(l, 2);
+  if (refuse_blocked(l)) return fc_lx_bail(l);
   if (scale->type.dtype != FC_DT_F32) return fc_lx_error(l, "y_scale must be float32");
   if (zp && !need_quant_type(l, zp, "y_zero_point")) return FC_ERR_INPUT;
-  FcDtype qdt = zp ? zp->type.dtype : FC_DT_U8;
+  FcDtype qdt;
+  if (!quantize_dtype(l, zp, &qdt)) return fc_lx_bail(l);
   FcValue *s = axis_view(l, scale, x, "y_scale");
   if (!s) return fc_lx_bail(l);
   FcValue *zf = NULL;
@@ -103,6 +133,7 @@ FcStatus fc_lower_quantize(FcLower *l) {
 FcStatus fc_lower_dequantize(FcLower *l) {
   if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *scale = l->in[1], *zp = opt_in(l, 2);
+  if (refuse_blocked(l)) return fc_lx_bail(l);
   FcDtype dt = x->type.dtype;
   if (dt != FC_DT_U8 && dt != FC_DT_I8 && dt != FC_DT_I32 && dt != FC_DT_U16 && dt != FC_DT_I16)
     return fc_lx_error(l, "x must be an integer tensor, not %s", fc_dtype_name(dt));

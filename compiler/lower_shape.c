@@ -218,7 +218,8 @@ static FcValue *slice_axis(FcLower *l, FcValue *x, int axis, int64_t start, int6
 }
 
 /* Split into given sizes (attribute before opset 13, also an optional input in opset 1, an input from
- * 13) or into equal parts, one per output. */
+ * 13) or, without sizes, into one part per output: equal parts before opset 18, then num_outputs parts
+ * of ceil(dim / num_outputs) with a smaller last one. */
 FcStatus fc_lower_split(FcLower *l) {
   FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
@@ -247,6 +248,15 @@ FcStatus fc_lower_split(FcLower *l) {
     }
     if (sum != dim)
       return fc_lx_error(l, "split sizes add up to %lld, the axis has %lld", (long long)sum, (long long)dim);
+  } else if (l->opset >= 18) {
+    /* num_outputs (required without split): parts of ceil(dim / n), the last one smaller */
+    int64_t want = fc_lx_int(l, "num_outputs", -1);
+    if (want < 1) return fc_lx_error(l, "either the split input or the num_outputs attribute is required");
+    if (want != n) return fc_lx_error(l, "num_outputs is %lld but the node has %d outputs", (long long)want, n);
+    int64_t part = dim / n + (dim % n != 0);
+    if (part * (n - 1) >= dim && n > 1)
+      return fc_lx_error(l, "axis of size %lld cannot split into %d parts of %lld", (long long)dim, n, (long long)part);
+    for (int i = 0; i < n; i++) sizes[i] = i < n - 1 ? part : dim - part * (n - 1);
   } else {
     if (dim % n != 0) return fc_lx_error(l, "axis of size %lld does not split into %d equal parts", (long long)dim, n);
     for (int i = 0; i < n; i++) sizes[i] = dim / n;
@@ -328,9 +338,70 @@ FcStatus fc_lower_slice(FcLower *l) {
 
 /* ---- pad, tile, expand ---------------------------------------------------------------------------- */
 
-/* Pad: pads from `paddings` (opset 1), `pads` (2..10) or a constant input (11+); the constant fill
- * value from the `value` attribute (< 11) or the optional third input, passed to the core op as a
- * rank-0 operand (it need not be a compile-time constant). */
+/* Pad-19's wrap mode, one axis at a time: negative pads crop first (as for the other modes), then the
+ * axis becomes concat(x[d-pre:], x, x[:post]). Pads larger than the (cropped) axis would wrap around
+ * more than once; they are refused. */
+static FcValue *pad_wrap(FcLower *l, FcValue *x, const int64_t *pads) {
+  int r = x->type.rank;
+  for (int a = 0; a < r && x; a++) {
+    int64_t pre = pads[a], post = pads[a + r], d = x->type.dims[a];
+    if (pre < 0 || post < 0) {
+      int64_t lo = pre < 0 ? -pre : 0, hi = d - (post < 0 ? -post : 0);
+      if (hi < lo) {
+        fc_lx_error(l, "negative pads remove more than axis %d holds", a);
+        return NULL;
+      }
+      x = slice_axis(l, x, a, lo, hi - lo);
+      d = hi - lo;
+    }
+    pre = pre > 0 ? pre : 0;
+    post = post > 0 ? post : 0;
+    if (!pre && !post) continue;
+    if (pre > d || post > d) {
+      fc_lx_unsupported(l, "wrap pads larger than the axis (%lld) are not supported", (long long)d);
+      return NULL;
+    }
+    FcValue *parts[3];
+    int n = 0;
+    if (pre) parts[n++] = slice_axis(l, x, a, d - pre, pre);
+    parts[n++] = x;
+    if (post) parts[n++] = slice_axis(l, x, a, 0, post);
+    x = fc_b_concat(l->b, parts, n, a);
+  }
+  return x;
+}
+
+/* Pad-18's axes input: the pads given for those axes (begins, then ends), zero for the others. Returns
+ * the full 2 * rank pads, NULL after an error. */
+static const int64_t *pads_for_axes(FcLower *l, const int64_t *pads, int n, int r) {
+  const int64_t *axes;
+  int na = fc_lx_const_ints(l, 3, &axes);
+  if (na < 0) return NULL;
+  if (n != 2 * na) {
+    fc_lx_error(l, "pads has %d values for %d axes", n, na);
+    return NULL;
+  }
+  int64_t *full = fc_lx_dims(l, 2 * r), *seen = fc_lx_dims(l, r);
+  for (int i = 0; i < 2 * r; i++) full[i] = 0;
+  for (int i = 0; i < r; i++) seen[i] = 0;
+  for (int i = 0; i < na; i++) {
+    int64_t a;
+    if (!fc_lx_axis(l, axes[i], r, &a)) return NULL;
+    if (seen[a]) {
+      fc_lx_error(l, "axis %lld is repeated", (long long)axes[i]);
+      return NULL;
+    }
+    seen[a] = 1;
+    full[a] = pads[i];
+    full[a + r] = pads[i + na];
+  }
+  return full;
+}
+
+/* Pad: pads from `paddings` (opset 1), `pads` (2..10) or a constant input (11+), for the axes of the
+ * optional axes input (18+) or all axes; the constant fill value from the `value` attribute (< 11) or
+ * the optional third input, passed to the core op as a rank-0 operand (it need not be a compile-time
+ * constant). Modes constant, reflect and edge are the core op's; wrap (19+) is built from slices. */
 FcStatus fc_lower_pad(FcLower *l) {
   FcStatus st = fc_lx_need_inputs(l, l->opset < 11 ? 1 : 2);
   if (st != FC_OK) return st;
@@ -338,7 +409,8 @@ FcStatus fc_lower_pad(FcLower *l) {
   FcValue *x = l->in[0], *value = NULL;
   int r = x->type.rank;
   const char *mode = fc_lx_str(l, "mode", "constant");
-  if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+  bool wrap = l->opset >= 19 && !strcmp(mode, "wrap");
+  if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && !wrap)
     return fc_lx_error(l, "unknown mode '%s'", mode);
   const int64_t *pads;
   int n;
@@ -348,10 +420,17 @@ FcStatus fc_lower_pad(FcLower *l) {
   } else if ((n = fc_lx_const_ints(l, 1, &pads)) < 0) {
     return fc_lx_bail(l);
   }
-  if (l->opset >= 11 && has_input(l, 3)) return fc_lx_unsupported(l, "the 'axes' input (opset 18) is not supported");
+  if (l->opset >= 18 && has_input(l, 3)) {
+    if (!(pads = pads_for_axes(l, pads, n, r))) return fc_lx_bail(l);
+    n = 2 * r;
+  }
   if (n != 2 * r) return fc_lx_error(l, "pads has %d values for rank %d", n, r);
   for (int i = 0; i < n; i++)
     if (pads[i] < -((int64_t)1 << 40) || pads[i] > ((int64_t)1 << 40)) return fc_lx_error(l, "pads value out of range");
+  if (wrap) {
+    l->out[0] = pad_wrap(l, x, pads);
+    return l->out[0] ? fc_lx_finish(l) : fc_lx_bail(l);
+  }
   if (!strcmp(mode, "constant")) {
     if (l->opset < 11) {
       float v = fc_lx_float(l, "value", 0.0f);
@@ -368,6 +447,45 @@ FcStatus fc_lower_pad(FcLower *l) {
   FcAttr a[2] = {FC_A_STR(MODE, mode), FC_A_INTS(PADS, pads, n)};
   FcValue *ops[2] = {x, value};
   l->out[0] = fc_b_op1(b, FC_OP_PAD, ops, value ? 2 : 1, a, 2);
+  return fc_lx_finish(l);
+}
+
+/* CenterCropPad (18): each listed axis (all by default) is cropped or zero-padded to the given size
+ * around its centre; an odd difference puts the extra element at the end. A slice, then a constant pad. */
+FcStatus fc_lower_center_crop_pad(FcLower *l) {
+  FcStatus st = fc_lx_need_inputs(l, 2);
+  if (st != FC_OK) return st;
+  FcValue *x = l->in[0];
+  int r = x->type.rank;
+  const int64_t *shape, *axes = NULL;
+  int n = fc_lx_const_ints(l, 1, &shape);
+  if (n < 0) return fc_lx_bail(l);
+  int na = fc_lx_ints(l, "axes", &axes);
+  if (na < 0) na = r;
+  if (n != na) return fc_lx_error(l, "shape has %d values for %d axes", n, na);
+  int64_t *pads = fc_lx_dims(l, 2 * r > 0 ? 2 * r : 1), *seen = fc_lx_dims(l, r > 0 ? r : 1);
+  for (int i = 0; i < 2 * r; i++) pads[i] = 0;
+  for (int i = 0; i < r; i++) seen[i] = 0;
+  bool pad = false;
+  for (int i = 0; i < na && x; i++) {
+    int64_t a = i;
+    if (axes && !fc_lx_axis(l, axes[i], r, &a)) return fc_lx_bail(l);
+    if (seen[a]++) return fc_lx_error(l, "axis %lld is repeated", (long long)a);
+    int64_t dim = x->type.dims[a], want = shape[i];
+    if (want < 0 || want > ((int64_t)1 << 40))
+      return fc_lx_error(l, "shape value %lld is out of range", (long long)want);
+    if (want < dim) x = slice_axis(l, x, (int)a, (dim - want) / 2, want);
+    if (want > dim) {
+      pads[a] = (want - dim) / 2;
+      pads[a + r] = want - dim - pads[a];
+      pad = true;
+    }
+  }
+  if (x && pad) {
+    FcAttr at[2] = {FC_A_STR(MODE, "constant"), FC_A_INTS(PADS, pads, 2 * r)};
+    x = fc_b_op1(l->b, FC_OP_PAD, &x, 1, at, 2);
+  }
+  l->out[0] = x;
   return fc_lx_finish(l);
 }
 

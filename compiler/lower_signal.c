@@ -106,10 +106,13 @@ FcStatus fc_lower_dft(FcLower *l) {
   FcValue *x = l->in[0];
   if ((st = signal_dims(l, x, 3)) != FC_OK) return st;
   int r = x->type.rank;
-  int64_t axis = fc_lx_int(l, "axis", 1);
+  /* DFT-20 takes the axis as an optional scalar input (default -2, and 0 is allowed), no longer an attribute */
+  int64_t axis = l->opset >= 20 ? -2 : fc_lx_int(l, "axis", 1), given;
+  if (l->opset >= 20 && has_input(l, 2) && (st = const_int(l, 2, &axis)) != FC_OK) return st;
+  given = axis;
   if (axis < 0) axis += r;
-  if (axis < 1 || axis > r - 2)
-    return fc_lx_error(l, "axis %lld must name a signal dimension", (long long)fc_lx_int(l, "axis", 1));
+  if (axis < (l->opset >= 20 ? 0 : 1) || axis > r - 2)
+    return fc_lx_error(l, "axis %lld must name a signal dimension", (long long)given);
   bool inverse = fc_lx_int(l, "inverse", 0) != 0, onesided = fc_lx_int(l, "onesided", 0) != 0;
   if (inverse && onesided) return fc_lx_unsupported(l, "inverse with onesided is not supported");
   int64_t n = x->type.dims[axis], L = n;

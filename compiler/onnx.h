@@ -193,7 +193,7 @@ typedef enum FcLxWindow { /* fc_lower_window */
   FC_LX_WINDOW_HANN, FC_LX_WINDOW_HAMMING, FC_LX_WINDOW_BLACKMAN,
 } FcLxWindow;
 
-#define FC_ONNX_OP(domain, name, fn, arg) FcStatus fn(FcLower *l);
+#define FC_ONNX_OP(domain, name, fn, arg, upto) FcStatus fn(FcLower *l);
 #include "onnx_ops.def"
 #undef FC_ONNX_OP
 

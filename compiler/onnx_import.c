@@ -26,10 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The default-domain opsets whose op semantics the legalisers implement: they handle each older form
- * (Reshape-1's shape attribute, Slice-1, Pad-2, ...), and PyTorch's exporters wrote opset 6 for years. */
+/* The default-domain opsets a model may import: the legalisers handle each older form (Reshape-1's shape
+ * attribute, Slice-1, Pad-2, ...), PyTorch's exporters wrote opset 6 for years, and newer exporters write
+ * 18 and up. Which of an op's versions its legaliser implements is the op table's last column. */
 #define FC_ONNX_OPSET_MIN 1
-#define FC_ONNX_OPSET_MAX 17
+#define FC_ONNX_OPSET_MAX 21
 
 /* ONNX 1.18 defines IR versions 1 to 11. Files from the next few releases pass (their new fields are
  * unknown fields to protobuf-c, and every op is checked by its opset anyway); far above that the number
@@ -46,11 +47,12 @@ typedef struct OnnxOpRow {
   const char *domain; /* "" for ai.onnx */
   const char *op_type;
   FcLowerFn fn;
-  int arg; /* FcLower.arg */
+  int arg;  /* FcLower.arg */
+  int upto; /* the newest opset of the domain whose form of the op the legaliser implements */
 } OnnxOpRow;
 
 static OnnxOpRow onnx_rows[] = {
-#define FC_ONNX_OP(domain, name, fn, arg) {domain, name, fn, arg},
+#define FC_ONNX_OP(domain, name, fn, arg, upto) {domain, name, fn, arg, upto},
 #include "onnx_ops.def"
 #undef FC_ONNX_OP
 };
@@ -66,7 +68,7 @@ static void sort_rows(void) { qsort(onnx_rows, sizeof onnx_rows / sizeof onnx_ro
 
 static const OnnxOpRow *find_row(const char *domain, const char *op_type) {
   pthread_once(&onnx_rows_once, sort_rows);
-  OnnxOpRow key = {domain, op_type, NULL, 0};
+  OnnxOpRow key = {domain, op_type, NULL, 0, 0};
   return bsearch(&key, onnx_rows, sizeof onnx_rows / sizeof onnx_rows[0], sizeof onnx_rows[0], row_cmp);
 }
 
@@ -663,6 +665,14 @@ static FcStatus import_node(FcImporter *imp, const Onnx__NodeProto *node, size_t
   if (opset < 0)
     return fc_error_node(imp->diag, FC_ERR_INPUT, label, op, "the model imports no opset for domain '%s'",
                          *dom ? dom : "ai.onnx");
+  if (opset > row->upto) {
+    /* A newer version of the op may mean something else (Split-18's num_outputs, GroupNormalization-21's
+     * per-channel scale): legalising it with the older semantics could be silently wrong. */
+    const char *why = fc_arena_printf(imp->a, "opset %lld is not supported for this op (flowc implements it up to "
+                                      "opset %d)", (long long)opset, row->upto);
+    note_unsupported(imp, dom, op, label, why);
+    return skip_node(imp, node, label);
+  }
 
   FcDiag nd;
   fc_diag_init(&nd);

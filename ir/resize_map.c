@@ -27,9 +27,7 @@ int fc_resize_taps_per(FcMode mode) {
   return mode == FC_RESIZE_MODE_CUBIC ? 4 : mode == FC_RESIZE_MODE_LINEAR ? 2 : 1;
 }
 
-/* x_original of output coordinate x, in the reference's operation order; false when
- * tf_crop_and_resize lands outside the input (extrapolate). */
-static bool resize_coord(const FcResizeParams *p, double x, double scale, int64_t in, int64_t out, float r0,
+bool fc_resize_coord(const FcResizeParams *p, double x, double scale, int64_t in, int64_t out, float r0,
                          float r1, double *xo) {
   double iw = (double)in, ow = scale * iw;
   switch (p->ctm) {
@@ -81,7 +79,7 @@ void fc_resize_axis_map(const FcResizeParams *p, double scale, float r0, float r
   for (int64_t o = 0; o < m->out; o++) {
     m->tap0[o] = nt;
     double xo;
-    if (!resize_coord(p, (double)o, scale, m->in, m->out, r0, r1, &xo)) {
+    if (!fc_resize_coord(p, (double)o, scale, m->in, m->out, r0, r1, &xo)) {
       m->extrap[o] = true;
       m->identity = false;
       continue;

@@ -30,6 +30,10 @@ typedef struct FcResizeAxis {
 /* Reads the resize attributes of `op` into *p; false on an unknown string attribute, with *attr its
  * name and *value the string. */
 bool fc_resize_params(const FcOp *op, FcResizeParams *p, const char **attr, const char **value);
+/* x_original of output coordinate x of an axis of `in` inputs and `out` outputs at `scale`, in the
+ * reference's operation order; false when tf_crop_and_resize (roi [r0, r1]) lands outside the input. */
+bool fc_resize_coord(const FcResizeParams *p, double x, double scale, int64_t in, int64_t out, float r0, float r1,
+                     double *xo);
 /* Taps per output of a mode: 1 (nearest), 2 (linear), 4 (cubic). */
 int fc_resize_taps_per(FcMode mode);
 /* Fills m's tables (from arena a) for an axis of m->in inputs and m->out outputs at `scale`, with

@@ -15,7 +15,13 @@ The models (issue 3, section 8), all exported with opset 13 and static shapes:
                        torchvision architectures, random init, 1x3x224x224;
   transformer          nn.TransformerEncoder, 2 layers, d_model 256, 4 heads, ff 1024, batch_first,
                        input 1x128x256;
-  mlp_b64              784-1024-1024-10 with ReLU, batch 64.
+  mlp_b64              784-1024-1024-10 with ReLU, batch 64;
+  opsets17, opsets18   a small network whose ops changed signature in opsets 18-21 (GroupNorm, reflect
+                       pad, split/chunk, bilinear resize, mean/amax/L2-norm/logsumexp reductions) on a
+                       2x3x17x19 input, exported at opset 17 (the newest Debian's torch 1.13 writes) and at
+                       18: directly where the installed torch can, else the opset 17 export with each op
+                       whose signature changed in 18 rewritten into its opset 18 form, as torch 2.x writes
+                       it (Reduce* axes as an input; Split with num_outputs when the parts are equal).
 
 Random weights need realistic statistics: each BatchNorm's running mean and variance are set from a
 few forward passes in training mode on data drawn like the test input (momentum None, so they are the
@@ -96,6 +102,69 @@ def mlp():
     return model, torch.rand(64, 784), ["input"], ["output"]
 
 
+class OpsetNet(nn.Module):
+    """Ops whose ONNX signature changed in opsets 18-21, at odd sizes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 12, 3, padding=1)
+        self.norm = nn.GroupNorm(3, 12)
+        self.conv2 = nn.Conv2d(12, 12, 3)
+        self.proj = nn.Conv2d(12, 11, 1)
+        self.fc = nn.Linear(35, 10)
+
+    def forward(self, x):
+        x = torch.nn.functional.silu(self.norm(self.conv1(x)))
+        x = torch.nn.functional.pad(x, (1, 2, 2, 1), mode="reflect")
+        a, b, c = torch.chunk(self.conv2(x), 3, dim=1)
+        x = torch.cat([a * torch.sigmoid(b), c, a - c], dim=1)
+        x = torch.nn.functional.interpolate(x, scale_factor=0.6, mode="bilinear", align_corners=False)
+        p, q, r = torch.split(self.proj(x), 4, dim=1)  # 4, 4, 3
+        y = torch.cat([p.mean(dim=(2, 3)), q.amax(dim=(-1, -2)), r.amin(dim=(2, 3)),
+                       torch.linalg.vector_norm(x, dim=(2, 3)), torch.logsumexp(x, dim=(2, 3))], dim=1)
+        return torch.log_softmax(self.fc(y) + y.mean(dim=1, keepdim=True), dim=-1)
+
+
+def opset_net():
+    return OpsetNet(), torch.randn(2, 3, 17, 19), ["input"], ["output"]
+
+
+# The ops whose signature changed in opset 18 (ReduceSum changed in 13) and how the rewrite reads them.
+REDUCE_18 = {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+             "ReduceProd", "ReduceSumSquare"}
+
+
+def upgrade_to_18(model):
+    """The opset 17 model in opset 18's form: Reduce* axes attribute -> int64 input; Split with constant
+    sizes that num_outputs gives (parts of ceil(total / n), the last one smaller) -> num_outputs;
+    everything else has the same form in 17 and 18."""
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    consts = {n.output[0]: n for n in g.node if n.op_type == "Constant"}
+    for i, node in enumerate(g.node):
+        if node.op_type in REDUCE_18:
+            axes = [a for a in node.attribute if a.name == "axes"]
+            if axes:
+                name = f"{node.name or node.op_type + str(i)}_axes18"
+                g.initializer.append(numpy_helper.from_array(np.array(list(axes[0].ints), np.int64), name))
+                node.attribute.remove(axes[0])
+                node.input.append(name)
+        elif node.op_type == "Split" and len(node.input) == 2:
+            src = inits.get(node.input[1])
+            sizes = numpy_helper.to_array(src) if src is not None else None
+            if src is None and node.input[1] in consts:
+                sizes = numpy_helper.to_array(consts[node.input[1]].attribute[0].t)
+            n = len(node.output)
+            part = -(-int(sizes.sum()) // n) if sizes is not None else 0
+            if sizes is not None and sizes.tolist() == [part] * (n - 1) + [int(sizes.sum()) - part * (n - 1)]:
+                del node.input[1:]
+                node.attribute.append(onnx.helper.make_attribute("num_outputs", len(node.output)))
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = 18
+    return model
+
+
 MODELS = {
     "cnn_b1": seed_cnn(1),
     "cnn_b64": seed_cnn(64),
@@ -104,7 +173,10 @@ MODELS = {
     "squeezenet1_1": torchvision_model("squeezenet1_1"),
     "transformer": transformer,
     "mlp_b64": mlp,
+    "opsets17": opset_net,
+    "opsets18": opset_net,
 }
+OPSETS = {"opsets17": 17, "opsets18": 18}  # the others: OPSET
 
 
 # ---- export ----------------------------------------------------------------------------------------
@@ -181,9 +253,14 @@ def export_locked(name, build, out, digest):
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.join(out, "test_data_set_0"))
     path = os.path.join(out, "model.onnx")
-    torch.onnx.export(model, x, path, opset_version=OPSET, input_names=in_names, output_names=out_names,
+    opset = OPSETS.get(name, OPSET)
+    direct = min(opset, torch.onnx._constants.ONNX_MAX_OPSET)
+    torch.onnx.export(model, x, path, opset_version=direct, input_names=in_names, output_names=out_names,
                       do_constant_folding=True)
-    onnx.checker.check_model(onnx.load(path))
+    if direct < opset:
+        onnx.save(upgrade_to_18(onnx.load(path)), path)
+    if opset <= onnx.defs.onnx_opset_version():
+        onnx.checker.check_model(onnx.load(path))
     save_pb(x.numpy(), in_names[0], os.path.join(out, "test_data_set_0", "input_0.pb"))
     save_pb(y, out_names[0], os.path.join(out, "test_data_set_0", "output_0.pb"))
 
@@ -198,7 +275,7 @@ def export_locked(name, build, out, digest):
         "torch_f32_vs_f64_max_abs_err": float(err64.max()),
         "torch_f32_vs_f64_max_err_over_tol": float((err64 / (1e-5 + 1e-4 * np.abs(y64))).max()),
         "torch": torch.__version__,
-        "opset": OPSET,
+        "opset": opset,
         "source_sha256": digest,
     }
     with open(os.path.join(out, "info.json"), "w") as f:

@@ -74,9 +74,20 @@ def dynamic(out):
 
 
 def opsets(out):
-    for v in (6, 18):
+    for v in (6, 21, 22):
         g = helper.make_graph([], "op", [vi("x")], [vi("x")])
         save(model_of(g, opset=v), f"{out}/opset{v}.onnx")
+    # An op imported at a newer version of its domain than its legaliser implements (the op table's last
+    # column): Momentum is implemented for ai.onnx.preview.training 1 only.
+    for v in (1, 2):
+        node = helper.make_node("Momentum", ["r", "t", "x", "g", "v"], ["x2", "v2"], name="mom",
+                                domain="ai.onnx.preview.training", alpha=0.9, beta=1.0, epsilon=0.0, mode="standard",
+                                norm_coefficient=0.0)
+        scalar = [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in ("r",)]
+        step = [helper.make_tensor_value_info("t", TensorProto.INT64, [])]
+        g = helper.make_graph([node], "mom", scalar + step + [vi("x"), vi("g"), vi("v")], [vi("x2"), vi("v2")])
+        save(model_of(g, extra_opsets=[helper.make_opsetid("ai.onnx.preview.training", v)]),
+             f"{out}/training_v{v}.onnx")
 
 
 def old_ir(out):

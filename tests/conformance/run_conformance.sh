@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# run_conformance.sh FLOWC EXPECT_FILE OUT_DIR — Debian's libonnx-testdata through `flowc check`.
+# run_conformance.sh FLOWC EXPECT_FILE OUT_DIR [DATA FOLDER...] — ONNX test cases through `flowc check`.
 #
-# Runs every case of node, pytorch-converted, pytorch-operator and simple (one `flowc check` per folder,
+# By default the cases are Debian's libonnx-testdata (DATA is $FLOWC_ONNX_DATA or its install folder):
+# runs every case of node, pytorch-converted, pytorch-operator and simple (one `flowc check` per folder,
 # results in OUT_DIR/<folder>.txt), prints the counts per folder, and compares each case's outcome with
 # the expected-failure list: a case that does not PASS must be listed with exactly its outcome (FAIL,
 # UNSUPPORTED or CONSTANT), and a listed case that passes is an unexpected pass. Either mismatch fails the
 # suite, so the list stays true; tools/update_conformance_list.sh regenerates it.
 set -uo pipefail
 flowc=$1 expect=$2 out=$3
-data=${FLOWC_ONNX_DATA:-/usr/share/libonnx-testdata/data}
+data=${4:-${FLOWC_ONNX_DATA:-/usr/share/libonnx-testdata/data}}
+folders=(node pytorch-converted pytorch-operator simple)
+[ $# -gt 4 ] && folders=("${@:5}")
 jobs=${FLOWC_CHECK_JOBS:-$(nproc)}
 mkdir -p "$out"
 status=0
-for folder in node pytorch-converted pytorch-operator simple; do
+for folder in "${folders[@]}"; do
   "$flowc" check -j "$jobs" "$data/$folder" >"$out/$folder.txt" 2>"$out/$folder.err"
   rc=$?
   # exit 1 only means some case failed; anything else (a usage error, a crash of flowc itself) is fatal
@@ -25,7 +28,9 @@ for folder in node pytorch-converted pytorch-operator simple; do
   ' "$out/$folder.txt"
 done
 # name -> outcome of this run, and of the list
-cat "$out"/node.txt "$out"/pytorch-converted.txt "$out"/pytorch-operator.txt "$out"/simple.txt |
+results=()
+for folder in "${folders[@]}"; do results+=("$out/$folder.txt"); done
+cat "${results[@]}" |
   awk '$1 ~ /^(PASS|FAIL|UNSUPPORTED|CONSTANT)$/ { name = $2; sub(/:$/, "", name); print name, $1 }' | sort >"$out/outcomes.txt"
 sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$expect" | awk 'NF >= 2 { print $1, $2 }' | sort >"$out/expected.txt"
 mismatch=$(join -a 1 -a 2 -e NONE -o 0,1.2,2.2 "$out/outcomes.txt" "$out/expected.txt" | awk '
@@ -37,7 +42,7 @@ mismatch=$(join -a 1 -a 2 -e NONE -o 0,1.2,2.2 "$out/outcomes.txt" "$out/expecte
 if [ -n "$mismatch" ]; then
   printf '%s\n' "$mismatch" | while IFS=$'\t' read -r name msg; do
     echo "$msg"
-    cat "$out"/node.txt "$out"/pytorch-converted.txt "$out"/pytorch-operator.txt "$out"/simple.txt |
+    cat "${results[@]}" |
       awk -v n="$name" '{ x = $2; sub(/:$/, "", x) } x == n { print "    " $0; exit }'
   done
   echo "conformance: FAILED ($(printf '%s\n' "$mismatch" | wc -l) differences from the list; tools/update_conformance_list.sh regenerates it)"

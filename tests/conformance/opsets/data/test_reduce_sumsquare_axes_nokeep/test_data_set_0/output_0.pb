@@ -1,0 +1,1 @@
+By0J;¸…AZ%_AX‘AxÄuAüo A
