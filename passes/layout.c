@@ -51,6 +51,12 @@ static bool is_f32_4d(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank
  * (the verifier checked) with its channel dim either 1 or M. */
 static bool extra_ok(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank <= 4; }
 
+/* group = C = M, one weight channel per group. */
+static bool is_depthwise(const FcOp *op) {
+  int64_t C = op->operands[0].value->type.dims[1], M = op->operands[1].value->type.dims[0];
+  return fc_op_attr_int(op, FC_ATTR_GROUP, 1) == C && M == C && op->operands[1].value->type.dims[1] == 1;
+}
+
 /* The conv op is one this pass rewrites on target t. */
 static bool wants_blocked(const FcTarget *t, const FcOp *op) {
   int64_t B = t->layout.block;
@@ -72,9 +78,10 @@ static bool wants_blocked(const FcTarget *t, const FcOp *op) {
   for (int i = 0; i < 4; i++)
     if (p[i] > MAX_PAD) return false;
   if ((w->dims[2] - 1) * d[0] > MAX_SPAN || (w->dims[3] - 1) * d[1] > MAX_SPAN) return false;
-  if (g != 1)
-    return g == C && M == C && w->dims[1] == 1 && w->dims[2] * w->dims[3] <= MAX_DW_TAPS &&
-           x->dims[3] <= MAX_DW_WIDTH;
+  if (g != 1 && is_depthwise(op))
+    return w->dims[2] * w->dims[3] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH;
+  if (g != 1) /* grouped: kernel_conv_blocked.c over a blocked input */
+    return C % B == 0 && M % g == 0 && w->dims[1] * g == C;
   if (C % B != 0 && C >= B) return false;
   FcConvShape cs;
   return !fc_conv_shape_of(op, &cs) || fc_conv_winograd_variant(t, &cs) == 0; /* Winograd stays in NCHW */
@@ -285,7 +292,7 @@ static FcConvClass conv_class(const FcTarget *t, const FcOp *op) {
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
   const int64_t *s;
   fc_op_attr_ints(op, FC_ATTR_STRIDES, &s);
-  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1) return FC_CONV_DEPTHWISE;
+  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1) return is_depthwise(op) ? FC_CONV_DEPTHWISE : FC_CONV_GROUPED;
   if (x->dims[1] < t->layout.block) return FC_CONV_FIRST;
   if (w->dims[2] * w->dims[3] > 1 || s[0] * s[1] > 1) return FC_CONV_DENSE;
   return FC_CONV_POINTWISE;
@@ -295,6 +302,10 @@ static FcConvClass conv_class(const FcTarget *t, const FcOp *op) {
 static double saved_us_per_mflop(const FcTarget *t, const FcOp *op) {
   FcConvClass c = conv_class(t, op);
   double nchw = t->layout.nchw_gflops[c], blocked = t->layout.blocked_gflops[c];
+  if (c == FC_CONV_GROUPED) { /* lanes that multiply zeros: a group narrower than a block, or straddling two */
+    int64_t B = t->layout.block, Cg = op->operands[1].value->type.dims[1];
+    blocked /= Cg >= B ? (Cg % B == 0 ? 1.0 : 2.0) : (double)B / (double)Cg;
+  }
   return nchw >= blocked ? 0 : 1000.0 / nchw - 1000.0 / blocked;
 }
 
