@@ -20,8 +20,10 @@
  *
  * Which convs: f32, 2-D, constant weights and bias (or none), M % 8 == 0, and either group 1 over
  * C % 8 == 0 channels (blocked input), group 1 over fewer than 8 channels (a first conv over colour
- * planes reads its plain NCHW input, only the result is blocked), or depthwise (group = C = M,
- * C % 8 == 0), within the kernels' limits (pads and dilated kernel spans up to 32; depthwise: up to
+ * planes reads its plain NCHW input, only the result is blocked), depthwise (group = C = M,
+ * C % 8 == 0), or grouped over C % 8 == 0 channels (RegNet, ResNeXt: the dense kernel's tiles read their
+ * groups' inputs; the cost model counts the lanes a group narrower than a block wastes), within the
+ * kernels' limits (pads and dilated kernel spans up to 32; depthwise: up to
  * 81 taps, images up to 8192 wide). Convs that codegen gives Winograd (fc_conv_winograd_variant, the
  * one decision both ask) stay in NCHW: Winograd does them with fewer multiplications than any direct
  * kernel, so they would only add layout changes.
