@@ -23,10 +23,11 @@
  * planes reads its plain NCHW input, only the result is blocked), depthwise (group = C = M,
  * C % 8 == 0), or grouped over C % 8 == 0 channels (RegNet, ResNeXt: the dense kernel's tiles read their
  * groups' inputs; the cost model counts the lanes a group narrower than a block wastes), within the
- * kernels' limits (pads and dilated kernel spans up to 32; depthwise: up to
- * 81 taps, images up to 8192 wide). Convs that codegen gives Winograd (fc_conv_winograd_variant, the
- * one decision both ask) stay in NCHW: Winograd does them with fewer multiplications than any direct
- * kernel, so they would only add layout changes.
+ * kernels' limits (pads up to 32; depthwise: dilated kernel spans up to 32, up to 81 taps, images up to
+ * 8192 wide; dense and grouped: spans up to 80, ASPP's dilation 24, whose kernel skips the taps in the
+ * padding). Convs that codegen gives Winograd (fc_conv_winograd_variant, the one decision both ask) stay
+ * in NCHW: Winograd does them with fewer multiplications than any direct kernel, so they would only add
+ * layout changes.
  * Max and average pools between such convs join them (is_carrier), and a global average pool (reduce
  * over axes {2, 3}) of a blocked conv's result is moved before the layout change, which is then a
  * reshape of [N, C/8, 1, 1, 8]. Which regions are converted is a cost estimate (see "regions" below).
@@ -41,7 +42,9 @@
 
 enum {
   MAX_PAD = 32,        /* the kernels' limits: pads, */
-  MAX_SPAN = 32,       /* (K - 1) * dilation, */
+  MAX_SPAN = 32,       /* (K - 1) * dilation (depthwise), */
+  MAX_DENSE_SPAN = 80, /* and for the dense and grouped kernel: its straight-line edge tiles, at least 5
+                        * pixels wide, stay within its 32 per row (pads 32 / 5 left, span + 6 / 5 right) */
   MAX_DW_TAPS = 81,    /* depthwise taps (kept in registers) */
   MAX_DW_WIDTH = 8192, /* and depthwise input width (its row of zeros) */
 };
@@ -79,9 +82,10 @@ static bool wants_blocked(const FcTarget *t, const FcOp *op) {
    * row of zeros it reads for vertical padding. */
   for (int i = 0; i < 4; i++)
     if (p[i] > MAX_PAD) return false;
-  if ((w->dims[2] - 1) * d[0] > MAX_SPAN || (w->dims[3] - 1) * d[1] > MAX_SPAN) return false;
+  int64_t span = (w->dims[2] - 1) * d[0] > (w->dims[3] - 1) * d[1] ? (w->dims[2] - 1) * d[0] : (w->dims[3] - 1) * d[1];
   if (g != 1 && is_depthwise(op))
-    return w->dims[2] * w->dims[3] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH;
+    return span <= MAX_SPAN && w->dims[2] * w->dims[3] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH;
+  if (span > MAX_DENSE_SPAN) return false;
   if (g != 1) /* grouped: kernel_conv_blocked.c over a blocked input */
     return C % B == 0 && M % g == 0 && w->dims[1] * g == C;
   if (C % B != 0 && C >= B) return false;
