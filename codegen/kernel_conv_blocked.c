@@ -1,7 +1,7 @@
 /* kernel_conv_blocked.c — flow.conv_blocked other than depthwise: a dense or grouped f32 2-D convolution
  * whose result is in the blocked layout NCHW8c, by direct convolution over register tiles (oneDNN's
- * jit_avx2_conv "direct blocked" scheme). The block is the op's (8, or 16 on AVX-512: one vector either way); the text
- * below says 8 for it. Register counts are the target's (FcKernel.target).
+ * jit_avx2_conv "direct blocked" scheme). The block is the op's (8, or 16 on AVX-512: one vector either
+ * way); the text below says 8 for it. Register counts are the target's (FcKernel.target).
  *
  * The register tile is R output pixels of one output row × J blocks of 8 output channels: J·R
  * accumulators (<8 x float>), J weight vectors and one broadcast, no more than the vector register file.
