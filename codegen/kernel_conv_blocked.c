@@ -1,7 +1,7 @@
-/* kernel_conv_blocked.c — flow.conv_blocked with group == 1: a dense f32 2-D convolution whose result is
- * in the blocked layout NCHW8c, by direct convolution over register tiles (oneDNN's jit_avx2_conv
- * "direct blocked" scheme). The block is the op's (8, or 16 on AVX-512: one vector either way); the text
- * below says 8 for it. Register counts are the target's (FcKernel.target).
+/* kernel_conv_blocked.c — flow.conv_blocked other than depthwise: a dense or grouped f32 2-D convolution
+ * whose result is in the blocked layout NCHW8c, by direct convolution over register tiles (oneDNN's
+ * jit_avx2_conv "direct blocked" scheme). The block is the op's (8, or 16 on AVX-512: one vector either
+ * way); the text below says 8 for it. Register counts are the target's (FcKernel.target).
  *
  * The register tile is R output pixels of one output row × J blocks of 8 output channels: J·R
  * accumulators (<8 x float>), J weight vectors and one broadcast, no more than the vector register file.
@@ -38,6 +38,14 @@
  * invalid taps emit nothing (no loads, no branches). A 1×1, stride-1, unpadded conv reads and writes
  * its pixels in the same order, so its image is viewed as the
  * H' × W' (H'·W' = H·W) whose rows tile best (7×7 as one row of 49).
+ *
+ * Grouped convs (RegNet's and ResNeXt's 3×3 convs, group widths 4 to 64) run the same tiles: an oc
+ * group's output channels read the inputs of their conv groups only, a range of ncb ic blocks from the
+ * oc group's first one (grouped_span), and the packed weights hold zeros for the input channels of that
+ * range outside a lane's conv group. With group widths that are multiples of 8 an oc group of one conv
+ * group reads exactly its inputs; narrower groups (4 channels: two conv groups per block) multiply some
+ * zeros, which still beats a loop of tiny GEMMs. J is chosen per conv by that waste against the loads per
+ * FMA (choose_grouped_tile).
  *
  * Cache blocking: a group's weights over all of C·KH·KW can exceed L2 (C = 512, 3×3, J = 2: 288 KiB),
  * so the ic blocks are cut into chunks whose weights stay within CHUNK_BYTES; the first chunk starts the
@@ -86,10 +94,12 @@ typedef struct Cb {
   bool blocked;             /* x is [N, C/B, H, W, B] (else plain [N, C, H, W]) */
   int64_t N, C, H, W, M, MB, KH, KW, OH, OW;
   int64_t sh, sw, dh, dw, pt, pl;
+  int64_t G, Cg, Mg;        /* the conv's groups, and input and output channels per group */
   int J;                    /* oc blocks per register tile (the last group: Jl) */
   int64_t ngroups;          /* ceil(MB / J) */
   int Jl;                   /* oc blocks of the last group */
-  int64_t icb, ncb;         /* input channels per packed ic block, ic blocks */
+  int64_t icb, ncb;         /* input channels per packed ic block, ic blocks an oc group reads */
+  int64_t xcb;              /* ic blocks of x (C / 8 blocked; C / icb plain) */
   int64_t chunk, nchunks;   /* ic blocks per chunk, chunks */
   CbRow row, row_l;         /* the row plans of full groups and of the last group */
   int64_t rb, nrb;          /* output rows per task, row blocks */
@@ -197,13 +207,53 @@ static void pointwise_rows(Cb *g, int R) {
   g->H = g->OH = P / best;
 }
 
+/* Grouped convs. The oc group t (J blocks: output channels [t·8J, t·8J + 8J)) spans the conv's groups
+ * lo_grp .. hi_grp, whose inputs are the channels [lo_grp·Cg, (hi_grp + 1)·Cg): the ic blocks
+ * [lo, hi) covering them. Every oc group reads the same number ncb of ic blocks (the largest span), from
+ * its first block ib0 (moved left where the span would pass the last block), so the loops stay those of
+ * group 1; the packed weights are 0 where an input channel is not in the output channel's group. */
+static void grouped_span(const Cb *g, int J, int64_t t, int64_t *lo, int64_t *hi) {
+  int64_t oc0 = t * J * g->B, oc1 = oc0 + J * g->B < g->M ? oc0 + J * g->B : g->M;
+  *lo = oc0 / g->Mg * g->Cg / g->B;
+  *hi = ((oc1 - 1) / g->Mg + 1) * g->Cg;
+  *hi = (*hi + g->B - 1) / g->B;
+}
+
+/* The first ic block oc group t reads (group 1: 0). */
+static int64_t grouped_ib0(const Cb *g, int64_t t) {
+  int64_t lo, hi;
+  if (g->G == 1) return 0;
+  grouped_span(g, g->J, t, &lo, &hi);
+  return lo < g->xcb - g->ncb ? lo : g->xcb - g->ncb;
+}
+
+/* J for a grouped conv: oc groups wider than a conv group read ic blocks that most of their lanes
+ * multiply by zeros (ncb·8 channels for Cg useful ones), narrower ones load more input per FMA. The cost
+ * of J: the FMAs of every oc group over its ncb blocks, times the loads per FMA when they exceed the
+ * FMAs' throughput (J weights + R broadcasts per J·R FMAs, both two a cycle); ties go to the larger J. */
+static void choose_grouped_tile(Cb *g, int Jmax, int per, int regs) {
+  double best = -1;
+  for (int J = 1; J <= Jmax && J <= g->MB; J++) {
+    int64_t ngroups = (g->MB + J - 1) / J, ncb = 0, lo, hi;
+    for (int64_t t = 0; t < ngroups; t++) {
+      grouped_span(g, J, t, &lo, &hi);
+      if (hi - lo > ncb) ncb = hi - lo;
+    }
+    int R = tile_pixels(J, per, regs);
+    double loads = (double)(J + R) / (double)(J * R);
+    double cost = (double)g->MB * (double)ncb * (loads > 1 ? loads : 1);
+    if (best < 0 || cost <= best) best = cost, g->J = J, g->ngroups = ngroups, g->ncb = ncb;
+  }
+}
+
 /* Fills g from the op; false when the op is not a dense conv_blocked this kernel handles. */
 static bool cb_geometry(const FcKernel *k, Cb *g) {
   const FcOp *op = k->op;
   if (op->kind != FC_OP_CONV_BLOCKED || op->n_operands < 2 || op->n_results != 1) return false;
   int64_t B = fc_op_attr_int(op, FC_ATTR_BLOCK, 0);
-  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) != 1 || !fc_layout_block_supported(B)) return false;
+  if (!fc_layout_block_supported(B)) return false;
   g->B = (int)B;
+  g->G = fc_op_attr_int(op, FC_ATTR_GROUP, 1);
   const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &op->results[0].type;
   if (xt->dtype != FC_DT_F32 || wt->dtype != FC_DT_F32 || yt->dtype != FC_DT_F32) return false;
   if ((xt->rank != 4 && xt->rank != 5) || wt->rank != 4 || yt->rank != 5 || yt->dims[4] != g->B) return false;
@@ -230,7 +280,10 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   g->OH = yt->dims[2];
   g->OW = yt->dims[3];
   g->sh = s[0], g->sw = s[1], g->dh = d[0], g->dw = d[1], g->pt = p[0], g->pl = p[1];
-  if (wt->dims[1] != g->C || g->M != g->MB * g->B || yt->dims[0] != g->N) return false;
+  if (g->G < 1 || g->C % g->G || g->M % g->G || (g->G > 1 && !g->blocked)) return false;
+  g->Cg = g->C / g->G;
+  g->Mg = g->M / g->G;
+  if (wt->dims[1] != g->Cg || g->M != g->MB * g->B || yt->dims[0] != g->N) return false;
   if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1 || g->pt < 0 || g->pl < 0 || g->KH < 1 || g->KW < 1)
     return false;
   if (g->N == 0 || g->C == 0 || g->MB == 0 || g->OH == 0 || g->OW == 0) return false;
@@ -246,14 +299,19 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   target_regs(k, g->B, &per, &regs);
   /* 16 registers: J = 3 for 1×1 convs whose oc blocks it divides, else J = 2 (see the top; a J = 3
    * tiling that leaves a one-block group loses more than it gains). */
-  g->J = regs >= 32 && per == 1 ? 4 : per > 1 ? 1 : g->MB % 3 == 0 && g->KH * g->KW == 1 ? 3 : 2;
-  if (g->J > g->MB) g->J = (int)g->MB;
-  g->ngroups = (g->MB + g->J - 1) / g->J;
-  g->Jl = (int)(g->MB - (g->ngroups - 1) * g->J);
   g->icb = g->B;
   if (!g->blocked)
     while (g->C % g->icb) g->icb--;
-  g->ncb = g->C / g->icb;
+  g->xcb = g->C / g->icb;
+  if (g->G == 1) {
+    g->J = regs >= 32 && per == 1 ? 4 : per > 1 ? 1 : g->MB % 3 == 0 && g->KH * g->KW == 1 ? 3 : 2;
+    if (g->J > g->MB) g->J = (int)g->MB;
+    g->ngroups = (g->MB + g->J - 1) / g->J;
+    g->ncb = g->xcb;
+  } else {
+    choose_grouped_tile(g, regs >= 32 && per == 1 ? 4 : per > 1 ? 1 : 2, per, regs);
+  }
+  g->Jl = (int)(g->MB - (g->ngroups - 1) * g->J);
   int64_t per_block = g->icb * g->KH * g->KW * g->B * g->J * 4; /* bytes of one ic block's weights */
   g->chunk = CHUNK_BYTES / per_block;
   if (g->chunk < 1) g->chunk = 1;
@@ -293,7 +351,8 @@ typedef struct CbCtx {
   /* the current task, group, chunk and row */
   int J;                             /* oc blocks of the group being emitted */
   LLVMValueRef n, mb0, wgrp;         /* batch item, first oc block, the group's packed weights */
-  LLVMValueRef cb0, cb1;             /* the chunk's ic blocks [cb0, cb1) */
+  LLVMValueRef ib0;                  /* the group's first ic block of x */
+  LLVMValueRef cb0, cb1;             /* the chunk's ic blocks [cb0, cb1), from ib0 */
   LLVMValueRef first, last;          /* i1: first / last chunk (NULL: there is one) */
   LLVMValueRef oh, ih0, kh_lo, kh_hi;
   LLVMValueRef yrow;                 /* i64 ((n·MB + mb0)·OH + oh)·OW: y's row index of (mb0, oh, ow 0) */
@@ -370,7 +429,7 @@ static void emit_tile(CbCtx *c, LLVMValueRef ow0v, int64_t ow0, int nr) {
     /* The row pointer of (ic block, ih), at column ow0·sw of this tile. */
     LLVMValueRef xrow;
     if (g->blocked) {
-      LLVMValueRef plane = fc_cg_iadd(k, fc_cg_imulc(k, c->n, g->ncb), cb);
+      LLVMValueRef plane = fc_cg_iadd(k, fc_cg_iadd(k, fc_cg_imulc(k, c->n, g->xcb), c->ib0), cb);
       xrow = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, plane, g->H), ih), g->W * g->B);
     } else {
       LLVMValueRef plane = fc_cg_iadd(k, fc_cg_imulc(k, c->n, g->C), fc_cg_imulc(k, cb, g->icb));
@@ -468,8 +527,14 @@ static void emit_group(CbCtx *c, int J, LLVMValueRef grp, LLVMValueRef oh0, LLVM
   LLVMBuilderRef b = k->b;
   c->J = J;
   c->mb0 = fc_cg_imulc(k, grp, g->J);
-  /* Full groups come first, so the group's packed weights start at grp · (C·KH·KW·8·J_full). */
-  c->wgrp = fptr(c, c->wpk, fc_cg_imulc(k, grp, g->C * g->KH * g->KW * g->B * g->J));
+  /* Full groups come first, so the group's packed weights start at grp · (ncb·icb·KH·KW·8·J_full). */
+  c->wgrp = fptr(c, c->wpk, fc_cg_imulc(k, grp, g->ncb * g->icb * g->KH * g->KW * g->B * g->J));
+  c->ib0 = c64(k, 0);
+  if (g->G > 1) { /* grouped_ib0 at run time */
+    LLVMValueRef grp0 = LLVMBuildUDiv(b, fc_cg_imulc(k, grp, g->J * g->B), c64(k, g->Mg), "");
+    LLVMValueRef lo = LLVMBuildUDiv(b, fc_cg_imulc(k, grp0, g->Cg), c64(k, g->B), "");
+    c->ib0 = fc_cg_smin(k, lo, c64(k, g->xcb - g->ncb));
+  }
   FcLoop lk;
   LLVMValueRef ci = NULL;
   if (g->nchunks > 1) {
@@ -508,21 +573,22 @@ static void emit_group(CbCtx *c, int J, LLVMValueRef grp, LLVMValueRef oh0, LLVM
 
 /* ---- the kernel ---------------------------------------------------------------------------------- */
 
-/* Packs the [M, C, KH, KW] weights as [group][ic block][kh][kw][ic][8J oc] (see the top). */
+/* Packs the [M, Cg, KH, KW] weights as [group][ic block][kh][kw][ic][8J oc] (see the top), zeros
+ * where input channel c is not in output channel oc's conv group. */
 static float *pack_weights(const Cb *g, const float *w) {
-  int64_t n = g->M * g->C * g->KH * g->KW;
+  int64_t n = g->M * g->ncb * g->icb * g->KH * g->KW;
   float *dst = malloc((size_t)n * sizeof(float) + 1);
   if (!dst) return NULL;
   int64_t at = 0;
   for (int64_t grp = 0; grp < g->ngroups; grp++) {
-    int64_t J = grp == g->ngroups - 1 ? g->Jl : g->J, oc0 = grp * g->J * g->B;
+    int64_t J = grp == g->ngroups - 1 ? g->Jl : g->J, oc0 = grp * g->J * g->B, ib0 = grouped_ib0(g, grp);
     for (int64_t cb = 0; cb < g->ncb; cb++)
       for (int64_t kh = 0; kh < g->KH; kh++)
         for (int64_t kw = 0; kw < g->KW; kw++)
           for (int64_t ic = 0; ic < g->icb; ic++)
             for (int64_t o = 0; o < J * g->B; o++) {
-              int64_t oc = oc0 + o, c = cb * g->icb + ic;
-              dst[at++] = w[((oc * g->C + c) * g->KH + kh) * g->KW + kw];
+              int64_t oc = oc0 + o, c = (ib0 + cb) * g->icb + ic;
+              dst[at++] = c / g->Cg != oc / g->Mg ? 0.0f : w[((oc * g->Cg + c % g->Cg) * g->KH + kh) * g->KW + kw];
             }
   }
   FC_ASSERT(at == n);
@@ -536,7 +602,8 @@ FcStatus fc_conv_blocked_dense(FcKernel *k) {
   if (!cb_geometry(k, &g))
     return fc_cg_error(k, FC_ERR_INTERNAL, "the dense blocked conv kernel does not apply to this conv");
   fc_kernel_set_outer(k, g.N * g.nrb * g.ngroups,
-                      2.0 * (double)g.rb * (double)g.OW * (double)(g.J * g.B) * (double)(g.C * g.KH * g.KW));
+                      2.0 * (double)g.rb * (double)g.OW * (double)(g.J * g.B) *
+                          (double)(g.ncb * g.icb * g.KH * g.KW));
 
   CbCtx c = {.k = k, .g = &g, .f32 = LLVMFloatTypeInContext(k->ctx)};
   c.vt = LLVMVectorType(c.f32, (unsigned)g.B);
@@ -545,7 +612,8 @@ FcStatus fc_conv_blocked_dense(FcKernel *k) {
   if (st != FC_OK) return st;
   float *packed = pack_weights(&g, fc_value_const(k->op->operands[1].value)->data);
   if (!packed) return fc_cg_error(k, FC_ERR_LIMIT, "out of memory packing the weights");
-  LLVMValueRef gv = fc_cg_const_bytes(k, packed, (size_t)(g.M * g.C * g.KH * g.KW) * sizeof(float), "conv_blocked_w");
+  size_t nbytes = (size_t)(g.M * g.ncb * g.icb * g.KH * g.KW) * sizeof(float);
+  LLVMValueRef gv = fc_cg_const_bytes(k, packed, nbytes, "conv_blocked_w");
   free(packed);
   c.wpk = fc_kernel_substitute_operand(k, 1, gv);
   for (int j = 0; j < g.J; j++)

@@ -366,8 +366,9 @@ FcStatus fc_kernel_conv_blocked(FcKernel *k) {
   if (fc_conv_blocked_depthwise_applies(k)) return fc_conv_blocked_depthwise(k);
   if (fc_conv_blocked_dense_applies(k)) return fc_conv_blocked_dense(k);
   return fc_cg_error(k, FC_ERR_UNSUPPORTED,
-                     "no kernel for this conv_blocked: the kernels need f32, block 8, constant weights, group 1 "
-                     "or depthwise (up to 81 taps), pads and dilated kernel spans of at most 32");
+                     "no kernel for this conv_blocked: the kernels need f32, block 8 or 16, constant weights, "
+                     "a blocked input when grouped (depthwise: up to 81 taps), pads and dilated kernel spans "
+                     "of at most 32");
 }
 
 /* y[b, m, o..] = bias[m] + sum over (c in m's group, kk, i) with i*s + kk*d - pad = o of

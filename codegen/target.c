@@ -44,11 +44,15 @@ static const FcGemmTile tiles32[] = {{14, 2}, {12, 2}, {8, 2}, {8, 3}, {6, 4}};
  * one more kernel on the thread pool; measured model parameters (see bench/RESULTS.md for the machine).
  * The blocked kernels gain most on depthwise convs (stride-2 ones and small images the most) and on a first
  * conv over fewer than 8 channels (direct tiles against an im2col GEMM with K = 27 or 147); dense 1×1
- * stride 1 has equal speeds: no gain is counted for it. */
+ * stride 1 has equal speeds: no gain is counted for it. A grouped conv in NCHW runs the generic loop nest
+ * (kernel_nn.c); its blocked speed is a dense conv's over the channels it reads, zeros included (the
+ * layout pass scales it by that waste). */
 static const FcLayoutCosts layout_avx2 = {
     .block = 8,
-    .nchw_gflops = {[FC_CONV_DEPTHWISE] = 40, [FC_CONV_FIRST] = 55, [FC_CONV_DENSE] = 70, [FC_CONV_POINTWISE] = 93},
-    .blocked_gflops = {[FC_CONV_DEPTHWISE] = 90, [FC_CONV_FIRST] = 90, [FC_CONV_DENSE] = 95, [FC_CONV_POINTWISE] = 93},
+    .nchw_gflops = {[FC_CONV_DEPTHWISE] = 40, [FC_CONV_FIRST] = 55, [FC_CONV_DENSE] = 70, [FC_CONV_POINTWISE] = 93,
+                    [FC_CONV_GROUPED] = 8},
+    .blocked_gflops = {[FC_CONV_DEPTHWISE] = 90, [FC_CONV_FIRST] = 90, [FC_CONV_DENSE] = 95, [FC_CONV_POINTWISE] = 93,
+                       [FC_CONV_GROUPED] = 90},
     .edge_bytes_per_us = 10000,
     .edge_fixed_us = 2,
 };
@@ -57,9 +61,10 @@ static const FcLayoutCosts layout_avx2 = {
  * layout change costs the same. */
 static const FcLayoutCosts layout_avx512 = {
     .block = 16,
-    .nchw_gflops = {[FC_CONV_DEPTHWISE] = 80, [FC_CONV_FIRST] = 110, [FC_CONV_DENSE] = 140, [FC_CONV_POINTWISE] = 186},
+    .nchw_gflops = {[FC_CONV_DEPTHWISE] = 80, [FC_CONV_FIRST] = 110, [FC_CONV_DENSE] = 140, [FC_CONV_POINTWISE] = 186,
+                    [FC_CONV_GROUPED] = 16},
     .blocked_gflops = {[FC_CONV_DEPTHWISE] = 180, [FC_CONV_FIRST] = 180, [FC_CONV_DENSE] = 190,
-                       [FC_CONV_POINTWISE] = 186},
+                       [FC_CONV_POINTWISE] = 186, [FC_CONV_GROUPED] = 180},
     .edge_bytes_per_us = 10000,
     .edge_fixed_us = 2,
 };

@@ -104,6 +104,7 @@ typedef enum FcConvClass {
   FC_CONV_FIRST,       /* dense over fewer channels than a block (colour planes) */
   FC_CONV_DENSE,       /* dense, K > 1 or stride > 1 */
   FC_CONV_POINTWISE,   /* dense 1×1 stride 1 */
+  FC_CONV_GROUPED,     /* 1 < group, not depthwise (RegNet, ResNeXt) */
   FC_CONV_CLASS_COUNT
 } FcConvClass;
 

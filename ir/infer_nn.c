@@ -201,8 +201,8 @@ FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (g < 1 || !fc_checked_mul(w->dims[1], g, &cg) || cg != c)
     return fc_ih_fail(op, diag, "weight has %lld input channels per group, input has %lld (group %lld)",
                       (long long)w->dims[1], (long long)c, (long long)g);
-  if (g != 1 && (g != c || m != c || !blocked))
-    return fc_ih_fail(op, diag, "group %lld: only 1, or depthwise (group = C = M) over a blocked input",
+  if (g != 1 && (m % g != 0 || !blocked))
+    return fc_ih_fail(op, diag, "group %lld: only 1, or one that divides the output channels, over a blocked input",
                       (long long)g);
   if (m % blk != 0)
     return fc_ih_fail(op, diag, "%lld output channels are not a multiple of the block %lld", (long long)m,

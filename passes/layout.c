@@ -20,11 +20,14 @@
  *
  * Which convs: f32, 2-D, constant weights and bias (or none), M % 8 == 0, and either group 1 over
  * C % 8 == 0 channels (blocked input), group 1 over fewer than 8 channels (a first conv over colour
- * planes reads its plain NCHW input, only the result is blocked), or depthwise (group = C = M,
- * C % 8 == 0), within the kernels' limits (pads and dilated kernel spans up to 32; depthwise: up to
- * 81 taps, images up to 8192 wide). Convs that codegen gives Winograd (fc_conv_winograd_variant, the
- * one decision both ask) stay in NCHW: Winograd does them with fewer multiplications than any direct
- * kernel, so they would only add layout changes.
+ * planes reads its plain NCHW input, only the result is blocked), depthwise (group = C = M,
+ * C % 8 == 0), or grouped over C % 8 == 0 channels (RegNet, ResNeXt: the dense kernel's tiles read their
+ * groups' inputs; the cost model counts the lanes a group narrower than a block wastes), within the
+ * kernels' limits (pads up to 32; depthwise: dilated kernel spans up to 32, up to 81 taps, images up to
+ * 8192 wide; dense and grouped: spans up to 80, ASPP's dilation 24, whose kernel skips the taps in the
+ * padding). Convs that codegen gives Winograd (fc_conv_winograd_variant, the one decision both ask) stay
+ * in NCHW: Winograd does them with fewer multiplications than any direct kernel, so they would only add
+ * layout changes.
  * Max and average pools between such convs join them (is_carrier), and a global average pool (reduce
  * over axes {2, 3}) of a blocked conv's result is moved before the layout change, which is then a
  * reshape of [N, C/8, 1, 1, 8]. Which regions are converted is a cost estimate (see "regions" below).
@@ -39,7 +42,9 @@
 
 enum {
   MAX_PAD = 32,        /* the kernels' limits: pads, */
-  MAX_SPAN = 32,       /* (K - 1) * dilation, */
+  MAX_SPAN = 32,       /* (K - 1) * dilation (depthwise), */
+  MAX_DENSE_SPAN = 80, /* and for the dense and grouped kernel: its straight-line edge tiles, at least 5
+                        * pixels wide, stay within its 32 per row (pads 32 / 5 left, span + 6 / 5 right) */
   MAX_DW_TAPS = 81,    /* depthwise taps (kept in registers) */
   MAX_DW_WIDTH = 8192, /* and depthwise input width (its row of zeros) */
 };
@@ -50,6 +55,12 @@ static bool is_f32_4d(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank
 /* The extra operand e of a conv with result [N, M, OH, OW] can be blocked: it broadcasts to the result
  * (the verifier checked) with its channel dim either 1 or M. */
 static bool extra_ok(const FcType *t) { return t->dtype == FC_DT_F32 && t->rank <= 4; }
+
+/* group = C = M, one weight channel per group. */
+static bool is_depthwise(const FcOp *op) {
+  int64_t C = op->operands[0].value->type.dims[1], M = op->operands[1].value->type.dims[0];
+  return fc_op_attr_int(op, FC_ATTR_GROUP, 1) == C && M == C && op->operands[1].value->type.dims[1] == 1;
+}
 
 /* The conv op is one this pass rewrites on target t. */
 static bool wants_blocked(const FcTarget *t, const FcOp *op) {
@@ -71,10 +82,12 @@ static bool wants_blocked(const FcTarget *t, const FcOp *op) {
    * row of zeros it reads for vertical padding. */
   for (int i = 0; i < 4; i++)
     if (p[i] > MAX_PAD) return false;
-  if ((w->dims[2] - 1) * d[0] > MAX_SPAN || (w->dims[3] - 1) * d[1] > MAX_SPAN) return false;
-  if (g != 1)
-    return g == C && M == C && w->dims[1] == 1 && w->dims[2] * w->dims[3] <= MAX_DW_TAPS &&
-           x->dims[3] <= MAX_DW_WIDTH;
+  int64_t span = (w->dims[2] - 1) * d[0] > (w->dims[3] - 1) * d[1] ? (w->dims[2] - 1) * d[0] : (w->dims[3] - 1) * d[1];
+  if (g != 1 && is_depthwise(op))
+    return span <= MAX_SPAN && w->dims[2] * w->dims[3] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH;
+  if (span > MAX_DENSE_SPAN) return false;
+  if (g != 1) /* grouped: kernel_conv_blocked.c over a blocked input */
+    return C % B == 0 && M % g == 0 && w->dims[1] * g == C;
   if (C % B != 0 && C >= B) return false;
   FcConvShape cs;
   return !fc_conv_shape_of(op, &cs) || fc_conv_winograd_variant(t, &cs) == 0; /* Winograd stays in NCHW */
@@ -285,7 +298,7 @@ static FcConvClass conv_class(const FcTarget *t, const FcOp *op) {
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
   const int64_t *s;
   fc_op_attr_ints(op, FC_ATTR_STRIDES, &s);
-  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1) return FC_CONV_DEPTHWISE;
+  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) > 1) return is_depthwise(op) ? FC_CONV_DEPTHWISE : FC_CONV_GROUPED;
   if (x->dims[1] < t->layout.block) return FC_CONV_FIRST;
   if (w->dims[2] * w->dims[3] > 1 || s[0] * s[1] > 1) return FC_CONV_DENSE;
   return FC_CONV_POINTWISE;
@@ -295,6 +308,10 @@ static FcConvClass conv_class(const FcTarget *t, const FcOp *op) {
 static double saved_us_per_mflop(const FcTarget *t, const FcOp *op) {
   FcConvClass c = conv_class(t, op);
   double nchw = t->layout.nchw_gflops[c], blocked = t->layout.blocked_gflops[c];
+  if (c == FC_CONV_GROUPED) { /* lanes that multiply zeros: a group narrower than a block, or straddling two */
+    int64_t B = t->layout.block, Cg = op->operands[1].value->type.dims[1];
+    blocked /= Cg >= B ? (Cg % B == 0 ? 1.0 : 2.0) : (double)B / (double)Cg;
+  }
   return nchw >= blocked ? 0 : 1000.0 / nchw - 1000.0 / blocked;
 }
 

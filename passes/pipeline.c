@@ -18,7 +18,8 @@
  *        one round alone does not. Then the fusions, on the cleaned-up graph: fuse_layer_norm turns the
  *        written-out LayerNorm (ReduceMean, Sub, Pow, ...) into one layer_norm op before anything
  *        else can take its mul/add tail; eliminate_transpose removes layout-free transposes and
- *        sinks the rest (canonicalize merges the reshapes it leaves); fold_batchnorm folds
+ *        sinks the rest (canonicalize merges the reshapes it leaves); prune_conv_taps drops conv taps
+ *        that read only padding (dilated convs on small maps), before anything packs the weights; fold_batchnorm folds
  *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases,
  *        so that fuse_epilogue finds the activation right after the conv and fuses it, with bias
  *        and residual adds, into the conv's or matmul's epilogue; layout then puts regions of convs
@@ -40,9 +41,9 @@ static const char *const level_pipelines[4] = {
     "",
     "canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
+    "prune_conv_taps,fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
     "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
+    "prune_conv_taps,fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
 };
 
 void fc_pipeline_options_default(FcPipelineOptions *o) {

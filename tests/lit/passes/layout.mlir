@@ -55,8 +55,8 @@ func.func @first_conv(%arg0: tensor<1x3x16x16xf32>) -> tensor<1x16x1x1xf32> {
 // -----
 
 // Left in NCHW: a region of dense convs whose result a max_pool (no blocked form) reads would only add
-// layout changes; a 3x3 stride-1 dense conv is Winograd's; 12 output channels do not block; a group
-// conv that is not depthwise has no blocked kernel; weights that are not constants cannot be packed.
+// layout changes; a 3x3 stride-1 dense conv is Winograd's; 12 output channels do not block; a small
+// grouped 1x1 conv gains less than its layout changes cost; weights that are not constants cannot be packed.
 // CHECK-LABEL: func.func @left_alone(
 // CHECK-NOT:     conv_blocked
 // CHECK-NOT:     transpose
@@ -94,4 +94,24 @@ func.func @strided(%arg0: tensor<1x64x28x28xf32>, %arg1: tensor<1x8x8x8xf32>) ->
   %0 = "flow.conv"(%arg0, %w) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x64x28x28xf32>, tensor<128x64x3x3xf32>) -> tensor<1x128x14x14xf32>
   %1 = "flow.conv"(%arg1, %v) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x8x8xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
   "func.return"(%0, %1) : (tensor<1x128x14x14xf32>, tensor<1x8x4x4xf32>) -> ()
+}
+
+// -----
+
+// A RegNet-style grouped 3x3 conv (4 groups of 16 channels) after a 1x1 conv: one region, the grouped conv
+// blocked like the dense one (its group kept), reading its blocked result directly. The last 1x1 conv gains
+// nothing from the layout and stays in NCHW.
+// CHECK-LABEL: func.func @grouped_block(
+// CHECK:         %[[A:.*]] = "flow.conv_blocked"(%{{.*}}) {block = 8 : i64, {{.*}}group = 1 : i64{{.*}} -> tensor<1x8x14x14x8xf32>
+// CHECK:         %[[B:.*]] = "flow.conv_blocked"(%[[A]], %{{.*}}) {block = 8 : i64, {{.*}}group = 4 : i64, pads = array<i64: 1, 1, 1, 1>{{.*}} : (tensor<1x8x14x14x8xf32>, tensor<64x16x3x3xf32>, tensor<64xf32>) -> tensor<1x8x14x14x8xf32>
+// CHECK:         "flow.conv"(
+func.func @grouped_block(%arg0: tensor<1x64x14x14xf32>) -> tensor<1x64x14x14xf32> {
+  %wa = "flow.constant"() {value = dense<0.5> : tensor<64x64x1x1xf32>} : () -> tensor<64x64x1x1xf32>
+  %wb = "flow.constant"() {value = dense<0.25> : tensor<64x16x3x3xf32>} : () -> tensor<64x16x3x3xf32>
+  %wc = "flow.constant"() {value = dense<0.125> : tensor<64x64x1x1xf32>} : () -> tensor<64x64x1x1xf32>
+  %bc = "flow.constant"() {value = dense<1.0> : tensor<64xf32>} : () -> tensor<64xf32>
+  %0 = "flow.conv"(%arg0, %wa) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x14x14xf32>, tensor<64x64x1x1xf32>) -> tensor<1x64x14x14xf32>
+  %1 = "flow.conv"(%0, %wb) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 4 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x14x14xf32>, tensor<64x16x3x3xf32>) -> tensor<1x64x14x14xf32>
+  %2 = "flow.conv"(%1, %wc, %bc, %arg0) {dilations = array<i64: 1, 1>, epilogue = "add x o3", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x14x14xf32>, tensor<64x64x1x1xf32>, tensor<64xf32>, tensor<1x64x14x14xf32>) -> tensor<1x64x14x14xf32>
+  "func.return"(%2) : (tensor<1x64x14x14xf32>) -> ()
 }
