@@ -28,9 +28,9 @@
  * Max and average pools between such convs join them (is_carrier), and a global average pool (reduce
  * over axes {2, 3}) of a blocked conv's result is moved before the layout change, which is then a
  * reshape of [N, C/8, 1, 1, 8]. A channel scale (mul by a [N, C, 1, 1] tensor: a squeeze-and-excitation
- * block's gate) joins them too, its gate reshaped to [N, C/8, 1, 1, 8]. Which regions are converted is a cost estimate (see "regions" below).
- * Limits: concats, other element-wise ops outside epilogues and Winograd convs have no blocked form, so each
- * is a region's edge.
+ * block's gate) joins them too, its gate reshaped to [N, C/8, 1, 1, 8]. Which regions are converted is a
+ * cost estimate (see "regions" below). Limits: concats, other element-wise ops outside epilogues and
+ * Winograd convs have no blocked form, so each is a region's edge.
  */
 #include "passes.h"
 #include "rewrite.h"
@@ -413,8 +413,8 @@ static void prune_members(Regions *r) {
       if (r->index_of[op->id] < 0 || (!is_carrier(r->t, op) && saved_us_per_mflop(r->t, op) > 0) || used_inside(r, op))
         continue;
       int64_t in, out;
-      if (!fc_type_numel(&op->operands[image_operand(r->t, op)].value->type, &in) || !fc_type_numel(&op->results[0].type, &out) ||
-          out >= in) {
+      const FcType *xt = &op->operands[image_operand(r->t, op)].value->type;
+      if (!fc_type_numel(xt, &in) || !fc_type_numel(&op->results[0].type, &out) || out >= in) {
         r->index_of[op->id] = -1;
         changed = true;
       }
