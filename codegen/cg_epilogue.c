@@ -19,7 +19,9 @@
  *
  * Values are computed in the result dtype's compute type; the bias is added first, then the program's
  * steps run through fc_cg_scalar_op on stand-in ops (the kind and scalar types it reads), on scalars or
- * vectors alike, except max/min against a constant bound (Clip), which take a cheaper exact form. fc_cg_epilogue_row is a loop over the run with whole vectors of the target's width
+ * vectors alike, except max/min against a constant bound (Clip), which take a cheaper exact form, and
+ * f32 SiLU (sigmoid a, then a times it: EfficientNet's activation), computed at once (emit_silu).
+ * fc_cg_epilogue_row is a loop over the run with whole vectors of the target's width
  * (loads, steps and the store on <VW x T>) and a scalar loop for the rest, like the fused element-wise
  * kernel (kernel_fused.c): the memory plan never places a conv's or matmul's result over an operand, so
  * reading the extras and rewriting dst in vectors is correct with no overlap checks, which LLVM's loop
@@ -30,6 +32,7 @@
 
 #include "cg_epilogue.h"
 #include "ew_program.h"
+#include "fcmath.h"
 
 typedef enum { EP_ROW, EP_CONTIG, EP_GENERAL } EpKind;
 
@@ -260,6 +263,34 @@ static LLVMValueRef bound_op(FcKernel *k, const FcCgEpilogue *e, const FcEwStep 
   return NULL;
 }
 
+/* Steps i and i + 1 compute f32 SiLU, a · sigmoid(a) (a mul of a sigmoid's result by its own argument,
+ * in either order), and no other step reads the sigmoid. */
+static bool is_silu_pair(const FcCgEpilogue *e, int i) {
+  const FcEwStep *sg = &e->prog->steps[i], *mu = sg + 1;
+  if (e->dt != FC_DT_F32 || i + 1 >= e->prog->n_steps || sg->kind != FC_OP_SIGMOID || mu->kind != FC_OP_MUL)
+    return false;
+  int32_t a = sg->args[0], s = FC_EW_STEP_REF(i);
+  if (!((mu->args[0] == a && mu->args[1] == s) || (mu->args[0] == s && mu->args[1] == a))) return false;
+  for (int j = i + 2; j < e->prog->n_steps; j++)
+    for (int r = 0; r < e->prog->steps[j].n_args; r++)
+      if (e->prog->steps[j].args[r] == s) return false;
+  return true;
+}
+
+/* SiLU a · sigmoid(a) = num / (1 + e) with e = exp(-|a|) (never overflows) and num = a (a >= 0) or a · e:
+ * one exp, one division, and errors of the same order as sigmoid's then a mul (exp's, then three
+ * roundings), at about half the instructions of sigmoid's double-word form (math.c), which matters in
+ * EfficientNet's convs, whose every result goes through it. */
+static LLVMValueRef emit_silu(FcKernel *k, LLVMValueRef a) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef abs = fc_cg_intrinsic(k, "llvm.fabs", t, &a, 1);
+  LLVMValueRef ex = fc_math_emit(k->mod, k->b, FC_MATH_EXP, LLVMBuildFNeg(k->b, abs, ""), NULL);
+  LLVMValueRef one = fc_cg_splat_const(t, LLVMConstReal(LLVMFloatTypeInContext(k->ctx), 1.0));
+  LLVMValueRef neg = LLVMBuildFCmp(k->b, LLVMRealOLT, a, LLVMConstNull(t), "");
+  LLVMValueRef num = LLVMBuildSelect(k->b, neg, LLVMBuildFMul(k->b, a, ex, ""), a, "");
+  return LLVMBuildFDiv(k->b, num, LLVMBuildFAdd(k->b, one, ex, ""), "silu");
+}
+
 /* The epilogue of v; row_vals[i] (or NULL) holds ops[i]'s row value when it is loaded already. */
 static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col,
                           LLVMValueRef const *row_vals) {
@@ -280,6 +311,11 @@ static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LL
     for (int j = 0; j < st->n_args; j++) {
       int32_t r = st->args[j];
       a[j] = r == FC_EW_REF_X ? x : FC_EW_IS_STEP_REF(r) ? sv[FC_EW_STEP_OF(r)] : vals[e->slot_of[r]];
+    }
+    if (is_silu_pair(e, i)) { /* steps i and i + 1 at once; nothing else reads step i */
+      sv[i + 1] = emit_silu(k, a[0]);
+      i++;
+      continue;
     }
     sv[i] = bound_op(k, e, st, a);
     if (!sv[i]) sv[i] = fc_cg_scalar_op(k, &e->steps[i].op, e->dt, a[0], a[1], a[2]);

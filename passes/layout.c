@@ -30,9 +30,10 @@
  * layout changes.
  * Max and average pools between such convs join them (is_carrier), and a global average pool (reduce
  * over axes {2, 3}) of a blocked conv's result is moved before the layout change, which is then a
- * reshape of [N, C/8, 1, 1, 8]. Which regions are converted is a cost estimate (see "regions" below).
- * Limits: concats, element-wise ops outside epilogues and Winograd convs have no blocked form, so each
- * is a region's edge.
+ * reshape of [N, C/8, 1, 1, 8]. A channel scale (mul by a [N, C, 1, 1] tensor: a squeeze-and-excitation
+ * block's gate) joins them too, its gate reshaped to [N, C/8, 1, 1, 8]. Which regions are converted is a
+ * cost estimate (see "regions" below). Limits: concats, other element-wise ops outside epilogues and
+ * Winograd convs have no blocked form, so each is a region's edge.
  */
 #include "passes.h"
 #include "rewrite.h"
@@ -97,7 +98,7 @@ static bool wants_blocked(const FcTarget *t, const FcOp *op) {
  * channels. On the blocked tensor it is the same pool with a third spatial dim of window 1 (the 8
  * channels of a block), which kernel_pool_blocked.c runs on vectors. It saves nothing by itself, but
  * lets a conv before it and one after it share a region instead of each changing layout. */
-static bool is_carrier(const FcTarget *t, const FcOp *op) {
+static bool is_pool_carrier(const FcTarget *t, const FcOp *op) {
   if ((op->kind != FC_OP_MAX_POOL && op->kind != FC_OP_AVG_POOL) || op->n_results != 1) return false;
   const FcType *x = &op->operands[0].value->type;
   const int64_t *k, *p;
@@ -109,7 +110,33 @@ static bool is_carrier(const FcTarget *t, const FcOp *op) {
   return k[0] * k[1] <= MAX_DW_TAPS && x->dims[3] <= MAX_DW_WIDTH; /* kernel_pool_blocked.c's limits */
 }
 
-/* A region member: a conv to convert or a pool to carry along. */
+/* A channel scale: mul(x, s) or mul(s, x) with x an f32 [N, C, H, W] (C % 8 == 0) and s [N or 1, C, 1, 1]
+ * — the last step of a squeeze-and-excitation block. The index of x, or -1. On the blocked tensor it is
+ * the same mul with s reshaped to [N, C/8, 1, 1, 8]; like a pool, it lets the conv before it (whose result
+ * the block also pools) and the one after it share a region. */
+static int scaled_operand(const FcTarget *t, const FcOp *op) {
+  if (op->kind != FC_OP_MUL || op->n_operands != 2 || op->n_results != 1) return -1;
+  for (int i = 0; i < 2; i++) {
+    const FcType *x = &op->operands[i].value->type, *s = &op->operands[1 - i].value->type;
+    if (!is_f32_4d(x) || !is_f32_4d(s) || !fc_type_equal(x, &op->results[0].type)) continue;
+    if (x->dims[1] == 0 || x->dims[1] % t->layout.block != 0 || s->dims[1] != x->dims[1]) continue;
+    if ((s->dims[0] == 1 || s->dims[0] == x->dims[0]) && s->dims[2] == 1 && s->dims[3] == 1) return i;
+  }
+  return -1;
+}
+
+/* The operand of a carrier or conv that is read in the blocked layout first (its image). */
+static int image_operand(const FcTarget *t, const FcOp *op) {
+  int i = scaled_operand(t, op);
+  return i < 0 ? 0 : i;
+}
+
+/* A member that converts nothing by itself: a pool or a channel scale. */
+static bool is_carrier(const FcTarget *t, const FcOp *op) {
+  return is_pool_carrier(t, op) || scaled_operand(t, op) >= 0;
+}
+
+/* A region member: a conv to convert or a carrier to carry along. */
 static bool is_member(const FcTarget *t, const FcOp *op) { return wants_blocked(t, op) || is_carrier(t, op); }
 
 /* x [N, C, H, W] (C % B == 0) in the blocked layout [N, C/B, H, W, B] (a reshape alone when H = W = 1). */
@@ -215,6 +242,23 @@ static FcStatus rewrite_pool(Rewriter *rw, FcOp *op) {
     if (a) attrs[na++] = *a;
   }
   FcValue *y = from_blocked(&b, fc_b_op1(&b, op->kind, &xb, 1, attrs, na));
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  fc_rw_replace_op(op, &y, &rw->scratch);
+  return FC_OK;
+}
+
+/* mul(x, s) with x blocked and s [N, C, 1, 1] reshaped to [N, C/8, 1, 1, 8] (xi: x's operand index). */
+static FcStatus rewrite_scale(Rewriter *rw, FcOp *op, int xi) {
+  FcBuilder b;
+  fc_builder_init(&b, op->graph, rw->diag);
+  b.before = op;
+  b.loc = op->loc;
+  FcValue *ops[2], *s = op->operands[1 - xi].value;
+  const int64_t *d = s->type.dims;
+  int64_t blocked[5] = {d[0], d[1] / rw->B, 1, 1, rw->B};
+  ops[xi] = to_blocked_once(rw, &b, op->operands[xi].value);
+  ops[1 - xi] = fc_b_reshape(&b, s, 5, blocked);
+  FcValue *y = from_blocked(&b, fc_b_op1(&b, FC_OP_MUL, ops, 2, NULL, 0));
   if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
   fc_rw_replace_op(op, &y, &rw->scratch);
   return FC_OK;
@@ -360,6 +404,7 @@ static double link_input(Regions *r, int i, const FcValue *v) {
 /* Whether the result of member op is read in the blocked layout (by a member, as its input or an
  * extra, or by a spatial reduction), and whether it is read in NCHW (by anything else). */
 static bool reads_blocked(const Regions *r, const FcUse *u) {
+  if (cand_of(r, u->user) >= 0 && u->user->kind == FC_OP_MUL) return u->index == scaled_operand(r->t, u->user);
   return (cand_of(r, u->user) >= 0 && u->index != 1 && u->index != 2) || is_spatial_reduce(u->user);
 }
 static bool used_inside(const Regions *r, const FcOp *op) {
@@ -385,8 +430,8 @@ static void prune_members(Regions *r) {
       if (r->index_of[op->id] < 0 || (!is_carrier(r->t, op) && saved_us_per_mflop(r->t, op) > 0) || used_inside(r, op))
         continue;
       int64_t in, out;
-      if (!fc_type_numel(&op->operands[0].value->type, &in) || !fc_type_numel(&op->results[0].type, &out) ||
-          out >= in) {
+      const FcType *xt = &op->operands[image_operand(r->t, op)].value->type;
+      if (!fc_type_numel(xt, &in) || !fc_type_numel(&op->results[0].type, &out) || out >= in) {
         r->index_of[op->id] = -1;
         changed = true;
       }
@@ -425,7 +470,7 @@ static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack
     FcOp *op = r.cand[i];
     own_cost[i] = own_gain[i] = r.cost_us[i] = r.gain_us[i] = 0;
     if (r.index_of[op->id] < 0) continue;
-    const FcValue *x = op->operands[0].value;
+    const FcValue *x = op->operands[image_operand(t, op)].value;
     own_cost[i] = x->type.dims[1] % t->layout.block == 0 ? link_input(&r, i, x) : 0;
     for (int k = 3; k < op->n_operands && !is_carrier(t, op); k++)
       own_cost[i] += link_input(&r, i, op->operands[k].value);
@@ -455,8 +500,11 @@ FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
   rw.blocked = FC_NEW_ARRAY(&pc->scratch, FcValue *, (size_t)rw.n_ids + 1);
   for (uint32_t i = 0; i <= rw.n_ids; i++) rw.blocked[i] = NULL;
   FcStatus st = FC_OK;
-  for (int i = 0; i < todo.n && st == FC_OK; i++)
-    st = is_carrier(t, todo.v[i]) ? rewrite_pool(&rw, todo.v[i]) : rewrite(&rw, todo.v[i]);
+  for (int i = 0; i < todo.n && st == FC_OK; i++) {
+    FcOp *op = todo.v[i];
+    int xi = scaled_operand(t, op);
+    st = xi >= 0 ? rewrite_scale(&rw, op, xi) : is_pool_carrier(t, op) ? rewrite_pool(&rw, op) : rewrite(&rw, op);
+  }
   fc_graph_for_each_op_safe(m->graph, op, next) {
     if (st == FC_OK) st = sink_spatial_reduce(op, rw.B, &rw.scratch, diag);
   }

@@ -115,3 +115,47 @@ func.func @grouped_block(%arg0: tensor<1x64x14x14xf32>) -> tensor<1x64x14x14xf32
   %2 = "flow.conv"(%1, %wc, %bc, %arg0) {dilations = array<i64: 1, 1>, epilogue = "add x o3", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x14x14xf32>, tensor<64x64x1x1xf32>, tensor<64xf32>, tensor<1x64x14x14xf32>) -> tensor<1x64x14x14xf32>
   "func.return"(%2) : (tensor<1x64x14x14xf32>) -> ()
 }
+
+// -----
+
+// A squeeze-and-excitation block (expand 1x1, depthwise 5x5, SE, project 1x1): the channel scale (its gate
+// the first operand, as PyTorch exports it) joins the region with its [1, 64, 1, 1] gate reshaped to
+// [1, 8, 1, 1, 8], so neither the depthwise result nor the scaled tensor changes layout; the pool sinks
+// below the change.
+// CHECK-LABEL: func.func @squeeze_excite(
+// CHECK:         %[[D:.*]] = "flow.conv_blocked"(%{{.*}}) {{.*}}group = 64 : i64{{.*}} -> tensor<1x8x28x28x8xf32> loc("dw")
+// CHECK-NEXT:    %[[P:.*]] = "flow.reduce_mean"(%[[D]]) {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x8x28x28x8xf32>) -> tensor<1x8x1x1x8xf32>
+// CHECK-NOT:     "flow.transpose"
+// CHECK:         %[[G:.*]] = "flow.sigmoid"
+// CHECK-NEXT:    %[[GB:.*]] = "flow.reshape"(%[[G]]) {shape = array<i64: 1, 8, 1, 1, 8>}
+// CHECK-NEXT:    %[[S:.*]] = "flow.mul"(%[[GB]], %[[D]]) : (tensor<1x8x1x1x8xf32>, tensor<1x8x28x28x8xf32>) -> tensor<1x8x28x28x8xf32> loc("scale")
+// CHECK-NOT:     "flow.transpose"
+// CHECK:         "flow.conv_blocked"(%[[S]], {{.*}} loc("project")
+func.func @squeeze_excite(%arg0: tensor<1x16x28x28xf32>) -> tensor<1x16x28x28xf32> {
+  %we = "flow.constant"() {value = dense<0.25> : tensor<64x16x1x1xf32>} : () -> tensor<64x16x1x1xf32>
+  %w0 = "flow.constant"() {value = dense<0.125> : tensor<64x1x5x5xf32>} : () -> tensor<64x1x5x5xf32>
+  %w1 = "flow.constant"() {value = dense<0.5> : tensor<16x64x1x1xf32>} : () -> tensor<16x64x1x1xf32>
+  %e = "flow.conv"(%arg0, %we) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x28x28xf32>, tensor<64x16x1x1xf32>) -> tensor<1x64x28x28xf32>
+  %0 = "flow.conv"(%e, %w0) {dilations = array<i64: 1, 1>, group = 64 : i64, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>} : (tensor<1x64x28x28xf32>, tensor<64x1x5x5xf32>) -> tensor<1x64x28x28xf32> loc("dw")
+  %1 = "flow.reduce_mean"(%0) {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x64x28x28xf32>) -> tensor<1x64x1x1xf32>
+  %2 = "flow.sigmoid"(%1) : (tensor<1x64x1x1xf32>) -> tensor<1x64x1x1xf32>
+  %3 = "flow.mul"(%2, %0) : (tensor<1x64x1x1xf32>, tensor<1x64x28x28xf32>) -> tensor<1x64x28x28xf32> loc("scale")
+  %4 = "flow.conv"(%3, %w1) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x28x28xf32>, tensor<16x64x1x1xf32>) -> tensor<1x16x28x28xf32> loc("project")
+  "func.return"(%4) : (tensor<1x16x28x28xf32>) -> ()
+}
+
+// -----
+
+// Not channel scales, so region edges: a per-pixel scale [1, 1, 7, 7] and a full [1, 16, 7, 7] product.
+// CHECK-LABEL: func.func @not_channel_scales(
+// CHECK:         "flow.mul"(%{{.*}}, %{{.*}}) : (tensor<1x1x7x7xf32>, tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+// CHECK:         "flow.mul"(%{{.*}}, %{{.*}}) : (tensor<1x16x7x7xf32>, tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+func.func @not_channel_scales(%arg0: tensor<1x16x7x7xf32>, %p: tensor<1x1x7x7xf32>, %q: tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32> {
+  %w0 = "flow.constant"() {value = dense<0.125> : tensor<16x1x3x3xf32>} : () -> tensor<16x1x3x3xf32>
+  %w1 = "flow.constant"() {value = dense<0.5> : tensor<16x16x1x1xf32>} : () -> tensor<16x16x1x1xf32>
+  %0 = "flow.conv"(%arg0, %w0) {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x7x7xf32>, tensor<16x1x3x3xf32>) -> tensor<1x16x7x7xf32>
+  %1 = "flow.mul"(%p, %0) : (tensor<1x1x7x7xf32>, tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  %2 = "flow.mul"(%1, %q) : (tensor<1x16x7x7xf32>, tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32>
+  %3 = "flow.conv"(%2, %w1) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x7x7xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x7x7xf32>
+  "func.return"(%3) : (tensor<1x16x7x7xf32>) -> ()
+}
