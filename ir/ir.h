@@ -456,6 +456,12 @@ FcOp *fc_op_create(FcGraph *g, FcOpKind kind, FcValue *const *operands, int n_op
  * flow.if(cond: tensor<i1>, captured..): regions then and else, inputs = the captured types, each
  *   yielding the op's results. */
 
+/* Nesting limit of regions (the parser and importers refuse deeper ones), bounding every recursive walk. */
+#define FC_MAX_REGION_DEPTH 64
+/* A new empty graph in the module arena, to become a region of an op (fc_op_set_regions). */
+FcGraph *fc_region_new(FcModule *m);
+/* Makes regions[0..n) the regions of op (which has none yet), setting their parent. */
+void fc_op_set_regions(FcOp *op, FcGraph *const *regions, int n);
 /* Creates an op like fc_op_create with `n_regions` empty region graphs (parent = op). */
 FcOp *fc_op_create_with_regions(FcGraph *g, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
                                 int n_regions);

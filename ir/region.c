@@ -9,20 +9,32 @@
 
 #include <string.h>
 
+FcGraph *fc_region_new(FcModule *m) {
+  FcGraph *r = FC_NEW(&m->arena, FcGraph);
+  r->module = m;
+  r->name = "region";
+  return r;
+}
+
+void fc_op_set_regions(FcOp *op, FcGraph *const *regions, int n) {
+  FcArena *a = &op->graph->module->arena;
+  FC_ASSERT(n >= 0 && !op->n_regions);
+  op->n_regions = n;
+  op->regions = n ? FC_NEW_ARRAY(a, FcGraph *, (size_t)n) : NULL;
+  for (int r = 0; r < n; r++) {
+    op->regions[r] = regions[r];
+    regions[r]->parent = op;
+    regions[r]->name = op->kind == FC_OP_IF ? (r == 0 ? "then" : "else") : "body";
+  }
+}
+
 FcOp *fc_op_create_with_regions(FcGraph *g, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
                                 int n_regions) {
   FC_ASSERT(n_regions >= 0);
   FcOp *op = fc_op_create(g, kind, operands, n_operands, n_results);
-  FcArena *a = &g->module->arena;
-  op->n_regions = n_regions;
-  op->regions = n_regions ? FC_NEW_ARRAY(a, FcGraph *, (size_t)n_regions) : NULL;
-  for (int r = 0; r < n_regions; r++) {
-    FcGraph *body = FC_NEW(a, FcGraph);
-    body->module = g->module;
-    body->name = kind == FC_OP_IF ? (r == 0 ? "then" : "else") : "body";
-    body->parent = op;
-    op->regions[r] = body;
-  }
+  FcGraph **r = n_regions ? FC_NEW_ARRAY(&g->module->arena, FcGraph *, (size_t)n_regions) : NULL;
+  for (int i = 0; i < n_regions; i++) r[i] = fc_region_new(g->module);
+  fc_op_set_regions(op, r, n_regions);
   return op;
 }
 

@@ -130,11 +130,37 @@ static void test_if_mismatch(void **state) {
   fc_module_destroy(m);
 }
 
+/* A pass that wires an outer value into a body breaks isolation: the verifier names the user and the loop. */
+static void test_verify_isolation(void **state) {
+  (void)state;
+  Loop l = build_loop(1, true);
+  assert_int_equal(l.d.status, FC_OK);
+  FcOp *mm = l.loop->regions[0]->first;
+  assert_int_equal(mm->kind, FC_OP_MATMUL);
+  fc_op_set_operand(mm, 1, l.m->graph->inputs[2]); /* w itself instead of the block argument */
+  assert_int_equal(fc_verify(l.m, &l.d), FC_ERR_INTERNAL);
+  assert_non_null(strstr(l.d.msg, "node '' (matmul): operand 1 is defined outside the region of 'loop' (flow.loop)"));
+  fc_module_destroy(l.m);
+}
+
+/* A yield inside the function, and a region that lost its yield. */
+static void test_verify_terminators(void **state) {
+  (void)state;
+  Loop l = build_loop(1, true);
+  FcOp *y = l.loop->regions[0]->last;
+  assert_int_equal(y->kind, FC_OP_YIELD);
+  y->kind = FC_OP_RETURN;
+  assert_int_equal(fc_verify(l.m, &l.d), FC_ERR_INTERNAL);
+  assert_non_null(strstr(l.d.msg, "(return): func.return inside a region"));
+  fc_module_destroy(l.m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_loop_infer),       cmocka_unit_test(test_loop_missing_scan_len),
       cmocka_unit_test(test_loop_without_scan), cmocka_unit_test(test_if_infer),
-      cmocka_unit_test(test_if_mismatch),
+      cmocka_unit_test(test_if_mismatch),      cmocka_unit_test(test_verify_isolation),
+      cmocka_unit_test(test_verify_terminators),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
