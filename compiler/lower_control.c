@@ -99,7 +99,7 @@ static bool check_carried(FcLower *l, const FcLxSubgraph *sg, int i, int out_ind
                           const FcValue *next) {
   if (fc_type_equal(&init->type, &next->type)) return true;
   const char *name = sg->gp->output[out_index]->name ? sg->gp->output[out_index]->name : "";
-  fc_lx_unsupported(l, "loop-carried value %d ('%s') changes type from %s to %s in the body; flowc needs static shapes",
+  fc_lx_error(l, "loop-carried value %d ('%s') changes type from %s to %s in the body; flowc needs static shapes",
                     i, name, type_str(l, &init->type), type_str(l, &next->type));
   return false;
 }
@@ -120,7 +120,7 @@ static bool static_trip(FcLower *l, int64_t *len) {
   const FcTensor *t = l->in[0] ? fc_lx_bind_const_input(l, 0) : NULL;
   if (l->diag->status != FC_OK) return false;
   if (!t) {
-    fc_lx_unsupported(l, "scan outputs need a static length: the trip count must be a compile-time constant");
+    fc_lx_error(l, "scan outputs need a static length: the trip count must be a compile-time constant");
     return false;
   }
   int64_t n = fc_tensor_get_i64(t, 0);
@@ -129,7 +129,7 @@ static bool static_trip(FcLower *l, int64_t *len) {
     const FcTensor *c = fc_lx_bind_const_input(l, 1);
     if (l->diag->status != FC_OK) return false;
     if (!c) {
-      fc_lx_unsupported(l, "scan outputs need a static length: the initial condition must be a compile-time constant");
+      fc_lx_error(l, "scan outputs need a static length: the initial condition must be a compile-time constant");
       return false;
     }
     if (fc_tensor_get_i64(c, 0) == 0) *len = 0;
@@ -194,7 +194,7 @@ FcStatus fc_lower_loop(FcLower *l) {
   bool ok = outs[0] != NULL;
   for (int i = 0; ok && i < k; i++) ok = check_carried(l, &sg, i, 1 + i, l->in[2 + i], outs[1 + i]);
   if (ok && n_scan > 0 && !cond_stays_true(outs[0], lp.args[1])) {
-    fc_lx_unsupported(l, "scan outputs need a static length, but the body's condition can end the loop early");
+    fc_lx_error(l, "scan outputs need a static length, but the body's condition can end the loop early");
     ok = false;
   }
   if (!ok) {
@@ -443,7 +443,7 @@ FcStatus fc_lower_if(FcLower *l) {
   }
   for (int i = 0; i < n && st == FC_OK; i++)
     if (!fc_type_equal(&outs[0][i]->type, &outs[1][i]->type))
-      st = fc_lx_unsupported(l, "output %d is %s in then_branch but %s in else_branch; flowc needs static shapes", i,
+      st = fc_lx_error(l, "output %d is %s in then_branch but %s in else_branch; flowc needs static shapes", i,
                              type_str(l, &outs[0][i]->type), type_str(l, &outs[1][i]->type));
   if (st != FC_OK) {
     drop_region_op(op);

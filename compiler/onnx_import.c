@@ -1440,7 +1440,13 @@ FcStatus fc_lx_import_subgraph(FcLower *l, const FcLxSubgraph *sg, FcGraph *g, F
   if ((size_t)n_in != gp->n_input)
     return fc_lx_error(l, "subgraph '%s' has %zu inputs, expected %d", sg->attr, gp->n_input, n_in);
   /* A fresh scope: its own name map, and (for a region: ids restart there) its own folding state. */
-  FcImporter saved = *imp;
+  NameSlot *saved_slots = imp->slots;
+  size_t saved_cap = imp->cap_slots, saved_n = imp->n_slots;
+  FcGraph *saved_g = imp->g;
+  const char *saved_prefix = imp->prefix;
+  FcValue **saved_fwd = imp->fwd;
+  uint8_t *saved_nonconst = imp->nonconst;
+  size_t saved_n_fwd = imp->n_fwd, saved_n_nonconst = imp->n_nonconst;
   bool region = g != imp->g;
   size_t names = gp->n_initializer + gp->n_input + (size_t)sg->n_free + 1;
   for (size_t i = 0; i < gp->n_node; i++) names += gp->node[i]->n_output;
@@ -1482,16 +1488,19 @@ FcStatus fc_lx_import_subgraph(FcLower *l, const FcLxSubgraph *sg, FcGraph *g, F
     else out[i] = resolve(imp, s->value);
   }
   free(imp->slots);
+  imp->slots = saved_slots;
+  imp->cap_slots = saved_cap;
+  imp->n_slots = saved_n;
+  imp->g = saved_g;
+  imp->prefix = saved_prefix;
   if (region) {
     free(imp->fwd);
     free(imp->nonconst);
+    imp->fwd = saved_fwd;
+    imp->n_fwd = saved_n_fwd;
+    imp->nonconst = saved_nonconst;
+    imp->n_nonconst = saved_n_nonconst;
   }
-  /* Back to the enclosing scope; what the body import learnt about unsupported ops stays. */
-  FcImporter inner = *imp;
-  *imp = saved;
-  imp->unsup = inner.unsup;
-  imp->n_unsup = inner.n_unsup;
-  imp->cap_unsup = inner.cap_unsup;
   if (st == FC_OK && skipped) {
     imp->body_skipped = true;
     st = FC_ERR_UNSUPPORTED;
