@@ -400,8 +400,8 @@ FcStatus fc_lower_if(FcLower *l) {
   FcStatus st = fc_lx_need_inputs(l, 1);
   if (st != FC_OK) return st;
   FcLxSubgraph br[2];
-  if ((st = fc_lx_subgraph(l, "then_branch", &br[0])) != FC_OK || (st = fc_lx_subgraph(l, "else_branch", &br[1])) != FC_OK)
-    return st;
+  if ((st = fc_lx_subgraph(l, "then_branch", &br[0])) != FC_OK) return st;
+  if ((st = fc_lx_subgraph(l, "else_branch", &br[1])) != FC_OK) return st;
   int n = (int)br[0].gp->n_output;
   if ((int)br[1].gp->n_output != n)
     return fc_lx_error(l, "then_branch has %d outputs and else_branch %zu", n, br[1].gp->n_output);

@@ -279,7 +279,9 @@ static FcValue *run_time_slice(FcLower *l) {
   const FcValue *base = through_reshapes(sv), *end = through_reshapes(ev);
   if (!end->def || end->def->kind != FC_OP_ADD) return NULL;
   const FcValue *p = end->def->operands[0].value, *q = end->def->operands[1].value;
-  const FcTensor *c = through_reshapes(p) == base ? fc_value_const(q) : through_reshapes(q) == base ? fc_value_const(p) : NULL;
+  const FcTensor *c = through_reshapes(p) == base   ? fc_value_const(q)
+                      : through_reshapes(q) == base ? fc_value_const(p)
+                                                    : NULL;
   int64_t n;
   if (!c || !fc_type_numel(&c->type, &n) || n != 1) return NULL;
   int64_t axis = 0, len = fc_tensor_get_i64(c, 0);

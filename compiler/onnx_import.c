@@ -634,7 +634,8 @@ static const char *after_node_prefix(FcArena *a, const char *msg, const char *la
 
 static FcStatus import_node(FcImporter *imp, const Onnx__NodeProto *node, size_t index) {
   const char *op = node_op(node), *dom = norm_domain(node->domain);
-  const char *label = node->name && *node->name ? node->name : fc_arena_printf(imp->a, "%s%s_%zu", imp->prefix, op, index);
+  const char *label =
+      node->name && *node->name ? node->name : fc_arena_printf(imp->a, "%s%s_%zu", imp->prefix, op, index);
   if (!*op) return fc_error(imp->diag, FC_ERR_INPUT, "node '%s' has no op type", label);
   const OnnxOpRow *row = find_row(dom, op);
   /* Ops without a row were listed by the scan; their inputs are not even resolved (the inputs of an If
@@ -1222,23 +1223,20 @@ const FcTensor *fc_lx_const_input(FcLower *l, int i) {
   return NULL;
 }
 
-/* Unlike fc_lx_const_input this never asks the bind callback: a legaliser probing for a constant (to
- * pick a cheaper lowering) must not turn a real model input into a constant. */
-const FcTensor *fc_lx_try_const_input(FcLower *l, int i) {
+/* Input i's constant (folding, and with `bind` binding graph inputs), or NULL without an error. */
+static const FcTensor *quiet_const_input(FcLower *l, int i, bool bind) {
   if (i < 0 || i >= l->n_in || !l->in[i]) return NULL;
-  FcValue *c = fold_value(l, l->in[i], false);
+  FcValue *c = fold_value(l, l->in[i], bind);
   if (!c) return NULL;
   l->in[i] = c;
   return fc_value_const(c);
 }
 
-const FcTensor *fc_lx_bind_const_input(FcLower *l, int i) {
-  if (i < 0 || i >= l->n_in || !l->in[i]) return NULL;
-  FcValue *c = fold_value(l, l->in[i], true);
-  if (!c) return NULL;
-  l->in[i] = c;
-  return fc_value_const(c);
-}
+/* Unlike fc_lx_const_input this never asks the bind callback: a legaliser probing for a constant (to
+ * pick a cheaper lowering) must not turn a real model input into a constant. */
+const FcTensor *fc_lx_try_const_input(FcLower *l, int i) { return quiet_const_input(l, i, false); }
+
+const FcTensor *fc_lx_bind_const_input(FcLower *l, int i) { return quiet_const_input(l, i, true); }
 
 int fc_lx_const_ints(FcLower *l, int i, const int64_t **v) {
   *v = NULL;
