@@ -192,6 +192,7 @@ FcStatus fc_lower_loop(FcLower *l) {
   }
   outs[0] = as_scalar(l, &lp.body, outs[0], FC_DT_BOOL, "the body's condition output");
   bool ok = outs[0] != NULL;
+  if (!l->in[1]) outs[0] = lp.args[1]; /* without a condition input ONNX ignores the body's: a for loop */
   for (int i = 0; ok && i < k; i++) ok = check_carried(l, &sg, i, 1 + i, l->in[2 + i], outs[1 + i]);
   if (ok && n_scan > 0 && !cond_stays_true(outs[0], lp.args[1])) {
     fc_lx_error(l, "scan outputs need a static length, but the body's condition can end the loop early");
