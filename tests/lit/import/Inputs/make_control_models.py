@@ -2,6 +2,7 @@
 # lower_rnn.c: make_control_models.py KIND OUT.onnx
 #   gru_bidir        GRU-14 bidirectional, seq 20, batch 2, input 3, hidden 4, constant weights
 #   loop_runtime     Loop with a run-time trip count and condition, one carried value, reading outer x
+#   loop_nocond      Loop with a trip count and no condition input whose body yields a constant false
 #   loop_scan_dyn    Loop with a scan output and a run-time trip count (refused: the length is not static)
 #   loop_grow        Loop whose carried value grows by a Concat each iteration (refused: not static)
 #   loop_if_nested   Loop (trip 3) whose body holds an If reading w from the outermost scope
@@ -60,6 +61,11 @@ def build(kind, path):
         save([node('Loop', ['M', 'cond', 'y0'], ['y_end'], name='loop', body=body)],
              [vi('M', I64, []), vi('cond', B, []), vi('y0', F, [3]), vi('x', F, [3])], [vi('y_end', F, [3])],
              path, 13)
+    elif kind == 'loop_nocond':
+        body = loop_body([node('Add', ['y', 'y'], ['y2']), constant('stop', False, np.bool_)],
+                         [vi('y', F, [3])], [vi('stop', B, []), vi('y2', F, [3])])
+        save([node('Loop', ['M', '', 'y0'], ['y_end'], name='loop', body=body)],
+             [vi('M', I64, []), vi('y0', F, [3])], [vi('y_end', F, [3])], path, 13)
     elif kind == 'loop_scan_dyn':
         body = loop_body([node('Add', ['y', 'x'], ['y2']), node('Identity', ['c'], ['c2']),
                           node('Identity', ['y2'], ['s'])],
