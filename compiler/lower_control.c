@@ -53,8 +53,7 @@ FcOp *fc_lx_loop_end(FcLower *l, FcLxLoop *lp, FcValue *const *yields, int n) {
   return fc_b_region_op_finish(l->b, lp->op);
 }
 
-FcValue *fc_lx_gather_row(FcLower *l, FcBuilder *b, FcValue *x, FcValue *t) {
-  (void)l;
+FcValue *fc_lx_gather_row(FcBuilder *b, FcValue *x, FcValue *t) {
   if (!x || !t) return NULL;
   FcValue *ops[2] = {x, t};
   FcAttr a = FC_A_INT(AXIS, 0);
@@ -248,7 +247,7 @@ static FcStatus scan_core(FcLower *l, const FcLxSubgraph *sg, const ScanSpec *sp
       }
       t = t_rev;
     }
-    in[N + j] = fc_lx_gather_row(l, b, lp.args[2 + N + j], t);
+    in[N + j] = fc_lx_gather_row(b, lp.args[2 + N + j], t);
   }
   if (fc_b_status(b) != FC_OK) {
     drop_region_op(lp.op);
@@ -284,8 +283,8 @@ static FcStatus scan_core(FcLower *l, const FcLxSubgraph *sg, const ScanSpec *sp
   return fc_b_status(l->b) == FC_OK ? FC_OK : fc_lx_bail(l);
 }
 
-/* A per-input attribute list: absent (NULL), or exactly n entries. */
-static bool list_attr(FcLower *l, const char *name, int n, const int64_t **v) {
+/* A per-input attribute list: absent (NULL), or exactly n entries (each 0 or 1 for `directions`). */
+static bool list_attr(FcLower *l, const char *name, int n, bool directions, const int64_t **v) {
   int c = fc_lx_ints(l, name, v);
   if (l->diag->status != FC_OK) return false;
   if (c >= 0 && c != n) {
@@ -293,7 +292,7 @@ static bool list_attr(FcLower *l, const char *name, int n, const int64_t **v) {
     return false;
   }
   for (int i = 0; c > 0 && i < c; i++) {
-    if (strstr(name, "directions") && (*v)[i] != 0 && (*v)[i] != 1) {
+    if (directions && (*v)[i] != 0 && (*v)[i] != 1) {
       fc_lx_error(l, "attribute '%s' entry %d is %lld; directions are 0 or 1", name, i, (long long)(*v)[i]);
       return false;
     }
@@ -321,7 +320,7 @@ static FcStatus scan8(FcLower *l, const FcLxSubgraph *sg, ScanSpec *sp) {
   FcValue **in = FC_NEW_ARRAY(fc_lx_arena(l), FcValue *, (size_t)(N + M));
   for (int64_t bi = 0; bi < batch; bi++) {
     FcValue *idx = fc_b_scalar(l->b, FC_DT_I64, (double)bi);
-    for (int i = 0; i < N + M; i++) in[i] = fc_lx_gather_row(l, l->b, l->in[1 + i], idx);
+    for (int i = 0; i < N + M; i++) in[i] = fc_lx_gather_row(l->b, l->in[1 + i], idx);
     if (fc_b_status(l->b) != FC_OK) return fc_lx_bail(l);
     FcStatus st = scan_core(l, sg, sp, in, in + N, per + bi * (N + K));
     if (st != FC_OK) return st;
@@ -361,14 +360,14 @@ FcStatus fc_lower_scan(FcLower *l) {
   for (int i = first; i < l->n_in; i++)
     if (!l->in[i]) return fc_lx_error(l, "input %d is missing", i);
   if (v8) {
-    if (!list_attr(l, "directions", sp.n_scans, &sp.in_rev)) return fc_lx_bail(l);
+    if (!list_attr(l, "directions", sp.n_scans, true, &sp.in_rev)) return fc_lx_bail(l);
     return scan8(l, &sg, &sp);
   }
   const int64_t *in_axes, *out_axes;
-  if (!list_attr(l, "scan_input_axes", sp.n_scans, &in_axes) ||
-      !list_attr(l, "scan_input_directions", sp.n_scans, &sp.in_rev) ||
-      !list_attr(l, "scan_output_axes", sp.n_outs, &out_axes) ||
-      !list_attr(l, "scan_output_directions", sp.n_outs, &sp.out_rev))
+  if (!list_attr(l, "scan_input_axes", sp.n_scans, false, &in_axes) ||
+      !list_attr(l, "scan_input_directions", sp.n_scans, true, &sp.in_rev) ||
+      !list_attr(l, "scan_output_axes", sp.n_outs, false, &out_axes) ||
+      !list_attr(l, "scan_output_directions", sp.n_outs, true, &sp.out_rev))
     return fc_lx_bail(l);
   int N = sp.n_states;
   FcValue **xs = FC_NEW_ARRAY(fc_lx_arena(l), FcValue *, (size_t)sp.n_scans);

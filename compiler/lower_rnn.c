@@ -412,7 +412,7 @@ static bool loop_dir(Rnn *r, Kind kind, int d, FcValue *const *cap, DirOut *o) {
     FcValue *last = fc_b_scalar(r->b, FC_DT_I64, (double)(r->seq - 1));
     t = fc_b_binary(r->b, FC_OP_SUB, last, iter);
   }
-  FcValue *xt = fc_lx_gather_row(l, r->b, bcap[CAP_XW], t); /* [batch, G*H] */
+  FcValue *xt = fc_lx_gather_row(r->b, bcap[CAP_XW], t); /* [batch, G*H] */
   FcValue *hn, *cn, *y;
   step(r, kind, d, bcap, xt, h, c, &hn, &cn);
   if (r->lens || r->lens_col) {

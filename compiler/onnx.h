@@ -214,7 +214,7 @@ bool fc_lx_loop_begin(FcLower *l, FcLxLoop *lp, FcValue *const *ops, int n_ops, 
                       int64_t scan_len);
 FcOp *fc_lx_loop_end(FcLower *l, FcLxLoop *lp, FcValue *const *yields, int n);
 /* Row t (a 0-d i64 value) of x along axis 0, built with b: flow.gather. */
-FcValue *fc_lx_gather_row(FcLower *l, FcBuilder *b, FcValue *x, FcValue *t);
+FcValue *fc_lx_gather_row(FcBuilder *b, FcValue *x, FcValue *t);
 /* x with its axis-0 rows in reverse order, built with b. */
 FcValue *fc_lx_reverse_rows(FcLower *l, FcBuilder *b, FcValue *x);
 
