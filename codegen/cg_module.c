@@ -103,7 +103,7 @@ static bool loop_state_bytes(const FcOp *loop, int64_t *out) {
   int64_t total = 3 * FC_MEMPLAN_ALIGN;
   for (int j = 0; j < k; j++) {
     int64_t n, r;
-    if (!fc_type_nbytes(&loop->operands[2 + j].value->type, &n) || !fc_checked_add(n, FC_MEMPLAN_ALIGN, &r) ||
+    if (!fc_type_nbytes(&loop->operands[2 + j].value->type, &n) || !fc_checked_add(n, FC_MEMPLAN_ALIGN - 1, &r) ||
         !fc_checked_mul(r / FC_MEMPLAN_ALIGN * FC_MEMPLAN_ALIGN, 2, &r) || !fc_checked_add(total, r, &total))
       return false;
   }
