@@ -4,6 +4,7 @@
   loop_check.py rnn DIR OUTDIR    checks loop_rnn.mlir's outputs in OUTDIR (h, y) against numpy
   loop_check.py exit DIR OUTDIR TRIP GO STOP   checks loop_exit.mlir's outputs (acc, count, ys)
   loop_check.py if DIR OUTDIR P   checks if.mlir's outputs (y, same)
+  loop_check.py nested DIR OUTDIR TRIP   checks loop_nested.mlir's outputs (acc, ys)
 Prints OK or what differs.
 """
 import os
@@ -63,6 +64,16 @@ def main():
         x = np.load(os.path.join(d, "x23.npy"))
         y = np.maximum(x, 0) * 2 if sys.argv[4] == "1" else -x
         errs += close("y", got[0], y) + close("same", got[1], x)
+    elif what == "nested":
+        step = np.load(os.path.join(d, "step.npy"))
+        acc, ys = np.zeros(2, np.float32), np.zeros((4, 2), np.float32)
+        for i in range(int(sys.argv[4])):
+            s = np.zeros(2, np.float32)
+            for _ in range(i + 1):
+                s = s + step
+            acc = acc + s if i % 2 == 0 else acc - s
+            ys[i] = acc
+        errs += close("acc", got[0], acc) + close("ys", got[1], ys)
     print("\n".join(errs) if errs else "OK")
 
 
