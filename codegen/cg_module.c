@@ -767,10 +767,10 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
       cg->ctx,
       (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr,
-                      cg->ptr, cg->ptr},
-      13, 0);
-  LLVMValueRef f[13] = {
-      LLVMConstInt(cg->i32, 3, 0), /* FRT_ABI_VERSION */
+                      cg->ptr, cg->ptr, cg->i32, cg->ptr},
+      15, 0);
+  LLVMValueRef f[15] = {
+      LLVMConstInt(cg->i32, 4, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -783,11 +783,13 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       flops,
       cpu_name,
       string_global(cg, features),
+      LLVMConstInt(cg->i32, 0, 0), /* n_variants: cg_dispatch.c makes multiversioned descriptors */
+      LLVMConstNull(cg->ptr),
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 13));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 15));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }
@@ -880,8 +882,14 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
     ks = FC_NEW_ARRAY(&m->arena, CgKernel, (size_t)(n_ops ? n_ops : 1));
     SharedKernels shared = {.text = FC_NEW_ARRAY(&m->arena, char *, (size_t)(n_ops ? n_ops : 1)),
                             .fn = FC_NEW_ARRAY(&m->arena, LLVMValueRef, (size_t)(n_ops ? n_ops : 1))};
+    int n_todo = 0;
+    for (int i = 0; i < n_graphs; i++) {
+      enter_graph(&cg, &graphs[i]);
+      fc_graph_for_each_op(glist[i], op) n_todo += needs_kernel(op) && !fc_memplan_op_is_free(&cg.plan, op);
+    }
     /* An emitter may refuse its op (a dtype or attribute it does not handle): those are collected, so
      * that one message lists every op this model needs; any other failure stops at once. */
+    int step = 0;
     for (int gi = 0; gi < n_graphs && st == FC_OK; gi++) {
       CgGraph *cgg = &graphs[gi];
       enter_graph(&cg, cgg);
@@ -892,6 +900,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
           continue;
         }
         if (!needs_kernel(op) || fc_memplan_op_is_free(&cg.plan, op)) continue;
+        fc_progress(o ? &o->progress : NULL, "codegen", NULL, ++step, n_todo);
         FcDiag d;
         fc_diag_init(&d);
         st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);
