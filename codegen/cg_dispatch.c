@@ -299,7 +299,8 @@ FcStatus fc_multi_finish(FcMultiBuild *mb, FcModule *m, const char *out, FcDiag 
   if (st == FC_OK) st = fc_emit_add_entry_points(mb->mod, name, mb->kind, diag);
   /* For exe this compiles `main` for the baseline; obj/lib/so have their dispatching NAME_run instead. */
   if (st == FC_OK && mb->kind == FC_EMIT_EXE) st = fc_emit_cpu_guard(mb->mod, mb->last, name, mb->kind, diag);
-  st = fc_emit_finish(st, mb->mod, mb->ctx, mb->last ? fc_target_tm(mb->last) : NULL, m, mb->kind, name, out, diag);
+  st = fc_emit_finish(st, mb->mod, mb->ctx, mb->last ? fc_target_tm(mb->last) : NULL, m, mb->kind, name, out,
+                      &mb->o.progress, diag);
   free(mb);
   return st;
 }

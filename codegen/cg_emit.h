@@ -66,9 +66,11 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
 
 /* The second half of fc_emit_artifact, for a module that is ready (entry points, CPU guard, optimised),
  * when st is FC_OK: the object for tm, then the link, header or archive as for fc_emit_artifact. Disposes
- * of mod (may be NULL) and ctx whatever st is; returns st when it is not FC_OK. */
+ * of mod (may be NULL) and ctx whatever st is; returns st when it is not FC_OK. `progress` is told of
+ * each phase. */
 FcStatus fc_emit_finish(FcStatus st, LLVMModuleRef mod, LLVMContextRef ctx, LLVMTargetMachineRef tm, FcModule *m,
-                        FcEmitKind kind, const char *name, const char *out, FcDiag *diag);
+                        FcEmitKind kind, const char *name, const char *out, const FcProgress *progress,
+                        FcDiag *diag);
 
 /* cg_dispatch.c: a multiversioned artefact, one model compiled for several CPUs (x86-64 only) and the
  * best variant this CPU supports chosen when it first runs (frt_model_variant); the symbols and the
