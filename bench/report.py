@@ -9,11 +9,13 @@ again — for instance after bench/pass_effects.json (pass name → text, the "G
 effect" table, filled in by whoever measured a pass) changed. Nothing here computes a number that is
 not derived from the measured data: latencies, FLOP counts, the FMA peak, RSS and compile times all come
 from the run; this file only divides, takes geometric means and compares with the issue's targets.
+The "Zoo" section comes from ZOO.json beside the results (bench/zoo.py, `python3 bench/run.py --zoo`).
 """
 import argparse
 import json
 import math
 import os
+import re
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["cnn_b1", "cnn_b64", "mlp_b64", "resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
@@ -44,6 +46,35 @@ def fmt_pct(x):
 def median_of(res, runner, t, stat="median_ms"):
     s = res.get("times", {}).get(f"{runner}/{t}")
     return s[stat] if s else None
+
+
+def ort_ratio(res, t):
+    """flowc's and onnxruntime's medians at t threads, and flowc / onnxruntime (None when one is missing)."""
+    f, o = median_of(res, "flowc", t), median_of(res, "ort", t)
+    return f, o, (f / o if f and o else None)
+
+
+def each_pair(add, models, failed_row, ratios):
+    """Yields (result, threads, flowc ms, onnxruntime ms, ratio) for each model × thread count of a latency
+    table, appending the measured ratios to `ratios`; a model that failed gets add(failed_row(result))."""
+    for res in models:
+        if "error" in res:
+            add(failed_row(res))
+            continue
+        for t in THREADS:
+            f, o, ratio = ort_ratio(res, t)
+            if ratio:
+                ratios.append((res["name"], t, ratio))
+            yield res, t, f, o, ratio
+
+
+def add_geomean(add, ratios):
+    """The paragraph under a latency table: the geometric mean of its flowc / onnxruntime ratios (returned)."""
+    geomean = geometric_mean([r for _, _, r in ratios])
+    add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
+        + ("—" if geomean is None else f"**{geomean:.2f}**") + ".")
+    add("")
+    return geomean
 
 
 def min_ratio(res, t):
@@ -128,27 +159,19 @@ def section_models(add, data, peak1):
         "| flowc GFLOP/s (% peak) | ORT GFLOP/s (% peak) | PyTorch GFLOP/s (% peak) | load |")
     add("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios = []
-    for res in data["models"]:
-        if "error" in res:
-            add(f"| {res['name']} | | | failed: {first_line(res.get('error'))} | | | | | | | | |")
-            continue
-        for t in THREADS:
-            f, o, y = (median_of(res, r, t) for r in RUNNERS)
-            ratio = f / o if f and o else None
-            if ratio:
-                ratios.append((res["name"], t, ratio))
-            cells = []
-            for ms in (f, o, y):
-                g = gflops(res["flops"], ms)
-                cells.append("—" if g is None else f"{g:.1f} ({fmt_pct(100 * g / (peak1 * t))})")
-            add(f"| {res['name']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | {fmt_ms(y)} | "
-                f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {' | '.join(cells)} "
-                f"| {res['load']:.1f} |")
+    def failed(res):
+        return f"| {res['name']} | | | failed: {first_line(res.get('error'))} | | | | | | | | |"
+    for res, t, f, o, ratio in each_pair(add, data["models"], failed, ratios):
+        y = median_of(res, "torch", t)
+        cells = []
+        for ms in (f, o, y):
+            g = gflops(res["flops"], ms)
+            cells.append("—" if g is None else f"{g:.1f} ({fmt_pct(100 * g / (peak1 * t))})")
+        add(f"| {res['name']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | {fmt_ms(y)} | "
+            f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {' | '.join(cells)} "
+            f"| {res['load']:.1f} |")
     add("")
-    geomean = geometric_mean([r for _, _, r in ratios])
-    add(f"Geometric mean of the flowc / onnxruntime ratios over {len(ratios)} model × thread pairs: "
-        + ("—" if geomean is None else f"**{geomean:.2f}**") + ".")
-    add("")
+    geomean = add_geomean(add, ratios)
     floor = data.get("floor", {})
     f, o = median_of(floor, "flowc", 1), median_of(floor, "ort", 1)
     if f and o:
@@ -344,8 +367,205 @@ def section_passes(add, effects):
     add("")
 
 
-def write_report(path, data, effects=None):
-    """Writes the Markdown report for `data` (run.py's results); returns the geometric mean ratio."""
+
+# ---- the zoo (bench/zoo.py) --------------------------------------------------------------------------
+
+ZOO_JSON = "ZOO.json"  # bench/zoo.py's raw results, beside the report
+ZOO_RSS_LIMIT, ZOO_RATIO_LIMIT, ZOO_GEOMEAN_LIMIT, RNN_BUILD_LIMIT_S, RNN_LONG_STEPS = 1.2, 1.0, 0.8, 5.0, 1000
+
+
+def load_beside(path, name):
+    """The JSON file `name` in the report's folder, or None."""
+    p = os.path.join(os.path.dirname(os.path.abspath(path)), name)
+    if not os.path.exists(p):
+        return None
+    with open(p) as f:
+        return json.load(f)
+
+
+def zoo_build_failure(res):
+    what = "export failed" if res.get("export_failed") else "build timed out" if res.get("timed_out") else "build failed"
+    return f"{what}: {first_line(res.get('error'))}"
+
+
+def kernel_cell(k):
+    """A --profile row as "conv `…block.0.0/Conv` 38%": the kernel's op kind, then the end of its node name
+    (the ONNX node it comes from; the start of a long path says less than its end)."""
+    m = re.fullmatch(r"node '(.*)' \((.*)\)", k["kernel"])
+    kind, name = (m.group(2), m.group(1)) if m else ("", k["kernel"])
+    name = name if len(name) <= 40 else "…" + name[-39:]
+    return f"{kind} `{name}` {k['share']:.0f}%".replace("|", "\\|").strip()
+
+
+def section_zoo(add, zoo):
+    """The Zoo section: latency, resources, kernels, the recurrent build scaling and the zoo's targets."""
+    add("## Zoo (issue 13)")
+    add("")
+    add(f"Produced by `python3 bench/run.py --zoo{zoo['argv']}` on {zoo['date']} in {zoo['seconds'] / 60:.1f} min "
+        f"(git {zoo['git']}, onnxruntime-node {zoo['ort_version']}; load average {zoo['load_start']:.2f} at start, "
+        f"{zoo['load_end']:.2f} at end); raw data in {ZOO_JSON}. Models from bench/zoo_models.py, random seeded "
+        "weights, exported by PyTorch at bench time. flowc and onnxruntime timed as above "
+        f"({zoo['cfg']['rounds']} interleaved rounds, batches of about {zoo['cfg']['seconds']} s); each `flowc "
+        f"build` limited to {zoo['cfg']['build_timeout']:.0f} s.")
+    add("")
+    add("| model | covers | GFLOP | threads | flowc ms | onnxruntime ms | flowc / ORT | (min) | load |")
+    add("|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    def failed(res):
+        return f"| {res['name']} | {res['what']} | | | {zoo_build_failure(res)} | | | | |"
+    for res, t, f, o, ratio in each_pair(add, zoo["models"], failed, ratios):
+        add(f"| {res['name']} | {res['what']} | {res['flops'] / 1e9:.3f} | {t} | {fmt_ms(f)} | {fmt_ms(o)} | "
+            f"{'—' if ratio is None else f'{ratio:.2f}'} | {min_ratio(res, t)} | {res['load']:.1f} |")
+    add("")
+    geomean = add_geomean(add, ratios)
+    section_failures(add, zoo["models"])
+    add("Compile: wall time of `flowc build` (CPU time in brackets). Peak RSS as above (onnxruntime net of its "
+        f"{zoo['ort_baseline_kib'] / 1024:.1f} MiB baseline; the RSS ratio is flowc over that net figure). "
+        "Max |Δ| against PyTorch's output; the tolerance is max(1e-4 · max|y|, 10 × PyTorch's own float32 vs "
+        "float64 error) + 1e-5.")
+    add("")
+    add("| model | compile s | exe MiB | flowc RSS MiB | ORT RSS MiB net (raw) | RSS ratio "
+        "| max abs diff flowc / ORT | tolerance | within |")
+    add("|---|---|---|---|---|---|---|---|---|")
+    for res in zoo["models"]:
+        if "error" in res:
+            add(f"| {res['name']} | {zoo_build_failure(res)} | | | | | | | |")
+            continue
+        mem = res.get("memory")
+        memcells = ("— | — | —" if not mem else
+                    f"{mem['flowc_kib'] / 1024:.1f} | {mem['ort_net_kib'] / 1024:.1f} ({mem['ort_kib'] / 1024:.1f}) "
+                    f"| {mem['flowc_kib'] / max(mem['ort_net_kib'], 1):.2f}")
+        d = res.get("max_abs_diff", {})
+        diffs = " / ".join("—" if r not in d else f"{d[r]:.1e}" for r in ("flowc", "ort"))
+        ok = [r for r in ("flowc", "ort") if r in d and d[r] <= res["tolerance"]]
+        within = ", ".join(f"{RUNNER_NAMES[r]} {'ok' if r in ok else '**OFF**'}" for r in ("flowc", "ort") if r in d)
+        add(f"| {res['name']} | {res['compile_s']:.2f} ({res['compile_cpu_s']:.2f}) | {res['exe_bytes'] / 2**20:.1f} "
+            f"| {memcells} | {diffs} | {res['tolerance']:.1e} | {within or '—'} |")
+    add("")
+    add("Top three kernels by time, from the flowc executable's `--profile` (1 thread, mean of 5 runs): share "
+        "of the time in kernels.")
+    add("")
+    add("| model | kernels | ms in kernels | first | second | third |")
+    add("|---|---|---|---|---|---|")
+    for res in zoo["models"]:
+        prof = res.get("profile")
+        if not prof:
+            continue
+        cells = [kernel_cell(k) for k in prof["top"]] + [""] * (3 - len(prof["top"]))
+        add(f"| {res['name']} | {prof['kernels']} | {fmt_ms(prof['kernel_ms'])} | {' | '.join(cells)} |")
+    add("")
+    section_scaling(add, zoo)
+    section_zoo_targets(add, zoo, ratios, geomean)
+
+
+def section_scaling(add, zoo):
+    if not zoo.get("scaling"):
+        return
+    add("Recurrent models: build time by sequence length (`flowc build`, wall; the model at each length is the "
+        "zoo's, with a longer input).")
+    add("")
+    add("| model | steps | build s |")
+    add("|---|---|---|")
+    for e in zoo["scaling"]:
+        cell = (f"not attempted: {e['skipped']}" if "skipped" in e else zoo_build_failure(e) if "error" in e
+                else f"{e['compile_s']:.2f} ({e['compile_cpu_s']:.2f} CPU)")
+        add(f"| {e['what']} | {e['steps']} | {cell} |")
+    add("")
+
+
+def scaling_verdicts(zoo):
+    """(text, met) for the 1000-step build limit and for linear growth, over each recurrent kind."""
+    kinds = {}
+    for e in zoo.get("scaling", []):
+        kinds.setdefault(e["kind"], []).append(e)
+    long_parts, growth_parts, long_ok, growth_ok = [], [], bool(kinds), bool(kinds)
+    for kind, es in kinds.items():
+        es.sort(key=lambda e: e["steps"])
+        last = next((e for e in es if e["steps"] == RNN_LONG_STEPS), None)
+        if last and "compile_s" in last:
+            long_parts.append(f"{kind} {last['compile_s']:.2f} s")
+            long_ok &= last["compile_s"] <= RNN_BUILD_LIMIT_S
+        else:
+            long_parts.append(f"{kind} " + ("not measured" if not last else "not attempted" if "skipped" in last
+                                            else "timed out" if last.get("timed_out") else "failed"))
+            long_ok = False
+        built = [e for e in es if "compile_s" in e]
+        steps = []
+        for a, b in zip(built, built[1:]):
+            growth = b["compile_s"] / a["compile_s"]
+            steps.append(f"{a['steps']}→{b['steps']} steps ×{growth:.2f} (steps ×{b['steps'] / a['steps']:.1f})")
+            growth_ok &= growth <= b["steps"] / a["steps"]
+        if len(built) < len(es):
+            steps.append(f"{len(es) - len(built)} length(s) not built")
+            growth_ok = False
+        growth_parts.append(f"{kind}: " + ", ".join(steps or ["nothing to compare"]))
+    return "; ".join(long_parts), long_ok, "; ".join(growth_parts), growth_ok
+
+
+def section_zoo_targets(add, zoo, ratios, geomean):
+    add("### Zoo targets")
+    add("")
+    expected = len(zoo["models"]) * len(THREADS)
+    failed = [r["name"] for r in zoo["models"] if "error" in r]
+    slower = [f"{n} at {plural(t)} ({r:.2f})" for n, t, r in ratios if r > ZOO_RATIO_LIMIT]
+    worst = max(ratios, key=lambda x: x[2]) if ratios else None
+    complete = len(ratios) == expected
+    add(f"- every zoo model ≤ {ZOO_RATIO_LIMIT:.1f}× onnxruntime's median at 1 and 2 threads: {len(ratios)} of "
+        f"{expected} pairs measured"
+        + (f" (not built: {', '.join(failed)})" if failed else "")
+        + (f", worst {worst[2]:.2f} ({worst[0]}, {plural(worst[1])})" if worst else "")
+        + (f"; slower on {len(slower)}: {', '.join(slower)}" if slower else "")
+        + f" — {verdict(complete and not slower)}")
+    add(f"- geometric mean ≤ {ZOO_GEOMEAN_LIMIT} over the zoo: "
+        + ("not measured" if geomean is None else f"{geomean:.2f} over {len(ratios)} of {expected} pairs")
+        + f" — {verdict(complete and geomean is not None and geomean <= ZOO_GEOMEAN_LIMIT)}")
+    with_mem = [r for r in zoo["models"] if r.get("memory")]
+    over = [f"{r['name']} ({r['memory']['flowc_kib'] / max(r['memory']['ort_net_kib'], 1):.2f})" for r in with_mem
+            if r["memory"]["flowc_kib"] > ZOO_RSS_LIMIT * r["memory"]["ort_net_kib"]]
+    add(f"- peak RSS ≤ {ZOO_RSS_LIMIT}× onnxruntime's (net) for every zoo model: {len(with_mem)} of "
+        f"{len(zoo['models'])} measured" + (f"; over on {len(over)}: {', '.join(over)}" if over else "")
+        + f" — {verdict(len(with_mem) == len(zoo['models']) and not over)}")
+    diffs = [r for r in zoo["models"] if "flowc" in r.get("max_abs_diff", {})]
+    off = [r["name"] for r in diffs if r["max_abs_diff"]["flowc"] > r["tolerance"]]
+    add(f"- flowc's output within the tolerance of PyTorch's: {len(diffs) - len(off)} of {len(zoo['models'])}"
+        + (f"; off on {', '.join(off)}" if off else "") + f" — {verdict(len(diffs) == len(zoo['models']) and not off)}")
+    if zoo.get("scaling"):
+        long_text, long_ok, growth_text, growth_ok = scaling_verdicts(zoo)
+        add(f"- a {RNN_LONG_STEPS}-step GRU/LSTM model builds in ≤ {RNN_BUILD_LIMIT_S:.0f} s: {long_text} — "
+            f"{verdict(long_ok)}")
+        add(f"- build time grows at most linearly with the sequence length (build-time ratio ≤ steps ratio): "
+            f"{growth_text} — {verdict(growth_ok)}")
+    else:
+        add("- recurrent build-time scaling: not run (--no-scaling)")
+    add("")
+
+
+def write_zoo_only(path, zoo):
+    """The report when only the zoo was measured (no RESULTS.json beside it)."""
+    lines = ["# flowc CPU benchmark", ""]
+    mc = zoo["machine"]
+    lines += [f"Machine: {mc['model']}, {mc['cpus']} CPUs; flowc {zoo['flowc_version']}, build dir "
+              f"`{zoo['build']}`; node {zoo['node_version']}. The main benchmark (`python3 bench/run.py`) has not "
+              "been run beside this report.", ""]
+    section_zoo(lines.append, zoo)
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def render(path):
+    """Re-renders the report at `path` from the raw results beside it (RESULTS.json, ZOO.json)."""
+    raw = os.path.splitext(path)[0] + ".json"
+    if os.path.exists(raw):
+        with open(raw) as f:
+            return write_report(path, json.load(f))
+    zoo = load_beside(path, ZOO_JSON)
+    if zoo:
+        write_zoo_only(path, zoo)
+    return None
+
+def write_report(path, data, effects=None, zoo=None):
+    """Writes the Markdown report for `data` (run.py's results), with the zoo section when ZOO.json (or
+    `zoo`) is there; returns the geometric mean ratio."""
     peak1 = data["peak"]["gflops_1t"]
     lines = []
     add = lines.append
@@ -361,6 +581,9 @@ def write_report(path, data, effects=None):
     section_resources(add, data)
     pct_1024 = section_gemm(add, data, peak1)
     geomean = section_targets(add, data, peak1, ratios, pct_1024)
+    zoo = load_beside(path, ZOO_JSON) if zoo is None else zoo
+    if zoo:
+        section_zoo(add, zoo)
     section_passes(add, load_pass_effects() if effects is None else effects)
     with open(path, "w") as f:
         f.write("\n".join(lines))
@@ -372,10 +595,12 @@ def main():
     ap.add_argument("results", nargs="?", default=os.path.join(BENCH, "RESULTS.json"))
     ap.add_argument("--out", default=None, help="the report (default: the results file with .md)")
     args = ap.parse_args()
-    with open(args.results) as f:
-        data = json.load(f)
     out = args.out or os.path.splitext(args.results)[0] + ".md"
-    write_report(out, data)
+    if os.path.exists(args.results):
+        with open(args.results) as f:
+            write_report(out, json.load(f), zoo=load_beside(args.results, ZOO_JSON))
+    else:
+        render(out)
     print(f"wrote {out}")
 
 

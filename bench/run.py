@@ -2,6 +2,7 @@
 """bench/run.py — the CPU benchmark of issue 4: flowc-built programs against onnxruntime and PyTorch.
 
     python3 bench/run.py [--quick] [--models a,b] [--out bench/RESULTS.md] [--build DIR] [--models-dir DIR]
+    python3 bench/run.py --zoo [--quick] ...     the zoo of issue 13 instead (bench/zoo.py, its own options)
 
 One run does everything on the same inputs and writes bench/RESULTS.md, with the raw numbers beside it
 in bench/RESULTS.json (bench/report.py renders the one from the other):
@@ -47,6 +48,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -97,12 +99,27 @@ def run(cmd, **kw):
     return p.stdout
 
 
-def run_rusage(cmd, stdout=subprocess.DEVNULL):
-    """Runs cmd; returns (exit status, wall seconds, its rusage, stderr text)."""
+class Timeout(RuntimeError):
+    """A command that ran past its time limit (and was killed with its children)."""
+
+
+def run_rusage(cmd, stdout=subprocess.DEVNULL, timeout=None):
+    """Runs cmd; returns (exit status, wall seconds, its rusage, stderr text). With a timeout (seconds),
+    a command still running then is killed with its process group (a linker it started too) and Timeout
+    is raised."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=stdout, stderr=err)
-        _, status, usage = os.wait4(p.pid, 0)
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=err, start_new_session=timeout is not None)
+        while True:
+            pid, status, usage = os.wait4(p.pid, 0 if timeout is None else os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                os.killpg(p.pid, signal.SIGKILL)
+                os.wait4(p.pid, 0)
+                p.returncode = -signal.SIGKILL
+                raise Timeout(f"{os.path.basename(str(cmd[0]))} timed out after {timeout:.0f} s")
+            time.sleep(0.05)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
@@ -231,16 +248,20 @@ def read_pb(path):
     return tensor.name, numpy_helper.to_array(tensor)
 
 
-def flowc_flops(flowc, model):
-    out = run([flowc, "info", model])
+def flowc_flops(flowc, model, timeout=None):
+    try:
+        out = run([flowc, "info", model], timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Timeout(f"flowc info timed out after {timeout:.0f} s") from None
     m = re.search(r"^flops\s+(\d+)", out, re.M)
     if not m:
         raise RuntimeError(f"flowc info {model}: no flops line")
     return int(m.group(1))
 
 
-def prepare_case(flowc, name, case_dir, work, compile_reps):
-    """Compiles one model and writes its raw input; returns the case's description or its error."""
+def prepare_case(flowc, name, case_dir, work, compile_reps, timeout=None):
+    """Compiles one model and writes its raw input; returns the case's description or its error
+    (with "timed_out" set when flowc ran past `timeout` seconds)."""
     os.makedirs(work, exist_ok=True)
     model = os.path.join(case_dir, "model.onnx")
     input_pb = os.path.join(case_dir, "test_data_set_0", "input_0.pb")
@@ -250,20 +271,21 @@ def prepare_case(flowc, name, case_dir, work, compile_reps):
     x.astype("<f4").tofile(raw)
     case = {"name": name, "model": model, "input_pb": input_pb, "input_raw": raw, "input_name": in_name,
             "dims": ",".join(map(str, x.shape)), "expected": want, "work": work}
-    try:
-        case["flops"] = flowc_flops(flowc, model)
-    except RuntimeError as e:
-        case["error"] = str(e)
-        return case
     exe = os.path.join(work, "model.exe")
     walls, cpus = [], []
-    for _ in range(compile_reps):
-        rc, wall, usage, err = run_rusage([flowc, "build", model, "-o", exe])
-        if rc != 0:
-            case["error"] = failure(["flowc build"], rc, err)
-            return case
-        walls.append(wall)
-        cpus.append(usage.ru_utime + usage.ru_stime)
+    try:
+        case["flops"] = flowc_flops(flowc, model, timeout)
+        for _ in range(compile_reps):
+            rc, wall, usage, err = run_rusage([flowc, "build", model, "-o", exe], timeout=timeout)
+            if rc != 0:
+                case["error"] = failure(["flowc build"], rc, err)
+                return case
+            walls.append(wall)
+            cpus.append(usage.ru_utime + usage.ru_stime)
+    except RuntimeError as e:
+        case["error"] = str(e)
+        case["timed_out"] = isinstance(e, Timeout)
+        return case
     case.update(exe=exe, compile_s=min(walls), compile_all_s=walls, compile_cpu_s=min(cpus),
                 exe_bytes=os.path.getsize(exe))
     return case
@@ -636,8 +658,21 @@ def bench_floor(flowc, root, cfg):
 
 # ---- main --------------------------------------------------------------------------------------------
 
+def selected_models(ap, text, known):
+    """The names of a --models list ("a,b"), each checked against `known` (a usage error otherwise)."""
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        ap.error(f"unknown model(s): {', '.join(unknown)}")
+    return names
+
+
 def main():
+    if "--zoo" in sys.argv[1:]:  # the zoo has options of its own (bench/zoo.py)
+        import zoo
+        return zoo.main([a for a in sys.argv[1:] if a != "--zoo"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--zoo", action="store_true", help="run the zoo of bench/zoo.py instead (its own options)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter batches (smoke run)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: " + ", ".join(MODELS))
     ap.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"), help="the report (default bench/RESULTS.md)")
@@ -648,10 +683,7 @@ def main():
                     help="use BUILD/tools/flowc as it is (when the tree does not build right now)")
     ap.add_argument("--no-gemm", action="store_true", help="skip the GEMM micro-benchmarks")
     args = ap.parse_args()
-    names = [n for n in args.models.split(",") if n]
-    unknown = [n for n in names if n not in MODELS]
-    if unknown:
-        ap.error(f"unknown model(s): {', '.join(unknown)}")
+    names = selected_models(ap, args.models, MODELS)
     build = os.path.abspath(args.build)
     models_dir = os.path.abspath(args.models_dir or os.path.join(build, "bench-models"))
     work = os.path.join(build, "bench-work")

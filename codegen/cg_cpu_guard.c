@@ -20,8 +20,7 @@
 /* FrtModel's fields (runtime/flowrt.h): run is the 8th, cpu and cpu_features the 12th and 13th. */
 enum { MODEL_FIELD_RUN = 7, MODEL_FIELD_CPU = 11, MODEL_FIELD_CPU_FEATURES = 12 };
 
-/* Compiles fn for the baseline of the target's architecture. */
-static void baseline(LLVMModuleRef mod, const FcTarget *t, LLVMValueRef fn) {
+void fc_cg_baseline_fn(LLVMModuleRef mod, const FcTarget *t, LLVMValueRef fn) {
   LLVMContextRef ctx = LLVMGetModuleContext(mod);
   const char *cpu = t->arch == FC_ARCH_X86_64 ? "x86-64" : "generic";
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu,
@@ -33,7 +32,7 @@ FcStatus fc_emit_cpu_guard(LLVMModuleRef mod, const FcTarget *t, const char *nam
   if (kind == FC_EMIT_EXE) {
     LLVMValueRef main_fn = LLVMGetNamedFunction(mod, "main");
     if (!main_fn) return fc_error(diag, FC_ERR_INTERNAL, "the generated module has no 'main'");
-    baseline(mod, t, main_fn);
+    fc_cg_baseline_fn(mod, t, main_fn);
     return FC_OK;
   }
   char sym[512];
@@ -61,7 +60,7 @@ FcStatus fc_emit_cpu_guard(LLVMModuleRef mod, const FcTarget *t, const char *nam
   LLVMSetLinkage(body, LLVMInternalLinkage);
   LLVMTypeRef run_ty = LLVMGlobalGetValueType(body);
   LLVMValueRef run = LLVMAddFunction(mod, sym, run_ty);
-  baseline(mod, t, run);
+  fc_cg_baseline_fn(mod, t, run);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, run, "entry"));
   LLVMValueRef args[4] = {features, cpu, LLVMConstNull(ptr), LLVMConstInt(size_ty, 0, 0)};
@@ -80,7 +79,7 @@ FcStatus fc_emit_cpu_guard(LLVMModuleRef mod, const FcTarget *t, const char *nam
   snprintf(sym, sizeof sym, "%s_check_cpu", name);
   LLVMTypeRef cc_params[2] = {ptr, size_ty};
   LLVMValueRef cc = LLVMAddFunction(mod, sym, LLVMFunctionType(i32, cc_params, 2, 0));
-  baseline(mod, t, cc);
+  fc_cg_baseline_fn(mod, t, cc);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, cc, "entry"));
   LLVMValueRef cargs[4] = {features, cpu, LLVMGetParam(cc, 0), LLVMGetParam(cc, 1)};
   LLVMBuildRet(b, LLVMBuildCall2(b, check_ty, check, cargs, 4, ""));

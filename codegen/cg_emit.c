@@ -761,8 +761,14 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
   FcStatus st = fc_codegen_module(m, &co, ctx, target, &mod, diag);
   if (st == FC_OK) st = fc_emit_add_entry_points(mod, name, kind, diag);
   if (st == FC_OK) st = fc_emit_cpu_guard(mod, target, name, kind, diag);
+  if (st == FC_OK) fc_progress(&co.progress, "LLVM optimisation", NULL, 0, 0);
   if (st == FC_OK) st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
+  return fc_emit_finish(st, mod, ctx, tm, m, kind, name, out, &co.progress, diag);
+}
 
+FcStatus fc_emit_finish(FcStatus st, LLVMModuleRef mod, LLVMContextRef ctx, LLVMTargetMachineRef tm, FcModule *m,
+                        FcEmitKind kind, const char *name, const char *out, const FcProgress *progress,
+                        FcDiag *diag) {
   TmpDir tmp = {0};
   char *obj = NULL, *header = NULL;
   if (st == FC_OK && kind != FC_EMIT_OBJ) {
@@ -770,12 +776,15 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
     if (st == FC_OK) obj = xprintf("%s/%s.o", tmp.path, name);
   }
   if (st == FC_OK) {
+    fc_progress(progress, "object emission", NULL, 0, 0);
     st = fc_emit_object(mod, tm, kind == FC_EMIT_OBJ ? out : obj, diag);
     if (st != FC_OK && kind == FC_EMIT_OBJ) remove_regular(out);
   }
   /* The module and its constants are no longer needed: free them before linking. */
   if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
+  if (st == FC_OK && kind != FC_EMIT_OBJ)
+    fc_progress(progress, kind == FC_EMIT_LIB ? "archive" : "link", NULL, 0, 0);
   if (st == FC_OK) {
     switch (kind) {
     case FC_EMIT_EXE: st = fc_link_executable(obj, out, diag); break;

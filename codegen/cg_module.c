@@ -103,7 +103,7 @@ static bool loop_state_bytes(const FcOp *loop, int64_t *out) {
   int64_t total = 3 * FC_MEMPLAN_ALIGN;
   for (int j = 0; j < k; j++) {
     int64_t n, r;
-    if (!fc_type_nbytes(&loop->operands[2 + j].value->type, &n) || !fc_checked_add(n, FC_MEMPLAN_ALIGN, &r) ||
+    if (!fc_type_nbytes(&loop->operands[2 + j].value->type, &n) || !fc_checked_add(n, FC_MEMPLAN_ALIGN - 1, &r) ||
         !fc_checked_mul(r / FC_MEMPLAN_ALIGN * FC_MEMPLAN_ALIGN, 2, &r) || !fc_checked_add(total, r, &total))
       return false;
   }
@@ -430,7 +430,8 @@ static LLVMValueRef runtime_fn(FcCg *cg, const char *name, LLVMTypeRef ty) {
 }
 
 static void profile_tick(FcCg *cg, const RunFn *rf, LLVMBuilderRef b, int index) {
-  LLVMBuildCall2(b, rf->tick_ty, rf->tick, (LLVMValueRef[]){rf->pool, LLVMConstInt(cg->i32, (unsigned long long)index, 1)}, 2, "");
+  LLVMValueRef args[2] = {rf->pool, LLVMConstInt(cg->i32, (unsigned long long)index, 1)};
+  LLVMBuildCall2(b, rf->tick_ty, rf->tick, args, 2, "");
 }
 
 static LLVMValueRef ws_at(FcCg *cg, RunState *rs, int64_t off) {
@@ -465,7 +466,8 @@ static void call_kernel(FcCg *cg, const RunFn *rf, RunState *rs, int i) {
     LLVMValueRef idx = LLVMConstInt(cg->i64, (unsigned long long)slot++, 0);
     LLVMBuildStore(b, a, LLVMBuildInBoundsGEP2(b, cg->ptr, rf->slots, &idx, 1, ""));
   }
-  if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK && (kk->scratch || kk->coarse)) {
+  bool parallel = kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK;
+  if (parallel && (kk->scratch || kk->coarse)) {
     LLVMValueRef max_chunks = LLVMConstInt(cg->i32, FC_CG_SCRATCH_SLOTS, 0);
     if (kk->coarse) {
       /* min(threads, slots): frt_pool_threads at run time */
@@ -476,11 +478,12 @@ static void call_kernel(FcCg *cg, const RunFn *rf, RunState *rs, int i) {
     LLVMValueRef args[5] = {rf->pool, LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), max_chunks, kk->fn,
                             rf->slots};
     LLVMBuildCall2(b, rf->pfm_ty, rf->pfm, args, 5, "");
-  } else if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK) {
+  } else if (parallel) {
     LLVMValueRef args[4] = {rf->pool, LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), kk->fn, rf->slots};
     LLVMBuildCall2(b, rf->pf_ty, rf->pf, args, 4, "");
   } else {
-    LLVMValueRef args[3] = {rf->slots, LLVMConstInt(cg->i64, 0, 0), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0)};
+    LLVMValueRef args[3] = {rf->slots, LLVMConstInt(cg->i64, 0, 0),
+                            LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0)};
     LLVMBuildCall2(b, rf->task_ty, kk->fn, args, 3, "");
   }
   profile_tick(cg, rf, b, i);
@@ -534,7 +537,8 @@ static void emit_loop(FcCg *cg, const RunFn *rf, CgGraph *outer, RunState *rs, c
     fc_type_nbytes(&op->results[k + j].type, &n);
     int64_t len = op->results[k + j].type.dims[0];
     row[j] = len > 0 ? n / len : 0;
-    if (n > 0) LLVMBuildMemSet(b, out[k + j], LLVMConstInt(cg->i8, 0, 0), LLVMConstInt(cg->i64, (unsigned long long)n, 0), 1);
+    if (n > 0)
+      LLVMBuildMemSet(b, out[k + j], LLVMConstInt(cg->i8, 0, 0), LLVMConstInt(cg->i64, (unsigned long long)n, 0), 1);
   }
   LLVMValueRef trip = LLVMBuildLoad2(b, cg->i64, in[0], "trip");
   LLVMBuildStore(b, LLVMConstInt(cg->i64, 0, 0), iter);
@@ -547,8 +551,9 @@ static void emit_loop(FcCg *cg, const RunFn *rf, CgGraph *outer, RunState *rs, c
   LLVMBuildBr(b, header);
   LLVMPositionBuilderAtEnd(b, header);
   LLVMValueRef i = LLVMBuildLoad2(b, cg->i64, iter, "iter");
+  LLVMValueRef cond_now = LLVMBuildLoad2(b, cg->i8, cond, "");
   LLVMValueRef go = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLT, i, trip, ""),
-                                 LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, cg->i8, cond, ""), LLVMConstInt(cg->i8, 0, 0), ""), "");
+                                 LLVMBuildICmp(b, LLVMIntNE, cond_now, LLVMConstInt(cg->i8, 0, 0), ""), "");
   if (s > 0) {
     /* One more iteration than scan_len rows: the run's error, never a write past the result. */
     LLVMBasicBlockRef check = LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "loop_check");
@@ -762,10 +767,10 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
       cg->ctx,
       (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr,
-                      cg->ptr, cg->ptr},
-      13, 0);
-  LLVMValueRef f[13] = {
-      LLVMConstInt(cg->i32, 3, 0), /* FRT_ABI_VERSION */
+                      cg->ptr, cg->ptr, cg->i32, cg->ptr},
+      15, 0);
+  LLVMValueRef f[15] = {
+      LLVMConstInt(cg->i32, 4, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -778,11 +783,13 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       flops,
       cpu_name,
       string_global(cg, features),
+      LLVMConstInt(cg->i32, 0, 0), /* n_variants: cg_dispatch.c makes multiversioned descriptors */
+      LLVMConstNull(cg->ptr),
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 13));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 15));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }
@@ -814,7 +821,8 @@ static FcStatus plan_graphs(FcModule *m, CgGraph *gs, int n, int64_t *areas, FcD
     if (st != FC_OK) return st;
     cgg->ws_base = at;
     int64_t state = 0;
-    if (!fc_checked_add(at, cgg->plan.workspace_bytes, &at)) return fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
+    if (!fc_checked_add(at, cgg->plan.workspace_bytes, &at))
+      return fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
     cgg->state_base = at;
     FcOp *parent = cgg->g->parent;
     if (parent && parent->kind == FC_OP_LOOP && (!loop_state_bytes(parent, &state) || !fc_checked_add(at, state, &at)))
@@ -839,7 +847,8 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
   /* Ops without an emitter are found before anything is planned or built. */
   UnsupportedList unsup = {0};
   for (int i = 0; i < n_graphs; i++)
-    fc_graph_for_each_op(glist[i], op) if (needs_kernel(op) && !emitters[op->kind]) unsupported_add(&m->arena, &unsup, op, NULL);
+    fc_graph_for_each_op(glist[i], op) if (needs_kernel(op) && !emitters[op->kind])
+      unsupported_add(&m->arena, &unsup, op, NULL);
   if (unsup.n) return report_unsupported(&unsup, diag);
   FcStatus st;
   LLVMTargetMachineRef tm = fc_target_tm(target);
@@ -873,8 +882,14 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
     ks = FC_NEW_ARRAY(&m->arena, CgKernel, (size_t)(n_ops ? n_ops : 1));
     SharedKernels shared = {.text = FC_NEW_ARRAY(&m->arena, char *, (size_t)(n_ops ? n_ops : 1)),
                             .fn = FC_NEW_ARRAY(&m->arena, LLVMValueRef, (size_t)(n_ops ? n_ops : 1))};
+    int n_todo = 0;
+    for (int i = 0; i < n_graphs; i++) {
+      enter_graph(&cg, &graphs[i]);
+      fc_graph_for_each_op(glist[i], op) n_todo += needs_kernel(op) && !fc_memplan_op_is_free(&cg.plan, op);
+    }
     /* An emitter may refuse its op (a dtype or attribute it does not handle): those are collected, so
      * that one message lists every op this model needs; any other failure stops at once. */
+    int step = 0;
     for (int gi = 0; gi < n_graphs && st == FC_OK; gi++) {
       CgGraph *cgg = &graphs[gi];
       enter_graph(&cg, cgg);
@@ -885,6 +900,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
           continue;
         }
         if (!needs_kernel(op) || fc_memplan_op_is_free(&cg.plan, op)) continue;
+        fc_progress(o ? &o->progress : NULL, "codegen", NULL, ++step, n_todo);
         FcDiag d;
         fc_diag_init(&d);
         st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);

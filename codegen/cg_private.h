@@ -35,5 +35,8 @@ struct FcCg {
  * target's code may use, comma-separated in LLVM's spelling, into buf (cap bytes); "" for targets other
  * than x86-64. */
 void fc_cg_cpu_features(const FcTarget *t, char *buf, size_t cap);
+/* Compiles fn for the baseline of the target's architecture ("target-cpu" x86-64, no features): code that
+ * runs before the CPU check. */
+void fc_cg_baseline_fn(LLVMModuleRef mod, const FcTarget *t, LLVMValueRef fn);
 
 #endif /* FLOWC_CG_PRIVATE_H */

@@ -50,6 +50,20 @@ typedef uint64_t FcFeatureSet; /* bit FC_FEAT_x */
 
 typedef enum FcArch { FC_ARCH_X86_64, FC_ARCH_AARCH64 } FcArch;
 
+/* A long compile's progress, reported to whoever asked (the command line draws it on a terminal:
+ * compiler/progress.h); library code calls this, it never prints. `phase` names the stage ("passes",
+ * "codegen", "LLVM optimisation", ...), `item` what it is on (a pass name) or NULL, and step of total
+ * counts its items (1-based; 0 of 0 when it has none). A NULL fn reports nothing. */
+typedef void (*FcProgressFn)(void *ctx, const char *phase, const char *item, int step, int total);
+typedef struct FcProgress {
+  FcProgressFn fn;
+  void *ctx;
+} FcProgress;
+
+static inline void fc_progress(const FcProgress *p, const char *phase, const char *item, int step, int total) {
+  if (p && p->fn) p->fn(p->ctx, phase, item, step, total);
+}
+
 /* Build options the target is resolved from (and codegen's other options). */
 typedef struct FcCodegenOptions {
   const char *triple;     /* NULL: the host's */
@@ -57,6 +71,7 @@ typedef struct FcCodegenOptions {
   const char *features;   /* extra "+avx512f,..." or NULL */
   int opt_level;          /* 0..3: LLVM pipeline default<Ox> */
   const char *model_name; /* symbol prefix for --emit lib/obj headers; default "flowc" */
+  FcProgress progress;    /* codegen, LLVM's pipeline, object, link */
 } FcCodegenOptions;
 
 /* A register tile of the GEMM microkernel: mr rows × nv vectors. */

@@ -25,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cg_emit.h"
 #include "cli.h"
 #include "codegen.h"
 #include "flowrt.h"
 #include "passes.h"
+#include "progress.h"
 
 #ifndef FLOWC_VERSION
 #define FLOWC_VERSION "unknown"
@@ -38,6 +40,8 @@
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 #define MAX_RANK_FLAG 1024 /* --max-rank above this is refused: types that large are not a real model */
+
+#define FC_CLI_MAX_CPUS 8 /* --cpu A,B,...: CPUs of one multiversioned artefact */
 
 typedef enum Cmd { CMD_BUILD, CMD_INFO, CMD_RUN, CMD_CHECK } Cmd;
 
@@ -50,6 +54,8 @@ typedef struct Cli {
   const char *aot_triple, *aot_cpu; /* build: --target, --cpu (the passes' target and the artefact's) */
   char aot_name[128];  /* build: the artefact's symbol prefix, from -o (cg_emit.h) */
   FcTarget *target;    /* build: resolved once from --target/--cpu, for the passes and codegen */
+  FcTarget *variants[FC_CLI_MAX_CPUS]; /* build --cpu A,B,...: one target per CPU, best first (target: the first) */
+  int n_variants;      /* 0: a single-CPU build */
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
@@ -65,6 +71,8 @@ typedef struct Cli {
   const char **dirs;  /* check: the test case folders */
   int n_dirs;
   int threads, jobs, timeout_s; /* check */
+  bool quiet;               /* build, run: no progress line */
+  FcProgressLine *progress; /* build, run: the progress line (NULL when not drawn) */
 } Cli;
 
 static void cli_free(Cli *c) {
@@ -77,8 +85,12 @@ static void cli_free(Cli *c) {
   free(c->shapes);
   free(c->rt_argv);
   free(c->dirs);
-  fc_target_free(c->target);
+  fc_progress_line_free(c->progress);
+  c->progress = NULL;
+  if (!c->n_variants) fc_target_free(c->target);
+  for (int i = 0; i < c->n_variants; i++) fc_target_free(c->variants[i]);
   c->target = NULL;
+  c->n_variants = 0;
 }
 
 /* Appends to a NULL-terminated malloc'd array of strings. */
@@ -153,6 +165,10 @@ static void print_main_help(void) {
   "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"  \
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
+#define QUIET_HELP                                                                                         \
+  "  --quiet                no progress line: a compile that runs past 2 s otherwise shows its phase\n"  \
+  "                         (passes, codegen kernel i of N, LLVM, object, link) on stderr when that is\n" \
+  "                         a terminal\n"
 /* run and check compile for this process, so their CPU defaults to the host's (build's to x86-64-v3). */
 #define JIT_CPU_HELP "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n"
 
@@ -184,6 +200,9 @@ static void print_build_help(void) {
        "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
        "                         or an LLVM CPU name (default x86-64-v3 on x86-64, generic elsewhere); the\n"
        "                         passes use it too (with AVX-512 the layout blocks 16 channels)\n"
+       "  --cpu A,B,...          x86-64 exe, obj, lib and so: compile the whole model once per CPU into one\n"
+       "                         artefact that runs the best variant this machine supports, e.g. --cpu\n"
+       "                         x86-64-v3,x86-64-v4 (FLOWRT_CPU_VARIANT=NAME forces one at run time)\n"
        "  --weights              write every constant's data, so the IR text is a complete model\n"
        "\n"
        "passes:\n"
@@ -192,6 +211,7 @@ static void print_build_help(void) {
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
        "  --verify-each          run the verifier after every pass\n"
+       QUIET_HELP
        "\n"
        "input:");
   fputs(input_help, stdout);
@@ -227,6 +247,7 @@ static void print_run_help(void) {
        "compile:\n"
        OPT_LEVEL_HELP
        JIT_CPU_HELP
+       QUIET_HELP
        "\n"
        "input:");
   fputs(input_help, stdout);
@@ -288,8 +309,27 @@ static int check_artefact_options(Cli *c) {
   /* A misspelt triple or CPU is a command-line mistake: find it before the model is read. The passes
    * ask the target too (the layout's block), so --target and --cpu apply to --emit ir and dot as well. */
   FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level};
-  if (fc_target_resolve(&co, &c->target, &d) != FC_OK) return usage_error(c, "%s", d.msg);
   int kind = emit_kind(c->emit);
+  if (c->aot_cpu && strchr(c->aot_cpu, ',')) {
+    if (kind < 0) return usage_error(c, "--cpu lists several CPUs, which needs --emit exe, obj, lib or so");
+    for (const char *p = c->aot_cpu;; p += strcspn(p, ",") + 1) {
+      size_t n = strcspn(p, ",");
+      char cpu[128];
+      if (n == 0 || n >= sizeof cpu)
+        return usage_error(c, "--cpu %s: an empty or overlong CPU name in the list", c->aot_cpu);
+      if (c->n_variants == FC_CLI_MAX_CPUS) return usage_error(c, "--cpu lists more than %d CPUs", FC_CLI_MAX_CPUS);
+      memcpy(cpu, p, n);
+      cpu[n] = '\0';
+      co.cpu = cpu;
+      if (fc_target_resolve(&co, &c->variants[c->n_variants], &d) != FC_OK) return usage_error(c, "%s", d.msg);
+      c->n_variants++;
+      if (!p[n]) break;
+    }
+    if (fc_emit_order_variants(c->variants, c->n_variants, &d) != FC_OK) return usage_error(c, "%s", d.msg);
+    c->target = c->variants[0];
+  } else if (fc_target_resolve(&co, &c->target, &d) != FC_OK) {
+    return usage_error(c, "%s", d.msg);
+  }
   if (kind < 0) return -1;
   if (!c->output || strcmp(c->output, "-") == 0)
     return usage_error(c, "--emit %s writes a file: give -o FILE", c->emit);
@@ -452,6 +492,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
       if (r < 0 || !parse_count(v, false, MAX_RANK_FLAG, &n))
         return usage_error(c, "--max-rank needs a rank from 0 to %d", MAX_RANK_FLAG);
       c->imp.limits.max_rank = (int)n;
+    } else if ((build || run) && strcmp(a, "--quiet") == 0) {
+      c->quiet = true;
     } else if ((run || check) && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       c->opt_level = a[2] - '0';
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
@@ -572,6 +614,29 @@ static FcStatus output_close(Output *o, FcDiag *d) {
 /* Which file a failure is about: the model, or the output. */
 typedef enum Blame { BLAME_MODEL, BLAME_OUTPUT } Blame;
 
+static FcCodegenOptions codegen_options(const Cli *c) {
+  int kind = emit_kind(c->emit);
+  return (FcCodegenOptions){.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
+                            .model_name = kind >= 0 && kind != FC_EMIT_EXE ? c->aot_name : NULL,
+                            .progress = fc_progress_line_hook(c->progress)};
+}
+
+/* The pass pipeline the options ask for, for target t. */
+static FcStatus run_pipeline(const Cli *c, FcModule *m, const FcTarget *t, FcDiag *d) {
+  FcPipelineOptions po;
+  fc_pipeline_options_default(&po);
+  po.target = t;
+  po.opt_level = c->opt_level;
+  po.passes = c->passes;
+  po.print_before = c->print_before;
+  po.print_after = c->print_after;
+  po.verify_each = c->verify_each;
+  po.progress = fc_progress_line_hook(c->progress);
+  /* Dumps share stderr with messages: flush what went to stdout so 2>&1 keeps the order. */
+  fflush(stdout);
+  return fc_pipeline_run(m, &po, d);
+}
+
 /* Verifies, runs the pipeline and emits one module. Does not free it. */
 static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blame, FcDiag *d) {
   *blame = BLAME_MODEL;
@@ -579,24 +644,14 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   if (st != FC_OK) return st;
   /* The target the passes ask is the one codegen then generates for. */
   int kind = emit_kind(c->emit);
-  FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
-                         .model_name = kind >= 0 && kind != FC_EMIT_EXE ? c->aot_name : NULL};
-  FcPipelineOptions po;
-  fc_pipeline_options_default(&po);
-  po.target = c->target;
-  po.opt_level = c->opt_level;
-  po.passes = c->passes;
-  po.print_before = c->print_before;
-  po.print_after = c->print_after;
-  po.verify_each = c->verify_each;
-  /* Dumps share stderr with messages: flush what went to stdout so 2>&1 keeps the order. */
-  fflush(stdout);
-  st = fc_pipeline_run(m, &po, d);
+  FcCodegenOptions co = codegen_options(c);
+  st = run_pipeline(c, m, c->target, d);
   if (st == FC_OK && kind >= 0) {
     st = fc_emit_artifact(m, &co, c->target, (FcEmitKind)kind, c->output, d);
     *blame = st == FC_ERR_IO ? BLAME_OUTPUT : BLAME_MODEL;
   }
   if (st != FC_OK || kind >= 0) return st;
+  fc_progress_line_finish(c->progress); /* the IR or graph may go to the same terminal */
   *blame = BLAME_OUTPUT;
   st = output_open(out, d);
   if (st != FC_OK) return st;
@@ -614,8 +669,10 @@ static int run_build_one(Cli *c, Output *out) {
   fc_diag_init(&d);
   FcModule *m = NULL;
   Blame blame = BLAME_MODEL;
+  fc_progress_line_phase(c->progress, "import");
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
   if (st == FC_OK) st = build_module(c, m, out, &blame, &d);
+  fc_progress_line_finish(c->progress);
   fc_module_destroy(m);
   if (output_close(out, &d) != FC_OK && st == FC_OK) {
     st = d.status;
@@ -625,6 +682,35 @@ static int run_build_one(Cli *c, Output *out) {
   /* A half-written output is worse than none; -o /dev/... is left alone. */
   if (out->regular) remove(out->path);
   report(blame == BLAME_OUTPUT ? output_name(out) : c->model, &d);
+  return EXIT_INPUT;
+}
+
+/* --cpu A,B,...: the model is loaded and put through the pipeline once per CPU (the layout, memory plan and
+ * packed constants differ), each variant joining one artefact (cg_dispatch.c). A failure is the model's
+ * unless the artefact could not be written. */
+static int run_build_multi(Cli *c) {
+  FcDiag d;
+  fc_diag_init(&d);
+  FcCodegenOptions co = codegen_options(c);
+  FcMultiBuild *mb = NULL;
+  FcModule *m = NULL;
+  FcStatus st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), &mb, &d);
+  for (int i = 0; st == FC_OK && i < c->n_variants; i++) {
+    fc_module_destroy(m);
+    m = NULL;
+    st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+    if (st == FC_OK) st = fc_verify(m, &d);
+    if (st == FC_OK) st = run_pipeline(c, m, c->variants[i], &d);
+    if (st == FC_OK) st = fc_multi_add(mb, m, c->variants[i], &d);
+  }
+  if (st == FC_OK) {
+    st = fc_multi_finish(mb, m, c->output, &d);
+    mb = NULL;
+  }
+  fc_multi_abort(mb);
+  fc_module_destroy(m);
+  if (st == FC_OK) return 0;
+  report(st == FC_ERR_IO ? c->output : c->model, &d);
   return EXIT_INPUT;
 }
 
@@ -701,10 +787,23 @@ static int check_output_paths(Cli *c, const Output *out) {
   return EXIT_INPUT;
 }
 
+/* The progress line of build and run: on a terminal, without --quiet; FLOWC_PROGRESS_DELAY (seconds, for
+ * tests) replaces the 2 s a compile runs before the line appears. */
+static void progress_start(Cli *c) {
+  const char *env = getenv("FLOWC_PROGRESS_DELAY");
+  char *end = NULL;
+  double delay = env ? strtod(env, &end) : 2.0;
+  if (!env || end == env || *end || !(delay >= 0)) delay = 2.0;
+  c->progress = fc_progress_line_start(stderr, !c->quiet && isatty(STDERR_FILENO), delay);
+}
+
 static int run_build(Cli *c) {
   Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
+  /* Split parts and IR dumps print to the terminal during the compile: no line there. */
+  if (!c->split && !c->print_before && !c->print_after) progress_start(c);
   int status = check_output_paths(c, &out);
-  if (status < 0) status = c->split ? run_build_split(c, &out) : run_build_one(c, &out);
+  if (status < 0 && c->split) status = run_build_split(c, &out);
+  else if (status < 0) status = c->n_variants ? run_build_multi(c) : run_build_one(c, &out);
   cli_free(c);
   return status;
 }
@@ -743,14 +842,18 @@ static int run_run(Cli *c) {
   FcRunArgs files = {c->rt_argc, c->rt_argv}; /* symbolic input dims take the shapes of these files */
   c->imp.shape_fn = fc_run_input_type;
   c->imp.shape_ctx = &files;
+  progress_start(c);
+  fc_progress_line_phase(c->progress, "import");
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
   if (st == FC_OK) {
     FcPipelineOptions po;
     fc_pipeline_options_default(&po);
     po.opt_level = c->opt_level;
-    FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level};
+    po.progress = fc_progress_line_hook(c->progress);
+    FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level, .progress = po.progress};
     st = fc_compile_jit(m, &po, &co, &jit, &d);
   }
+  fc_progress_line_finish(c->progress);
   int status;
   if (st != FC_OK) {
     report(c->model, &d);

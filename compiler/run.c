@@ -37,6 +37,7 @@ FcStatus fc_compile_jit(FcModule *m, const FcPipelineOptions *po, const FcCodege
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = NULL;
   st = fc_codegen_module(m, &o, ctx, target, &mod, diag);
+  if (st == FC_OK) fc_progress(&o.progress, "LLVM optimisation", NULL, 0, 0);
   if (st == FC_OK) st = fc_codegen_optimize(mod, fc_target_tm(target), o.opt_level, diag);
   fc_target_free(target);
   if (st != FC_OK) {
@@ -44,6 +45,7 @@ FcStatus fc_compile_jit(FcModule *m, const FcPipelineOptions *po, const FcCodege
     LLVMContextDispose(ctx);
     return st;
   }
+  fc_progress(&o.progress, "JIT compilation", NULL, 0, 0);
   return fc_jit_create(mod, ctx, out, diag); /* owns mod and ctx from here, also on failure */
 }
 

@@ -54,9 +54,11 @@ FcStatus fc_infer_loop(FcOp *op, FcArena *arena, FcDiag *diag) {
                       op->n_operands - 2);
   char buf[256];
   if (!is_scalar_of(fc_ih_in(op, 0), FC_DT_I64))
-    return fc_ih_fail(op, diag, "trip count has type %s, expected tensor<i64>", fc_type_str(fc_ih_in(op, 0), buf, sizeof buf));
+    return fc_ih_fail(op, diag, "trip count has type %s, expected tensor<i64>",
+                      fc_type_str(fc_ih_in(op, 0), buf, sizeof buf));
   if (!is_scalar_of(fc_ih_in(op, 1), FC_DT_BOOL))
-    return fc_ih_fail(op, diag, "condition has type %s, expected tensor<i1>", fc_type_str(fc_ih_in(op, 1), buf, sizeof buf));
+    return fc_ih_fail(op, diag, "condition has type %s, expected tensor<i1>",
+                      fc_type_str(fc_ih_in(op, 1), buf, sizeof buf));
   const FcType **want = FC_NEW_ARRAY(arena, const FcType *, (size_t)op->n_operands);
   want[0] = fc_ih_in(op, 0);
   want[1] = fc_ih_in(op, 1);
@@ -97,7 +99,8 @@ FcStatus fc_infer_if(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (op->n_regions != 2) return fc_ih_fail(op, diag, "expects 2 regions, has %d", op->n_regions);
   char buf[256];
   if (!is_scalar_of(fc_ih_in(op, 0), FC_DT_BOOL))
-    return fc_ih_fail(op, diag, "condition has type %s, expected tensor<i1>", fc_type_str(fc_ih_in(op, 0), buf, sizeof buf));
+    return fc_ih_fail(op, diag, "condition has type %s, expected tensor<i1>",
+                      fc_type_str(fc_ih_in(op, 0), buf, sizeof buf));
   int n_args = op->n_operands - 1;
   const FcType **want = FC_NEW_ARRAY(arena, const FcType *, (size_t)(n_args ? n_args : 1));
   for (int i = 0; i < n_args; i++) want[i] = fc_ih_in(op, 1 + i);

@@ -441,7 +441,42 @@ FcOp *fc_graph_set_outputs(FcGraph *g, FcValue *const *outputs, const char *cons
 /* Creates an op (not yet in a graph) with the given operands and `n_results` untyped results. */
 FcOp *fc_op_create(FcGraph *g, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results);
 
-/* ---- region.c: ops that own nested graphs -------------------------------------------------
+/* Copies attributes (and their arrays/strings) into the arena; replaces one with the same name. */
+void fc_op_set_attr(FcOp *op, FcAttr attr);
+const FcAttr *fc_op_attr(const FcOp *op, FcAttrName name); /* NULL if absent */
+int64_t fc_op_attr_int(const FcOp *op, FcAttrName name, int64_t dflt);
+float fc_op_attr_float(const FcOp *op, FcAttrName name, float dflt);
+const char *fc_op_attr_str(const FcOp *op, FcAttrName name, const char *dflt);
+const FcEwProgram *fc_op_attr_program(const FcOp *op, FcAttrName name); /* NULL if absent */
+/* Array attributes: returns the count and sets *v (NULL/0 if absent). */
+int fc_op_attr_ints(const FcOp *op, FcAttrName name, const int64_t **v);
+int fc_op_attr_floats(const FcOp *op, FcAttrName name, const float **v);
+
+/* Annotations of an op or a graph input (copied into the module arena). */
+void fc_op_set_annot(FcOp *op, const char *name, const FcAnnotValue *v);
+const FcAnnotValue *fc_op_annot(const FcOp *op, const char *name);
+void fc_input_set_annot(FcGraph *g, FcValue *input, const char *name, const FcAnnotValue *v);
+
+void fc_op_insert_before(FcOp *pos, FcOp *op);  /* pos NULL: append at the end of op's graph */
+void fc_op_insert_after(FcOp *pos, FcOp *op);
+/* Unlinks an op whose results have no uses; drops its operand uses. */
+void fc_op_erase(FcOp *op);
+void fc_op_set_operand(FcOp *op, int i, FcValue *v);
+void fc_value_replace_all_uses(FcValue *from, FcValue *to);
+bool fc_value_has_uses(const FcValue *v);
+int fc_value_num_uses(const FcValue *v);
+/* The op's node name for messages: its loc, or "". */
+const char *fc_op_name(const FcOp *op);
+/* Multiply-accumulates of one op (ir/op_macs.c): conv, conv_transpose and matmul count one per product
+ * term; every other op 0. False when the count overflows int64. FLOPs are reported as 2 x MACs. */
+bool fc_op_macs(const FcOp *op, int64_t *out);
+
+#define fc_graph_for_each_op(g, op) for (FcOp *op = (g)->first; op; op = op->next)
+/* Safe against erasing `op` inside the loop. */
+#define fc_graph_for_each_op_safe(g, op, tmp) \
+  for (FcOp *op = (g)->first, *tmp = op ? op->next : NULL; op; op = tmp, tmp = op ? op->next : NULL)
+
+/* ---- region.c: ops that own nested graphs ---------------------------------------------------------
  * flow.loop and flow.if own regions: graphs whose inputs are the block arguments and whose last op is
  * flow.yield. Regions are isolated from above: a body reads only its block arguments and values it
  * defines; every outer value it needs is an operand of the region op (a capture) and arrives as a block
@@ -480,40 +515,6 @@ int fc_loop_num_carried(const FcOp *loop);
 int fc_loop_num_scan(const FcOp *loop);
 /* The loop's static scan length (0 when absent). */
 int64_t fc_loop_scan_len(const FcOp *loop);
-/* Copies attributes (and their arrays/strings) into the arena; replaces one with the same name. */
-void fc_op_set_attr(FcOp *op, FcAttr attr);
-const FcAttr *fc_op_attr(const FcOp *op, FcAttrName name); /* NULL if absent */
-int64_t fc_op_attr_int(const FcOp *op, FcAttrName name, int64_t dflt);
-float fc_op_attr_float(const FcOp *op, FcAttrName name, float dflt);
-const char *fc_op_attr_str(const FcOp *op, FcAttrName name, const char *dflt);
-const FcEwProgram *fc_op_attr_program(const FcOp *op, FcAttrName name); /* NULL if absent */
-/* Array attributes: returns the count and sets *v (NULL/0 if absent). */
-int fc_op_attr_ints(const FcOp *op, FcAttrName name, const int64_t **v);
-int fc_op_attr_floats(const FcOp *op, FcAttrName name, const float **v);
-
-/* Annotations of an op or a graph input (copied into the module arena). */
-void fc_op_set_annot(FcOp *op, const char *name, const FcAnnotValue *v);
-const FcAnnotValue *fc_op_annot(const FcOp *op, const char *name);
-void fc_input_set_annot(FcGraph *g, FcValue *input, const char *name, const FcAnnotValue *v);
-
-void fc_op_insert_before(FcOp *pos, FcOp *op);  /* pos NULL: append at the end of op's graph */
-void fc_op_insert_after(FcOp *pos, FcOp *op);
-/* Unlinks an op whose results have no uses; drops its operand uses. */
-void fc_op_erase(FcOp *op);
-void fc_op_set_operand(FcOp *op, int i, FcValue *v);
-void fc_value_replace_all_uses(FcValue *from, FcValue *to);
-bool fc_value_has_uses(const FcValue *v);
-int fc_value_num_uses(const FcValue *v);
-/* The op's node name for messages: its loc, or "". */
-const char *fc_op_name(const FcOp *op);
-/* Multiply-accumulates of one op (ir/op_macs.c): conv, conv_transpose and matmul count one per product
- * term; every other op 0. False when the count overflows int64. FLOPs are reported as 2 x MACs. */
-bool fc_op_macs(const FcOp *op, int64_t *out);
-
-#define fc_graph_for_each_op(g, op) for (FcOp *op = (g)->first; op; op = op->next)
-/* Safe against erasing `op` inside the loop. */
-#define fc_graph_for_each_op_safe(g, op, tmp) \
-  for (FcOp *op = (g)->first, *tmp = op ? op->next : NULL; op; op = tmp, tmp = op ? op->next : NULL)
 
 /* ---- build.c: a builder with an insertion point and a sticky error --------------------------------
  * Every fc_b_* call appends one op before `before` (or at the end), infers its result types and
@@ -605,7 +606,8 @@ FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag);
 
 /* Checks: op table counts, attribute schema (presence, kinds), types re-inferred equal the recorded
  * ones, operands defined before use (SSA dominance in a single block), use lists consistent, exactly
- * one RETURN at the end, rank/size limits. */
+ * one RETURN at the end, rank/size limits; and each region as a graph of its own: YIELD at its end,
+ * isolation from above, nesting within FC_MAX_REGION_DEPTH. */
 FcStatus fc_verify(FcModule *m, FcDiag *diag);
 
 /* ---- print.c / parse.c: MLIR generic-operation text ----------------------------------------------- */

@@ -1320,8 +1320,8 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   }
   if (!check_count(ps, &o, info, false, (int)o.n_operands)) return false;
   if ((kind == FC_OP_RETURN && !sig) || (kind == FC_OP_YIELD && sig))
-    return fc_ps_err_at(ps, o.at.line, o.at.col, "%s", sig ? "flow.yield outside a region"
-                                                           : "func.return inside a region (regions end with flow.yield)");
+    return fc_ps_err_at(ps, o.at.line, o.at.col, "%s",
+                        sig ? "flow.yield outside a region" : "func.return inside a region (regions end with flow.yield)");
 
   /* The op can only be created once the signature gives its result count; attributes wait here. */
   FcAttr *attrs = FC_NEW_ARRAY(&ps->scratch, FcAttr, (size_t)info->n_attrs + 1);

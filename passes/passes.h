@@ -50,6 +50,7 @@ typedef struct FcPipelineOptions {
   bool verify_each;         /* run fc_verify after every pass */
   FILE *dump;               /* where IR dumps go (NULL: stderr) */
   FcPrintOptions print;     /* how dumps print */
+  FcProgress progress;      /* "passes", one step per pass run */
 } FcPipelineOptions;
 
 void fc_pipeline_options_default(FcPipelineOptions *o);

@@ -133,6 +133,7 @@ typedef struct RunCtx {
   const FcPipelineOptions *o;
   FILE *dump;
   FcDiag *diag;
+  int step, n_passes; /* for the progress report */
 } RunCtx;
 
 static FcStatus dump_ir(RunCtx *c, const char *when, const FcPassInfo *p) {
@@ -161,6 +162,7 @@ static FcStatus run_on_graph(FcGraph *g, void *ctx) {
 static FcStatus run_one(const FcPassInfo *p, void *ctx) {
   RunCtx *c = ctx;
   FcStatus st;
+  fc_progress(&c->o->progress, "passes", p->name, ++c->step, c->n_passes);
   if (print_matches(c->o->print_before, p) && (st = dump_ir(c, "Before", p)) != FC_OK) return st;
   FcPassContext pc = {.target = c->o->target, .opt_level = c->o->opt_level, .diag = c->diag};
   fc_arena_init(&pc.scratch);
@@ -189,6 +191,7 @@ FcStatus fc_pipeline_run(FcModule *m, const FcPipelineOptions *o, FcDiag *diag) 
   if ((st = fc_pipeline_check(list, diag)) != FC_OK) return st;
   if ((st = check_print_name(o->print_before, "--print-before", diag)) != FC_OK) return st;
   if ((st = check_print_name(o->print_after, "--print-after", diag)) != FC_OK) return st;
-  RunCtx c = {m, o, o->dump ? o->dump : stderr, diag};
+  RunCtx c = {m, o, o->dump ? o->dump : stderr, diag, 0, 1};
+  for (const char *p = list; *p; p++) c.n_passes += *p == ',';
   return for_each_pass(list, run_one, &c, diag);
 }

@@ -100,11 +100,26 @@ typedef struct FrtModel {
   const char *cpu_features;        /* instruction-set features the code uses, comma-separated in LLVM's
                                       spelling ("avx,avx2,fma,..."), checked by frt_cpu_check; NULL or
                                       "": none checked (other architectures) */
+  int32_t n_variants;              /* 0, or a multiversioned model (flowc build --cpu A,B,...): the model
+                                      compiled once per CPU, best first; this descriptor's run calls the
+                                      one frt_model_variant picks, its workspace_size is the largest
+                                      variant's, cpu lists them all and cpu_features is the last's */
+  const struct FrtModel *const *variants;
 } FrtModel;
 
-#define FRT_ABI_VERSION 3
+#define FRT_ABI_VERSION 4
 
 size_t frt_model_workspace_size(const FrtModel *m);
+/* The descriptor that runs m on this CPU: m itself without variants; for a multiversioned model the
+ * variant that $FLOWRT_CPU_VARIANT names (by its cpu, for tests and comparisons), else the first (the
+ * best) whose cpu_features this CPU has. Never a variant this CPU lacks features for: NULL then, with
+ * frt_cpu_check's message in err (which may be NULL), as for an unknown FLOWRT_CPU_VARIANT. Its kernel_names
+ * are the ones a non-zero return of m->run indexes. */
+const FrtModel *frt_model_variant(const FrtModel *m, FrtError *err);
+/* 0 when m (or a variant of it) can run on this CPU, else -1 and frt_model_variant's or frt_cpu_check's
+ * message in msg (cap bytes, NUL-terminated; msg may be NULL). The generated NAME_check_cpu of a
+ * multiversioned --emit lib/obj/so calls it. */
+int frt_model_check_cpu(const FrtModel *m, char *msg, size_t cap);
 /* Runs the model once. Checks the ABI version, that this CPU has m->cpu_features (FRT_ERR_UNSUPPORTED
  * naming the missing ones otherwise: the code would die of an illegal instruction), that no buffer is
  * NULL and that the workspace is 64-byte aligned, nothing about the buffers' contents; never allocates.

@@ -32,7 +32,8 @@
 
 typedef struct Cli {
   const char *prog;
-  const FrtModel *m;
+  const FrtModel *m;   /* what runs: the model, or the variant of a multiversioned one chosen for this CPU */
+  const FrtModel *top; /* the model frt_main was given */
   const char **bound; /* per input: the file bound to it, or NULL */
   int n_positional;
   const char *out_dir;
@@ -86,6 +87,11 @@ static void usage(const Cli *c, FILE *out) {
           "%s"
           "  --help                 this text\n",
           c->prog, m->name ? m->name : "?", frt_run_options_help);
+  if (c->top->n_variants > 0)
+    fprintf(out, "cpu: %s (chosen for this CPU among %s; FLOWRT_CPU_VARIANT=NAME forces one)\n",
+            m->cpu ? m->cpu : "?", c->top->cpu ? c->top->cpu : "?");
+  else
+    fprintf(out, "cpu: %s\n", m->cpu ? m->cpu : "?");
   char ty[256];
   fprintf(out, "inputs:%s\n", m->n_inputs ? "" : " none");
   for (int32_t i = 0; i < m->n_inputs; i++) {
@@ -205,11 +211,16 @@ static bool desc_ok(const FrtTensorDesc *d, size_t *nbytes) {
          frt_dense_nbytes(d->dtype, d->rank, d->dims, nbytes);
 }
 
-static int check_model(const Cli *c) {
+static int check_model(Cli *c) {
   const FrtModel *m = c->m;
   if (m->abi_version != FRT_ABI_VERSION)
     return fail(c, EXIT_INPUT, "the model was built for runtime ABI %u, this runtime is ABI %d",
                 (unsigned)m->abi_version, FRT_ABI_VERSION);
+  FrtError err;
+  if (!(m = c->m = frt_model_variant(m, &err)))
+    return fail(c, EXIT_INPUT, "%s", err.msg);
+  if (m->abi_version != FRT_ABI_VERSION)
+    return fail(c, EXIT_INPUT, "malformed model description");
   if (m->n_inputs < 0 || m->n_outputs < 0 || (m->n_inputs && !m->inputs) || (m->n_outputs && !m->outputs) ||
       !m->run)
     return fail(c, EXIT_INPUT, "malformed model description");
@@ -457,7 +468,7 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   const char *slash = strrchr(c.prog, '/');
   if (slash && slash[1])
     c.prog = slash + 1;
-  c.m = m;
+  c.m = c.top = m;
   if (!m) {
     fprintf(stderr, "%s: error: no model\n", c.prog);
     return EXIT_INPUT;
@@ -465,6 +476,7 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   int rc = check_model(&c);
   if (rc >= 0)
     return rc;
+  m = c.m;
 
   int32_t ni = m->n_inputs, no = m->n_outputs;
   FrtTensor *ins = calloc((size_t)ni + 1, sizeof *ins);

@@ -5,6 +5,9 @@
  * status and a message instead of a crash. It allocates nothing.
  */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "flowrt_internal.h"
 
@@ -12,6 +15,45 @@ size_t frt_model_workspace_size(const FrtModel *m) {
   if (!m || m->workspace_size > SIZE_MAX)
     return 0;
   return (size_t)m->workspace_size;
+}
+
+/* A multiversioned model's variants are listed best first, so the first this CPU can run is the one to take.
+ * The choice is made again at each call (a getenv and one remembered check per variant tried): it costs
+ * well under a microsecond, and the generated NAME_run keeps its own choice. */
+const FrtModel *frt_model_variant(const FrtModel *m, FrtError *err) {
+  if (!m)
+    return frt_errorf(err, FRT_ERR_INPUT, "frt_model_variant: NULL model"), NULL;
+  if (m->n_variants <= 0)
+    return m;
+  if (!m->variants)
+    return frt_errorf(err, FRT_ERR_INPUT, "malformed model description"), NULL;
+  const char *force = getenv("FLOWRT_CPU_VARIANT");
+  char msg[512] = "";
+  for (int32_t i = 0; i < m->n_variants; i++) {
+    const FrtModel *v = m->variants[i];
+    if (!v)
+      return frt_errorf(err, FRT_ERR_INPUT, "malformed model description"), NULL;
+    if (force && *force && (!v->cpu || strcmp(v->cpu, force) != 0))
+      continue;
+    if (frt_cpu_check_const(v->cpu_features, v->cpu, msg, sizeof msg) == 0)
+      return v;
+    if (force && *force)
+      break;
+  }
+  if (force && *force && !msg[0])
+    return frt_errorf(err, FRT_ERR_INPUT, "FLOWRT_CPU_VARIANT=%s names none of the model's CPUs (%s)", force,
+                      m->cpu ? m->cpu : "?"), NULL;
+  return frt_errorf(err, FRT_ERR_UNSUPPORTED, "%s", msg), NULL;
+}
+
+int frt_model_check_cpu(const FrtModel *m, char *msg, size_t cap) {
+  FrtError err;
+  const FrtModel *v = frt_model_variant(m, &err);
+  if (v && frt_cpu_check_const(v->cpu_features, v->cpu, msg, cap) == 0)
+    return 0;
+  if (!v && msg && cap)
+    snprintf(msg, cap, "%s", err.msg);
+  return -1;
 }
 
 FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *const *outputs, void *workspace,
@@ -22,6 +64,12 @@ FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *cons
   if (m->abi_version != FRT_ABI_VERSION)
     return frt_errorf(err, FRT_ERR_INPUT, "model '%s' was built for runtime ABI %u, this runtime is ABI %d",
                       name, (unsigned)m->abi_version, FRT_ABI_VERSION);
+  /* A multiversioned model runs as the variant for this CPU: its kernel names index the return code. */
+  FrtError verr;
+  if (!(m = frt_model_variant(m, &verr)))
+    return frt_errorf(err, verr.status, "model '%s': %s", name, verr.msg);
+  if (m->abi_version != FRT_ABI_VERSION)
+    return frt_errorf(err, FRT_ERR_INPUT, "model '%s': malformed model description", name);
   if (!m->run || m->n_inputs < 0 || m->n_outputs < 0 || (m->n_inputs && !m->inputs) ||
       (m->n_outputs && !m->outputs))
     return frt_errorf(err, FRT_ERR_INPUT, "model '%s': malformed model description", name);

@@ -186,9 +186,9 @@ def save_pb(array, name, path):
         f.write(numpy_helper.from_array(array, name).SerializeToString())
 
 
-def source_hash():
+def source_hash(extra=()):
     h = hashlib.sha256()
-    for path in (__file__, os.path.join(HERE, "train_example.py"), EXAMPLE):
+    for path in (__file__, os.path.join(HERE, "train_example.py"), EXAMPLE, *extra):
         with open(path, "rb") as f:
             h.update(f.read())
     return h.hexdigest()
@@ -202,24 +202,25 @@ def up_to_date(out, digest):
         return False
 
 
-def export(name, out_root, force):
+def export(name, out_root, force, table=None, extra_sources=()):
+    """Exports table[name] (default: MODELS) unless up to date; extra_sources join the cache key."""
     out = os.path.join(out_root, name)
-    digest = source_hash()
+    digest = source_hash(extra_sources)
     with open(os.path.join(out_root, f".{name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not force and up_to_date(out, digest):
             print(f"{name}: up to date")
             return
-        export_locked(name, out, digest)
+        export_locked(name, (table or MODELS)[name], out, digest)
 
 
-def export_locked(name, out, digest):
+def export_locked(name, build, out, digest):
     t0 = time.time()
     # One seed per model, so each export is reproducible on its own and in any order.
     seed = sum(map(ord, name))
     torch.manual_seed(seed)
     np.random.seed(seed)
-    model, x, in_names, out_names = MODELS[name]()
+    model, x, in_names, out_names = build()
     n_bn = calibrate_batchnorm(model, x)
     model.eval()
     with torch.no_grad():
@@ -274,21 +275,34 @@ def export_locked(name, out, digest):
           f"PyTorch f32 vs f64 max error {info['torch_f32_vs_f64_max_abs_err']:.2e} ({time.time() - t0:.1f} s)")
 
 
-def main():
+def main_for(table, extra_sources=(), keep_going=False):
+    """The command line for a table of models (name -> builder): this file's, or bench/zoo_models.py's.
+    With keep_going, a model that cannot be exported is reported ("NAME: export failed: why") and the
+    others are still exported; the exit status is then 1."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
-    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: " + ", ".join(MODELS))
+    ap.add_argument("--models", default=",".join(table), help="comma-separated subset of: " + ", ".join(table))
     ap.add_argument("--force", action="store_true", help="re-export models that are already there")
     args = ap.parse_args()
     names = [n for n in args.models.split(",") if n]
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in table]
     if unknown:
         ap.error(f"unknown model(s): {', '.join(unknown)}")
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     os.makedirs(args.outdir, exist_ok=True)
+    failed = 0
     for name in names:
-        export(name, args.outdir, args.force)
+        try:
+            export(name, args.outdir, args.force, table, extra_sources)
+        except (SystemExit, Exception) as e:  # noqa: BLE001  (any failure of one model's export)
+            if not keep_going:
+                raise
+            print(f"{name}: export failed: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
+                  flush=True)
+            failed += 1
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
-    main()
+    main_for(MODELS)

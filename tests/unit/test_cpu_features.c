@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -124,11 +126,102 @@ static void test_recorded(void **state) {
   assert_string_equal(f, "");
 }
 
+/* A multiversioned model's descriptor (runtime/model.c, frt_model_variant): made-up variants, one needing
+ * a feature this host lacks (when there is one), one needing what the host has, one needing nothing. */
+static int ran; /* which variant's run ran: 1 have, 2 plain */
+static int run_have(const void *const *in, void *const *out, void *ws, FrtPool *pool) {
+  (void)in, (void)out, (void)ws, (void)pool;
+  ran = 1;
+  return 0;
+}
+static int run_plain(const void *const *in, void *const *out, void *ws, FrtPool *pool) {
+  (void)in, (void)out, (void)ws, (void)pool;
+  ran = 2;
+  return 0;
+}
+
+static void test_variant(void **state) {
+  (void)state;
+  static const char *const names[] = {
+#define FRT_CPU_FEATURE(name, leaf, subleaf, reg, bit, state) name,
+#include "cpu_features.def"
+#undef FRT_CPU_FEATURE
+  };
+  uint64_t have = frt_cpu_host_features();
+  static char have_list[1024];
+  const char *lacked = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (have >> i & 1) {
+      strcat(have_list, *have_list ? "," : "");
+      strcat(have_list, names[i]);
+    } else if (!lacked) {
+      lacked = names[i];
+    }
+  }
+  FrtModel v_have = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_have, .cpu = "have",
+                     .cpu_features = have_list};
+  FrtModel v_plain = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_plain, .cpu = "plain",
+                      .cpu_features = ""};
+  FrtModel v_lack = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_have, .cpu = "lack",
+                     .cpu_features = lacked};
+  const FrtModel *both[] = {&v_have, &v_plain}, *lack_first[] = {&v_lack, &v_plain}, *only_lack[] = {&v_lack};
+  FrtModel top = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_plain, .cpu = "have,plain", .n_variants = 2,
+                  .variants = both};
+  FrtError err;
+  char msg[512];
+  unsetenv("FLOWRT_CPU_VARIANT");
+  /* Without variants: the model itself; with: the first this host runs. */
+  assert_ptr_equal(frt_model_variant(&v_plain, &err), &v_plain);
+  assert_ptr_equal(frt_model_variant(&top, &err), &v_have);
+  ran = 0;
+  assert_int_equal(frt_model_run(&top, NULL, NULL, NULL, NULL, &err), FRT_OK);
+  assert_int_equal(ran, 1);
+  /* FLOWRT_CPU_VARIANT forces one by its cpu; a name that is none of them is an error. */
+  setenv("FLOWRT_CPU_VARIANT", "plain", 1);
+  assert_ptr_equal(frt_model_variant(&top, &err), &v_plain);
+  assert_int_equal(frt_model_run(&top, NULL, NULL, NULL, NULL, &err), FRT_OK);
+  assert_int_equal(ran, 2);
+  setenv("FLOWRT_CPU_VARIANT", "nope", 1);
+  assert_null(frt_model_variant(&top, &err));
+  assert_int_equal(err.status, FRT_ERR_INPUT);
+  assert_string_equal(err.msg, "FLOWRT_CPU_VARIANT=nope names none of the model's CPUs (have,plain)");
+  assert_int_equal(frt_model_check_cpu(&top, msg, sizeof msg), -1);
+  assert_string_equal(msg, err.msg);
+  unsetenv("FLOWRT_CPU_VARIANT");
+  assert_int_equal(frt_model_check_cpu(&top, msg, sizeof msg), 0);
+  /* A malformed list is refused, not followed. */
+  top.variants = NULL;
+  assert_null(frt_model_variant(&top, NULL));
+  if (!lacked) return; /* this host has every feature the runtime knows */
+  /* A variant this host lacks a feature of is never chosen, even listed first... */
+  top.variants = lack_first;
+  top.cpu = "lack,plain";
+  assert_ptr_equal(frt_model_variant(&top, &err), &v_plain);
+  /* ...nor when forced, nor when it is the only one: the check's message says why. */
+  char want[256];
+  snprintf(want, sizeof want, "this CPU lacks %s, which the model was compiled for (--cpu lack)", lacked);
+  setenv("FLOWRT_CPU_VARIANT", "lack", 1);
+  assert_null(frt_model_variant(&top, &err));
+  assert_int_equal(err.status, FRT_ERR_UNSUPPORTED);
+  assert_string_equal(err.msg, want);
+  unsetenv("FLOWRT_CPU_VARIANT");
+  top.variants = only_lack;
+  top.n_variants = 1;
+  assert_null(frt_model_variant(&top, &err));
+  assert_string_equal(err.msg, want);
+  ran = 0;
+  assert_int_equal(frt_model_run(&top, NULL, NULL, NULL, NULL, &err), FRT_ERR_UNSUPPORTED);
+  assert_int_equal(ran, 0);
+  assert_int_equal(frt_model_check_cpu(&top, msg, sizeof msg), -1);
+  assert_string_equal(msg, want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_missing),
       cmocka_unit_test(test_check_host),
       cmocka_unit_test(test_recorded),
+      cmocka_unit_test(test_variant),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

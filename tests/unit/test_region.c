@@ -87,47 +87,53 @@ static void test_loop_without_scan(void **state) {
   fc_module_destroy(l.m);
 }
 
+/* A module with inputs c: i1 and x: 3xf32 and an if(c, x) of one result whose regions are still empty. */
+typedef struct If {
+  FcModule *m;
+  FcDiag d;
+  FcBuilder b;
+  FcOp *op;
+} If;
+
+static void build_if(If *t) {
+  t->m = fc_module_create("r");
+  fc_diag_init(&t->d);
+  fc_builder_init(&t->b, t->m->graph, &t->d);
+  FcValue *c = fc_graph_add_input(t->m->graph, (FcType){FC_DT_BOOL, 0, NULL}, "c");
+  FcValue *x = fc_graph_add_input(t->m->graph, (FcType){FC_DT_F32, 1, DIMS(3)}, "x");
+  t->op = fc_b_region_op(&t->b, FC_OP_IF, (FcValue *[]){c, x}, 2, 1, NULL, 0);
+  assert_non_null(t->op);
+  assert_int_equal(t->op->n_regions, 2);
+}
+
 /* if(c, x): then yields x+x, else yields x. */
 static void test_if_infer(void **state) {
   (void)state;
-  FcModule *m = fc_module_create("r");
-  FcDiag d;
-  fc_diag_init(&d);
-  FcBuilder b;
-  fc_builder_init(&b, m->graph, &d);
-  FcValue *c = fc_graph_add_input(m->graph, (FcType){FC_DT_BOOL, 0, NULL}, "c");
-  FcValue *x = fc_graph_add_input(m->graph, (FcType){FC_DT_F32, 1, DIMS(3)}, "x");
-  FcOp *op = fc_b_region_op(&b, FC_OP_IF, (FcValue *[]){c, x}, 2, 1, NULL, 0);
-  assert_non_null(op);
-  assert_int_equal(op->n_regions, 2);
+  If t;
+  build_if(&t);
+  FcOp *op = t.op;
   FcBuilder bt;
-  fc_builder_init(&bt, op->regions[0], &d);
-  FcValue *t = fc_b_binary(&bt, FC_OP_ADD, op->regions[0]->inputs[0], op->regions[0]->inputs[0]);
-  fc_graph_set_yield(op->regions[0], &t, 1);
+  fc_builder_init(&bt, op->regions[0], &t.d);
+  FcValue *v = fc_b_binary(&bt, FC_OP_ADD, op->regions[0]->inputs[0], op->regions[0]->inputs[0]);
+  fc_graph_set_yield(op->regions[0], &v, 1);
   fc_graph_set_yield(op->regions[1], &op->regions[1]->inputs[0], 1);
-  assert_non_null(fc_b_region_op_finish(&b, op));
+  assert_non_null(fc_b_region_op_finish(&t.b, op));
   assert_int_equal(op->results[0].type.dims[0], 3);
-  fc_graph_set_outputs(m->graph, (FcValue *[]){&op->results[0]}, NULL, 1);
-  assert_int_equal(fc_verify(m, &d), FC_OK);
-  fc_module_destroy(m);
+  fc_graph_set_outputs(t.m->graph, (FcValue *[]){&op->results[0]}, NULL, 1);
+  assert_int_equal(fc_verify(t.m, &t.d), FC_OK);
+  fc_module_destroy(t.m);
 }
 
-/* An else branch yielding another type than the then branch. */
+/* An else branch yielding fewer values than the then branch. */
 static void test_if_mismatch(void **state) {
   (void)state;
-  FcModule *m = fc_module_create("r");
-  FcDiag d;
-  fc_diag_init(&d);
-  FcBuilder b;
-  fc_builder_init(&b, m->graph, &d);
-  FcValue *c = fc_graph_add_input(m->graph, (FcType){FC_DT_BOOL, 0, NULL}, "c");
-  FcValue *x = fc_graph_add_input(m->graph, (FcType){FC_DT_F32, 1, DIMS(3)}, "x");
-  FcOp *op = fc_b_region_op(&b, FC_OP_IF, (FcValue *[]){c, x}, 2, 1, NULL, 0);
-  fc_graph_set_yield(op->regions[0], &op->regions[0]->inputs[0], 1);
-  fc_graph_set_yield(op->regions[1], &op->regions[1]->inputs[0], 0);
-  assert_null(fc_b_region_op_finish(&b, op));
-  assert_non_null(strstr(d.msg, "if: has 1 results, but its regions yield 1 (then) and 0 (else) values"));
-  fc_module_destroy(m);
+  If t;
+  build_if(&t);
+  fc_graph_set_yield(t.op->regions[0], &t.op->regions[0]->inputs[0], 1);
+  fc_graph_set_yield(t.op->regions[1], &t.op->regions[1]->inputs[0], 0);
+  assert_null(fc_b_region_op_finish(&t.b, t.op));
+  assert_non_null(strstr(t.d.msg, "if: has 1 results, but its regions yield 1 (then) and 0 (else) values"));
+  fc_module_destroy(t.m);
 }
 
 /* A pass that wires an outer value into a body breaks isolation: the verifier names the user and the loop. */

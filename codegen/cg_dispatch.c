@@ -1,0 +1,306 @@
+/* cg_dispatch.c — multiversioned artefacts: one model compiled for several CPUs (`--cpu x86-64-v3,x86-64-v4`),
+ * the best one this CPU supports chosen when the model first runs.
+ *
+ * The memory plan, the layout pass's block (NCHW8c or NCHW16c), the GEMM tiles and the packed constants all
+ * depend on the target, so each variant is the whole pipeline run for its target: the caller runs the
+ * passes on a fresh module per target and hands it to fc_multi_add, which generates its LLVM module under
+ * a private prefix (NAME__cpuK_model, NAME__cpuK_run, made internal) and optimises it for that target's
+ * machine. Every function of the variant is stamped with its target's "target-cpu" and "target-features"
+ * (LLVM picks the subtarget per function, as for clang's target attribute), so the variants can then be
+ * linked into one LLVM module and emitted as one object by one target machine: the rest of the flow
+ * (entry points, archive, header, link) is the single-variant one (cg_emit.c's fc_emit_finish).
+ *
+ * The public descriptor NAME_model (runtime/flowrt.h) lists the variants best first and describes the
+ * model as a whole: the largest workspace of any variant, the CPUs, the last (most portable) variant's
+ * features as the least the model needs. Its run function (also NAME_run for obj/lib/so) asks the
+ * runtime for the variant once (frt_model_variant: FLOWRT_CPU_VARIANT, else the first whose features this
+ * CPU has), keeps the choice in an atomic pointer and calls the variant's run; -1 when no variant can run
+ * here. That function and NAME_check_cpu are compiled for the architecture's baseline, like the
+ * single-variant guard (cg_cpu_guard.c), since they run before any check.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Linker.h>
+
+#include "cg_emit.h"
+#include "cg_private.h"
+
+/* FrtModel's fields (runtime/flowrt.h) that the dispatching descriptor sets itself. */
+enum {
+  FIELD_WORKSPACE = 6,
+  FIELD_RUN = 7,
+  FIELD_N_KERNELS = 8,
+  FIELD_KERNEL_NAMES = 9,
+  FIELD_KERNEL_FLOPS = 10,
+  FIELD_CPU = 11,
+  FIELD_CPU_FEATURES = 12,
+  FIELD_N_VARIANTS = 13,
+  FIELD_VARIANTS = 14,
+  N_FIELDS = 15
+};
+
+#define FC_MULTI_MAX_VARIANTS 8
+
+struct FcMultiBuild {
+  FcCodegenOptions o;
+  FcEmitKind kind;
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;              /* the variants linked so far */
+  const FcTarget *last;           /* the last (most portable) variant's target: it emits the object */
+  int n;
+  char cpus[FC_MULTI_MAX_VARIANTS * 64]; /* "x86-64-v4,x86-64-v3" */
+};
+
+static int count_features(const FcTarget *t) {
+  char f[1024];
+  fc_cg_cpu_features(t, f, sizeof f);
+  int n = f[0] != '\0';
+  for (const char *p = f; *p; p++) n += *p == ',';
+  return n;
+}
+
+FcStatus fc_emit_order_variants(FcTarget **t, int n, FcDiag *diag) {
+  if (n > FC_MULTI_MAX_VARIANTS)
+    return fc_error(diag, FC_ERR_INPUT, "--cpu lists %d CPUs, at most %d", n, FC_MULTI_MAX_VARIANTS);
+  int count[FC_MULTI_MAX_VARIANTS];
+  for (int i = 0; i < n; i++) {
+    if (t[i]->arch != FC_ARCH_X86_64)
+      return fc_error(diag, FC_ERR_INPUT, "--cpu lists several CPUs, which needs an x86-64 target (the run-time "
+                      "choice reads the CPU's features), not %s", t[i]->triple);
+    count[i] = count_features(t[i]);
+  }
+  /* Insertion sort, most features first; equal counts keep the order given. */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && count[j] > count[j - 1]; j--) {
+      FcTarget *tt = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = tt;
+      int c = count[j];
+      count[j] = count[j - 1];
+      count[j - 1] = c;
+    }
+  char a[1024], b[1024];
+  for (int i = 1; i < n; i++) {
+    fc_cg_cpu_features(t[i - 1], a, sizeof a);
+    fc_cg_cpu_features(t[i], b, sizeof b);
+    if (strcmp(a, b) == 0)
+      return fc_error(diag, FC_ERR_INPUT, "--cpu lists %s and %s, which use the same checked instructions: the "
+                      "run-time choice could not tell them apart; keep one", t[i - 1]->cpu, t[i]->cpu);
+  }
+  return FC_OK;
+}
+
+FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, FcMultiBuild **out, FcDiag *diag) {
+  *out = NULL;
+  if (!o->model_name && kind != FC_EMIT_EXE)
+    return fc_error(diag, FC_ERR_INTERNAL, "--emit obj/lib without a model name");
+  FcMultiBuild *mb = calloc(1, sizeof *mb);
+  if (!mb) fc_die(__FILE__, __LINE__, "out of memory");
+  mb->o = *o;
+  if (!mb->o.model_name) mb->o.model_name = "flowc";
+  mb->kind = kind;
+  mb->ctx = LLVMContextCreate();
+  *out = mb;
+  return FC_OK;
+}
+
+void fc_multi_abort(FcMultiBuild *mb) {
+  if (!mb) return;
+  if (mb->mod) LLVMDisposeModule(mb->mod);
+  LLVMContextDispose(mb->ctx);
+  free(mb);
+}
+
+static void set_string_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *key, const char *val) {
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(ctx, key, (unsigned)strlen(key), val, (unsigned)strlen(val)));
+}
+
+/* Gives every function defined in mod that names no CPU of its own the target machine's CPU and features. */
+static void stamp_target(LLVMModuleRef mod, LLVMTargetMachineRef tm) {
+  LLVMContextRef ctx = LLVMGetModuleContext(mod);
+  char *cpu = LLVMGetTargetMachineCPU(tm), *features = LLVMGetTargetMachineFeatureString(tm);
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+    if (LLVMIsDeclaration(fn) || LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "target-cpu", 10))
+      continue;
+    set_string_attr(ctx, fn, "target-cpu", cpu);
+    set_string_attr(ctx, fn, "target-features", features);
+  }
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(features);
+}
+
+static void variant_symbol(const FcMultiBuild *mb, int k, const char *what, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s__cpu%d_%s", mb->o.model_name, k, what);
+}
+
+FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *diag) {
+  if (mb->n == FC_MULTI_MAX_VARIANTS) return fc_error(diag, FC_ERR_INTERNAL, "too many CPU variants");
+  char prefix[320];
+  snprintf(prefix, sizeof prefix, "%s__cpu%d", mb->o.model_name, mb->n);
+  FcCodegenOptions co = mb->o;
+  co.model_name = prefix;
+  LLVMTargetMachineRef tm = fc_target_tm(t);
+  LLVMModuleRef mod = NULL;
+  FcStatus st = fc_codegen_module(m, &co, mb->ctx, t, &mod, diag);
+  if (st != FC_OK) return st;
+  stamp_target(mod, tm);
+  st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
+  if (st != FC_OK) {
+    LLVMDisposeModule(mod);
+    return st;
+  }
+  if (!mb->mod) {
+    mb->mod = mod;
+  } else if (LLVMLinkModules2(mb->mod, mod)) { /* consumes mod */
+    return fc_error(diag, FC_ERR_INTERNAL, "cannot link the %s variant into the model", t->cpu);
+  }
+  size_t used = strlen(mb->cpus);
+  snprintf(mb->cpus + used, sizeof mb->cpus - used, "%s%s", used ? "," : "", t->cpu);
+  mb->last = t;
+  mb->n++;
+  return FC_OK;
+}
+
+static LLVMValueRef private_const(LLVMModuleRef mod, LLVMValueRef init, const char *name) {
+  LLVMValueRef g = LLVMAddGlobal(mod, LLVMTypeOf(init), name);
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  return g;
+}
+
+/* int run(in, out, ws, pool): the chosen variant's run, the choice made once. */
+static LLVMValueRef build_dispatch(FcMultiBuild *mb, LLVMValueRef model, LLVMTypeRef model_ty, LLVMTypeRef run_ty,
+                                   const char *run_name) {
+  LLVMModuleRef mod = mb->mod;
+  LLVMContextRef ctx = mb->ctx;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx);
+  LLVMValueRef chosen = LLVMAddGlobal(mod, ptr, ".chosen_variant");
+  LLVMSetInitializer(chosen, LLVMConstNull(ptr));
+  LLVMSetLinkage(chosen, LLVMInternalLinkage);
+  LLVMTypeRef pick_params[2] = {ptr, ptr};
+  LLVMTypeRef pick_ty = LLVMFunctionType(ptr, pick_params, 2, 0);
+  LLVMValueRef pick = LLVMGetNamedFunction(mod, "frt_model_variant");
+  if (!pick) pick = LLVMAddFunction(mod, "frt_model_variant", pick_ty);
+
+  LLVMValueRef fn = LLVMAddFunction(mod, run_name, run_ty);
+  fc_cg_baseline_fn(mod, mb->last, fn);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, fn, "entry"),
+                    choose = LLVMAppendBasicBlockInContext(ctx, fn, "choose"),
+                    none = LLVMAppendBasicBlockInContext(ctx, fn, "none"),
+                    run = LLVMAppendBasicBlockInContext(ctx, fn, "run");
+  LLVMPositionBuilderAtEnd(b, entry);
+  /* Threads racing on the first run all store the same choice: monotonic is enough. */
+  LLVMValueRef known = LLVMBuildLoad2(b, ptr, chosen, "known");
+  LLVMSetOrdering(known, LLVMAtomicOrderingMonotonic);
+  LLVMSetAlignment(known, 8);
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, known, ""), choose, run);
+  LLVMPositionBuilderAtEnd(b, choose);
+  LLVMValueRef args[2] = {model, LLVMConstNull(ptr)};
+  LLVMValueRef picked = LLVMBuildCall2(b, pick_ty, pick, args, 2, "picked");
+  LLVMBasicBlockRef keep = LLVMAppendBasicBlockInContext(ctx, fn, "keep");
+  LLVMBuildCondBr(b, LLVMBuildIsNull(b, picked, ""), none, keep);
+  LLVMPositionBuilderAtEnd(b, keep);
+  LLVMValueRef store = LLVMBuildStore(b, picked, chosen);
+  LLVMSetOrdering(store, LLVMAtomicOrderingMonotonic);
+  LLVMSetAlignment(store, 8);
+  LLVMBuildBr(b, run);
+  LLVMPositionBuilderAtEnd(b, none);
+  LLVMBuildRet(b, LLVMConstInt(i32, (unsigned long long)-1, 1));
+  LLVMPositionBuilderAtEnd(b, run);
+  LLVMValueRef v = LLVMBuildPhi(b, ptr, "variant");
+  LLVMAddIncoming(v, (LLVMValueRef[]){known, picked}, (LLVMBasicBlockRef[]){entry, keep}, 2);
+  LLVMValueRef body = LLVMBuildLoad2(b, ptr, LLVMBuildStructGEP2(b, model_ty, v, FIELD_RUN, ""), "body");
+  LLVMValueRef pass[4];
+  for (unsigned i = 0; i < 4; i++) pass[i] = LLVMGetParam(fn, i);
+  LLVMBuildRet(b, LLVMBuildCall2(b, run_ty, body, pass, 4, ""));
+  LLVMDisposeBuilder(b);
+  return fn;
+}
+
+/* int NAME_check_cpu(char *msg, size_t cap): frt_model_check_cpu of the model. */
+static void build_check_cpu(FcMultiBuild *mb, LLVMValueRef model) {
+  LLVMModuleRef mod = mb->mod;
+  LLVMContextRef ctx = mb->ctx;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx);
+  LLVMTypeRef size_ty = LLVMIntPtrTypeInContext(ctx, LLVMGetModuleDataLayout(mod));
+  LLVMTypeRef check_params[3] = {ptr, ptr, size_ty};
+  LLVMTypeRef check_ty = LLVMFunctionType(i32, check_params, 3, 0);
+  LLVMValueRef check = LLVMGetNamedFunction(mod, "frt_model_check_cpu");
+  if (!check) check = LLVMAddFunction(mod, "frt_model_check_cpu", check_ty);
+  char sym[400];
+  snprintf(sym, sizeof sym, "%s_check_cpu", mb->o.model_name);
+  LLVMTypeRef params[2] = {ptr, size_ty};
+  LLVMValueRef fn = LLVMAddFunction(mod, sym, LLVMFunctionType(i32, params, 2, 0));
+  fc_cg_baseline_fn(mod, mb->last, fn);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+  LLVMValueRef args[3] = {model, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1)};
+  LLVMBuildRet(b, LLVMBuildCall2(b, check_ty, check, args, 3, ""));
+  LLVMDisposeBuilder(b);
+}
+
+/* NAME_model: the descriptor of the whole, over the variants' descriptors (best first). */
+static FcStatus build_model(FcMultiBuild *mb, FcDiag *diag) {
+  LLVMModuleRef mod = mb->mod;
+  LLVMContextRef ctx = mb->ctx;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx),
+              i64 = LLVMInt64TypeInContext(ctx);
+  LLVMValueRef variants[FC_MULTI_MAX_VARIANTS], last_init = NULL;
+  uint64_t ws = 0;
+  for (int k = 0; k < mb->n; k++) {
+    char sym[400];
+    variant_symbol(mb, k, "model", sym, sizeof sym);
+    variants[k] = LLVMGetNamedGlobal(mod, sym);
+    last_init = variants[k] ? LLVMGetInitializer(variants[k]) : NULL;
+    LLVMValueRef w = last_init && LLVMGetNumOperands(last_init) == N_FIELDS ? LLVMGetOperand(last_init, FIELD_WORKSPACE)
+                                                                            : NULL;
+    if (!w || !LLVMIsAConstantInt(w))
+      return fc_error(diag, FC_ERR_INTERNAL, "the descriptor of the %d-th CPU variant is missing", k);
+    uint64_t bytes = LLVMConstIntGetZExtValue(w);
+    if (bytes > ws) ws = bytes;
+    /* Reached only through NAME_model from now on (external until here, so that LLVM's pipeline kept them). */
+    LLVMSetLinkage(variants[k], LLVMInternalLinkage);
+    LLVMSetLinkage(LLVMGetOperand(last_init, FIELD_RUN), LLVMInternalLinkage);
+  }
+  LLVMTypeRef model_ty = LLVMGlobalGetValueType(variants[0]);
+  LLVMValueRef f[N_FIELDS];
+  for (int i = 0; i < N_FIELDS; i++) f[i] = LLVMGetOperand(last_init, (unsigned)i);
+  char name[400];
+  snprintf(name, sizeof name, "%s_model", mb->o.model_name);
+  LLVMValueRef model = LLVMAddGlobal(mod, model_ty, name);
+  LLVMTypeRef run_ty = LLVMGlobalGetValueType(f[FIELD_RUN]);
+  snprintf(name, sizeof name, "%s_run", mb->o.model_name);
+  LLVMValueRef run = build_dispatch(mb, model, model_ty, run_ty, name);
+  if (mb->kind == FC_EMIT_EXE) LLVMSetLinkage(run, LLVMInternalLinkage);
+  else build_check_cpu(mb, model);
+
+  f[FIELD_WORKSPACE] = LLVMConstInt(i64, ws, 0);
+  f[FIELD_RUN] = run;
+  /* The run's return code indexes the chosen variant's kernel names (frt_model_variant), not these. */
+  f[FIELD_N_KERNELS] = LLVMConstInt(i32, 0, 0);
+  f[FIELD_KERNEL_NAMES] = f[FIELD_KERNEL_FLOPS] = LLVMConstNull(ptr);
+  f[FIELD_CPU] = private_const(mod, LLVMConstStringInContext2(ctx, mb->cpus, strlen(mb->cpus), 0), ".cpus");
+  f[FIELD_N_VARIANTS] = LLVMConstInt(i32, (unsigned long long)mb->n, 0);
+  f[FIELD_VARIANTS] = private_const(mod, LLVMConstArray2(ptr, variants, (uint64_t)mb->n), ".variants");
+  LLVMSetInitializer(model, LLVMConstNamedStruct(model_ty, f, N_FIELDS));
+  LLVMSetGlobalConstant(model, 1);
+  LLVMSetAlignment(model, 8);
+  return FC_OK;
+}
+
+FcStatus fc_multi_finish(FcMultiBuild *mb, FcModule *m, const char *out, FcDiag *diag) {
+  FcStatus st = mb->n ? build_model(mb, diag) : fc_error(diag, FC_ERR_INTERNAL, "no CPU variant was built");
+  const char *name = mb->o.model_name;
+  if (st == FC_OK) st = fc_emit_add_entry_points(mb->mod, name, mb->kind, diag);
+  /* For exe this compiles `main` for the baseline; obj/lib/so have their dispatching NAME_run instead. */
+  if (st == FC_OK && mb->kind == FC_EMIT_EXE) st = fc_emit_cpu_guard(mb->mod, mb->last, name, mb->kind, diag);
+  st = fc_emit_finish(st, mb->mod, mb->ctx, mb->last ? fc_target_tm(mb->last) : NULL, m, mb->kind, name, out,
+                      &mb->o.progress, diag);
+  free(mb);
+  return st;
+}
