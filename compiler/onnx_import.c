@@ -1437,6 +1437,10 @@ FcStatus fc_lx_import_subgraph(FcLower *l, const FcLxSubgraph *sg, FcGraph *g, F
   const Onnx__GraphProto *gp = sg->gp;
   if ((size_t)n_in != gp->n_input)
     return fc_lx_error(l, "subgraph '%s' has %zu inputs, expected %d", sg->attr, gp->n_input, n_in);
+  int depth = 0;
+  for (const FcGraph *p = g; p->parent; p = p->parent->graph) depth++;
+  if (depth > FC_MAX_REGION_DEPTH)
+    return fc_lx_unsupported(l, "subgraphs nest more than %d deep", FC_MAX_REGION_DEPTH);
   /* A fresh scope: its own name map, and (for a region: ids restart there) its own folding state. */
   NameSlot *saved_slots = imp->slots;
   size_t saved_cap = imp->cap_slots, saved_n = imp->n_slots;

@@ -10,6 +10,7 @@
 #   if_runtime       If on a run-time condition; then x + 1, else x * x
 #   if_const         If on a constant condition (inlined)
 #   if_mismatch      If whose branches yield different shapes (refused)
+#   if_deep          65 Ifs on a run-time condition, each in the then branch of the one before
 import sys
 
 import numpy as np
@@ -108,6 +109,16 @@ def build(kind, path):
         else:
             inputs.insert(0, vi('cond', B, []))
         save(nodes, inputs, [vi('y', F, None)], path, 13)
+    elif kind == 'if_deep':
+        then_nodes, then_out = [node('Identity', ['x'], ['t'])], 't'
+        for level in range(65):
+            then_g = helper.make_graph(then_nodes, f'then{level}', [], [vi(then_out, F, [3])])
+            else_g = helper.make_graph([node('Neg', ['x'], [f'e{level}'])], f'else{level}', [],
+                                       [vi(f'e{level}', F, [3])])
+            then_nodes = [node('If', ['cond'], [f'o{level}'], name=f'if{64 - level}', then_branch=then_g,
+                               else_branch=else_g)]
+            then_out = f'o{level}'
+        save(then_nodes, [vi('cond', B, []), vi('x', F, [3])], [vi(then_out, F, [3])], path, 13)
     else:
         sys.exit('make_control_models.py: unknown kind ' + kind)
 
