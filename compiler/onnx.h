@@ -6,7 +6,9 @@
  * onnx_import.c  walks the graph in order, maps ONNX value names to IR values, turns initializers and
  *                Constant nodes into CONSTANT ops, dispatches each node to its legaliser through the table
  *                in onnx_ops.def, and reports every unsupported op at once.
- * lower_*.c      legalisers: each turns one ONNX node into core IR ops through an FcBuilder.
+ * lower_*.c      legalisers: each turns one ONNX node into core IR ops through an FcBuilder
+ *                (lower_control.c: Loop, Scan and If into region ops, their subgraphs imported by
+ *                onnx_import.c).
  */
 #ifndef FLOWC_ONNX_H
 #define FLOWC_ONNX_H

@@ -13,6 +13,11 @@
  * message names every unsupported op type with its count and node names. Any other error stops the
  * import at once, prefixed with the node it concerns.
  *
+ * Subgraph attributes (Loop/Scan bodies, If branches) are imported when their legalisers ask
+ * (lower_control.c), into the region graphs of the ops built for them, each in a scope of its own: the
+ * names a subgraph reads from enclosing scopes are found up front (nested subgraphs included) and
+ * mapped to captures (block arguments) or to copies of constants.
+ *
  * Legalisers that need an input as a compile-time constant (shapes, axes, k, ...) call
  * fc_lx_const_input: it accepts a constant, folds a chain of pure ops over constants with the
  * reference evaluators (memoised: the folded results' uses are redirected to new constants), or asks
