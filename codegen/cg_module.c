@@ -16,6 +16,20 @@
  * written by fc_cg_flag_error), so every planned block keeps its 64-byte alignment; the plan's offsets
  * follow. The run returns the status word: 0, or 1 + the first kernel that found bad data.
  *
+ * Regions (flow.loop, flow.if): every graph of the module (the function and each region) has its own
+ * memory plan and constants (CgGraph); each region's plan gets its own area of the workspace after the
+ * function's, so a body's blocks never meet the values around it, and a loop body's area ends with the
+ * loop's state: the iteration counter and condition its body reads as block arguments, one buffer per
+ * carried value, and the next condition and next carried values its yield writes. Body kernels are
+ * ordinary kernels built by the same emitters; the run function calls them inside a real loop
+ * (emit_loop: the trip count and condition tested before each iteration, the yielded values copied into
+ * the carried buffers after it, each scan output written straight into row `iter` of the loop's result,
+ * whose rows are zeroed first) or a branch (emit_if, whose branches yield straight into the if's results).
+ * A body's captured values are read where they live outside it: regions are isolated from above, so the
+ * only way in is an operand. The region op has a slot in the kernel list without a function: its node
+ * name reports a scan that would overflow its scan_len (status 1 + that slot) and --profile charges the
+ * loop's own copies to it, while body kernels accumulate their time over the iterations.
+ *
  * Threads: a kernel goes through frt_parallel_for only when it has more than one outer iteration and at
  * least FC_CG_PARALLEL_MIN_WORK estimated scalar operations in all; below that, waking the pool costs
  * more than it saves (a few microseconds against ~10 ns per element-op), so it is called inline.
@@ -49,7 +63,53 @@ typedef struct CgKernel {
   bool coarse;         /* one chunk per thread (fc_kernel_one_chunk_per_thread) */
 } CgKernel;
 
-static bool needs_kernel(const FcOp *op) { return op->kind != FC_OP_CONSTANT && op->kind != FC_OP_RETURN; }
+static bool is_region_op(const FcOp *op) { return op->kind == FC_OP_LOOP || op->kind == FC_OP_IF; }
+
+static bool needs_kernel(const FcOp *op) {
+  return op->kind != FC_OP_CONSTANT && op->kind != FC_OP_RETURN && op->kind != FC_OP_YIELD && !is_region_op(op);
+}
+
+/* One graph of the module (the function or a region) as codegen sees it. */
+typedef struct CgGraph {
+  FcGraph *g;
+  FcMemPlan plan;
+  LLVMValueRef *const_globals; /* by constant ordinal in this graph */
+  int n_consts;
+  int64_t ws_base;    /* where its plan's blocks start in the workspace, after the status word */
+  int64_t state_base; /* a loop body: where the loop's state follows its plan (emit_loop) */
+  int *kernel_of;     /* by op id: its entry in the kernel list, -1 for none */
+} CgGraph;
+
+/* Makes g's plan and constants the ones kernels and value addresses use. */
+static void enter_graph(FcCg *cg, const CgGraph *cgg) {
+  cg->plan = cgg->plan;
+  cg->const_globals = cgg->const_globals;
+  cg->n_consts = cgg->n_consts;
+}
+
+static CgGraph *graph_of(CgGraph *gs, int n, const FcGraph *g) {
+  for (int i = 0; i < n; i++)
+    if (gs[i].g == g) return &gs[i];
+  FC_UNREACHABLE();
+}
+
+/* Bytes rounded up to FC_MEMPLAN_ALIGN (sizes are planned values', already checked to fit). */
+static int64_t round_block(int64_t n) { return (n + FC_MEMPLAN_ALIGN - 1) / FC_MEMPLAN_ALIGN * FC_MEMPLAN_ALIGN; }
+
+/* A loop's state after its body's plan: iter (one block), cond (one block), the carried buffers, the next
+ * cond (one block) and the next carried buffers. */
+static bool loop_state_bytes(const FcOp *loop, int64_t *out) {
+  int k = fc_loop_num_carried(loop);
+  int64_t total = 3 * FC_MEMPLAN_ALIGN;
+  for (int j = 0; j < k; j++) {
+    int64_t n, r;
+    if (!fc_type_nbytes(&loop->operands[2 + j].value->type, &n) || !fc_checked_add(n, FC_MEMPLAN_ALIGN - 1, &r) ||
+        !fc_checked_mul(r / FC_MEMPLAN_ALIGN * FC_MEMPLAN_ALIGN, 2, &r) || !fc_checked_add(total, r, &total))
+      return false;
+  }
+  *out = total;
+  return true;
+}
 
 /* ---- unsupported ops -------------------------------------------------------------------------------- */
 
@@ -139,14 +199,14 @@ static LLVMValueRef bytes_global(FcCg *cg, const char *name, const void *data, s
 
 static LLVMValueRef string_global(FcCg *cg, const char *s) { return bytes_global(cg, ".str", s, strlen(s), 1, true); }
 
-/* Makes the constant globals, indexed by constant ordinal (the plan's numbering). */
-static FcStatus emit_constants(FcCg *cg, FcDiag *diag) {
+/* Makes the constant globals of one graph, indexed by constant ordinal (the plan's numbering). */
+static FcStatus emit_constants(FcCg *cg, CgGraph *cgg, FcDiag *diag) {
   int n = 0;
-  fc_graph_for_each_op(cg->m->graph, op) if (op->kind == FC_OP_CONSTANT) n++;
-  cg->n_consts = n;
-  cg->const_globals = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(n ? n : 1));
+  fc_graph_for_each_op(cgg->g, op) if (op->kind == FC_OP_CONSTANT) n++;
+  cgg->n_consts = n;
+  cgg->const_globals = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(n ? n : 1));
   int i = 0;
-  fc_graph_for_each_op(cg->m->graph, op) {
+  fc_graph_for_each_op(cgg->g, op) {
     if (op->kind != FC_OP_CONSTANT) continue;
     int ord = i++;
     /* A constant nobody uses (left behind when a pipeline without dce ran) gets no global. */
@@ -157,7 +217,7 @@ static FcStatus emit_constants(FcCg *cg, FcDiag *diag) {
                            "the constant's data was elided from the IR text; compile a model written with --weights");
     char name[32];
     snprintf(name, sizeof name, "const.%d", ord);
-    cg->const_globals[ord] = bytes_global(cg, name, t->data, (size_t)t->nbytes, FC_MEMPLAN_ALIGN, false);
+    cgg->const_globals[ord] = bytes_global(cg, name, t->data, (size_t)t->nbytes, FC_MEMPLAN_ALIGN, false);
   }
   return FC_OK;
 }
@@ -320,10 +380,13 @@ LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, con
 
 /* ---- the run function ------------------------------------------------------------------------------------- */
 
+/* Where one graph's values are while its code runs. */
 typedef struct RunState {
   LLVMBuilderRef b;
   LLVMValueRef ws;
-  LLVMValueRef *in_ptrs, *out_ptrs; /* the caller's buffers, loaded once in the entry block */
+  LLVMValueRef *in_ptrs, *out_ptrs; /* the function: the caller's buffers, loaded once in the entry block; a
+                                       region: its block arguments' and its yield's (emit_loop, emit_if) */
+  int64_t ws_base;                  /* the graph's area of the workspace */
 } RunState;
 
 /* The address of value v's bytes while the model runs. */
@@ -335,7 +398,7 @@ static LLVMValueRef value_addr(FcCg *cg, RunState *rs, const FcValue *v) {
   switch (r->kind) {
   case FC_BUF_WORKSPACE: {
     /* a->offset: the root's block plus where v starts in it (a concat part's slice) */
-    LLVMValueRef off = LLVMConstInt(cg->i64, (unsigned long long)(a->offset + FC_CG_STATUS_BYTES), 0);
+    LLVMValueRef off = LLVMConstInt(cg->i64, (unsigned long long)(a->offset + FC_CG_STATUS_BYTES + rs->ws_base), 0);
     return LLVMBuildInBoundsGEP2(rs->b, cg->i8, rs->ws, &off, 1, "");
   }
   case FC_BUF_INPUT: return rs->in_ptrs[r->index];
@@ -351,7 +414,231 @@ static LLVMValueRef value_addr(FcCg *cg, RunState *rs, const FcValue *v) {
   }
 }
 
-static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const char *prefix) {
+/* What the run function's code needs everywhere: its arguments, the ctx slots, the runtime's entry points. */
+typedef struct RunFn {
+  LLVMValueRef fn, slots, scratch, pool;
+  LLVMTypeRef task_ty, pf_ty, pfm_ty, pt_ty, tick_ty;
+  LLVMValueRef pf, pfm, pt, tick;
+  const CgKernel *ks;
+  CgGraph *graphs;
+  int n_graphs;
+} RunFn;
+
+static LLVMValueRef runtime_fn(FcCg *cg, const char *name, LLVMTypeRef ty) {
+  LLVMValueRef f = LLVMGetNamedFunction(cg->mod, name);
+  return f ? f : LLVMAddFunction(cg->mod, name, ty);
+}
+
+static void profile_tick(FcCg *cg, const RunFn *rf, LLVMBuilderRef b, int index) {
+  LLVMValueRef args[2] = {rf->pool, LLVMConstInt(cg->i32, (unsigned long long)index, 1)};
+  LLVMBuildCall2(b, rf->tick_ty, rf->tick, args, 2, "");
+}
+
+static LLVMValueRef ws_at(FcCg *cg, RunState *rs, int64_t off) {
+  LLVMValueRef o = LLVMConstInt(cg->i64, (unsigned long long)(off + FC_CG_STATUS_BYTES), 0);
+  return LLVMBuildInBoundsGEP2(rs->b, cg->i8, rs->ws, &o, 1, "");
+}
+
+static void copy_bytes(FcCg *cg, LLVMBuilderRef b, LLVMValueRef dst, LLVMValueRef src, int64_t n) {
+  if (n > 0) LLVMBuildMemCpy(b, dst, 1, src, 1, LLVMConstInt(cg->i64, (unsigned long long)n, 0));
+}
+
+/* Calls kernel i with its operands and results in the ctx slots. */
+static void call_kernel(FcCg *cg, const RunFn *rf, RunState *rs, int i) {
+  const CgKernel *kk = &rf->ks[i];
+  const FcOp *op = kk->op;
+  LLVMBuilderRef b = rs->b;
+  if (kk->outer == 0) return; /* an empty tensor: nothing to compute */
+  int slot = 0;
+  for (int j = 0; j < op->n_operands + op->n_results + 2; j++) {
+    LLVMValueRef a;
+    if (j < op->n_operands) {
+      const FcValue *v = op->operands[j].value;
+      if (j < 64 && kk->subst && kk->subst[j]) a = kk->subst[j];
+      else a = v ? value_addr(cg, rs, v) : LLVMConstNull(cg->ptr);
+    } else if (j < op->n_operands + op->n_results) {
+      a = value_addr(cg, rs, &op->results[j - op->n_operands]);
+    } else if (j == op->n_operands + op->n_results) {
+      a = rs->ws;
+    } else {
+      a = rf->scratch;
+    }
+    LLVMValueRef idx = LLVMConstInt(cg->i64, (unsigned long long)slot++, 0);
+    LLVMBuildStore(b, a, LLVMBuildInBoundsGEP2(b, cg->ptr, rf->slots, &idx, 1, ""));
+  }
+  bool parallel = kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK;
+  if (parallel && (kk->scratch || kk->coarse)) {
+    LLVMValueRef max_chunks = LLVMConstInt(cg->i32, FC_CG_SCRATCH_SLOTS, 0);
+    if (kk->coarse) {
+      /* min(threads, slots): frt_pool_threads at run time */
+      LLVMValueRef t = LLVMBuildCall2(b, rf->pt_ty, rf->pt, (LLVMValueRef[]){rf->pool}, 1, "threads");
+      if (kk->scratch) t = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, t, max_chunks, ""), t, max_chunks, "");
+      max_chunks = t;
+    }
+    LLVMValueRef args[5] = {rf->pool, LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), max_chunks, kk->fn,
+                            rf->slots};
+    LLVMBuildCall2(b, rf->pfm_ty, rf->pfm, args, 5, "");
+  } else if (parallel) {
+    LLVMValueRef args[4] = {rf->pool, LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), kk->fn, rf->slots};
+    LLVMBuildCall2(b, rf->pf_ty, rf->pf, args, 4, "");
+  } else {
+    LLVMValueRef args[3] = {rf->slots, LLVMConstInt(cg->i64, 0, 0),
+                            LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0)};
+    LLVMBuildCall2(b, rf->task_ty, kk->fn, args, 3, "");
+  }
+  profile_tick(cg, rf, b, i);
+}
+
+static void emit_graph(FcCg *cg, const RunFn *rf, CgGraph *cgg, RunState *rs);
+
+/* The addresses of op's operands and results, taken while the plan of the graph holding op is current. */
+static void op_addrs(FcCg *cg, RunState *rs, const FcOp *op, LLVMValueRef *in, LLVMValueRef *out) {
+  for (int i = 0; i < op->n_operands; i++) in[i] = value_addr(cg, rs, op->operands[i].value);
+  for (int i = 0; i < op->n_results; i++) out[i] = value_addr(cg, rs, &op->results[i]);
+}
+
+/* Sets the run's status word to 1 + index unless a kernel set it already. */
+static void flag_status(FcCg *cg, LLVMBuilderRef b, LLVMValueRef ws, int index) {
+  LLVMValueRef cur = LLVMBuildLoad2(b, cg->i32, ws, "");
+  LLVMValueRef is0 = LLVMBuildICmp(b, LLVMIntEQ, cur, LLVMConstInt(cg->i32, 0, 0), "");
+  LLVMBuildStore(b, LLVMBuildSelect(b, is0, LLVMConstInt(cg->i32, (unsigned long long)index + 1, 0), cur, ""), ws);
+}
+
+/* flow.loop `op` (kernel list entry `index`) as a loop of the run function (the contract in ir.h). */
+static void emit_loop(FcCg *cg, const RunFn *rf, CgGraph *outer, RunState *rs, const FcOp *op, int index) {
+  LLVMBuilderRef b = rs->b;
+  CgGraph *body = graph_of(rf->graphs, rf->n_graphs, op->regions[0]);
+  int k = fc_loop_num_carried(op), s = op->n_results - k, c = op->n_operands - 2 - k;
+  LLVMValueRef *in = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)op->n_operands);
+  LLVMValueRef *out = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(op->n_results ? op->n_results : 1));
+  op_addrs(cg, rs, op, in, out);
+  /* The state after the body's plan. */
+  int64_t at = body->state_base;
+  LLVMValueRef iter = ws_at(cg, rs, at), cond = ws_at(cg, rs, at + FC_MEMPLAN_ALIGN);
+  at += 2 * FC_MEMPLAN_ALIGN;
+  LLVMValueRef *carry = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(k ? k : 1));
+  LLVMValueRef *next = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(k ? k : 1));
+  int64_t *size = FC_NEW_ARRAY(cg->arena, int64_t, (size_t)(k ? k : 1));
+  for (int j = 0; j < k; j++) {
+    fc_type_nbytes(&op->operands[2 + j].value->type, &size[j]);
+    carry[j] = ws_at(cg, rs, at);
+    at += round_block(size[j]);
+  }
+  LLVMValueRef cond_next = ws_at(cg, rs, at);
+  at += FC_MEMPLAN_ALIGN;
+  for (int j = 0; j < k; j++) {
+    next[j] = ws_at(cg, rs, at);
+    at += round_block(size[j]);
+  }
+  for (int j = 0; j < k; j++) copy_bytes(cg, b, carry[j], in[2 + j], size[j]);
+  int64_t *row = FC_NEW_ARRAY(cg->arena, int64_t, (size_t)(s ? s : 1));
+  for (int j = 0; j < s; j++) {
+    int64_t n = 0;
+    fc_type_nbytes(&op->results[k + j].type, &n);
+    int64_t len = op->results[k + j].type.dims[0];
+    row[j] = len > 0 ? n / len : 0;
+    if (n > 0)
+      LLVMBuildMemSet(b, out[k + j], LLVMConstInt(cg->i8, 0, 0), LLVMConstInt(cg->i64, (unsigned long long)n, 0), 1);
+  }
+  LLVMValueRef trip = LLVMBuildLoad2(b, cg->i64, in[0], "trip");
+  LLVMBuildStore(b, LLVMConstInt(cg->i64, 0, 0), iter);
+  LLVMBuildStore(b, LLVMBuildLoad2(b, cg->i8, in[1], ""), cond);
+  profile_tick(cg, rf, b, index);
+
+  LLVMBasicBlockRef header = LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "loop");
+  LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "loop_body");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "loop_exit");
+  LLVMBuildBr(b, header);
+  LLVMPositionBuilderAtEnd(b, header);
+  LLVMValueRef i = LLVMBuildLoad2(b, cg->i64, iter, "iter");
+  LLVMValueRef cond_now = LLVMBuildLoad2(b, cg->i8, cond, "");
+  LLVMValueRef go = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLT, i, trip, ""),
+                                 LLVMBuildICmp(b, LLVMIntNE, cond_now, LLVMConstInt(cg->i8, 0, 0), ""), "");
+  if (s > 0) {
+    /* One more iteration than scan_len rows: the run's error, never a write past the result. */
+    LLVMBasicBlockRef check = LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "loop_check");
+    LLVMBasicBlockRef over = LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "loop_overflow");
+    LLVMBuildCondBr(b, go, check, exit);
+    LLVMPositionBuilderAtEnd(b, check);
+    LLVMValueRef len = LLVMConstInt(cg->i64, (unsigned long long)fc_loop_scan_len(op), 0);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, i, len, ""), over, run);
+    LLVMPositionBuilderAtEnd(b, over);
+    flag_status(cg, b, rs->ws, index);
+    LLVMBuildBr(b, exit);
+  } else {
+    LLVMBuildCondBr(b, go, run, exit);
+  }
+  LLVMPositionBuilderAtEnd(b, run);
+  RunState brs = {.b = b, .ws = rs->ws, .ws_base = body->ws_base};
+  brs.in_ptrs = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(2 + k + c));
+  brs.out_ptrs = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(1 + k + s));
+  brs.in_ptrs[0] = iter;
+  brs.in_ptrs[1] = cond;
+  for (int j = 0; j < k; j++) brs.in_ptrs[2 + j] = carry[j];
+  for (int j = 0; j < c; j++) brs.in_ptrs[2 + k + j] = in[2 + k + j];
+  brs.out_ptrs[0] = cond_next;
+  for (int j = 0; j < k; j++) brs.out_ptrs[1 + j] = next[j];
+  for (int j = 0; j < s; j++) {
+    LLVMValueRef off = LLVMBuildMul(b, i, LLVMConstInt(cg->i64, (unsigned long long)row[j], 0), "");
+    brs.out_ptrs[1 + k + j] = LLVMBuildInBoundsGEP2(b, cg->i8, out[k + j], &off, 1, "row");
+  }
+  emit_graph(cg, rf, body, &brs);
+  enter_graph(cg, outer);
+  for (int j = 0; j < k; j++) copy_bytes(cg, b, carry[j], next[j], size[j]);
+  LLVMBuildStore(b, LLVMBuildLoad2(b, cg->i8, cond_next, ""), cond);
+  LLVMBuildStore(b, LLVMBuildAdd(b, i, LLVMConstInt(cg->i64, 1, 0), ""), iter);
+  profile_tick(cg, rf, b, index);
+  LLVMBuildBr(b, header);
+  LLVMPositionBuilderAtEnd(b, exit);
+  for (int j = 0; j < k; j++) copy_bytes(cg, b, out[j], carry[j], size[j]);
+  profile_tick(cg, rf, b, index);
+}
+
+/* flow.if `op` as a branch: each region reads the captured values where they are and yields straight into
+ * the if's results. */
+static void emit_if(FcCg *cg, const RunFn *rf, CgGraph *outer, RunState *rs, const FcOp *op, int index) {
+  LLVMBuilderRef b = rs->b;
+  LLVMValueRef *in = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)op->n_operands);
+  LLVMValueRef *out = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(op->n_results ? op->n_results : 1));
+  op_addrs(cg, rs, op, in, out);
+  LLVMValueRef c = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, cg->i8, in[0], ""), LLVMConstInt(cg->i8, 0, 0), "");
+  profile_tick(cg, rf, b, index);
+  LLVMBasicBlockRef bb[2] = {LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "then"),
+                             LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "else")};
+  LLVMBasicBlockRef merge = LLVMAppendBasicBlockInContext(cg->ctx, rf->fn, "endif");
+  LLVMBuildCondBr(b, c, bb[0], bb[1]);
+  for (int r = 0; r < 2; r++) {
+    LLVMPositionBuilderAtEnd(b, bb[r]);
+    CgGraph *region = graph_of(rf->graphs, rf->n_graphs, op->regions[r]);
+    RunState brs = {.b = b, .ws = rs->ws, .in_ptrs = in + 1, .out_ptrs = out, .ws_base = region->ws_base};
+    emit_graph(cg, rf, region, &brs);
+    enter_graph(cg, outer);
+    LLVMBuildBr(b, merge);
+  }
+  LLVMPositionBuilderAtEnd(b, merge);
+}
+
+/* The code of one graph: its kernels and region ops in order, then the copies into its outputs that the
+ * plan could not compute in place (inputs, constants, repeated values). */
+static void emit_graph(FcCg *cg, const RunFn *rf, CgGraph *cgg, RunState *rs) {
+  enter_graph(cg, cgg);
+  fc_graph_for_each_op(cgg->g, op) {
+    int i = op->id < cgg->g->next_op_id ? cgg->kernel_of[op->id] : -1;
+    if (i < 0) continue;
+    if (op->kind == FC_OP_LOOP) emit_loop(cg, rf, cgg, rs, op, i);
+    else if (op->kind == FC_OP_IF) emit_if(cg, rf, cgg, rs, op, i);
+    else call_kernel(cg, rf, rs, i);
+  }
+  int n_out = fc_graph_num_outputs(cgg->g);
+  for (int i = 0; i < n_out; i++) {
+    if (!fc_memplan_graph_output_is_copy(cgg->g, &cg->plan, i)) continue;
+    const FcValue *v = fc_graph_output(cgg->g, i);
+    copy_bytes(cg, rs->b, rs->out_ptrs[i], value_addr(cg, rs, v), cg->plan.by_value[v->id].size);
+  }
+}
+
+static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, CgGraph *graphs, int n_graphs,
+                              int64_t areas_bytes, const char *prefix) {
   FcGraph *g = cg->m->graph;
   char name[256];
   snprintf(name, sizeof name, "%s_run", prefix);
@@ -361,7 +648,7 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, nounwind, 0));
   LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
-  RunState rs = {.b = b, .ws = LLVMGetParam(fn, 2)};
+  RunState rs = {.b = b, .ws = LLVMGetParam(fn, 2), .ws_base = graphs[0].ws_base};
   int n_out = fc_graph_num_outputs(g);
   rs.in_ptrs = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(g->n_inputs ? g->n_inputs : 1));
   rs.out_ptrs = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(n_out ? n_out : 1));
@@ -372,82 +659,23 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, const
   int max_slots = 1;
   for (int i = 0; i < n_kernels; i++) {
     int n = ks[i].op->n_operands + ks[i].op->n_results + 2;
-    if (n > max_slots) max_slots = n;
+    if (ks[i].fn && n > max_slots) max_slots = n;
   }
-  LLVMValueRef slots = LLVMBuildArrayAlloca(b, cg->ptr, LLVMConstInt(cg->i32, (unsigned long long)max_slots, 0), "ctx");
-  LLVMTypeRef task_params[3] = {cg->ptr, cg->i64, cg->i64};
-  LLVMTypeRef task_ty = LLVMFunctionType(cg->v, task_params, 3, 0);
-  LLVMTypeRef pf_params[4] = {cg->ptr, cg->i64, cg->ptr, cg->ptr};
-  LLVMTypeRef pf_ty = LLVMFunctionType(cg->v, pf_params, 4, 0);
-  LLVMValueRef pf = LLVMGetNamedFunction(cg->mod, "frt_parallel_for");
-  if (!pf) pf = LLVMAddFunction(cg->mod, "frt_parallel_for", pf_ty);
-  LLVMTypeRef pfm_params[5] = {cg->ptr, cg->i64, cg->i32, cg->ptr, cg->ptr};
-  LLVMTypeRef pfm_ty = LLVMFunctionType(cg->v, pfm_params, 5, 0);
-  LLVMValueRef pfm = LLVMGetNamedFunction(cg->mod, "frt_parallel_for_max");
-  if (!pfm) pfm = LLVMAddFunction(cg->mod, "frt_parallel_for_max", pfm_ty);
-  LLVMTypeRef pt_ty = LLVMFunctionType(cg->i32, (LLVMTypeRef[]){cg->ptr}, 1, 0);
-  LLVMValueRef pt = LLVMGetNamedFunction(cg->mod, "frt_pool_threads");
-  if (!pt) pt = LLVMAddFunction(cg->mod, "frt_pool_threads", pt_ty);
-  LLVMValueRef scratch_off = LLVMConstInt(cg->i64, (unsigned long long)(cg->plan.workspace_bytes + FC_CG_STATUS_BYTES), 0);
-  LLVMValueRef scratch = LLVMBuildInBoundsGEP2(b, cg->i8, rs.ws, &scratch_off, 1, "scratch");
+  RunFn rf = {.fn = fn, .pool = LLVMGetParam(fn, 3), .ks = ks, .graphs = graphs, .n_graphs = n_graphs};
+  rf.slots = LLVMBuildArrayAlloca(b, cg->ptr, LLVMConstInt(cg->i32, (unsigned long long)max_slots, 0), "ctx");
+  rf.task_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i64, cg->i64}, 3, 0);
+  rf.pf_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i64, cg->ptr, cg->ptr}, 4, 0);
+  rf.pf = runtime_fn(cg, "frt_parallel_for", rf.pf_ty);
+  rf.pfm_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i64, cg->i32, cg->ptr, cg->ptr}, 5, 0);
+  rf.pfm = runtime_fn(cg, "frt_parallel_for_max", rf.pfm_ty);
+  rf.pt_ty = LLVMFunctionType(cg->i32, (LLVMTypeRef[]){cg->ptr}, 1, 0);
+  rf.pt = runtime_fn(cg, "frt_pool_threads", rf.pt_ty);
+  rf.scratch = ws_at(cg, &rs, areas_bytes);
   /* --profile: a tick before the first kernel and after each one (runtime/flowrt.h) */
-  LLVMTypeRef tick_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i32}, 2, 0);
-  LLVMValueRef tick = LLVMGetNamedFunction(cg->mod, "frt_profile_tick");
-  if (!tick) tick = LLVMAddFunction(cg->mod, "frt_profile_tick", tick_ty);
-  LLVMBuildCall2(b, tick_ty, tick, (LLVMValueRef[]){LLVMGetParam(fn, 3), LLVMConstInt(cg->i32, (unsigned long long)-1, 1)}, 2, "");
-
-  for (int i = 0; i < n_kernels; i++) {
-    const CgKernel *kk = &ks[i];
-    const FcOp *op = kk->op;
-    if (kk->outer == 0) continue; /* an empty tensor: nothing to compute */
-    int slot = 0;
-    for (int j = 0; j < op->n_operands + op->n_results + 2; j++) {
-      LLVMValueRef a;
-      if (j < op->n_operands) {
-        const FcValue *v = op->operands[j].value;
-        if (j < 64 && kk->subst && kk->subst[j]) a = kk->subst[j];
-        else a = v ? value_addr(cg, &rs, v) : LLVMConstNull(cg->ptr);
-      } else if (j < op->n_operands + op->n_results) {
-        a = value_addr(cg, &rs, &op->results[j - op->n_operands]);
-      } else if (j == op->n_operands + op->n_results) {
-        a = rs.ws;
-      } else {
-        a = scratch;
-      }
-      LLVMValueRef idx = LLVMConstInt(cg->i64, (unsigned long long)slot++, 0);
-      LLVMBuildStore(b, a, LLVMBuildInBoundsGEP2(b, cg->ptr, slots, &idx, 1, ""));
-    }
-    if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK && (kk->scratch || kk->coarse)) {
-      LLVMValueRef max_chunks = LLVMConstInt(cg->i32, FC_CG_SCRATCH_SLOTS, 0);
-      if (kk->coarse) {
-        /* min(threads, slots): frt_pool_threads at run time */
-        LLVMValueRef t = LLVMBuildCall2(b, pt_ty, pt, (LLVMValueRef[]){LLVMGetParam(fn, 3)}, 1, "threads");
-        if (kk->scratch)
-          t = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, t, max_chunks, ""), t, max_chunks, "");
-        max_chunks = t;
-      }
-      LLVMValueRef args[5] = {LLVMGetParam(fn, 3), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), max_chunks,
-                              kk->fn, slots};
-      LLVMBuildCall2(b, pfm_ty, pfm, args, 5, "");
-    } else if (kk->outer > 1 && (double)kk->outer * kk->work_per_outer >= FC_CG_PARALLEL_MIN_WORK) {
-      LLVMValueRef args[4] = {LLVMGetParam(fn, 3), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0), kk->fn,
-                              slots};
-      LLVMBuildCall2(b, pf_ty, pf, args, 4, "");
-    } else {
-      LLVMValueRef args[3] = {slots, LLVMConstInt(cg->i64, 0, 0), LLVMConstInt(cg->i64, (unsigned long long)kk->outer, 0)};
-      LLVMBuildCall2(b, task_ty, kk->fn, args, 3, "");
-    }
-    LLVMBuildCall2(b, tick_ty, tick, (LLVMValueRef[]){LLVMGetParam(fn, 3), LLVMConstInt(cg->i32, (unsigned long long)i, 0)}, 2, "");
-  }
-
-  /* Outputs the plan could not compute in place: inputs, constants, repeated values. */
-  for (int i = 0; i < n_out; i++) {
-    if (!fc_memplan_output_is_copy(cg->m, &cg->plan, i)) continue;
-    const FcValue *v = fc_graph_output(g, i);
-    int64_t nbytes = cg->plan.by_value[v->id].size;
-    if (nbytes <= 0) continue;
-    LLVMBuildMemCpy(b, rs.out_ptrs[i], 1, value_addr(cg, &rs, v), 1, LLVMConstInt(cg->i64, (unsigned long long)nbytes, 0));
-  }
+  rf.tick_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i32}, 2, 0);
+  rf.tick = runtime_fn(cg, "frt_profile_tick", rf.tick_ty);
+  profile_tick(cg, &rf, b, -1);
+  emit_graph(cg, &rf, &graphs[0], &rs);
   LLVMValueRef status = LLVMBuildLoad2(b, cg->i32, rs.ws, "status");
   LLVMBuildRet(b, status);
   LLVMDisposeBuilder(b);
@@ -584,21 +812,51 @@ static FcStatus refuse_quantised(FcGraph *g, FcDiag *diag) {
   return FC_OK;
 }
 
+/* Plans every graph of the module and lays their areas out one after the other; *areas gets their total. */
+static FcStatus plan_graphs(FcModule *m, CgGraph *gs, int n, int64_t *areas, FcDiag *diag) {
+  int64_t at = 0;
+  for (int i = 0; i < n; i++) {
+    CgGraph *cgg = &gs[i];
+    FcStatus st = fc_memplan_graph(cgg->g, NULL, &m->arena, &cgg->plan, diag);
+    if (st != FC_OK) return st;
+    cgg->ws_base = at;
+    int64_t state = 0;
+    if (!fc_checked_add(at, cgg->plan.workspace_bytes, &at))
+      return fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
+    cgg->state_base = at;
+    FcOp *parent = cgg->g->parent;
+    if (parent && parent->kind == FC_OP_LOOP && (!loop_state_bytes(parent, &state) || !fc_checked_add(at, state, &at)))
+      return fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
+    cgg->kernel_of = FC_NEW_ARRAY(&m->arena, int, (size_t)(cgg->g->next_op_id ? cgg->g->next_op_id : 1));
+    for (uint32_t j = 0; j < cgg->g->next_op_id; j++) cgg->kernel_of[j] = -1;
+  }
+  *areas = at;
+  return FC_OK;
+}
+
 FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRef ctx, const FcTarget *target,
                            LLVMModuleRef *out, FcDiag *diag) {
   *out = NULL;
-  if (refuse_quantised(m->graph, diag) != FC_OK) return diag->status;
+  int n_graphs = fc_module_graphs(m, NULL, 0);
+  FcGraph **glist = FC_NEW_ARRAY(&m->arena, FcGraph *, (size_t)n_graphs);
+  fc_module_graphs(m, glist, n_graphs);
+  CgGraph *graphs = FC_NEW_ARRAY(&m->arena, CgGraph, (size_t)n_graphs);
+  for (int i = 0; i < n_graphs; i++) graphs[i].g = glist[i];
+  for (int i = 0; i < n_graphs; i++)
+    if (refuse_quantised(glist[i], diag) != FC_OK) return diag->status;
   /* Ops without an emitter are found before anything is planned or built. */
   UnsupportedList unsup = {0};
-  fc_graph_for_each_op(m->graph, op) if (needs_kernel(op) && !emitters[op->kind]) unsupported_add(&m->arena, &unsup, op, NULL);
+  for (int i = 0; i < n_graphs; i++)
+    fc_graph_for_each_op(glist[i], op) if (needs_kernel(op) && !emitters[op->kind])
+      unsupported_add(&m->arena, &unsup, op, NULL);
   if (unsup.n) return report_unsupported(&unsup, diag);
   FcStatus st;
   LLVMTargetMachineRef tm = fc_target_tm(target);
   FcCg cg = {.m = m, .opts = o, .ctx = ctx, .tm = tm, .target = target, .arena = &m->arena};
-  st = fc_memplan(m, NULL, &m->arena, &cg.plan, diag);
+  int64_t areas, ws_bytes;
+  st = plan_graphs(m, graphs, n_graphs, &areas, diag);
   if (st != FC_OK) return st;
-  int64_t ws_bytes;
-  if (!fc_checked_add(cg.plan.workspace_bytes, FC_CG_STATUS_BYTES, &ws_bytes))
+  if (!fc_checked_add(areas, FC_CG_STATUS_BYTES, &ws_bytes))
     return fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
   const char *prefix = o && o->model_name ? o->model_name : "flowc";
   cg.mod = LLVMModuleCreateWithNameInContext(m->source ? m->source : "flowc", ctx);
@@ -614,37 +872,50 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
   cg.i64 = LLVMInt64TypeInContext(ctx);
   cg.v = LLVMVoidTypeInContext(ctx);
 
-  st = emit_constants(&cg, diag);
+  st = FC_OK;
+  for (int i = 0; i < n_graphs && st == FC_OK; i++) st = emit_constants(&cg, &graphs[i], diag);
   int n_kernels = 0;
   CgKernel *ks = NULL;
   if (st == FC_OK) {
     int n_ops = 0;
-    fc_graph_for_each_op(m->graph, op) n_ops++;
+    for (int i = 0; i < n_graphs; i++) fc_graph_for_each_op(glist[i], op) n_ops++;
     ks = FC_NEW_ARRAY(&m->arena, CgKernel, (size_t)(n_ops ? n_ops : 1));
     SharedKernels shared = {.text = FC_NEW_ARRAY(&m->arena, char *, (size_t)(n_ops ? n_ops : 1)),
                             .fn = FC_NEW_ARRAY(&m->arena, LLVMValueRef, (size_t)(n_ops ? n_ops : 1))};
     int n_todo = 0;
-    fc_graph_for_each_op(m->graph, op) n_todo += needs_kernel(op) && !fc_memplan_op_is_free(&cg.plan, op);
+    for (int i = 0; i < n_graphs; i++) {
+      enter_graph(&cg, &graphs[i]);
+      fc_graph_for_each_op(glist[i], op) n_todo += needs_kernel(op) && !fc_memplan_op_is_free(&cg.plan, op);
+    }
     /* An emitter may refuse its op (a dtype or attribute it does not handle): those are collected, so
      * that one message lists every op this model needs; any other failure stops at once. */
     int step = 0;
-    fc_graph_for_each_op(m->graph, op) {
-      if (!needs_kernel(op) || fc_memplan_op_is_free(&cg.plan, op)) continue;
-      fc_progress(o ? &o->progress : NULL, "codegen", NULL, ++step, n_todo);
-      FcDiag d;
-      fc_diag_init(&d);
-      st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);
-      if (st == FC_OK) share_kernel(&cg, &shared, &ks[n_kernels]);
-      if (st == FC_ERR_UNSUPPORTED) {
-        unsupported_add(&m->arena, &unsup, op, strip_node_prefix(&m->arena, op, d.msg));
-        st = FC_OK;
-        continue;
+    for (int gi = 0; gi < n_graphs && st == FC_OK; gi++) {
+      CgGraph *cgg = &graphs[gi];
+      enter_graph(&cg, cgg);
+      fc_graph_for_each_op(cgg->g, op) {
+        if (is_region_op(op)) { /* a slot for its name and profile time, no function */
+          ks[n_kernels] = (CgKernel){.op = op};
+          cgg->kernel_of[op->id] = n_kernels++;
+          continue;
+        }
+        if (!needs_kernel(op) || fc_memplan_op_is_free(&cg.plan, op)) continue;
+        fc_progress(o ? &o->progress : NULL, "codegen", NULL, ++step, n_todo);
+        FcDiag d;
+        fc_diag_init(&d);
+        st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);
+        if (st == FC_OK) share_kernel(&cg, &shared, &ks[n_kernels]);
+        if (st == FC_ERR_UNSUPPORTED) {
+          unsupported_add(&m->arena, &unsup, op, strip_node_prefix(&m->arena, op, d.msg));
+          st = FC_OK;
+          continue;
+        }
+        if (st != FC_OK) {
+          fc_error(diag, st, "%s", d.msg);
+          break;
+        }
+        cgg->kernel_of[op->id] = n_kernels++;
       }
-      if (st != FC_OK) {
-        fc_error(diag, st, "%s", d.msg);
-        break;
-      }
-      n_kernels++;
     }
     for (int i = 0; i < shared.n; i++) LLVMDisposeMessage(shared.text[i]);
     if (st == FC_OK && unsup.n) st = report_unsupported(&unsup, diag);
@@ -656,7 +927,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
       st = fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
   }
   if (st == FC_OK) {
-    LLVMValueRef run = build_run(&cg, ks, n_kernels, prefix);
+    LLVMValueRef run = build_run(&cg, ks, n_kernels, graphs, n_graphs, areas, prefix);
     build_model(&cg, ks, n_kernels, run, prefix, ws_bytes);
     char *msg = NULL;
     if (LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &msg)) {

@@ -89,6 +89,51 @@ static int by_count_then_name(const void *x, const void *y) {
   return strcmp(fc_op_info(a->kind)->name, fc_op_info(b->kind)->name);
 }
 
+/* Op counts and constants of g and the regions in it (every op once), and its multiply-accumulates per
+ * run: a loop's body counts once per iteration when its trip count is a constant (else once per row of
+ * its scan outputs, or once), an if counts its larger branch. */
+typedef struct OpStats {
+  KindCount hist[FC_OP_COUNT];
+  int64_t n_ops, n_consts, params, param_bytes;
+  bool params_overflow, macs_overflow;
+} OpStats;
+
+static int64_t loop_iterations(const FcOp *loop) {
+  const FcTensor *t = fc_value_const(loop->operands[0].value);
+  if (t && t->type.dtype == FC_DT_I64 && t->type.rank == 0) {
+    int64_t n = fc_tensor_get_i64(t, 0);
+    return n > 0 ? n : 0;
+  }
+  return fc_loop_num_scan(loop) > 0 ? fc_loop_scan_len(loop) : 1;
+}
+
+static int64_t graph_stats(const FcGraph *g, OpStats *st) {
+  int64_t macs = 0;
+  fc_graph_for_each_op(g, op) {
+    if (op->kind == FC_OP_RETURN || op->kind == FC_OP_YIELD) continue;
+    st->hist[op->kind].count++;
+    st->n_ops++;
+    if (op->kind == FC_OP_CONSTANT && op->n_results == 1) {
+      int64_t ne, nb;
+      st->n_consts++;
+      if (!fc_type_numel(&op->results[0].type, &ne) || !fc_type_nbytes(&op->results[0].type, &nb) ||
+          !fc_checked_add(st->params, ne, &st->params) || !fc_checked_add(st->param_bytes, nb, &st->param_bytes))
+        st->params_overflow = true;
+    }
+    int64_t om = 0;
+    if (op->kind == FC_OP_LOOP) {
+      if (!fc_checked_mul(graph_stats(op->regions[0], st), loop_iterations(op), &om)) st->macs_overflow = true;
+    } else if (op->kind == FC_OP_IF) {
+      int64_t a = graph_stats(op->regions[0], st), b = graph_stats(op->regions[1], st);
+      om = a > b ? a : b;
+    } else if (!fc_op_macs(op, &om)) {
+      st->macs_overflow = true;
+    }
+    if (!fc_checked_add(macs, om, &macs)) st->macs_overflow = true;
+  }
+  return macs;
+}
+
 FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, FcDiag *diag) {
   /* Scratch strings live in their own arena, freed on return, so the module is left as it was. */
   FcArena scratch;
@@ -109,24 +154,12 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
   for (int i = 0; i < n_out; i++)
     add_row(&rows, 2, clean_name(a, fc_graph_output_name(g, i)), type_str(a, &fc_graph_output(g, i)->type));
 
-  KindCount hist[FC_OP_COUNT];
+  OpStats st = {0};
+  KindCount *hist = st.hist;
   for (int k = 0; k < FC_OP_COUNT; k++) hist[k] = (KindCount){(FcOpKind)k, 0};
-  int64_t n_ops = 0, n_consts = 0, params = 0, param_bytes = 0, macs = 0;
-  bool params_overflow = false, macs_overflow = false;
-  fc_graph_for_each_op(g, op) {
-    if (op->kind == FC_OP_RETURN) continue;
-    hist[op->kind].count++;
-    n_ops++;
-    if (op->kind == FC_OP_CONSTANT && op->n_results == 1) {
-      int64_t ne, nb;
-      n_consts++;
-      if (!fc_type_numel(&op->results[0].type, &ne) || !fc_type_nbytes(&op->results[0].type, &nb) ||
-          !fc_checked_add(params, ne, &params) || !fc_checked_add(param_bytes, nb, &param_bytes))
-        params_overflow = true;
-    }
-    int64_t om;
-    if (!fc_op_macs(op, &om) || !fc_checked_add(macs, om, &macs)) macs_overflow = true;
-  }
+  int64_t macs = graph_stats(g, &st);
+  int64_t n_ops = st.n_ops, n_consts = st.n_consts, params = st.params, param_bytes = st.param_bytes;
+  bool params_overflow = st.params_overflow, macs_overflow = st.macs_overflow;
   qsort(hist, FC_OP_COUNT, sizeof *hist, by_count_then_name);
 
   add_row(&rows, 0, "ops", fc_arena_printf(a, "%lld", (long long)n_ops));
@@ -167,6 +200,17 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
   po.target = target;
   planned = planned && fc_pipeline_run(m, &po, &pd) == FC_OK && fc_memplan(m, NULL, a, &plan, &pd) == FC_OK;
   fc_target_free(target);
+  /* Each loop or if body has a plan and an area of its own (codegen/cg_module.c): they add up. */
+  int n_graphs = planned ? fc_module_graphs(m, NULL, 0) : 0;
+  FcGraph **graphs = FC_NEW_ARRAY(a, FcGraph *, (size_t)(n_graphs ? n_graphs : 1));
+  fc_module_graphs(m, graphs, n_graphs);
+  for (int i = 1; i < n_graphs && planned; i++) {
+    FcMemPlan rp;
+    planned = fc_memplan_graph(graphs[i], NULL, a, &rp, &pd) == FC_OK &&
+              fc_checked_add(plan.workspace_bytes, rp.workspace_bytes, &plan.workspace_bytes) &&
+              fc_checked_add(plan.naive_bytes, rp.naive_bytes, &plan.naive_bytes);
+    if (!planned && pd.status == FC_OK) fc_error(&pd, FC_ERR_LIMIT, "the workspace size overflows");
+  }
   if (planned)
     add_row(&rows, 0, "workspace",
             fc_arena_printf(a, "%lld bytes planned after -O2 (%s); %lld bytes if every intermediate had its own",

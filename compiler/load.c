@@ -138,12 +138,25 @@ FcStatus fc_read_file(const char *path, int64_t max_bytes, char **out, size_t *l
   return FC_OK;
 }
 
-static FcStatus check_ranks(FcModule *m, int max_rank, FcDiag *diag) {
-  FcGraph *g = m->graph;
-  for (int i = 0; i < g->n_inputs; i++)
-    if (g->inputs[i]->type.rank > max_rank)
-      return fc_error(diag, FC_ERR_LIMIT, "input '%s' has rank %d, over the limit of %d (raise it with --max-rank)",
-                      g->inputs[i]->name ? g->inputs[i]->name : "", g->inputs[i]->type.rank, max_rank);
+typedef struct RankCheck {
+  int max_rank;
+  FcDiag *diag;
+} RankCheck;
+
+/* One graph of the module (the function or a loop/if body, whose inputs are block arguments). */
+static FcStatus check_graph_ranks(FcGraph *g, void *ctx) {
+  const RankCheck *rc = ctx;
+  int max_rank = rc->max_rank;
+  FcDiag *diag = rc->diag;
+  for (int i = 0; i < g->n_inputs; i++) {
+    if (g->inputs[i]->type.rank <= max_rank) continue;
+    if (g->parent)
+      return fc_error_node(diag, FC_ERR_LIMIT, fc_op_name(g->parent), fc_op_info(g->parent->kind)->name,
+                           "block argument %d has rank %d, over the limit of %d (raise it with --max-rank)", i,
+                           g->inputs[i]->type.rank, max_rank);
+    return fc_error(diag, FC_ERR_LIMIT, "input '%s' has rank %d, over the limit of %d (raise it with --max-rank)",
+                    g->inputs[i]->name ? g->inputs[i]->name : "", g->inputs[i]->type.rank, max_rank);
+  }
   fc_graph_for_each_op(g, op) {
     for (int i = 0; i < op->n_results; i++)
       if (op->results[i].type.rank > max_rank)
@@ -152,6 +165,11 @@ static FcStatus check_ranks(FcModule *m, int max_rank, FcDiag *diag) {
                              op->results[i].type.rank, max_rank);
   }
   return FC_OK;
+}
+
+static FcStatus check_ranks(FcModule *m, int max_rank, FcDiag *diag) {
+  RankCheck rc = {max_rank, diag};
+  return fc_graph_walk(m->graph, check_graph_ranks, &rc);
 }
 
 /* Replaces graph input `name` by a constant read from `path`, and drops the input. */

@@ -1,18 +1,20 @@
-/* lower_rnn.c — RNN, GRU and LSTM, unrolled over the static sequence length.
+/* lower_rnn.c — RNN, GRU and LSTM, each direction one flow.loop over the time steps.
  *
- * Every shape is known, so a recurrent layer becomes straight-line code: per direction, the input
- * projection of all time steps is one matmul ([seq*batch, I] x [I, G*H]) plus the combined biases; each
- * step then adds h_{t-1} R^T, slices out the gates, and applies the gate equations of the ONNX spec
- * with the layer's activations (the defaults or the listed ones with their alpha/beta, consumed from
- * activation_alpha/activation_beta in list order as onnxruntime does), clip, GRU's linear_before_reset
- * and LSTM's peepholes and input_forget.
+ * Per direction, the input projection of all time steps is one matmul ([seq*batch, I] x [I, G*H]) plus
+ * the combined biases, outside the loop; the loop body (whose size does not depend on the sequence
+ * length) reads row t of it (t = iter, or seq-1-iter in reverse), adds h_{t-1} R^T, slices out the gates,
+ * and applies the gate equations of the ONNX spec with the layer's activations (the defaults or the
+ * listed ones with their alpha/beta, consumed from activation_alpha/activation_beta in list order as
+ * onnxruntime does), clip, GRU's linear_before_reset and LSTM's peepholes and input_forget. h (and c)
+ * are loop-carried; the step's Y row is a scan output. The weights the body reads are captures.
  *
  * When some sequence may be shorter than the tensor, each step selects between the new and the carried
- * state with a [batch, 1] mask (t < len[b]) — a constant when sequence_lens is one (and no mask at all
- * when every length is full), else a comparison against the run-time lengths — and the step's Y row is
- * zero where the mask is off. Running the reverse direction from t = seq-1 down
- * with the same masks starts each sequence at its own last element, as the spec requires. Y, Y_h and
- * Y_c are assembled with concat/reshape (and a transpose for layout 1).
+ * state with a [batch, 1] mask (t < len[b]) against the lengths (a constant when sequence_lens is one,
+ * no mask at all when every length is full, else the captured run-time lengths), and the step's Y row is
+ * zero where the mask is off. Running the reverse direction from t = seq-1 down with the same masks
+ * starts each sequence at its own last element, as the spec requires; its scan rows come out in
+ * iteration order and are reversed once. Y, Y_h and Y_c are assembled from the loops' results with
+ * concat/reshape (and a transpose for layout 1).
  */
 #include "onnx.h"
 
@@ -54,6 +56,8 @@ typedef struct Act {
 
 enum { MAX_ACTS = 3, N_SCALARS = 16 };
 
+typedef struct { double v; FcValue *val; } ScalarCache[N_SCALARS];
+
 typedef struct Rnn {
   FcLower *l;
   FcBuilder *b;
@@ -70,7 +74,7 @@ typedef struct Rnn {
   const int64_t *lens;   /* constant sequence_lens, NULL when every sequence is full or lens_col is set */
   FcValue *lens_col;     /* a non-constant sequence_lens as [batch, 1] */
   Act act[2][MAX_ACTS];
-  struct { double v; FcValue *val; } scalars[N_SCALARS]; /* reused constants */
+  ScalarCache scalars;   /* reused constants of the graph being built */
   int n_scalars;
 } Rnn;
 
@@ -228,8 +232,7 @@ static FcValue *transpose2(Rnn *r, FcValue *x) {
   return fc_b_transpose(r->b, x, swap);
 }
 
-/* [batch, 1] mask of the sequences still running at time t: a constant, or t < lens when sequence_lens
- * is only known at run time. */
+/* [batch, 1] mask of the sequences still running at time t (a constant), outside the loop. */
 static FcValue *step_mask(Rnn *r, int64_t t) {
   if (r->lens_col)
     return fc_b_binary(r->b, FC_OP_LESS, fc_b_scalar(r->b, r->lens_col->type.dtype, (double)t), r->lens_col);
@@ -239,23 +242,95 @@ static FcValue *step_mask(Rnn *r, int64_t t) {
   return fc_b_const(r->b, FC_DT_BOOL, 2, dims, m);
 }
 
+/* The same mask inside the loop body, where t is the 0-d i64 time index of the iteration: t < lens,
+ * against the lengths as a [batch, 1] constant or the captured run-time column. */
+static FcValue *body_mask(Rnn *r, FcValue *t) {
+  FcValue *lens = r->lens_col;
+  if (!lens) {
+    int64_t dims[2] = {r->batch, 1};
+    lens = fc_b_const(r->b, FC_DT_I64, 2, dims, r->lens);
+  }
+  FcValue *tc = lens->type.dtype == FC_DT_I64 ? t : fc_b_cast(r->b, t, lens->type.dtype);
+  return fc_b_binary(r->b, FC_OP_LESS, tc, lens);
+}
+
 /* ---- the layer ------------------------------------------------------------------------------------ */
 
 typedef enum { K_RNN, K_GRU, K_LSTM } Kind;
 
 typedef struct DirOut {
-  FcValue **ys; /* [seq] outputs by time index */
+  FcValue *y; /* [seq, batch, H] in time order */
   FcValue *h, *c;
 } DirOut;
 
-/* Unrolls direction d. x2 is [seq*batch, I]; h0/c0 are [batch, H]. */
+/* What the loop body reads from outside: captured operands, each replaced by its block argument while
+ * the body is built. */
+enum { CAP_XW, CAP_RT, CAP_RT_ZR, CAP_RT_H, CAP_RB_H, CAP_P_I, CAP_P_O, CAP_P_F, CAP_LENS, N_CAPS };
+
+/* One step of the recurrence at time index t (0-d i64): the gate equations on xt = row t of the input
+ * projection. Sets *hn (and *cn for LSTM) from h (and c). */
+static void step(Rnn *r, Kind kind, int d, FcValue *const *cap, FcValue *xt, FcValue *h, FcValue *c, FcValue **hn_out,
+                 FcValue **cn_out) {
+  FcValue *hn, *cn = NULL;
+  FcValue *rt = cap[CAP_RT];
+  if (kind == K_RNN) {
+    hn = gate(r, d, 0, bin(r, FC_OP_ADD, xt, bin(r, FC_OP_MATMUL, h, rt)));
+  } else if (kind == K_GRU) {
+    FcValue *z, *rg, *hh;
+    /* Each builder call is its own statement (argument evaluation order is unspecified in C). */
+    FcValue *hg = bin(r, FC_OP_MATMUL, h, r->lbr ? rt : cap[CAP_RT_ZR]); /* h times the z, r (and h) blocks */
+    FcValue *xz = cols(r, xt, 0, 1), *hz = cols(r, hg, 0, 1);
+    z = gate(r, d, 0, bin(r, FC_OP_ADD, xz, hz));
+    FcValue *xr = cols(r, xt, 1, 1), *hr_ = cols(r, hg, 1, 1);
+    rg = gate(r, d, 0, bin(r, FC_OP_ADD, xr, hr_));
+    FcValue *xh = cols(r, xt, 2, 1), *rec;
+    if (!r->lbr) {
+      FcValue *rh = bin(r, FC_OP_MUL, rg, h);
+      rec = bin(r, FC_OP_MATMUL, rh, cap[CAP_RT_H]);
+    } else {
+      FcValue *hr = cols(r, hg, 2, 1);
+      if (cap[CAP_RB_H]) hr = bin(r, FC_OP_ADD, hr, cap[CAP_RB_H]);
+      rec = bin(r, FC_OP_MUL, rg, hr);
+    }
+    hh = gate(r, d, 1, bin(r, FC_OP_ADD, xh, rec));
+    /* (1 - z) * hh + z * h, written as hh + z * (h - hh) */
+    hn = bin(r, FC_OP_ADD, hh, bin(r, FC_OP_MUL, z, bin(r, FC_OP_SUB, h, hh)));
+  } else {
+    FcValue *g = bin(r, FC_OP_ADD, xt, bin(r, FC_OP_MATMUL, h, rt)); /* gates i, o, f, c */
+    FcValue *ip = cols(r, g, 0, 1), *op = cols(r, g, 1, 1), *fp = cols(r, g, 2, 1), *cp = cols(r, g, 3, 1);
+    if (cap[CAP_P_I]) ip = bin(r, FC_OP_ADD, ip, bin(r, FC_OP_MUL, cap[CAP_P_I], c));
+    FcValue *ig = gate(r, d, 0, ip), *fg;
+    if (r->input_forget) {
+      fg = bin(r, FC_OP_SUB, scalar(r, 1), ig);
+    } else {
+      if (cap[CAP_P_F]) fp = bin(r, FC_OP_ADD, fp, bin(r, FC_OP_MUL, cap[CAP_P_F], c));
+      fg = gate(r, d, 0, fp);
+    }
+    FcValue *keep = bin(r, FC_OP_MUL, fg, c);
+    FcValue *cand = gate(r, d, 1, cp);
+    FcValue *add = bin(r, FC_OP_MUL, ig, cand);
+    cn = bin(r, FC_OP_ADD, keep, add);
+    if (cap[CAP_P_O]) op = bin(r, FC_OP_ADD, op, bin(r, FC_OP_MUL, cap[CAP_P_O], cn));
+    FcValue *og = gate(r, d, 0, op);
+    FcValue *hc = apply_act(r, &r->act[d][2], cn);
+    hn = bin(r, FC_OP_MUL, og, hc);
+  }
+  *hn_out = hn;
+  *cn_out = cn;
+}
+
+static bool loop_dir(Rnn *r, Kind kind, int d, FcValue *const *cap, DirOut *o);
+
+/* Direction d as one flow.loop over the time steps. x2 is [seq*batch, I]; h0/c0 are [batch, H]. The
+ * input projection of every step is one matmul outside the loop; the body reads its row t (seq-1-iter
+ * when reversed), carries h (and c), and yields the step's Y row as a scan output. */
 static void run_dir(Rnn *r, Kind kind, int d, FcValue *x2, FcValue *h0, FcValue *c0, DirOut *o) {
   FcLower *l = r->l;
   int G = r->G;
   int64_t H = r->H;
+  FcValue *cap[N_CAPS] = {0};
   FcValue *w = take_dir(r, l->in[1], d), *rw = take_dir(r, l->in[2], d); /* [G*H, I], [G*H, H] */
   FcValue *xw = bin(r, FC_OP_MATMUL, x2, transpose2(r, w));              /* [seq*batch, G*H] */
-  FcValue *rb_h = NULL;                                                  /* GRU lbr: Rb of the h gate */
   if (has_input(l, 3)) {
     FcValue *bias = take_dir(r, l->in[3], d); /* [2*G*H] */
     FcValue *wb = slice_axis(r, bias, 0, 0, G * H), *rb = slice_axis(r, bias, 0, G * H, G * H);
@@ -264,94 +339,102 @@ static void run_dir(Rnn *r, Kind kind, int d, FcValue *x2, FcValue *h0, FcValue 
       FcValue *zr = bin(r, FC_OP_ADD, slice_axis(r, wb, 0, 0, 2 * H), slice_axis(r, rb, 0, 0, 2 * H));
       FcValue *parts[2] = {zr, slice_axis(r, wb, 0, 2 * H, H)};
       xb = fc_b_concat(r->b, parts, 2, 0);
-      rb_h = slice_axis(r, rb, 0, 2 * H, H);
+      cap[CAP_RB_H] = slice_axis(r, rb, 0, 2 * H, H); /* GRU lbr: Rb of the h gate */
     } else {
       xb = bin(r, FC_OP_ADD, wb, rb);
     }
     xw = bin(r, FC_OP_ADD, xw, xb);
   }
+  int64_t xw3d[3] = {r->seq, r->batch, G * H};
+  cap[CAP_XW] = fc_b_reshape(r->b, xw, 3, xw3d);
   FcValue *rt = transpose2(r, rw); /* [H, G*H] */
-  FcValue *rt_zr = NULL, *rt_h = NULL;
   if (kind == K_GRU && !r->lbr) {
-    rt_zr = slice_axis(r, rt, 1, 0, 2 * H);
-    rt_h = slice_axis(r, rt, 1, 2 * H, H);
+    cap[CAP_RT_ZR] = slice_axis(r, rt, 1, 0, 2 * H);
+    cap[CAP_RT_H] = slice_axis(r, rt, 1, 2 * H, H);
+  } else {
+    cap[CAP_RT] = rt;
   }
-  FcValue *p_i = NULL, *p_o = NULL, *p_f = NULL;
   if (kind == K_LSTM && has_input(l, 7)) {
     FcValue *p = take_dir(r, l->in[7], d); /* [3H] */
-    p_i = slice_axis(r, p, 0, 0, H);
-    p_o = slice_axis(r, p, 0, H, H);
-    p_f = slice_axis(r, p, 0, 2 * H, H);
+    cap[CAP_P_I] = slice_axis(r, p, 0, 0, H);
+    cap[CAP_P_O] = slice_axis(r, p, 0, H, H);
+    cap[CAP_P_F] = slice_axis(r, p, 0, 2 * H, H);
   }
-  bool reverse = r->reverse_only || d == 1;
-  FcValue *h = h0, *c = c0;
-  for (int64_t j = 0; j < r->seq; j++) {
-    int64_t t = reverse ? r->seq - 1 - j : j;
-    FcValue *xt = slice_axis(r, xw, 0, t * r->batch, r->batch); /* [batch, G*H] */
-    FcValue *hn, *cn = NULL;
-    if (kind == K_RNN) {
-      hn = gate(r, d, 0, bin(r, FC_OP_ADD, xt, bin(r, FC_OP_MATMUL, h, rt)));
-    } else if (kind == K_GRU) {
-      FcValue *z, *rg, *hh;
-      /* Each builder call is its own statement (argument evaluation order is unspecified in C). */
-      FcValue *hg = bin(r, FC_OP_MATMUL, h, r->lbr ? rt : rt_zr); /* h times the z, r (and h) blocks */
-      FcValue *xz = cols(r, xt, 0, 1), *hz = cols(r, hg, 0, 1);
-      z = gate(r, d, 0, bin(r, FC_OP_ADD, xz, hz));
-      FcValue *xr = cols(r, xt, 1, 1), *hr_ = cols(r, hg, 1, 1);
-      rg = gate(r, d, 0, bin(r, FC_OP_ADD, xr, hr_));
-      FcValue *xh = cols(r, xt, 2, 1), *rec;
-      if (!r->lbr) {
-        FcValue *rh = bin(r, FC_OP_MUL, rg, h);
-        rec = bin(r, FC_OP_MATMUL, rh, rt_h);
-      } else {
-        FcValue *hr = cols(r, hg, 2, 1);
-        if (rb_h) hr = bin(r, FC_OP_ADD, hr, rb_h);
-        rec = bin(r, FC_OP_MUL, rg, hr);
-      }
-      hh = gate(r, d, 1, bin(r, FC_OP_ADD, xh, rec));
-      /* (1 - z) * hh + z * h, written as hh + z * (h - hh) */
-      hn = bin(r, FC_OP_ADD, hh, bin(r, FC_OP_MUL, z, bin(r, FC_OP_SUB, h, hh)));
-    } else {
-      FcValue *g = bin(r, FC_OP_ADD, xt, bin(r, FC_OP_MATMUL, h, rt)); /* gates i, o, f, c */
-      FcValue *ip = cols(r, g, 0, 1), *op = cols(r, g, 1, 1), *fp = cols(r, g, 2, 1), *cp = cols(r, g, 3, 1);
-      if (p_i) ip = bin(r, FC_OP_ADD, ip, bin(r, FC_OP_MUL, p_i, c));
-      FcValue *ig = gate(r, d, 0, ip), *fg;
-      if (r->input_forget) {
-        fg = bin(r, FC_OP_SUB, scalar(r, 1), ig);
-      } else {
-        if (p_f) fp = bin(r, FC_OP_ADD, fp, bin(r, FC_OP_MUL, p_f, c));
-        fg = gate(r, d, 0, fp);
-      }
-      FcValue *keep = bin(r, FC_OP_MUL, fg, c);
-      FcValue *cand = gate(r, d, 1, cp);
-      FcValue *add = bin(r, FC_OP_MUL, ig, cand);
-      cn = bin(r, FC_OP_ADD, keep, add);
-      if (p_o) op = bin(r, FC_OP_ADD, op, bin(r, FC_OP_MUL, p_o, cn));
-      FcValue *og = gate(r, d, 0, op);
-      FcValue *hc = apply_act(r, &r->act[d][2], cn);
-      hn = bin(r, FC_OP_MUL, og, hc);
-    }
-    if (r->lens || r->lens_col) {
-      FcValue *m = step_mask(r, t);
-      o->ys[t] = fc_b_select(r->b, m, hn, scalar(r, 0));
-      h = fc_b_select(r->b, m, hn, h);
-      if (cn) c = fc_b_select(r->b, m, cn, c);
-    } else {
-      o->ys[t] = hn;
-      h = hn;
-      if (cn) c = cn;
-    }
-  }
+  cap[CAP_LENS] = r->lens_col;
+  o->h = h0;
+  o->c = c0;
+  if (r->seq > 0 && !loop_dir(r, kind, d, cap, o)) return;
+
   /* A sequence of length 0 ends in a zero state rather than the initial one, as in onnxruntime. */
   bool empty = r->lens_col != NULL;
   for (int64_t i = 0; r->lens && i < r->batch; i++) empty |= r->lens[i] == 0;
   if (empty) {
     FcValue *m = step_mask(r, 0);
-    h = fc_b_select(r->b, m, h, scalar(r, 0));
-    if (c) c = fc_b_select(r->b, m, c, scalar(r, 0));
+    o->h = fc_b_select(r->b, m, o->h, scalar(r, 0));
+    if (o->c) o->c = fc_b_select(r->b, m, o->c, scalar(r, 0));
   }
-  o->h = h;
-  o->c = c;
+}
+
+/* The loop of direction d, from the initial state in o->h (and o->c); sets o's Y rows and final state. */
+static bool loop_dir(Rnn *r, Kind kind, int d, FcValue *const *cap, DirOut *o) {
+  FcLower *l = r->l;
+  FcValue *c0 = o->c;
+  bool reverse = r->reverse_only || d == 1;
+  /* Operands: trip, cond, h0 (, c0), then the captures present. */
+  FcValue *ops[4 + N_CAPS];
+  int n = 0, k = c0 ? 2 : 1;
+  ops[n++] = fc_b_scalar(r->b, FC_DT_I64, (double)r->seq);
+  ops[n++] = fc_b_scalar(r->b, FC_DT_BOOL, 1);
+  ops[n++] = o->h;
+  if (c0) ops[n++] = c0;
+  int cap_at[N_CAPS];
+  for (int i = 0; i < N_CAPS; i++) {
+    cap_at[i] = cap[i] ? n : -1;
+    if (cap[i]) ops[n++] = cap[i];
+  }
+  FcLxLoop lp;
+  if (!fc_lx_loop_begin(l, &lp, ops, n, k, 1, r->seq)) return false;
+
+  /* The body: r->b and the lens column point into it while it is built; constants are its own. */
+  FcBuilder *outer = r->b;
+  FcValue *outer_lens = r->lens_col;
+  int outer_n_scalars = r->n_scalars;
+  ScalarCache outer_scalars;
+  memcpy(outer_scalars, r->scalars, sizeof outer_scalars);
+  r->b = &lp.body;
+  r->n_scalars = 0;
+  FcValue *bcap[N_CAPS];
+  for (int i = 0; i < N_CAPS; i++) bcap[i] = cap_at[i] >= 0 ? lp.args[cap_at[i]] : NULL;
+  r->lens_col = bcap[CAP_LENS];
+  FcValue *iter = lp.args[0], *h = lp.args[2], *c = c0 ? lp.args[3] : NULL;
+  FcValue *t = iter;
+  if (reverse) {
+    FcValue *last = fc_b_scalar(r->b, FC_DT_I64, (double)(r->seq - 1));
+    t = fc_b_binary(r->b, FC_OP_SUB, last, iter);
+  }
+  FcValue *xt = fc_lx_gather_row(r->b, bcap[CAP_XW], t); /* [batch, G*H] */
+  FcValue *hn, *cn, *y;
+  step(r, kind, d, bcap, xt, h, c, &hn, &cn);
+  if (r->lens || r->lens_col) {
+    FcValue *m = body_mask(r, t);
+    y = fc_b_select(r->b, m, hn, scalar(r, 0));
+    hn = fc_b_select(r->b, m, hn, h);
+    if (cn) cn = fc_b_select(r->b, m, cn, c);
+  } else {
+    y = hn;
+  }
+  FcValue *yields[4] = {lp.args[1], hn, cn ? cn : y, y};
+  r->b = outer;
+  r->lens_col = outer_lens;
+  r->n_scalars = outer_n_scalars;
+  memcpy(r->scalars, outer_scalars, sizeof outer_scalars);
+  FcOp *loop = fc_lx_loop_end(l, &lp, yields, 2 + k);
+  if (!loop) return false;
+  o->h = &loop->results[0];
+  o->c = c0 ? &loop->results[1] : NULL;
+  o->y = &loop->results[k];
+  if (reverse) o->y = fc_lx_reverse_rows(l, r->b, o->y);
+  return fc_b_status(r->b) == FC_OK;
 }
 
 /* Initial state [dirs, batch, H] (layout 0) or [batch, dirs, H] (layout 1) for direction d, or zeros. */
@@ -460,7 +543,6 @@ static FcStatus lower_recurrent(FcLower *l, Kind kind) {
   FcValue *x2 = fc_b_reshape(b, x, 2, x2d);
   DirOut outs[2];
   for (int d = 0; d < r->dirs; d++) {
-    outs[d].ys = FC_NEW_ARRAY(fc_lx_arena(l), FcValue *, (size_t)(r->seq > 0 ? r->seq : 1));
     FcValue *h0 = initial_state(r, 5, layout, d), *c0 = kind == K_LSTM ? initial_state(r, 6, layout, d) : NULL;
     run_dir(r, kind, d, x2, h0, c0, &outs[d]);
     if (fc_b_status(b) != FC_OK) return fc_lx_finish(l);
@@ -474,8 +556,7 @@ static FcStatus lower_recurrent(FcLower *l, Kind kind) {
     } else {
       FcValue *per_dir[2];
       int64_t one[4] = {r->seq, 1, r->batch, r->H};
-      for (int d = 0; d < r->dirs; d++)
-        per_dir[d] = fc_b_reshape(b, fc_b_concat(b, outs[d].ys, (int)r->seq, 0), 4, one);
+      for (int d = 0; d < r->dirs; d++) per_dir[d] = fc_b_reshape(b, outs[d].y, 4, one);
       y = r->dirs == 1 ? per_dir[0] : fc_b_concat(b, per_dir, 2, 1);
     }
     if (layout) {

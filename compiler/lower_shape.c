@@ -8,7 +8,8 @@
  * DepthToSpace/SpaceToDepth are reshape → transpose → reshape as the spec writes them.
  *
  * Inputs that feed a shape (Reshape's shape, Slice's starts, ...) must be compile-time constants and
- * are read with fc_lx_const_ints, which reports "bind it with --bind" otherwise. Each opset's form is
+ * are read with fc_lx_const_ints, which reports "bind it with --bind" otherwise; the one exception is a
+ * Slice x[s:s+c] with a run-time start and a constant length (loop bodies index so), a gather. Each opset's form is
  * handled: attributes before the opset that turned them into inputs (Slice-10, Pad-11, Reshape-5,
  * Squeeze/Unsqueeze/Split-13, Tile-6).
  */
@@ -271,6 +272,58 @@ FcStatus fc_lower_split(FcLower *l) {
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* The value v stands for, looking through reshapes (Unsqueeze, Squeeze, Flatten): same elements. */
+static const FcValue *through_reshapes(const FcValue *v) {
+  while (v->def && v->def->kind == FC_OP_RESHAPE) v = v->def->operands[0].value;
+  return v;
+}
+
+/* Slice-10+ of one range whose start is a run-time value s and whose end is s + c for a constant c, the
+ * form x[i:i+c] takes inside a loop body: a gather of x along the axis at s' + [0, c), with s' the start
+ * made non-negative and clamped to [0, d - c] so that the c elements are always in bounds (ONNX would
+ * return fewer elements there, a shape only known at run time). NULL, with nothing recorded, when the
+ * slice has another form. */
+static FcValue *run_time_slice(FcLower *l) {
+  FcValue *x = l->in[0], *sv = l->in[1], *ev = l->in[2];
+  if (sv->type.rank != 1 || sv->type.dims[0] != 1 || !fc_dtype_is_int(sv->type.dtype) || x->type.rank < 1) return NULL;
+  const FcValue *base = through_reshapes(sv), *end = through_reshapes(ev);
+  if (!end->def || end->def->kind != FC_OP_ADD) return NULL;
+  const FcValue *p = end->def->operands[0].value, *q = end->def->operands[1].value;
+  const FcTensor *c = through_reshapes(p) == base   ? fc_value_const(q)
+                      : through_reshapes(q) == base ? fc_value_const(p)
+                                                    : NULL;
+  int64_t n;
+  if (!c || !fc_type_numel(&c->type, &n) || n != 1) return NULL;
+  int64_t axis = 0, len = fc_tensor_get_i64(c, 0);
+  if (has_input(l, 3)) {
+    const FcTensor *a = fc_lx_try_const_input(l, 3);
+    if (!a || !fc_type_numel(&a->type, &n) || n != 1) return NULL;
+    axis = fc_tensor_get_i64(a, 0);
+  }
+  if (has_input(l, 4)) {
+    const FcTensor *t = fc_lx_try_const_input(l, 4);
+    if (!t || !fc_type_numel(&t->type, &n) || n != 1 || fc_tensor_get_i64(t, 0) != 1) return NULL;
+  }
+  int64_t a;
+  if (!fc_lx_axis(l, axis, x->type.rank, &a)) return NULL;
+  int64_t d = x->type.dims[a];
+  if (len < 1 || len > d) return NULL;
+  FcBuilder *b = l->b;
+  FcValue *s = fc_b_reshape(b, sv, 0, NULL);
+  s = fc_lx_cast_to(l, s, FC_DT_I64);
+  FcValue *neg = fc_b_binary(b, FC_OP_LESS, s, fc_b_scalar(b, FC_DT_I64, 0));
+  FcValue *wrapped = fc_b_binary(b, FC_OP_ADD, s, fc_b_scalar(b, FC_DT_I64, (double)d));
+  s = fc_b_select(b, neg, wrapped, s);
+  FcValue *hi = fc_b_binary(b, FC_OP_MIN, s, fc_b_scalar(b, FC_DT_I64, (double)(d - len)));
+  s = fc_b_binary(b, FC_OP_MAX, hi, fc_b_scalar(b, FC_DT_I64, 0));
+  int64_t *iota = fc_lx_dims(l, (int)len);
+  for (int64_t i = 0; i < len; i++) iota[i] = i;
+  FcValue *idx = fc_b_binary(b, FC_OP_ADD, s, fc_b_const(b, FC_DT_I64, 1, &len, iota));
+  FcValue *ops[2] = {x, idx};
+  FcAttr at = FC_A_INT(AXIS, a);
+  return fc_b_op1(b, FC_OP_GATHER, ops, 2, &at, 1);
+}
+
 /* Slice: starts/ends/axes (attributes before opset 10, inputs after, plus steps) normalised per the
  * spec: negative indices get the dim added, then starts clamp to [0, d] (step > 0) or [0, d-1]
  * (step < 0), ends to [0, d] or [-1, d-1]. An empty range becomes [0, 0) with step 1 and a one-element
@@ -288,6 +341,8 @@ FcStatus fc_lower_slice(FcLower *l) {
     if (ns < 0 || ne < 0) return fc_lx_error(l, "attributes 'starts' and 'ends' are required");
     na = fc_lx_ints(l, "axes", &axes);
   } else {
+    if (!fc_lx_bind_const_input(l, 1) && l->diag->status == FC_OK && (l->out[0] = run_time_slice(l)) != NULL)
+      return fc_lx_finish(l);
     if ((ns = fc_lx_const_ints(l, 1, &starts)) < 0 || (ne = fc_lx_const_ints(l, 2, &ends)) < 0) return fc_lx_bail(l);
     if (has_input(l, 3) && (na = fc_lx_const_ints(l, 3, &axes)) < 0) return fc_lx_bail(l);
     if (has_input(l, 4) && (nt = fc_lx_const_ints(l, 4, &steps)) < 0) return fc_lx_bail(l);

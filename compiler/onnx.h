@@ -6,7 +6,9 @@
  * onnx_import.c  walks the graph in order, maps ONNX value names to IR values, turns initializers and
  *                Constant nodes into CONSTANT ops, dispatches each node to its legaliser through the table
  *                in onnx_ops.def, and reports every unsupported op at once.
- * lower_*.c      legalisers: each turns one ONNX node into core IR ops through an FcBuilder.
+ * lower_*.c      legalisers: each turns one ONNX node into core IR ops through an FcBuilder
+ *                (lower_control.c: Loop, Scan and If into region ops, their subgraphs imported by
+ *                onnx_import.c).
  */
 #ifndef FLOWC_ONNX_H
 #define FLOWC_ONNX_H
@@ -171,6 +173,52 @@ FcValue *fc_lx_div(FcLower *l, FcValue *a, FcValue *b);
 FcValue *fc_lx_cast_to(FcLower *l, FcValue *v, FcDtype dt); /* v itself when it has dtype dt already */
 /* A new arena tensor of the given type, refusing sizes beyond the tensor limit (NULL, error recorded). */
 FcTensor *fc_lx_new_tensor(FcLower *l, FcDtype dt, int rank, const int64_t *dims);
+
+/* ---- subgraphs (onnx_import.c) and region ops (lower_control.c) ------------------------------------ */
+
+/* A GRAPH attribute (a Loop or Scan body, an If branch) and the names it reads from enclosing scopes
+ * (its nested subgraphs' included), resolved in the node's scope. Constants among them are copied into
+ * the body; the others are captures: operands of the region op, block arguments inside. */
+typedef struct FcLxSubgraph {
+  const char *attr;               /* "body", "then_branch", ... */
+  const Onnx__GraphProto *gp;
+  int n_free;
+  const char **free_names;
+  FcValue **free_vals;            /* in the node's scope */
+  int *cap_index;                 /* per free name: its index in caps, or -1 for a constant */
+  int n_caps;
+  FcValue **caps;                 /* the captured values, in the node's scope */
+} FcLxSubgraph;
+
+/* Reads GRAPH attribute `name` and resolves what it reads from enclosing scopes. FC_ERR_UNSUPPORTED
+ * without a message when it reads a value of an unsupported node (the importer then skips this node). */
+FcStatus fc_lx_subgraph(FcLower *l, const char *name, FcLxSubgraph *sg);
+/* Imports sg's nodes into graph g (a region, or the node's own graph to inline an If branch): the
+ * subgraph's inputs are in[0..n_in), its captures cap_args[0..sg->n_caps) (block arguments, or the
+ * captured values themselves when inlining). Sets out[i] for each of its outputs. */
+FcStatus fc_lx_import_subgraph(FcLower *l, const FcLxSubgraph *sg, FcGraph *g, FcValue *const *in, int n_in,
+                               FcValue *const *cap_args, FcValue **out);
+/* The compile-time value of input i like fc_lx_const_input (graph inputs bound through the callback),
+ * but NULL without an error when it is not constant. */
+const FcTensor *fc_lx_bind_const_input(FcLower *l, int i);
+
+/* A flow.loop being built by a legaliser: fc_lx_loop_begin creates it (not yet inserted) from operands
+ * (trip, cond, `carried` initial values, captures) with `n_scan` scan outputs of static length
+ * scan_len; the legaliser builds the body with lp->body (lp->args are the block arguments: iter, cond,
+ * carried..., captured...) and fc_lx_loop_end yields (cond_next, carried_next..., scan...) and inserts the
+ * loop at l->b. Both false/NULL after an error (recorded in l->diag). */
+typedef struct FcLxLoop {
+  FcOp *op;
+  FcBuilder body;
+  FcValue **args;
+} FcLxLoop;
+bool fc_lx_loop_begin(FcLower *l, FcLxLoop *lp, FcValue *const *ops, int n_ops, int carried, int n_scan,
+                      int64_t scan_len);
+FcOp *fc_lx_loop_end(FcLower *l, FcLxLoop *lp, FcValue *const *yields, int n);
+/* Row t (a 0-d i64 value) of x along axis 0, built with b: flow.gather. */
+FcValue *fc_lx_gather_row(FcBuilder *b, FcValue *x, FcValue *t);
+/* x with its axis-0 rows in reverse order, built with b. */
+FcValue *fc_lx_reverse_rows(FcLower *l, FcBuilder *b, FcValue *x);
 
 /* ---- onnx_ops.def: ONNX op type → legaliser --------------------------------------------------------- */
 

@@ -13,6 +13,11 @@
  * message names every unsupported op type with its count and node names. Any other error stops the
  * import at once, prefixed with the node it concerns.
  *
+ * Subgraph attributes (Loop/Scan bodies, If branches) are imported when their legalisers ask
+ * (lower_control.c), into the region graphs of the ops built for them, each in a scope of its own: the
+ * names a subgraph reads from enclosing scopes are found up front (nested subgraphs included) and
+ * mapped to captures (block arguments) or to copies of constants.
+ *
  * Legalisers that need an input as a compile-time constant (shapes, axes, k, ...) call
  * fc_lx_const_input: it accepts a constant, folds a chain of pure ops over constants with the
  * reference evaluators (memoised: the folded results' uses are redirected to new constants), or asks
@@ -115,6 +120,8 @@ struct FcImporter {
   size_t n_unsup, cap_unsup;
   InputOrig *inputs;
   int n_inputs;
+  const char *prefix;  /* labels unnamed nodes of a subgraph: "" or "Loop_0/body/" */
+  bool body_skipped;   /* a subgraph just imported reads or yields a value of an unsupported node */
 };
 
 static uint64_t hash_name(const char *s) {
@@ -182,11 +189,6 @@ static void note_unsupported(FcImporter *imp, const char *domain, const char *op
   u->node = fc_arena_strdup(imp->a, node);
   u->reason = reason ? fc_arena_strdup(imp->a, reason) : NULL;
   u->seq = imp->n_unsup++;
-}
-
-static const char *node_label(FcArena *a, const Onnx__NodeProto *n, size_t index) {
-  if (n->name && *n->name) return n->name;
-  return fc_arena_printf(a, "%s_%zu", n->op_type ? n->op_type : "", index);
 }
 
 static const char *node_op(const Onnx__NodeProto *n) { return n->op_type ? n->op_type : ""; }
@@ -639,7 +641,8 @@ static const char *after_node_prefix(FcArena *a, const char *msg, const char *la
 
 static FcStatus import_node(FcImporter *imp, const Onnx__NodeProto *node, size_t index) {
   const char *op = node_op(node), *dom = norm_domain(node->domain);
-  const char *label = node_label(imp->a, node, index);
+  const char *label =
+      node->name && *node->name ? node->name : fc_arena_printf(imp->a, "%s%s_%zu", imp->prefix, op, index);
   if (!*op) return fc_error(imp->diag, FC_ERR_INPUT, "node '%s' has no op type", label);
   const OnnxOpRow *row = find_row(dom, op);
   /* Ops without a row were listed by the scan; their inputs are not even resolved (the inputs of an If
@@ -682,7 +685,13 @@ static FcStatus import_node(FcImporter *imp, const Onnx__NodeProto *node, size_t
   FcValue **out = FC_NEW_ARRAY(imp->a, FcValue *, node->n_output > MIN_SLOTS ? node->n_output : MIN_SLOTS);
   FcLower l = {imp, &b, node, opset > INT_MAX ? INT_MAX : (int)opset, in, (int)node->n_input, out,
                (int)node->n_output, &nd, row->arg};
+  imp->body_skipped = false;
   FcStatus st = row->fn(&l);
+  /* A subgraph of this node depends on an unsupported node, which is listed already: skip this one too. */
+  if (imp->body_skipped) {
+    imp->body_skipped = false;
+    return skip_node(imp, node, label);
+  }
   /* The node's diag holds the first error even when the legaliser returned something else. */
   if (nd.status != FC_OK) st = nd.status;
   else if (st == FC_OK) st = b.status;
@@ -767,7 +776,7 @@ FcStatus fc_onnx_import(const char *path, const FcImportOptions *opts, FcModule 
   if (st != FC_OK) return st;
   FcModule *m = fc_module_create(path);
   FcImporter imp = {.m = m, .g = m->graph, .a = &m->arena, .opts = opts, .lim = opts->limits, .diag = diag,
-                    .model = model};
+                    .model = model, .prefix = ""};
   imp.model_dir = fc_onnx_path_dir(imp.a, path);
   st = import_graph(&imp);
   free(imp.slots);
@@ -1030,7 +1039,8 @@ static void redirect(FcLower *l, FcValue *from, FcValue *to) {
  * the graph (before every user) and leaves the graph's input list. NULL when it stays an input. */
 static FcValue *bind_input(FcLower *l, FcValue *v) {
   FcImporter *imp = l->imp;
-  if (!imp->opts->bind_fn) return NULL;
+  /* Inside a loop or if body a value without a defining op is a block argument, never a graph input. */
+  if (!imp->opts->bind_fn || imp->g != imp->m->graph) return NULL;
   int orig = -1;
   for (int i = 0; i < imp->n_inputs; i++)
     if (imp->inputs[i].value == v) orig = imp->inputs[i].index;
@@ -1216,6 +1226,7 @@ const FcTensor *fc_lx_const_input(FcLower *l, int i) {
   if (l->diag->status != FC_OK) return NULL;
   const char *name = l->node->input[i];
   const FcValue *gi = feeding_input(l->imp, resolve(l->imp, l->in[i]));
+  if (gi && !gi->name) gi = NULL; /* a block argument of a loop or if body */
   if (gi && gi == resolve(l->imp, l->in[i]))
     fc_lx_unsupported(l, "input %d ('%s') must be a compile-time constant: bind graph input '%s' with --bind %s=FILE", i,
                       name, gi->name, gi->name);
@@ -1227,15 +1238,20 @@ const FcTensor *fc_lx_const_input(FcLower *l, int i) {
   return NULL;
 }
 
-/* Unlike fc_lx_const_input this never asks the bind callback: a legaliser probing for a constant (to
- * pick a cheaper lowering) must not turn a real model input into a constant. */
-const FcTensor *fc_lx_try_const_input(FcLower *l, int i) {
+/* Input i's constant (folding, and with `bind` binding graph inputs), or NULL without an error. */
+static const FcTensor *quiet_const_input(FcLower *l, int i, bool bind) {
   if (i < 0 || i >= l->n_in || !l->in[i]) return NULL;
-  FcValue *c = fold_value(l, l->in[i], false);
+  FcValue *c = fold_value(l, l->in[i], bind);
   if (!c) return NULL;
   l->in[i] = c;
   return fc_value_const(c);
 }
+
+/* Unlike fc_lx_const_input this never asks the bind callback: a legaliser probing for a constant (to
+ * pick a cheaper lowering) must not turn a real model input into a constant. */
+const FcTensor *fc_lx_try_const_input(FcLower *l, int i) { return quiet_const_input(l, i, false); }
+
+const FcTensor *fc_lx_bind_const_input(FcLower *l, int i) { return quiet_const_input(l, i, true); }
 
 int fc_lx_const_ints(FcLower *l, int i, const int64_t **v) {
   *v = NULL;
@@ -1310,4 +1326,201 @@ FcStatus fc_lower_constant(FcLower *l) {
   if (!t) return fc_lx_error(l, "attribute '%s' holds no value", which);
   l->out[0] = fc_b_const_tensor(l->b, t);
   return fc_lx_finish(l);
+}
+
+/* ---- subgraphs: Loop / Scan bodies and If branches ---------------------------------------------- */
+
+/* An ordered set of names (open addressing over an array kept in insertion order). */
+typedef struct NameSet {
+  const char **names;
+  size_t n, cap;
+  size_t *table; /* index + 1 into names; 0: empty */
+  size_t tcap;
+} NameSet;
+
+static bool ns_has(const NameSet *s, const char *name) {
+  if (!s->tcap) return false;
+  for (size_t i = (size_t)hash_name(name) & (s->tcap - 1); s->table[i]; i = (i + 1) & (s->tcap - 1))
+    if (strcmp(s->names[s->table[i] - 1], name) == 0) return true;
+  return false;
+}
+
+static void ns_add(NameSet *s, const char *name) {
+  if (!name || !*name || ns_has(s, name)) return;
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 16;
+    const char **nn = realloc(s->names, s->cap * sizeof *nn);
+    if (!nn) fc_die(__FILE__, __LINE__, "out of memory");
+    s->names = nn;
+  }
+  s->names[s->n++] = name;
+  if (2 * s->n > s->tcap) {
+    free(s->table);
+    s->tcap = s->tcap ? 2 * s->tcap : 64;
+    while (2 * s->n > s->tcap) s->tcap *= 2;
+    s->table = calloc(s->tcap, sizeof *s->table);
+    if (!s->table) fc_die(__FILE__, __LINE__, "out of memory");
+    for (size_t k = 0; k < s->n; k++) {
+      size_t i = (size_t)hash_name(s->names[k]) & (s->tcap - 1);
+      while (s->table[i]) i = (i + 1) & (s->tcap - 1);
+      s->table[i] = k + 1;
+    }
+    return;
+  }
+  size_t i = (size_t)hash_name(name) & (s->tcap - 1);
+  while (s->table[i]) i = (i + 1) & (s->tcap - 1);
+  s->table[i] = s->n;
+}
+
+static void ns_free(NameSet *s) {
+  free(s->names);
+  free(s->table);
+}
+
+/* Adds to `out` the names `gp` reads without defining them (from an enclosing scope), its nested
+ * subgraphs' included, in order of first use. Nesting is bounded by the loader's --max-nesting. */
+static void free_names(const Onnx__GraphProto *gp, NameSet *out) {
+  NameSet defs = {0};
+  for (size_t i = 0; i < gp->n_input; i++) ns_add(&defs, gp->input[i]->name);
+  for (size_t i = 0; i < gp->n_initializer; i++) ns_add(&defs, gp->initializer[i]->name);
+  for (size_t i = 0; i < gp->n_node; i++)
+    for (size_t j = 0; j < gp->node[i]->n_output; j++) ns_add(&defs, gp->node[i]->output[j]);
+  for (size_t i = 0; i < gp->n_node; i++) {
+    const Onnx__NodeProto *node = gp->node[i];
+    for (size_t j = 0; j < node->n_input; j++)
+      if (node->input[j] && *node->input[j] && !ns_has(&defs, node->input[j])) ns_add(out, node->input[j]);
+    for (size_t k = 0; k < node->n_attribute; k++) {
+      const Onnx__AttributeProto *at = node->attribute[k];
+      for (size_t g = 0; g < (at->g ? 1 : 0) + at->n_graphs; g++) {
+        const Onnx__GraphProto *sub = at->g && g == 0 ? at->g : at->graphs[g - (at->g ? 1 : 0)];
+        if (!sub) continue;
+        NameSet inner = {0};
+        free_names(sub, &inner);
+        for (size_t f = 0; f < inner.n; f++)
+          if (!ns_has(&defs, inner.names[f])) ns_add(out, inner.names[f]);
+        ns_free(&inner);
+      }
+    }
+  }
+  for (size_t i = 0; i < gp->n_output; i++)
+    if (gp->output[i]->name && !ns_has(&defs, gp->output[i]->name)) ns_add(out, gp->output[i]->name);
+  ns_free(&defs);
+}
+
+FcStatus fc_lx_subgraph(FcLower *l, const char *name, FcLxSubgraph *sg) {
+  FcImporter *imp = l->imp;
+  memset(sg, 0, sizeof *sg);
+  sg->attr = name;
+  const Onnx__AttributeProto *a = typed_attr(l, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+  if (!a) return l->diag->status != FC_OK ? l->diag->status : fc_lx_error(l, "attribute '%s' is missing", name);
+  if (!a->g) return fc_lx_error(l, "attribute '%s' holds no graph", name);
+  sg->gp = a->g;
+  NameSet fr = {0};
+  free_names(a->g, &fr);
+  sg->n_free = (int)fr.n;
+  sg->free_names = FC_NEW_ARRAY(imp->a, const char *, fr.n + 1);
+  sg->free_vals = FC_NEW_ARRAY(imp->a, FcValue *, fr.n + 1);
+  sg->cap_index = FC_NEW_ARRAY(imp->a, int, fr.n + 1);
+  sg->caps = FC_NEW_ARRAY(imp->a, FcValue *, fr.n + 1);
+  FcStatus st = FC_OK;
+  for (size_t i = 0; i < fr.n && st == FC_OK; i++) {
+    const char *n = fr.names[i];
+    NameSlot *slot = lookup(imp, n);
+    if (!slot) {
+      st = fc_lx_error(l, "subgraph '%s' reads '%s', which no enclosing scope defines", name, n);
+      break;
+    }
+    if (slot->skipped) { /* depends on an unsupported node, listed already */
+      imp->body_skipped = true;
+      st = FC_ERR_UNSUPPORTED;
+      break;
+    }
+    FcValue *v = resolve(imp, slot->value);
+    sg->free_names[i] = n;
+    sg->free_vals[i] = v;
+    /* Constants are copied into the body rather than captured, so the body's folding sees them. */
+    sg->cap_index[i] = fc_value_const(v) ? -1 : sg->n_caps;
+    if (!fc_value_const(v)) sg->caps[sg->n_caps++] = v;
+  }
+  ns_free(&fr);
+  return st;
+}
+
+FcStatus fc_lx_import_subgraph(FcLower *l, const FcLxSubgraph *sg, FcGraph *g, FcValue *const *in, int n_in,
+                               FcValue *const *cap_args, FcValue **out) {
+  FcImporter *imp = l->imp;
+  const Onnx__GraphProto *gp = sg->gp;
+  if ((size_t)n_in != gp->n_input)
+    return fc_lx_error(l, "subgraph '%s' has %zu inputs, expected %d", sg->attr, gp->n_input, n_in);
+  int depth = 0;
+  for (const FcGraph *p = g; p->parent; p = p->parent->graph) depth++;
+  if (depth > FC_MAX_REGION_DEPTH)
+    return fc_lx_unsupported(l, "subgraphs nest more than %d deep", FC_MAX_REGION_DEPTH);
+  /* A fresh scope: its own name map, and (for a region: ids restart there) its own folding state. */
+  NameSlot *saved_slots = imp->slots;
+  size_t saved_cap = imp->cap_slots, saved_n = imp->n_slots;
+  FcGraph *saved_g = imp->g;
+  const char *saved_prefix = imp->prefix;
+  FcValue **saved_fwd = imp->fwd;
+  uint8_t *saved_nonconst = imp->nonconst;
+  size_t saved_n_fwd = imp->n_fwd, saved_n_nonconst = imp->n_nonconst;
+  bool region = g != imp->g;
+  size_t names = gp->n_initializer + gp->n_input + (size_t)sg->n_free + 1;
+  for (size_t i = 0; i < gp->n_node; i++) names += gp->node[i]->n_output;
+  imp->cap_slots = 64;
+  while (imp->cap_slots < 2 * names) imp->cap_slots *= 2;
+  imp->slots = calloc(imp->cap_slots, sizeof *imp->slots);
+  if (!imp->slots) fc_die(__FILE__, __LINE__, "out of memory");
+  imp->n_slots = 0;
+  imp->g = g;
+  imp->prefix = fc_arena_printf(imp->a, "%s/%s/", lx_label(l), sg->attr);
+  if (region) {
+    imp->fwd = NULL;
+    imp->n_fwd = 0;
+    imp->nonconst = NULL;
+    imp->n_nonconst = 0;
+  }
+  FcStatus st = FC_OK;
+  for (int i = 0; i < sg->n_free && st == FC_OK; i++) {
+    FcValue *v = sg->free_vals[i];
+    if (sg->cap_index[i] >= 0) v = cap_args[sg->cap_index[i]];
+    else if (region) v = add_constant(imp, fc_value_const(v), sg->free_names[i], NULL);
+    st = v ? define(imp, sg->free_names[i], v, false, NULL, NULL) : imp->diag->status;
+  }
+  for (size_t i = 0; i < gp->n_input && st == FC_OK; i++) {
+    const char *n = gp->input[i]->name;
+    if (!n || !*n) st = fc_lx_error(l, "input %zu of subgraph '%s' has no name", i, sg->attr);
+    else if (lookup(imp, n)) continue; /* an input that shadows a captured name: the input wins below */
+    else st = define(imp, n, in[i], false, NULL, NULL);
+  }
+  for (size_t i = 0; i < gp->n_input && st == FC_OK; i++) lookup(imp, gp->input[i]->name)->value = in[i];
+  if (st == FC_OK) st = import_initializers(imp, gp);
+  for (size_t i = 0; i < gp->n_node && st == FC_OK; i++) st = import_node(imp, gp->node[i], i);
+  bool skipped = false;
+  for (size_t i = 0; i < gp->n_output && st == FC_OK; i++) {
+    const char *n = gp->output[i]->name;
+    NameSlot *s = n && *n ? lookup(imp, n) : NULL;
+    if (!s) st = fc_lx_error(l, "output %zu of subgraph '%s' is not produced inside it", i, sg->attr);
+    else if (s->skipped) skipped = true;
+    else out[i] = resolve(imp, s->value);
+  }
+  free(imp->slots);
+  imp->slots = saved_slots;
+  imp->cap_slots = saved_cap;
+  imp->n_slots = saved_n;
+  imp->g = saved_g;
+  imp->prefix = saved_prefix;
+  if (region) {
+    free(imp->fwd);
+    free(imp->nonconst);
+    imp->fwd = saved_fwd;
+    imp->n_fwd = saved_n_fwd;
+    imp->nonconst = saved_nonconst;
+    imp->n_nonconst = saved_n_nonconst;
+  }
+  if (st == FC_OK && skipped) {
+    imp->body_skipped = true;
+    st = FC_ERR_UNSUPPORTED;
+  }
+  return st;
 }

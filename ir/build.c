@@ -27,26 +27,57 @@ FcValue *fc_b_fail(FcBuilder *b, FcStatus st, const char *fmt, ...) {
   return NULL;
 }
 
-FcOp *fc_b_op(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
-              const FcAttr *attrs, int n_attrs) {
+/* Creates op `kind` with its regions and attributes, not yet inferred nor inserted; NULL after an error or
+ * when an operand is missing. */
+static FcOp *create_op(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
+                       const FcAttr *attrs, int n_attrs, int n_regions) {
   if (b->status != FC_OK) return NULL;
   for (int i = 0; i < n_operands; i++)
     if (!operands[i]) {
       fc_b_fail(b, FC_ERR_INTERNAL, "builder: operand %d of %s is missing", i, fc_op_info(kind)->name);
       return NULL;
     }
-  FcOp *op = fc_op_create(b->g, kind, operands, n_operands, n_results);
+  FcOp *op = fc_op_create_with_regions(b->g, kind, operands, n_operands, n_results, n_regions);
   op->loc = b->loc ? fc_arena_strdup(&b->g->module->arena, b->loc) : NULL;
   for (int i = 0; i < n_attrs; i++) fc_op_set_attr(op, attrs[i]);
+  return op;
+}
+
+/* Infers op's results and inserts it; on failure detaches its operands again so use lists stay exact
+ * (the op itself stays in the arena). */
+static FcOp *infer_insert(FcBuilder *b, FcOp *op) {
   FcStatus st = fc_op_infer_results(op, &b->g->module->arena, b->diag);
   if (st != FC_OK) {
     b->status = st;
-    /* Detach the operands again so use lists stay exact; the op itself stays in the arena. */
-    for (int i = 0; i < n_operands; i++) fc_op_set_operand(op, i, NULL);
+    for (int i = 0; i < op->n_operands; i++) fc_op_set_operand(op, i, NULL);
     return NULL;
   }
   fc_op_insert_before(b->before, op);
   return op;
+}
+
+FcOp *fc_b_op(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
+              const FcAttr *attrs, int n_attrs) {
+  FcOp *op = create_op(b, kind, operands, n_operands, n_results, attrs, n_attrs, 0);
+  return op ? infer_insert(b, op) : NULL;
+}
+
+FcOp *fc_b_region_op(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
+                     const FcAttr *attrs, int n_attrs) {
+  int n_regions = kind == FC_OP_LOOP ? 1 : kind == FC_OP_IF ? 2 : 0;
+  FC_ASSERT(n_regions > 0);
+  if (kind == FC_OP_LOOP && n_operands < 2) {
+    fc_b_fail(b, FC_ERR_INTERNAL, "builder: loop needs trip and cond operands");
+    return NULL;
+  }
+  FcOp *op = create_op(b, kind, operands, n_operands, n_results, attrs, n_attrs, n_regions);
+  if (op) fc_op_add_block_args(op);
+  return op;
+}
+
+FcOp *fc_b_region_op_finish(FcBuilder *b, FcOp *op) {
+  if (b->status != FC_OK || !op) return NULL;
+  return infer_insert(b, op);
 }
 
 FcValue *fc_b_op1(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands,

@@ -45,7 +45,9 @@ FcValue *fc_graph_add_input(FcGraph *g, FcType type, const char *name) {
   return v;
 }
 
-FcOp *fc_graph_return(FcGraph *g) { return g->last && g->last->kind == FC_OP_RETURN ? g->last : NULL; }
+FcOp *fc_graph_return(FcGraph *g) {
+  return g->last && (fc_op_info(g->last->kind)->flags & FC_OPF_TERMINATOR) ? g->last : NULL;
+}
 
 int fc_graph_num_outputs(FcGraph *g) {
   FcOp *r = fc_graph_return(g);

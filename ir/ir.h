@@ -334,8 +334,12 @@ enum {
   FC_OPF_PURE = 1 << 0,        /* no side effects: may be folded, CSE'd, and removed when unused */
   FC_OPF_ELEMENTWISE = 1 << 1, /* result[i] depends only on operand elements at i (after broadcast) */
   FC_OPF_COMMUTATIVE = 1 << 2, /* binary op whose operands may be swapped */
-  FC_OPF_TERMINATOR = 1 << 3,  /* ends a graph (RETURN) */
+  FC_OPF_TERMINATOR = 1 << 3,  /* ends a graph (RETURN, or YIELD in a region) */
 };
+
+/* Result count limit of the variadic region ops (loop/if): far above any model, small enough that
+ * arrays sized from it never overflow. */
+#define FC_MAX_REGION_VALUES 65536
 
 typedef struct FcOp FcOp;
 /* Computes the result types of `op` from its operand types and attributes (writes op->results[i].type).
@@ -397,6 +401,8 @@ struct FcOp {
   const char *loc;   /* ONNX node name (printed as loc("...")), may be NULL */
   FcOp *prev, *next; /* position in the graph's op list */
   FcGraph *graph;
+  FcGraph **regions; /* nested graphs (loop: body; if: then, else), each ending in YIELD; NULL if none */
+  int n_regions;
   uint32_t id;
   bool erased;
 };
@@ -410,6 +416,7 @@ struct FcGraph {
   int n_output_names;
   FcOp *first, *last;
   uint32_t next_value_id, next_op_id;
+  FcOp *parent;      /* the op owning this region; NULL for the module's graph */
 };
 
 typedef struct FcModule {
@@ -422,7 +429,8 @@ FcModule *fc_module_create(const char *source);
 void fc_module_destroy(FcModule *m);
 
 FcValue *fc_graph_add_input(FcGraph *g, FcType type, const char *name);
-/* The graph's RETURN op (NULL while the graph is being built); outputs are its operands. */
+/* The graph's terminator (RETURN, or YIELD in a region; NULL while the graph is being built); outputs
+ * are its operands. */
 FcOp *fc_graph_return(FcGraph *g);
 int fc_graph_num_outputs(FcGraph *g);
 FcValue *fc_graph_output(FcGraph *g, int i);
@@ -432,6 +440,7 @@ FcOp *fc_graph_set_outputs(FcGraph *g, FcValue *const *outputs, const char *cons
 
 /* Creates an op (not yet in a graph) with the given operands and `n_results` untyped results. */
 FcOp *fc_op_create(FcGraph *g, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results);
+
 /* Copies attributes (and their arrays/strings) into the arena; replaces one with the same name. */
 void fc_op_set_attr(FcOp *op, FcAttr attr);
 const FcAttr *fc_op_attr(const FcOp *op, FcAttrName name); /* NULL if absent */
@@ -466,6 +475,46 @@ bool fc_op_macs(const FcOp *op, int64_t *out);
 /* Safe against erasing `op` inside the loop. */
 #define fc_graph_for_each_op_safe(g, op, tmp) \
   for (FcOp *op = (g)->first, *tmp = op ? op->next : NULL; op; op = tmp, tmp = op ? op->next : NULL)
+
+/* ---- region.c: ops that own nested graphs ---------------------------------------------------------
+ * flow.loop and flow.if own regions: graphs whose inputs are the block arguments and whose last op is
+ * flow.yield. Regions are isolated from above: a body reads only its block arguments and values it
+ * defines; every outer value it needs is an operand of the region op (a capture) and arrives as a block
+ * argument. So every pass stays graph-local and runs on each graph of the module in turn.
+ *
+ * flow.loop(trip: tensor<i64>, cond: tensor<i1>, carried_0..k-1, captured_0..c-1) {carried = k,
+ *   scan_len = L (required when the body has scan outputs)}; body inputs (iter: tensor<i64>,
+ *   cond: tensor<i1>, carried.., captured..); body yields (cond_next: tensor<i1>, carried_next.., scan..).
+ *   Results: k final carried values, then each scan output as tensor<L x T>. Runs
+ *   `for (i = 0; i < trip && cond; i++) { body; cond = cond_next; carried = next }`; more iterations than
+ *   scan_len with scan outputs is a run-time error; rows of iterations that did not run are zero.
+ * flow.if(cond: tensor<i1>, captured..): regions then and else, inputs = the captured types, each
+ *   yielding the op's results. */
+
+/* Nesting limit of regions (the parser and importers refuse deeper ones), bounding every recursive walk. */
+#define FC_MAX_REGION_DEPTH 64
+/* A new empty graph in the module arena, to become a region of an op (fc_op_set_regions). */
+FcGraph *fc_region_new(FcModule *m);
+/* Makes regions[0..n) the regions of op (which has none yet), setting their parent. */
+void fc_op_set_regions(FcOp *op, FcGraph *const *regions, int n);
+/* Creates an op like fc_op_create with `n_regions` empty region graphs (parent = op). */
+FcOp *fc_op_create_with_regions(FcGraph *g, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
+                                int n_regions);
+/* Adds to each region of a loop/if the block arguments the contract gives it from the op's operands
+ * (loop: iter, cond, carried and captured types; if: the captured types). */
+void fc_op_add_block_args(FcOp *op);
+/* Appends the YIELD terminator with operands vals[0..n) to a region graph. */
+FcOp *fc_graph_set_yield(FcGraph *region, FcValue *const *vals, int n);
+/* The module's graphs in pre-order (the top graph first, then each region op's regions recursively, in
+ * op order): fills out[0..cap) and returns the count (which may exceed cap: call again with more). */
+int fc_module_graphs(FcModule *m, FcGraph **out, int cap);
+/* Calls fn on `g` and then on every region nested in it, in pre-order; stops at the first non-OK status. */
+FcStatus fc_graph_walk(FcGraph *g, FcStatus (*fn)(FcGraph *g, void *ctx), void *ctx);
+/* Number of loop-carried values / scan outputs of a flow.loop (from its attribute and its body's yield). */
+int fc_loop_num_carried(const FcOp *loop);
+int fc_loop_num_scan(const FcOp *loop);
+/* The loop's static scan length (0 when absent). */
+int64_t fc_loop_scan_len(const FcOp *loop);
 
 /* ---- build.c: a builder with an insertion point and a sticky error --------------------------------
  * Every fc_b_* call appends one op before `before` (or at the end), infers its result types and
@@ -502,6 +551,14 @@ FcValue *fc_b_const(FcBuilder *b, FcDtype dt, int rank, const int64_t *dims, con
 FcValue *fc_b_const_tensor(FcBuilder *b, const FcTensor *t); /* shares t (must live in the arena) */
 FcValue *fc_b_scalar(FcBuilder *b, FcDtype dt, double v);    /* rank-0 constant, value converted */
 FcValue *fc_b_const_i64(FcBuilder *b, int n, const int64_t *v); /* 1-D i64 */
+/* Region ops: fc_b_region_op creates a loop/if (not yet inserted) with its regions and their block
+ * arguments (fc_op_add_block_args) and its attributes; the caller fills each region (a builder pointed
+ * at op->regions[r], then fc_graph_set_yield) and calls fc_b_region_op_finish, which infers the results
+ * from the yields (and scan_len) and inserts the op at the builder's insertion point. Both return NULL
+ * after an error (sticky, as every fc_b_* call). */
+FcOp *fc_b_region_op(FcBuilder *b, FcOpKind kind, FcValue *const *operands, int n_operands, int n_results,
+                     const FcAttr *attrs, int n_attrs);
+FcOp *fc_b_region_op_finish(FcBuilder *b, FcOp *op);
 /* Records an error in the builder (first one wins) and returns NULL. */
 FcValue *fc_b_fail(FcBuilder *b, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -549,7 +606,8 @@ FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag);
 
 /* Checks: op table counts, attribute schema (presence, kinds), types re-inferred equal the recorded
  * ones, operands defined before use (SSA dominance in a single block), use lists consistent, exactly
- * one RETURN at the end, rank/size limits. */
+ * one RETURN at the end, rank/size limits; and each region as a graph of its own: YIELD at its end,
+ * isolation from above, nesting within FC_MAX_REGION_DEPTH. */
 FcStatus fc_verify(FcModule *m, FcDiag *diag);
 
 /* ---- print.c / parse.c: MLIR generic-operation text ----------------------------------------------- */

@@ -15,6 +15,14 @@
  * refused before anything is allocated for them. The only recursion is over the nesting of a dense
  * literal's brackets, which the skim bounds by the tensor rank limit first.
  *
+ * Region ops (flow.loop, flow.if) take MLIR's generic region list after their operands. Each region is
+ * read into its own graph before the op exists (the op needs its result count from the signature after
+ * the regions); its block arguments become the graph's inputs, its last op must be flow.yield. Names are
+ * scoped as MLIR scopes them (a region's names end with it), but a region may only use values it
+ * defines: regions are isolated from above (ir.h), so a use of an outer value is refused here with a
+ * message saying to pass it as an operand. Nesting is limited to FC_MAX_REGION_DEPTH, which bounds the
+ * recursion of this reader and of every walker after it.
+ *
  * Quantised element types (`!quant.uniform<...>`) are read character by character like the rest of a
  * tensor type (parse_quant.c) and checked against it (fc_quant_problem). A constant of a quantised type
  * carries its data with the storage type and gets the quantisation from its result type
@@ -217,6 +225,7 @@ void fc_ps_next(Parser *ps) {
     break;
   case '%':
   case '@':
+  case '^':
     p++;
     if (c == '@' && p < end && *p == '"') {
       s = p; /* lex the quoted symbol as a string, then widen the token to include '@' */
@@ -227,9 +236,12 @@ void fc_ps_next(Parser *ps) {
     } else if (p < end && (is_alpha((unsigned char)*p) || *p == '_' || *p == '$' || *p == '.' || *p == '-')) {
       while (p < end && is_suffix_char((unsigned char)*p)) p++;
     } else {
-      return lex_fail(ps, t, s, c == '%' ? "expected a value name after '%'" : "expected a symbol name after '@'");
+      return lex_fail(ps, t, s,
+                      c == '%'   ? "expected a value name after '%'"
+                      : c == '^' ? "expected a block name after '^'"
+                                 : "expected a symbol name after '@'");
     }
-    t->kind = c == '%' ? TK_VALUE : TK_SYMBOL;
+    t->kind = c == '%' ? TK_VALUE : c == '^' ? TK_BLOCK : TK_SYMBOL;
     break;
   case '"':
   string:
@@ -578,9 +590,18 @@ static bool define_values(Parser *ps, const Token *name, FcValue *first, int cou
     return fc_ps_err_at(ps, name->line, name->col, "redefinition of %.*s (first defined at %d:%d)",
                         (int)(name->n > 40 ? 40 : name->n), name->p, prev->line, prev->col);
   ValueDef *d = FC_NEW(&ps->scratch, ValueDef);
-  *d = (ValueDef){first, count, name->line, name->col};
+  *d = (ValueDef){ps->g, first, count, name->line, name->col};
   map_put(&ps->scratch, &ps->values, key, len, d);
+  ps->scope = fc_ps_grow(&ps->scratch, ps->scope, &ps->cap_scope, ps->n_scope + 1, sizeof *ps->scope);
+  ps->scope[ps->n_scope++] = *name;
   return true;
+}
+
+/* Ends the scope of the names defined since `mark` (a region's). */
+static void end_scope(Parser *ps, size_t mark) {
+  for (size_t i = mark; i < ps->n_scope; i++)
+    map_put(&ps->scratch, &ps->values, ps->scope[i].p + 1, ps->scope[i].n - 1, NULL);
+  ps->n_scope = mark;
 }
 
 /* A use `%name` or `%name#i`. */
@@ -594,6 +615,9 @@ static bool parse_use(Parser *ps, FcValue **out, Token *at) {
   int shown = (int)(t.n > 40 ? 40 : t.n);
   ValueDef *d = map_get(&ps->values, t.p + 1, t.n - 1);
   if (!d) return fc_ps_err(ps, "use of undefined value %.*s", shown, t.p);
+  if (d->g != ps->g)
+    return fc_ps_err(ps, "%.*s is defined outside this region; regions are isolated from above, so pass it as an "
+                     "operand of the region op", shown, t.p);
   fc_ps_next(ps);
   int64_t idx = 0;
   bool has_idx = false;
@@ -1173,7 +1197,70 @@ static bool quantise_constant(Parser *ps, FcOp *op, const OpText *o) {
   return true;
 }
 
-/* One operation of the body. Sets *is_return when it was the graph's RETURN. */
+static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return);
+
+/* One region `{ ^bb0(%a: T, ...): ops }` into graph r; the block label may be left out when there are no
+ * arguments, as MLIR allows. */
+static bool parse_region(Parser *ps, FcGraph *r) {
+  if (!fc_ps_expect(ps, TK_LBRACE, "'{' to start a region")) return false;
+  FcGraph *outer = ps->g;
+  size_t mark = ps->n_scope;
+  ps->g = r;
+  ps->depth++;
+  if (tok_is(ps, TK_BLOCK)) {
+    fc_ps_next(ps);
+    if (tok_is(ps, TK_LPAREN)) {
+      fc_ps_next(ps);
+      while (!tok_is(ps, TK_RPAREN)) {
+        Token nt = ps->lx.tok;
+        if (!fc_ps_expect(ps, TK_VALUE, "a block argument name or ')'")) return false;
+        if (!fc_ps_expect(ps, TK_COLON, "':' and the block argument type")) return false;
+        FcType ty;
+        if (!fc_ps_type(ps, &ty) || !parse_opt_loc(ps, NULL)) return false;
+        if (!define_values(ps, &nt, fc_graph_add_input(r, ty, NULL), 1)) return false;
+        if (!tok_is(ps, TK_RPAREN) && !fc_ps_expect(ps, TK_COMMA, "',' or ')' after the block argument")) return false;
+      }
+      fc_ps_next(ps);
+    }
+    if (!fc_ps_expect(ps, TK_COLON, "':' after the block label")) return false;
+  }
+  bool yielded = false;
+  while (!tok_is(ps, TK_RBRACE)) {
+    if (yielded) return fc_ps_err(ps, "operations after flow.yield");
+    if (tok_is(ps, TK_BLOCK)) return fc_ps_err(ps, "regions with more than one block are not supported");
+    if (tok_is(ps, TK_EOF)) return fc_ps_err(ps, "unexpected end of input in a region");
+    if (!parse_op(ps, NULL, &yielded)) return false;
+  }
+  if (!yielded) return fc_ps_err(ps, "the region does not end with flow.yield");
+  fc_ps_next(ps);
+  end_scope(ps, mark);
+  ps->g = outer;
+  ps->depth--;
+  return true;
+}
+
+/* A region list `({...}, {...})` into new region graphs. */
+static bool parse_regions(Parser *ps, FcGraph ***out, int *n) {
+  Token at = ps->lx.tok;
+  if (ps->depth >= FC_MAX_REGION_DEPTH)
+    return fc_ps_err_limit(ps, at.line, at.col, "regions nest deeper than %d", FC_MAX_REGION_DEPTH);
+  fc_ps_next(ps);
+  size_t cap = 0, count = 0;
+  FcGraph **list = NULL;
+  for (;;) {
+    list = fc_ps_grow(&ps->scratch, list, &cap, count + 1, sizeof *list);
+    list[count] = fc_region_new(ps->m);
+    if (!parse_region(ps, list[count++])) return false;
+    if (!tok_is(ps, TK_COMMA)) break;
+    fc_ps_next(ps);
+  }
+  *out = list;
+  *n = (int)count;
+  return fc_ps_expect(ps, TK_RPAREN, "',' or ')' after the regions");
+}
+
+/* One operation of a graph. Sets *is_return when it was the graph's terminator (func.return, or flow.yield
+ * in a region; sig is NULL there). */
 static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   OpText o = {0};
   *is_return = false;
@@ -1204,6 +1291,7 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   }
   o.at = ps->lx.tok;
   if (tok_is_id(ps, "return") || tok_is_id(ps, "func.return")) {
+    if (!sig) return fc_ps_err(ps, "func.return inside a region (regions end with flow.yield)");
     if (o.n_groups) return fc_ps_err(ps, "func.return has no results");
     *is_return = true;
     return parse_custom_return(ps, &o, sig);
@@ -1224,8 +1312,16 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   if (!fc_ps_expect(ps, TK_RPAREN, "',' or ')' after the operands")) return false;
   if (tok_is(ps, TK_LBRACKET)) return fc_ps_err(ps, "successors are not supported");
   if (tok_is(ps, TK_LT)) return fc_ps_err(ps, "properties are not supported");
-  if (tok_is(ps, TK_LPAREN)) return fc_ps_err(ps, "regions are not supported");
+  FcGraph **regions = NULL;
+  int n_regions = 0;
+  if (tok_is(ps, TK_LPAREN)) {
+    if (kind != FC_OP_LOOP && kind != FC_OP_IF) return fc_ps_err(ps, "%s takes no regions", info->full_name);
+    if (!parse_regions(ps, &regions, &n_regions)) return false;
+  }
   if (!check_count(ps, &o, info, false, (int)o.n_operands)) return false;
+  if ((kind == FC_OP_RETURN && !sig) || (kind == FC_OP_YIELD && sig))
+    return fc_ps_err_at(ps, o.at.line, o.at.col, "%s",
+                        sig ? "flow.yield outside a region" : "func.return inside a region (regions end with flow.yield)");
 
   /* The op can only be created once the signature gives its result count; attributes wait here. */
   FcAttr *attrs = FC_NEW_ARRAY(&ps->scratch, FcAttr, (size_t)info->n_attrs + 1);
@@ -1252,6 +1348,7 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
     return fc_ps_attach_annots(ps, &annots, &fc_graph_return(ps->g)->annots, NULL);
   }
   FcOp *op = fc_op_create(ps->g, kind, o.operands, (int)o.n_operands, (int)n_results);
+  fc_op_set_regions(op, regions, n_regions);
   op->loc = loc;
   for (int i = 0; i < n_attrs; i++) fc_op_set_attr(op, attrs[i]);
   for (int i = 0; i < info->n_attrs; i++)
@@ -1273,6 +1370,7 @@ static bool parse_op(Parser *ps, const FuncSig *sig, bool *is_return) {
   }
   if (!fc_ps_attach_annots(ps, &annots, &op->annots, n_results ? &op->results[0].type : NULL)) return false;
   fc_op_insert_before(NULL, op);
+  *is_return = kind == FC_OP_YIELD;
   int first = 0;
   for (size_t gi = 0; gi < o.n_groups; gi++) {
     if (!define_values(ps, &o.group_names[gi], &op->results[first], o.group_sizes[gi])) return false;

@@ -19,6 +19,7 @@ typedef enum TokKind {
   TK_ID,         /* bare identifier: module, func.func, dense, f32, flow.name, ... */
   TK_VALUE,      /* %name */
   TK_SYMBOL,     /* @name or @"name" */
+  TK_BLOCK,      /* ^name (a block label) */
   TK_HASH,       /* #name (result numbers, location aliases) */
   TK_STRING,     /* "..." including the quotes */
   TK_INT,        /* decimal or 0x hex */
@@ -57,6 +58,7 @@ typedef struct Map {
 
 /* A named group of values: a graph input or the results an op binds to one %name. */
 typedef struct ValueDef {
+  FcGraph *g;     /* the graph (function body or region) defining it */
   FcValue *first; /* graph input, or the first result of the group (results are contiguous) */
   int count;
   int line, col;
@@ -79,7 +81,10 @@ typedef struct Parser {
   FcGraph *g;
   FcArena *arena;  /* the module's */
   FcArena scratch; /* temporaries, freed when parsing ends */
-  Map values;      /* value name (without '%') -> ValueDef */
+  Map values;      /* value name (without '%') -> ValueDef; NULL once its region has ended */
+  Token *scope;    /* names defined so far, innermost region last, to end their scope with the region */
+  size_t n_scope, cap_scope;
+  int depth;       /* region nesting of the op being read */
   Map resources;   /* resource key -> ResRef list */
   ResRef **refs;   /* every reference list head, in order, to report unresolved keys */
   size_t n_refs, cap_refs;

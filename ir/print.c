@@ -18,6 +18,12 @@
  * (splat, `dense<0.000000e+00>`); others print as dense_resource<__elided__>, or, with opts->weights,
  * as dense_resource<cN> with the data in the trailing dialect_resources section.
  *
+ * Region ops (flow.loop, flow.if) print MLIR's generic region list after their operands,
+ * `({\n ^bb0(%b0_0: T, ...):\n ops \n "flow.yield"(...) ...\n }, {...})`, each region's ops indented two
+ * more columns. MLIR scopes SSA names lexically and a non-isolated region sees the names around it, so
+ * one running op number covers the whole module (nested ops continue the count) and the block arguments
+ * of the Nth region printed are %bN_0, %bN_1, ...; no name is defined twice.
+ *
  * Annotations (annot.c) follow an op's inherent attributes in the same dictionary, as MLIR prints
  * discardable attributes; a graph input's follow its flow.name among the argument attributes. A
  * constant of a quantised type writes its data with the storage type (`dense<[1, -2]> : tensor<2xi8>`)
@@ -31,13 +37,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Printer {
-  FILE *out;
-  const FcPrintOptions *opts;
-  FcGraph *g;
+/* The printed names of one graph's values. */
+typedef struct GraphNames {
+  const FcGraph *g;
+  int region_no;           /* N of its block arguments %bN_i; -1 for the function (%argI) */
   uint32_t n_ids;          /* size of the two maps below: the graph's next_value_id */
   const FcValue **val_of;  /* value id -> the value numbered under that id (NULL: not in the graph) */
   int64_t *num_of;         /* value id -> printed op number */
+} GraphNames;
+
+typedef struct Printer {
+  FILE *out;
+  const FcPrintOptions *opts;
+  GraphNames *names;       /* every graph of the module, in print order */
+  int n_names;
+  const GraphNames *cur;   /* the graph being printed */
+  int depth;               /* region nesting of the op being printed */
   const FcTensor **blobs;  /* constants printed as dense_resource<cN>, N = index here */
   size_t n_blobs, cap_blobs;
 } Printer;
@@ -308,15 +323,37 @@ static void print_attr(Printer *pr, const FcAttr *a) {
   }
 }
 
+static const GraphNames *names_of(const Printer *pr, const FcGraph *g) {
+  for (int i = 0; g && i < pr->n_names; i++)
+    if (pr->names[i].g == g) return &pr->names[i];
+  return NULL;
+}
+
+static void print_block_arg(FILE *out, const GraphNames *gn, int i) {
+  if (gn->region_no < 0) fprintf(out, "%%arg%d", i);
+  else fprintf(out, "%%b%d_%d", gn->region_no, i);
+}
+
+/* A graph input is looked up in the graph being printed and then in the graphs around it, so that a
+ * module breaking isolation (a bug the verifier reports) still prints the names it uses. */
 static void print_value(Printer *pr, const FcValue *v) {
   FILE *out = pr->out;
   if (!v) {
     fputs("%<null>", out);
-  } else if (!v->def) {
-    if (v->index >= 0 && v->index < pr->g->n_inputs && pr->g->inputs[v->index] == v) fprintf(out, "%%arg%d", v->index);
-    else fputs("%<invalid>", out);
-  } else if (v->id < pr->n_ids && pr->val_of[v->id] == v) {
-    fprintf(out, "%%%" PRId64, pr->num_of[v->id]);
+    return;
+  }
+  if (!v->def) {
+    for (const GraphNames *gn = pr->cur; gn; gn = gn->g->parent ? names_of(pr, gn->g->parent->graph) : NULL)
+      if (v->index >= 0 && v->index < gn->g->n_inputs && gn->g->inputs[v->index] == v) {
+        print_block_arg(out, gn, v->index);
+        return;
+      }
+    fputs("%<invalid>", out);
+    return;
+  }
+  const GraphNames *gn = names_of(pr, v->def->graph);
+  if (gn && v->id < gn->n_ids && gn->val_of[v->id] == v) {
+    fprintf(out, "%%%" PRId64, gn->num_of[v->id]);
     if (v->def->n_results > 1) fprintf(out, "#%d", v->index);
   } else {
     fputs("%<invalid>", out);
@@ -330,12 +367,41 @@ static void print_loc(FILE *out, const char *loc) {
   fputc(')', out);
 }
 
+static void print_indent(Printer *pr) { fprintf(pr->out, "%*s", 4 + 2 * pr->depth, ""); }
+
+static void print_op(Printer *pr, const FcOp *op);
+
+/* `{\n^bb0(%bN_0: T, ...):\n ops }` of one region, its ops one level deeper. */
+static void print_region(Printer *pr, const FcGraph *g) {
+  FILE *out = pr->out;
+  const GraphNames *outer = pr->cur;
+  pr->cur = names_of(pr, g);
+  fputs("{\n", out);
+  print_indent(pr);
+  fputs("^bb0", out);
+  if (g->n_inputs) fputc('(', out);
+  for (int i = 0; i < g->n_inputs; i++) {
+    if (i) fputs(", ", out);
+    if (pr->cur) print_block_arg(out, pr->cur, i);
+    fputs(": ", out);
+    print_type(out, &g->inputs[i]->type);
+  }
+  fputs(g->n_inputs ? "):\n" : ":\n", out);
+  pr->depth++;
+  fc_graph_for_each_op(g, op) print_op(pr, op);
+  pr->depth--;
+  print_indent(pr);
+  fputc('}', out);
+  pr->cur = outer;
+}
+
 static void print_op(Printer *pr, const FcOp *op) {
   FILE *out = pr->out;
-  fputs("    ", out);
+  print_indent(pr);
   if (op->n_results > 0) {
     const FcValue *v = &op->results[0];
-    if (v->id < pr->n_ids && pr->val_of[v->id] == v) fprintf(out, "%%%" PRId64, pr->num_of[v->id]);
+    const GraphNames *gn = pr->cur;
+    if (gn && v->id < gn->n_ids && gn->val_of[v->id] == v) fprintf(out, "%%%" PRId64, gn->num_of[v->id]);
     else fputs("%<invalid>", out);
     if (op->n_results > 1) fprintf(out, ":%d", op->n_results);
     fputs(" = ", out);
@@ -346,6 +412,14 @@ static void print_op(Printer *pr, const FcOp *op) {
     print_value(pr, op->operands[i].value);
   }
   fputc(')', out);
+  if (op->n_regions > 0) {
+    fputs(" (", out);
+    for (int r = 0; r < op->n_regions; r++) {
+      if (r) fputs(", ", out);
+      print_region(pr, op->regions[r]);
+    }
+    fputc(')', out);
+  }
   if (op->n_attrs > 0 || op->annots.n > 0) {
     fputs(" {", out);
     for (int i = 0; i < op->n_attrs; i++) {
@@ -406,24 +480,35 @@ void fc_print_annot_value(FILE *out, const FcAnnotValue *v) {
   print_annot_value(&pr, v);
 }
 
+/* Numbers the ops of `g` and, right after each op, those of its regions: the order they print in. */
+static void number_graph(Printer *pr, const FcGraph *g, int64_t *next, int *region_no) {
+  GraphNames *gn = &pr->names[pr->n_names++];
+  *gn = (GraphNames){.g = g, .region_no = g->parent ? (*region_no)++ : -1, .n_ids = g->next_value_id};
+  gn->val_of = xcalloc(gn->n_ids, sizeof *gn->val_of);
+  gn->num_of = xcalloc(gn->n_ids, sizeof *gn->num_of);
+  fc_graph_for_each_op(g, op) {
+    for (int i = 0; i < op->n_results; i++) {
+      const FcValue *v = &op->results[i];
+      if (v->id < gn->n_ids) {
+        gn->val_of[v->id] = v;
+        gn->num_of[v->id] = *next;
+      }
+    }
+    if (op->n_results) (*next)++;
+    for (int r = 0; r < op->n_regions; r++) number_graph(pr, op->regions[r], next, region_no);
+  }
+}
+
 FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcDiag *diag) {
   static const FcPrintOptions defaults = {.weights = false, .inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT};
   FcGraph *g = m->graph;
-  Printer pr = {.out = out, .opts = opts ? opts : &defaults, .g = g, .n_ids = g->next_value_id};
-  pr.val_of = xcalloc(pr.n_ids, sizeof *pr.val_of);
-  pr.num_of = xcalloc(pr.n_ids, sizeof *pr.num_of);
+  Printer pr = {.out = out, .opts = opts ? opts : &defaults};
+  int n_graphs = fc_module_graphs(m, NULL, 0);
+  pr.names = xcalloc((size_t)n_graphs, sizeof *pr.names);
   int64_t next = 0;
-  fc_graph_for_each_op(g, op) {
-    if (op->n_results == 0) continue;
-    for (int i = 0; i < op->n_results; i++) {
-      const FcValue *v = &op->results[i];
-      if (v->id < pr.n_ids) {
-        pr.val_of[v->id] = v;
-        pr.num_of[v->id] = next;
-      }
-    }
-    next++;
-  }
+  int region_no = 0;
+  number_graph(&pr, g, &next, &region_no);
+  pr.cur = &pr.names[0];
 
   fputs("module {\n  func.func ", out);
   print_symbol(out, g->name ? g->name : "main");
@@ -461,8 +546,11 @@ FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcD
   fputs("  }\n}\n", out);
   print_blobs(&pr);
 
-  free(pr.val_of);
-  free(pr.num_of);
+  for (int i = 0; i < pr.n_names; i++) {
+    free(pr.names[i].val_of);
+    free(pr.names[i].num_of);
+  }
+  free(pr.names);
   free(pr.blobs);
   if (fflush(out) != 0 || ferror(out)) return fc_error(diag, FC_ERR_IO, "cannot write the IR text");
   return FC_OK;

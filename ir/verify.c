@@ -16,6 +16,12 @@
  * list holds no slot twice; so the counts agree only if every operand is in its value's list. List walks
  * are bounded by that count, so a corrupted (cyclic) list is reported instead of looping.
  *
+ * Regions (flow.loop, flow.if) are verified as graphs of their own, each with its own Verifier, before
+ * the op owning them is re-inferred (its hook reads their yields): each must end in flow.yield, point
+ * back at its op, and use only its block arguments and its own values, since regions are isolated from
+ * above; a use of an outer value is reported naming both the user and the region op. The function
+ * ends in func.return, a region never does. Nesting is bounded by FC_MAX_REGION_DEPTH.
+ *
  * Every failure is a bug in flowc (the importer and the parser refuse bad input themselves), so the
  * status is FC_ERR_INTERNAL; messages read "node '<loc>' (<mnemonic>): <what>".
  */
@@ -27,6 +33,7 @@
 
 typedef struct Verifier {
   FcGraph *g;
+  int depth;               /* region nesting of g (0: the function) */
   FcDiag *diag;
   uint32_t n_value_ids, n_op_ids;
   const FcValue **defined; /* value id -> the value, once defined in walk order */
@@ -180,6 +187,12 @@ static bool check_operands(Verifier *vr, const FcOp *op) {
     if (u->user != op || u->index != i) return node_err(vr, op, "operand %d has a use record of another slot", i);
     if (v->id >= vr->n_value_ids || vr->defined[v->id] != v) {
       if (v->def && v->def->erased) return node_err(vr, op, "operand %d is a result of an erased op", i);
+      bool foreign = v->def ? v->def->graph != vr->g
+                            : !(v->index >= 0 && v->index < vr->g->n_inputs && vr->g->inputs[v->index] == v);
+      if (foreign && vr->g->parent)
+        return node_err(vr, op, "operand %d is defined outside the region of '%s' (%s); regions are isolated from "
+                        "above, so it must be passed as an operand", i, fc_op_name(vr->g->parent),
+                        fc_op_info(vr->g->parent->kind)->full_name);
       return node_err(vr, op, "operand %d is not defined before its use", i);
     }
   }
@@ -299,31 +312,10 @@ static bool check_uses(Verifier *vr) {
   return graph_err(vr, "use lists and operands disagree");
 }
 
-static bool verify_graph(Verifier *vr) {
-  FcGraph *g = vr->g;
-  if (!check_list(vr) || !check_inputs(vr)) return false;
-  int n_returns = 0;
-  fc_graph_for_each_op(g, op) {
-    if (!check_schema(vr, op) || !check_operands(vr, op)) return false;
-    if (op->kind == FC_OP_RETURN) {
-      n_returns++;
-      if (op != g->last) return node_err(vr, op, "func.return is not the last op");
-    }
-    if (!define_results(vr, op) || !check_infer(vr, op)) return false;
-    if (!check_annots(vr, op, -1, &op->annots, op->n_results ? &op->results[0].type : NULL)) return false;
-  }
-  if (n_returns == 0) return graph_err(vr, "no func.return at the end");
-  if (g->n_output_names != g->last->n_operands)
-    return graph_err(vr, "%d outputs but %d output names", g->last->n_operands,
-                    g->n_output_names);
-  return check_uses(vr);
-}
+static bool verify_graph(Verifier *vr);
 
-FcStatus fc_verify(FcModule *m, FcDiag *diag) {
-  FcGraph *g = m->graph;
-  FcDiag local;
-  fc_diag_init(&local);
-  Verifier vr = {.g = g, .diag = &local, .n_value_ids = g->next_value_id, .n_op_ids = g->next_op_id};
+static bool run_verifier(FcGraph *g, int depth, FcDiag *diag) {
+  Verifier vr = {.g = g, .depth = depth, .diag = diag, .n_value_ids = g->next_value_id, .n_op_ids = g->next_op_id};
   vr.defined = vcalloc(vr.n_value_ids, sizeof *vr.defined);
   vr.live = vcalloc(vr.n_op_ids, sizeof *vr.live);
   vr.listed = vcalloc(vr.n_op_ids, sizeof *vr.listed);
@@ -331,6 +323,56 @@ FcStatus fc_verify(FcModule *m, FcDiag *diag) {
   free(vr.defined);
   free(vr.live);
   free(vr.listed);
-  if (ok) return FC_OK;
+  return ok;
+}
+
+/* The regions of op: as many as its kind owns, each pointing back at it, each a sound graph. */
+static bool check_regions(Verifier *vr, const FcOp *op) {
+  int want = op->kind == FC_OP_LOOP ? 1 : op->kind == FC_OP_IF ? 2 : 0;
+  if (op->n_regions != want) return node_err(vr, op, "has %d regions, expected %d", op->n_regions, want);
+  if (want && vr->depth + 1 > FC_MAX_REGION_DEPTH)
+    return node_err(vr, op, "regions nest deeper than %d", FC_MAX_REGION_DEPTH);
+  for (int r = 0; r < op->n_regions; r++) {
+    FcGraph *body = op->regions ? op->regions[r] : NULL;
+    if (!body || body->parent != op || body->module != vr->g->module)
+      return node_err(vr, op, "region %d does not point back at its op", r);
+    if (!run_verifier(body, vr->depth + 1, vr->diag)) return false;
+  }
+  return true;
+}
+
+static bool verify_graph(Verifier *vr) {
+  FcGraph *g = vr->g;
+  if (!check_list(vr) || !check_inputs(vr)) return false;
+  FcOpKind term = g->parent ? FC_OP_YIELD : FC_OP_RETURN;
+  const char *term_name = fc_op_info(term)->full_name;
+  int n_terms = 0;
+  fc_graph_for_each_op(g, op) {
+    if (!check_schema(vr, op) || !check_operands(vr, op)) return false;
+    if (op->kind == FC_OP_RETURN || op->kind == FC_OP_YIELD) {
+      if (op->kind != term)
+        return node_err(vr, op, "%s %s", fc_op_info(op->kind)->full_name,
+                        g->parent ? "inside a region" : "outside a region");
+      n_terms++;
+      if (op != g->last) return node_err(vr, op, "%s is not the last op", term_name);
+    }
+    if (!check_regions(vr, op) || !define_results(vr, op) || !check_infer(vr, op)) return false;
+    if (!check_annots(vr, op, -1, &op->annots, op->n_results ? &op->results[0].type : NULL)) return false;
+  }
+  if (n_terms == 0) {
+    if (g->parent)
+      return node_err(vr, g->parent, "a region of '%s' does not end in flow.yield", fc_op_name(g->parent));
+    return graph_err(vr, "no func.return at the end");
+  }
+  if (!g->parent && g->n_output_names != g->last->n_operands)
+    return graph_err(vr, "%d outputs but %d output names", g->last->n_operands,
+                    g->n_output_names);
+  return check_uses(vr);
+}
+
+FcStatus fc_verify(FcModule *m, FcDiag *diag) {
+  FcDiag local;
+  fc_diag_init(&local);
+  if (run_verifier(m->graph, 0, &local)) return FC_OK;
   return fc_error(diag, local.status, "%s", local.msg);
 }

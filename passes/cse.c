@@ -105,8 +105,10 @@ static bool is_commutative_pair(const FcOp *op) {
 
 enum { MAX_RESULTS = 8 }; /* ops.def allows at most 3; more is a malformed op, left alone */
 
+/* Region ops are never merged: two loops are equal only if their bodies are, which this pass does not
+ * compare. */
 static bool eligible(const FcOp *op) {
-  if (!fc_rw_removable(op) || op->n_results == 0 || op->n_results > MAX_RESULTS) return false;
+  if (!fc_rw_removable(op) || op->n_regions || op->n_results == 0 || op->n_results > MAX_RESULTS) return false;
   for (int i = 0; i < op->n_operands; i++)
     if (!op->operands[i].value) return false;
   for (int i = 0; i < op->n_attrs; i++)

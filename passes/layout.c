@@ -490,6 +490,10 @@ static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack
 }
 
 FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
+  /* Loop and if bodies keep the plain layout: their convs run once per iteration on small maps (an RNN
+   * step has none), and a blocked value crossing the region boundary would need a layout on the block
+   * arguments too. */
+  if (m->graph->parent) return FC_OK;
   FcDiag *diag = pc->diag;
   const FcTarget *t = pc->target;
   FcOpStack todo;

@@ -36,6 +36,11 @@
  *     other value can be written over a part while it is needed. SqueezeNet's fire modules, Inception
  *     blocks and detection heads concatenate conv results this way, and their copies disappear.
  *
+ * A region (a loop or if body) is planned as a graph of its own (fc_memplan_graph): its block arguments
+ * are its inputs and its yield's operands its outputs, and codegen says where those live (the loop's
+ * carried-value buffers, the outer values a body captures, the rows of a scan output). To the graph around
+ * it a region op is an ordinary op reading its operands and writing its results.
+ *
  * Offsets: greedy by size, as TFLite's arena planner and ggml's gallocr do. Workspace roots are sorted by
  * block size (rounded up to FC_MEMPLAN_ALIGN) descending, then by definition; each is placed in the
  * smallest gap between already placed blocks whose busy ranges intersect its own (best fit, lowest offset
@@ -256,13 +261,16 @@ static FcStatus place_blocks(Planner *pl) {
 }
 
 FcStatus fc_memplan(FcModule *m, const FcMemPlanOptions *opts, FcArena *arena, FcMemPlan *out, FcDiag *diag) {
+  return fc_memplan_graph(m->graph, opts, arena, out, diag);
+}
+
+FcStatus fc_memplan_graph(FcGraph *g, const FcMemPlanOptions *opts, FcArena *arena, FcMemPlan *out, FcDiag *diag) {
   FcMemPlanOptions dflt;
   if (!opts) {
     fc_memplan_options_default(&dflt);
     opts = &dflt;
   }
   *out = (FcMemPlan){0};
-  FcGraph *g = m->graph;
   FcOp *ret = fc_graph_return(g);
   if (!ret) return fc_error(diag, FC_ERR_INPUT, "memplan: the graph has no return");
   FcMemPlan *p = out;
@@ -347,7 +355,11 @@ FcStatus fc_memplan(FcModule *m, const FcMemPlanOptions *opts, FcArena *arena, F
 }
 
 bool fc_memplan_output_is_copy(const FcModule *m, const FcMemPlan *p, int i) {
-  const FcValue *v = fc_graph_output(m->graph, i);
+  return fc_memplan_graph_output_is_copy(m->graph, p, i);
+}
+
+bool fc_memplan_graph_output_is_copy(FcGraph *g, const FcMemPlan *p, int i) {
+  const FcValue *v = fc_graph_output(g, i);
   const FcBufAssign *a = &p->by_value[v->id];
   return !(a->kind == FC_BUF_OUTPUT && a->index == i);
 }

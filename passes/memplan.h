@@ -89,9 +89,14 @@ void fc_memplan_options_default(FcMemPlanOptions *o); /* all on */
  * a RETURN, FC_ERR_INTERNAL for a malformed graph (a use by an op outside the graph). */
 FcStatus fc_memplan(FcModule *m, const FcMemPlanOptions *opts, FcArena *arena, FcMemPlan *out, FcDiag *diag);
 
+/* The same for one graph of the module: the function or a region, whose block arguments are its inputs
+ * (FC_BUF_INPUT) and whose yield operands are its outputs (FC_BUF_OUTPUT). */
+FcStatus fc_memplan_graph(FcGraph *g, const FcMemPlanOptions *opts, FcArena *arena, FcMemPlan *out, FcDiag *diag);
+
 /* True when graph output `i` is not computed in place into output buffer i and codegen must copy it
  * there from the value's storage after the run. */
 bool fc_memplan_output_is_copy(const FcModule *m, const FcMemPlan *p, int i);
+bool fc_memplan_graph_output_is_copy(FcGraph *g, const FcMemPlan *p, int i);
 
 /* True when operand `i` of concat `op` is a part of its result (computed there by its own op), so the
  * concat must not copy it. */

@@ -29,6 +29,14 @@
  *        last removes what the rewrites left unused.
  *   -O3  the same as -O2 for now.
  *
+ * Every pass runs on each graph of the module: the function, then the regions of its loops and ifs
+ * (pre-order, fc_graph_walk), with m->graph pointed at the graph being transformed and put back after.
+ * Regions are isolated from above and end in a terminator that fc_graph_return finds as it finds
+ * func.return, so a pass written for one graph is correct on a body unchanged: DCE keeps what the yield
+ * uses, fusions happen inside a GRU step, and a region op is an opaque pure op to the graph around it.
+ * Regions are visited after the pass ran on the graph holding them, so the regions of an op the pass
+ * erased are not transformed. A pass that does not apply to bodies says so itself (layout).
+ *
  * With verify_each the verifier runs after every pass; a failure there is a flowc bug, reported as
  * FC_ERR_INTERNAL "after pass '<name>': <verifier message>". Dumps are headed the way mlir-opt heads
  * them, so the output of --print-after=all reads (and splits) like an MLIR dump.
@@ -137,6 +145,21 @@ static FcStatus dump_ir(RunCtx *c, const char *when, const FcPassInfo *p) {
   return st;
 }
 
+typedef struct GraphRun {
+  const FcPassInfo *p;
+  FcModule *m;
+  FcPassContext *pc;
+} GraphRun;
+
+static FcStatus run_on_graph(FcGraph *g, void *ctx) {
+  GraphRun *r = ctx;
+  FcGraph *top = r->m->graph;
+  r->m->graph = g;
+  FcStatus st = r->p->fn(r->m, r->pc);
+  r->m->graph = top;
+  return st;
+}
+
 static FcStatus run_one(const FcPassInfo *p, void *ctx) {
   RunCtx *c = ctx;
   FcStatus st;
@@ -144,7 +167,8 @@ static FcStatus run_one(const FcPassInfo *p, void *ctx) {
   if (print_matches(c->o->print_before, p) && (st = dump_ir(c, "Before", p)) != FC_OK) return st;
   FcPassContext pc = {.target = c->o->target, .opt_level = c->o->opt_level, .diag = c->diag};
   fc_arena_init(&pc.scratch);
-  st = p->fn(c->m, &pc);
+  GraphRun r = {p, c->m, &pc};
+  st = fc_graph_walk(c->m->graph, run_on_graph, &r);
   fc_arena_free(&pc.scratch);
   if (st != FC_OK) {
     /* A pass that fails must say why; an empty message would print as a bare "error:". */

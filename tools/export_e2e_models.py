@@ -22,6 +22,12 @@ The models (issue 3, section 8), all exported with opset 13 and static shapes:
                        18: directly where the installed torch can, else the opset 17 export with each op
                        whose signature changed in 18 rewritten into its opset 18 form, as torch 2.x writes
                        it (Reduce* axes as an input; Split with num_outputs when the parts are equal).
+  gru_bidir            nn.GRU, 2 layers, bidirectional, input 16, hidden 32, on a 50x2x16 sequence; outputs
+                       the sequence and the final states;
+  lstm                 nn.LSTM, 1 layer, input 16, hidden 24, on a 50x2x16 sequence; outputs the sequence and
+                       both final states;
+  script_loop_if       a torch.jit.script module whose forward runs a Python `for` over the rows of its
+                       12x8 input with a data-dependent `if` inside (exported as ONNX Loop and If).
 
 Random weights need realistic statistics: each BatchNorm's running mean and variance are set from a
 few forward passes in training mode on data drawn like the test input (momentum None, so they are the
@@ -165,6 +171,49 @@ def upgrade_to_18(model):
     return model
 
 
+class RecurrentNet(nn.Module):
+    """A recurrent layer returning every output it has, flattened into one tuple."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x):
+        y, state = self.rnn(x)
+        return (y,) + (tuple(state) if isinstance(state, tuple) else (state,))
+
+
+def gru_bidir():
+    return RecurrentNet(nn.GRU(16, 32, num_layers=2, bidirectional=True)), torch.randn(50, 2, 16), ["input"], \
+        ["output", "h_n"]
+
+
+def lstm():
+    return RecurrentNet(nn.LSTM(16, 24)), torch.randn(50, 2, 16), ["input"], ["output", "h_n", "c_n"]
+
+
+class LoopIf(nn.Module):
+    """A data-dependent loop and branch: scripting keeps them as control flow (ONNX Loop and If)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.zeros_like(x[0])
+        for t in range(x.size(0)):
+            v = self.lin(x[t]) + h
+            if x[t].sum() > 0:
+                h = torch.tanh(v)
+            else:
+                h = torch.sigmoid(v) - 0.5 * h
+        return h
+
+
+def script_loop_if():
+    return torch.jit.script(LoopIf()), torch.randn(12, 8), ["input"], ["output"]
+
+
 MODELS = {
     "cnn_b1": seed_cnn(1),
     "cnn_b64": seed_cnn(64),
@@ -175,6 +224,9 @@ MODELS = {
     "mlp_b64": mlp,
     "opsets17": opset_net,
     "opsets18": opset_net,
+    "gru_bidir": gru_bidir,
+    "lstm": lstm,
+    "script_loop_if": script_loop_if,
 }
 OPSETS = {"opsets17": 17, "opsets18": 18}  # the others: OPSET
 
@@ -194,6 +246,11 @@ def calibrate_batchnorm(model, x):
         for _ in range(4):
             model(torch.randn(8, *x.shape[1:]) * x.std() + x.mean())
     return len(bns)
+
+
+def as_tuple(out):
+    """A model's output(s) as a tuple of NumPy arrays."""
+    return tuple(t.numpy() for t in (out if isinstance(out, tuple) else (out,)))
 
 
 def save_pb(array, name, path):
@@ -239,14 +296,17 @@ def export_locked(name, build, out, digest):
     n_bn = calibrate_batchnorm(model, x)
     model.eval()
     with torch.no_grad():
-        y = model(x).numpy()
-        y64 = model.double()(x.double()).numpy()
+        ys = as_tuple(model(x))
+        y64s = as_tuple(model.double()(x.double()))
         model.float()
-    if not np.all(np.isfinite(y)):
-        raise SystemExit(f"{name}: PyTorch's output is not finite")
-    # Outputs this flat would pass the tests' absolute tolerance whatever flowc computes.
-    if np.std(y) < 1e-2:
-        raise SystemExit(f"{name}: PyTorch's output is degenerate (std {np.std(y):.3g}); the test would prove nothing")
+    for y in ys:
+        if not np.all(np.isfinite(y)):
+            raise SystemExit(f"{name}: PyTorch's output is not finite")
+        # Outputs this flat would pass the tests' absolute tolerance whatever flowc computes.
+        if np.std(y) < 1e-2:
+            raise SystemExit(f"{name}: PyTorch's output is degenerate (std {np.std(y):.3g}); the test would prove "
+                             "nothing")
+    y = ys[0]
 
     # Written beside the old export and swapped in at the end, so no reader ever sees half a case.
     final, out = out, out + ".tmp"
@@ -262,9 +322,11 @@ def export_locked(name, build, out, digest):
     if opset <= onnx.defs.onnx_opset_version():
         onnx.checker.check_model(onnx.load(path))
     save_pb(x.numpy(), in_names[0], os.path.join(out, "test_data_set_0", "input_0.pb"))
-    save_pb(y, out_names[0], os.path.join(out, "test_data_set_0", "output_0.pb"))
+    for i, (yi, name_i) in enumerate(zip(ys, out_names)):
+        save_pb(yi, name_i, os.path.join(out, "test_data_set_0", f"output_{i}.pb"))
 
-    err64 = np.abs(y.astype(np.float64) - y64)
+    err64 = np.concatenate([np.abs(a.astype(np.float64) - b).ravel() for a, b in zip(ys, y64s)])
+    y64 = np.concatenate([b.ravel() for b in y64s])
     info = {
         "model": name,
         "input": {"name": in_names[0], "shape": list(x.shape)},

@@ -139,13 +139,15 @@ def constants(out):
 
 def unsupported(out):
     # Op types flowc has no legaliser for (NonZero/Unique-like data-dependent ops are supported with bound
-    # inputs, so sequence and string ops stand in for "unsupported").
+    # inputs, so sequence and string ops stand in for "unsupported"). The Loops are supported, but their
+    # bodies are not: they are skipped without being listed themselves.
     body = helper.make_graph([helper.make_node("SequenceLength", ["bx"], ["by"], name="inner_nz"),
                               helper.make_node("SequenceErase", ["by"], ["bu"])],  # unnamed: loop_a/body/SequenceErase_1
-                             "body", [vi("bx")], [vi("bu")])
+                             "body", [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []), vi("bx")],
+                             [vi("c", TensorProto.BOOL, []), vi("bu")])
     nodes = [
-        helper.make_node("Loop", ["", "", "x"], ["l1"], name="loop_a", body=body),
-        helper.make_node("Loop", ["", "", "x"], ["l2"], name="loop_b", body=body),
+        helper.make_node("Loop", ["m", "", "x"], ["l1"], name="loop_a", body=body),
+        helper.make_node("Loop", ["m", "", "x"], ["l2"], name="loop_b", body=body),
         helper.make_node("SequenceLength", ["x"], ["nz"], name="nz"),
         helper.make_node("Add", ["nz", "nz"], ["after"], name="after_nz"),  # skipped: input unsupported
         helper.make_node("SequenceErase", ["x"], ["u"]),                    # unnamed: SequenceErase_4
@@ -153,7 +155,7 @@ def unsupported(out):
                          coefficients=[1.0]),
     ]
     nodes += [helper.make_node("StringNormalizer", ["x"], [f"nms{i}"], name=f"nms{i}") for i in range(7)]
-    g = helper.make_graph(nodes, "unsup", [vi("x")], [vi("after")])
+    g = helper.make_graph(nodes, "unsup", [vi("x"), vi("m", TensorProto.INT64, [])], [vi("after")])
     save(model_of(g, extra_opsets=[helper.make_opsetid("ai.onnx.ml", 3)]), f"{out}/unsupported.onnx")
 
 

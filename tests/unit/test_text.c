@@ -440,7 +440,7 @@ static void test_parse_errors_ops(void **state) {
                     "(tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xi64>)\n"
                     "    %1 = \"flow.relu\"(%0#2) : (tensor<2x2xf32>) -> tensor<2x2xf32>\n",
                     "%0 has no result #2");
-  expect_body_error("    %0 = \"flow.relu\"(%arg0) ({}) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n", "regions are not supported");
+  expect_body_error("    %0 = \"flow.relu\"(%arg0) ({}) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n", "flow.relu takes no regions");
   expect_body_error("    %0 = \"flow.relu\"(%arg0) : (tensor<?x3xf32>) -> tensor<2x3xf32>\n", "dynamic or unranked shapes");
   expect_body_error("    %0 = \"flow.relu\"(%arg0) : (tensor<2x3xf33>) -> tensor<2x3xf32>\n", "unsupported element type 'f33'");
   expect_body_error("    %0 = \"flow.relu\"(%arg0) : (i32) -> tensor<2x3xf32>\n", "expected a tensor type, got 'i32'");
@@ -680,19 +680,9 @@ static void check_accepted(const char *text, size_t len) {
   fc_module_destroy(m);
 }
 
-static void test_truncations_and_flips(void **state) {
-  (void)state;
-  FcModule *m = build_all_kinds();
-  FcBuilder b;
-  FcDiag d;
-  fc_diag_init(&d);
-  fc_builder_init(&b, m->graph, &d);
-  b.before = fc_graph_return(m->graph);
-  static float w[20];
-  for (int i = 0; i < 20; i++) w[i] = (float)i * 0.5f;
-  fc_b_const(&b, FC_DT_F32, 2, DIMS(4, 5), w); /* a weight blob in the text */
-  assert_int_equal(fc_b_status(&b), FC_OK);
-  char *text = print_text(m, true, 16);
+/* Every truncation of `text` and every one-byte replacement: the parser fails cleanly or returns a module
+ * that verifies and round-trips. */
+static void sweep_text(const char *text) {
   size_t len = strlen(text);
   dump_off = true;
   for (size_t cut = 0; cut < len; cut++) {
@@ -708,7 +698,7 @@ static void test_truncations_and_flips(void **state) {
       assert_int_equal(strncmp(pd.msg, "t.mlir:", 7), 0);
     }
   }
-  static const char repl[] = {'(', '"', '\\', '%', '#', '9', '-', '>', ',', 'x', '\0', '\n', '['};
+  static const char repl[] = {'(', '"', '\\', '%', '#', '9', '-', '>', ',', 'x', '\0', '\n', '[', '^', '{', '}'};
   char *copy = malloc(len);
   size_t accepted = 0;
   for (size_t i = 0; i < len; i++) {
@@ -731,8 +721,86 @@ static void test_truncations_and_flips(void **state) {
   dump_off = false;
   print_message("[ info ] %zu bytes, %zu truncations, %zu flipped texts accepted\n", len, len, accepted);
   free(copy);
+}
+
+static void test_truncations_and_flips(void **state) {
+  (void)state;
+  FcModule *m = build_all_kinds();
+  FcBuilder b;
+  FcDiag d;
+  fc_diag_init(&d);
+  fc_builder_init(&b, m->graph, &d);
+  b.before = fc_graph_return(m->graph);
+  static float w[20];
+  for (int i = 0; i < 20; i++) w[i] = (float)i * 0.5f;
+  fc_b_const(&b, FC_DT_F32, 2, DIMS(4, 5), w); /* a weight blob in the text */
+  assert_int_equal(fc_b_status(&b), FC_OK);
+  char *text = print_text(m, true, 16);
+  sweep_text(text);
   free(text);
   fc_module_destroy(m);
+}
+
+/* ---- regions ---------------------------------------------------------------------------------------- */
+
+/* A loop whose body holds an if (nested regions, sibling regions reusing names as mlir-opt writes them). */
+static const char REGIONS[] =
+    "func.func @main(%t: tensor<i64>, %x: tensor<2xf32>) -> (tensor<2xf32>, tensor<3x2xf32>) {\n"
+    "  %c = \"flow.constant\"() {value = dense<true> : tensor<i1>} : () -> tensor<i1>\n"
+    "  %r:2 = \"flow.loop\"(%t, %c, %x) ({\n"
+    "  ^bb0(%i: tensor<i64>, %cc: tensor<i1>, %h: tensor<2xf32>):\n"
+    "    %s = \"flow.if\"(%cc, %h) ({\n"
+    "    ^bb0(%a: tensor<2xf32>):\n"
+    "      %n = \"flow.neg\"(%a) : (tensor<2xf32>) -> tensor<2xf32>\n"
+    "      \"flow.yield\"(%n) : (tensor<2xf32>) -> ()\n"
+    "    }, {\n"
+    "    ^bb0(%a: tensor<2xf32>):\n"
+    "      \"flow.yield\"(%a) : (tensor<2xf32>) -> ()\n"
+    "    }) : (tensor<i1>, tensor<2xf32>) -> tensor<2xf32>\n"
+    "    \"flow.yield\"(%cc, %s, %h) : (tensor<i1>, tensor<2xf32>, tensor<2xf32>) -> ()\n"
+    "  }) {carried = 1 : i64, scan_len = 3 : i64} : (tensor<i64>, tensor<i1>, tensor<2xf32>) -> "
+    "(tensor<2xf32>, tensor<3x2xf32>)\n"
+    "  return %r#0, %r#1 : tensor<2xf32>, tensor<3x2xf32>\n"
+    "}\n";
+
+static void test_regions(void **state) {
+  (void)state;
+  FcModule *m = parse_ok(REGIONS);
+  FcOp *loop = m->graph->first->next;
+  assert_int_equal(loop->kind, FC_OP_LOOP);
+  assert_int_equal(loop->regions[0]->first->kind, FC_OP_IF);
+  assert_ptr_equal(loop->regions[0]->first->regions[1]->parent, loop->regions[0]->first);
+  FcModule *m2 = roundtrip(m, false, 16);
+  char *text = print_text(m2, false, 16);
+  assert_non_null(strstr(text, "^bb0(%b1_0: tensor<2xf32>)"));
+  assert_non_null(strstr(text, "^bb0(%b2_0: tensor<2xf32>)"));
+  sweep_text(text);
+  free(text);
+  fc_module_destroy(m2);
+  fc_module_destroy(m);
+}
+
+/* Regions nested deeper than FC_MAX_REGION_DEPTH are refused as a limit, not by running out of stack. */
+static void test_regions_depth(void **state) {
+  (void)state;
+  enum { N = FC_MAX_REGION_DEPTH + 1 };
+  size_t cap = 300 * (size_t)N + 400, n = 0;
+  char *t = malloc(cap);
+  n += (size_t)snprintf(t + n, cap - n, "func.func @main() {\n");
+  for (int i = 0; i < N; i++)
+    n += (size_t)snprintf(t + n, cap - n,
+                          "%%c%d = \"flow.constant\"() {value = dense<true> : tensor<i1>} : () -> tensor<i1>\n"
+                          "\"flow.if\"(%%c%d) ({\n^bb0:\n", i, i);
+  for (int i = 0; i < N; i++)
+    n += (size_t)snprintf(t + n, cap - n, "\"flow.yield\"() : () -> ()\n}, {\n\"flow.yield\"() : () -> ()\n}) : "
+                                          "(tensor<i1>) -> ()\n");
+  snprintf(t + n, cap - n, "return\n}\n");
+  FcModule *m;
+  FcDiag d;
+  FcStatus st = parse_text(t, strlen(t), &m, &d);
+  if (st != FC_ERR_LIMIT) fail_msg("%s", d.msg);
+  assert_non_null(strstr(d.msg, "regions nest deeper than 64"));
+  free(t);
 }
 
 int main(void) {
@@ -743,6 +811,7 @@ int main(void) {
       cmocka_unit_test(test_parse_errors_ops),     cmocka_unit_test(test_parse_errors_constants),
       cmocka_unit_test(test_program_attrs),        cmocka_unit_test(test_program_verify),
       cmocka_unit_test(test_parse_errors_structure), cmocka_unit_test(test_truncations_and_flips),
+      cmocka_unit_test(test_regions),              cmocka_unit_test(test_regions_depth),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
