@@ -853,7 +853,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
   FcStatus st;
   LLVMTargetMachineRef tm = fc_target_tm(target);
   FcCg cg = {.m = m, .opts = o, .ctx = ctx, .tm = tm, .target = target, .arena = &m->arena};
-  int64_t areas, ws_bytes;
+  int64_t areas = 0, ws_bytes = 0;
   st = plan_graphs(m, graphs, n_graphs, &areas, diag);
   if (st != FC_OK) return st;
   if (!fc_checked_add(areas, FC_CG_STATUS_BYTES, &ws_bytes))
