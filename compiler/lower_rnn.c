@@ -232,19 +232,10 @@ static FcValue *transpose2(Rnn *r, FcValue *x) {
   return fc_b_transpose(r->b, x, swap);
 }
 
-/* [batch, 1] mask of the sequences still running at time t (a constant), outside the loop. */
-static FcValue *step_mask(Rnn *r, int64_t t) {
-  if (r->lens_col)
-    return fc_b_binary(r->b, FC_OP_LESS, fc_b_scalar(r->b, r->lens_col->type.dtype, (double)t), r->lens_col);
-  bool *m = FC_NEW_ARRAY(fc_lx_arena(r->l), bool, (size_t)r->batch);
-  for (int64_t i = 0; i < r->batch; i++) m[i] = t < r->lens[i];
-  int64_t dims[2] = {r->batch, 1};
-  return fc_b_const(r->b, FC_DT_BOOL, 2, dims, m);
-}
-
-/* The same mask inside the loop body, where t is the 0-d i64 time index of the iteration: t < lens,
- * against the lengths as a [batch, 1] constant or the captured run-time column. */
-static FcValue *body_mask(Rnn *r, FcValue *t) {
+/* [batch, 1] mask of the sequences still running at time t (a 0-d i64: the iteration's time index in
+ * the loop body, or a constant outside it): t < lens, against the lengths as a [batch, 1] constant or the
+ * run-time column (folded when both are constants). */
+static FcValue *step_mask(Rnn *r, FcValue *t) {
   FcValue *lens = r->lens_col;
   if (!lens) {
     int64_t dims[2] = {r->batch, 1};
@@ -369,7 +360,7 @@ static void run_dir(Rnn *r, Kind kind, int d, FcValue *x2, FcValue *h0, FcValue 
   bool empty = r->lens_col != NULL;
   for (int64_t i = 0; r->lens && i < r->batch; i++) empty |= r->lens[i] == 0;
   if (empty) {
-    FcValue *m = step_mask(r, 0);
+    FcValue *m = step_mask(r, fc_b_scalar(r->b, FC_DT_I64, 0));
     o->h = fc_b_select(r->b, m, o->h, scalar(r, 0));
     if (o->c) o->c = fc_b_select(r->b, m, o->c, scalar(r, 0));
   }
@@ -416,7 +407,7 @@ static bool loop_dir(Rnn *r, Kind kind, int d, FcValue *const *cap, DirOut *o) {
   FcValue *hn, *cn, *y;
   step(r, kind, d, bcap, xt, h, c, &hn, &cn);
   if (r->lens || r->lens_col) {
-    FcValue *m = body_mask(r, t);
+    FcValue *m = step_mask(r, t);
     y = fc_b_select(r->b, m, hn, scalar(r, 0));
     hn = fc_b_select(r->b, m, hn, h);
     if (cn) cn = fc_b_select(r->b, m, cn, c);
