@@ -4,11 +4,18 @@
  * The memory plan, the layout pass's block (NCHW8c or NCHW16c), the GEMM tiles and the packed constants all
  * depend on the target, so each variant is the whole pipeline run for its target: the caller runs the
  * passes on a fresh module per target and hands it to fc_multi_add, which generates its LLVM module under
- * a private prefix (NAME__cpuK_model, NAME__cpuK_run, made internal) and optimises it for that target's
- * machine. Every function of the variant is stamped with its target's "target-cpu" and "target-features"
- * (LLVM picks the subtarget per function, as for clang's target attribute), so the variants can then be
- * linked into one LLVM module and emitted as one object by one target machine: the rest of the flow
- * (entry points, archive, header, link) is the single-variant one (cg_emit.c's fc_emit_finish).
+ * a private prefix (NAME__cpuK_model, NAME__cpuK_run) and optimises it for that target's machine. Every function of the variant is stamped with its target's "target-cpu" and "target-features"
+ * (LLVM picks the subtarget per function, as for clang's target attribute).
+ *
+ * LLVM's pipeline and instruction selection are most of a build, so the variants compile side by side:
+ * every variant but the last gets its own LLVM context and a worker thread that optimises it and writes
+ * its object into a private folder, while the caller imports and runs the passes for the next one (at most
+ * one worker per other CPU this process may run on; none on one CPU). Its descriptor stays a hidden global (linked, never
+ * exported from a .so), its run internal. The last (most portable) variant is generated in the build's
+ * own context, gets the dispatching descriptor, the entry points and the CPU guard, and is emitted by the
+ * caller; the workers' objects are then linked or archived beside it (fc_emit_finish). --emit obj must be
+ * one object without a linker, so there every variant is linked into the last one's LLVM module instead
+ * and emitted as one object by one target machine.
  *
  * The public descriptor NAME_model (runtime/flowrt.h) lists the variants best first and describes the
  * model as a whole: the largest workspace of any variant, the CPUs, the last (most portable) variant's
@@ -18,6 +25,7 @@
  * here. That function and NAME_check_cpu are compiled for the architecture's baseline, like the
  * single-variant guard (cg_cpu_guard.c), since they run before any check.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +34,7 @@
 
 #include "cg_emit.h"
 #include "cg_private.h"
+#include "flowrt.h"
 
 /* FrtModel's fields (runtime/flowrt.h) that the dispatching descriptor sets itself. */
 enum {
@@ -43,13 +52,30 @@ enum {
 
 #define FC_MULTI_MAX_VARIANTS 8
 
+/* A variant compiled apart: its module, optimised and emitted to `obj` by a thread of its own. */
+typedef struct VariantJob {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMTargetMachineRef tm; /* the variant's own target machine: no other thread uses it meanwhile */
+  int opt_level;
+  char *obj;
+  uint64_t workspace; /* its descriptor's, read before the module left this thread */
+  bool running;       /* a thread works on it and is yet to be joined */
+  pthread_t thread;
+  FcStatus st;
+  FcDiag diag;
+} VariantJob;
+
 struct FcMultiBuild {
   FcCodegenOptions o;
   FcEmitKind kind;
   LLVMContextRef ctx;
-  LLVMModuleRef mod;              /* the variants linked so far */
+  LLVMModuleRef mod;              /* the last variant, and for obj every variant linked into it */
   const FcTarget *last;           /* the last (most portable) variant's target: it emits the object */
-  int n;
+  int n, total;                   /* variants added; announced */
+  int max_running;                /* worker threads at once */
+  char *tmp;                      /* the folder of the workers' objects */
+  VariantJob *apart[FC_MULTI_MAX_VARIANTS]; /* NULL: the variant is in mod */
   char cpus[FC_MULTI_MAX_VARIANTS * 64]; /* "x86-64-v4,x86-64-v3" */
 };
 
@@ -92,24 +118,80 @@ FcStatus fc_emit_order_variants(FcTarget **t, int n, FcDiag *diag) {
   return FC_OK;
 }
 
-FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, FcMultiBuild **out, FcDiag *diag) {
+FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, int n_variants, FcMultiBuild **out,
+                        FcDiag *diag) {
   *out = NULL;
   if (!o->model_name && kind != FC_EMIT_EXE)
     return fc_error(diag, FC_ERR_INTERNAL, "--emit obj/lib without a model name");
+  if (n_variants < 1 || n_variants > FC_MULTI_MAX_VARIANTS)
+    return fc_error(diag, FC_ERR_INTERNAL, "%d CPU variants", n_variants);
   FcMultiBuild *mb = calloc(1, sizeof *mb);
   if (!mb) fc_die(__FILE__, __LINE__, "out of memory");
   mb->o = *o;
   if (!mb->o.model_name) mb->o.model_name = "flowc";
   mb->kind = kind;
+  mb->total = n_variants;
+  int cpus = frt_default_threads();
+  mb->max_running = cpus > FC_MULTI_MAX_VARIANTS ? FC_MULTI_MAX_VARIANTS : cpus - 1;
   mb->ctx = LLVMContextCreate();
+  FcStatus st = kind != FC_EMIT_OBJ && n_variants > 1 ? fc_emit_tmpdir_make(&mb->tmp, diag) : FC_OK;
+  if (st != FC_OK) {
+    fc_multi_abort(mb);
+    return st;
+  }
   *out = mb;
+  return FC_OK;
+}
+
+static void drop_module(VariantJob *j) {
+  if (j->mod) LLVMDisposeModule(j->mod);
+  if (j->ctx) LLVMContextDispose(j->ctx);
+  j->mod = NULL;
+  j->ctx = NULL;
+}
+
+static void *compile_apart(void *arg) {
+  VariantJob *j = arg;
+  j->st = fc_codegen_optimize(j->mod, j->tm, j->opt_level, &j->diag);
+  if (j->st == FC_OK) j->st = fc_emit_object(j->mod, j->tm, j->obj, &j->diag);
+  drop_module(j);
+  return NULL;
+}
+
+/* Waits for the workers (all, or the oldest running one); the first failure goes to diag. */
+static FcStatus join_jobs(FcMultiBuild *mb, bool one, FcDiag *diag) {
+  FcStatus st = FC_OK;
+  for (int k = 0; k < mb->n; k++) {
+    VariantJob *j = mb->apart[k];
+    if (!j || !j->running) continue;
+    pthread_join(j->thread, NULL);
+    j->running = false;
+    if (j->st != FC_OK && st == FC_OK) st = fc_error(diag, j->st, "%s", j->diag.msg);
+    if (one) break;
+  }
+  return st;
+}
+
+static FcStatus failed_job(const FcMultiBuild *mb, FcDiag *diag) {
+  for (int k = 0; k < mb->n; k++)
+    if (mb->apart[k] && !mb->apart[k]->running && mb->apart[k]->st != FC_OK)
+      return fc_error(diag, mb->apart[k]->st, "%s", mb->apart[k]->diag.msg);
   return FC_OK;
 }
 
 void fc_multi_abort(FcMultiBuild *mb) {
   if (!mb) return;
+  FcDiag ignored;
+  fc_diag_init(&ignored);
+  join_jobs(mb, false, &ignored);
+  for (int k = 0; k < FC_MULTI_MAX_VARIANTS; k++)
+    if (mb->apart[k]) {
+      free(mb->apart[k]->obj);
+      free(mb->apart[k]);
+    }
+  fc_emit_tmpdir_remove(&mb->tmp);
   if (mb->mod) LLVMDisposeModule(mb->mod);
-  LLVMContextDispose(mb->ctx);
+  if (mb->ctx) LLVMContextDispose(mb->ctx);
   free(mb);
 }
 
@@ -136,28 +218,91 @@ static void variant_symbol(const FcMultiBuild *mb, int k, const char *what, char
   snprintf(buf, cap, "%s__cpu%d_%s", mb->o.model_name, k, what);
 }
 
+/* The variant's descriptor NAME__cpuK_model in mod and its workspace bytes; NULL when it is missing. */
+static LLVMValueRef variant_descriptor(const FcMultiBuild *mb, LLVMModuleRef mod, int k, uint64_t *workspace) {
+  char sym[400];
+  variant_symbol(mb, k, "model", sym, sizeof sym);
+  LLVMValueRef g = LLVMGetNamedGlobal(mod, sym);
+  LLVMValueRef init = g ? LLVMGetInitializer(g) : NULL;
+  LLVMValueRef w = init && LLVMGetNumOperands(init) == N_FIELDS ? LLVMGetOperand(init, FIELD_WORKSPACE) : NULL;
+  if (!w || !LLVMIsAConstantInt(w)) return NULL;
+  *workspace = LLVMConstIntGetZExtValue(w);
+  return g;
+}
+
+/* Hands variant k's module (in its own context) to a worker thread, after the oldest running one finished
+ * when max_running are busy; compiles it on this thread when there may be none. */
+static FcStatus start_apart(FcMultiBuild *mb, int k, LLVMContextRef ctx, LLVMModuleRef mod, const FcTarget *t,
+                            FcDiag *diag) {
+  VariantJob *j = calloc(1, sizeof *j);
+  if (!j) fc_die(__FILE__, __LINE__, "out of memory");
+  mb->apart[k] = j;
+  j->ctx = ctx;
+  j->mod = mod;
+  j->tm = fc_target_tm(t);
+  j->opt_level = mb->o.opt_level;
+  fc_diag_init(&j->diag);
+  size_t cap = strlen(mb->tmp) + 32;
+  j->obj = malloc(cap);
+  if (!j->obj) fc_die(__FILE__, __LINE__, "out of memory");
+  snprintf(j->obj, cap, "%s/cpu%d.o", mb->tmp, k);
+  LLVMValueRef g = variant_descriptor(mb, mod, k, &j->workspace);
+  if (!g) {
+    drop_module(j);
+    return j->st = fc_error(diag, FC_ERR_INTERNAL, "the descriptor of the %d-th CPU variant is missing", k);
+  }
+  /* NAME_model points at the descriptor from another object: a hidden global keeps it out of a .so's
+   * exports. Its run is reached only through it. */
+  LLVMSetVisibility(g, LLVMHiddenVisibility);
+  LLVMSetLinkage(LLVMGetOperand(LLVMGetInitializer(g), FIELD_RUN), LLVMInternalLinkage);
+  int running = 0;
+  for (int i = 0; i < k; i++) running += mb->apart[i] && mb->apart[i]->running;
+  FcStatus st = running && running >= mb->max_running ? join_jobs(mb, true, diag) : FC_OK;
+  if (st != FC_OK) {
+    drop_module(j);
+    return st;
+  }
+  if (mb->max_running > 0 && pthread_create(&j->thread, NULL, compile_apart, j) == 0) {
+    j->running = true;
+    return FC_OK;
+  }
+  compile_apart(j); /* no CPU to spare, or no thread could start: compile it here */
+  return j->st != FC_OK ? fc_error(diag, j->st, "%s", j->diag.msg) : FC_OK;
+}
+
 FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *diag) {
-  if (mb->n == FC_MULTI_MAX_VARIANTS) return fc_error(diag, FC_ERR_INTERNAL, "too many CPU variants");
+  if (mb->n == mb->total) return fc_error(diag, FC_ERR_INTERNAL, "more CPU variants than announced");
+  FcStatus st = failed_job(mb, diag);
+  if (st != FC_OK) return st;
   char prefix[320];
   snprintf(prefix, sizeof prefix, "%s__cpu%d", mb->o.model_name, mb->n);
   FcCodegenOptions co = mb->o;
   co.model_name = prefix;
   LLVMTargetMachineRef tm = fc_target_tm(t);
+  bool apart = mb->tmp && mb->n < mb->total - 1;
+  LLVMContextRef ctx = apart ? LLVMContextCreate() : mb->ctx;
   LLVMModuleRef mod = NULL;
-  FcStatus st = fc_codegen_module(m, &co, mb->ctx, t, &mod, diag);
+  st = fc_codegen_module(m, &co, ctx, t, &mod, diag);
+  if (st == FC_OK) stamp_target(mod, tm);
+  if (st == FC_OK && apart) {
+    st = start_apart(mb, mb->n, ctx, mod, t, diag);
+    ctx = NULL;
+    mod = NULL;
+  } else if (st == FC_OK) {
+    fc_progress(&mb->o.progress, "LLVM optimisation", NULL, 0, 0);
+    st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
+    if (st == FC_OK && !mb->mod) {
+      mb->mod = mod;
+      mod = NULL;
+    } else if (st == FC_OK) {
+      bool failed = LLVMLinkModules2(mb->mod, mod); /* consumes mod */
+      mod = NULL;
+      if (failed) st = fc_error(diag, FC_ERR_INTERNAL, "cannot link the %s variant into the model", t->cpu);
+    }
+  }
+  if (mod) LLVMDisposeModule(mod);
+  if (apart && ctx) LLVMContextDispose(ctx);
   if (st != FC_OK) return st;
-  stamp_target(mod, tm);
-  fc_progress(&mb->o.progress, "LLVM optimisation", NULL, 0, 0);
-  st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
-  if (st != FC_OK) {
-    LLVMDisposeModule(mod);
-    return st;
-  }
-  if (!mb->mod) {
-    mb->mod = mod;
-  } else if (LLVMLinkModules2(mb->mod, mod)) { /* consumes mod */
-    return fc_error(diag, FC_ERR_INTERNAL, "cannot link the %s variant into the model", t->cpu);
-  }
   size_t used = strlen(mb->cpus);
   snprintf(mb->cpus + used, sizeof mb->cpus - used, "%s%s", used ? "," : "", t->cpu);
   mb->last = t;
@@ -251,24 +396,29 @@ static FcStatus build_model(FcMultiBuild *mb, FcDiag *diag) {
   LLVMContextRef ctx = mb->ctx;
   LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx),
               i64 = LLVMInt64TypeInContext(ctx);
-  LLVMValueRef variants[FC_MULTI_MAX_VARIANTS], last_init = NULL;
-  uint64_t ws = 0;
+  LLVMValueRef variants[FC_MULTI_MAX_VARIANTS];
+  uint64_t ws = 0, bytes = 0;
+  /* The last variant is always in mod: its descriptor gives the type and the model-wide fields. */
+  LLVMValueRef last = variant_descriptor(mb, mod, mb->n - 1, &bytes);
+  if (!last) return fc_error(diag, FC_ERR_INTERNAL, "the descriptor of the %d-th CPU variant is missing", mb->n - 1);
+  LLVMValueRef last_init = LLVMGetInitializer(last);
+  LLVMTypeRef model_ty = LLVMGlobalGetValueType(last);
   for (int k = 0; k < mb->n; k++) {
-    char sym[400];
-    variant_symbol(mb, k, "model", sym, sizeof sym);
-    variants[k] = LLVMGetNamedGlobal(mod, sym);
-    last_init = variants[k] ? LLVMGetInitializer(variants[k]) : NULL;
-    LLVMValueRef w = last_init && LLVMGetNumOperands(last_init) == N_FIELDS ? LLVMGetOperand(last_init, FIELD_WORKSPACE)
-                                                                            : NULL;
-    if (!w || !LLVMIsAConstantInt(w))
-      return fc_error(diag, FC_ERR_INTERNAL, "the descriptor of the %d-th CPU variant is missing", k);
-    uint64_t bytes = LLVMConstIntGetZExtValue(w);
+    if (mb->apart[k]) {
+      char sym[400];
+      variant_symbol(mb, k, "model", sym, sizeof sym);
+      variants[k] = LLVMAddGlobal(mod, model_ty, sym); /* defined in the worker's object */
+      LLVMSetVisibility(variants[k], LLVMHiddenVisibility);
+      bytes = mb->apart[k]->workspace;
+    } else {
+      variants[k] = variant_descriptor(mb, mod, k, &bytes);
+      if (!variants[k]) return fc_error(diag, FC_ERR_INTERNAL, "the descriptor of the %d-th CPU variant is missing", k);
+      /* Reached only through NAME_model from now on (external until here, so that LLVM's pipeline kept them). */
+      LLVMSetLinkage(variants[k], LLVMInternalLinkage);
+      LLVMSetLinkage(LLVMGetOperand(LLVMGetInitializer(variants[k]), FIELD_RUN), LLVMInternalLinkage);
+    }
     if (bytes > ws) ws = bytes;
-    /* Reached only through NAME_model from now on (external until here, so that LLVM's pipeline kept them). */
-    LLVMSetLinkage(variants[k], LLVMInternalLinkage);
-    LLVMSetLinkage(LLVMGetOperand(last_init, FIELD_RUN), LLVMInternalLinkage);
   }
-  LLVMTypeRef model_ty = LLVMGlobalGetValueType(variants[0]);
   LLVMValueRef f[N_FIELDS];
   for (int i = 0; i < N_FIELDS; i++) f[i] = LLVMGetOperand(last_init, (unsigned)i);
   char name[400];
@@ -295,13 +445,22 @@ static FcStatus build_model(FcMultiBuild *mb, FcDiag *diag) {
 }
 
 FcStatus fc_multi_finish(FcMultiBuild *mb, FcModule *m, const char *out, FcDiag *diag) {
-  FcStatus st = mb->n ? build_model(mb, diag) : fc_error(diag, FC_ERR_INTERNAL, "no CPU variant was built");
+  FcStatus st = join_jobs(mb, false, diag);
+  if (st == FC_OK && (mb->n != mb->total || !mb->mod))
+    st = fc_error(diag, FC_ERR_INTERNAL, "%d of %d CPU variants were built", mb->n, mb->total);
+  if (st == FC_OK) st = build_model(mb, diag);
   const char *name = mb->o.model_name;
   if (st == FC_OK) st = fc_emit_add_entry_points(mb->mod, name, mb->kind, diag);
   /* For exe this compiles `main` for the baseline; obj/lib/so have their dispatching NAME_run instead. */
   if (st == FC_OK && mb->kind == FC_EMIT_EXE) st = fc_emit_cpu_guard(mb->mod, mb->last, name, mb->kind, diag);
-  st = fc_emit_finish(st, mb->mod, mb->ctx, mb->last ? fc_target_tm(mb->last) : NULL, m, mb->kind, name, out,
-                      &mb->o.progress, diag);
-  free(mb);
+  const char *objs[FC_MULTI_MAX_VARIANTS];
+  int n_objs = 0;
+  for (int k = 0; k < mb->n; k++)
+    if (mb->apart[k]) objs[n_objs++] = mb->apart[k]->obj;
+  st = fc_emit_finish(st, mb->mod, mb->ctx, mb->last ? fc_target_tm(mb->last) : NULL, m, mb->kind, name, out, objs,
+                      n_objs, &mb->o.progress, diag);
+  mb->mod = NULL; /* fc_emit_finish disposed of them */
+  mb->ctx = NULL;
+  fc_multi_abort(mb);
   return st;
 }

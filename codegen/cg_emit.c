@@ -609,11 +609,12 @@ static FcStatus run_tool(char *const *argv, int *exit_code, int *signal, char *l
 /* Links the model's object with libflowrt into an executable, or (shared) into a shared library holding
  * every member of libflowrt, so its frt_ functions (frt_pool_create, frt_model_run, ...) are there for the
  * caller as in a --emit lib archive. */
-static FcStatus link_with_runtime(const char *obj, const char *out, bool shared, FcDiag *diag) {
+static FcStatus link_with_runtime(const char *const *objs_in, int n_objs, const char *out, bool shared,
+                                  FcDiag *diag) {
   char *rt = NULL, *cc = NULL;
   FcArchive *objs = NULL, *rta = NULL;
   FcStatus st = fc_runtime_library_path(&rt, diag);
-  if (st == FC_OK) st = open_inputs(obj, "model.o", rt, &objs, &rta, diag);
+  if (st == FC_OK) st = open_inputs(objs_in[0], "model.o", rt, &objs, &rta, diag);
   /* A libflowrt compiled with sanitizers (a -Db_sanitize build's) needs their runtimes at link time. */
   unsigned san = rta ? fc_archive_sanitizers(rta) : 0;
   fc_archive_close(objs);
@@ -634,12 +635,13 @@ static FcStatus link_with_runtime(const char *obj, const char *out, bool shared,
       if (n++) strcat(sanitize, ",");
       strcat(sanitize, sanitizers[i].name);
     }
-  char *argv[16];
+  char **argv = malloc(((size_t)n_objs + 16) * sizeof *argv);
+  if (!argv) fc_die(__FILE__, __LINE__, "out of memory");
   int argc = 0;
   argv[argc++] = cc;
   argv[argc++] = "-o";
   argv[argc++] = (char *)out;
-  argv[argc++] = (char *)obj;
+  for (int i = 0; i < n_objs; i++) argv[argc++] = (char *)objs_in[i];
   if (shared) {
     /* -Bsymbolic: the model's calls into its runtime stay inside the library, even when another library
      * loaded into the process (another model) exports the same frt_ names. --no-undefined: everything
@@ -666,34 +668,43 @@ static FcStatus link_with_runtime(const char *obj, const char *out, bool shared,
     else if (sig) st = fc_error(diag, FC_ERR_IO, "linking with %s failed: killed by signal %d", cc, sig);
     else st = fc_error(diag, FC_ERR_IO, "linking with %s failed with exit status %d (and no message)", cc, code);
   }
+  free(argv);
   free(rt);
   free(cc);
   return st;
 }
 
-FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag) {
-  return link_with_runtime(obj, out, false, diag);
+FcStatus fc_link_executable(const char *const *objs, int n_objs, const char *out, FcDiag *diag) {
+  return link_with_runtime(objs, n_objs, out, false, diag);
 }
 
-FcStatus fc_link_shared_library(const char *obj, const char *out, FcDiag *diag) {
-  return link_with_runtime(obj, out, true, diag);
+FcStatus fc_link_shared_library(const char *const *objs, int n_objs, const char *out, FcDiag *diag) {
+  return link_with_runtime(objs, n_objs, out, true, diag);
 }
 
 /* ---- libraries ------------------------------------------------------------------------------------------------- */
 
-FcStatus fc_write_library(const char *obj, const char *out_archive, const char *header, const char *name,
-                          FcModule *m, FcDiag *diag) {
+FcStatus fc_write_library(const char *const *objs_in, int n_objs, const char *out_archive, const char *header,
+                          const char *name, FcModule *m, FcDiag *diag) {
   char *rt = NULL;
-  FcArchive *objs = NULL, *rta = NULL;
+  FcArchive *rta = NULL;
+  /* Members NAME.o, then NAME.1.o, NAME.2.o, ... for the other CPU variants' objects. */
+  FcArchive **objs = calloc((size_t)n_objs, sizeof *objs);
+  if (!objs) fc_die(__FILE__, __LINE__, "out of memory");
   char *member = xprintf("%s.o", name);
   FcStatus st = fc_runtime_library_path(&rt, diag);
-  if (st == FC_OK) st = open_inputs(obj, member, rt, &objs, &rta, diag);
+  if (st == FC_OK) st = open_inputs(objs_in[0], member, rt, &objs[0], &rta, diag);
+  for (int i = 1; st == FC_OK && i < n_objs; i++) {
+    char *variant = xprintf("%s.%d.o", name, i);
+    st = fc_archive_of_file(objs_in[i], variant, &objs[i], diag);
+    free(variant);
+  }
   if (st == FC_OK) {
-    int n = 1 + fc_archive_count(rta);
+    int n = n_objs + fc_archive_count(rta);
     FcArchiveMember *all = malloc((size_t)n * sizeof *all);
     if (!all) fc_die(__FILE__, __LINE__, "out of memory");
-    all[0] = *fc_archive_member(objs, 0);
-    for (int i = 1; i < n; i++) all[i] = *fc_archive_member(rta, i - 1);
+    for (int i = 0; i < n_objs; i++) all[i] = *fc_archive_member(objs[i], 0);
+    for (int i = n_objs; i < n; i++) all[i] = *fc_archive_member(rta, i - n_objs);
     st = fc_archive_write(out_archive, all, n, diag);
     free(all);
     if (st != FC_OK) remove_regular(out_archive);
@@ -702,7 +713,8 @@ FcStatus fc_write_library(const char *obj, const char *out_archive, const char *
     st = fc_write_model_header(header, name, m, FC_EMIT_LIB, out_archive, diag);
     if (st != FC_OK) remove_regular(out_archive);
   }
-  fc_archive_close(objs);
+  for (int i = 0; i < n_objs; i++) fc_archive_close(objs[i]);
+  free(objs);
   fc_archive_close(rta);
   free(member);
   free(rt);
@@ -711,40 +723,36 @@ FcStatus fc_write_library(const char *obj, const char *out_archive, const char *
 
 /* ---- the whole flow --------------------------------------------------------------------------------------------- */
 
-typedef struct TmpDir {
-  char *path; /* NULL until made */
-} TmpDir;
-
-static FcStatus tmpdir_make(TmpDir *t, FcDiag *diag) {
+FcStatus fc_emit_tmpdir_make(char **path, FcDiag *diag) {
   const char *base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
-  t->path = xprintf("%s/flowc-XXXXXX", base);
-  if (!mkdtemp(t->path)) {
+  *path = xprintf("%s/flowc-XXXXXX", base);
+  if (!mkdtemp(*path)) {
     int e = errno;
-    free(t->path);
-    t->path = NULL;
+    free(*path);
+    *path = NULL;
     return fc_error(diag, FC_ERR_IO, "cannot create a temporary folder in %s: %s", base, strerror(e));
   }
   return FC_OK;
 }
 
-/* The folder holds only files this code wrote (never subfolders). */
-static void tmpdir_remove(TmpDir *t) {
-  if (!t->path) return;
-  DIR *d = opendir(t->path);
+/* The folder holds only files flowc wrote (never subfolders). */
+void fc_emit_tmpdir_remove(char **path) {
+  if (!*path) return;
+  DIR *d = opendir(*path);
   if (d) {
     struct dirent *e;
     while ((e = readdir(d))) {
       if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      char *p = xprintf("%s/%s", t->path, e->d_name);
+      char *p = xprintf("%s/%s", *path, e->d_name);
       unlink(p);
       free(p);
     }
     closedir(d);
   }
-  rmdir(t->path);
-  free(t->path);
-  t->path = NULL;
+  rmdir(*path);
+  free(*path);
+  *path = NULL;
 }
 
 FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget *target, FcEmitKind kind,
@@ -763,21 +771,25 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
   if (st == FC_OK) st = fc_emit_cpu_guard(mod, target, name, kind, diag);
   if (st == FC_OK) fc_progress(&co.progress, "LLVM optimisation", NULL, 0, 0);
   if (st == FC_OK) st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
-  return fc_emit_finish(st, mod, ctx, tm, m, kind, name, out, &co.progress, diag);
+  return fc_emit_finish(st, mod, ctx, tm, m, kind, name, out, NULL, 0, &co.progress, diag);
 }
 
 FcStatus fc_emit_finish(FcStatus st, LLVMModuleRef mod, LLVMContextRef ctx, LLVMTargetMachineRef tm, FcModule *m,
-                        FcEmitKind kind, const char *name, const char *out, const FcProgress *progress,
-                        FcDiag *diag) {
-  TmpDir tmp = {0};
-  char *obj = NULL, *header = NULL;
+                        FcEmitKind kind, const char *name, const char *out, const char *const *extra_objs,
+                        int n_extra, const FcProgress *progress, FcDiag *diag) {
+  char *tmp = NULL, *header = NULL;
+  const char **objs = calloc((size_t)n_extra + 1, sizeof *objs);
+  if (!objs) fc_die(__FILE__, __LINE__, "out of memory");
+  if (st == FC_OK && kind == FC_EMIT_OBJ && n_extra)
+    st = fc_error(diag, FC_ERR_INTERNAL, "--emit obj writes one object, not %d", n_extra + 1);
   if (st == FC_OK && kind != FC_EMIT_OBJ) {
-    st = tmpdir_make(&tmp, diag);
-    if (st == FC_OK) obj = xprintf("%s/%s.o", tmp.path, name);
+    st = fc_emit_tmpdir_make(&tmp, diag);
+    if (st == FC_OK) objs[0] = xprintf("%s/%s.o", tmp, name);
   }
+  for (int i = 0; i < n_extra; i++) objs[i + 1] = extra_objs[i];
   if (st == FC_OK) {
     fc_progress(progress, "object emission", NULL, 0, 0);
-    st = fc_emit_object(mod, tm, kind == FC_EMIT_OBJ ? out : obj, diag);
+    st = fc_emit_object(mod, tm, kind == FC_EMIT_OBJ ? out : objs[0], diag);
     if (st != FC_OK && kind == FC_EMIT_OBJ) remove_regular(out);
   }
   /* The module and its constants are no longer needed: free them before linking. */
@@ -787,7 +799,7 @@ FcStatus fc_emit_finish(FcStatus st, LLVMModuleRef mod, LLVMContextRef ctx, LLVM
     fc_progress(progress, kind == FC_EMIT_LIB ? "archive" : "link", NULL, 0, 0);
   if (st == FC_OK) {
     switch (kind) {
-    case FC_EMIT_EXE: st = fc_link_executable(obj, out, diag); break;
+    case FC_EMIT_EXE: st = fc_link_executable(objs, n_extra + 1, out, diag); break;
     case FC_EMIT_OBJ:
       header = fc_emit_header_path(out, kind, name);
       st = fc_write_model_header(header, name, m, kind, out, diag);
@@ -795,18 +807,19 @@ FcStatus fc_emit_finish(FcStatus st, LLVMModuleRef mod, LLVMContextRef ctx, LLVM
       break;
     case FC_EMIT_LIB:
       header = fc_emit_header_path(out, kind, name);
-      st = fc_write_library(obj, out, header, name, m, diag);
+      st = fc_write_library(objs, n_extra + 1, out, header, name, m, diag);
       break;
     case FC_EMIT_SO:
       header = fc_emit_header_path(out, kind, name);
-      st = fc_link_shared_library(obj, out, diag);
+      st = fc_link_shared_library(objs, n_extra + 1, out, diag);
       if (st == FC_OK) st = fc_write_model_header(header, name, m, kind, out, diag);
       if (st != FC_OK) remove_regular(out);
       break;
     }
   }
-  tmpdir_remove(&tmp);
-  free(obj);
+  fc_emit_tmpdir_remove(&tmp);
+  free((char *)objs[0]);
+  free(objs);
   free(header);
   return st;
 }

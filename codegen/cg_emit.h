@@ -65,25 +65,33 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
                           const char *out, FcDiag *diag);
 
 /* The second half of fc_emit_artifact, for a module that is ready (entry points, CPU guard, optimised),
- * when st is FC_OK: the object for tm, then the link, header or archive as for fc_emit_artifact. Disposes
- * of mod (may be NULL) and ctx whatever st is; returns st when it is not FC_OK. `progress` is told of
- * each phase. */
+ * when st is FC_OK: the object for tm, then the link, header or archive as for fc_emit_artifact, with
+ * the n_extra objects extra_objs (a multiversioned model's other CPU variants; not for obj, which is one
+ * object) linked or archived beside it. Disposes of mod (may be NULL) and ctx whatever st is; returns st
+ * when it is not FC_OK. `progress` is told of each phase. */
 FcStatus fc_emit_finish(FcStatus st, LLVMModuleRef mod, LLVMContextRef ctx, LLVMTargetMachineRef tm, FcModule *m,
-                        FcEmitKind kind, const char *name, const char *out, const FcProgress *progress,
-                        FcDiag *diag);
+                        FcEmitKind kind, const char *name, const char *out, const char *const *extra_objs,
+                        int n_extra, const FcProgress *progress, FcDiag *diag);
+
+/* A private folder for intermediate files ($TMPDIR or /tmp, mkdtemp): *path is malloc'd; FC_ERR_IO if it
+ * cannot be made. fc_emit_tmpdir_remove deletes the files in it, the folder and *path (NULL: nothing). */
+FcStatus fc_emit_tmpdir_make(char **path, FcDiag *diag);
+void fc_emit_tmpdir_remove(char **path);
 
 /* cg_dispatch.c: a multiversioned artefact, one model compiled for several CPUs (x86-64 only) and the
  * best variant this CPU supports chosen when it first runs (frt_model_variant); the symbols and the
  * header are those of a single-variant artefact, NAME_workspace_size the largest variant's.
  * fc_emit_order_variants orders the resolved targets best first (more checked features first, ties in
  * the given order) and refuses other architectures, more than 8 CPUs and two CPUs with the same checked
- * features. Then fc_multi_begin, fc_multi_add for each target in that order with a module that went
- * through the pass pipeline for it (the module may be freed after the call), fc_multi_finish to write
+ * features. Then fc_multi_begin (with the number of variants), fc_multi_add for each target in that
+ * order with a module that went through the pass pipeline for it (the module may be freed after the
+ * call; the variants but the last compile on worker threads meanwhile), fc_multi_finish to write
  * `out` as fc_emit_artifact would (`m`: any variant's module, for the header); fc_multi_finish frees the
  * build whatever happens, fc_multi_abort frees one that is not finished. */
 typedef struct FcMultiBuild FcMultiBuild;
 FcStatus fc_emit_order_variants(FcTarget **targets, int n, FcDiag *diag);
-FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, FcMultiBuild **out, FcDiag *diag);
+FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, int n_variants, FcMultiBuild **out,
+                        FcDiag *diag);
 FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *diag);
 FcStatus fc_multi_finish(FcMultiBuild *mb, FcModule *m, const char *out, FcDiag *diag);
 void fc_multi_abort(FcMultiBuild *mb);

@@ -55,13 +55,14 @@ FcStatus fc_codegen_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt
 /* ---- cg_emit.c: objects, executables, libraries --------------------------------------------------- */
 
 FcStatus fc_emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *path, FcDiag *diag);
-/* Links an object with libflowrt (and the runtime's main) into an executable needing only libc, libm and
- * libpthread; links it with all of libflowrt into a shared library needing only those (--emit so); writes
- * a static library (object + libflowrt members) and a C header for --emit lib. */
-FcStatus fc_link_executable(const char *obj, const char *out, FcDiag *diag);
-FcStatus fc_link_shared_library(const char *obj, const char *out, FcDiag *diag);
-FcStatus fc_write_library(const char *obj, const char *out_archive, const char *header, const char *name,
-                          FcModule *m, FcDiag *diag);
+/* Links a model's objects (objs[0] the one with its entry points, then a multiversioned model's other CPU
+ * variants) with libflowrt (and the runtime's main) into an executable needing only libc, libm and
+ * libpthread; links them with all of libflowrt into a shared library needing only those (--emit so);
+ * writes a static library (the objects + libflowrt members) and a C header for --emit lib. */
+FcStatus fc_link_executable(const char *const *objs, int n_objs, const char *out, FcDiag *diag);
+FcStatus fc_link_shared_library(const char *const *objs, int n_objs, const char *out, FcDiag *diag);
+FcStatus fc_write_library(const char *const *objs, int n_objs, const char *out_archive, const char *header,
+                          const char *name, FcModule *m, FcDiag *diag);
 
 /* ---- cg_jit.c: in-process compilation ------------------------------------------------------------- */
 

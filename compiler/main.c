@@ -698,7 +698,7 @@ static int run_build_multi(Cli *c) {
   FcCodegenOptions co = codegen_options(c);
   FcMultiBuild *mb = NULL;
   FcModule *m = NULL;
-  FcStatus st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), &mb, &d);
+  FcStatus st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), c->n_variants, &mb, &d);
   for (int i = 0; st == FC_OK && i < c->n_variants; i++) {
     fc_module_destroy(m);
     m = NULL;

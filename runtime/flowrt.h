@@ -143,6 +143,8 @@ int frt_cpu_check_const(const char *required, const char *cpu, char *msg, size_t
 /* n_threads 0: one per online core (the CPUs this process may run on); at most 1024. Threads start once
  * and wait; parallel_for never starts threads or allocates. */
 FrtPool *frt_pool_create(int n_threads, FrtError *err);
+/* The threads frt_pool_create(0, ...) starts: the CPUs this process may run on (its affinity), at most 1024. */
+int frt_default_threads(void);
 void frt_pool_destroy(FrtPool *pool);
 int frt_pool_threads(const FrtPool *pool);
 /* Calls fn(ctx, begin, end) over [0, n) split into contiguous chunks across the pool's threads (the

@@ -180,7 +180,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static int default_threads(void) {
+int frt_default_threads(void) {
 #ifdef __linux__
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
@@ -217,7 +217,7 @@ FrtPool *frt_pool_create(int n_threads, FrtError *err) {
     return NULL;
   }
   if (n_threads == 0)
-    n_threads = default_threads();
+    n_threads = frt_default_threads();
   FrtPool *p = calloc(1, sizeof *p);
   if (!p) {
     frt_errorf(err, FRT_ERR_RESOURCE, "out of memory creating a thread pool");
