@@ -489,13 +489,9 @@ static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack
   }
 }
 
-FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
-  /* Loop and if bodies keep the plain layout: their convs run once per iteration on small maps (an RNN
-   * step has none), and a blocked value crossing the region boundary would need a layout on the block
-   * arguments too. */
-  if (m->graph->parent) return FC_OK;
+/* Chooses and converts the regions worth converting with the blocks of target t (t->layout). */
+static FcStatus convert_regions(FcModule *m, FcPassContext *pc, const FcTarget *t) {
   FcDiag *diag = pc->diag;
-  const FcTarget *t = pc->target;
   FcOpStack todo;
   fc_op_stack_init(&todo, &pc->scratch);
   choose_regions(m, t, &pc->scratch, &todo);
@@ -513,4 +509,21 @@ FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
     if (st == FC_OK) st = sink_spatial_reduce(op, rw.B, &rw.scratch, diag);
   }
   return st;
+}
+
+/* The target's block first; then, where the target has a narrower one (AVX-512: 8 beside 16), the same
+ * choice among the convs still in NCHW with that block and its costs, so a region whose channel counts
+ * the wide block does not divide (RegNetY's 104, 208, 440) is blocked too. Converted convs are no longer
+ * candidates, and a value between a wide and a narrow region changes layout once, counted as an edge. */
+FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
+  /* Loop and if bodies keep the plain layout: their convs run once per iteration on small maps (an RNN
+   * step has none), and a blocked value crossing the region boundary would need a layout on the block
+   * arguments too. */
+  if (m->graph->parent) return FC_OK;
+  const FcTarget *t = pc->target;
+  FcStatus st = convert_regions(m, pc, t);
+  if (st != FC_OK || t->layout_narrow.block == 0) return st;
+  FcTarget narrow = *t;
+  narrow.layout = t->layout_narrow;
+  return convert_regions(m, pc, &narrow);
 }
