@@ -2,11 +2,13 @@
  * are the faster ones, with layout changes only at the edges of blocked regions.
  *
  * The block B, the cost constants and the Winograd decision are the target's (pc->target, target.h):
- * B = 8 with AVX2 (NCHW8c), 16 with AVX-512 (NCHW16c), one vector of f32 lanes either way. Below, 8
- * stands for B. In NCHW8c a tensor [N, C, H, W] is stored as [N, C/8, H, W, 8]: the 8 channels of a
- * block sit side by side at each pixel, one vector. A depthwise tap is then one vector load times one weight vector
- * (no shuffles, no lane masks, any stride), and a dense direct convolution broadcasts input scalars
- * against vectors of 8 output channels, with no im2col and no packing at run time.
+ * B = 8 with AVX2 (NCHW8c), 16 with AVX-512 (NCHW16c), one vector of f32 lanes either way; AVX-512 also
+ * has a narrower block, 8, for the convs still in NCHW after the regions of 16 are chosen (channel counts
+ * that 16 does not divide: RegNetY's 104, 208, 440), chosen the same way with its own costs (fc_pass_layout
+ * at the end). Below, 8 stands for B. In NCHW8c a tensor [N, C, H, W] is stored as [N, C/8, H, W, 8]:
+ * the 8 channels of a block sit side by side at each pixel, one vector. A depthwise tap is then one vector
+ * load times one weight vector (no shuffles, no lane masks, any stride), and a dense direct convolution
+ * broadcasts input scalars against vectors of 8 output channels, with no im2col and no packing at run time.
  *
  * Each f32 2-D conv the blocked kernels handle, and where they are expected to win, becomes
  *     y = from_blocked(conv_blocked(to_blocked(x), w, bias, blocked(extra)...))
