@@ -68,6 +68,18 @@ static const FcLayoutCosts layout_avx512 = {
     .edge_bytes_per_us = 10000,
     .edge_fixed_us = 2,
 };
+/* AVX-512's second block, 8 channels (one 256-bit vector), for the regions whose channel counts 16 does not
+ * divide (RegNetY's 104, 208 and 440; EfficientNet's 24 and 40), which 16-channel blocks would leave in NCHW:
+ * its blocked kernels run at AVX2's speeds (8 lanes, twice the registers unused), the NCHW ones at AVX-512's. */
+static const FcLayoutCosts layout_avx512_narrow = {
+    .block = 8,
+    .nchw_gflops = {[FC_CONV_DEPTHWISE] = 80, [FC_CONV_FIRST] = 110, [FC_CONV_DENSE] = 140, [FC_CONV_POINTWISE] = 186,
+                    [FC_CONV_GROUPED] = 16},
+    .blocked_gflops = {[FC_CONV_DEPTHWISE] = 90, [FC_CONV_FIRST] = 90, [FC_CONV_DENSE] = 95, [FC_CONV_POINTWISE] = 93,
+                       [FC_CONV_GROUPED] = 90},
+    .edge_bytes_per_us = 10000,
+    .edge_fixed_us = 2,
+};
 
 /* A CPU vector level: the first row whose arch matches and whose features the target has all of wins.
  * Element-wise loops use 256-bit vectors on AVX-512 too (LLVM prefers them there: 512-bit code lowers the
@@ -79,11 +91,12 @@ typedef struct CpuLevel {
   int vector_bytes, max_vector_bytes, regs;
   FcGemmTable gemm; /* vl, tiles, n_tiles, kc, mc_panels, nc_panels */
   const FcLayoutCosts *layout;
+  const FcLayoutCosts *layout_narrow; /* a second, narrower block, or NULL */
 } CpuLevel;
 
 static const CpuLevel cpu_levels[] = {
     {"avx512", FC_ARCH_X86_64, FC_FEAT_BIT(FC_FEAT_AVX512F) | FC_FEAT_BIT(FC_FEAT_AVX2), 32, 64, 32,
-     {16, TILES(tiles32), 256, 8, 4}, &layout_avx512},
+     {16, TILES(tiles32), 256, 8, 4}, &layout_avx512, &layout_avx512_narrow},
     {"avx2", FC_ARCH_X86_64, FC_FEAT_BIT(FC_FEAT_AVX2), 32, 32, 16, {8, TILES(tiles16), 256, 20, 8}, &layout_avx2},
     {"sse", FC_ARCH_X86_64, 0, 16, 16, 16, {4, TILES(tiles16), 256, 20, 8}, &layout_avx2},
     /* NEON has 32 registers; the GEMM keeps the 16-register tiles it was written with. */
@@ -100,6 +113,7 @@ static FcStatus cpu_describe(FcTarget *t, FcDiag *diag) {
     t->vector_regs = l->regs;
     t->gemm = l->gemm;
     t->layout = *l->layout;
+    t->layout_narrow = l->layout_narrow ? *l->layout_narrow : (FcLayoutCosts){.block = 0};
     return FC_OK;
   }
   return fc_error(diag, FC_ERR_INTERNAL, "no vector level for target '%s'", t->triple);

@@ -142,6 +142,7 @@ struct FcTarget {
   int vector_regs;          /* vector registers */
   FcGemmTable gemm;
   FcLayoutCosts layout;
+  FcLayoutCosts layout_narrow; /* a narrower block for regions the block does not divide (block 0: none) */
   void *llvm_tm;            /* the LLVMTargetMachineRef codegen uses (codegen.h: fc_target_tm) */
   char *owned;              /* the strings above */
 };

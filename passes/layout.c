@@ -2,11 +2,13 @@
  * are the faster ones, with layout changes only at the edges of blocked regions.
  *
  * The block B, the cost constants and the Winograd decision are the target's (pc->target, target.h):
- * B = 8 with AVX2 (NCHW8c), 16 with AVX-512 (NCHW16c), one vector of f32 lanes either way. Below, 8
- * stands for B. In NCHW8c a tensor [N, C, H, W] is stored as [N, C/8, H, W, 8]: the 8 channels of a
- * block sit side by side at each pixel, one vector. A depthwise tap is then one vector load times one weight vector
- * (no shuffles, no lane masks, any stride), and a dense direct convolution broadcasts input scalars
- * against vectors of 8 output channels, with no im2col and no packing at run time.
+ * B = 8 with AVX2 (NCHW8c), 16 with AVX-512 (NCHW16c), one vector of f32 lanes either way; AVX-512 also
+ * has a narrower block, 8, for the convs still in NCHW after the regions of 16 are chosen (channel counts
+ * that 16 does not divide: RegNetY's 104, 208, 440), chosen the same way with its own costs (fc_pass_layout
+ * at the end). Below, 8 stands for B. In NCHW8c a tensor [N, C, H, W] is stored as [N, C/8, H, W, 8]:
+ * the 8 channels of a block sit side by side at each pixel, one vector. A depthwise tap is then one vector
+ * load times one weight vector (no shuffles, no lane masks, any stride), and a dense direct convolution
+ * broadcasts input scalars against vectors of 8 output channels, with no im2col and no packing at run time.
  *
  * Each f32 2-D conv the blocked kernels handle, and where they are expected to win, becomes
  *     y = from_blocked(conv_blocked(to_blocked(x), w, bias, blocked(extra)...))
@@ -489,13 +491,9 @@ static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack
   }
 }
 
-FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
-  /* Loop and if bodies keep the plain layout: their convs run once per iteration on small maps (an RNN
-   * step has none), and a blocked value crossing the region boundary would need a layout on the block
-   * arguments too. */
-  if (m->graph->parent) return FC_OK;
+/* Chooses and converts the regions worth converting with the blocks of target t (t->layout). */
+static FcStatus convert_regions(FcModule *m, FcPassContext *pc, const FcTarget *t) {
   FcDiag *diag = pc->diag;
-  const FcTarget *t = pc->target;
   FcOpStack todo;
   fc_op_stack_init(&todo, &pc->scratch);
   choose_regions(m, t, &pc->scratch, &todo);
@@ -513,4 +511,21 @@ FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
     if (st == FC_OK) st = sink_spatial_reduce(op, rw.B, &rw.scratch, diag);
   }
   return st;
+}
+
+/* The target's block first; then, where the target has a narrower one (AVX-512: 8 beside 16), the same
+ * choice among the convs still in NCHW with that block and its costs, so a region whose channel counts
+ * the wide block does not divide (RegNetY's 104, 208, 440) is blocked too. Converted convs are no longer
+ * candidates, and a value between a wide and a narrow region changes layout once, counted as an edge. */
+FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
+  /* Loop and if bodies keep the plain layout: their convs run once per iteration on small maps (an RNN
+   * step has none), and a blocked value crossing the region boundary would need a layout on the block
+   * arguments too. */
+  if (m->graph->parent) return FC_OK;
+  const FcTarget *t = pc->target;
+  FcStatus st = convert_regions(m, pc, t);
+  if (st != FC_OK || t->layout_narrow.block == 0) return st;
+  FcTarget narrow = *t;
+  narrow.layout = t->layout_narrow;
+  return convert_regions(m, pc, &narrow);
 }

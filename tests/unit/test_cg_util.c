@@ -394,6 +394,7 @@ static void test_targets(void **state) {
   assert_int_equal(fc_target_lanes(t, FC_DT_F16), 8); /* computed in float */
   assert_int_equal(t->vector_regs, 16);
   assert_int_equal(t->layout.block, 8);
+  assert_int_equal(t->layout_narrow.block, 0); /* no second block */
   FcGemmArch g;
   fc_target_gemm_arch(t, &g);
   assert_true(g.vl == 8 && g.mr == 6 && g.nr == 16);
@@ -411,6 +412,7 @@ static void test_targets(void **state) {
   assert_int_equal(t->max_vector_bytes, 64);
   assert_int_equal(t->vector_regs, 32);
   assert_int_equal(t->layout.block, 16);
+  assert_int_equal(t->layout_narrow.block, 8); /* for regions 16 does not divide */
   fc_target_gemm_arch(t, &g);
   assert_true(g.vl == 16 && g.mr == 14 && g.nr == 32);
   fc_target_free(t);
