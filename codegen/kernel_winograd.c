@@ -215,15 +215,30 @@ static bool fits(const Plan *p) {
   return filter_bytes(p) <= U_MAX_BYTES && (double)p->w.a * p->w.a * (double)p->vstride * 4 <= V_MAX_BYTES;
 }
 
-int fc_conv_winograd_variant(const FcTarget *t, const FcConvShape *s) {
+/* The variant (4 or 2, or 0: none) and, in *speedup, the direct GEMM's estimated time over its. */
+static int variant(const FcTarget *t, const FcConvShape *s, double *speedup) {
+  *speedup = 1;
   if (!shape_ok(s)) return 0;
   Plan p4, p2;
   plan_init(t, s, 4, &p4);
   plan_init(t, s, 2, &p2);
   double c4 = fits(&p4) ? wino_cost(&p4) : HUGE_VAL, c2 = fits(&p2) ? wino_cost(&p2) : HUGE_VAL;
   int best = c4 <= c2 ? 4 : 2;
-  double cb = best == 4 ? c4 : c2;
-  return cb < 0.9 * direct_cost(&p4) ? best : 0;
+  double cb = best == 4 ? c4 : c2, direct = direct_cost(&p4);
+  if (cb >= 0.9 * direct) return 0;
+  *speedup = direct / cb;
+  return best;
+}
+
+int fc_conv_winograd_variant(const FcTarget *t, const FcConvShape *s) {
+  double speedup;
+  return variant(t, s, &speedup);
+}
+
+double fc_conv_winograd_speedup(const FcTarget *t, const FcConvShape *s) {
+  double speedup;
+  variant(t, s, &speedup);
+  return speedup;
 }
 
 /* The variant codegen uses for the kernel's op: the decision above, for a conv with constant weights

@@ -182,5 +182,8 @@ bool fc_conv_shape_of(const FcOp *op, FcConvShape *s);
  * F(2×2, 3×3), 0 for none (codegen/kernel_winograd.c's cost model). The layout pass leaves such convs in
  * NCHW; codegen uses it to choose the kernel. */
 int fc_conv_winograd_variant(const FcTarget *t, const FcConvShape *s);
+/* How many times faster than the direct NCHW kernel that model expects Winograd to be (1 when it does
+ * not apply): the layout pass weighs it against the layout changes a Winograd conv costs in a region. */
+double fc_conv_winograd_speedup(const FcTarget *t, const FcConvShape *s);
 
 #endif /* FLOWC_TARGET_H */

@@ -33,9 +33,12 @@
  * Max and average pools between such convs join them (is_carrier), and a global average pool (reduce
  * over axes {2, 3}) of a blocked conv's result is moved before the layout change, which is then a
  * reshape of [N, C/8, 1, 1, 8]. A channel scale (mul by a [N, C, 1, 1] tensor: a squeeze-and-excitation
- * block's gate) joins them too, its gate reshaped to [N, C/8, 1, 1, 8]. Which regions are converted is a
- * cost estimate (see "regions" below). Limits: concats, other element-wise ops outside epilogues and
- * Winograd convs have no blocked form, so each is a region's edge.
+ * block's gate) joins them too, its gate reshaped to [N, C/8, 1, 1, 8], and so do concats along the
+ * channels of whole blocks and other element-wise ops whose non-image operands are constant over the
+ * pixels (DenseNet's pre-activation batch norm and relu). Which regions are converted is a cost estimate
+ * (see "regions" below). Limits: a concat with a channel count that is not a multiple of 8 and other
+ * ops without a blocked form are a region's edge; Winograd convs too, unless the two layout changes
+ * they would cause between converted members cost more than Winograd saves (winograd_between).
  */
 #include "passes.h"
 #include "rewrite.h"
@@ -65,8 +68,8 @@ static bool is_depthwise(const FcOp *op) {
   return fc_op_attr_int(op, FC_ATTR_GROUP, 1) == C && M == C && op->operands[1].value->type.dims[1] == 1;
 }
 
-/* The conv op is one this pass rewrites on target t. */
-static bool wants_blocked(const FcTarget *t, const FcOp *op) {
+/* The conv op has a blocked kernel on target t. */
+static bool has_blocked_kernel(const FcTarget *t, const FcOp *op) {
   int64_t B = t->layout.block;
   if (op->kind != FC_OP_CONV || op->n_operands < 2 || op->n_results != 1) return false;
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
@@ -91,9 +94,20 @@ static bool wants_blocked(const FcTarget *t, const FcOp *op) {
   if (span > MAX_DENSE_SPAN) return false;
   if (g != 1) /* grouped: kernel_conv_blocked.c over a blocked input */
     return C % B == 0 && M % g == 0 && w->dims[1] * g == C;
-  if (C % B != 0 && C >= B) return false;
+  return C % B == 0 || C < B;
+}
+
+/* How many times faster than the direct NCHW kernel codegen's Winograd is expected to be on conv op
+ * (1: Winograd does not apply). */
+static double winograd_speedup(const FcTarget *t, const FcOp *op) {
   FcConvShape cs;
-  return !fc_conv_shape_of(op, &cs) || fc_conv_winograd_variant(t, &cs) == 0; /* Winograd stays in NCHW */
+  return fc_conv_shape_of(op, &cs) ? fc_conv_winograd_speedup(t, &cs) : 1;
+}
+
+/* The conv op is one this pass rewrites on target t. Winograd convs stay in NCHW (but see
+ * winograd_between). */
+static bool wants_blocked(const FcTarget *t, const FcOp *op) {
+  return has_blocked_kernel(t, op) && winograd_speedup(t, op) == 1;
 }
 
 /* A pool that can join a region: a 2-D f32 max_pool (without indices) or avg_pool over C % 8 == 0
@@ -127,19 +141,79 @@ static int scaled_operand(const FcTarget *t, const FcOp *op) {
   return -1;
 }
 
+/* A channel concat: axis 1 of f32 [N, C_i, H, W] operands, each C_i a non-zero multiple of 8. On blocked
+ * operands it is the concat along axis 1 of [N, C_i/8, H, W, 8]: whole blocks side by side, which the
+ * memory plan still turns into producers writing their slices (N = 1). DenseNet's blocks and Inception's
+ * branches meet in these, so without them every concat is a region's edge. */
+static bool is_concat_carrier(const FcTarget *t, const FcOp *op) {
+  if (op->kind != FC_OP_CONCAT || op->n_results != 1 || !is_f32_4d(&op->results[0].type)) return false;
+  int64_t axis = fc_op_attr_int(op, FC_ATTR_AXIS, 0);
+  if (axis != 1 && axis != -3) return false;
+  for (int i = 0; i < op->n_operands; i++) {
+    const FcType *x = &op->operands[i].value->type;
+    if (!is_f32_4d(x) || x->dims[1] == 0 || x->dims[1] % t->layout.block != 0) return false;
+  }
+  return true;
+}
+
+/* Operand type x of an element-wise op with result y [N, C, H, W] is an image: y's own shape. */
+static bool is_image_of(const FcType *x, const FcType *y) { return fc_type_equal(x, y); }
+
+/* An element-wise op over f32 [N, C, H, W] (C % 8 == 0) whose operands are f32 images of that shape or
+ * constant over the pixels (per-channel or per-image values, scalars: [C, 1, 1], [N, 1, 1, 1], ...),
+ * with one image at least: DenseNet's pre-activation batch norm (mul and add by [C, 1, 1]) and its relu
+ * before each conv, an activation outside an epilogue. On blocked images it is the same op, the other
+ * operands blocked as a conv's epilogue extras are (block_extra: a reshape). */
+static bool is_channel_elementwise(const FcTarget *t, const FcOp *op) {
+  if (!(fc_op_info(op->kind)->flags & FC_OPF_ELEMENTWISE) || op->n_results != 1) return false;
+  const FcType *y = &op->results[0].type;
+  if (!is_f32_4d(y) || y->dims[1] == 0 || y->dims[1] % t->layout.block != 0) return false;
+  bool image = false;
+  for (int i = 0; i < op->n_operands; i++) {
+    const FcType *x = &op->operands[i].value->type;
+    if (x->dtype != FC_DT_F32 || x->rank > 4) return false;
+    if (is_image_of(x, y)) {
+      image = true;
+      continue;
+    }
+    int64_t d[4];
+    for (int k = 0; k < 4; k++) d[k] = k < 4 - x->rank ? 1 : x->dims[k - (4 - x->rank)];
+    if (d[2] != 1 || d[3] != 1 || (d[1] != 1 && d[1] != y->dims[1]) || (d[0] != 1 && d[0] != y->dims[0]))
+      return false;
+  }
+  return image;
+}
+
 /* The operand of a carrier or conv that is read in the blocked layout first (its image). */
 static int image_operand(const FcTarget *t, const FcOp *op) {
   int i = scaled_operand(t, op);
+  if (i < 0 && is_channel_elementwise(t, op))
+    for (i = 0; !is_image_of(&op->operands[i].value->type, &op->results[0].type); i++) continue;
   return i < 0 ? 0 : i;
 }
 
-/* A member that converts nothing by itself: a pool or a channel scale. */
+/* A member that converts nothing by itself: a pool, a channel scale, a concat or another element-wise op. */
 static bool is_carrier(const FcTarget *t, const FcOp *op) {
-  return is_pool_carrier(t, op) || scaled_operand(t, op) >= 0;
+  return is_pool_carrier(t, op) || scaled_operand(t, op) >= 0 || is_concat_carrier(t, op) ||
+         is_channel_elementwise(t, op);
+}
+
+/* Whether member op reads its operand i in the blocked layout (changes its layout, unless it comes
+ * blocked from another member): a conv its image and the extras of its epilogue, a pool its image, a
+ * channel scale its image, a concat every operand, another element-wise op its images. */
+static bool reads_operand_blocked(const FcTarget *t, const FcOp *op, int i) {
+  if (scaled_operand(t, op) >= 0) return i == scaled_operand(t, op);
+  if (is_concat_carrier(t, op)) return true;
+  if (is_channel_elementwise(t, op)) return is_image_of(&op->operands[i].value->type, &op->results[0].type);
+  return i != 1 && i != 2;
 }
 
 /* A region member: a conv to convert or a carrier to carry along. */
-static bool is_member(const FcTarget *t, const FcOp *op) { return wants_blocked(t, op) || is_carrier(t, op); }
+static bool is_member(const FcTarget *t, const FcOp *op, bool wide) {
+  if (!wide && (is_concat_carrier(t, op) || (is_channel_elementwise(t, op) && scaled_operand(t, op) < 0)))
+    return false;
+  return wants_blocked(t, op) || is_carrier(t, op);
+}
 
 /* x [N, C, H, W] (C % B == 0) in the blocked layout [N, C/B, H, W, B] (a reshape alone when H = W = 1). */
 static FcValue *to_blocked(FcBuilder *b, FcValue *x, int64_t B) {
@@ -266,6 +340,27 @@ static FcStatus rewrite_scale(Rewriter *rw, FcOp *op, int xi) {
   return FC_OK;
 }
 
+/* A concat of blocked operands along axis 1, or an element-wise op on blocked images with its other
+ * operands blocked as epilogue extras; the op's attributes are kept. */
+static FcStatus rewrite_carried(Rewriter *rw, FcOp *op, bool concat) {
+  FcBuilder b;
+  fc_builder_init(&b, op->graph, rw->diag);
+  b.before = op;
+  b.loc = op->loc;
+  FcValue **ops = FC_NEW_ARRAY(&rw->m->arena, FcValue *, (size_t)op->n_operands);
+  for (int i = 0; i < op->n_operands; i++) {
+    FcValue *v = op->operands[i].value;
+    bool image = concat || is_image_of(&v->type, &op->results[0].type);
+    ops[i] = image ? to_blocked_once(rw, &b, v) : block_extra(rw, &b, v);
+  }
+  FcAttr axis = FC_A_INT(AXIS, 1);
+  FcValue *y = from_blocked(&b, fc_b_op1(&b, op->kind, ops, op->n_operands, concat ? &axis : op->attrs,
+                                         concat ? 1 : op->n_attrs));
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  fc_rw_replace_op(op, &y, &rw->scratch);
+  return FC_OK;
+}
+
 static FcStatus rewrite(Rewriter *rw, FcOp *op) {
   FcBuilder b;
   fc_builder_init(&b, op->graph, rw->diag);
@@ -383,12 +478,14 @@ static int cand_of(const Regions *r, const FcOp *op) {
 }
 
 /* The microseconds of changing v's layout, the first time it is asked for (0 after). */
-static double edge_us(Regions *r, const FcValue *v) {
+static double edge_cost_us(const FcTarget *t, const FcValue *v) {
   int64_t n;
+  return fc_type_numel(&v->type, &n) ? t->layout.edge_fixed_us + 4.0 * (double)n / t->layout.edge_bytes_per_us : 1e30;
+}
+static double edge_us(Regions *r, const FcValue *v) {
   if (v->id < r->n_values && r->edge_counted[v->id]) return 0;
   if (v->id < r->n_values) r->edge_counted[v->id] = true;
-  const FcLayoutCosts *c = &r->t->layout;
-  return fc_type_numel(&v->type, &n) ? c->edge_fixed_us + 4.0 * (double)n / c->edge_bytes_per_us : 1e30;
+  return edge_cost_us(r->t, v);
 }
 
 /* Joins candidate i with the candidate producing v, or returns the cost of v's layout change (0 for
@@ -406,8 +503,7 @@ static double link_input(Regions *r, int i, const FcValue *v) {
 /* Whether the result of member op is read in the blocked layout (by a member, as its input or an
  * extra, or by a spatial reduction), and whether it is read in NCHW (by anything else). */
 static bool reads_blocked(const Regions *r, const FcUse *u) {
-  if (cand_of(r, u->user) >= 0 && u->user->kind == FC_OP_MUL) return u->index == scaled_operand(r->t, u->user);
-  return (cand_of(r, u->user) >= 0 && u->index != 1 && u->index != 2) || is_spatial_reduce(u->user);
+  return (cand_of(r, u->user) >= 0 && reads_operand_blocked(r->t, u->user, u->index)) || is_spatial_reduce(u->user);
 }
 static bool used_inside(const Regions *r, const FcOp *op) {
   for (const FcUse *u = op->results[0].first_use; u; u = u->next_use)
@@ -441,12 +537,44 @@ static void prune_members(Regions *r) {
   }
 }
 
-/* Fills todo with the candidates of the regions worth converting (tables in the pass's scratch arena a). */
-static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack *todo) {
+/* Whether value v is read only in the blocked layout by ops marked in chosen (by op id up to max_id),
+ * but for the use by op skip (NULL: none). */
+static bool read_blocked_only(const FcTarget *t, const bool *chosen, uint32_t max_id, const FcValue *v,
+                              const FcOp *skip) {
+  for (const FcUse *u = v->first_use; u; u = u->next_use) {
+    if (u->user == skip) continue;
+    if (u->user->id > max_id || !chosen[u->user->id] || !reads_operand_blocked(t, u->user, u->index)) return false;
+  }
+  return true;
+}
+
+/* A Winograd conv op (no epilogue extras) between converted members: its input is the result of one,
+ * which nothing else reads in NCHW, and only converted members read its result, blocked. Left in NCHW
+ * it costs those two layout changes; converted, the time the blocked direct kernel takes over
+ * Winograd's (the Winograd cost model's speed-up over the NCHW direct kernel). DenseNet's 3x3 convs sit
+ * so, between the 1x1 conv before them and the concat after; with 32 output channels, Winograd's
+ * transforms weigh much against its products, and the layout changes cost more than it saves. */
+static bool winograd_between(const FcTarget *t, const bool *chosen, uint32_t max_id, const FcOp *op) {
+  if (op->n_operands > 3 || !has_blocked_kernel(t, op)) return false;
+  double speedup = winograd_speedup(t, op);
+  const FcValue *x = op->operands[0].value;
+  const FcOp *p = x->def;
+  if (speedup == 1 || !p || p->id > max_id || !chosen[p->id] || !read_blocked_only(t, chosen, max_id, x, op) ||
+      !read_blocked_only(t, chosen, max_id, &op->results[0], NULL) || !op->results[0].first_use)
+    return false;
+  int64_t macs;
+  const FcLayoutCosts *c = &t->layout;
+  double loss = 1000.0 / c->blocked_gflops[FC_CONV_DENSE] - 1000.0 / (c->nchw_gflops[FC_CONV_DENSE] * speedup);
+  return fc_op_macs(op, &macs) && 2e-6 * (double)macs * loss < edge_cost_us(t, x) + edge_cost_us(t, &op->results[0]);
+}
+
+/* Marks in chosen (by op id up to max_id) the candidates of the regions worth converting (tables in the
+ * pass's scratch arena a); concats and element-wise ops but channel scales are members only when wide. */
+static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, bool wide, bool *chosen) {
   Regions r = {.t = t};
   fc_graph_for_each_op(m->graph, op) {
     if (op->id > r.max_id) r.max_id = op->id;
-    if (is_member(t, op)) r.n++;
+    if (is_member(t, op, wide)) r.n++;
   }
   if (r.n == 0) return;
   r.cand = FC_NEW_ARRAY(a, FcOp *, (size_t)r.n);
@@ -460,7 +588,7 @@ static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack
   for (uint32_t i = 0; i <= r.max_id; i++) r.index_of[i] = -1;
   int n = 0;
   fc_graph_for_each_op(m->graph, op) {
-    if (!is_member(t, op)) continue;
+    if (!is_member(t, op, wide)) continue;
     r.index_of[op->id] = n;
     r.parent[n] = n;
     r.cand[n++] = op;
@@ -472,10 +600,15 @@ static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack
     FcOp *op = r.cand[i];
     own_cost[i] = own_gain[i] = r.cost_us[i] = r.gain_us[i] = 0;
     if (r.index_of[op->id] < 0) continue;
-    const FcValue *x = op->operands[image_operand(t, op)].value;
-    own_cost[i] = x->type.dims[1] % t->layout.block == 0 ? link_input(&r, i, x) : 0;
-    for (int k = 3; k < op->n_operands && !is_carrier(t, op); k++)
-      own_cost[i] += link_input(&r, i, op->operands[k].value);
+    if (is_carrier(t, op) && scaled_operand(t, op) < 0 && !is_pool_carrier(t, op)) {
+      for (int k = 0; k < op->n_operands; k++)
+        if (reads_operand_blocked(t, op, k)) own_cost[i] += link_input(&r, i, op->operands[k].value);
+    } else {
+      const FcValue *x = op->operands[image_operand(t, op)].value;
+      own_cost[i] = x->type.dims[1] % t->layout.block == 0 ? link_input(&r, i, x) : 0;
+      for (int k = 3; k < op->n_operands && !is_carrier(t, op); k++)
+        own_cost[i] += link_input(&r, i, op->operands[k].value);
+    }
     if (used_outside(&r, op)) own_cost[i] += edge_us(&r, &op->results[0]);
     int64_t macs = 0;
     own_gain[i] = !is_carrier(t, op) && fc_op_macs(op, &macs) ? 2e-6 * (double)macs * saved_us_per_mflop(t, op) : 0;
@@ -487,7 +620,24 @@ static void choose_regions(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack
   }
   for (int i = 0; i < r.n; i++) {
     int root = find(&r, i);
-    if (r.index_of[r.cand[i]->id] >= 0 && r.gain_us[root] > r.cost_us[root]) fc_op_stack_push(todo, r.cand[i]);
+    if (r.index_of[r.cand[i]->id] >= 0 && r.gain_us[root] > r.cost_us[root]) chosen[r.cand[i]->id] = true;
+  }
+}
+
+/* Fills todo, in op order, with the ops to convert: the regions chosen with concats and element-wise ops
+ * as members (DenseNet and Inception become one region each) and those chosen without them (a region
+ * joined through a concat to ones that do not pay may still pay by itself: every region's estimate
+ * assumes that what it does not hold stays in NCHW, so converting both sets costs at most the sum of the
+ * estimates), then the Winograd convs between them that are worth converting. */
+static void choose(FcModule *m, const FcTarget *t, FcArena *a, FcOpStack *todo) {
+  uint32_t max_id = 0;
+  fc_graph_for_each_op(m->graph, op) if (op->id > max_id) max_id = op->id;
+  bool *chosen = FC_NEW_ARRAY(a, bool, (size_t)max_id + 1);
+  for (uint32_t i = 0; i <= max_id; i++) chosen[i] = false;
+  choose_regions(m, t, a, true, chosen);
+  choose_regions(m, t, a, false, chosen);
+  fc_graph_for_each_op(m->graph, op) {
+    if (chosen[op->id] || winograd_between(t, chosen, max_id, op)) chosen[op->id] = true, fc_op_stack_push(todo, op);
   }
 }
 
@@ -496,7 +646,7 @@ static FcStatus convert_regions(FcModule *m, FcPassContext *pc, const FcTarget *
   FcDiag *diag = pc->diag;
   FcOpStack todo;
   fc_op_stack_init(&todo, &pc->scratch);
-  choose_regions(m, t, &pc->scratch, &todo);
+  choose(m, t, &pc->scratch, &todo);
   Rewriter rw = {.m = m, .B = t->layout.block, .n_ids = m->graph->next_value_id, .diag = diag};
   fc_op_stack_init(&rw.scratch, &m->arena);
   rw.blocked = FC_NEW_ARRAY(&pc->scratch, FcValue *, (size_t)rw.n_ids + 1);
@@ -505,7 +655,11 @@ static FcStatus convert_regions(FcModule *m, FcPassContext *pc, const FcTarget *
   for (int i = 0; i < todo.n && st == FC_OK; i++) {
     FcOp *op = todo.v[i];
     int xi = scaled_operand(t, op);
-    st = xi >= 0 ? rewrite_scale(&rw, op, xi) : is_pool_carrier(t, op) ? rewrite_pool(&rw, op) : rewrite(&rw, op);
+    if (xi >= 0) st = rewrite_scale(&rw, op, xi);
+    else if (is_pool_carrier(t, op)) st = rewrite_pool(&rw, op);
+    else if (is_concat_carrier(t, op) || is_channel_elementwise(t, op))
+      st = rewrite_carried(&rw, op, op->kind == FC_OP_CONCAT);
+    else st = rewrite(&rw, op);
   }
   fc_graph_for_each_op_safe(m->graph, op, next) {
     if (st == FC_OK) st = sink_spatial_reduce(op, rw.B, &rw.scratch, diag);

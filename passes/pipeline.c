@@ -22,11 +22,12 @@
  *        that read only padding (dilated convs on small maps), before anything packs the weights; fold_batchnorm folds
  *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases,
  *        so that fuse_epilogue finds the activation right after the conv and fuses it, with bias
- *        and residual adds, into the conv's or matmul's epilogue; layout then puts regions of convs
- *        (epilogues included) in the blocked layout NCHW8c where its kernels win, and canonicalize and
- *        fold clean up the layout changes it leaves (a per-channel constant's becomes a constant);
- *        fuse_elementwise merges the element-wise chains that are left into flow.fused loops. dce
- *        last removes what the rewrites left unused.
+ *        and residual adds, into the conv's or matmul's epilogue; hoist_avg_pool moves an average pool
+ *        above the epilogue-free 1x1 conv feeding it (the conv then runs on the pooled map); layout then
+ *        puts regions of convs (epilogues included) in the blocked layout NCHW8c where its kernels
+ *        win, and canonicalize and fold clean up the layout changes it leaves (a per-channel
+ *        constant's becomes a constant); fuse_elementwise merges the element-wise chains that are
+ *        left into flow.fused loops. dce last removes what the rewrites left unused.
  *   -O3  the same as -O2 for now.
  *
  * Every pass runs on each graph of the module: the function, then the regions of its loops and ifs
@@ -49,9 +50,9 @@ static const char *const level_pipelines[4] = {
     "",
     "canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
+    "prune_conv_taps,fold_batchnorm,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce",
     "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fuse_epilogue,layout,canonicalize,fold,fuse_elementwise,dce",
+    "prune_conv_taps,fold_batchnorm,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce",
 };
 
 void fc_pipeline_options_default(FcPipelineOptions *o) {
