@@ -82,7 +82,8 @@ LLVMValueRef fc_cg_splat(FcKernel *k, LLVMValueRef v, unsigned n) {
   if (n == 1) return v;
   LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), n);
   LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), v, fc_cg_const_i64(k, 0), "");
-  return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), n)), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), n));
+  return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(vt), zeros, "");
 }
 
 static LLVMValueRef c_int(LLVMTypeRef ty, uint64_t v) {
