@@ -263,6 +263,21 @@ static LLVMValueRef bound_op(FcKernel *k, const FcCgEpilogue *e, const FcEwStep 
   return NULL;
 }
 
+/* A float quotient by a one-element constant c as the product by 1/c: one multiply instead of a division
+ * (GELU's x / sqrt(2), attention's scores / sqrt(d)), which on AVX-512 costs as much as the rest of a
+ * cheap epilogue. The product is within an ulp of the quotient, and exact where c is a power of two
+ * (f16 and bf16 compute in f32, where 1/c of a moderate c stays a normal number).
+ * Returns NULL where the general form is needed. */
+static LLVMValueRef quotient_op(FcKernel *k, const FcCgEpilogue *e, const FcEwStep *st, LLVMValueRef *a) {
+  if (st->kind != FC_OP_DIV || !fc_dtype_is_float(e->dt) || st->args[1] < 0) return NULL;
+  const EpOperand *o = &e->ops[e->slot_of[st->args[1]]];
+  double c = o->imm_value;
+  if (!o->imm || !(fabs(c) > 0x1p-100 && fabs(c) < 0x1p100)) return NULL; /* 1/c normal in every float type */
+  LLVMTypeRef t = LLVMTypeOf(a[0]);
+  LLVMTypeRef st_t = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+  return LLVMBuildFMul(k->b, a[0], fc_cg_splat_const(t, LLVMConstReal(st_t, 1.0 / c)), "");
+}
+
 /* Steps i and i + 1 compute f32 SiLU, a · sigmoid(a) (a mul of a sigmoid's result by its own argument,
  * in either order), and no other step reads the sigmoid. */
 static bool is_silu_pair(const FcCgEpilogue *e, int i) {
@@ -318,6 +333,7 @@ static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LL
       continue;
     }
     sv[i] = bound_op(k, e, st, a);
+    if (!sv[i]) sv[i] = quotient_op(k, e, st, a);
     if (!sv[i]) sv[i] = fc_cg_scalar_op(k, &e->steps[i].op, e->dt, a[0], a[1], a[2]);
   }
   return sv[e->prog->n_steps - 1];

@@ -78,6 +78,14 @@ LLVMValueRef fc_cg_splat_const(LLVMTypeRef ty, LLVMValueRef c) {
   return LLVMConstVector(lanes, n);
 }
 
+LLVMValueRef fc_cg_splat(FcKernel *k, LLVMValueRef v, unsigned n) {
+  if (n == 1) return v;
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), n);
+  LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), v, fc_cg_const_i64(k, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), n));
+  return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(vt), zeros, "");
+}
+
 static LLVMValueRef c_int(LLVMTypeRef ty, uint64_t v) {
   return fc_cg_splat_const(ty, LLVMConstInt(scalar_of(ty), v, 0));
 }

@@ -167,6 +167,8 @@ LLVMTypeRef fc_cg_i64(FcKernel *k);
 LLVMValueRef fc_cg_const_i64(FcKernel *k, int64_t v);
 /* The constant c in every lane of vector type ty (c itself when ty is a scalar type). */
 LLVMValueRef fc_cg_splat_const(LLVMTypeRef ty, LLVMValueRef c);
+/* The run-time scalar v in each of n lanes (v itself when n == 1). */
+LLVMValueRef fc_cg_splat(FcKernel *k, LLVMValueRef v, unsigned n);
 /* Integer shortcuts for index arithmetic in loop nests (signed min/max; imulc returns a for c == 1). */
 LLVMValueRef fc_cg_iadd(FcKernel *k, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef fc_cg_isub(FcKernel *k, LLVMValueRef a, LLVMValueRef b);

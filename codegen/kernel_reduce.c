@@ -394,6 +394,100 @@ FcStatus fc_kernel_argreduce(FcKernel *k) {
 
 /* ---- softmax / log_softmax ------------------------------------------------------------------------ */
 
+/* One vector of the row at element i: a plain load, or (mask non-NULL) the row's ragged end with `fill`
+ * in the lanes past it. */
+static LLVMValueRef row_load(FcKernel *k, LLVMTypeRef vt, LLVMValueRef base, LLVMValueRef i, LLVMValueRef mask,
+                             LLVMValueRef fill) {
+  LLVMValueRef p = fc_cg_gep(k, FC_DT_F32, base, i);
+  if (mask) return fc_cg_masked_load(k, vt, p, mask, fill);
+  LLVMValueRef v = LLVMBuildLoad2(k->b, vt, p, "");
+  LLVMSetAlignment(v, 4);
+  return v;
+}
+
+static void row_store(FcKernel *k, LLVMValueRef v, LLVMValueRef base, LLVMValueRef i, LLVMValueRef mask) {
+  LLVMValueRef p = fc_cg_gep(k, FC_DT_F32, base, i);
+  if (mask) {
+    fc_cg_masked_store(k, v, p, mask);
+    return;
+  }
+  LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 4);
+}
+
+static LLVMValueRef reduce_vec(FcKernel *k, const char *name, LLVMValueRef v, LLVMValueRef start) {
+  LLVMTypeRef vt = LLVMTypeOf(v);
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  FC_ASSERT(id != 0);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, &vt, 1);
+  LLVMValueRef args[2] = {start, v};
+  unsigned n = start ? 2 : 1;
+  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &vt, 1), fn, start ? args : args + 1, n, "");
+}
+
+/* f32 softmax along a contiguous axis (inner == 1: attention's scores, rows of 64 to a few hundred) in
+ * explicit vectors of the widest registers, the row's ragged end through masked loads and stores, and one
+ * reciprocal of the sum per row instead of a division per element (the products differ from the quotients
+ * by at most an ulp). The general path below leaves these rows to LLVM's loop vectoriser, which on
+ * AVX-512 picks half-width vectors, adds run-time checks and a scalar remainder to every pass of every
+ * row, and divides. Three passes as there: max, e = exp(x - max) stored with its sum, e * (1 / sum). */
+static void softmax_rows(FcKernel *k, AxisIter *a, int vl) {
+  LLVMBuilderRef B = k->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
+  int64_t n = a->n, full = n / vl * vl, rem = n - full;
+  LLVMValueRef mask = NULL;
+  if (rem) {
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
+    LLVMValueRef bits[64];
+    for (int l = 0; l < vl; l++) bits[l] = LLVMConstInt(i1, l < rem, 0);
+    mask = LLVMConstVector(bits, (unsigned)vl);
+  }
+  LLVMValueRef neg_inf = fc_cg_splat_const(vt, LLVMConstReal(f32, -INFINITY));
+  LLVMValueRef zero = LLVMConstNull(vt);
+  LLVMValueRef in = fc_cg_gep(k, FC_DT_F32, k->in[0], mul(k, a->row, n));
+  LLVMValueRef out = fc_cg_gep(k, FC_DT_F32, k->out[0], mul(k, a->row, n));
+  LLVMValueRef acc = fc_cg_entry_alloca(k, vt, "acc");
+  FcLoop l;
+
+  LLVMBuildStore(B, neg_inf, acc);
+  if (full) {
+    LLVMValueRef i = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, full), vl, "v");
+    LLVMBuildStore(B, intrinsic2(k, "llvm.maximum", LLVMBuildLoad2(B, vt, acc, ""), row_load(k, vt, in, i, NULL, NULL)),
+                   acc);
+    fc_cg_loop_end(k, &l);
+  }
+  LLVMValueRef m = LLVMBuildLoad2(B, vt, acc, "");
+  if (rem) m = intrinsic2(k, "llvm.maximum", m, row_load(k, vt, in, c64(k, full), mask, neg_inf));
+  LLVMValueRef mx = fc_cg_splat(k, reduce_vec(k, "llvm.vector.reduce.fmaximum", m, NULL), (unsigned)vl);
+
+  LLVMBuildStore(B, zero, acc);
+  if (full) {
+    LLVMValueRef i = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, full), vl, "v");
+    LLVMValueRef e = math1(k, FC_MATH_EXP, LLVMBuildFSub(B, row_load(k, vt, in, i, NULL, NULL), mx, ""));
+    row_store(k, e, out, i, NULL);
+    LLVMBuildStore(B, LLVMBuildFAdd(B, LLVMBuildLoad2(B, vt, acc, ""), e, ""), acc);
+    fc_cg_loop_end(k, &l);
+  }
+  LLVMValueRef s = LLVMBuildLoad2(B, vt, acc, "");
+  if (rem) {
+    LLVMValueRef e = math1(k, FC_MATH_EXP, LLVMBuildFSub(B, row_load(k, vt, in, c64(k, full), mask, neg_inf), mx, ""));
+    e = LLVMBuildSelect(B, mask, e, zero, ""); /* lanes past the row: exp(-inf - max), 0 unless max is -inf */
+    row_store(k, e, out, c64(k, full), mask);
+    s = LLVMBuildFAdd(B, s, e, "");
+  }
+  LLVMValueRef sum = reassoc(reduce_vec(k, "llvm.vector.reduce.fadd", s, LLVMConstReal(f32, -0.0)));
+  LLVMValueRef r = LLVMBuildFDiv(B, LLVMConstReal(f32, 1.0), sum, "rsum");
+  LLVMValueRef rv = fc_cg_splat(k, r, (unsigned)vl);
+  if (full) {
+    LLVMValueRef i = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, full), vl, "v");
+    row_store(k, LLVMBuildFMul(B, row_load(k, vt, out, i, NULL, NULL), rv, ""), out, i, NULL);
+    fc_cg_loop_end(k, &l);
+  }
+  if (rem) {
+    LLVMValueRef i = c64(k, full);
+    row_store(k, LLVMBuildFMul(B, row_load(k, vt, out, i, mask, zero), rv, ""), out, i, mask);
+  }
+}
+
 FcStatus fc_kernel_softmax(FcKernel *k) {
   FcOp *op = k->op;
   const FcType *t = &op->operands[0].value->type;
@@ -405,6 +499,12 @@ FcStatus fc_kernel_softmax(FcKernel *k) {
   axis_split(t, (int)fc_op_attr_int(op, FC_ATTR_AXIS, 0), &a);
   if (a.n == 0 || !axis_begin(k, &a, 40.0 * (double)a.n)) {
     if (a.n == 0) fc_kernel_set_outer(k, 0, 0);
+    return FC_OK;
+  }
+  int vl = k->target->max_vector_bytes / 4;
+  if (dt == FC_DT_F32 && !log_form && a.inner == 1 && vl >= 4 && vl <= 64) {
+    softmax_rows(k, &a, vl);
+    axis_end(k, &a);
     return FC_OK;
   }
   LLVMBuilderRef B = k->b;
