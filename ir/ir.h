@@ -503,6 +503,11 @@ FcOp *fc_op_create_with_regions(FcGraph *g, FcOpKind kind, FcValue *const *opera
 /* Adds to each region of a loop/if the block arguments the contract gives it from the op's operands
  * (loop: iter, cond, carried and captured types; if: the captured types). */
 void fc_op_add_block_args(FcOp *op);
+/* The first captured operand of a loop (2 + carried) or if (1); operands from there on are captures. */
+int fc_region_op_first_capture(const FcOp *op);
+/* Removes captured operand i (>= fc_region_op_first_capture) of a loop or if together with its block
+ * argument in every region, which must have no uses left; later operands and block arguments move down. */
+void fc_region_op_drop_capture(FcOp *op, int i);
 /* Appends the YIELD terminator with operands vals[0..n) to a region graph. */
 FcOp *fc_graph_set_yield(FcGraph *region, FcValue *const *vals, int n);
 /* The module's graphs in pre-order (the top graph first, then each region op's regions recursively, in

@@ -51,6 +51,30 @@ void fc_op_add_block_args(FcOp *op) {
   }
 }
 
+int fc_region_op_first_capture(const FcOp *op) {
+  FC_ASSERT(op->kind == FC_OP_LOOP || op->kind == FC_OP_IF);
+  return op->kind == FC_OP_LOOP ? 2 + fc_loop_num_carried(op) : 1;
+}
+
+void fc_region_op_drop_capture(FcOp *op, int i) {
+  int first = fc_region_op_first_capture(op);
+  FC_ASSERT(i >= first && i < op->n_operands);
+  /* A loop body's inputs line up with the loop's operands; an if's regions take the captures only. */
+  int arg = op->kind == FC_OP_LOOP ? i : i - 1;
+  for (int r = 0; r < op->n_regions; r++) {
+    FcGraph *g = op->regions[r];
+    FC_ASSERT(arg < g->n_inputs && !fc_value_has_uses(g->inputs[arg]));
+    for (int j = arg; j + 1 < g->n_inputs; j++) {
+      g->inputs[j] = g->inputs[j + 1];
+      g->inputs[j]->index = j;
+    }
+    g->n_inputs--;
+  }
+  for (int j = i; j + 1 < op->n_operands; j++) fc_op_set_operand(op, j, op->operands[j + 1].value);
+  fc_op_set_operand(op, op->n_operands - 1, NULL);
+  op->n_operands--;
+}
+
 FcOp *fc_graph_set_yield(FcGraph *region, FcValue *const *vals, int n) {
   FC_ASSERT(region->parent && !fc_graph_return(region));
   FcOp *y = fc_op_create(region, FC_OP_YIELD, vals, n, 0);

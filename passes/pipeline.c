@@ -9,13 +9,15 @@
  *   -O0  nothing. The importer and the parser already verify and infer every type, so the module is
  *        compiled as written; codegen-required lowering passes will be appended here when they exist.
  *   -O1  canonicalize,fold,dce — cheap local clean-up: identities, constant subgraphs, dead ops.
- *   -O2  shapes,canonicalize,fold,cse,canonicalize,fold,cse,dce — shapes first so that every type is
- *        consistent before anything matches on it; then two rounds of the local passes, because each
- *        exposes work for the others: folding makes constants that CSE merges, CSE turns
+ *   -O2  shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,dce — shapes first so that
+ *        every type is consistent before anything matches on it; then two rounds of the local passes,
+ *        because each exposes work for the others: folding makes constants that CSE merges, CSE turns
  *        select(c, k1, k2) with equal constants into select(c, k, k), which fold removes, and both
  *        leave reshape-of-constant and constant-first forms for canonicalize. The second round makes
  *        -O2 idempotent on every importable ONNX test model (a second -O2 run changes nothing), which
- *        one round alone does not. Then the fusions, on the cleaned-up graph: fuse_layer_norm turns the
+ *        one round alone does not. Between the rounds, sink_constants moves the constants that loops
+ *        and ifs capture (folded by the first round: a recurrent layer's transposed weights) into their
+ *        bodies, where the second round and the kernels see them as constants. Then the fusions, on the cleaned-up graph: fuse_layer_norm turns the
  *        written-out LayerNorm (ReduceMean, Sub, Pow, ...) into one layer_norm op before anything
  *        else can take its mul/add tail; eliminate_transpose removes layout-free transposes and
  *        sinks the rest (canonicalize merges the reshapes it leaves); prune_conv_taps drops conv taps
@@ -49,9 +51,9 @@
 static const char *const level_pipelines[4] = {
     "",
     "canonicalize,fold,dce",
-    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
+    "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
     "prune_conv_taps,fold_batchnorm,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce",
-    "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
+    "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
     "prune_conv_taps,fold_batchnorm,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce",
 };
 

@@ -119,7 +119,8 @@ static void test_registry(void **state) {
   static const char *names[] = {"shapes",          "canonicalize",    "fold",
                                 "cse",             "dce",             "fold_batchnorm",
                                 "fuse_epilogue",   "fuse_layer_norm", "eliminate_transpose",
-                                "fuse_elementwise", "layout",          "prune_conv_taps"};
+                                "fuse_elementwise", "layout",          "prune_conv_taps",
+                                "hoist_avg_pool",  "sink_constants"};
   enum { N = sizeof names / sizeof names[0] };
   assert_int_equal(fc_pass_count(), N);
   for (int i = 0; i < N; i++) {
@@ -143,9 +144,9 @@ static void test_pipeline_levels(void **state) {
   FcDiag d;
   assert_string_equal(fc_pipeline_for_level(0), "");
   assert_string_equal(fc_pipeline_for_level(1), "canonicalize,fold,dce");
-  assert_string_equal(fc_pipeline_for_level(2), "shapes,canonicalize,fold,cse,canonicalize,fold,cse,fuse_layer_norm,"
-                                                "eliminate_transpose,canonicalize,prune_conv_taps,fold_batchnorm,fuse_epilogue,"
-                                                "layout,canonicalize,fold,fuse_elementwise,dce");
+  assert_string_equal(fc_pipeline_for_level(2), "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,"
+                                                "fuse_layer_norm,eliminate_transpose,canonicalize,prune_conv_taps,fold_batchnorm,fuse_epilogue,"
+                                                "hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce");
   assert_string_equal(fc_pipeline_for_level(3), fc_pipeline_for_level(2));
   assert_string_equal(fc_pipeline_for_level(-4), fc_pipeline_for_level(0));
   assert_string_equal(fc_pipeline_for_level(99), fc_pipeline_for_level(3));
