@@ -73,6 +73,8 @@ enum {
  * larger V (all input channels of one tile block) would be a task's scratch on every thread. */
 #define U_MAX_BYTES (64.0 * 1024 * 1024)
 #define V_MAX_BYTES (8.0 * 1024 * 1024)
+/* Transformed filters up to this size are expected to stream from L3 between runs; larger ones from memory. */
+#define U_L3_BYTES (2.0 * 1024 * 1024)
 
 /* ---- the transform matrices --------------------------------------------------------------------- */
 
@@ -190,8 +192,10 @@ static double filter_bytes(const Plan *p) {
  * machine): the microkernel reaches ~85% of the FMA peak
  * (2 pipes × vl lanes per cycle) on the a² products; the input transform costs ~33 (F(4×4)) or ~12
  * (F(2×2)) cycles per (tile, input channel) and the output transform ~20 or ~5 per (tile, output
- * channel), on 8-lane vectors (twice that with 4-lane ones); the transformed filters stream from L3 or
- * memory at ~8 bytes per cycle, once per tile block, when they do not fit in L2. */
+ * channel), on 8-lane vectors (twice that with 4-lane ones); the transformed filters stream once per tile
+ * block when they do not fit in L2: at ~8 bytes per cycle up to U_L3_BYTES (they stay in L3), at ~2.5
+ * when larger (AlexNet's 13×13 convs, 4-7 MiB each in F(2×2): in the whole model, beside 230 MiB of
+ * fully connected weights, they come from memory, and the GEMM over 49 tiles waits on them). */
 static double wino_cost(const Plan *p) {
   double a2 = (double)p->w.a * p->w.a, fma = 2.0 * p->g.vl, xs = p->g.vl >= LANES ? 1.0 : 2.0;
   double tiles = (double)p->ntb * (double)p->T, C = (double)p->C;
@@ -200,7 +204,8 @@ static double wino_cost(const Plan *p) {
   double in = p->w.m == 4 ? 33 : 12, out = p->w.m == 4 ? 20 : 5;
   double xf = xs * tiles * (C * in + (double)p->M * out);
   double ubytes = filter_bytes(p);
-  double stream = ubytes > 512.0 * 1024 ? (double)p->ntb * ubytes / 8.0 : 0;
+  double rate = ubytes > U_L3_BYTES ? 2.5 : 8.0;
+  double stream = ubytes > 512.0 * 1024 ? (double)p->ntb * ubytes / rate : 0;
   return (gemm > stream ? gemm : stream) + xf;
 }
 

@@ -229,8 +229,36 @@ static void test_kblocks(void **state) {
   run_case(&c);
 }
 
+/* The decision alone, on the AVX-512 target: transformed filters of several MiB per conv stream from
+ * memory, so AlexNet's 13×13 convs (4-7 MiB of them in F(2×2), read once per 32-tile block) go to the
+ * direct kernels, while VGG's and ResNet's 14×14 convs, whose GEMMs are longer per byte of filter, and
+ * small filters that stay in L3 keep Winograd. */
+static int variant_on(FcTarget *t, int64_t C, int64_t HW, int64_t M) {
+  FcConvShape s = {.dtype = FC_DT_F32, .N = 1, .C = C, .H = HW, .W = HW, .M = M, .KH = 3, .KW = 3, .OH = HW,
+                   .OW = HW, .group = 1, .stride = {1, 1}, .dilation = {1, 1}, .pads = {1, 1, 1, 1}};
+  return fc_conv_winograd_variant(t, &s);
+}
+
+static void test_decision_avx512(void **state) {
+  (void)state;
+  FcCodegenOptions o = {.cpu = "x86-64-v4", .opt_level = 2};
+  FcTarget *t = NULL;
+  FcDiag diag;
+  fc_diag_init(&diag);
+  assert_int_equal(fc_target_resolve(&o, &t, &diag), FC_OK);
+  assert_int_equal(variant_on(t, 192, 13, 384), 0);
+  assert_int_equal(variant_on(t, 384, 13, 256), 0);
+  assert_int_equal(variant_on(t, 256, 13, 256), 0);
+  assert_int_equal(variant_on(t, 512, 14, 512), 2);
+  assert_int_equal(variant_on(t, 256, 14, 256), 2);
+  assert_int_equal(variant_on(t, 64, 13, 256), 2);  /* SqueezeNet's: 1 MiB of filters */
+  assert_int_equal(variant_on(t, 64, 56, 64), 4);
+  fc_target_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_decision_avx512),
       cmocka_unit_test(test_f4),
       cmocka_unit_test(test_f2),
       cmocka_unit_test(test_kblocks),
