@@ -147,6 +147,7 @@ FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *
   FcStatus st = fc_codegen_module(m, &co, mb->ctx, t, &mod, diag);
   if (st != FC_OK) return st;
   stamp_target(mod, tm);
+  fc_progress(&mb->o.progress, "LLVM optimisation", NULL, 0, 0);
   st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
   if (st != FC_OK) {
     LLVMDisposeModule(mod);

@@ -107,6 +107,12 @@ static FcStatus cpu_describe(FcTarget *t, FcDiag *diag) {
 
 static const char *cpu_default(const char *triple) { return triple_is_x86_64(triple) ? "x86-64-v3" : "generic"; }
 
+/* x86-64 artefacts carry an AVX-512 variant beside the portable AVX2 one: the blocked kernels and the GEMM
+ * use twice the lanes there, so a model built without --cpu is not held to half the machine it runs on. */
+static const char *cpu_default_artefact(const char *triple) {
+  return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4" : NULL;
+}
+
 /* The architecture of a triple this kind generates for; false for others. */
 static bool cpu_arch(const char *triple, FcArch *arch) {
   if (triple_is_x86_64(triple)) *arch = FC_ARCH_X86_64;
@@ -116,13 +122,25 @@ static bool cpu_arch(const char *triple, FcArch *arch) {
 }
 
 static const FcTargetKind target_kinds[] = {
-    {.name = "cpu", .arch_of = cpu_arch, .default_cpu = cpu_default, .describe = cpu_describe},
+    {.name = "cpu", .arch_of = cpu_arch, .default_cpu = cpu_default, .default_artefact_cpus = cpu_default_artefact,
+     .describe = cpu_describe},
 };
 
 static const FcTargetKind *kind_for_triple(const char *triple, FcArch *arch) {
   for (size_t i = 0; i < sizeof target_kinds / sizeof target_kinds[0]; i++)
     if (target_kinds[i].arch_of(triple, arch)) return &target_kinds[i];
   return NULL;
+}
+
+const char *fc_target_default_artefact_cpus(const char *triple) {
+  char *host = LLVMGetDefaultTargetTriple();
+  char *norm = LLVMNormalizeTargetTriple(triple ? triple : host);
+  FcArch arch;
+  const FcTargetKind *kind = kind_for_triple(norm, &arch);
+  const char *cpus = kind && kind->default_artefact_cpus ? kind->default_artefact_cpus(norm) : NULL;
+  LLVMDisposeMessage(norm);
+  LLVMDisposeMessage(host);
+  return cpus;
 }
 
 /* ---- questions to the description ----------------------------------------------------------------------- */

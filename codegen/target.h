@@ -67,7 +67,7 @@ static inline void fc_progress(const FcProgress *p, const char *phase, const cha
 /* Build options the target is resolved from (and codegen's other options). */
 typedef struct FcCodegenOptions {
   const char *triple;     /* NULL: the host's */
-  const char *cpu;        /* NULL: "x86-64-v3" for x86-64 artefacts; "native": the host CPU */
+  const char *cpu;        /* NULL: the kind's default_cpu ("x86-64-v3" on x86-64); "native": the host CPU */
   const char *features;   /* extra "+avx512f,..." or NULL */
   int opt_level;          /* 0..3: LLVM pipeline default<Ox> */
   const char *model_name; /* symbol prefix for --emit lib/obj headers; default "flowc" */
@@ -124,6 +124,9 @@ typedef struct FcTargetKind {
   const char *name;                                 /* "cpu" */
   bool (*arch_of)(const char *triple, FcArch *arch); /* false: not a triple of this kind */
   const char *(*default_cpu)(const char *triple);   /* the CPU when --cpu is not given */
+  /* The CPUs an artefact (exe, obj, lib, so) is compiled for when --cpu is not given, as a --cpu list
+   * ("A,B": one variant each, the best chosen at run time), or NULL for default_cpu alone. */
+  const char *(*default_artefact_cpus)(const char *triple);
   FcStatus (*describe)(FcTarget *t, FcDiag *diag);  /* fills in the rest from t->arch and t->features */
 } FcTargetKind;
 
@@ -147,6 +150,10 @@ struct FcTarget {
  * one-line message for an unknown triple, CPU or feature. Free with fc_target_free. */
 FcStatus fc_target_resolve(const FcCodegenOptions *o, FcTarget **out, FcDiag *diag);
 void fc_target_free(FcTarget *t);
+/* The --cpu list an artefact for `triple` (NULL: the host's) gets by default: "x86-64-v3,x86-64-v4" on
+ * x86-64, so AVX-512 machines run AVX-512 code and AVX2 machines still run the model; NULL where one CPU
+ * (default_cpu) is the default, or for a triple no kind generates for (fc_target_resolve reports it). */
+const char *fc_target_default_artefact_cpus(const char *triple);
 
 bool fc_target_has(const FcTarget *t, FcFeature f);
 /* The name of a feature ("avx512vnni"). */

@@ -198,11 +198,12 @@ static void print_build_help(void) {
        "                         standard output)\n"
        "  --target TRIPLE        generate code for TRIPLE (default: this machine's, e.g. x86_64-linux-gnu)\n"
        "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
-       "                         or an LLVM CPU name (default x86-64-v3 on x86-64, generic elsewhere); the\n"
-       "                         passes use it too (with AVX-512 the layout blocks 16 channels)\n"
+       "                         or an LLVM CPU name; the passes use it too (with AVX-512 the layout blocks\n"
+       "                         16 channels). Default: x86-64-v3 for ir and dot on x86-64, generic elsewhere\n"
        "  --cpu A,B,...          x86-64 exe, obj, lib and so: compile the whole model once per CPU into one\n"
-       "                         artefact that runs the best variant this machine supports, e.g. --cpu\n"
-       "                         x86-64-v3,x86-64-v4 (FLOWRT_CPU_VARIANT=NAME forces one at run time)\n"
+       "                         artefact that runs the best variant this machine supports (the default for\n"
+       "                         x86-64 artefacts is x86-64-v3,x86-64-v4: AVX2, and AVX-512 where the machine\n"
+       "                         has it; FLOWRT_CPU_VARIANT=NAME forces one at run time)\n"
        "  --weights              write every constant's data, so the IR text is a complete model\n"
        "\n"
        "passes:\n"
@@ -310,13 +311,16 @@ static int check_artefact_options(Cli *c) {
    * ask the target too (the layout's block), so --target and --cpu apply to --emit ir and dot as well. */
   FcCodegenOptions co = {.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level};
   int kind = emit_kind(c->emit);
-  if (c->aot_cpu && strchr(c->aot_cpu, ',')) {
+  /* Without --cpu an artefact gets the target's default list (x86-64: AVX2 and AVX-512 variants); the IR and
+   * dot dumps show the single default CPU's pipeline. */
+  const char *cpus = c->aot_cpu;
+  if (!cpus && kind >= 0) cpus = fc_target_default_artefact_cpus(c->aot_triple);
+  if (cpus && strchr(cpus, ',')) {
     if (kind < 0) return usage_error(c, "--cpu lists several CPUs, which needs --emit exe, obj, lib or so");
-    for (const char *p = c->aot_cpu;; p += strcspn(p, ",") + 1) {
+    for (const char *p = cpus;; p += strcspn(p, ",") + 1) {
       size_t n = strcspn(p, ",");
       char cpu[128];
-      if (n == 0 || n >= sizeof cpu)
-        return usage_error(c, "--cpu %s: an empty or overlong CPU name in the list", c->aot_cpu);
+      if (n == 0 || n >= sizeof cpu) return usage_error(c, "--cpu %s: an empty or overlong CPU name in the list", cpus);
       if (c->n_variants == FC_CLI_MAX_CPUS) return usage_error(c, "--cpu lists more than %d CPUs", FC_CLI_MAX_CPUS);
       memcpy(cpu, p, n);
       cpu[n] = '\0';
@@ -698,6 +702,7 @@ static int run_build_multi(Cli *c) {
   for (int i = 0; st == FC_OK && i < c->n_variants; i++) {
     fc_module_destroy(m);
     m = NULL;
+    fc_progress_line_phase(c->progress, "import");
     st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
     if (st == FC_OK) st = fc_verify(m, &d);
     if (st == FC_OK) st = run_pipeline(c, m, c->variants[i], &d);
@@ -707,6 +712,7 @@ static int run_build_multi(Cli *c) {
     st = fc_multi_finish(mb, m, c->output, &d);
     mb = NULL;
   }
+  fc_progress_line_finish(c->progress);
   fc_multi_abort(mb);
   fc_module_destroy(m);
   if (st == FC_OK) return 0;
