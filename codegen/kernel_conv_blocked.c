@@ -174,7 +174,8 @@ static bool add_cut_span(const Cb *g, CbRow *p, int64_t a, int64_t b, int Re) {
  * left padding, the loop over interior tiles of R pixels, and what is left split evenly into
  * straight-line tiles of at most Re (a short last tile would leave the FMA units waiting on too few
  * accumulators: 7 = 4 + 3, not 5 + 2; the tile before joins a rest shorter than Re / 2: 14 = 6 + 4 + 4).
- * False when more than MAX_EDGE_TILES are straight-line. */
+ * A dilated conv's straight-line spans are then re-cut where a tap's validity changes (add_cut_span), the
+ * spans of a row without a loop as one. False when more than MAX_EDGE_TILES are straight-line. */
 static bool plan_row(const Cb *g, int R, int Re, CbRow *p) {
   p->R = R;
   p->n_straight = 0;
