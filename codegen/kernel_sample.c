@@ -7,7 +7,10 @@
  *     every output coordinate with the evaluator's tables (ir/resize_map.c), and emits them as constant
  *     tables; the kernel is then a gather (nearest) or a sum over the tensor product of the per-axis taps
  *     (linear, cubic), last axis innermost, in the compute type. An output coordinate without taps is
- *     tf_crop_and_resize's extrapolation.
+ *     tf_crop_and_resize's extrapolation. A float linear or cubic resize of the last two axes (the
+ *     others identities, no extrapolation: upsampled segmentation logits, feature pyramids) instead runs
+ *     separably over rows (resize_rows): each input row is resampled to the output width once into a
+ *     small cache, and output rows are vector sums of cached rows, with the same arithmetic.
  *   - grid_sample and roi_align read coordinates at run time; their coordinate arithmetic runs in double
  *     as the evaluators' does. roi_align's batch indices and boxes are data: an index outside [0, N), a
  *     box that is not finite or needs more than ROI_MAX_SAMPLES samples per bin flags a run-time error
@@ -30,6 +33,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -179,6 +183,179 @@ static void resize_taps(ResizeCtx *c, int d, LLVMValueRef off, LLVMValueRef w) {
   fc_cg_loop_end(k, &lj);
 }
 
+/* ---- resize: separable rows (linear and cubic over the last two axes) ------------------------------ */
+
+enum {
+  ROWS_MAX_SCRATCH = 256 * 1024, /* bytes of cached horizontal rows per task */
+};
+
+/* Ring slots of the horizontal-row cache: an output row's taps lie within `per` consecutive input rows
+ * (clamped at the borders), so input row ih can live in slot ih % per without two taps of one output
+ * row colliding. 0 when some output's taps span more (never, by fc_resize_axis_map's construction). */
+static int64_t rows_slots(const FcResizeAxis *m, int64_t per) {
+  if (m->identity) return 1;
+  for (int64_t o = 0; o < m->out; o++) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t t = m->tap0[o]; t < m->tap0[o + 1]; t++) {
+      lo = m->idx[t] < lo ? m->idx[t] : lo;
+      hi = m->idx[t] > hi ? m->idx[t] : hi;
+    }
+    if (lo <= hi && hi - lo >= per) return 0;
+  }
+  return per;
+}
+
+/* The separable kernel applies to a float linear or cubic resize whose outer axes (all but the last
+ * two) are identities, without extrapolation, whose cache of horizontal rows fits ROWS_MAX_SCRATCH. */
+static bool resize_rows_applies(const FcKernel *k, const FcResizeParams *p, const FcResizeAxis *maps) {
+  const FcType *xt = in_type(k, 0);
+  int r = xt->rank;
+  if (r < 2 || (xt->dtype != FC_DT_F32 && xt->dtype != FC_DT_F64)) return false;
+  if (p->mode != FC_RESIZE_MODE_LINEAR && p->mode != FC_RESIZE_MODE_CUBIC) return false;
+  for (int d = 0; d < r - 2; d++)
+    if (!maps[d].identity) return false;
+  for (int d = r - 2; d < r; d++)
+    for (int64_t o = 0; o < maps[d].out; o++)
+      if (maps[d].extrap[o]) return false;
+  int64_t slots = rows_slots(&maps[r - 2], fc_resize_taps_per(p->mode));
+  int64_t vl = fc_target_lanes(k->target, xt->dtype), owp = (maps[r - 1].out + vl - 1) / vl * vl;
+  return slots > 0 && owp <= ROWS_MAX_SCRATCH / slots / (int64_t)fc_dtype_size(xt->dtype);
+}
+
+/* The tables of an axis for the row kernel: unscaled input indices, and for an identity axis the
+ * one-tap map o -> o of weight 1 (the generic kernel's product of weights starts at 1 too). */
+static void rows_tables(FcKernel *k, LLVMTypeRef ct, const FcResizeAxis *m, const char *axis, LLVMValueRef *tap0,
+                        LLVMValueRef *idx, LLVMValueRef *w) {
+  const int64_t *t0 = m->tap0, *ix = m->idx;
+  const double *wv = m->w;
+  if (m->identity) {
+    int64_t *seq = FC_NEW_ARRAY(arena(k), int64_t, (size_t)m->out + 1);
+    double *one = FC_NEW_ARRAY(arena(k), double, (size_t)m->out + 1);
+    for (int64_t o = 0; o <= m->out; o++) {
+      seq[o] = o;
+      one[o] = 1.0;
+    }
+    t0 = ix = seq;
+    wv = one;
+  }
+  char name[32];
+  snprintf(name, sizeof name, "rs_rows_%s_tap0", axis);
+  *tap0 = fc_cg_i64_table(k, t0, m->out + 1, name);
+  snprintf(name, sizeof name, "rs_rows_%s_idx", axis);
+  *idx = fc_cg_i64_table(k, ix, t0[m->out], name);
+  snprintf(name, sizeof name, "rs_rows_%s_w", axis);
+  *w = real_table(k, ct, wv, t0[m->out], name);
+}
+
+/* The vertical step of output columns [ow0, ow0 + lanes) of one row: the sum over the row's taps t in
+ * [lo, hi) of w[t] · cache row of idx[t], each a vector of vl columns, stored with a mask when the
+ * vector is cut by the row's end. */
+static void rows_vertical(FcKernel *k, LLVMTypeRef vt, LLVMValueRef acc, LLVMValueRef lo, LLVMValueRef hi,
+                          LLVMValueRef htab[3], LLVMValueRef scr, int64_t slots, int64_t owp, LLVMValueRef ow0,
+                          LLVMValueRef out_at, int64_t lanes) {
+  LLVMTypeRef ct = LLVMGetElementType(vt);
+  unsigned vl = LLVMGetVectorSize(vt);
+  LLVMBuildStore(k->b, LLVMConstNull(vt), acc);
+  FcLoop lt;
+  LLVMValueRef t = fc_cg_loop_begin(k, &lt, lo, hi, 1, "vtap");
+  LLVMValueRef slot = LLVMBuildURem(k->b, tload(k, htab[1], t), c64(k, slots), "");
+  LLVMValueRef src = LLVMBuildInBoundsGEP2(k->b, ct, scr, (LLVMValueRef[]){add(k, mulc(k, slot, owp), ow0)}, 1, "");
+  LLVMValueRef s = LLVMBuildLoad2(k->b, vt, src, "");
+  LLVMSetAlignment(s, (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(k->mod), ct));
+  LLVMValueRef w = rload(k, ct, htab[2], t);
+  LLVMValueRef wv = LLVMBuildShuffleVector(k->b, LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), w, c64(k, 0), ""),
+                                           LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), vl)), "");
+  LLVMBuildStore(k->b, fc_cg_madd(k, wv, s, LLVMBuildLoad2(k->b, vt, acc, "")), acc);
+  fc_cg_loop_end(k, &lt);
+  LLVMValueRef v = LLVMBuildLoad2(k->b, vt, acc, "");
+  LLVMValueRef dst = LLVMBuildInBoundsGEP2(k->b, ct, k->out[0], (LLVMValueRef[]){add(k, out_at, ow0)}, 1, "");
+  if (lanes == vl) {
+    LLVMValueRef st = LLVMBuildStore(k->b, v, dst);
+    LLVMSetAlignment(st, (unsigned)LLVMABISizeOfType(LLVMGetModuleDataLayout(k->mod), ct));
+    return;
+  }
+  LLVMValueRef bits[64];
+  for (unsigned i = 0; i < vl; i++) bits[i] = LLVMConstInt(LLVMInt1TypeInContext(k->ctx), i < (unsigned)lanes, 0);
+  fc_cg_masked_store(k, v, dst, LLVMConstVector(bits, vl));
+}
+
+/* A float linear or cubic resize of the last two axes (H, W) as two 1-D passes: the horizontal pass
+ * resamples whole input rows to the output width into a cache of `slots` rows (scratch), the vertical
+ * pass combines the cached rows an output row reads, a vector of output columns at a time. Consecutive
+ * output rows of an upsampling read the same input rows, so each input row is resampled horizontally
+ * about once per task instead of once per output row and tap. The arithmetic is the generic kernel's,
+ * operation for operation (the horizontal sum from zero over the row's W taps, then the vertical sum
+ * from zero of weight times that), so the results are the same bit for bit. Outer iterations are output
+ * rows of all planes, one chunk per thread so that the cache carries over from row to row. */
+static FcStatus resize_rows(FcKernel *k, const FcResizeParams *p, const FcResizeAxis *maps) {
+  const FcType *xt = in_type(k, 0);
+  int r = xt->rank;
+  FcDtype dt = xt->dtype;
+  LLVMTypeRef ct = fc_cg_compute_type(k, dt), i64 = fc_cg_i64(k);
+  const FcResizeAxis *mh = &maps[r - 2], *mw = &maps[r - 1];
+  int64_t IH = mh->in, IW = mw->in, OH = mh->out, OW = mw->out, planes = 1;
+  for (int d = 0; d < r - 2; d++) planes *= xt->dims[d]; /* the result's, as the outer axes are identities */
+  int64_t per = fc_resize_taps_per(p->mode), slots = rows_slots(mh, per);
+  int64_t vl = fc_target_lanes(k->target, dt), owp = (OW + vl - 1) / vl * vl;
+  double hwork = mh->identity ? 1.0 : (double)OW * (2.0 * (double)per + 2.0) / (double)(OH > IH ? OH / IH : 1);
+  fc_kernel_set_outer(k, planes * OH, (double)OW * (2.0 * (double)per + 2.0) + hwork);
+  fc_kernel_one_chunk_per_thread(k);
+  LLVMValueRef scr = fc_kernel_scratch(k, slots * owp * (int64_t)fc_dtype_size(dt));
+  LLVMValueRef keys = fc_cg_tile_new(k, i64, slots, "rs_rows_key"); /* slot s holds row keys[s] (-1: none) */
+  for (int64_t s = 0; s < slots; s++) LLVMBuildStore(k->b, c64(k, -1), fc_cg_tile_at(k, i64, keys, c64(k, s)));
+  LLVMValueRef sum = fc_cg_entry_alloca(k, ct, "sum");
+  LLVMTypeRef vt = LLVMVectorType(ct, (unsigned)vl);
+  LLVMValueRef acc = fc_cg_entry_alloca(k, vt, "acc");
+  LLVMValueRef htab[3], wtab[3];
+  rows_tables(k, ct, mh, "h", &htab[0], &htab[1], &htab[2]);
+  rows_tables(k, ct, mw, "w", &wtab[0], &wtab[1], &wtab[2]);
+
+  FcLoop lr;
+  LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
+  LLVMValueRef plane = LLVMBuildUDiv(k->b, row, c64(k, OH), "plane"), oh = LLVMBuildURem(k->b, row, c64(k, OH), "oh");
+  LLVMValueRef lo = tload(k, htab[0], oh), hi = tload(k, htab[0], add(k, oh, c64(k, 1)));
+  /* Horizontal pass for the rows this output row reads that the cache lacks. */
+  FcLoop lt;
+  LLVMValueRef t = fc_cg_loop_begin(k, &lt, lo, hi, 1, "htap");
+  LLVMValueRef ih = tload(k, htab[1], t), slot = LLVMBuildURem(k->b, ih, c64(k, slots), "");
+  LLVMValueRef key = add(k, mulc(k, plane, IH), ih), keyp = fc_cg_tile_at(k, i64, keys, slot);
+  LLVMBasicBlockRef have = fc_cg_if_begin(k, icmp(k, LLVMIntNE, LLVMBuildLoad2(k->b, i64, keyp, ""), key));
+  {
+    LLVMValueRef xrow = mulc(k, add(k, mulc(k, plane, IH), ih), IW), srow = mulc(k, slot, owp);
+    FcLoop lw;
+    LLVMValueRef ow = fc_cg_loop_begin(k, &lw, c64(k, 0), c64(k, OW), 1, "ow");
+    LLVMValueRef v;
+    if (mw->identity) {
+      v = fc_cg_load(k, dt, k->in[0], add(k, xrow, ow));
+    } else {
+      var_set(k, sum, LLVMConstNull(ct));
+      FcLoop lx;
+      LLVMValueRef tw = fc_cg_loop_begin(k, &lx, tload(k, wtab[0], ow), tload(k, wtab[0], add(k, ow, c64(k, 1))), 1, "wtap");
+      LLVMValueRef x = fc_cg_load(k, dt, k->in[0], add(k, xrow, tload(k, wtab[1], tw)));
+      var_set(k, sum, fc_cg_madd(k, rload(k, ct, wtab[2], tw), x, var_get(k, ct, sum)));
+      fc_cg_loop_end(k, &lx);
+      v = var_get(k, ct, sum);
+    }
+    LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, ct, scr, (LLVMValueRef[]){add(k, srow, ow)}, 1, ""));
+    fc_cg_loop_end(k, &lw);
+    LLVMBuildStore(k->b, key, keyp);
+  }
+  fc_cg_if_end(k, have);
+  fc_cg_loop_end(k, &lt);
+  /* Vertical pass: whole vectors, then the cut one. */
+  LLVMValueRef out_at = mulc(k, row, OW);
+  int64_t full = OW / vl * vl;
+  if (full > 0) {
+    FcLoop lv;
+    LLVMValueRef ow0 = fc_cg_loop_begin(k, &lv, c64(k, 0), c64(k, full), vl, "ow0");
+    rows_vertical(k, vt, acc, lo, hi, htab, scr, slots, owp, ow0, out_at, vl);
+    fc_cg_loop_end(k, &lv);
+  }
+  if (full < OW) rows_vertical(k, vt, acc, lo, hi, htab, scr, slots, owp, c64(k, full), out_at, OW - full);
+  fc_cg_loop_end(k, &lr);
+  return FC_OK;
+}
+
 /* True (i1) when output coordinate o of axis a has no taps (extrapolation). */
 static LLVMValueRef resize_extrap(FcKernel *k, const ResizeAxis *a, LLVMValueRef o) {
   return icmp(k, LLVMIntEQ, tload(k, a->tap0, o), tload(k, a->tap0, add(k, o, c64(k, 1))));
@@ -230,6 +407,7 @@ FcStatus fc_kernel_resize(FcKernel *k) {
     stride *= xt->dims[d] > 0 ? xt->dims[d] : 1;
     if (numel > 0 && !maps[d].identity) taps_all *= (double)taps_per;
   }
+  if (rows > 0 && resize_rows_applies(k, &p, maps)) return resize_rows(k, &p, maps);
   fc_kernel_set_outer(k, rows, (double)OL * (2.0 * taps_all + 4.0));
   if (rows == 0) return FC_OK;
 
