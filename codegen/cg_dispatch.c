@@ -172,13 +172,6 @@ static FcStatus join_jobs(FcMultiBuild *mb, bool one, FcDiag *diag) {
   return st;
 }
 
-static FcStatus failed_job(const FcMultiBuild *mb, FcDiag *diag) {
-  for (int k = 0; k < mb->n; k++)
-    if (mb->apart[k] && !mb->apart[k]->running && mb->apart[k]->st != FC_OK)
-      return fc_error(diag, mb->apart[k]->st, "%s", mb->apart[k]->diag.msg);
-  return FC_OK;
-}
-
 void fc_multi_abort(FcMultiBuild *mb) {
   if (!mb) return;
   FcDiag ignored;
@@ -272,8 +265,6 @@ static FcStatus start_apart(FcMultiBuild *mb, int k, LLVMContextRef ctx, LLVMMod
 
 FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *diag) {
   if (mb->n == mb->total) return fc_error(diag, FC_ERR_INTERNAL, "more CPU variants than announced");
-  FcStatus st = failed_job(mb, diag);
-  if (st != FC_OK) return st;
   char prefix[320];
   snprintf(prefix, sizeof prefix, "%s__cpu%d", mb->o.model_name, mb->n);
   FcCodegenOptions co = mb->o;
@@ -282,7 +273,7 @@ FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *
   bool apart = mb->tmp && mb->n < mb->total - 1;
   LLVMContextRef ctx = apart ? LLVMContextCreate() : mb->ctx;
   LLVMModuleRef mod = NULL;
-  st = fc_codegen_module(m, &co, ctx, t, &mod, diag);
+  FcStatus st = fc_codegen_module(m, &co, ctx, t, &mod, diag);
   if (st == FC_OK) stamp_target(mod, tm);
   if (st == FC_OK && apart) {
     st = start_apart(mb, mb->n, ctx, mod, t, diag);

@@ -185,14 +185,6 @@ static unsigned lanes_of(LLVMValueRef v) {
   return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
 }
 
-static LLVMValueRef splat(FcKernel *k, LLVMValueRef v, unsigned n) {
-  if (n == 1) return v;
-  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), n);
-  LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), v, c64(k, 0), "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), n));
-  return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(vt), zeros, "");
-}
-
 /* Sum of coord[d] * s[d] over n dims of sizes dims (coordinates of lin, row-major). */
 static LLVMValueRef offset_of(FcKernel *k, LLVMValueRef lin, const int64_t *dims, const int64_t *s, int n) {
   LLVMValueRef coord[FC_DEFAULT_MAX_RANK + 1];
@@ -221,7 +213,7 @@ static LLVMValueRef load_row_value(FcKernel *k, const FcCgEpilogue *e, const EpO
 static LLVMValueRef operand_value(FcKernel *k, const FcCgEpilogue *e, const EpOperand *o, LLVMValueRef row,
                                   LLVMValueRef col, unsigned lanes, LLVMValueRef row_val) {
   LLVMBuilderRef b = k->b;
-  if (o->kind == EP_ROW) return splat(k, row_val ? row_val : load_row_value(k, e, o, row), lanes);
+  if (o->kind == EP_ROW) return fc_cg_splat(k, row_val ? row_val : load_row_value(k, e, o, row), lanes);
   LLVMValueRef base = row_offset(k, e, o, row);
   if (o->kind == EP_CONTIG && (lanes == 1 || e->direct)) {
     LLVMValueRef idx = LLVMBuildAdd(b, base, col, "");
@@ -256,7 +248,7 @@ static LLVMValueRef bound_op(FcKernel *k, const FcCgEpilogue *e, const FcEwStep 
     const EpOperand *o = &e->ops[e->slot_of[r]];
     double c = o->imm_value;
     if (!o->imm || isnan(c) || (c == 0 && (signbit(c) != 0) == is_max)) continue;
-    LLVMValueRef x = a[1 - j], cv = splat(k, o->imm, lanes_of(x));
+    LLVMValueRef x = a[1 - j], cv = fc_cg_splat(k, o->imm, lanes_of(x));
     LLVMValueRef take_x = LLVMBuildFCmp(k->b, is_max ? LLVMRealUGT : LLVMRealULT, x, cv, "");
     return LLVMBuildSelect(k->b, take_x, x, cv, "");
   }

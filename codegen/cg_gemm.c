@@ -120,13 +120,6 @@ static void leave_fn(FcKernel *k, Saved s) {
   k->fn = s.fn;
 }
 
-static LLVMValueRef splat_lanes(FcKernel *k, LLVMValueRef scalar, int vl) {
-  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(scalar), (unsigned)vl);
-  LLVMValueRef v = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), scalar, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 0, 0), "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)vl));
-  return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(vt), zeros, "");
-}
-
 static LLVMValueRef fptr(FcKernel *k, LLVMValueRef base, LLVMValueRef idx) {
   return LLVMBuildGEP2(k->b, LLVMFloatTypeInContext(k->ctx), base, &idx, 1, "");
 }
@@ -198,7 +191,7 @@ static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, 
   LLVMValueRef aoff = LLVMBuildMul(b, kk, fc_cg_const_i64(k, g->mr), ""); /* panels are g->mr wide */
   for (int i = 0; i < mr; i++) {
     LLVMValueRef a = LLVMBuildLoad2(b, f32, fptr(k, pa, LLVMBuildAdd(b, aoff, fc_cg_const_i64(k, i), "")), "a");
-    LLVMValueRef av = splat_lanes(k, a, vl);
+    LLVMValueRef av = fc_cg_splat(k, a, (unsigned)vl);
     for (int j = 0; j < nv; j++) {
       LLVMValueRef slot = slots[i * nv + j];
       LLVMValueRef args[3] = {av, bv[j], LLVMBuildLoad2(b, vt, slot, "")};
@@ -307,16 +300,16 @@ static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMVa
   LLVMValueRef nr = fc_cg_const_i64(k, g->nr);
   /* Lane masks: column j·vl + l < cols, per vector j; and per row, i < rows. */
   LLVMValueRef colmask[MAX_NV], rowmask[MAX_MR];
-  LLVMValueRef cols_v = splat_lanes(k, cols, vl);
+  LLVMValueRef cols_v = fc_cg_splat(k, cols, (unsigned)vl);
   for (int j = 0; j < nv; j++) {
     LLVMValueRef lanes[16];
     for (int l = 0; l < vl; l++) lanes[l] = LLVMConstInt(i64, (unsigned long long)(j * vl + l), 0);
     colmask[j] = LLVMBuildICmp(b, LLVMIntSLT, LLVMConstVector(lanes, (unsigned)vl), cols_v, "");
   }
   for (int i = 0; i < g->mr; i++)
-    rowmask[i] = splat_lanes(k, LLVMBuildICmp(b, LLVMIntSLT, fc_cg_const_i64(k, i), rows, ""), vl);
+    rowmask[i] = fc_cg_splat(k, LLVMBuildICmp(b, LLVMIntSLT, fc_cg_const_i64(k, i), rows, ""), (unsigned)vl);
   /* Copy in: C's valid part when accumulating, zeros elsewhere, so the tile is fully defined. */
-  LLVMValueRef acc_v = splat_lanes(k, accum, vl);
+  LLVMValueRef acc_v = fc_cg_splat(k, accum, (unsigned)vl);
   for (int i = 0; i < g->mr; i++)
     for (int j = 0; j < nv; j++) {
       LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, fc_cg_const_i64(k, i), ldc, ""), fc_cg_const_i64(k, (int64_t)j * vl), "");

@@ -406,13 +406,7 @@ static LLVMValueRef vload(CbCtx *c, LLVMValueRef p, unsigned align) {
   return v;
 }
 
-static LLVMValueRef splat(CbCtx *c, LLVMValueRef s) {
-  FcKernel *k = c->k;
-  LLVMValueRef lane0 = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 0, 0);
-  LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(c->vt), s, lane0, "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)c->g->B));
-  return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(c->vt), zeros, "");
-}
+static LLVMValueRef splat(CbCtx *c, LLVMValueRef s) { return fc_cg_splat(c->k, s, (unsigned)c->g->B); }
 
 /* Offset in floats, from the row pointer of (ic block, ih), of input channel ic of the block at column iw. */
 static int64_t x_off(const Cb *g, int64_t ic, int64_t iw) {

@@ -106,13 +106,6 @@ static int vector_lanes(FcKernel *k, const Fused *f) {
   return vw > 64 ? 64 : vw;
 }
 
-static LLVMValueRef splat(FcKernel *k, LLVMValueRef v, int n) {
-  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), (unsigned)n);
-  LLVMValueRef one = LLVMBuildInsertElement(k->b, LLVMGetUndef(vt), v, fc_cg_const_i64(k, 0), "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)n));
-  return LLVMBuildShuffleVector(k->b, one, LLVMGetUndef(vt), zeros, "");
-}
-
 /* n lanes (n > 1) of a dtype stored as it is computed, from or to base[index ..]. */
 static LLVMValueRef load_lanes(FcKernel *k, FcDtype dt, LLVMValueRef base, LLVMValueRef index, int n) {
   LLVMTypeRef vt = LLVMVectorType(fc_cg_storage_type(k, dt), (unsigned)n);
@@ -200,7 +193,7 @@ static void emit_nest(FcKernel *k, const Fused *f, Nest *n) {
   for (int j = 0; j < f->n_in; j++) {
     if (f->cs[j][cr - 1] != 0) continue;
     n->fixed[j] = fc_cg_load(k, f->dt, n->ptrs[j], n->off[j]);
-    if (f->vw > 1) n->vfixed[j] = splat(k, n->fixed[j], f->vw);
+    if (f->vw > 1) n->vfixed[j] = fc_cg_splat(k, n->fixed[j], (unsigned)f->vw);
   }
   n->base = LLVMBuildMul(B, row, fc_cg_const_i64(k, f->inner), "base");
   LLVMValueRef tail = lo;

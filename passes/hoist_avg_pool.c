@@ -52,17 +52,13 @@ static FcStatus hoist(FcOp *pool, FcOpStack *scratch, FcDiag *diag) {
   FcOp *conv = c->def;
   if (!averages(pool) || !conv || !is_pointwise_affine(conv) || c->first_use->next_use) return FC_OK;
   FcBuilder b;
-  fc_builder_init(&b, pool->graph, diag);
-  b.before = pool;
-  b.loc = pool->loc;
+  fc_rw_builder_before(&b, pool, diag);
   FcValue *ops[3];
   for (int i = 0; i < conv->n_operands; i++) ops[i] = conv->operands[i].value;
   ops[0] = fc_b_op1(&b, FC_OP_AVG_POOL, ops, 1, pool->attrs, pool->n_attrs);
   b.loc = conv->loc;
   FcValue *y = fc_b_op1(&b, FC_OP_CONV, ops, conv->n_operands, conv->attrs, conv->n_attrs);
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(pool, &y, scratch);
-  return FC_OK;
+  return fc_rw_replace_built(&b, pool, y, scratch);
 }
 
 FcStatus fc_pass_hoist_avg_pool(FcModule *m, FcPassContext *pc) {

@@ -301,9 +301,7 @@ static FcAttr extend_attr(const FcOp *op, FcAttrName name, int64_t v, int64_t *b
 
 static FcStatus rewrite_pool(Rewriter *rw, FcOp *op) {
   FcBuilder b;
-  fc_builder_init(&b, op->graph, rw->diag);
-  b.before = op;
-  b.loc = op->loc;
+  fc_rw_builder_before(&b, op, rw->diag);
   FcValue *xb = to_blocked_once(rw, &b, op->operands[0].value);
   int64_t ks[3], st[3], dl[3], pd[6];
   FcAttr attrs[7];
@@ -318,35 +316,27 @@ static FcStatus rewrite_pool(Rewriter *rw, FcOp *op) {
     if (a) attrs[na++] = *a;
   }
   FcValue *y = from_blocked(&b, fc_b_op1(&b, op->kind, &xb, 1, attrs, na));
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(op, &y, &rw->scratch);
-  return FC_OK;
+  return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
 
 /* mul(x, s) with x blocked and s [N, C, 1, 1] reshaped to [N, C/8, 1, 1, 8] (xi: x's operand index). */
 static FcStatus rewrite_scale(Rewriter *rw, FcOp *op, int xi) {
   FcBuilder b;
-  fc_builder_init(&b, op->graph, rw->diag);
-  b.before = op;
-  b.loc = op->loc;
+  fc_rw_builder_before(&b, op, rw->diag);
   FcValue *ops[2], *s = op->operands[1 - xi].value;
   const int64_t *d = s->type.dims;
   int64_t blocked[5] = {d[0], d[1] / rw->B, 1, 1, rw->B};
   ops[xi] = to_blocked_once(rw, &b, op->operands[xi].value);
   ops[1 - xi] = fc_b_reshape(&b, s, 5, blocked);
   FcValue *y = from_blocked(&b, fc_b_op1(&b, FC_OP_MUL, ops, 2, NULL, 0));
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(op, &y, &rw->scratch);
-  return FC_OK;
+  return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
 
 /* A concat of blocked operands along axis 1, or an element-wise op on blocked images with its other
  * operands blocked as epilogue extras; the op's attributes are kept. */
 static FcStatus rewrite_carried(Rewriter *rw, FcOp *op, bool concat) {
   FcBuilder b;
-  fc_builder_init(&b, op->graph, rw->diag);
-  b.before = op;
-  b.loc = op->loc;
+  fc_rw_builder_before(&b, op, rw->diag);
   FcValue **ops = FC_NEW_ARRAY(&rw->m->arena, FcValue *, (size_t)op->n_operands);
   for (int i = 0; i < op->n_operands; i++) {
     FcValue *v = op->operands[i].value;
@@ -356,16 +346,12 @@ static FcStatus rewrite_carried(Rewriter *rw, FcOp *op, bool concat) {
   FcAttr axis = FC_A_INT(AXIS, 1);
   FcValue *y = from_blocked(&b, fc_b_op1(&b, op->kind, ops, op->n_operands, concat ? &axis : op->attrs,
                                          concat ? 1 : op->n_attrs));
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(op, &y, &rw->scratch);
-  return FC_OK;
+  return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
 
 static FcStatus rewrite(Rewriter *rw, FcOp *op) {
   FcBuilder b;
-  fc_builder_init(&b, op->graph, rw->diag);
-  b.before = op;
-  b.loc = op->loc;
+  fc_rw_builder_before(&b, op, rw->diag);
   FcValue *x = op->operands[0].value, *w = op->operands[1].value;
   int64_t M = w->type.dims[0];
   FcValue *ops[8];
@@ -391,9 +377,7 @@ static FcStatus rewrite(Rewriter *rw, FcOp *op) {
   }
   FcValue *yb = fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, n, attrs, na);
   FcValue *y = from_blocked(&b, yb);
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(op, &y, &rw->scratch);
-  return FC_OK;
+  return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
 
 /* A reduction over the spatial dims with keepdims, which sink_spatial_reduce moves into a region. */
@@ -412,13 +396,9 @@ static FcStatus sink_spatial_reduce(FcOp *op, int64_t B, FcOpStack *scratch, FcD
   if (!yb) return FC_OK;
   static const int64_t axes[2] = {2, 3};
   FcBuilder b;
-  fc_builder_init(&b, op->graph, diag);
-  b.before = op;
-  b.loc = op->loc;
+  fc_rw_builder_before(&b, op, diag);
   FcValue *y = from_blocked(&b, fc_b_reduce(&b, op->kind, yb, 2, axes, true));
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(op, &y, scratch);
-  return FC_OK;
+  return fc_rw_replace_built(&b, op, y, scratch);
 }
 
 /* ---- regions ----------------------------------------------------------------------------------------

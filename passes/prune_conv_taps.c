@@ -91,9 +91,7 @@ static FcStatus prune(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
   FcTensor *t = fc_tensor_new(&m->arena, fc_type_make(&m->arena, w->type.dtype, n + 2, kn));
   slice_taps(w, t, n, lo, (size_t)(w->nbytes / numel));
   FcBuilder b;
-  fc_builder_init(&b, op->graph, diag);
-  b.before = op;
-  b.loc = op->loc;
+  fc_rw_builder_before(&b, op, diag);
   FcValue *ops[8];
   for (int i = 0; i < op->n_operands; i++) ops[i] = op->operands[i].value;
   ops[1] = fc_b_const_tensor(&b, t);
@@ -104,9 +102,7 @@ static FcStatus prune(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
     if (attrs[i].name == FC_ATTR_PADS) attrs[i] = FC_A_INTS(PADS, np, 2 * n);
   }
   FcValue *y = fc_b_op1(&b, FC_OP_CONV, ops, op->n_operands, attrs, op->n_attrs);
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
-  fc_rw_replace_op(op, &y, scratch);
-  return FC_OK;
+  return fc_rw_replace_built(&b, op, y, scratch);
 }
 
 FcStatus fc_pass_prune_conv_taps(FcModule *m, FcPassContext *pc) {

@@ -73,6 +73,18 @@ void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch) {
   fc_rw_erase_if_dead(op, scratch);
 }
 
+void fc_rw_builder_before(FcBuilder *b, FcOp *op, FcDiag *diag) {
+  fc_builder_init(b, op->graph, diag);
+  b->before = op;
+  b->loc = op->loc;
+}
+
+FcStatus fc_rw_replace_built(FcBuilder *b, FcOp *op, FcValue *y, FcOpStack *scratch) {
+  if (fc_b_status(b) != FC_OK) return fc_b_status(b);
+  fc_rw_replace_op(op, &y, scratch);
+  return FC_OK;
+}
+
 FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDiag *diag) {
   FcBuilder b;
   fc_builder_init(&b, pos->graph, diag);

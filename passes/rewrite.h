@@ -1,4 +1,4 @@
-/* rewrite.h — small helpers shared by the rewriting passes (canonicalize, fold, cse, dce).
+/* rewrite.h — small helpers shared by the rewriting passes (canonicalize, fold, cse, dce, layout, ...).
  *
  * Kept apart from passes.h, which is the registry/driver interface, so that passes.h stays the one
  * header other folders include; only the pass sources include this one.
@@ -34,6 +34,11 @@ void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch);
  * with[i] (not to graph inputs), unless that op has the name already. For rewrites that replace uses
  * themselves instead of calling fc_rw_replace_op. */
 void fc_rw_keep_annots(const FcOp *from, FcValue *const *with, int n);
+/* Starts a builder that inserts before `op`, at op's location. */
+void fc_rw_builder_before(FcBuilder *b, FcOp *op, FcDiag *diag);
+/* Replaces op's one result by `y`, built with `b` (fc_rw_replace_op), unless building failed: then b's
+ * status. */
+FcStatus fc_rw_replace_built(FcBuilder *b, FcOp *op, FcValue *y, FcOpStack *scratch);
 /* Appends a CONSTANT op holding `t` (shared, must live in the module arena) just before `pos`, with
  * loc `loc`; returns its result, or NULL with an error in `diag`. */
 FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDiag *diag);
