@@ -5,18 +5,24 @@
  * q = n / chunks, r = n % chunks, so a given (n, chunks) always gives the same boundaries (results never
  * depend on scheduling, only on the chunk count).
  *
- * Chunks are claimed, not assigned: one atomic word holds the job's generation, its chunk count and the
- * next unclaimed chunk, and every thread (the caller included) takes chunks with a compare-and-swap
- * that succeeds only for the current generation. So a worker that the OS has not scheduled yet costs
- * nothing: the caller (or another worker) runs its chunk, and the job ends when `done` reaches the chunk
- * count — a late worker later finds the generation changed or no chunk left and goes back to waiting.
- * A job's fields (fn, ctx, n) are read only after a successful claim, while that chunk is unfinished, so
- * the caller cannot have replaced them. Each chunk index runs exactly once per job, so frt_task_index
- * names a private scratch slot.
+ * Chunks are owned first, then shared: thread t (the caller is 0, workers 1 ..) owns a contiguous run of
+ * the chunks, split like the chunks themselves, and takes them from the front; a thread whose own run is
+ * exhausted steals from the back of the others' runs. Owning keeps a thread on the same part of memory
+ * from one kernel to the next (consecutive kernels mostly walk the same tensor in the same order), so a
+ * memory-bound kernel reads what its own core just wrote instead of pulling it from the other core's
+ * cache; and claiming in one's own run touches only one's own cache line. Each run lives in its own
+ * atomic word (generation, end, next), claimed with a compare-and-swap that succeeds only for the
+ * current generation, so a worker that the OS has not scheduled yet costs nothing: the others steal its
+ * chunks, and the job ends when `done` reaches the chunk count — a late worker later finds the
+ * generation changed or no chunk left and goes back to waiting. A thread adds the chunks it ran to
+ * `done` once, when it finds none left, not once a chunk. A job's fields (fn, ctx, n) are read only
+ * after a successful claim, while that chunk is unfinished, so the caller cannot have replaced them.
+ * Each chunk index runs exactly once per job, so frt_task_index names a private scratch slot.
  *
- * Publication: the caller writes the job, then the claim word (release) under the mutex and broadcasts;
- * workers poll it (acquire) for up to `spin_s` (2 ms; FLOWC_SPIN_US overrides) before sleeping on the
- * condition variable. Completion: the thread finishing the last chunk signals `done_cv` under the mutex;
+ * Publication: the caller writes the job and every run's word, then the job word (release) under the
+ * mutex and broadcasts; workers poll it (acquire) for up to `spin_s` (2 ms; FLOWC_SPIN_US overrides)
+ * before sleeping on the condition variable. Completion: the thread whose count brings `done` to the
+ * chunk count signals `done_cv` under the mutex;
  * the caller polls `done` just as long, then waits. The polling is long because a wake-up through the
  * kernel is slow and erratic on virtual machines (tens to hundreds of µs when the woken vCPU is halted):
  * with a shorter poll a worker (or the caller) falls asleep across the gap between two kernels and pays
@@ -41,17 +47,24 @@
 #define DEFAULT_SPIN_US 2000
 #define MAX_SPIN_US 1000000
 #define CHUNKS_PER_THREAD 4
+#define CACHE_LINE 64
+
+/* One thread's run of chunks: generation (bits 32..63), end (16..31), next unclaimed chunk (0..15). */
+typedef struct Run {
+  _Alignas(CACHE_LINE) _Atomic uint64_t word;
+} Run;
 
 struct FrtPool {
   int n_threads; /* including the calling thread */
   pthread_t *threads;
   struct Worker *workers;
   pthread_mutex_t mu;
-  pthread_cond_t wake;    /* workers: the claim word changed generation */
+  pthread_cond_t wake;    /* workers: the job word changed generation */
   pthread_cond_t done_cv; /* caller: done reached the chunk count */
-  /* generation (bits 32..63), chunk count (16..31), next unclaimed chunk (0..15) */
-  _Atomic uint64_t claim;
-  atomic_int done;        /* chunks finished in the current job */
+  Run *runs; /* one a thread, by thread index */
+  /* The job word workers wait on: generation (bits 32..63), chunk count (16..31). */
+  _Alignas(CACHE_LINE) _Atomic uint64_t job;
+  _Alignas(CACHE_LINE) atomic_int done; /* chunks finished in the current job */
   atomic_bool busy;       /* a parallel_for owns the pool */
   atomic_bool stop;
   double spin_s;          /* how long a thread polls before it sleeps */
@@ -67,7 +80,7 @@ struct FrtPool {
 
 typedef struct Worker {
   FrtPool *pool;
-  int index; /* 1 .. n_threads-1 */
+  int index; /* 1 .. n_threads-1; the caller is 0 */
 } Worker;
 
 /* Set while this thread runs a task, so nested parallel_for calls run inline. */
@@ -83,12 +96,16 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* Part i of [0, n) cut into `parts` contiguous parts, the first n % parts one longer. */
+static int64_t part_begin(int64_t n, int64_t parts, int64_t i) {
+  int64_t q = n / parts, r = n % parts;
+  return i * q + (i < r ? i : r);
+}
+
 static void run_chunk(FrtTaskFn fn, void *ctx, int64_t n, int chunks, int i) {
   if (i >= chunks)
     return;
-  int64_t q = n / chunks, r = n % chunks;
-  int64_t begin = (int64_t)i * q + (i < r ? i : r);
-  int64_t end = begin + q + (i < r ? 1 : 0);
+  int64_t begin = part_begin(n, chunks, i), end = part_begin(n, chunks, i + 1);
   bool outer = in_task;
   in_task = true;
   if (!outer)
@@ -120,49 +137,59 @@ static bool spin_more(Spin *s, double seconds) {
 
 static uint32_t gen_of(uint64_t w) { return (uint32_t)(w >> 32); }
 
-/* Waits until the claim word's generation differs from `seen` (or the pool stops); returns the word. */
+/* Waits until the job word's generation differs from `seen` (or the pool stops); returns the word. */
 static uint64_t wait_gen(FrtPool *p, uint32_t seen) {
   uint64_t w;
   Spin spin = {0};
   do {
-    w = atomic_load_explicit(&p->claim, memory_order_acquire);
+    w = atomic_load_explicit(&p->job, memory_order_acquire);
     if (gen_of(w) != seen || atomic_load_explicit(&p->stop, memory_order_relaxed))
       return w;
   } while (spin_more(&spin, p->spin_s));
   pthread_mutex_lock(&p->mu);
-  while (gen_of(w = atomic_load_explicit(&p->claim, memory_order_acquire)) == seen &&
+  while (gen_of(w = atomic_load_explicit(&p->job, memory_order_acquire)) == seen &&
          !atomic_load_explicit(&p->stop, memory_order_relaxed))
     pthread_cond_wait(&p->wake, &p->mu);
   pthread_mutex_unlock(&p->mu);
   return w;
 }
 
-/* Claims the next chunk of generation g: its index, or -1 when the generation moved on or no chunk is
- * left. *chunks receives the job's chunk count. */
-static int claim_chunk(FrtPool *p, uint32_t g, int *chunks) {
-  uint64_t w = atomic_load_explicit(&p->claim, memory_order_acquire);
+/* Claims a chunk of generation g from run r: its front (the owner) or its back (a thief). Returns its
+ * index, or -1 when the generation moved on or the run is empty. */
+static int claim_in(Run *r, uint32_t g, bool front) {
+  uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
   for (;;) {
-    int c = (int)((w >> 16) & 0xffff), next = (int)(w & 0xffff);
-    if (gen_of(w) != g || next >= c)
+    int end = (int)((w >> 16) & 0xffff), next = (int)(w & 0xffff);
+    if (gen_of(w) != g || next >= end)
       return -1;
-    if (atomic_compare_exchange_weak_explicit(&p->claim, &w, w + 1, memory_order_acq_rel, memory_order_acquire)) {
-      *chunks = c;
-      return next;
-    }
+    uint64_t claimed = front ? w + 1 : w - ((uint64_t)1 << 16);
+    if (atomic_compare_exchange_weak_explicit(&r->word, &w, claimed, memory_order_acq_rel, memory_order_acquire))
+      return front ? next : end - 1;
   }
 }
 
-/* Runs chunks of generation g until none is left; the thread finishing the job's last chunk wakes the
- * caller. */
-static void run_claimed(FrtPool *p, uint32_t g) {
-  int chunks, i;
-  while ((i = claim_chunk(p, g, &chunks)) >= 0) {
+/* Runs chunks of generation g, thread `self`'s own first, then the others' from their backs, until none
+ * is left; then adds them to `done`, and the thread that completes the job wakes the caller. */
+static void run_claimed(FrtPool *p, uint32_t g, int self) {
+  uint64_t job = atomic_load_explicit(&p->job, memory_order_acquire);
+  if (gen_of(job) != g)
+    return; /* a later job: its runs carry its generation, so no claim of g could succeed */
+  int chunks = (int)((job >> 16) & 0xffff), ran = 0, i;
+  while ((i = claim_in(&p->runs[self], g, true)) >= 0) {
     run_chunk(p->fn, p->ctx, p->n, chunks, i);
-    if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 == chunks) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done_cv);
-      pthread_mutex_unlock(&p->mu);
+    ran++;
+  }
+  for (int k = 1; k < p->n_threads; k++) {
+    Run *victim = &p->runs[(self + k) % p->n_threads];
+    while ((i = claim_in(victim, g, false)) >= 0) {
+      run_chunk(p->fn, p->ctx, p->n, chunks, i);
+      ran++;
     }
+  }
+  if (ran > 0 && atomic_fetch_add_explicit(&p->done, ran, memory_order_acq_rel) + ran == chunks) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->done_cv);
+    pthread_mutex_unlock(&p->mu);
   }
 }
 
@@ -175,7 +202,7 @@ static void *worker_main(void *arg) {
     if (atomic_load_explicit(&p->stop, memory_order_acquire))
       break;
     seen = gen_of(word);
-    run_claimed(p, seen);
+    run_claimed(p, seen, w->index);
   }
   return NULL;
 }
@@ -198,13 +225,14 @@ static void free_pool(FrtPool *p) {
   }
   free(p->threads);
   free(p->workers);
+  free(p->runs);
   free(p);
 }
 
 static void shutdown_workers(FrtPool *p, int started) {
   pthread_mutex_lock(&p->mu);
   atomic_store_explicit(&p->stop, true, memory_order_release);
-  atomic_fetch_add_explicit(&p->claim, (uint64_t)1 << 32, memory_order_release);
+  atomic_fetch_add_explicit(&p->job, (uint64_t)1 << 32, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < started; i++)
@@ -237,7 +265,7 @@ FrtPool *frt_pool_create(int n_threads, FrtError *err) {
     }
     p->spin_s = us * 1e-6;
   }
-  atomic_init(&p->claim, 0);
+  atomic_init(&p->job, 0);
   atomic_init(&p->done, 0);
   atomic_init(&p->busy, false);
   atomic_init(&p->stop, false);
@@ -245,13 +273,17 @@ FrtPool *frt_pool_create(int n_threads, FrtError *err) {
     return p;
   p->threads = calloc((size_t)n_threads - 1, sizeof *p->threads);
   p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
-  if (!p->threads || !p->workers) {
+  p->runs = aligned_alloc(CACHE_LINE, (size_t)n_threads * sizeof *p->runs);
+  if (!p->threads || !p->workers || !p->runs) {
     free(p->threads);
     free(p->workers);
+    free(p->runs);
     free(p);
     frt_errorf(err, FRT_ERR_RESOURCE, "out of memory creating a thread pool");
     return NULL;
   }
+  for (int t = 0; t < n_threads; t++)
+    atomic_init(&p->runs[t].word, 0);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done_cv, NULL);
@@ -332,13 +364,19 @@ void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn
   if (chunks > max_chunks)
     chunks = max_chunks;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-  uint32_t g = gen_of(atomic_load_explicit(&p->claim, memory_order_relaxed)) + 1;
+  uint32_t g = gen_of(atomic_load_explicit(&p->job, memory_order_relaxed)) + 1;
+  /* Thread t owns chunks [part_begin(t), part_begin(t + 1)) of `chunks` cut into n_threads parts. */
+  for (int t = 0; t < p->n_threads; t++) {
+    uint64_t first = (uint64_t)part_begin(chunks, p->n_threads, t);
+    uint64_t end = (uint64_t)part_begin(chunks, p->n_threads, t + 1);
+    atomic_store_explicit(&p->runs[t].word, (uint64_t)g << 32 | end << 16 | first, memory_order_relaxed);
+  }
   pthread_mutex_lock(&p->mu);
-  atomic_store_explicit(&p->claim, (uint64_t)g << 32 | (uint64_t)chunks << 16, memory_order_release);
+  atomic_store_explicit(&p->job, (uint64_t)g << 32 | (uint64_t)chunks << 16, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
 
-  run_claimed(p, g);
+  run_claimed(p, g, 0);
 
   bool finished;
   Spin spin = {0};

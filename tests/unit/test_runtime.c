@@ -660,6 +660,67 @@ static void test_parallel_for_chunks(void **state) {
   frt_pool_destroy(pool);
 }
 
+/* Each thread owns a contiguous run of the chunks and steals from the back of the others' only when its
+ * own is done: 8 chunks over 2 threads, the caller owns 0..3 and the worker 4..7. The caller's first chunk
+ * blocks until the worker ran all the others, and the worker's chunks wait until the caller is inside
+ * its first one, so the order is fixed: the caller runs 0, the worker 4 5 6 7 (its own, from the front),
+ * then 3 2 1 (stolen, from the back). */
+typedef struct Owned {
+  pthread_t caller;
+  atomic_int caller_in;
+  atomic_int others; /* chunks run by the worker */
+  int order[8];      /* the worker's chunks, in the order it ran them */
+  int caller_chunks, caller_first;
+  atomic_int bad;
+} Owned;
+
+/* Polls until *v == want; false after 10 s. */
+static bool wait_until(atomic_int *v, int want) {
+  double t0 = frt_now_seconds();
+  while (atomic_load(v) != want)
+    if (frt_now_seconds() - t0 > 10)
+      return false;
+  return true;
+}
+
+static void owned_task(void *ctx, int64_t begin, int64_t end) {
+  Owned *o = ctx;
+  if (end != begin + 1)
+    atomic_fetch_add(&o->bad, 1);
+  if (pthread_equal(pthread_self(), o->caller)) {
+    if (o->caller_chunks++ == 0) {
+      o->caller_first = (int)begin;
+      atomic_store(&o->caller_in, 1);
+      if (!wait_until(&o->others, 7))
+        atomic_fetch_add(&o->bad, 1);
+    }
+    return;
+  }
+  if (!wait_until(&o->caller_in, 1))
+    atomic_fetch_add(&o->bad, 1);
+  int k = atomic_load(&o->others);
+  if (k < 8)
+    o->order[k] = (int)begin;
+  atomic_store(&o->others, k + 1);
+}
+
+static void test_parallel_for_owned_runs(void **state) {
+  FrtPool *pool = frt_pool_create(2, NULL);
+  assert_non_null(pool);
+  for (int rep = 0; rep < 20; rep++) {
+    Owned o = {.caller = pthread_self()};
+    frt_parallel_for(pool, 8, owned_task, &o);
+    assert_int_equal(atomic_load(&o.bad), 0);
+    assert_int_equal(o.caller_chunks, 1);
+    assert_int_equal(o.caller_first, 0);
+    assert_int_equal(atomic_load(&o.others), 7);
+    static const int want[7] = {4, 5, 6, 7, 3, 2, 1};
+    for (int k = 0; k < 7; k++)
+      assert_int_equal(o.order[k], want[k]);
+  }
+  frt_pool_destroy(pool);
+}
+
 static void nested_task(void *ctx, int64_t begin, int64_t end) {
   Cover *c = ctx;
   for (int64_t i = begin; i < end; i++) {
@@ -1167,6 +1228,7 @@ int main(void) {
       cmocka_unit_test(test_read_bounded),
       cmocka_unit_test(test_parallel_for_covers_once),
       cmocka_unit_test(test_parallel_for_chunks),
+      cmocka_unit_test(test_parallel_for_owned_runs),
       cmocka_unit_test(test_parallel_for_nested),
       cmocka_unit_test(test_parallel_for_concurrent_callers),
       cmocka_unit_test(test_pool_create),
