@@ -73,6 +73,49 @@ bool fc_win_plan(const FcWinRow *r, int64_t planes, int64_t OH, int64_t max_edge
   return true;
 }
 
+/* Part i of [0, n) cut into `parts` contiguous parts, the first n % parts one longer (as the pool cuts). */
+static int64_t part_begin(int64_t n, int64_t parts, int64_t i) {
+  int64_t q = n / parts, r = n % parts;
+  return i * q + (i < r ? i : r);
+}
+
+/* The pool's schedule of `tasks` over T threads, simulated: min(4T, tasks) chunks, thread t owning a
+ * contiguous run of them; the least busy thread takes its own run's next chunk, else the last chunk of
+ * the next thread's run that has one. Returns the busiest thread's cost. */
+static double pool_makespan(int64_t tasks, int T, double (*cost)(const void *ctx, int64_t t), const void *ctx) {
+  enum { MAX_T = 4 };
+  int64_t chunks = tasks < 4 * T ? tasks : 4 * T, front[MAX_T], back[MAX_T];
+  double busy[MAX_T];
+  for (int t = 0; t < T; t++) {
+    front[t] = part_begin(chunks, T, t);
+    back[t] = part_begin(chunks, T, t + 1);
+    busy[t] = 0;
+  }
+  for (int64_t left = chunks; left > 0; left--) {
+    int t = 0;
+    for (int j = 1; j < T; j++)
+      if (busy[j] < busy[t]) t = j;
+    int64_t c = -1;
+    if (front[t] < back[t]) c = front[t]++;
+    for (int k = 1; c < 0 && k < T; k++)
+      if (front[(t + k) % T] < back[(t + k) % T]) c = --back[(t + k) % T];
+    for (int64_t i = part_begin(tasks, chunks, c); i < part_begin(tasks, chunks, c + 1); i++)
+      busy[t] += cost(ctx, i);
+  }
+  double most = 0;
+  for (int t = 0; t < T; t++)
+    if (busy[t] > most) most = busy[t];
+  return most;
+}
+
+double fc_win_balance(int64_t tasks, double (*cost)(const void *ctx, int64_t t), const void *ctx) {
+  double total = 0;
+  for (int64_t t = 0; t < tasks; t++)
+    total += cost(ctx, t);
+  if (tasks <= 0 || total <= 0) return 1.0;
+  return (total / 2 / pool_makespan(tasks, 2, cost, ctx) + total / 4 / pool_makespan(tasks, 4, cost, ctx)) / 2;
+}
+
 void fc_win_row_blocks(int64_t planes, int64_t OH, int64_t min_tasks, int64_t max_rows, int64_t row_multiple,
                        int64_t *rb, int64_t *nrb) {
   int64_t n = 1;

@@ -74,6 +74,7 @@ enum {
   MAX_EDGE_TILES = 32,       /* straight-line tiles per output row handled */
   MIN_TASKS = 16,            /* rows are cut into blocks until there are this many outer iterations */
   POINTWISE_TASKS = 8,       /* outer iterations a 1×1 conv's view of its image should allow */
+  SPREAD_PERCENT = 5,        /* a 1×1 conv's view: thread balance weighs this much of tile efficiency */
   CHUNK_BYTES = 64 * 1024,   /* packed weights of one oc group per ic chunk */
   IN_BLOCK_BYTES = 128 * 1024, /* input rows of one row block, at most */
 };
@@ -210,15 +211,41 @@ static bool plan_row(const Cb *g, int R, int Re, CbRow *p) {
   return true;
 }
 
+/* The row blocks of OH output rows over input rows of width W. The oc groups of one row block run one
+ * after another (the group is the fastest outer index), so the block's input rows should stay in L2
+ * between them. */
+static void row_blocks(const Cb *g, int64_t OH, int64_t W, int64_t *rb, int64_t *nrb) {
+  int64_t row_bytes = g->sh * W * g->C * 4, rb_max = IN_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
+  fc_win_row_blocks(g->N * g->ngroups, OH, MIN_TASKS, rb_max < 1 ? 1 : rb_max, 1, rb, nrb);
+}
+
 /* Latency-bound share of the FMA throughput a tile of w pixels keeps: Zen 3 and Intel cores run two
  * 4-cycle FMAs per cycle, so 8 independent accumulators keep them busy; fewer leave them waiting. */
 static double tile_efficiency(int J, int64_t w) { return J * w >= 8 ? 1.0 : (double)(J * w) / 8.0; }
+
+/* The relative cost of outer iteration t of a view of OH rows cut into nrb blocks of rb: its oc group's
+ * blocks (the last group may be narrower) times its row block's rows (the last may be shorter). */
+typedef struct TaskCost {
+  const Cb *g;
+  int64_t OH, rb, nrb;
+} TaskCost;
+
+static double task_cost(const void *ctx, int64_t t) {
+  const TaskCost *c = ctx;
+  int64_t grp = t % c->g->ngroups, blk = t / c->g->ngroups % c->nrb;
+  int64_t rows = blk == c->nrb - 1 ? c->OH - blk * c->rb : c->rb;
+  return (double)(grp == c->g->ngroups - 1 ? c->g->Jl : c->g->J) * (double)rows;
+}
 
 /* A 1×1, stride-1, unpadded conv reads and writes its pixels in the same order in x and y, so the
  * image may be viewed as any H' × W' with H'·W' = H·W. The score of a view: the share of the FMA
  * throughput its tiles keep (7×7 as one row of 49 = 6·7 + 4 + 3 keeps all of it), plus up to 1 for
  * outer iterations, full at POINTWISE_TASKS (a one-row view of a conv with few oc groups leaves the
- * other threads idle); ties go to wider rows. Rows whose input exceeds IN_BLOCK_BYTES are not
+ * other threads idle), plus a little for how evenly the row blocks spread over threads (fc_win_balance:
+ * 112×112 as 7 rows of 1792 in 2 oc groups leaves a thread idle for most of a row at the tail, as 8
+ * rows of 1568 it does not), which decides between views whose tiles do equally well; rows narrower
+ * than a register tile get none (a row of 2 pixels keeps all FMAs by the measure above, but loads a
+ * weight vector for every 2 FMAs); ties go to wider rows. Rows whose input exceeds IN_BLOCK_BYTES are not
  * considered: the oc groups re-read a row block's input, which should stay in L2. */
 static void pointwise_rows(Cb *g, int R) {
   int64_t P = g->H * g->W, best = g->W;
@@ -229,10 +256,13 @@ static void pointwise_rows(Cb *g, int R) {
     if (!plan_row(&(Cb){.OW = w, .W = w, .KW = 1, .sw = 1, .dw = 1}, R, edge_pixels(R), &row)) continue;
     double eff = (double)(row.ow_hi - row.ow_lo);
     for (int i = 0; i < row.n_straight; i++) eff += (double)row.width[i] * tile_efficiency(g->J, row.width[i]);
-    int64_t tasks = g->N * g->ngroups * (P / w);
     if (w > 1 && w * g->C * 4 > IN_BLOCK_BYTES) continue; /* a row's input would not stay in L2 (below) */
+    TaskCost tc = {g, P / w};
+    row_blocks(g, P / w, w, &tc.rb, &tc.nrb);
+    int64_t tasks = g->N * g->ngroups * tc.nrb;
+    double spread = w >= R ? fc_win_balance(tasks, task_cost, &tc) : 0.0;
     double score = eff / (double)w + (tasks >= POINTWISE_TASKS ? 1.0 : (double)tasks / POINTWISE_TASKS) +
-                   (double)w / (double)P * 1e-3;
+                   spread * SPREAD_PERCENT / 100.0 + (double)w / (double)P * 1e-3;
     if (score > best_score) best_score = score, best = w;
   }
   g->W = g->OW = best;
@@ -358,10 +388,7 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   if (!plan_row(g, R, edge_pixels(R), &g->row) || !plan_row(g, Rl, edge_pixels(Rl), &g->row_l))
     return false;
 
-  /* The oc groups of one row block run one after another (the group is the fastest outer index), so
-   * the block's input rows should stay in L2 between them. */
-  int64_t row_bytes = g->sh * g->W * g->C * 4, rb_max = IN_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
-  fc_win_row_blocks(g->N * g->ngroups, g->OH, MIN_TASKS, rb_max < 1 ? 1 : rb_max, 1, &g->rb, &g->nrb);
+  row_blocks(g, g->OH, g->W, &g->rb, &g->nrb);
   return true;
 }
 
