@@ -22,11 +22,11 @@
  * Publication: the caller writes the job and every run's word, then the job word (release) under the
  * mutex and broadcasts; workers poll it (acquire) for up to `spin_s` (2 ms; FLOWC_SPIN_US overrides)
  * before sleeping on the condition variable. Completion: the thread whose count brings `done` to the
- * chunk count signals `done_cv` under the mutex;
- * the caller polls `done` just as long, then waits. The polling is long because a wake-up through the
- * kernel is slow and erratic on virtual machines (tens to hundreds of µs when the woken vCPU is halted):
- * with a shorter poll a worker (or the caller) falls asleep across the gap between two kernels and pays
- * that wake-up again and again. A call never allocates.
+ * chunk count signals `done_cv` under the mutex; the caller polls `done` just as long, then waits. The
+ * polling is long because a wake-up through the kernel is slow and erratic on virtual machines (tens to
+ * hundreds of µs when the woken vCPU is halted): with a shorter poll a worker (or the caller) falls
+ * asleep across the gap between two kernels and pays that wake-up again and again. A call never
+ * allocates.
  *
  * Re-entrancy: a parallel_for from inside a task (any thread, any pool) runs inline, and so does a call
  * made while another thread is using the same pool — neither can deadlock.
