@@ -74,7 +74,7 @@ enum {
   MAX_EDGE_TILES = 32,       /* straight-line tiles per output row handled */
   MIN_TASKS = 16,            /* rows are cut into blocks until there are this many outer iterations */
   POINTWISE_TASKS = 8,       /* outer iterations a 1×1 conv's view of its image should allow */
-  SPREAD_PERCENT = 5,        /* a 1×1 conv's view: thread balance weighs this much of tile efficiency */
+  SPREAD_MIN_TILES = 4,      /* a 1×1 conv's view is chosen for thread balance from rows this many tiles wide */
   CHUNK_BYTES = 64 * 1024,   /* packed weights of one oc group per ic chunk */
   IN_BLOCK_BYTES = 128 * 1024, /* input rows of one row block, at most */
 };
@@ -241,29 +241,40 @@ static double task_cost(const void *ctx, int64_t t) {
  * image may be viewed as any H' × W' with H'·W' = H·W. The score of a view: the share of the FMA
  * throughput its tiles keep (7×7 as one row of 49 = 6·7 + 4 + 3 keeps all of it), plus up to 1 for
  * outer iterations, full at POINTWISE_TASKS (a one-row view of a conv with few oc groups leaves the
- * other threads idle), plus a little for how evenly the row blocks spread over threads (fc_win_balance:
- * 112×112 as 7 rows of 1792 in 2 oc groups leaves a thread idle for most of a row at the tail, as 8
- * rows of 1568 it does not), which decides between views whose tiles do equally well; rows narrower
- * than a register tile get none (a row of 2 pixels keeps all FMAs by the measure above, but loads a
- * weight vector for every 2 FMAs); ties go to wider rows. Rows whose input exceeds IN_BLOCK_BYTES are not
- * considered: the oc groups re-read a row block's input, which should stay in L2. */
+ * other threads idle). Rows whose input exceeds IN_BLOCK_BYTES are not considered: the oc groups
+ * re-read a row block's input, which should stay in L2. Negative: not a view. */
+static double view_score(const Cb *g, int R, int64_t P, int64_t w) {
+  if (P % w || (w > 1 && w * g->C * 4 > IN_BLOCK_BYTES)) return -1.0;
+  CbRow row;
+  if (!plan_row(&(Cb){.OW = w, .W = w, .KW = 1, .sw = 1, .dw = 1}, R, edge_pixels(R), &row)) return -1.0;
+  double eff = (double)(row.ow_hi - row.ow_lo);
+  for (int i = 0; i < row.n_straight; i++) eff += (double)row.width[i] * tile_efficiency(g->J, row.width[i]);
+  int64_t tasks = g->N * g->ngroups * (P / w);
+  return eff / (double)w + (tasks >= POINTWISE_TASKS ? 1.0 : (double)tasks / POINTWISE_TASKS);
+}
+
+/* The view: among those of the best score, the one whose row blocks spread most evenly over threads
+ * (fc_win_balance: 112×112 as 7 rows of 1792 in 2 oc groups leaves a thread idle for most of a row at
+ * the tail, as 8 rows of 1568 it does not), counting only rows of at least SPREAD_MIN_TILES register
+ * tiles, as the score does not count what a row costs besides its tiles (a row of 2 pixels keeps all
+ * FMAs by it, but loads a weight vector for every 2 FMAs); ties go to wider rows. */
 static void pointwise_rows(Cb *g, int R) {
   int64_t P = g->H * g->W, best = g->W;
-  double best_score = -1.0;
+  double top = -1.0, best_spread = -1.0;
   for (int64_t w = 1; w <= P; w++) {
-    if (P % w) continue;
-    CbRow row;
-    if (!plan_row(&(Cb){.OW = w, .W = w, .KW = 1, .sw = 1, .dw = 1}, R, edge_pixels(R), &row)) continue;
-    double eff = (double)(row.ow_hi - row.ow_lo);
-    for (int i = 0; i < row.n_straight; i++) eff += (double)row.width[i] * tile_efficiency(g->J, row.width[i]);
-    if (w > 1 && w * g->C * 4 > IN_BLOCK_BYTES) continue; /* a row's input would not stay in L2 (below) */
-    TaskCost tc = {g, P / w};
-    row_blocks(g, P / w, w, &tc.rb, &tc.nrb);
-    int64_t tasks = g->N * g->ngroups * tc.nrb;
-    double spread = w >= R ? fc_win_balance(tasks, task_cost, &tc) : 0.0;
-    double score = eff / (double)w + (tasks >= POINTWISE_TASKS ? 1.0 : (double)tasks / POINTWISE_TASKS) +
-                   spread * SPREAD_PERCENT / 100.0 + (double)w / (double)P * 1e-3;
-    if (score > best_score) best_score = score, best = w;
+    double s = view_score(g, R, P, w);
+    if (s > top) top = s;
+  }
+  for (int64_t w = 1; w <= P; w++) {
+    double s = view_score(g, R, P, w);
+    if (s < 0 || s < top - 1e-9) continue;
+    double spread = 0.0;
+    if (w >= SPREAD_MIN_TILES * R) {
+      TaskCost tc = {g, P / w};
+      row_blocks(g, P / w, w, &tc.rb, &tc.nrb);
+      spread = fc_win_balance(g->N * g->ngroups * tc.nrb, task_cost, &tc);
+    }
+    if (spread >= best_spread) best_spread = spread, best = w;
   }
   g->W = g->OW = best;
   g->H = g->OH = P / best;
