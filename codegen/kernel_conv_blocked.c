@@ -253,21 +253,22 @@ static double view_score(const Cb *g, int R, int64_t P, int64_t w) {
   return eff / (double)w + (tasks >= POINTWISE_TASKS ? 1.0 : (double)tasks / POINTWISE_TASKS);
 }
 
-/* The view: among those of the best score, the one whose row blocks spread most evenly over threads
- * (fc_win_balance: 112×112 as 7 rows of 1792 in 2 oc groups leaves a thread idle for most of a row at
- * the tail, as 8 rows of 1568 it does not), counting only rows of at least SPREAD_MIN_TILES register
- * tiles, as the score does not count what a row costs besides its tiles (a row of 2 pixels keeps all
- * FMAs by it, but loads a weight vector for every 2 FMAs); ties go to wider rows. */
+/* The view: the best score, slightly favouring wider rows; among the views of that same score, the one
+ * whose row blocks spread most evenly over threads (fc_win_balance: 112×112 as 7 rows of 1792 in 2 oc
+ * groups leaves a thread idle for most of a row at the tail, as 8 rows of 1568 it does not), counting
+ * only rows of at least SPREAD_MIN_TILES register tiles, as the score does not count what a row costs
+ * besides its tiles (a row of 2 pixels keeps all FMAs by it, but loads a weight vector for every 2
+ * FMAs); ties go to wider rows. */
 static void pointwise_rows(Cb *g, int R) {
   int64_t P = g->H * g->W, best = g->W;
-  double top = -1.0, best_spread = -1.0;
+  double top = -1.0, top_wide = -1.0, best_spread = -1.0;
   for (int64_t w = 1; w <= P; w++) {
-    double s = view_score(g, R, P, w);
-    if (s > top) top = s;
+    double s = view_score(g, R, P, w), wide = s + (double)w / (double)P * 1e-3;
+    if (s >= 0 && wide > top_wide) top_wide = wide, top = s;
   }
   for (int64_t w = 1; w <= P; w++) {
     double s = view_score(g, R, P, w);
-    if (s < 0 || s < top - 1e-9) continue;
+    if (s < 0 || s != top) continue;
     double spread = 0.0;
     if (w >= SPREAD_MIN_TILES * R) {
       TaskCost tc = {g, P / w};
