@@ -76,6 +76,8 @@ enum {
   POINTWISE_TASKS = 8,       /* outer iterations a 1×1 conv's view of its image should allow */
   CHUNK_BYTES = 64 * 1024,   /* packed weights of one oc group per ic chunk */
   IN_BLOCK_BYTES = 128 * 1024, /* input rows of one row block, at most */
+  BIG_WEIGHT_BYTES = 1024 * 1024,   /* packed weights that do not stay in L2 from one row block to the next */
+  BIG_IN_BLOCK_BYTES = 1024 * 1024, /* input rows of one row block, at most, for convs with such weights */
 };
 
 /* How an output row is cut into tiles for one register tile shape: straight-line tiles (start, width)
@@ -220,7 +222,7 @@ static double tile_efficiency(int J, int64_t w) { return J * w >= 8 ? 1.0 : (dou
  * outer iterations, full at POINTWISE_TASKS (a one-row view of a conv with few oc groups leaves the
  * other threads idle); ties go to wider rows. Rows whose input exceeds IN_BLOCK_BYTES are not
  * considered: the oc groups re-read a row block's input, which should stay in L2. */
-static void pointwise_rows(Cb *g, int R) {
+static void pointwise_rows(Cb *g, int R, int64_t in_block) {
   int64_t P = g->H * g->W, best = g->W;
   double best_score = -1.0;
   for (int64_t w = 1; w <= P; w++) {
@@ -230,7 +232,7 @@ static void pointwise_rows(Cb *g, int R) {
     double eff = (double)(row.ow_hi - row.ow_lo);
     for (int i = 0; i < row.n_straight; i++) eff += (double)row.width[i] * tile_efficiency(g->J, row.width[i]);
     int64_t tasks = g->N * g->ngroups * (P / w);
-    if (w > 1 && w * g->C * 4 > IN_BLOCK_BYTES) continue; /* a row's input would not stay in L2 (below) */
+    if (w > 1 && w * g->C * 4 > in_block) continue; /* a row's input would not stay in L2 (below) */
     double score = eff / (double)w + (tasks >= POINTWISE_TASKS ? 1.0 : (double)tasks / POINTWISE_TASKS) +
                    (double)w / (double)P * 1e-3;
     if (score > best_score) best_score = score, best = w;
@@ -351,16 +353,17 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   g->nchunks = (g->ncb + g->chunk - 1) / g->chunk;
   g->chunk = (g->ncb + g->nchunks - 1) / g->nchunks; /* balanced */
 
+  int64_t in_block = g->M * g->ncb * g->icb * g->KH * g->KW * 4 > BIG_WEIGHT_BYTES ? BIG_IN_BLOCK_BYTES : IN_BLOCK_BYTES;
   if (g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 && g->OH == g->H &&
       g->OW == g->W)
-    pointwise_rows(g, tile_pixels(g->J, per, regs));
+    pointwise_rows(g, tile_pixels(g->J, per, regs), in_block);
   int R = tile_pixels(g->J, per, regs), Rl = tile_pixels(g->Jl, per, regs);
   if (!plan_row(g, R, edge_pixels(R), &g->row) || !plan_row(g, Rl, edge_pixels(Rl), &g->row_l))
     return false;
 
   /* The oc groups of one row block run one after another (the group is the fastest outer index), so
    * the block's input rows should stay in L2 between them. */
-  int64_t row_bytes = g->sh * g->W * g->C * 4, rb_max = IN_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
+  int64_t row_bytes = g->sh * g->W * g->C * 4, rb_max = in_block / (row_bytes > 0 ? row_bytes : 1);
   fc_win_row_blocks(g->N * g->ngroups, g->OH, MIN_TASKS, rb_max < 1 ? 1 : rb_max, 1, &g->rb, &g->nrb);
   return true;
 }
