@@ -58,8 +58,13 @@
  * (one thread's chunk of the pool's loop) read the same input rows; rows are cut into blocks until there
  * are MIN_TASKS iterations (so that small images, 7×7, still keep the threads busy) and until a block's
  * input rows fit in IN_BLOCK_BYTES, so they stay in L2 while the oc groups pass over them rather than
- * being fetched again for each oc group. Every output element is computed by one task in a fixed order:
- * results do not depend on the thread count.
+ * being fetched again for each oc group. Each row block in turn streams every oc group's weights, so
+ * convs whose packed weights exceed BIG_WEIGHT_BYTES (more than stays in L2 from one row block to the
+ * next: ResNeXt's and ResNet's last stages, 1 to 9 MiB on 7×7 and 14×14 maps) take blocks of up to
+ * BIG_IN_BLOCK_BYTES of input: a small map is then one block, whose input stays in L2 while the weights
+ * stream from memory once, rather than once per row (a 1×1 conv's view of its image, above, may then be
+ * as wide). Every output element is computed by one task in a fixed order: results do not depend on the
+ * thread count.
  */
 #include <stdlib.h>
 
@@ -220,8 +225,8 @@ static double tile_efficiency(int J, int64_t w) { return J * w >= 8 ? 1.0 : (dou
  * image may be viewed as any H' × W' with H'·W' = H·W. The score of a view: the share of the FMA
  * throughput its tiles keep (7×7 as one row of 49 = 6·7 + 4 + 3 keeps all of it), plus up to 1 for
  * outer iterations, full at POINTWISE_TASKS (a one-row view of a conv with few oc groups leaves the
- * other threads idle); ties go to wider rows. Rows whose input exceeds IN_BLOCK_BYTES are not
- * considered: the oc groups re-read a row block's input, which should stay in L2. */
+ * other threads idle); ties go to wider rows. Rows whose input exceeds in_block (the row block's
+ * budget, below) are not considered: the oc groups re-read a row block's input, which should stay in L2. */
 static void pointwise_rows(Cb *g, int R, int64_t in_block) {
   int64_t P = g->H * g->W, best = g->W;
   double best_score = -1.0;
@@ -353,7 +358,9 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   g->nchunks = (g->ncb + g->chunk - 1) / g->chunk;
   g->chunk = (g->ncb + g->nchunks - 1) / g->nchunks; /* balanced */
 
-  int64_t in_block = g->M * g->ncb * g->icb * g->KH * g->KW * 4 > BIG_WEIGHT_BYTES ? BIG_IN_BLOCK_BYTES : IN_BLOCK_BYTES;
+  /* The row block's input budget (see the top): larger when the weights stream from memory per block. */
+  int64_t wbytes = g->M * g->ncb * g->icb * g->KH * g->KW * 4;
+  int64_t in_block = wbytes > BIG_WEIGHT_BYTES ? BIG_IN_BLOCK_BYTES : IN_BLOCK_BYTES;
   if (g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 && g->OH == g->H &&
       g->OW == g->W)
     pointwise_rows(g, tile_pixels(g->J, per, regs), in_block);
