@@ -21,13 +21,6 @@
 
 #include "codegen.h"
 
-static FcAttr ints_attr(FcAttrName n, const int64_t *v, int count) {
-  FcAttr a = {.name = n, .kind = FC_AK_INTS};
-  a.ints.v = v;
-  a.ints.n = count;
-  return a;
-}
-
 /* The outer-iteration argument of the module's call to frt_parallel_for (or _max); -1 if none. */
 static int64_t parallel_outer(LLVMModuleRef mod) {
   for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
@@ -63,11 +56,8 @@ static int64_t outer_of(int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, i
   free(w);
   free(bias);
   const int64_t ones[2] = {1, 1}, strides[2] = {s, s}, pads[4] = {p, p, p, p};
-  FcAttr attrs[5] = {
-      {.name = FC_ATTR_BLOCK, .kind = FC_AK_INT, .i = 8}, ints_attr(FC_ATTR_DILATIONS, ones, 2),
-      {.name = FC_ATTR_GROUP, .kind = FC_AK_INT, .i = 1}, ints_attr(FC_ATTR_PADS, pads, 4),
-      ints_attr(FC_ATTR_STRIDES, strides, 2),
-  };
+  FcAttr attrs[5] = {FC_A_INT(BLOCK, 8), FC_A_INTS(DILATIONS, ones, 2), FC_A_INT(GROUP, 1), FC_A_INTS(PADS, pads, 4),
+                     FC_A_INTS(STRIDES, strides, 2)};
   FcValue *yv = fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, 3, attrs, 5);
   const char *oname = "y";
   fc_graph_set_outputs(m->graph, &yv, &oname, 1);
