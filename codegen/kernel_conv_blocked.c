@@ -59,8 +59,9 @@
  * are MIN_TASKS iterations (so that small images, 7×7, still keep the threads busy) and until a block's
  * input rows fit in IN_BLOCK_BYTES, so they stay in L2 while the oc groups pass over them rather than
  * being fetched again for each oc group. Each row block in turn streams every oc group's weights, so
- * convs whose packed weights exceed BIG_WEIGHT_BYTES (more than stays in L2 from one row block to the
- * next: ResNeXt's and ResNet's last stages, 1 to 9 MiB on 7×7 and 14×14 maps) take blocks of up to
+ * convs with BIG_WEIGHT_BYTES of packed weights or more (more than stays in L2, 2 MiB on the largest,
+ * from one row block to the next: ResNeXt's and ResNet's last stages, 2 to 9 MiB on 7×7 and 14×14
+ * maps) take blocks of up to
  * BIG_IN_BLOCK_BYTES of input: a small map is then one block, whose input stays in L2 while the weights
  * stream from memory once, rather than once per row (a 1×1 conv's view of its image, above, may then be
  * as wide). Every output element is computed by one task in a fixed order: results do not depend on the
@@ -81,7 +82,7 @@ enum {
   POINTWISE_TASKS = 8,       /* outer iterations a 1×1 conv's view of its image should allow */
   CHUNK_BYTES = 64 * 1024,   /* packed weights of one oc group per ic chunk */
   IN_BLOCK_BYTES = 128 * 1024, /* input rows of one row block, at most */
-  BIG_WEIGHT_BYTES = 1024 * 1024,   /* packed weights that do not stay in L2 from one row block to the next */
+  BIG_WEIGHT_BYTES = 2048 * 1024,   /* packed weights that do not stay in L2 from one row block to the next */
   BIG_IN_BLOCK_BYTES = 1024 * 1024, /* input rows of one row block, at most, for convs with such weights */
 };
 
@@ -360,7 +361,7 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
 
   /* The row block's input budget (see the top): larger when the weights stream from memory per block. */
   int64_t wbytes = g->M * g->ncb * g->icb * g->KH * g->KW * 4;
-  int64_t in_block = wbytes > BIG_WEIGHT_BYTES ? BIG_IN_BLOCK_BYTES : IN_BLOCK_BYTES;
+  int64_t in_block = wbytes >= BIG_WEIGHT_BYTES ? BIG_IN_BLOCK_BYTES : IN_BLOCK_BYTES;
   if (g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 && g->OH == g->H &&
       g->OW == g->W)
     pointwise_rows(g, tile_pixels(g->J, per, regs), in_block);
