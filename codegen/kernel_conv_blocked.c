@@ -58,8 +58,14 @@
  * (one thread's chunk of the pool's loop) read the same input rows; rows are cut into blocks until there
  * are MIN_TASKS iterations (so that small images, 7×7, still keep the threads busy) and until a block's
  * input rows fit in IN_BLOCK_BYTES, so they stay in L2 while the oc groups pass over them rather than
- * being fetched again for each oc group. Every output element is computed by one task in a fixed order:
- * results do not depend on the thread count.
+ * being fetched again for each oc group. Each row block in turn streams every oc group's weights, so
+ * convs with BIG_WEIGHT_BYTES of packed weights or more (more than stays in L2, 2 MiB on the largest,
+ * from one row block to the next: ResNeXt's and ResNet's last stages, 2 to 9 MiB on 7×7 and 14×14
+ * maps) take blocks of up to
+ * BIG_IN_BLOCK_BYTES of input: a small map is then one block, whose input stays in L2 while the weights
+ * stream from memory once, rather than once per row (a 1×1 conv's view of its image, above, may then be
+ * as wide). Every output element is computed by one task in a fixed order: results do not depend on the
+ * thread count.
  */
 #include <stdlib.h>
 
@@ -77,6 +83,8 @@ enum {
   SPREAD_MIN_TILES = 4,      /* a 1×1 conv's view is chosen for thread balance from rows this many tiles wide */
   CHUNK_BYTES = 64 * 1024,   /* packed weights of one oc group per ic chunk */
   IN_BLOCK_BYTES = 128 * 1024, /* input rows of one row block, at most */
+  BIG_WEIGHT_BYTES = 2048 * 1024,   /* packed weights that do not stay in L2 from one row block to the next */
+  BIG_IN_BLOCK_BYTES = 1024 * 1024, /* input rows of one row block, at most, for convs with such weights */
 };
 
 /* How an output row is cut into tiles for one register tile shape: straight-line tiles (start, width)
@@ -104,6 +112,7 @@ typedef struct Cb {
   int64_t chunk, nchunks;   /* ic blocks per chunk, chunks */
   CbRow row, row_l;         /* the row plans of full groups and of the last group */
   int64_t rb, nrb;          /* output rows per task, row blocks */
+  int64_t in_block;         /* input bytes of one row block, at most (IN_BLOCK_BYTES or BIG_IN_BLOCK_BYTES) */
 } Cb;
 
 static const FcType *in_type(const FcKernel *k, int i) { return &k->op->operands[i].value->type; }
@@ -215,7 +224,7 @@ static bool plan_row(const Cb *g, int R, int Re, CbRow *p) {
  * after another (the group is the fastest outer index), so the block's input rows should stay in L2
  * between them. */
 static void row_blocks(const Cb *g, int64_t OH, int64_t W, int64_t *rb, int64_t *nrb) {
-  int64_t row_bytes = g->sh * W * g->C * 4, rb_max = IN_BLOCK_BYTES / (row_bytes > 0 ? row_bytes : 1);
+  int64_t row_bytes = g->sh * W * g->C * 4, rb_max = g->in_block / (row_bytes > 0 ? row_bytes : 1);
   fc_win_row_blocks(g->N * g->ngroups, OH, MIN_TASKS, rb_max < 1 ? 1 : rb_max, 1, rb, nrb);
 }
 
@@ -241,10 +250,10 @@ static double task_cost(const void *ctx, int64_t t) {
  * image may be viewed as any H' × W' with H'·W' = H·W. The score of a view: the share of the FMA
  * throughput its tiles keep (7×7 as one row of 49 = 6·7 + 4 + 3 keeps all of it), plus up to 1 for
  * outer iterations, full at POINTWISE_TASKS (a one-row view of a conv with few oc groups leaves the
- * other threads idle). Rows whose input exceeds IN_BLOCK_BYTES are not considered: the oc groups
- * re-read a row block's input, which should stay in L2. Negative: not a view. */
+ * other threads idle). Rows whose input exceeds the row block's budget (in_block) are not considered: the
+ * oc groups re-read a row block's input, which should stay in L2. Negative: not a view. */
 static double view_score(const Cb *g, int R, int64_t P, int64_t w) {
-  if (P % w || (w > 1 && w * g->C * 4 > IN_BLOCK_BYTES)) return -1.0;
+  if (P % w || (w > 1 && w * g->C * 4 > g->in_block)) return -1.0;
   CbRow row;
   if (!plan_row(&(Cb){.OW = w, .W = w, .KW = 1, .sw = 1, .dw = 1}, R, edge_pixels(R), &row)) return -1.0;
   double eff = (double)(row.ow_hi - row.ow_lo);
@@ -393,6 +402,9 @@ static bool cb_geometry(const FcKernel *k, Cb *g) {
   g->nchunks = (g->ncb + g->chunk - 1) / g->chunk;
   g->chunk = (g->ncb + g->nchunks - 1) / g->nchunks; /* balanced */
 
+  /* The row block's input budget (see the top): larger when the weights stream from memory per block. */
+  int64_t wbytes = g->M * g->ncb * g->icb * g->KH * g->KW * 4;
+  g->in_block = wbytes >= BIG_WEIGHT_BYTES ? BIG_IN_BLOCK_BYTES : IN_BLOCK_BYTES;
   if (g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 && g->OH == g->H &&
       g->OW == g->W)
     pointwise_rows(g, tile_pixels(g->J, per, regs));
