@@ -113,12 +113,14 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
   tile_fill(k, ct, tile, tn, LLVMConstNull(ct));
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), 1, "k");
-  LLVMValueRef a = fc_cg_load(k, dt, k->in[0], fc_cg_iadd(k, aoff, kk));
+  /* 8-bit operands (an integer matmul with an i32 result) widen exactly to i32 */
+  FcDtype adt = at->dtype, bdt = bt->dtype;
+  LLVMValueRef a = fc_cg_convert(k, fc_cg_load(k, adt, k->in[0], fc_cg_iadd(k, aoff, kk)), adt, dt);
   LLVMValueRef brow = fc_cg_iadd(k, fc_cg_iadd(k, boff, fc_cg_imulc(k, kk, N)), j0);
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
   LLVMValueRef p = fc_cg_tile_at(k, ct, tile, j);
-  LLVMValueRef bv = fc_cg_load(k, dt, k->in[1], fc_cg_iadd(k, brow, j));
+  LLVMValueRef bv = fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], fc_cg_iadd(k, brow, j)), bdt, dt);
   LLVMBuildStore(k->b, fc_cg_madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
