@@ -77,6 +77,7 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
   if (fc_matmul_gemm_applies(k)) return fc_matmul_gemm(k);
+  if (fc_matmul_i8_applies(k)) return fc_matmul_i8(k);
   if (k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE))
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(k->op->results[0].type.dtype));
   const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
