@@ -5,16 +5,19 @@
  * The x86 instructions that multiply bytes (vpdpbusd, vpmaddubsw) take 4 (2) adjacent bytes of u8 A against
  * 4 (2) adjacent bytes of s8 B and add their products into one i32 (i16) lane. So B is packed at compile time
  * into panels of nr = nv·lanes columns in which the 4 consecutive k of a column are adjacent: byte
- * ((panel·K4 + g)·nr + j)·4 + t holds B[4g + t, panel·nr + j], zeros past K and N (K4 = ceil(K / 4)). A is
+ * ((panel·KG + g)·nr + j)·4 + t holds B[4g + t, panel·nr + j], zeros past K and N (KG = ceil(K / 4)). A is
  * read in place: 4 bytes of a row (one i32) broadcast to every lane meet one panel row of nv vectors. The
  * register tile is mr rows × nv vectors of i32 accumulators (the target's: fc_target_i8_gemm), kept in a
  * stack tile indexed by constants, which LLVM promotes to registers. The dot step per target:
  *   VNNI:     vpdpbusd (AVX512-VNNI 512-bit, AVX-VNNI 256-bit), exact.
  *   MADDUBS:  vpmaddubsw (pair sums saturate at i16) then vpmaddwd by ones. A pair sum exceeds 32767 only
  *             if some |b| > 64 (2·255·64 = 32640), and B is known here: chosen only when every |b| <= 64.
- *   WIDEN:    the bytes widened to i16 and vpmaddwd, pair sums added: exact for any B.
- * Rows past M read row M-1 (their results are dropped); a K that is not a multiple of 4 ends with one group
- * assembled from its remaining bytes. Outer iterations are (panel, row tile) pairs, row tiles fastest, so
+ *   WIDEN:    exact for any B: B is packed as i16 with 2 consecutive k of a column adjacent (the same 4
+ *             bytes per column and group, half the k), 2 bytes of A are zero-extended to an i16 pair, and
+ *             one vpmaddwd per vector adds both products into the i32 lane: as many instructions per k as
+ *             MADDUBS, no shuffles.
+ * Rows past M read row M-1 (their results are dropped); a K that is not a multiple of the group ends with
+ * one group assembled from its remaining bytes. Outer iterations are (panel, row tile) pairs, row tiles fastest, so
  * a thread's consecutive tiles reuse one B panel and the threads split N.
  */
 #include <stdlib.h>
@@ -54,15 +57,8 @@ typedef struct I8Tile {
 
 static LLVMValueRef acc_at(FcKernel *k, const I8Tile *t, int i) { return fc_cg_tile_at(k, t->vi, t->acc, c64(k, i)); }
 
-/* Lanes [first, first + n) of v (stride `step`) as a vector of n. */
-static LLVMValueRef lanes_of(FcKernel *k, LLVMValueRef v, int first, int n, int step) {
-  LLVMValueRef idx[64];
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
-  for (int i = 0; i < n; i++) idx[i] = LLVMConstInt(i32, (unsigned)(first + i * step), 0);
-  return LLVMBuildShuffleVector(k->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(idx, (unsigned)n), "");
-}
-
-/* acc + Σ_{t<4} a[4c + t]·b[4c + t] per lane c: a (u8) and b (s8) as <4·lanes x i8>. */
+/* acc + the dot product of lane c's 4 bytes of a and b (<4·lanes x i8>): u8 × s8 quadruples, or for WIDEN
+ * u16 × s16 pairs. */
 static LLVMValueRef dot4(FcKernel *k, const I8Tile *t, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef bld = k->b;
   int w = t->g.lanes;
@@ -80,19 +76,9 @@ static LLVMValueRef dot4(FcKernel *k, const I8Tile *t, LLVMValueRef acc, LLVMVal
     return LLVMBuildAdd(bld, acc, x86_call(k, z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd", pw, 2), "");
   }
   default: {
-    /* Widened to i16, each half of the bytes (lanes/2 columns) gives two pair sums per column. */
-    LLVMTypeRef v16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)(4 * w));
-    LLVMValueRef a16 = LLVMBuildZExt(bld, a, v16, ""), b16 = LLVMBuildSExt(bld, b, v16, ""), half[2];
-    for (int h = 0; h < 2; h++) {
-      LLVMValueRef args[2] = {lanes_of(k, a16, 2 * w * h, 2 * w, 1), lanes_of(k, b16, 2 * w * h, 2 * w, 1)};
-      half[h] = x86_call(k, z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd", args, 2);
-    }
-    LLVMValueRef idx[32];
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
-    for (int i = 0; i < 2 * w; i++) idx[i] = LLVMConstInt(i32, (unsigned)i, 0);
-    LLVMValueRef pairs = LLVMBuildShuffleVector(bld, half[0], half[1], LLVMConstVector(idx, (unsigned)(2 * w)), "");
-    LLVMValueRef sum = LLVMBuildAdd(bld, lanes_of(k, pairs, 0, w, 2), lanes_of(k, pairs, 1, w, 2), "");
-    return LLVMBuildAdd(bld, acc, sum, "");
+    /* a: u16 pairs, b: s16 pairs (the WIDEN packing) */
+    LLVMValueRef args[2] = {LLVMBuildBitCast(bld, a, t->vw, ""), LLVMBuildBitCast(bld, b, t->vw, "")};
+    return LLVMBuildAdd(bld, acc, x86_call(k, z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd", args, 2), "");
   }
   }
 }
@@ -134,14 +120,24 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   fc_target_i8_gemm(k->target, &t.g);
   if (t.g.dot == FC_I8DOT_MADDUBS && !within_64(B, K * N)) t.g.dot = FC_I8DOT_WIDEN;
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv, nr = nv * w;
-  int64_t K4 = (K + 3) / 4, panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr, bytes;
-  if (!fc_checked_mul(panels, K4, &bytes) || !fc_checked_mul(bytes, 4 * (int64_t)nr, &bytes))
+  bool widen = t.g.dot == FC_I8DOT_WIDEN;
+  int kg = widen ? 2 : 4; /* k per 4-byte group of a column */
+  int64_t KG = (K + kg - 1) / kg, panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr, bytes;
+  if (!fc_checked_mul(panels, KG, &bytes) || !fc_checked_mul(bytes, 4 * (int64_t)nr, &bytes))
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
   int8_t *pk = calloc((size_t)bytes, 1);
   if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t kk = 0; kk < K; kk++)
-    for (int64_t j = 0; j < N; j++)
-      pk[(((j / nr) * K4 + kk / 4) * nr + j % nr) * 4 + kk % 4] = B[kk * N + j];
+    for (int64_t j = 0; j < N; j++) {
+      int64_t at = (((j / nr) * KG + kk / kg) * nr + j % nr) * 4;
+      int8_t v = B[kk * N + j];
+      if (widen) { /* little-endian s16 */
+        pk[at + 2 * (kk % 2)] = v;
+        pk[at + 2 * (kk % 2) + 1] = v < 0 ? -1 : 0;
+      } else {
+        pk[at + kk % 4] = v;
+      }
+    }
   LLVMValueRef bp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_b_i8"));
   free(pk);
   fc_kernel_set_outer(k, panels * mtiles, 2.0 * mr * nr * (double)K);
@@ -164,32 +160,36 @@ FcStatus fc_matmul_i8(FcKernel *k) {
     LLVMValueRef off = fc_cg_imulc(k, row, K);
     arow[i] = LLVMBuildGEP2(bld, i8, k->in[0], &off, 1, "");
   }
-  LLVMValueRef poff = fc_cg_imulc(k, q, K4 * nr * 4);
+  LLVMValueRef poff = fc_cg_imulc(k, q, KG * nr * 4);
   LLVMValueRef panel = LLVMBuildGEP2(bld, i8, bp, &poff, 1, "");
   for (int i = 0; i < mr * nv; i++) LLVMBuildStore(bld, LLVMConstNull(t.vi), acc_at(k, &t, i));
 
   LLVMValueRef a32[16];
   FcLoop lk;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / 4), 1, "k4");
-  LLVMValueRef koff = fc_cg_imulc(k, g, 4);
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / kg), 1, "kg");
+  LLVMValueRef koff = fc_cg_imulc(k, g, kg);
+  LLVMTypeRef v2i8 = LLVMVectorType(i8, 2), v2i16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2);
   for (int i = 0; i < mr; i++) {
-    a32[i] = LLVMBuildLoad2(bld, i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
+    a32[i] = LLVMBuildLoad2(bld, widen ? v2i8 : i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
     LLVMSetAlignment(a32[i], 1);
+    if (widen) a32[i] = LLVMBuildBitCast(bld, LLVMBuildZExt(bld, a32[i], v2i16, ""), i32, "");
   }
   LLVMValueRef boff = fc_cg_imulc(k, g, (int64_t)nr * 4);
   tile_step(k, &t, a32, LLVMBuildGEP2(bld, i8, panel, &boff, 1, ""));
   fc_cg_loop_end(k, &lk);
-  if (K % 4) {
-    /* The last group's bytes one by one (the row may end there); B is zero past K. */
+  if (K % kg) {
+    /* The last group's bytes one by one (the row may end there), zero-extended to 32 / kg bits each; B is
+     * zero past K. */
     for (int i = 0; i < mr; i++) {
       a32[i] = LLVMConstInt(i32, 0, 0);
-      for (int64_t b = 0; b < K % 4; b++) {
-        LLVMValueRef off = c64(k, K / 4 * 4 + b);
+      for (int64_t b = 0; b < K % kg; b++) {
+        LLVMValueRef off = c64(k, K / kg * kg + b);
         LLVMValueRef byte = LLVMBuildZExt(bld, LLVMBuildLoad2(bld, i8, LLVMBuildGEP2(bld, i8, arow[i], &off, 1, ""), ""), i32, "");
-        a32[i] = LLVMBuildOr(bld, a32[i], LLVMBuildShl(bld, byte, LLVMConstInt(i32, (unsigned)(8 * b), 0), ""), "");
+        LLVMValueRef sh = LLVMConstInt(i32, (unsigned)(32 / kg * b), 0);
+        a32[i] = LLVMBuildOr(bld, a32[i], LLVMBuildShl(bld, byte, sh, ""), "");
       }
     }
-    LLVMValueRef off = c64(k, K / 4 * nr * 4);
+    LLVMValueRef off = c64(k, K / kg * nr * 4);
     tile_step(k, &t, a32, LLVMBuildGEP2(bld, i8, panel, &off, 1, ""));
   }
 

@@ -14,8 +14,9 @@
  * results do not depend on the thread count.
  *
  * These loop nests are the general case. The fast paths are chosen first: f32 matmul goes through the
- * packed GEMM (kernel_matmul.c); f32 convolutions through the depthwise kernel (kernel_dwconv.c),
- * Winograd (kernel_winograd.c) or the implicit-im2col GEMM (kernel_conv_gemm.c) when they apply; f32
+ * packed GEMM (kernel_matmul.c), u8 × constant i8 matmul through the integer GEMM (kernel_matmul_i8.c);
+ * f32 convolutions through the depthwise kernel (kernel_dwconv.c), Winograd (kernel_winograd.c) or the
+ * implicit-im2col GEMM (kernel_conv_gemm.c) when they apply; f32
  * 1-D/2-D pools without indices through kernel_pool.c. An f32 conv that stays here applies its bias and
  * fused epilogue through cg_epilogue.h after each row.
  */

@@ -193,7 +193,7 @@ typedef enum FcI8Dot {
   FC_I8DOT_VNNI,    /* vpdpbusd (AVX512-VNNI at 512 bits, AVX-VNNI at 256): exact, one instruction */
   FC_I8DOT_MADDUBS, /* vpmaddubsw + vpmaddwd by ones: saturates i16 pair sums, exact while every |b| <= 64;
                      * the kernel falls back to FC_I8DOT_WIDEN otherwise */
-  FC_I8DOT_WIDEN,   /* bytes widened to i16, vpmaddwd: exact for every B */
+  FC_I8DOT_WIDEN,   /* B packed as i16 pairs, A's bytes zero-extended, vpmaddwd: exact for every B */
 } FcI8Dot;
 typedef struct FcI8Gemm {
   FcI8Dot dot;
