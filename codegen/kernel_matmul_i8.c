@@ -10,8 +10,9 @@
  * register tile is mr rows × nv vectors of i32 accumulators (the target's: fc_target_i8_gemm), kept in a
  * stack tile indexed by constants, which LLVM promotes to registers. The dot step per target:
  *   VNNI:     vpdpbusd (AVX512-VNNI 512-bit, AVX-VNNI 256-bit), exact.
- *   MADDUBS:  vpmaddubsw (pair sums saturate at i16) then vpmaddwd by ones. A pair sum exceeds 32767 only
- *             if some |b| > 64 (2·255·64 = 32640), and B is known here: chosen only when every |b| <= 64.
+ *   MADDUBS:  vpmaddubsw (pair sums saturate at i16) then vpmaddwd by ones. B is known here, so this is
+ *             chosen only when no pair of it can saturate (pairs_cannot_saturate: every |b| <= 64 is
+ *             enough, 2·255·64 = 32640).
  *   WIDEN:    exact for any B: B is packed as i16 with 2 consecutive k of a column adjacent (the same 4
  *             bytes per column and group, half the k), 2 bytes of A are zero-extended to an i16 pair, and
  *             one vpmaddwd per vector adds both products into the i32 lane: as many instructions per k as
@@ -102,10 +103,16 @@ static void tile_step(FcKernel *k, const I8Tile *t, LLVMValueRef *a32, LLVMValue
   }
 }
 
-/* Whether every byte of B lies in [-64, 64] (vpmaddubsw's pair sums cannot saturate). */
-static bool within_64(const int8_t *b, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    if (b[i] < -64 || b[i] > 64) return false;
+/* Whether vpmaddubsw's pair sums a1·b1 + a2·b2 (a in [0, 255], the pairs k = 2p, 2p + 1 of a column) stay
+ * within i16 for every A: with opposite signs the sum is at most 255·128 = 32640 in magnitude; with equal
+ * signs it is 255·(|b1| + |b2|), so |b1| + |b2| <= 128 is needed. Every |b| <= 64 is the simple sufficient
+ * case; this also admits weights up to ±128 that are paired with small or opposite-signed ones. */
+static bool pairs_cannot_saturate(const int8_t *B, int64_t K, int64_t N) {
+  for (int64_t kk = 0; kk + 1 < K; kk += 2)
+    for (int64_t j = 0; j < N; j++) {
+      int b1 = B[kk * N + j], b2 = B[(kk + 1) * N + j];
+      if ((b1 > 0) == (b2 > 0) && b1 != 0 && b2 != 0 && abs(b1) + abs(b2) > 128) return false;
+    }
   return true;
 }
 
@@ -118,7 +125,7 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   int64_t M = numel / N;
   I8Tile t;
   fc_target_i8_gemm(k->target, &t.g);
-  if (t.g.dot == FC_I8DOT_MADDUBS && !within_64(B, K * N)) t.g.dot = FC_I8DOT_WIDEN;
+  if (t.g.dot == FC_I8DOT_MADDUBS && !pairs_cannot_saturate(B, K, N)) t.g.dot = FC_I8DOT_WIDEN;
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv, nr = nv * w;
   bool widen = t.g.dot == FC_I8DOT_WIDEN;
   int kg = widen ? 2 : 4; /* k per 4-byte group of a column */

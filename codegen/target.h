@@ -191,8 +191,8 @@ double fc_conv_winograd_speedup(const FcTarget *t, const FcConvShape *s);
 typedef enum FcI8Dot {
   FC_I8DOT_NONE,    /* no x86 integer SIMD the kernel uses: the generic loop nest */
   FC_I8DOT_VNNI,    /* vpdpbusd (AVX512-VNNI at 512 bits, AVX-VNNI at 256): exact, one instruction */
-  FC_I8DOT_MADDUBS, /* vpmaddubsw + vpmaddwd by ones: saturates i16 pair sums, exact while every |b| <= 64;
-                     * the kernel falls back to FC_I8DOT_WIDEN otherwise */
+  FC_I8DOT_MADDUBS, /* vpmaddubsw + vpmaddwd by ones: saturates i16 pair sums, exact while no pair of B can
+                     * (every |b| <= 64, say); the kernel falls back to FC_I8DOT_WIDEN otherwise */
   FC_I8DOT_WIDEN,   /* B packed as i16 pairs, A's bytes zero-extended, vpmaddwd: exact for every B */
 } FcI8Dot;
 typedef struct FcI8Gemm {
