@@ -64,6 +64,7 @@ static LLVMValueRef dot4(FcKernel *k, const I8Tile *t, LLVMValueRef acc, LLVMVal
   LLVMBuilderRef bld = k->b;
   int w = t->g.lanes;
   bool z = w == 16;
+  const char *maddwd = z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd";
   switch (t->g.dot) {
   case FC_I8DOT_VNNI: {
     LLVMValueRef args[3] = {acc, LLVMBuildBitCast(bld, a, t->vi, ""), LLVMBuildBitCast(bld, b, t->vi, "")};
@@ -74,12 +75,12 @@ static LLVMValueRef dot4(FcKernel *k, const I8Tile *t, LLVMValueRef acc, LLVMVal
     LLVMValueRef p16 = x86_call(k, z ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw", ab, 2);
     LLVMValueRef one = LLVMConstInt(LLVMInt16TypeInContext(k->ctx), 1, 0);
     LLVMValueRef pw[2] = {p16, fc_cg_splat_const(t->vw, one)};
-    return LLVMBuildAdd(bld, acc, x86_call(k, z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd", pw, 2), "");
+    return LLVMBuildAdd(bld, acc, x86_call(k, maddwd, pw, 2), "");
   }
   default: {
     /* a: u16 pairs, b: s16 pairs (the WIDEN packing) */
     LLVMValueRef args[2] = {LLVMBuildBitCast(bld, a, t->vw, ""), LLVMBuildBitCast(bld, b, t->vw, "")};
-    return LLVMBuildAdd(bld, acc, x86_call(k, z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd", args, 2), "");
+    return LLVMBuildAdd(bld, acc, x86_call(k, maddwd, args, 2), "");
   }
   }
 }
@@ -191,7 +192,8 @@ FcStatus fc_matmul_i8(FcKernel *k) {
       a32[i] = LLVMConstInt(i32, 0, 0);
       for (int64_t b = 0; b < K % kg; b++) {
         LLVMValueRef off = c64(k, K / kg * kg + b);
-        LLVMValueRef byte = LLVMBuildZExt(bld, LLVMBuildLoad2(bld, i8, LLVMBuildGEP2(bld, i8, arow[i], &off, 1, ""), ""), i32, "");
+        LLVMValueRef p = LLVMBuildGEP2(bld, i8, arow[i], &off, 1, "");
+        LLVMValueRef byte = LLVMBuildZExt(bld, LLVMBuildLoad2(bld, i8, p, ""), i32, "");
         LLVMValueRef sh = LLVMConstInt(i32, (unsigned)(32 / kg * b), 0);
         a32[i] = LLVMBuildOr(bld, a32[i], LLVMBuildShl(bld, byte, sh, ""), "");
       }
@@ -212,7 +214,8 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   LLVMPositionBuilderAtEnd(bld, full_bb);
   for (int i = 0; i < mr; i++)
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, m0, c64(k, i)), N), fc_cg_iadd(k, n0, c64(k, v * w)));
+      LLVMValueRef row = fc_cg_iadd(k, m0, c64(k, i));
+      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, row, N), fc_cg_iadd(k, n0, c64(k, v * w)));
       LLVMValueRef st = LLVMBuildStore(bld, LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * nv + v), ""),
                                        LLVMBuildGEP2(bld, i32, k->out[0], &at, 1, ""));
       LLVMSetAlignment(st, 4);
