@@ -160,6 +160,9 @@ FcStatus fc_conv_gemm(FcKernel *k);
 /* Matrix products: f32 through the packed GEMM (kernel_matmul.c); other dtypes use the loop nest. */
 bool fc_matmul_gemm_applies(const FcKernel *k);
 FcStatus fc_matmul_gemm(FcKernel *k);
+/* kernel_matmul_i8.c: u8 A × constant i8 2-D B → i32 on x86 (vpdpbusd, vpmaddubsw or vpmaddwd). */
+bool fc_matmul_i8_applies(const FcKernel *k);
+FcStatus fc_matmul_i8(FcKernel *k);
 
 /* ---- cg_util.c: helpers every emitter uses ------------------------------------------------------- */
 

@@ -14,8 +14,9 @@
  * results do not depend on the thread count.
  *
  * These loop nests are the general case. The fast paths are chosen first: f32 matmul goes through the
- * packed GEMM (kernel_matmul.c); f32 convolutions through the depthwise kernel (kernel_dwconv.c),
- * Winograd (kernel_winograd.c) or the implicit-im2col GEMM (kernel_conv_gemm.c) when they apply; f32
+ * packed GEMM (kernel_matmul.c), u8 × constant i8 matmul through the integer GEMM (kernel_matmul_i8.c);
+ * f32 convolutions through the depthwise kernel (kernel_dwconv.c), Winograd (kernel_winograd.c) or the
+ * implicit-im2col GEMM (kernel_conv_gemm.c) when they apply; f32
  * 1-D/2-D pools without indices through kernel_pool.c. An f32 conv that stays here applies its bias and
  * fused epilogue through cg_epilogue.h after each row.
  */
@@ -77,6 +78,7 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
   if (fc_matmul_gemm_applies(k)) return fc_matmul_gemm(k);
+  if (fc_matmul_i8_applies(k)) return fc_matmul_i8(k);
   if (k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE))
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(k->op->results[0].type.dtype));
   const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
@@ -113,12 +115,14 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
   tile_fill(k, ct, tile, tn, LLVMConstNull(ct));
   FcLoop lk;
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), 1, "k");
-  LLVMValueRef a = fc_cg_load(k, dt, k->in[0], fc_cg_iadd(k, aoff, kk));
+  /* 8-bit operands (an integer matmul with an i32 result) widen exactly to i32 */
+  FcDtype adt = at->dtype, bdt = bt->dtype;
+  LLVMValueRef a = fc_cg_convert(k, fc_cg_load(k, adt, k->in[0], fc_cg_iadd(k, aoff, kk)), adt, dt);
   LLVMValueRef brow = fc_cg_iadd(k, fc_cg_iadd(k, boff, fc_cg_imulc(k, kk, N)), j0);
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
   LLVMValueRef p = fc_cg_tile_at(k, ct, tile, j);
-  LLVMValueRef bv = fc_cg_load(k, dt, k->in[1], fc_cg_iadd(k, brow, j));
+  LLVMValueRef bv = fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], fc_cg_iadd(k, brow, j)), bdt, dt);
   LLVMBuildStore(k->b, fc_cg_madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);

@@ -202,6 +202,20 @@ void fc_target_gemm_arch_for_rows(const FcTarget *t, int64_t M, bool pow2_panels
   set_shape(tab, &tab->tiles[best], g);
 }
 
+/* AVX-512BW gives 512-bit byte and word arithmetic (32 registers: an 8 × 2 tile); AVX2 256-bit (16
+ * registers: 4 × 2, leaving room for the B vectors, the broadcast and the widened operands). VNNI is
+ * AVX512-VNNI at 512 bits or AVX-VNNI at 256 (x86-64-v4 has neither; icelake-server has the first,
+ * alderlake the second). */
+void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g) {
+  *g = (FcI8Gemm){FC_I8DOT_NONE, 8, 4, 2};
+  if (t->arch != FC_ARCH_X86_64) return;
+  if (fc_target_has(t, FC_FEAT_AVX512BW)) {
+    *g = (FcI8Gemm){fc_target_has(t, FC_FEAT_AVX512VNNI) ? FC_I8DOT_VNNI : FC_I8DOT_MADDUBS, 16, 8, 2};
+  } else if (fc_target_has(t, FC_FEAT_AVX2)) {
+    *g = (FcI8Gemm){fc_target_has(t, FC_FEAT_AVXVNNI) ? FC_I8DOT_VNNI : FC_I8DOT_MADDUBS, 8, 4, 2};
+  }
+}
+
 bool fc_layout_block_supported(int64_t b) { return b == 8 || b == FC_LAYOUT_MAX_BLOCK; }
 
 bool fc_conv_shape_of(const FcOp *op, FcConvShape *s) {

@@ -186,4 +186,20 @@ int fc_conv_winograd_variant(const FcTarget *t, const FcConvShape *s);
  * not apply): the layout pass weighs it against the layout changes a Winograd conv costs in a region. */
 double fc_conv_winograd_speedup(const FcTarget *t, const FcConvShape *s);
 
+/* The u8 × s8 → i32 dot products of the integer GEMM (codegen/kernel_matmul_i8.c): how 4 adjacent bytes
+ * of an A row meet 4 bytes of a B column on this target, the vector width and the register tile. */
+typedef enum FcI8Dot {
+  FC_I8DOT_NONE,    /* no x86 integer SIMD the kernel uses: the generic loop nest */
+  FC_I8DOT_VNNI,    /* vpdpbusd (AVX512-VNNI at 512 bits, AVX-VNNI at 256): exact, one instruction */
+  FC_I8DOT_MADDUBS, /* vpmaddubsw + vpmaddwd by ones: saturates i16 pair sums, exact while no pair of B can
+                     * (every |b| <= 64, say); the kernel falls back to FC_I8DOT_WIDEN otherwise */
+  FC_I8DOT_WIDEN,   /* B packed as i16 pairs, A's bytes zero-extended, vpmaddwd: exact for every B */
+} FcI8Dot;
+typedef struct FcI8Gemm {
+  FcI8Dot dot;
+  int lanes;  /* i32 lanes per vector (8: 256-bit, 16: 512-bit) */
+  int mr, nv; /* register tile: mr rows × nv vectors of i32 accumulators */
+} FcI8Gemm;
+void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g);
+
 #endif /* FLOWC_TARGET_H */

@@ -223,13 +223,55 @@ static bool need_int8(FcLower *l, const FcValue *v, const char *what) {
   return false;
 }
 
+/* zp (8-bit, may be NULL: 0) as i32 plus `add`; NULL when that is 0 and zp is absent. */
+static FcValue *zero_point_i32(FcLower *l, FcValue *zp, int add) {
+  FcValue *z = zp ? fc_lx_cast_to(l, zp, FC_DT_I32) : NULL;
+  if (!add) return z;
+  FcValue *c = fc_b_scalar(l->b, FC_DT_I32, add);
+  return z ? fc_b_binary(l->b, FC_OP_ADD, z, c) : c;
+}
+
+/* x (8-bit) + add, as `to` (the other 8-bit type): a shift by 128 between i8 and u8, exact. */
+static FcValue *shift_8bit(FcLower *l, FcValue *x, int add, FcDtype to) {
+  FcValue *v = fc_b_binary(l->b, FC_OP_ADD, fc_lx_cast_to(l, x, FC_DT_I32), fc_b_scalar(l->b, FC_DT_I32, add));
+  return fc_b_cast(l->b, v, to);
+}
+
+/* Sum of x (8-bit) over `axis`, kept as a size-1 dim, in i32. */
+static FcValue *sum_i32(FcLower *l, FcValue *x, int64_t axis) {
+  return fc_b_reduce(l->b, FC_OP_REDUCE_SUM, fc_lx_cast_to(l, x, FC_DT_I32), 1, &axis, true);
+}
+
+/* The i32 accumulator sum_k (a - za)(b - zb) of an integer matmul, zero points already shaped to
+ * broadcast (za per row [M, 1], zb per column). With a constant 2-D B, the product runs as flow.matmul on
+ * the 8-bit operands themselves (u8 A × i8 B: the integer GEMM's operand types; the other 8-bit types are
+ * shifted by 128 into them, the zero point with them, which changes no difference a - za) and the zero
+ * points are exact i32 corrections around it:
+ *     sum (a-za)(b-zb) = sum ab - zb·rowsum(A) - za·colsum(B) + K·za·zb,
+ * where colsum(B) and everything of B fold at compile time. Otherwise (a run-time B, 1-D operands) the
+ * operands are widened to i32 first. */
+static FcValue *integer_matmul(FcLower *l, FcValue *a, FcValue *azp, FcValue *b, FcValue *bzp) {
+  const FcTensor *cb = fc_value_const(b);
+  if (!(cb && cb->data) || a->type.rank < 2 || b->type.rank != 2)
+    return matmul_nd(l, shifted(l, a, azp), shifted(l, b, bzp));
+  int a_add = a->type.dtype == FC_DT_I8 ? 128 : 0, b_add = b->type.dtype == FC_DT_U8 ? -128 : 0;
+  FcValue *a8 = a_add ? shift_8bit(l, a, a_add, FC_DT_U8) : a, *b8 = b_add ? shift_8bit(l, b, b_add, FC_DT_I8) : b;
+  FcValue *za = zero_point_i32(l, azp, a_add), *zb = zero_point_i32(l, bzp, b_add);
+  FcValue *acc = fc_b_binary(l->b, FC_OP_MATMUL, a8, b8);
+  if (zb) acc = fc_b_binary(l->b, FC_OP_SUB, acc, fc_b_binary(l->b, FC_OP_MUL, sum_i32(l, a8, a->type.rank - 1), zb));
+  if (za) acc = fc_b_binary(l->b, FC_OP_SUB, acc, fc_b_binary(l->b, FC_OP_MUL, za, sum_i32(l, b8, 0)));
+  if (za && zb) {
+    FcValue *kz = fc_b_binary(l->b, FC_OP_MUL, za, fc_b_scalar(l->b, FC_DT_I32, (double)b->type.dims[0]));
+    acc = fc_b_binary(l->b, FC_OP_ADD, acc, fc_b_binary(l->b, FC_OP_MUL, kz, zb));
+  }
+  return acc;
+}
+
 FcStatus fc_lower_matmul_integer(FcLower *l) {
   if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *a = l->in[0], *b = l->in[1];
   if (!need_int8(l, a, "A") || !need_int8(l, b, "B")) return FC_ERR_INPUT;
-  FcValue *azp = per_row(l, opt_in(l, 2)), *bzp = opt_in(l, 3);
-  FcValue *as = shifted(l, a, azp), *bs = shifted(l, b, bzp);
-  l->out[0] = matmul_nd(l, as, bs);
+  l->out[0] = integer_matmul(l, a, per_row(l, opt_in(l, 2)), b, opt_in(l, 3));
   if (!l->out[0]) return fc_lx_bail(l);
   return fc_lx_finish(l);
 }
@@ -248,9 +290,7 @@ FcStatus fc_lower_qlinear_matmul(FcLower *l) {
   if (!need_int8(l, a, "a") || !need_int8(l, b, "b") || !need_int8(l, yzp, "y_zero_point")) return FC_ERR_INPUT;
   if (as->type.dtype != FC_DT_F32 || bs->type.dtype != FC_DT_F32 || ys->type.dtype != FC_DT_F32)
     return fc_lx_error(l, "scales must be float32");
-  FcValue *a_shift = shifted(l, a, per_row(l, azp));
-  FcValue *b_shift = shifted(l, b, bzp);
-  FcValue *acc = matmul_nd(l, a_shift, b_shift);
+  FcValue *acc = integer_matmul(l, a, per_row(l, azp), b, bzp);
   if (!acc) return fc_lx_bail(l);
   FcValue *mult = fc_b_binary(l->b, FC_OP_MUL, per_row(l, as), bs);
   mult = fc_b_binary(l->b, FC_OP_DIV, mult, per_row(l, ys));

@@ -107,8 +107,10 @@ FcStatus fc_eval_matmul(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   FcEvDomain dom;
   FC_EV_TRY(arith_domain(op, at->dtype, true, &dom, diag));
   int r = rt->rank;
-  if (at->rank < 2 || bt->rank < 2 || r != (at->rank > bt->rank ? at->rank : bt->rank) || bt->dtype != at->dtype ||
-      rt->dtype != at->dtype)
+  /* 8-bit operands widen exactly (u64 domain: sign- or zero-extended) and accumulate into i32. */
+  bool int8 = fc_matmul_is_int8(at->dtype, bt->dtype) && rt->dtype == FC_DT_I32;
+  if (at->rank < 2 || bt->rank < 2 || r != (at->rank > bt->rank ? at->rank : bt->rank) ||
+      (!int8 && (bt->dtype != at->dtype || rt->dtype != at->dtype)))
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "operands must be matrices of one dtype");
   int64_t M = at->dims[at->rank - 2], K = at->dims[at->rank - 1], N = bt->dims[bt->rank - 1];
   if (bt->dims[bt->rank - 2] != K || rt->dims[r - 2] != M || rt->dims[r - 1] != N)

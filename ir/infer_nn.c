@@ -298,9 +298,13 @@ FcStatus fc_infer_matmul(FcOp *op, FcArena *arena, FcDiag *diag) {
   const FcType *a = fc_ih_in(op, 0), *b = fc_ih_in(op, 1);
   if (a->rank < 2 || b->rank < 2)
     return fc_ih_fail(op, diag, "operands must have rank >= 2 (have %d and %d)", a->rank, b->rank);
-  if (a->dtype != b->dtype)
+  /* 8-bit operands (u8 or i8 each, as MatMulInteger's) accumulate exactly into an i32 result; zero points
+   * are the lowering's business, as i32 corrections around the op. */
+  bool int8 = fc_matmul_is_int8(a->dtype, b->dtype);
+  if (a->dtype != b->dtype && !int8)
     return fc_ih_fail(op, diag, "operand dtypes differ (%s and %s)", fc_dtype_name(a->dtype), fc_dtype_name(b->dtype));
   if (a->dtype == FC_DT_BOOL) return fc_ih_fail(op, diag, "operand type must be numeric, not i1");
+  FcDtype rdt = int8 ? FC_DT_I32 : a->dtype;
   int64_t k1 = a->dims[a->rank - 1], k2 = b->dims[b->rank - 2];
   if (k1 != k2) return fc_ih_fail(op, diag, "contraction dims differ (%lld and %lld)", (long long)k1, (long long)k2);
   FcType ab = {a->dtype, a->rank - 2, a->dims}, bb = {b->dtype, b->rank - 2, b->dims};
@@ -315,8 +319,8 @@ FcStatus fc_infer_matmul(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (r) memcpy(d, bd, (size_t)r * sizeof *d);
   d[r] = a->dims[a->rank - 2];
   d[r + 1] = b->dims[b->rank - 1];
-  FC_ITRY(check_epilogue(op, 2, a->dtype, r + 2, d, arena, diag));
-  fc_ih_set(op, 0, arena, a->dtype, r + 2, d);
+  FC_ITRY(check_epilogue(op, 2, rdt, r + 2, d, arena, diag));
+  fc_ih_set(op, 0, arena, rdt, r + 2, d);
   return FC_OK;
 }
 

@@ -99,6 +99,8 @@ size_t fc_dtype_size(FcDtype dt);
 FcDtypeClass fc_dtype_class(FcDtype dt);
 bool fc_dtype_is_float(FcDtype dt);
 bool fc_dtype_is_int(FcDtype dt);       /* signed or unsigned integer, not bool */
+/* An 8-bit integer matmul's operand pair (u8 or i8 each): flow.matmul then accumulates into i32. */
+bool fc_matmul_is_int8(FcDtype a, FcDtype b);
 bool fc_dtype_from_onnx(int onnx_code, FcDtype *out);
 int fc_dtype_to_onnx(FcDtype dt);
 bool fc_dtype_from_name(const char *s, size_t n, FcDtype *out);

@@ -299,11 +299,17 @@ static void test_matmul_int_wraps(void **state) {
   int32_t a[4] = {1 << 30, 1 << 30, -3, 5}, b[2] = {4, 4}, want[2] = {0, 8};
   FcValue *ops[2] = {cst(c, FC_DT_I32, 2, D(2, 2), a), cst(c, FC_DT_I32, 2, D(2, 1), b)};
   expect_ints(ev(c, mk(c, FC_OP_MATMUL, ops, 2, 1, NULL, 0))[0], 2, want, NULL);
-  /* ui8: 200*2 + 100*1 = 500 = 244 (mod 256). */
-  uint8_t ua[2] = {200, 100}, ub[2] = {2, 1};
-  int32_t uwant[1] = {244};
+  /* 8-bit operands accumulate exactly into i32 (MatMulInteger's): ui8 200*2 + 100*1 = 500, not 244;
+   * ui8 x i8 255*-128 + 255*-128 = -65280. */
+  uint8_t ua[2] = {200, 100}, ub[2] = {2, 1}, ma[2] = {255, 255};
+  int8_t mb[2] = {-128, -128};
+  int32_t uwant[1] = {500}, mwant[1] = {-65280};
   FcValue *uops[2] = {cst(c, FC_DT_U8, 2, D(1, 2), ua), cst(c, FC_DT_U8, 2, D(2, 1), ub)};
-  expect_ints(ev(c, mk(c, FC_OP_MATMUL, uops, 2, 1, NULL, 0))[0], 1, uwant, NULL);
+  FcTensor *uy = ev(c, mk(c, FC_OP_MATMUL, uops, 2, 1, NULL, 0))[0];
+  assert_int_equal(uy->type.dtype, FC_DT_I32);
+  expect_ints(uy, 1, uwant, NULL);
+  FcValue *mops[2] = {cst(c, FC_DT_U8, 2, D(1, 2), ma), cst(c, FC_DT_I8, 2, D(2, 1), mb)};
+  expect_ints(ev(c, mk(c, FC_OP_MATMUL, mops, 2, 1, NULL, 0))[0], 1, mwant, NULL);
   ctx_free(c);
 }
 
