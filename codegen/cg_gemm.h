@@ -76,6 +76,9 @@ typedef struct FcGemmOperand {
    * row stride), so only a partial last panel is packed, by `pack`. For B operands that are already
    * plain matrices (a 1×1 convolution's input, a run-time matmul operand). */
   bool direct;
+  /* B only, with `packed`: B is too large to stay in cache between runs (a Linear layer's weights), so
+   * every full tile also prefetches its share of the next sliver into L2 while it computes (cg_gemm.c). */
+  bool stream;
   void (*pack)(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc);
   void *user;
 } FcGemmOperand;

@@ -87,6 +87,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   }
   t.a.packed = a_packed;
   t.b.packed = b_packed;
+  t.b.stream = b_packed != NULL;
   /* A run-time A with a constant B (activations times weights): each task packs its A block once, for
    * all of K, and keeps it while its next blocks (n fastest) share those rows: a thread's chunk of
    * consecutive blocks packs A once per m-block rather than once per block. */
