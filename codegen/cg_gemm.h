@@ -37,7 +37,7 @@ void fc_gemm_arch_for_rows(const FcKernel *k, int64_t M, bool pow2_panels, FcGem
 /* Adjusts g for a product whose B is a packed constant streamed panel by panel and whose A each task packs
  * once for all of K (kernel_matmul's activations × weights): K-blocks of up to 1024, and shorter m-blocks
  * when M is split anyway, so the longer A slivers of a block still share L2 with a B sliver. */
-void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K);
+void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K, int64_t N);
 
 /* Packing on the host (constants): element (i, k) of A is A[i * rs + k * cs]; (k, j) of B is
  * B[k * rs + j * cs]. Sizes in floats; FC_ERR_LIMIT-free: callers pass shapes of checked tensors. */
