@@ -36,24 +36,23 @@ void fc_gemm_arch(const FcKernel *k, FcGemmArch *g) { fc_target_gemm_arch(k->tar
  * it, so when M is split anyway, its blocks shrink to A_BLOCK_BYTES (a quarter of a 512 KiB L2).
  *
  * A B of STREAM_B_BYTES or more (a large Linear layer's weights) does not stay in cache between runs: each
- * m-block reads all of it from L3 or memory again, so there the m-block takes every row of M whose A slice
- * fits the budget, with K-blocks shortened (not below the arch's kc) until it does. The budget doubles with
+ * m-block reads all of it from L3 or memory again, so there one m-block takes every row of M when their A
+ * slice fits the budget with K-blocks no shorter than the arch's kc (they shorten until it does; taller
+ * products keep the blocking above, whose B re-reads are a smaller share). The budget doubles with
  * 16-lane vectors: AVX-512 machines have 1-2 MiB of L2 a core (AVX2 ones 256 KiB-1 MiB). Then a 128-row
  * product (a transformer's tokens) reads each weight once a run, where two m-blocks of 70 read it twice. */
 enum { MAX_KC_STREAMED_B = 1024, A_BLOCK_BYTES = 144 * 1024, STREAM_B_BYTES = 1024 * 1024 };
 
 void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K, int64_t N) {
   int64_t budget = A_BLOCK_BYTES * (g->vl >= 16 ? 2 : 1), rows = round_up(M, g->mr);
-  if (K * N >= STREAM_B_BYTES / 4 && rows > 0) {
+  if (K * N >= STREAM_B_BYTES / 4 && rows > 0 && 4 * rows * (K < g->kc ? K : g->kc) <= budget) {
     int64_t kmax = budget / (4 * rows);
     if (kmax > MAX_KC_STREAMED_B) kmax = MAX_KC_STREAMED_B;
-    if (K > g->kc && kmax > g->kc) {
+    if (K > g->kc) {
       int64_t blocks = (K + kmax - 1) / kmax;
       g->kc = (K + blocks - 1) / blocks;
     }
-    int64_t panels = budget / (4 * g->kc * g->mr);
-    if (panels < 1) panels = 1;
-    g->mc = panels * g->mr < rows ? panels * g->mr : rows;
+    g->mc = rows;
     return;
   }
   if (K <= g->kc) return;
