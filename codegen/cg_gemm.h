@@ -34,9 +34,10 @@ void fc_gemm_arch(const FcKernel *k, FcGemmArch *g);
  * vectors (for callers that gather B lanes). */
 void fc_gemm_arch_for_rows(const FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g);
 
-/* Adjusts g for a product whose B is a packed constant streamed panel by panel and whose A each task packs
- * once for all of K (kernel_matmul's activations × weights): K-blocks of up to 1024, and shorter m-blocks
- * when M is split anyway, so the longer A slivers of a block still share L2 with a B sliver. */
+/* Adjusts g for a product whose B (K × N) is a packed constant streamed panel by panel and whose A each task
+ * packs once for all of K (kernel_matmul's activations × weights): K-blocks of up to 1024, and shorter
+ * m-blocks when M is split anyway, so the longer A slivers of a block still share L2 with a B sliver; a B
+ * too large to stay in cache gets one m-block of every row where their A slice fits L2, so it is read once. */
 void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K, int64_t N);
 
 /* Packing on the host (constants): element (i, k) of A is A[i * rs + k * cs]; (k, j) of B is
