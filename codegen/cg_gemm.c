@@ -33,10 +33,28 @@ void fc_gemm_arch(const FcKernel *k, FcGemmArch *g) { fc_target_gemm_arch(k->tar
  * weights): K in blocks of at most MAX_KC_STREAMED_B, so each C tile is loaded and stored once per 1024 k
  * rather than once per 256. The B sliver (kc·nr floats, 64 KiB at kc = 1024) then lives in L2 and reaches
  * L1 through the microkernel's prefetch; the A slivers of an m-block (mc·kc floats) must share L2 with
- * it, so when M is split anyway, its blocks shrink to A_BLOCK_BYTES (a quarter of a 512 KiB L2). */
-enum { MAX_KC_STREAMED_B = 1024, A_BLOCK_BYTES = 144 * 1024 };
+ * it, so when M is split anyway, its blocks shrink to A_BLOCK_BYTES (a quarter of a 512 KiB L2).
+ *
+ * A B of STREAM_B_BYTES or more (a large Linear layer's weights) does not stay in cache between runs: each
+ * m-block reads all of it from L3 or memory again, so there one m-block takes every row of M when their A
+ * slice fits the budget with K-blocks no shorter than the arch's kc (they shorten until it does; taller
+ * products keep the blocking above, whose B re-reads are a smaller share). The budget doubles with
+ * 16-lane vectors: AVX-512 machines have 1-2 MiB of L2 a core (AVX2 ones 256 KiB-1 MiB). Then a 128-row
+ * product (a transformer's tokens) reads each weight once a run, where two m-blocks of 70 read it twice. */
+enum { MAX_KC_STREAMED_B = 1024, A_BLOCK_BYTES = 144 * 1024, STREAM_B_BYTES = 1024 * 1024 };
 
-void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K) {
+void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K, int64_t N) {
+  int64_t budget = A_BLOCK_BYTES * (g->vl >= 16 ? 2 : 1), rows = round_up(M, g->mr);
+  if (K * N >= STREAM_B_BYTES / 4 && rows > 0 && 4 * rows * (K < g->kc ? K : g->kc) <= budget) {
+    int64_t kmax = budget / (4 * rows);
+    if (kmax > MAX_KC_STREAMED_B) kmax = MAX_KC_STREAMED_B;
+    if (K > g->kc) {
+      int64_t blocks = (K + kmax - 1) / kmax;
+      g->kc = (K + blocks - 1) / blocks;
+    }
+    g->mc = rows;
+    return;
+  }
   if (K <= g->kc) return;
   int64_t blocks = (K + MAX_KC_STREAMED_B - 1) / MAX_KC_STREAMED_B;
   g->kc = (K + blocks - 1) / blocks;
@@ -79,10 +97,11 @@ void fc_gemm_pack_b_host(const FcGemmArch *g, const float *B, int64_t K, int64_t
 
 /* ---- microkernels ------------------------------------------------------------------------------------------------ */
 
-static LLVMTypeRef ukr_type(FcKernel *k) {
+/* The microkernel's type; `next` adds the streaming variant's last parameter (emit_ukr_body's pfn). */
+static LLVMTypeRef ukr_type(FcKernel *k, bool next) {
   LLVMTypeRef i64 = fc_cg_i64(k), ptr = LLVMPointerTypeInContext(k->ctx, 0);
-  LLVMTypeRef params[7] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx), i64};
-  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, 7, 0);
+  LLVMTypeRef params[8] = {i64, ptr, ptr, ptr, i64, LLVMInt1TypeInContext(k->ctx), i64, ptr};
+  return LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, next ? 8 : 7, 0);
 }
 
 static LLVMTypeRef edge_type(FcKernel *k) {
@@ -144,14 +163,16 @@ static int ukr_sets(int mr, int nv) {
  * are many (one per kernel and row count) and LLVM's time grows with them. */
 enum { UKR_UNROLL = 4, UKR_UNROLL_INLINE = 2 };
 
-/* llvm.prefetch of the line at p into L1, for reading or (write) for writing. */
-static void prefetch(FcKernel *k, LLVMValueRef p, bool write) {
+/* llvm.prefetch of the line at p for reading or (write) for writing, into L1 (locality 3: prefetcht0) or
+ * L2 (locality 2: prefetcht1). */
+static void prefetch(FcKernel *k, LLVMValueRef p, bool write, int locality) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), ptr = LLVMPointerTypeInContext(k->ctx, 0);
   unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", strlen("llvm.prefetch"));
   LLVMTypeRef ov[1] = {ptr};
   LLVMValueRef pf = LLVMGetIntrinsicDeclaration(k->mod, id, ov, 1);
   LLVMTypeRef pft = LLVMIntrinsicGetType(k->ctx, id, ov, 1);
-  LLVMValueRef args[4] = {p, LLVMConstInt(i32, write, 0), LLVMConstInt(i32, 3, 0), LLVMConstInt(i32, 1, 0)};
+  LLVMValueRef args[4] = {p, LLVMConstInt(i32, write, 0), LLVMConstInt(i32, (unsigned long long)locality, 0),
+                           LLVMConstInt(i32, 1, 0)};
   LLVMBuildCall2(k->b, pft, pf, args, 4, "");
 }
 
@@ -182,7 +203,7 @@ static void ukr_step(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef pa, 
   LLVMValueRef boff = LLVMBuildMul(b, kk, ldb, "");
   /* Software prefetch of B ahead (prefetch_offset): a sliver's first pass over kc (one per m panel loop)
    * reads it from L2 or L3, where the hardware prefetcher alone leaves the FMAs waiting. */
-  prefetch(k, fptr(k, pb, LLVMBuildAdd(b, boff, pfoff, "")), false);
+  prefetch(k, fptr(k, pb, LLVMBuildAdd(b, boff, pfoff, "")), false, 3);
   for (int j = 0; j < nv; j++) {
     LLVMValueRef l = LLVMBuildLoad2(b, vt, fptr(k, pb, LLVMBuildAdd(b, boff, fc_cg_const_i64(k, (int64_t)j * vl), "")), "b");
     LLVMSetAlignment(l, 4);
@@ -207,13 +228,25 @@ typedef struct UkrFinish {
   LLVMValueRef m, n; /* the tile's first row and column in C (i64) */
 } UkrFinish;
 
+/* Streaming a constant B from memory (FcGemmOperand.stream): a B sliver is read from L3 or DRAM by the
+ * first tile of its panel only, and the others find it in L2, so the first tile would wait on memory at
+ * the microkernel's pace (two lines per k step with AVX-512, far more than one core's share of memory
+ * bandwidth) while the rest never touch it. Instead every full tile of a panel prefetches its share of the
+ * next sliver into L2 (prefetcht1, so the current A and B slivers keep L1): one line per NEXT_K k steps,
+ * kc·16/NEXT_K floats a call, so nr/(16/NEXT_K) tiles cover a sliver (4 with AVX-512, 2 with AVX2) and the
+ * memory reads spread over the whole panel's compute. */
+enum { NEXT_K = 2, NEXT_FLOATS_PER_K = 16 / NEXT_K };
+
 /* The microkernel's body at the builder's position: C[0..mr)[0..nr) (row stride ldc) = (accum ? C : 0)
  * + A sliver · B sliver over kc, each result vector passed through `fin` (when given) before its store.
+ * With pfn (else NULL), the lines [pfn, pfn + kc·NEXT_FLOATS_PER_K floats) are prefetched into L2 on the
+ * way (the streaming comment above).
  * The accumulators live in allocas of the current function's entry block (promoted to registers by
  * SROA): the k loop runs max(sets, UKR_UNROLL) steps per iteration, step s into set s % sets, then the
  * remaining steps into set 0. */
 static void emit_ukr_body(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef kc, LLVMValueRef pa, LLVMValueRef pb,
-                          LLVMValueRef ldb, LLVMValueRef pc, LLVMValueRef ldc, LLVMValueRef accum, const UkrFinish *fin) {
+                          LLVMValueRef ldb, LLVMValueRef pc, LLVMValueRef ldc, LLVMValueRef accum, const UkrFinish *fin,
+                          LLVMValueRef pfn) {
   LLVMBuilderRef b = k->b;
   int vl = g->vl, nv = g->nr / g->vl, sets = ukr_sets(mr, nv);
   FC_ASSERT(mr <= MAX_MR && nv <= MAX_NV);
@@ -226,12 +259,17 @@ static void emit_ukr_body(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef
     }
   LLVMValueRef pfoff = prefetch_offset(k, g, kc, ldb);
   int unroll = fin ? UKR_UNROLL_INLINE : UKR_UNROLL;
-  int step = sets > unroll ? sets : unroll; /* k steps per iteration, a multiple of sets */
+  int step = sets > unroll ? sets : unroll; /* k steps per iteration, a multiple of sets (and of NEXT_K) */
+  FC_ASSERT(step % NEXT_K == 0);
   LLVMValueRef kmain = LLVMBuildSub(b, kc, LLVMBuildSRem(b, kc, fc_cg_const_i64(k, step), ""), "");
   FcLoop l1;
   LLVMValueRef kk = fc_cg_loop_begin(k, &l1, fc_cg_const_i64(k, 0), kmain, step, "k");
-  for (int s = 0; s < step; s++)
-    ukr_step(k, g, mr, pa, pb, ldb, pfoff, LLVMBuildAdd(b, kk, fc_cg_const_i64(k, s), ""), slots[s % sets]);
+  for (int s = 0; s < step; s++) {
+    LLVMValueRef ks = LLVMBuildAdd(b, kk, fc_cg_const_i64(k, s), "");
+    ukr_step(k, g, mr, pa, pb, ldb, pfoff, ks, slots[s % sets]);
+    if (pfn && s % NEXT_K == 0)
+      prefetch(k, fptr(k, pfn, LLVMBuildMul(b, ks, fc_cg_const_i64(k, NEXT_FLOATS_PER_K), "")), false, 2);
+  }
   fc_cg_loop_end(k, &l1);
   if (step > 1) {
     FcLoop l2;
@@ -272,10 +310,10 @@ static void emit_ukr_body(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef
   LLVMPositionBuilderAtEnd(b, join_bb);
 }
 
-static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn) {
+static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn, bool next) {
   Saved sv = enter_fn(k, fn);
   emit_ukr_body(k, g, mr, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 6),
-                LLVMGetParam(fn, 3), LLVMGetParam(fn, 4), LLVMGetParam(fn, 5), NULL);
+                LLVMGetParam(fn, 3), LLVMGetParam(fn, 4), LLVMGetParam(fn, 5), NULL, next ? LLVMGetParam(fn, 7) : NULL);
   LLVMBuildRetVoid(k->b);
   leave_fn(k, sv);
 }
@@ -285,7 +323,7 @@ static void build_ukr(FcKernel *k, const FcGemmArch *g, int mr, LLVMValueRef fn)
  * row and vector, so nothing outside it is touched. When cols fit one vector, a one-vector-wide
  * microkernel runs instead of the full one: the narrow remainder panel an odd N leaves (N = 49: a fourth
  * panel of one column) then costs half a tile. */
-static LLVMValueRef get_fn(FcKernel *k, const FcGemmArch *g, bool edge, int rows);
+static LLVMValueRef get_fn(FcKernel *k, const FcGemmArch *g, bool edge, int rows, bool next);
 
 static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMValueRef ukr) {
   Saved sv = enter_fn(k, fn);
@@ -328,14 +366,14 @@ static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMVa
     LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(k->ctx, fn, "computed");
     LLVMBuildCondBr(b, narrow, nb, wb);
     LLVMPositionBuilderAtEnd(b, nb);
-    LLVMBuildCall2(b, ukr_type(k), get_fn(k, &g1, false, g->mr), args, 7, "");
+    LLVMBuildCall2(b, ukr_type(k, false), get_fn(k, &g1, false, g->mr, false), args, 7, "");
     LLVMBuildBr(b, jb);
     LLVMPositionBuilderAtEnd(b, wb);
-    LLVMBuildCall2(b, ukr_type(k), ukr, args, 7, "");
+    LLVMBuildCall2(b, ukr_type(k, false), ukr, args, 7, "");
     LLVMBuildBr(b, jb);
     LLVMPositionBuilderAtEnd(b, jb);
   } else {
-    LLVMBuildCall2(b, ukr_type(k), ukr, args, 7, "");
+    LLVMBuildCall2(b, ukr_type(k, false), ukr, args, 7, "");
   }
   /* Copy out the valid part. */
   for (int i = 0; i < g->mr; i++)
@@ -350,37 +388,41 @@ static void build_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef fn, LLVMVa
 }
 
 /* The module's microkernel for the arch's tile, or (rows < mr, not edge) the one that computes only the
- * first `rows` rows of an mr-wide A panel: the full-width tiles of a last row panel that M leaves short. */
-static LLVMValueRef get_fn(FcKernel *k, const FcGemmArch *g, bool edge, int rows) {
+ * first `rows` rows of an mr-wide A panel: the full-width tiles of a last row panel that M leaves short.
+ * `next` (not edge): the streaming variant, which also prefetches its share of the next B sliver. */
+static LLVMValueRef get_fn(FcKernel *k, const FcGemmArch *g, bool edge, int rows, bool next) {
   char name[64];
-  if (rows == g->mr) snprintf(name, sizeof name, "fc_gemm_ukr%s_f32_%dx%d", edge ? "_edge" : "", g->mr, g->nr);
-  else snprintf(name, sizeof name, "fc_gemm_ukr_f32_%dx%d_rows%d", g->mr, g->nr, rows);
+  const char *sfx = next ? "_next" : "";
+  if (rows == g->mr) snprintf(name, sizeof name, "fc_gemm_ukr%s_f32_%dx%d%s", edge ? "_edge" : "", g->mr, g->nr, sfx);
+  else snprintf(name, sizeof name, "fc_gemm_ukr_f32_%dx%d_rows%d%s", g->mr, g->nr, rows, sfx);
   LLVMValueRef fn = LLVMGetNamedFunction(k->mod, name);
   if (fn) return fn;
-  fn = LLVMAddFunction(k->mod, name, edge ? edge_type(k) : ukr_type(k));
+  fn = LLVMAddFunction(k->mod, name, edge ? edge_type(k) : ukr_type(k, next));
   add_fn_attrs(k, fn, true);
-  if (edge) build_edge(k, g, fn, get_fn(k, g, false, g->mr));
-  else build_ukr(k, g, rows, fn);
+  if (edge) build_edge(k, g, fn, get_fn(k, g, false, g->mr, false));
+  else build_ukr(k, g, rows, fn, next);
   return fn;
 }
 
 /* The calls with B's row stride ldb (i64): nr for packed panels, a matrix's row stride for a B read in
- * place (full panels only: the edge variant still computes whole tiles). */
+ * place (full panels only: the edge variant still computes whole tiles); pfn: NULL, or the streaming
+ * variant's prefetch region. */
 static void call_ukr_rows(FcKernel *k, const FcGemmArch *g, int rows, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b,
-                          LLVMValueRef ldb, LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate) {
-  LLVMValueRef args[7] = {kc, a, b, c, ldc, accumulate, ldb};
-  LLVMBuildCall2(k->b, ukr_type(k), get_fn(k, g, false, rows), args, 7, "");
+                          LLVMValueRef ldb, LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate,
+                          LLVMValueRef pfn) {
+  LLVMValueRef args[8] = {kc, a, b, c, ldc, accumulate, ldb, pfn};
+  LLVMBuildCall2(k->b, ukr_type(k, pfn != NULL), get_fn(k, g, false, rows, pfn != NULL), args, pfn ? 8 : 7, "");
 }
 
 static void call_ukr(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b, LLVMValueRef ldb,
                      LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate) {
-  call_ukr_rows(k, g, g->mr, kc, a, b, ldb, c, ldc, accumulate);
+  call_ukr_rows(k, g, g->mr, kc, a, b, ldb, c, ldc, accumulate, NULL);
 }
 
 static void call_edge(FcKernel *k, const FcGemmArch *g, LLVMValueRef kc, LLVMValueRef a, LLVMValueRef b, LLVMValueRef ldb,
                       LLVMValueRef c, LLVMValueRef ldc, LLVMValueRef accumulate, LLVMValueRef rows, LLVMValueRef cols) {
   LLVMValueRef args[9] = {kc, a, b, c, ldc, accumulate, rows, cols, ldb};
-  LLVMBuildCall2(k->b, edge_type(k), get_fn(k, g, true, g->mr), args, 9, "");
+  LLVMBuildCall2(k->b, edge_type(k), get_fn(k, g, true, g->mr, false), args, 9, "");
 }
 
 static bool is_const_eq(LLVMValueRef v, int64_t c) {
@@ -489,20 +531,21 @@ typedef struct BlockState {
 } BlockState;
 
 /* One tile of a K-block: its A and B slivers (B's row stride ldb), C at (crow, ccol), and its valid rows and
- * columns (i64 values). */
+ * columns (i64 values); pfn: NULL, or where a full tile prefetches its share of the next B sliver. */
 typedef struct Tile {
-  LLVMValueRef ap, bp, ldb, cp, crow, ccol, rows, cols;
+  LLVMValueRef ap, bp, ldb, cp, crow, ccol, rows, cols, pfn;
 } Tile;
 
 /* A tile of `mr_rows` rows and full width: inline with the epilogue on its registers when finishing
  * (`fin`), else a call of the module's microkernel for that many rows. */
 static void emit_tile_rows(FcKernel *k, const FcGemmBlock *t, const Tile *tl, int mr_rows, LLVMValueRef kc,
                            LLVMValueRef accumulate, bool fin) {
+  LLVMValueRef pfn = mr_rows == t->g->mr ? tl->pfn : NULL; /* short tiles: no second microkernel variant */
   if (fin) {
     UkrFinish f = {t->finish_value, t->finish_user, tl->crow, tl->ccol};
-    emit_ukr_body(k, t->g, mr_rows, kc, tl->ap, tl->bp, tl->ldb, tl->cp, c64(k, t->ldc), accumulate, &f);
+    emit_ukr_body(k, t->g, mr_rows, kc, tl->ap, tl->bp, tl->ldb, tl->cp, c64(k, t->ldc), accumulate, &f, pfn);
   } else {
-    call_ukr_rows(k, t->g, mr_rows, kc, tl->ap, tl->bp, tl->ldb, tl->cp, c64(k, t->ldc), accumulate);
+    call_ukr_rows(k, t->g, mr_rows, kc, tl->ap, tl->bp, tl->ldb, tl->cp, c64(k, t->ldc), accumulate, pfn);
   }
 }
 
@@ -603,6 +646,18 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
   }
   LLVMValueRef cols = smin(k, c64(k, g->nr), LLVMBuildSub(b, bs->nlen, q0, ""));
   LLVMValueRef ldb = c64(k, g->nr);
+  LLVMValueRef next = NULL; /* the B sliver the block reads after this one (streamed B) */
+  if (t->b.stream && !bs->bbuf) {
+    /* The next panel at k0; after the block's last panel, its first panel at k0 + kc, or after the last
+     * K-block the memory right after this sliver: the next panel at k = 0, the first of the next n-block,
+     * which is the thread's next task (blocks run n fastest). */
+    LLVMValueRef first = LLVMBuildMul(b, LLVMBuildSDiv(b, bs->n0, c64(k, g->nr), ""), c64(k, t->K), "");
+    LLVMValueRef first_next_k = LLVMBuildAdd(b, LLVMBuildAdd(b, first, k0, ""), kc, "");
+    LLVMValueRef wrap = last ? fptr(k, bp, LLVMBuildMul(b, kc, c64(k, g->nr), ""))
+                             : fptr(k, t->b.packed, LLVMBuildMul(b, first_next_k, c64(k, g->nr), ""));
+    LLVMValueRef more = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildAdd(b, q0, c64(k, g->nr), ""), bs->nlen, "");
+    next = LLVMBuildSelect(b, more, fptr(k, bp, c64(k, t->K * g->nr)), wrap, "");
+  }
   if (t->b.direct) {
     const FcGemmMatrix *bm = t->b.user;
     LLVMValueRef in_place = fptr(k, bm->base, LLVMBuildAdd(b, LLVMBuildMul(b, k0, c64(k, bm->ld), ""), LLVMBuildAdd(b, bs->n0, q0, ""), ""));
@@ -625,6 +680,14 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
   LLVMValueRef rows = smin(k, c64(k, g->mr), LLVMBuildSub(b, bs->mlen, p0, ""));
   LLVMValueRef crow = LLVMBuildAdd(b, bs->m0, p0, ""), ccol = LLVMBuildAdd(b, bs->n0, q0, "");
   LLVMValueRef cp = fptr(k, t->c, LLVMBuildAdd(b, LLVMBuildMul(b, crow, c64(k, t->ldc), ""), ccol, ""));
+  LLVMValueRef pfn = NULL;
+  if (next) {
+    /* The tile's share: the tile-th part of kc·NEXT_FLOATS_PER_K floats of the next sliver (nr·kc); tiles
+     * past the sliver's end repeat the last part, which L2 then already holds. */
+    int64_t parts = g->nr / NEXT_FLOATS_PER_K > 1 ? g->nr / NEXT_FLOATS_PER_K : 1;
+    LLVMValueRef part = smin(k, LLVMBuildSDiv(b, LLVMBuildSub(b, p0, i0, ""), c64(k, g->mr), ""), c64(k, parts - 1));
+    pfn = fptr(k, next, LLVMBuildMul(b, LLVMBuildMul(b, part, kc, ""), c64(k, NEXT_FLOATS_PER_K), ""));
+  }
   /* The last K-block writes C: its lines two column panels ahead are prefetched for writing, one per
    * row of the tile, so the write-allocate misses overlap the FMAs instead of stalling the stores
    * (C rows are ldc apart, one line per tile row, which the hardware prefetcher does not follow).
@@ -632,8 +695,8 @@ static void emit_kblock(FcKernel *k, const FcGemmBlock *t, const BlockState *bs,
    * PREFETCH_NEXT_KC, as for B): with a long one the A and B slivers fill L1 and the lines fetched
    * for writing would evict them. */
   if (last && t->K - last_kblock_start(t) <= PREFETCH_NEXT_KC)
-    for (int i = 0; i < g->mr; i++) prefetch(k, fptr(k, cp, c64(k, i * t->ldc + 2 * (int64_t)g->nr)), true);
-  Tile tile = {ap, bp, ldb, cp, crow, ccol, rows, cols};
+    for (int i = 0; i < g->mr; i++) prefetch(k, fptr(k, cp, c64(k, i * t->ldc + 2 * (int64_t)g->nr)), true, 3);
+  Tile tile = {ap, bp, ldb, cp, crow, ccol, rows, cols, pfn};
   emit_tile(k, t, &tile, kc, accumulate, last);
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lq);

@@ -34,10 +34,11 @@ void fc_gemm_arch(const FcKernel *k, FcGemmArch *g);
  * vectors (for callers that gather B lanes). */
 void fc_gemm_arch_for_rows(const FcKernel *k, int64_t M, bool pow2_panels, FcGemmArch *g);
 
-/* Adjusts g for a product whose B is a packed constant streamed panel by panel and whose A each task packs
- * once for all of K (kernel_matmul's activations × weights): K-blocks of up to 1024, and shorter m-blocks
- * when M is split anyway, so the longer A slivers of a block still share L2 with a B sliver. */
-void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K);
+/* Adjusts g for a product whose B (K × N) is a packed constant streamed panel by panel and whose A each task
+ * packs once for all of K (kernel_matmul's activations × weights): K-blocks of up to 1024, and shorter
+ * m-blocks when M is split anyway, so the longer A slivers of a block still share L2 with a B sliver; a B
+ * too large to stay in cache gets one m-block of every row where their A slice fits L2, so it is read once. */
+void fc_gemm_arch_stream_b(FcGemmArch *g, int64_t M, int64_t K, int64_t N);
 
 /* Packing on the host (constants): element (i, k) of A is A[i * rs + k * cs]; (k, j) of B is
  * B[k * rs + j * cs]. Sizes in floats; FC_ERR_LIMIT-free: callers pass shapes of checked tensors. */
@@ -76,6 +77,9 @@ typedef struct FcGemmOperand {
    * row stride), so only a partial last panel is packed, by `pack`. For B operands that are already
    * plain matrices (a 1×1 convolution's input, a run-time matmul operand). */
   bool direct;
+  /* B only, with `packed`: B is too large to stay in cache between runs (a Linear layer's weights), so
+   * every full tile also prefetches its share of the next sliver into L2 while it computes (cg_gemm.c). */
+  bool stream;
   void (*pack)(FcKernel *k, void *user, LLVMValueRef dst, LLVMValueRef i0, LLVMValueRef k0, LLVMValueRef kc);
   void *user;
 } FcGemmOperand;

@@ -61,7 +61,7 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   FcGemmBlock t = {.g = &g, .M = M, .N = N, .K = K, .ldc = N};
   int64_t mc, nc;
   bool a_const = ca && ca->data, b_const = cb && cb->data;
-  if (!a_const && b_const) fc_gemm_arch_stream_b(&g, M, K);
+  if (!a_const && b_const) fc_gemm_arch_stream_b(&g, M, K, N);
   fc_gemm_choose_blocks(&g, batch, M, N, 8, !a_const && b_const, 1, &mc, &nc);
   t.mc = mc;
   t.nc = nc;
@@ -87,6 +87,9 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
   }
   t.a.packed = a_packed;
   t.b.packed = b_packed;
+  /* A constant B streams its next sliver in while a panel's tiles compute; a single row panel (a matrix-
+   * vector product) has no compute to hide it behind and leaves the sequential reads to the hardware. */
+  t.b.stream = b_packed && M > g.mr;
   /* A run-time A with a constant B (activations times weights): each task packs its A block once, for
    * all of K, and keeps it while its next blocks (n fastest) share those rows: a thread's chunk of
    * consecutive blocks packs A once per m-block rather than once per block. */
