@@ -54,9 +54,12 @@ static const struct {
 
 typedef void (*Kernel)(const void *x, const void *y, void *out, int64_t n);
 
+/* The kernel slot after the FcMathFn ones: fc_math_emit_erfc_fast, f32 kinds only. */
+#define ERFC_FAST FC_MATH_COUNT
+
 typedef struct Jit {
   LLVMOrcLLJITRef jit;
-  Kernel k[FC_MATH_COUNT][K_COUNT];
+  Kernel k[FC_MATH_COUNT + 1][K_COUNT];
 } Jit;
 
 static Jit host, base;
@@ -67,7 +70,7 @@ static bool have_base;
 
 static void kernel_name(char *buf, size_t n, FcMathFn fn, int kind)
 {
-  snprintf(buf, n, "m_%s_%s", fc_math_name(fn), KINDS[kind].tag);
+  snprintf(buf, n, "m_%s_%s", fn == ERFC_FAST ? "erfc_fast" : fc_math_name(fn), KINDS[kind].tag);
 }
 
 static void build_kernel(LLVMModuleRef mod, LLVMContextRef ctx, FcMathFn fn, int kind)
@@ -96,12 +99,12 @@ static void build_kernel(LLVMModuleRef mod, LLVMContextRef ctx, FcMathFn fn, int
   LLVMValueRef x = LLVMBuildLoad2(b, vt, px, "");
   LLVMSetAlignment(x, align);
   LLVMValueRef y = NULL;
-  if (fc_math_arity(fn) == 2) {
+  if (fn != ERFC_FAST && fc_math_arity(fn) == 2) {
     LLVMValueRef py = LLVMBuildGEP2(b, ef, LLVMGetParam(f, 1), &i, 1, "");
     y = LLVMBuildLoad2(b, vt, py, "");
     LLVMSetAlignment(y, align);
   }
-  LLVMValueRef r = fc_math_emit(mod, b, fn, x, y);
+  LLVMValueRef r = fn == ERFC_FAST ? fc_math_emit_erfc_fast(mod, b, x) : fc_math_emit(mod, b, fn, x, y);
   assert_true(LLVMTypeOf(r) == vt);
   LLVMValueRef po = LLVMBuildGEP2(b, ef, LLVMGetParam(f, 2), &i, 1, "");
   LLVMSetAlignment(LLVMBuildStore(b, r, po), align);
@@ -235,8 +238,9 @@ static void make_jit(Jit *j, const char *cpu, const char *features, bool baselin
   /* The baseline build (checked for calls in its assembly) has the vector kernels only: it exists to
    * run the algorithms without FMA, which the scalar loops would not add to. */
   int nkinds = baseline ? K_V4F64 + 1 : K_COUNT;
-  for (int fn = 0; fn < FC_MATH_COUNT; fn++)
-    for (int kind = 0; kind < nkinds; kind++) build_kernel(mod, ctx, (FcMathFn)fn, kind);
+  for (int fn = 0; fn <= ERFC_FAST; fn++)
+    for (int kind = 0; kind < nkinds; kind++)
+      if (fn != ERFC_FAST || !KINDS[kind].f64) build_kernel(mod, ctx, (FcMathFn)fn, kind);
   optimise(mod, tm, cfg);
   check_ir(mod, cfg, !baseline);
   if (baseline) {
@@ -250,8 +254,9 @@ static void make_jit(Jit *j, const char *cpu, const char *features, bool baselin
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
   check_error(LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm), "add module");
   LLVMOrcDisposeThreadSafeContext(tsc);
-  for (int fn = 0; fn < FC_MATH_COUNT; fn++) {
+  for (int fn = 0; fn <= ERFC_FAST; fn++) {
     for (int kind = 0; kind < nkinds; kind++) {
+      if (fn == ERFC_FAST && KINDS[kind].f64) continue;
       char name[64];
       kernel_name(name, sizeof name, (FcMathFn)fn, kind);
       LLVMOrcExecutorAddress addr = 0;
@@ -802,6 +807,61 @@ static void test_throughput(void **state)
     }
     printf("  %-12s %7.2f %7.2f\n", fc_math_name((FcMathFn)fn), t[0], t[1]);
   }
+  double t0 = now();
+  for (int r = 0; r < REPS; r++) host.k[ERFC_FAST][K_V8F32](xf, yf, of, N);
+  printf("  %-12s %7.2f\n", "erfc_fast", (now() - t0) / ((double)N * REPS) * 1e9);
+}
+
+/* fc_math_emit_erfc_fast against double erfc: a dense sweep of [-6, 6], every 256th float bit pattern
+ * and the special values; absolute error everywhere and relative error where erfc(x) >= 1e-2 and
+ * where erfc(x) >= 1e-7 (it grows with |log erfc|), the bounds fcmath.h states; NaN, +-inf, zeros and
+ * subnormals exactly. */
+static void check_erfc_fast(const Jit *j, const char *cfg, int kind)
+{
+  enum { DENSE = 1 << 22, STRIDED = 1 << 24 };
+  double sp[512];
+  size_t ns = specials(sp, false), n = ns + DENSE + STRIDED;
+  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  for (size_t i = 0; i < ns; i++) x[i] = (float)sp[i];
+  for (size_t i = 0; i < DENSE; i++) x[ns + i] = (float)(-6 + 12 * (double)i / DENSE);
+  for (size_t i = 0; i < STRIDED; i++) {
+    uint32_t bits = (uint32_t)i << 8 | (uint32_t)(i & 0xff);
+    memcpy(&x[ns + DENSE + i], &bits, 4);
+  }
+  j->k[ERFC_FAST][kind](x, NULL, y, (int64_t)n);
+  double max_abs = 0, max_rel[2] = {0, 0}, at_abs = 0, at_rel[2] = {0, 0};
+  for (size_t i = 0; i < n; i++) {
+    double xv = x[i], ref = erfc(xv), got = y[i];
+    if (isnan(xv)) {
+      if (!isnan(got)) fail_msg("%s erfc_fast(NaN) = %g", cfg, got);
+      continue;
+    }
+    if ((isinf(xv) || fabs(xv) < 0x1p-126) && got != ref)
+      fail_msg("%s erfc_fast(%a) = %.9g, want %.9g", cfg, xv, got, ref);
+    double ea = fabs(got - ref);
+    if (!(ea <= max_abs)) max_abs = ea, at_abs = xv;
+    for (int r = 0; r < 2; r++) {
+      double er = ref >= (r ? 1e-7 : 1e-2) ? ea / ref : 0;
+      if (!(er <= max_rel[r])) max_rel[r] = er, at_rel[r] = xv;
+    }
+  }
+  printf("  %-16s erfc_fast %-6s max abs error %.3g at x=%.9g; max rel error %.3g at x=%.9g (erfc >= 1e-2), "
+         "%.3g at x=%.9g (erfc >= 1e-7)\n", cfg, KINDS[kind].tag, max_abs, at_abs, max_rel[0], at_rel[0],
+         max_rel[1], at_rel[1]);
+  fflush(stdout);
+  assert_true(max_abs <= 2e-7);
+  assert_true(max_rel[0] <= 8e-7);
+  assert_true(max_rel[1] <= 4e-6);
+  free(x);
+  free(y);
+}
+
+static void test_erfc_fast(void **state)
+{
+  (void)state;
+  check_erfc_fast(&host, "host", K_V8F32);
+  check_erfc_fast(&host, "host", K_F32);
+  if (have_base) check_erfc_fast(&base, "x86-64", K_V8F32);
 }
 
 static void test_names(void **state)
@@ -821,6 +881,7 @@ int main(void)
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_scalar_vector_agree),
       cmocka_unit_test(test_throughput),
+      cmocka_unit_test(test_erfc_fast),
       cmocka_unit_test(test_accuracy_host),
       cmocka_unit_test(test_accuracy_baseline),
   };
