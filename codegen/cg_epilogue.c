@@ -287,13 +287,14 @@ static bool is_silu_pair(const FcCgEpilogue *e, int i) {
 }
 
 /* SiLU a · sigmoid(a) = num / (1 + e) with e = exp(-|a|) (never overflows) and num = a (a >= 0) or a · e:
- * one exp, one division, and errors of the same order as sigmoid's then a mul (exp's, then three
- * roundings), at about half the instructions of sigmoid's double-word form (math.c), which matters in
- * EfficientNet's convs, whose every result goes through it. */
+ * one exp (the short form for non-positive arguments, within 1 ulp), one division, and errors of the
+ * same order as sigmoid's then a mul (exp's, then three roundings), at about half the instructions of
+ * sigmoid's double-word form (math.c), which matters in EfficientNet's convs, whose every result goes
+ * through it. */
 static LLVMValueRef emit_silu(FcKernel *k, LLVMValueRef a) {
   LLVMTypeRef t = LLVMTypeOf(a);
   LLVMValueRef abs = fc_cg_intrinsic(k, "llvm.fabs", t, &a, 1);
-  LLVMValueRef ex = fc_math_emit(k->mod, k->b, FC_MATH_EXP, LLVMBuildFNeg(k->b, abs, ""), NULL);
+  LLVMValueRef ex = fc_math_emit_exp_nonpos(k->mod, k->b, LLVMBuildFNeg(k->b, abs, ""));
   LLVMValueRef one = fc_cg_splat_const(t, LLVMConstReal(LLVMFloatTypeInContext(k->ctx), 1.0));
   LLVMValueRef neg = LLVMBuildFCmp(k->b, LLVMRealOLT, a, LLVMConstNull(t), "");
   LLVMValueRef num = LLVMBuildSelect(k->b, neg, LLVMBuildFMul(k->b, a, ex, ""), a, "");
