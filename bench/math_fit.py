@@ -240,9 +240,9 @@ def erfc_pieces():
 
 @register
 def erfc_fast():
-    # math_erfc_fast.c: erfc(x) = 1 - (x + x Q(x^2)) below S (relative error of erf), exp(P(|x|)) on
+    # math_fast.c: erfc(x) = 1 - (x + x Q(x^2)) below S (relative error of erf), exp(P(|x|)) on
     # [S, 4] (P against log erfc: absolute error of P, the relative error of erfc), and e^r as a full
-    # polynomial with c0 = 1 on |r| <= ln2/2 (relative error).
+    # polynomial with c0 = 1 on |r| <= ln2/2 (relative error; also the short exp of x <= 0).
     S = mpf('0.921875')
     f = series_guard(lambda u: mp.erf(mp.sqrt(u)) / mp.sqrt(u) - 1, 2 / mp.sqrt(mp.pi) - 1)
     w = lambda u: mp.sqrt(u) / mp.erf(mp.sqrt(u)) if u else mp.sqrt(mp.pi) / 2

@@ -311,8 +311,9 @@ static int erf_plus_one(const FcCgEpilogue *e, int i) {
   for (int j = i + 1; j < e->prog->n_steps; j++)
     for (int r = 0; r < st[j].n_args; r++) {
       if (st[j].args[r] != s) continue;
+      if (add >= 0 || st[j].kind != FC_OP_ADD || st[j].n_args != 2) return -1;
       int32_t other = st[j].args[1 - r];
-      if (add >= 0 || st[j].kind != FC_OP_ADD || r > 1 || other < 0) return -1;
+      if (other < 0) return -1;
       const EpOperand *o = &e->ops[e->slot_of[other]];
       if (!o->imm || o->imm_value != 1) return -1;
       add = j;
