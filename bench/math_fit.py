@@ -239,6 +239,20 @@ def erfc_pieces():
 
 
 @register
+def erfc_fast():
+    # math_fast.c: erfc(x) = 1 - (x + x Q(x^2)) below S (relative error of erf), exp(P(|x|)) on
+    # [S, 4] (P against log erfc: absolute error of P, the relative error of erfc), and e^r as a full
+    # polynomial with c0 = 1 on |r| <= ln2/2 (relative error; also the short exp of x <= 0).
+    S = mpf('0.921875')
+    f = series_guard(lambda u: mp.erf(mp.sqrt(u)) / mp.sqrt(u) - 1, 2 / mp.sqrt(mp.pi) - 1)
+    w = lambda u: mp.sqrt(u) / mp.erf(mp.sqrt(u)) if u else mp.sqrt(mp.pi) / 2
+    fit('erfc_fast_q', f, w, list(range(6)), 0, S * S, 24)
+    fit('erfc_fast_p', lambda a: mp.log(mp.erfc(a)), lambda a: 1, list(range(9)), S, 4, 24)
+    a, b = -LN2 / 2 * mpf('1.0001'), LN2 / 2 * mpf('1.0001')
+    fit('erfc_fast_e', mp.exp, lambda t: 1 / mp.exp(t), list(range(7)), a, b, 24, fixed={0: mpf(1)})
+
+
+@register
 def trig():
     u = (mp.pi / 4) ** 2 * mpf('1.001')
     odd_fit('sin_s_f64', mp.sin, mpf(-1) / 6, u, 5, 53)

@@ -20,7 +20,9 @@
  * Values are computed in the result dtype's compute type; the bias is added first, then the program's
  * steps run through fc_cg_scalar_op on stand-in ops (the kind and scalar types it reads), on scalars or
  * vectors alike, except max/min against a constant bound (Clip), which take a cheaper exact form, and
- * f32 SiLU (sigmoid a, then a times it: EfficientNet's activation), computed at once (emit_silu).
+ * f32 SiLU (sigmoid a, then a times it: EfficientNet's activation), computed at once (emit_silu), and
+ * f32 GELU's 1 + erf(u), computed as erfc(-u) by fc_math_emit_erfc_fast (half the instructions of the
+ * accurate erf; accurate to GELU's needs and, unlike 1 + erf, in relative terms for negative u).
  * fc_cg_epilogue_row is a loop over the run with whole vectors of the target's width
  * (loads, steps and the store on <VW x T>) and a scalar loop for the rest, like the fused element-wise
  * kernel (kernel_fused.c): the memory plan never places a conv's or matmul's result over an operand, so
@@ -285,17 +287,38 @@ static bool is_silu_pair(const FcCgEpilogue *e, int i) {
 }
 
 /* SiLU a · sigmoid(a) = num / (1 + e) with e = exp(-|a|) (never overflows) and num = a (a >= 0) or a · e:
- * one exp, one division, and errors of the same order as sigmoid's then a mul (exp's, then three
- * roundings), at about half the instructions of sigmoid's double-word form (math.c), which matters in
- * EfficientNet's convs, whose every result goes through it. */
+ * one exp (the short form for non-positive arguments, within 1 ulp), one division, and errors of the
+ * same order as sigmoid's then a mul (exp's, then three roundings), at about half the instructions of
+ * sigmoid's double-word form (math.c), which matters in EfficientNet's convs, whose every result goes
+ * through it. */
 static LLVMValueRef emit_silu(FcKernel *k, LLVMValueRef a) {
   LLVMTypeRef t = LLVMTypeOf(a);
   LLVMValueRef abs = fc_cg_intrinsic(k, "llvm.fabs", t, &a, 1);
-  LLVMValueRef ex = fc_math_emit(k->mod, k->b, FC_MATH_EXP, LLVMBuildFNeg(k->b, abs, ""), NULL);
+  LLVMValueRef ex = fc_math_emit_exp_nonpos(k->mod, k->b, LLVMBuildFNeg(k->b, abs, ""));
   LLVMValueRef one = fc_cg_splat_const(t, LLVMConstReal(LLVMFloatTypeInContext(k->ctx), 1.0));
   LLVMValueRef neg = LLVMBuildFCmp(k->b, LLVMRealOLT, a, LLVMConstNull(t), "");
   LLVMValueRef num = LLVMBuildSelect(k->b, neg, LLVMBuildFMul(k->b, a, ex, ""), a, "");
   return LLVMBuildFDiv(k->b, num, LLVMBuildFAdd(k->b, one, ex, ""), "silu");
+}
+
+/* The step that adds 1 to step i, an f32 erf (GELU's 1 + erf(u), the add in either order), when it is
+ * the only step that reads the erf; else -1. */
+static int erf_plus_one(const FcCgEpilogue *e, int i) {
+  const FcEwStep *st = e->prog->steps;
+  if (e->dt != FC_DT_F32 || st[i].kind != FC_OP_ERF) return -1;
+  int32_t s = FC_EW_STEP_REF(i);
+  int add = -1;
+  for (int j = i + 1; j < e->prog->n_steps; j++)
+    for (int r = 0; r < st[j].n_args; r++) {
+      if (st[j].args[r] != s) continue;
+      if (add >= 0 || st[j].kind != FC_OP_ADD || st[j].n_args != 2) return -1;
+      int32_t other = st[j].args[1 - r];
+      if (other < 0) return -1;
+      const EpOperand *o = &e->ops[e->slot_of[other]];
+      if (!o->imm || o->imm_value != 1) return -1;
+      add = j;
+    }
+  return add;
 }
 
 /* The epilogue of v; row_vals[i] (or NULL) holds ops[i]'s row value when it is loaded already. */
@@ -314,6 +337,7 @@ static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LL
   LLVMValueRef *sv = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)e->prog->n_steps);
   for (int i = 0; i < e->prog->n_steps; i++) {
     const FcEwStep *st = &e->prog->steps[i];
+    if (sv[i]) continue; /* computed with an earlier step */
     LLVMValueRef a[FC_EW_MAX_ARGS] = {NULL, NULL, NULL};
     for (int j = 0; j < st->n_args; j++) {
       int32_t r = st->args[j];
@@ -322,6 +346,11 @@ static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LL
     if (is_silu_pair(e, i)) { /* steps i and i + 1 at once; nothing else reads step i */
       sv[i + 1] = emit_silu(k, a[0]);
       i++;
+      continue;
+    }
+    int one_plus = erf_plus_one(e, i);
+    if (one_plus >= 0) { /* 1 + erf(u) = erfc(-u) at step one_plus; nothing else reads step i */
+      sv[i] = sv[one_plus] = fc_math_emit_erfc_fast(k->mod, k->b, LLVMBuildFNeg(k->b, a[0], ""));
       continue;
     }
     sv[i] = bound_op(k, e, st, a);

@@ -100,4 +100,15 @@ double fc_math_max_ulp(FcMathFn fn, bool f64);
  * and tan, a private constant table of 2/pi bits to mod. Thread-safe for distinct modules. */
 LLVMValueRef fc_math_emit(LLVMModuleRef mod, LLVMBuilderRef b, FcMathFn fn, LLVMValueRef x, LLVMValueRef y);
 
+/* erfc(x) for float x (scalar or vector), to an absolute error below 1.3e-7 and a relative error below
+ * 8e-7 where erfc(x) >= 1e-2 and 4e-6 where erfc(x) >= 1e-7, in under half FC_MATH_ERF's instructions
+ * (math_fast.c has the measured errors): for GELU's 1 + erf(u) = erfc(-u), which needs no more and,
+ * computed so, keeps its relative accuracy for negative u. NaN propagates; erfc(+-inf) = 0, 2. Same
+ * emission contract as fc_math_emit. */
+LLVMValueRef fc_math_emit_erfc_fast(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef x);
+
+/* e^x for float x <= 0 or NaN (scalar or vector; x > 0 is not supported), within 1 ulp (1.25 without FMA),
+ * subnormal results rounded once, in about two thirds of FC_MATH_EXP's instructions: for SiLU's e^-|a|. */
+LLVMValueRef fc_math_emit_exp_nonpos(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef x);
+
 #endif

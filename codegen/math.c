@@ -23,8 +23,6 @@
 #include "ir.h"
 #include "math_internal.h"
 
-#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 static const double LOG2E = 0x1.71547652b82fep0;
 static const double LN2 = 0x1.62e42fefa39efp-1;
 /* Cody–Waite halves of ln2: the high part has few enough bits that n*hi is exact for every n used. */

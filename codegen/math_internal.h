@@ -18,6 +18,9 @@
 
 typedef LLVMValueRef FcV;
 
+/* Elements of a coefficient array. */
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
 typedef struct FcMathB {
   LLVMModuleRef mod;
   LLVMBuilderRef b;

@@ -21,8 +21,6 @@
 #include "ir.h"
 #include "math_internal.h"
 
-#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 /* pi/2 in five parts: four of at most 25 significant bits, then the rest rounded. */
 static const double PIO2_PART[5] = {0x1.921fb5p+0, 0x1.110b46p-26, 0x1.1a6263p-54, 0x1.8a2e03p-81,
                                     0x1.c1cd129024e09p-107};

@@ -45,6 +45,10 @@
 
 #include "fcmath.h"
 
+/* fc_math_emit_exp_nonpos's bounds in ulp, with FMA and without (x86-64 baseline), as fcmath.h says. */
+#define EXPNP_ULP 1
+#define EXPNP_ULP_BASE 1.25
+
 enum { K_V8F32, K_V4F64, K_F32, K_F64, K_COUNT };
 static const struct {
   const char *tag;
@@ -54,9 +58,13 @@ static const struct {
 
 typedef void (*Kernel)(const void *x, const void *y, void *out, int64_t n);
 
+/* Kernel slots after the FcMathFn ones: math_fast.c's forms, f32 kinds only. */
+enum { ERFC_FAST = FC_MATH_COUNT, EXP_NONPOS, N_SLOTS };
+static const char *const FAST_NAME[] = {"erfc_fast", "exp_nonpos"};
+
 typedef struct Jit {
   LLVMOrcLLJITRef jit;
-  Kernel k[FC_MATH_COUNT][K_COUNT];
+  Kernel k[N_SLOTS][K_COUNT];
 } Jit;
 
 static Jit host, base;
@@ -67,7 +75,7 @@ static bool have_base;
 
 static void kernel_name(char *buf, size_t n, FcMathFn fn, int kind)
 {
-  snprintf(buf, n, "m_%s_%s", fc_math_name(fn), KINDS[kind].tag);
+  snprintf(buf, n, "m_%s_%s", fn >= FC_MATH_COUNT ? FAST_NAME[fn - FC_MATH_COUNT] : fc_math_name(fn), KINDS[kind].tag);
 }
 
 static void build_kernel(LLVMModuleRef mod, LLVMContextRef ctx, FcMathFn fn, int kind)
@@ -96,12 +104,14 @@ static void build_kernel(LLVMModuleRef mod, LLVMContextRef ctx, FcMathFn fn, int
   LLVMValueRef x = LLVMBuildLoad2(b, vt, px, "");
   LLVMSetAlignment(x, align);
   LLVMValueRef y = NULL;
-  if (fc_math_arity(fn) == 2) {
+  if (fn < FC_MATH_COUNT && fc_math_arity(fn) == 2) {
     LLVMValueRef py = LLVMBuildGEP2(b, ef, LLVMGetParam(f, 1), &i, 1, "");
     y = LLVMBuildLoad2(b, vt, py, "");
     LLVMSetAlignment(y, align);
   }
-  LLVMValueRef r = fc_math_emit(mod, b, fn, x, y);
+  LLVMValueRef r = (int)fn == ERFC_FAST    ? fc_math_emit_erfc_fast(mod, b, x)
+                   : (int)fn == EXP_NONPOS ? fc_math_emit_exp_nonpos(mod, b, x)
+                                           : fc_math_emit(mod, b, fn, x, y);
   assert_true(LLVMTypeOf(r) == vt);
   LLVMValueRef po = LLVMBuildGEP2(b, ef, LLVMGetParam(f, 2), &i, 1, "");
   LLVMSetAlignment(LLVMBuildStore(b, r, po), align);
@@ -235,8 +245,9 @@ static void make_jit(Jit *j, const char *cpu, const char *features, bool baselin
   /* The baseline build (checked for calls in its assembly) has the vector kernels only: it exists to
    * run the algorithms without FMA, which the scalar loops would not add to. */
   int nkinds = baseline ? K_V4F64 + 1 : K_COUNT;
-  for (int fn = 0; fn < FC_MATH_COUNT; fn++)
-    for (int kind = 0; kind < nkinds; kind++) build_kernel(mod, ctx, (FcMathFn)fn, kind);
+  for (int fn = 0; fn < N_SLOTS; fn++)
+    for (int kind = 0; kind < nkinds; kind++)
+      if (fn < FC_MATH_COUNT || !KINDS[kind].f64) build_kernel(mod, ctx, (FcMathFn)fn, kind);
   optimise(mod, tm, cfg);
   check_ir(mod, cfg, !baseline);
   if (baseline) {
@@ -250,8 +261,9 @@ static void make_jit(Jit *j, const char *cpu, const char *features, bool baselin
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
   check_error(LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm), "add module");
   LLVMOrcDisposeThreadSafeContext(tsc);
-  for (int fn = 0; fn < FC_MATH_COUNT; fn++) {
+  for (int fn = 0; fn < N_SLOTS; fn++) {
     for (int kind = 0; kind < nkinds; kind++) {
+      if (fn >= FC_MATH_COUNT && KINDS[kind].f64) continue;
       char name[64];
       kernel_name(name, sizeof name, (FcMathFn)fn, kind);
       LLVMOrcExecutorAddress addr = 0;
@@ -802,6 +814,101 @@ static void test_throughput(void **state)
     }
     printf("  %-12s %7.2f %7.2f\n", fc_math_name((FcMathFn)fn), t[0], t[1]);
   }
+  for (int i = 0; i < N; i++) yf[i] = -xf[i] * 20; /* exp_nonpos's domain */
+  for (int fn = ERFC_FAST; fn < N_SLOTS; fn++) {
+    double t0 = now();
+    for (int r = 0; r < REPS; r++) host.k[fn][K_V8F32](fn == EXP_NONPOS ? yf : xf, NULL, of, N);
+    printf("  %-12s %7.2f\n", FAST_NAME[fn - FC_MATH_COUNT], (now() - t0) / ((double)N * REPS) * 1e9);
+  }
+}
+
+/* fc_math_emit_erfc_fast against double erfc: a dense sweep of [-6, 6], every 256th float bit pattern
+ * and the special values; absolute error everywhere and relative error where erfc(x) >= 1e-2 and
+ * where erfc(x) >= 1e-7 (it grows with |log erfc|), the bounds fcmath.h states; NaN, +-inf, zeros and
+ * subnormals exactly. */
+static void check_erfc_fast(const Jit *j, const char *cfg, int kind)
+{
+  enum { DENSE = 1 << 22, STRIDED = 1 << 24 };
+  double sp[512];
+  size_t ns = specials(sp, false), n = ns + DENSE + STRIDED;
+  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  for (size_t i = 0; i < ns; i++) x[i] = (float)sp[i];
+  for (size_t i = 0; i < DENSE; i++) x[ns + i] = (float)(-6 + 12 * (double)i / DENSE);
+  for (size_t i = 0; i < STRIDED; i++) {
+    uint32_t bits = (uint32_t)i << 8 | (uint32_t)(i & 0xff);
+    memcpy(&x[ns + DENSE + i], &bits, 4);
+  }
+  j->k[ERFC_FAST][kind](x, NULL, y, (int64_t)n);
+  double max_abs = 0, max_rel[2] = {0, 0}, at_abs = 0, at_rel[2] = {0, 0};
+  for (size_t i = 0; i < n; i++) {
+    double xv = x[i], ref = erfc(xv), got = y[i];
+    if (isnan(xv)) {
+      if (!isnan(got)) fail_msg("%s erfc_fast(NaN) = %g", cfg, got);
+      continue;
+    }
+    if ((isinf(xv) || fabs(xv) < 0x1p-126) && got != ref)
+      fail_msg("%s erfc_fast(%a) = %.9g, want %.9g", cfg, xv, got, ref);
+    double ea = fabs(got - ref);
+    if (!(ea <= max_abs)) max_abs = ea, at_abs = xv;
+    for (int r = 0; r < 2; r++) {
+      double er = ref >= (r ? 1e-7 : 1e-2) ? ea / ref : 0;
+      if (!(er <= max_rel[r])) max_rel[r] = er, at_rel[r] = xv;
+    }
+  }
+  printf("  %-16s erfc_fast %-6s max abs error %.3g at x=%.9g; max rel error %.3g at x=%.9g (erfc >= 1e-2), "
+         "%.3g at x=%.9g (erfc >= 1e-7)\n", cfg, KINDS[kind].tag, max_abs, at_abs, max_rel[0], at_rel[0],
+         max_rel[1], at_rel[1]);
+  fflush(stdout);
+  assert_true(max_abs <= 2e-7);
+  assert_true(max_rel[0] <= 8e-7);
+  assert_true(max_rel[1] <= 4e-6);
+  free(x);
+  free(y);
+}
+
+static void test_erfc_fast(void **state)
+{
+  (void)state;
+  check_erfc_fast(&host, "host", K_V8F32);
+  check_erfc_fast(&host, "host", K_F32);
+  if (have_base) check_erfc_fast(&base, "x86-64", K_V8F32);
+}
+
+/* fc_math_emit_exp_nonpos against double exp in ulp: 2^22 points evenly over [-110, 0], every 256th bit
+ * pattern of a negative float, and the special values of its domain (x <= 0, NaN), within the bound
+ * fcmath.h states. */
+static void check_exp_nonpos(const Jit *j, const char *cfg, int kind, double bound)
+{
+  enum { DENSE = 1 << 22, STRIDED = 1 << 23 };
+  double sp[512];
+  size_t ns = specials(sp, false), n = 0;
+  float *x = malloc((ns + DENSE + STRIDED) * sizeof *x), *y = malloc((ns + DENSE + STRIDED) * sizeof *y);
+  for (size_t i = 0; i < ns; i++)
+    if (!(sp[i] > 0)) x[n++] = (float)sp[i];
+  for (size_t i = 0; i < DENSE; i++) x[n++] = (float)(-110 * (double)i / DENSE);
+  for (size_t i = 0; i < STRIDED; i++) {
+    uint32_t bits = 0x80000000u | (uint32_t)i << 8 | (uint32_t)(i & 0xff);
+    memcpy(&x[n++], &bits, 4);
+  }
+  j->k[EXP_NONPOS][kind](x, NULL, y, (int64_t)n);
+  Stat s = {0};
+  for (size_t i = 0; i < n; i++) stat_add(&s, x[i], 0, y[i], exp((double)x[i]), false);
+  printf("  %-16s exp_nonpos %-6s max %.3f ulp (bound %g) over %ld values", cfg, KINDS[kind].tag, s.max_ulp, bound,
+         s.n);
+  if (s.max_ulp > 0) printf("; worst at x=%.9Lg: got %.9Lg want %.9Lg", s.x, s.got, s.ref);
+  printf("\n");
+  fflush(stdout);
+  assert_true(s.max_ulp <= bound);
+  free(x);
+  free(y);
+}
+
+static void test_exp_nonpos(void **state)
+{
+  (void)state;
+  check_exp_nonpos(&host, "host", K_V8F32, EXPNP_ULP);
+  check_exp_nonpos(&host, "host", K_F32, EXPNP_ULP);
+  if (have_base) check_exp_nonpos(&base, "x86-64", K_V8F32, EXPNP_ULP_BASE);
 }
 
 static void test_names(void **state)
@@ -821,6 +928,8 @@ int main(void)
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_scalar_vector_agree),
       cmocka_unit_test(test_throughput),
+      cmocka_unit_test(test_erfc_fast),
+      cmocka_unit_test(test_exp_nonpos),
       cmocka_unit_test(test_accuracy_host),
       cmocka_unit_test(test_accuracy_baseline),
   };
