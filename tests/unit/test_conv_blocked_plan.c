@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "codegen.h"
+#include "test_codegen.h"
 
 /* The outer-iteration argument of the module's call to frt_parallel_for (or _max); -1 if none. */
 static int64_t parallel_outer(LLVMModuleRef mod) {
@@ -66,13 +67,9 @@ static int64_t outer_of(int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, i
   for (int i = 0; i < 5; i++) assert_int_equal(yv->type.dims[i], yd[i]);
   assert_int_equal(fc_verify(m, &diag), FC_OK);
 
-  FcCodegenOptions o = {.cpu = "x86-64-v3", .opt_level = 2};
   FcTarget *target = NULL;
-  assert_int_equal(fc_target_resolve(&o, &target, &diag), FC_OK);
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = NULL;
-  FcStatus st = fc_codegen_module(m, &o, ctx, target, &mod, &diag);
-  if (st != FC_OK) fail_msg("codegen: %s", diag.msg);
+  LLVMModuleRef mod = test_codegen_for_cpu(m, "x86-64-v3", ctx, &target);
   int64_t outer = parallel_outer(mod);
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);

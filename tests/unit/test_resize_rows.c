@@ -28,6 +28,7 @@
 #include <math.h>
 
 #include "codegen.h"
+#include "test_codegen.h"
 #include "flowrt.h"
 
 typedef struct Case {
@@ -130,12 +131,9 @@ static void run(const Case *c, const void *x, void **y1, void **y2) {
   assert_int_equal(fc_b_status(&b), FC_OK);
   assert_int_equal(fc_verify(m, &diag), FC_OK);
 
-  FcCodegenOptions o = {.cpu = "x86-64-v3", .opt_level = 2};
   FcTarget *target = NULL;
-  assert_int_equal(fc_target_resolve(&o, &target, &diag), FC_OK);
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = NULL;
-  if (fc_codegen_module(m, &o, ctx, target, &mod, &diag) != FC_OK) fail_msg("codegen: %s", diag.msg);
+  LLVMModuleRef mod = test_codegen_for_cpu(m, "x86-64-v3", ctx, &target);
   bool rows = LLVMGetNamedGlobal(mod, "rs_rows_h_tap0") != NULL;
   if (rows != c->rows)
     fail_msg("%s %s %lldx%lld -> %lldx%lld: the row kernel was %s", c->mode, c->ctm, (long long)c->in[c->rank - 2],
