@@ -168,10 +168,11 @@ static void print_main_help(void) {
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
 #define QUANTIZE_HELP                                                                                      \
-  "  --quantize int8-dynamic  matmuls by constant weights (K*N >= 4096) run as u8 x i8 integer GEMMs: the\n" \
-  "                         weights quantised per output column to int8 at compile time (|q| <= 64 unless\n" \
-  "                         the CPU has VNNI), the activations per tensor to uint8 at run time, as\n"        \
-  "                         onnxruntime's quantize_dynamic (the quantize_dynamic pass after fold_batchnorm)\n"
+  "  --quantize MODE        int8-dynamic (the one mode so far): matmuls by constant weights (K*N >= 4096)\n"  \
+  "                         run as u8 x i8 integer GEMMs, the weights quantised per output column to int8\n" \
+  "                         at compile time (|q| <= 64 unless the CPU has VNNI), the activations per tensor\n" \
+  "                         to uint8 at run time, as onnxruntime's quantize_dynamic (the quantize_dynamic\n" \
+  "                         pass, after fold_batchnorm in the -O pipeline)\n"
 #define QUIET_HELP                                                                                         \
   "  --quiet                no progress line: a compile that runs past 2 s otherwise shows its phase\n"  \
   "                         (passes, codegen kernel i of N, LLVM, object, link) on stderr when that is\n" \
@@ -418,10 +419,12 @@ static bool is_runtime_option(int argc, char **argv, int *i, Cli *c) {
  * fold_batchnorm (which folds scale chains into them), before fuse_epilogue; at the end where the level has
  * no fold_batchnorm. */
 static void quantized_pipeline(Cli *c) {
-  const char *p = fc_pipeline_for_level(c->opt_level), *at = strstr(p, "fold_batchnorm,");
+  static const char after[] = "fold_batchnorm,";
+  const char *p = fc_pipeline_for_level(c->opt_level), *at = strstr(p, after);
   int n;
   if (at)
-    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%.*squantize_dynamic,%s", (int)(at - p) + 15, p, at + 15);
+    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%.*squantize_dynamic,%s", (int)(at - p + strlen(after)), p,
+                 at + strlen(after));
   else
     n = snprintf(c->quant_passes, sizeof c->quant_passes, "%s%squantize_dynamic", p, *p ? "," : "");
   FC_ASSERT(n > 0 && (size_t)n < sizeof c->quant_passes);
