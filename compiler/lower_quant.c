@@ -44,11 +44,7 @@ static bool need_quant_type(FcLower *l, const FcValue *v, const char *what) {
 static FcValue *requantize(FcLower *l, FcValue *v, FcValue *zp_f, FcDtype dt) {
   double lo, hi;
   FC_ASSERT(quant_range(dt, &lo, &hi));
-  FcValue *y = fc_b_unary(l->b, FC_OP_ROUND, v);
-  if (zp_f) y = fc_b_binary(l->b, FC_OP_ADD, y, zp_f);
-  y = fc_b_binary(l->b, FC_OP_MAX, y, fc_lx_scalar(l, y, lo));
-  y = fc_b_binary(l->b, FC_OP_MIN, y, fc_lx_scalar(l, y, hi));
-  return fc_b_cast(l->b, y, dt);
+  return fc_b_round_saturate(l->b, v, zp_f, dt, lo, hi);
 }
 
 /* A scale or zero point for x: rank 0 or a single element is per tensor; from opset 13 a 1-D one of
@@ -156,19 +152,8 @@ FcStatus fc_lower_dynamic_quantize(FcLower *l) {
   if (fc_lx_need_inputs(l, 1) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0];
   if (x->type.dtype != FC_DT_F32) return fc_lx_error(l, "x must be float32, not %s", fc_dtype_name(x->type.dtype));
-  int rank = x->type.rank;
-  int64_t *all = fc_lx_dims(l, rank);
-  for (int i = 0; i < rank; i++) all[i] = i;
-  FcValue *mx = rank ? fc_b_reduce(l->b, FC_OP_REDUCE_MAX, x, rank, all, false) : x;
-  FcValue *mn = rank ? fc_b_reduce(l->b, FC_OP_REDUCE_MIN, x, rank, all, false) : x;
-  FcValue *zero = fc_lx_scalar(l, x, 0);
-  mx = fc_b_binary(l->b, FC_OP_MAX, mx, zero);
-  mn = fc_b_binary(l->b, FC_OP_MIN, mn, zero);
-  FcValue *scale = fc_b_binary(l->b, FC_OP_SUB, mx, mn);
-  scale = fc_b_binary(l->b, FC_OP_DIV, scale, fc_lx_scalar(l, x, 255));
-  FcValue *zp = requantize(l, fc_b_binary(l->b, FC_OP_DIV, fc_b_unary(l->b, FC_OP_NEG, mn), scale), NULL, FC_DT_U8);
-  FcValue *zf = fc_b_cast(l->b, zp, FC_DT_F32);
-  l->out[0] = requantize(l, fc_b_binary(l->b, FC_OP_DIV, x, scale), zf, FC_DT_U8);
+  FcValue *scale, *zp;
+  l->out[0] = fc_b_dynamic_quantize(l->b, x, 0, &scale, &zp);
   if (fc_lx_out_named(l, 1)) l->out[1] = scale;
   if (fc_lx_out_named(l, 2)) l->out[2] = zp;
   return fc_lx_finish(l);

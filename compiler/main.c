@@ -59,6 +59,8 @@ typedef struct Cli {
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
+  const char *quantize;    /* build, run: --quantize (only int8-dynamic so far) */
+  char quant_passes[1024]; /* the -O pipeline with quantize_dynamic in it, when --quantize is given */
   bool verify_each;
   FcImportOptions imp;
   FcBinding *binds;
@@ -165,6 +167,12 @@ static void print_main_help(void) {
   "                         protobuf-c unpacks recursively and deeper models would overflow the stack)\n"  \
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
+#define QUANTIZE_HELP                                                                                      \
+  "  --quantize MODE        int8-dynamic (the one mode so far): matmuls by constant weights (K*N >= 4096)\n"  \
+  "                         run as u8 x i8 integer GEMMs, the weights quantised per output column to int8\n" \
+  "                         at compile time (|q| <= 64 unless the CPU has VNNI), the activations per tensor\n" \
+  "                         to uint8 at run time, as onnxruntime's quantize_dynamic (the quantize_dynamic\n" \
+  "                         pass, after fold_batchnorm in the -O pipeline)\n"
 #define QUIET_HELP                                                                                         \
   "  --quiet                no progress line: a compile that runs past 2 s otherwise shows its phase\n"  \
   "                         (passes, codegen kernel i of N, LLVM, object, link) on stderr when that is\n" \
@@ -208,6 +216,7 @@ static void print_build_help(void) {
        "\n"
        "passes:\n"
        OPT_LEVEL_HELP
+       QUANTIZE_HELP
        "  --passes=a,b,c         run exactly these passes, in this order, instead of a pipeline\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
@@ -247,6 +256,7 @@ static void print_run_help(void) {
   puts("\n"
        "compile:\n"
        OPT_LEVEL_HELP
+       QUANTIZE_HELP
        JIT_CPU_HELP
        QUIET_HELP
        "\n"
@@ -405,6 +415,22 @@ static bool is_runtime_option(int argc, char **argv, int *i, Cli *c) {
   return false;
 }
 
+/* The -O pipeline with quantize_dynamic where its matmuls have constant weights and no epilogue yet: after
+ * fold_batchnorm (which folds scale chains into them), before fuse_epilogue; at the end where the level has
+ * no fold_batchnorm. */
+static void quantized_pipeline(Cli *c) {
+  static const char after[] = "fold_batchnorm,";
+  const char *p = fc_pipeline_for_level(c->opt_level), *at = strstr(p, after);
+  int n;
+  if (at)
+    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%.*squantize_dynamic,%s", (int)(at - p + strlen(after)), p,
+                 at + strlen(after));
+  else
+    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%s%squantize_dynamic", p, *p ? "," : "");
+  FC_ASSERT(n > 0 && (size_t)n < sizeof c->quant_passes);
+  c->passes = c->quant_passes;
+}
+
 /* Parses argv[2..]; returns -1 to go on, or an exit status (help printed, or a usage error). */
 static int parse_args(Cli *c, int argc, char **argv) {
   bool build = c->kind == CMD_BUILD, run = c->kind == CMD_RUN, check = c->kind == CMD_CHECK;
@@ -498,6 +524,11 @@ static int parse_args(Cli *c, int argc, char **argv) {
       c->imp.limits.max_rank = (int)n;
     } else if ((build || run) && strcmp(a, "--quiet") == 0) {
       c->quiet = true;
+    } else if ((build || run) && (r = take_value(argc, argv, &i, "--quantize", &v)) != 0) {
+      if (r < 0 || strcmp(v, "int8-dynamic") != 0)
+        return usage_error(c, "--quantize %s%s%s(supported: int8-dynamic)", r < 0 ? "needs a mode " : "'",
+                           r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
+      c->quantize = v;
     } else if ((run || check) && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       c->opt_level = a[2] - '0';
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
@@ -566,6 +597,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
     return -1;
   }
   if (!c->model) return usage_error(c, "no model given (usage: flowc %s MODEL [options])", c->cmd);
+  if (c->quantize) {
+    if (c->passes) return usage_error(c, "--quantize with --passes: put quantize_dynamic in the --passes list instead");
+    quantized_pipeline(c);
+  }
   if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
   if (build) {
     int ra = check_artefact_options(c);
@@ -855,6 +890,7 @@ static int run_run(Cli *c) {
     FcPipelineOptions po;
     fc_pipeline_options_default(&po);
     po.opt_level = c->opt_level;
+    po.passes = c->passes;
     po.progress = fc_progress_line_hook(c->progress);
     FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level, .progress = po.progress};
     st = fc_compile_jit(m, &po, &co, &jit, &d);

@@ -569,6 +569,17 @@ FcOp *fc_b_region_op_finish(FcBuilder *b, FcOp *op);
 /* Records an error in the builder (first one wins) and returns NULL. */
 FcValue *fc_b_fail(FcBuilder *b, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- build_quant.c: quantisation built as IR (element-wise f32 ops and reductions) ---------------- */
+
+/* round(v) (+ zp_f), clamped to [lo, hi] and cast to dt; v and zp_f (may be NULL) are f32. */
+FcValue *fc_b_round_saturate(FcBuilder *b, FcValue *v, FcValue *zp_f, FcDtype dt, double lo, double hi);
+/* Per-tensor asymmetric u8 quantisation of f32 x at run time, as ONNX DynamicQuantizeLinear: scale =
+ * (max(x, 0) - min(x, 0)) / 255, zero point = saturate(round(-min / scale)), y = saturate(round(x / scale)
+ * + zero point). A min_scale > 0 bounds the scale from below, so that an all-zero x quantises to zeros
+ * instead of dividing 0 by 0 (the ONNX operator leaves that case to the runtime: the importer passes 0).
+ * Returns y (u8, x's shape) and sets *scale (f32) and *zp (u8) to rank-0 values; NULL after an error. */
+FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, FcValue **scale, FcValue **zp);
+
 /* ---- tensor.c: constant data helpers -------------------------------------------------------------- */
 
 /* Makes an arena tensor of `type` (data zeroed). */
