@@ -17,6 +17,7 @@
 #include "ew_program.h"
 #include "passes.h"
 
+#include "test_builder.h"
 #include "test_target.h"
 
 /* Runs one pass as the pipeline does: a context for `target`, its scratch arena released after. */
@@ -30,30 +31,8 @@ static FcStatus run_pass(FcPassFn fn, FcModule *m, FcDiag *d) {
 
 /* ---- helpers ------------------------------------------------------------------------------------- */
 
-typedef struct T {
-  FcModule *m;
-  FcBuilder b;
-  FcDiag d;
-} T;
-
-static void t_init(T *t) {
-  t->m = fc_module_create("test");
-  fc_diag_init(&t->d);
-  fc_builder_init(&t->b, t->m->graph, &t->d);
-  t->b.loc = "n";
-}
-
 static FcValue *input(T *t, const char *name, FcDtype dt, int rank, const int64_t *dims) {
   return fc_graph_add_input(t->m->graph, fc_type_make(&t->m->arena, dt, rank, dims), name);
-}
-
-static void outputs(T *t, FcValue *const *v, int n) {
-  assert_int_equal(fc_b_status(&t->b), FC_OK);
-  for (int i = 0; i < n; i++) assert_non_null(v[i]);
-  fc_graph_set_outputs(t->m->graph, v, NULL, n);
-  FcDiag d;
-  fc_diag_init(&d);
-  if (fc_verify(t->m, &d) != FC_OK) fail_msg("module built by the test does not verify: %s", d.msg);
 }
 
 static void verify_ok(T *t) {

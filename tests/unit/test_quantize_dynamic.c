@@ -20,30 +20,10 @@
 
 #include "passes.h"
 
+#include "test_builder.h"
 #include "test_target.h"
 
 enum { K = 70, N = 65, ZERO_COL = 7 }; /* K·N = 4550 >= the pass's 4096; odd sizes on purpose */
-
-typedef struct T {
-  FcModule *m;
-  FcBuilder b;
-  FcDiag d;
-} T;
-
-static void t_init(T *t) {
-  t->m = fc_module_create("test");
-  fc_diag_init(&t->d);
-  fc_builder_init(&t->b, t->m->graph, &t->d);
-  t->b.loc = "n";
-}
-
-static void outputs(T *t, FcValue *const *v, int n) {
-  assert_int_equal(fc_b_status(&t->b), FC_OK);
-  fc_graph_set_outputs(t->m->graph, v, NULL, n);
-  FcDiag d;
-  fc_diag_init(&d);
-  if (fc_verify(t->m, &d) != FC_OK) fail_msg("module built by the test does not verify: %s", d.msg);
-}
 
 static void run(T *t, const char *pass, const FcTarget *tg) {
   FcPassContext pc = {.target = tg, .opt_level = 2, .diag = &t->d};
