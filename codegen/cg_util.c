@@ -369,8 +369,9 @@ FcStatus fc_cg_error(FcKernel *k, FcStatus st, const char *fmt, ...) {
 LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   FC_ASSERT(id != 0);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, &ty, 1);
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &ty, 1), fn, args, n, "");
+  size_t n_over = ty ? 1 : 0;
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, ty ? &ty : NULL, n_over);
+  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, ty ? &ty : NULL, n_over), fn, args, n, "");
 }
 
 /* llvm.masked.load / llvm.masked.store of vector type vt at p: lanes whose mask bit is off are neither read

@@ -1,5 +1,6 @@
 /* cg_window.c — row geometry and tap loads shared by the vectorised window kernels (cg_window.h). */
 #include "cg_window.h"
+#include "flowrt.h"
 
 int fc_win_lanes(const FcKernel *k) {
   int vl = fc_target_lanes(k->target, FC_DT_F32);
@@ -73,22 +74,16 @@ bool fc_win_plan(const FcWinRow *r, int64_t planes, int64_t OH, int64_t max_edge
   return true;
 }
 
-/* Part i of [0, n) cut into `parts` contiguous parts, the first n % parts one longer (as the pool cuts). */
-static int64_t part_begin(int64_t n, int64_t parts, int64_t i) {
-  int64_t q = n / parts, r = n % parts;
-  return i * q + (i < r ? i : r);
-}
-
-/* The pool's schedule of `tasks` over T threads, simulated: min(4T, tasks) chunks, thread t owning a
- * contiguous run of them; the least busy thread takes its own run's next chunk, else the last chunk of
- * the next thread's run that has one. Returns the busiest thread's cost. */
+/* The pool's schedule of `tasks` over T threads, simulated (flowrt.h's chunks and runs): the least busy
+ * thread takes its own run's next chunk, else the last chunk of the next thread's run that has one.
+ * Returns the busiest thread's cost. */
 static double pool_makespan(int64_t tasks, int T, double (*cost)(const void *ctx, int64_t t), const void *ctx) {
   enum { MAX_T = 4 };
-  int64_t chunks = tasks < 4 * T ? tasks : 4 * T, front[MAX_T], back[MAX_T];
+  int64_t want = (int64_t)FRT_CHUNKS_PER_THREAD * T, chunks = tasks < want ? tasks : want, front[MAX_T], back[MAX_T];
   double busy[MAX_T];
   for (int t = 0; t < T; t++) {
-    front[t] = part_begin(chunks, T, t);
-    back[t] = part_begin(chunks, T, t + 1);
+    front[t] = frt_part_begin(chunks, T, t);
+    back[t] = frt_part_begin(chunks, T, t + 1);
     busy[t] = 0;
   }
   for (int64_t left = chunks; left > 0; left--) {
@@ -99,7 +94,7 @@ static double pool_makespan(int64_t tasks, int T, double (*cost)(const void *ctx
     if (front[t] < back[t]) c = front[t]++;
     for (int k = 1; c < 0 && k < T; k++)
       if (front[(t + k) % T] < back[(t + k) % T]) c = --back[(t + k) % T];
-    for (int64_t i = part_begin(tasks, chunks, c); i < part_begin(tasks, chunks, c + 1); i++)
+    for (int64_t i = frt_part_begin(tasks, chunks, c); i < frt_part_begin(tasks, chunks, c + 1); i++)
       busy[t] += cost(ctx, i);
   }
   double most = 0;

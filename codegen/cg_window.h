@@ -38,10 +38,10 @@ bool fc_win_plan(const FcWinRow *r, int64_t planes, int64_t OH, int64_t max_edge
                  FcWinPlan *p);
 
 /* How evenly `tasks` outer iterations spread over 2 and over 4 threads (the mean of the two; 1 = evenly):
- * each thread's share of the total cost against the busiest thread's, in runtime/pool.c's schedule
- * (4 chunks a thread, each thread's own run first, then stolen ones). cost(ctx, t) is task t's cost. A split whose
- * task count does not divide by the thread count leaves threads idle at the tail: 7 equal tasks keep 2
- * threads 7/8 busy. */
+ * each thread's share of the total cost against the busiest thread's, in the pool's schedule (flowrt.h:
+ * FRT_CHUNKS_PER_THREAD chunks a thread, each thread's own run first, then stolen ones). cost(ctx, t) is
+ * task t's cost. A split whose task count does not divide by the thread count leaves threads idle at the
+ * tail: 7 equal tasks keep 2 threads 7/8 busy. */
 double fc_win_balance(int64_t tasks, double (*cost)(const void *ctx, int64_t t), const void *ctx);
 
 /* How `planes` independent output planes of OH rows each are cut into row blocks for the thread pool:

@@ -217,7 +217,8 @@ void fc_cg_flag_error(FcKernel *k, LLVMValueRef bad);
 /* Small emit helpers shared by the kernel emitters. */
 /* A node-level error for the kernel's op (FcDiag), returning st. */
 FcStatus fc_cg_error(FcKernel *k, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* A call of an intrinsic overloaded on one type (llvm.fmuladd, ...). */
+/* A call of an intrinsic overloaded on one type ty (llvm.fmuladd, ...), or not overloaded (ty NULL:
+ * llvm.x86.avx512.vpdpbusd.512, ...). */
 LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n);
 /* Masked vector load / store (alignment 4): lanes with a false mask bit are not accessed; loads give
  * `passthru` there. */

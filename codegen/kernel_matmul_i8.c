@@ -28,14 +28,6 @@
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
-/* A call of a non-overloaded target intrinsic (llvm.x86.*). */
-static LLVMValueRef x86_call(FcKernel *k, const char *name, LLVMValueRef *args, unsigned n) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  FC_ASSERT(id != 0);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, NULL, 0);
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, NULL, 0), fn, args, n, "");
-}
-
 bool fc_matmul_i8_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   if (op->n_operands != 2 || fc_op_attr(op, FC_ATTR_EPILOGUE)) return false;
@@ -68,19 +60,20 @@ static LLVMValueRef dot4(FcKernel *k, const I8Tile *t, LLVMValueRef acc, LLVMVal
   switch (t->g.dot) {
   case FC_I8DOT_VNNI: {
     LLVMValueRef args[3] = {acc, LLVMBuildBitCast(bld, a, t->vi, ""), LLVMBuildBitCast(bld, b, t->vi, "")};
-    return x86_call(k, z ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256", args, 3);
+    return fc_cg_intrinsic(k, z ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256", NULL, args, 3);
   }
   case FC_I8DOT_MADDUBS: {
     LLVMValueRef ab[2] = {a, b};
-    LLVMValueRef p16 = x86_call(k, z ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw", ab, 2);
+    const char *maddubs = z ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw";
+    LLVMValueRef p16 = fc_cg_intrinsic(k, maddubs, NULL, ab, 2);
     LLVMValueRef one = LLVMConstInt(LLVMInt16TypeInContext(k->ctx), 1, 0);
     LLVMValueRef pw[2] = {p16, fc_cg_splat_const(t->vw, one)};
-    return LLVMBuildAdd(bld, acc, x86_call(k, maddwd, pw, 2), "");
+    return LLVMBuildAdd(bld, acc, fc_cg_intrinsic(k, maddwd, NULL, pw, 2), "");
   }
   default: {
     /* a: u16 pairs, b: s16 pairs (the WIDEN packing) */
     LLVMValueRef args[2] = {LLVMBuildBitCast(bld, a, t->vw, ""), LLVMBuildBitCast(bld, b, t->vw, "")};
-    return LLVMBuildAdd(bld, acc, x86_call(k, maddwd, args, 2), "");
+    return LLVMBuildAdd(bld, acc, fc_cg_intrinsic(k, maddwd, NULL, args, 2), "");
   }
   }
 }

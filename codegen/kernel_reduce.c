@@ -415,13 +415,8 @@ static void row_store(FcKernel *k, LLVMValueRef v, LLVMValueRef base, LLVMValueR
 }
 
 static LLVMValueRef reduce_vec(FcKernel *k, const char *name, LLVMValueRef v, LLVMValueRef start) {
-  LLVMTypeRef vt = LLVMTypeOf(v);
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  FC_ASSERT(id != 0);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, &vt, 1);
   LLVMValueRef args[2] = {start, v};
-  unsigned n = start ? 2 : 1;
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, &vt, 1), fn, start ? args : args + 1, n, "");
+  return fc_cg_intrinsic(k, name, LLVMTypeOf(v), start ? args : args + 1, start ? 2 : 1);
 }
 
 /* f32 softmax along a contiguous axis (inner == 1: attention's scores, rows of 64 to a few hundred) in

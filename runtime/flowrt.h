@@ -148,10 +148,18 @@ int frt_default_threads(void);
 void frt_pool_destroy(FrtPool *pool);
 int frt_pool_threads(const FrtPool *pool);
 /* Calls fn(ctx, begin, end) over [0, n) split into contiguous chunks across the pool's threads (the
- * caller's thread takes part; threads claim chunks as they finish, so uneven work balances); returns
- * when all are done. pool NULL or 1 thread: runs inline. Chunk i of min(4 * threads, n) chunks starts at
- * i*(n/chunks) + min(i, n%chunks): the same for the same (n, threads).
+ * caller's thread takes part; each thread owns a contiguous run of the chunks and, once through it,
+ * takes chunks from the back of the others' runs, so uneven work balances); returns when all are done.
+ * pool NULL or 1 thread: runs inline. There are min(FRT_CHUNKS_PER_THREAD * threads, n) chunks; chunk i
+ * starts at frt_part_begin(n, chunks, i), and thread t's run at frt_part_begin(chunks, threads, t): the
+ * same for the same (n, threads). Code generators that model the schedule use the same two.
  * A call from inside a task, or while another thread is using the pool, runs inline (no deadlock). */
+#define FRT_CHUNKS_PER_THREAD 4
+/* Part i of [0, n) cut into `parts` contiguous parts, the first n % parts of them one longer. */
+static inline int64_t frt_part_begin(int64_t n, int64_t parts, int64_t i) {
+  int64_t q = n / parts, r = n % parts;
+  return i * q + (i < r ? i : r);
+}
 typedef void (*FrtTaskFn)(void *ctx, int64_t begin, int64_t end);
 void frt_parallel_for(FrtPool *pool, int64_t n, FrtTaskFn fn, void *ctx);
 /* The same with at most max_chunks chunks (>= 1): for tasks that use one of max_chunks scratch slots, or

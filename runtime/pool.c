@@ -46,7 +46,6 @@
 #define FRT_MAX_THREADS 1024
 #define DEFAULT_SPIN_US 2000
 #define MAX_SPIN_US 1000000
-#define CHUNKS_PER_THREAD 4
 #define CACHE_LINE 64
 
 /* One thread's run of chunks: generation (bits 32..63), end (16..31), next unclaimed chunk (0..15). */
@@ -96,16 +95,10 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Part i of [0, n) cut into `parts` contiguous parts, the first n % parts one longer. */
-static int64_t part_begin(int64_t n, int64_t parts, int64_t i) {
-  int64_t q = n / parts, r = n % parts;
-  return i * q + (i < r ? i : r);
-}
-
 static void run_chunk(FrtTaskFn fn, void *ctx, int64_t n, int chunks, int i) {
   if (i >= chunks)
     return;
-  int64_t begin = part_begin(n, chunks, i), end = part_begin(n, chunks, i + 1);
+  int64_t begin = frt_part_begin(n, chunks, i), end = frt_part_begin(n, chunks, i + 1);
   bool outer = in_task;
   in_task = true;
   if (!outer)
@@ -357,18 +350,18 @@ void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn
   p->fn = fn;
   p->ctx = ctx;
   p->n = n;
-  /* CHUNKS_PER_THREAD chunks a thread: a thread that finishes early (or a kernel whose iterations
+  /* FRT_CHUNKS_PER_THREAD chunks a thread: a thread that finishes early (or a kernel whose iterations
    * differ in cost) takes another chunk instead of waiting for the slowest. */
-  int64_t want = (int64_t)p->n_threads * CHUNKS_PER_THREAD;
+  int64_t want = (int64_t)p->n_threads * FRT_CHUNKS_PER_THREAD;
   int chunks = (int)(n < want ? n : want);
   if (chunks > max_chunks)
     chunks = max_chunks;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   uint32_t g = gen_of(atomic_load_explicit(&p->job, memory_order_relaxed)) + 1;
-  /* Thread t owns chunks [part_begin(t), part_begin(t + 1)) of `chunks` cut into n_threads parts. */
+  /* Thread t owns chunks [frt_part_begin(t), frt_part_begin(t + 1)) of `chunks` cut into n_threads parts. */
   for (int t = 0; t < p->n_threads; t++) {
-    uint64_t first = (uint64_t)part_begin(chunks, p->n_threads, t);
-    uint64_t end = (uint64_t)part_begin(chunks, p->n_threads, t + 1);
+    uint64_t first = (uint64_t)frt_part_begin(chunks, p->n_threads, t);
+    uint64_t end = (uint64_t)frt_part_begin(chunks, p->n_threads, t + 1);
     atomic_store_explicit(&p->runs[t].word, (uint64_t)g << 32 | end << 16 | first, memory_order_relaxed);
   }
   pthread_mutex_lock(&p->mu);
