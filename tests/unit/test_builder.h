@@ -1,6 +1,6 @@
 /* test_builder.h — a module built in memory by a unit test: its builder (every op located at node "n")
  * and diagnostics, and the step that makes the built values the graph's outputs and verifies the module.
- * Include after cmocka.h and ir.h. */
+ * Include after cmocka.h and ir.h; static inline, so a test may use only some of it. */
 #ifndef FLOWC_TEST_BUILDER_H
 #define FLOWC_TEST_BUILDER_H
 
@@ -10,7 +10,7 @@ typedef struct T {
   FcDiag d;
 } T;
 
-static void t_init(T *t) {
+static inline void t_init(T *t) {
   t->m = fc_module_create("test");
   fc_diag_init(&t->d);
   fc_builder_init(&t->b, t->m->graph, &t->d);
@@ -18,7 +18,7 @@ static void t_init(T *t) {
 }
 
 /* Sets the graph's outputs to v[0..n) (each must have been built) and fails the test unless it verifies. */
-static void outputs(T *t, FcValue *const *v, int n) {
+static inline void outputs(T *t, FcValue *const *v, int n) {
   assert_int_equal(fc_b_status(&t->b), FC_OK);
   for (int i = 0; i < n; i++) assert_non_null(v[i]);
   fc_graph_set_outputs(t->m->graph, v, NULL, n);

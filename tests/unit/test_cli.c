@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "cli.h"
+#include "test_builder.h"
 
 #define SNIFF(lit) fc_looks_like_ir_text((lit), sizeof(lit) - 1)
 
@@ -72,18 +73,6 @@ static void test_split(void **state) {
 }
 
 /* ---- a small module built in memory --------------------------------------------------------------- */
-
-typedef struct T {
-  FcModule *m;
-  FcBuilder b;
-  FcDiag d;
-} T;
-
-static void t_init(T *t) {
-  t->m = fc_module_create("test");
-  fc_diag_init(&t->d);
-  fc_builder_init(&t->b, t->m->graph, &t->d);
-}
 
 static FcValue *input(T *t, const char *name, int rank, const int64_t *dims) {
   return fc_graph_add_input(t->m->graph, fc_type_make(&t->m->arena, FC_DT_F32, rank, dims), name);
