@@ -760,6 +760,7 @@ static int run_build_multi(Cli *c) {
   FcModule *m = NULL;
   fc_progress_line_phase(c->progress, "import");
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+  bool model_failed = st != FC_OK; /* an unreadable model is the model's failure, not the output's */
   /* A quantised model (or --quantize int8...) gets the target's integer variants by default: a VNNI one on
    * x86-64. */
   bool int8 = st == FC_OK && (module_is_quantised(m) || (c->quantize && strncmp(c->quantize, "int8", 4) == 0));
@@ -772,6 +773,7 @@ static int run_build_multi(Cli *c) {
       m = NULL;
       fc_progress_line_phase(c->progress, "import");
       st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+      model_failed = st != FC_OK;
     }
     if (st == FC_OK) st = fc_verify(m, &d);
     if (st == FC_OK) st = run_pipeline(c, m, c->variants[i], &d);
@@ -785,7 +787,7 @@ static int run_build_multi(Cli *c) {
   fc_multi_abort(mb);
   fc_module_destroy(m);
   if (st == FC_OK) return 0;
-  report(st == FC_ERR_IO ? c->output : c->model, &d);
+  report(st == FC_ERR_IO && !model_failed ? c->output : c->model, &d);
   return EXIT_INPUT;
 }
 
