@@ -541,8 +541,8 @@ static FcStatus build_quantised(FcCalib *c, FcModule *q, Row **rows_out, int *n_
   po.opt_level = c->o.opt_level;
   po.passes = "quantize_static";
   po.quant = c->o.quant;
-  st = fc_target_resolve(&co, &target, diag);
-  po.target = target;
+  st = c->o.target ? FC_OK : fc_target_resolve(&co, &target, diag);
+  po.target = c->o.target ? c->o.target : target;
   if (st == FC_OK) st = fc_pipeline_run(q, &po, diag);
   fc_target_free(target);
   int n = 0, n_out = fc_graph_num_outputs(g);

@@ -174,6 +174,7 @@ void fc_calib_data_free(FcCalibData *c);
 /* ---- calibrate.c ------------------------------------------------------------------------------------ */
 
 struct FcQuantOptions;
+struct FcTarget;
 struct FcJit;
 struct FrtModel;
 struct FrtPool;
@@ -186,6 +187,8 @@ typedef struct FcCalibOptions {
   FcCalibMethod method;
   double percentile;        /* percentile: the share of values kept, in percent (99.99) */
   const struct FcQuantOptions *quant; /* quantize_static's options (activation type, skip list) */
+  const struct FcTarget *target; /* the build's: the report's quantize_static decides as the artefact's does
+                                    (its JIT still runs native code); NULL: this machine's */
   int opt_level;            /* the float probe's -O level (codegen and LLVM) */
   const char *rest_passes;  /* the float pipeline after fold_batchnorm, which compiles the probe */
   const char *quant_passes; /* the pipeline after fold_batchnorm with quantisation (the report's model),

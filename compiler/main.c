@@ -205,8 +205,8 @@ static void print_main_help(void) {
   "                         --calibrate-method percentile)\n"                                                 \
   "  --quantize-per-tensor  one weight scale per tensor (default: one per output channel)\n"                  \
   "  --quantize-activations asym|sym  u8 with a zero point (default) or i8 with zero point 0\n"               \
-  "  --quantize-reduce-range activations|weights  what gives up a bit on CPUs without VNNI, whose u8 x i8\n"  \
-  "                         dot (vpmaddubsw) saturates at full range (default: activations)\n"                \
+  "  --quantize-reduce-range weights|activations  what gives up a bit on CPUs without VNNI, whose u8 x i8\n"  \
+  "                         dot (vpmaddubsw) saturates at full range (default: weights, to [-64, 64])\n"      \
   "  --quantize-skip N,...  keep these ONNX nodes (by name) in float\n"                                       \
   "  --quantize-report      print per quantised activation and model output the range, the scale and the\n" \
   "                         SNR and largest error of the int8 model against the float one on DIR\n"
@@ -640,7 +640,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
       c->quant_opt.activations = strcmp(v, "sym") == 0 ? FC_QACT_SYM_I8 : FC_QACT_ASYM_U8;
     } else if ((r = take_value(argc, argv, &i, "--quantize-reduce-range", &v)) != 0) {
       if (r < 0 || (strcmp(v, "activations") != 0 && strcmp(v, "weights") != 0))
-        return usage_error(c, "--quantize-reduce-range needs activations or weights");
+        return usage_error(c, "--quantize-reduce-range needs weights or activations");
       c->quant_opt.reduce = strcmp(v, "weights") == 0 ? FC_QREDUCE_WEIGHTS : FC_QREDUCE_ACTIVATIONS;
       c->reduce_given = true;
     } else if ((r = take_value(argc, argv, &i, "--quantize-skip", &v)) != 0) {
@@ -832,6 +832,7 @@ static FcStatus run_pipeline(Cli *c, FcModule *m, const FcTarget *t, FcDiag *d) 
   if (!c->int8_static) return run_passes(c, m, t, NULL, d);
   FcStatus st = run_passes(c, m, t, c->calib_prefix, d);
   if (st == FC_OK) st = check_skip_names(c, m, d);
+  c->calib_opt.target = c->target;
   if (st == FC_OK && !c->calib) {
     fc_progress_line_phase(c->progress, "calibration");
     st = fc_calib_collect(&c->calib_opt, load_calib_copy, c, &c->calib, d);

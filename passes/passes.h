@@ -20,14 +20,14 @@
 
 /* How quantize_static quantises (flowc build --quantize int8 --quantize-*). The defaults (all zero): u8
  * asymmetric activations, i8 symmetric weights per output channel, no node skipped, and on targets whose
- * u8 x i8 dot can saturate (fc_target_i8_gemm without VNNI) 7-bit activations. */
+ * u8 x i8 dot can saturate (fc_target_i8_gemm without VNNI) weights in [-64, 64]. */
 typedef enum FcQuantActivations {
   FC_QACT_ASYM_U8, /* scale = (hi - lo) / 255, zero point in [0, 255] so that 0.0 is exact */
   FC_QACT_SYM_I8,  /* scale = max(|lo|, |hi|) / 127, zero point 0 */
 } FcQuantActivations;
 typedef enum FcQuantReduce {
-  FC_QREDUCE_ACTIVATIONS, /* u8 activations in [0, 127] (i8 in [-64, 63]), weights +-127 */
   FC_QREDUCE_WEIGHTS,     /* full-range activations, weights in [-64, 64] */
+  FC_QREDUCE_ACTIVATIONS, /* u8 activations in [0, 127] (i8 in [-64, 63]), weights +-127 */
 } FcQuantReduce;
 typedef struct FcQuantOptions {
   bool per_tensor_weights;        /* one weight scale per tensor instead of one per output channel */
