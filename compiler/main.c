@@ -187,7 +187,7 @@ static void print_main_help(void) {
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
 #define QUANTIZE_HELP                                                                                      \
-  "  --quantize MODE        int8-dynamic (the one mode so far): matmuls by constant weights (K*N >= 4096)\n"  \
+  "  --quantize MODE        int8-dynamic: matmuls by constant weights (K*N >= 4096)\n"                  \
   "                         run as u8 x i8 integer GEMMs, the weights quantised per output column to int8\n" \
   "                         at compile time (|q| <= 64 unless the CPU has VNNI), the activations per tensor\n" \
   "                         to uint8 at run time, as onnxruntime's quantize_dynamic (the quantize_dynamic\n" \
