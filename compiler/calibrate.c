@@ -494,9 +494,10 @@ static FcOp *quantize_user(const FcValue *v) {
 static void print_report(FILE *out, const FcCalib *c, const Row *rows, int n) {
   const FcQuantOptions *q = c->o.quant;
   bool sym = q && q->activations == FC_QACT_SYM_I8;
-  fprintf(out, "quantisation report: %d run%s of %s, %s ranges, activations %s, weights i8 %s\n", c->runs,
-          c->runs == 1 ? "" : "s", c->o.dir, fc_calib_method_name(c->o.method), sym ? "i8 symmetric" : "u8 asymmetric",
-          q && q->per_tensor_weights ? "per tensor" : "per channel");
+  fprintf(out, "quantisation report: %d run%s of %s, %s ranges, activations %s, weights i8 %s, as quantised for %s\n",
+          c->runs, c->runs == 1 ? "" : "s", c->o.dir, fc_calib_method_name(c->o.method),
+          sym ? "i8 symmetric" : "u8 asymmetric", q && q->per_tensor_weights ? "per tensor" : "per channel",
+          c->o.target && c->o.target->cpu ? c->o.target->cpu : "this CPU");
   int w = 6;
   for (int i = 0; i < n; i++)
     if ((int)strlen(rows[i].label) > w) w = (int)strlen(rows[i].label);

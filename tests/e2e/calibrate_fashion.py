@@ -8,8 +8,8 @@ for), links each with tools/fashion_classify.c, classifies the 10,000 test image
 at most --max-drop points (0.3) of accuracy against f32. The training images are not the test images, so
 the check is not calibrated on what it measures. Prints one line per build:
 
-    f32                        accuracy 0.8982
-    int8 minmax                accuracy 0.8979 (drop 0.03 points)
+    f32                                accuracy 0.8982
+    int8 minmax (x86-64-v3)            accuracy 0.8979 (drop 0.03 points)
 
 Exit status: 0 when every method asked for is within the bound, 1 otherwise (or on a failed build).
 """
@@ -43,7 +43,18 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def accuracy(args, name, extra):
+def classify(exe, variant):
+    env = dict(os.environ)
+    if variant:
+        env["FLOWRT_CPU_VARIANT"] = variant
+    text = run([exe, "--threads", "2"], env=env)
+    m = re.search(r"^accuracy\s+([0-9.]+) \((\d+)/(\d+) correct\)", text, re.M)
+    if not m:
+        sys.exit(f"{exe}: no accuracy line in\n{text}")
+    return int(m.group(2)) / int(m.group(3))
+
+
+def build(args, name, extra):
     out = os.path.join(args.work, name)
     os.makedirs(out, exist_ok=True)
     lib = os.path.join(out, "libfashion_cnn.a")
@@ -55,11 +66,7 @@ def accuracy(args, name, extra):
     run(cc + ["-std=c11", "-O2"] + cflags + ["-I" + os.path.join(args.source, "runtime"),
               "-I" + os.path.join(args.source, "tools"), os.path.join(args.source, "tools", "fashion_classify.c"),
               os.path.join(args.source, "tools", "idx.c"), lib, "-lz", "-lm", "-lpthread", "-o", exe])
-    text = run([exe, "--threads", "2"])
-    m = re.search(r"^accuracy\s+([0-9.]+) \((\d+)/(\d+) correct\)", text, re.M)
-    if not m:
-        sys.exit(f"{exe}: no accuracy line in\n{text}")
-    return int(m.group(2)) / int(m.group(3)), report
+    return exe, report
 
 
 def main():
@@ -70,6 +77,9 @@ def main():
     ap.add_argument("--methods", default="minmax", help="comma-separated --calibrate-method values")
     ap.add_argument("--extra", default="", help="more flowc options for the int8 builds")
     ap.add_argument("--max-drop", type=float, default=0.3, help="points of accuracy int8 may lose")
+    ap.add_argument("--variants", default="best,x86-64-v3",
+                    help="CPU variants of the int8 artefact to classify with (FLOWRT_CPU_VARIANT; best: this "
+                         "machine's pick, with VNNI where it has it; x86-64-v3: AVX2, weights in [-64, 64])")
     args = ap.parse_args()
     args.model = os.path.join(args.source, "examples", "fashion_cnn.onnx")
     calib = os.path.join(args.work, "calib")
@@ -77,18 +87,21 @@ def main():
     images = read_idx_images(DATA + "train-images-idx3-ubyte.gz", 1000)
     np.save(os.path.join(calib, "image.npy"), images.astype(np.float32) / 255.0)
 
-    base, _ = accuracy(args, "f32", [])
-    print(f"{'f32':<26} accuracy {base:.4f}")
+    exe, _ = build(args, "f32", [])
+    base = classify(exe, None)
+    print(f"{'f32':<34} accuracy {base:.4f}")
     ok = True
     for method in args.methods.split(","):
         extra = ["--quantize", "int8", "--calibrate", calib, "--calibrate-method", method] + shlex.split(args.extra)
-        acc, report = accuracy(args, "int8-" + method, extra)
-        drop = (base - acc) * 100
-        verdict = "" if drop <= args.max_drop else f"  FAIL: more than {args.max_drop} points"
-        print(f"{'int8 ' + method:<26} accuracy {acc:.4f} (drop {drop:.2f} points){verdict}")
+        exe, report = build(args, "int8-" + method, extra)
+        for variant in args.variants.split(","):
+            acc = classify(exe, None if variant == "best" else variant)
+            drop = (base - acc) * 100
+            verdict = "" if drop <= args.max_drop else f"  FAIL: more than {args.max_drop} points"
+            print(f"{'int8 ' + method + ' (' + variant + ')':<34} accuracy {acc:.4f} (drop {drop:.2f} points){verdict}")
+            ok = ok and drop <= args.max_drop
         if report.strip():
             print(report.rstrip())
-        ok = ok and drop <= args.max_drop
     return 0 if ok else 1
 
 
