@@ -478,10 +478,9 @@ typedef struct Row {
   double ref2, err2, max_err;
 } Row;
 
-static void point_label(const FcGraph *g, const FcValue *v, char *buf, size_t cap) {
+static void point_label(const FcValue *v, char *buf, size_t cap) {
   if (!v->def) snprintf(buf, cap, "input '%s'", v->name ? v->name : "?");
   else snprintf(buf, cap, "node '%s' (%s)", fc_op_name(v->def), fc_op_info(v->def->kind)->name);
-  (void)g;
 }
 
 /* The quantize op that quantize_static put on v, or NULL. */
@@ -565,7 +564,7 @@ static FcStatus build_quantised(FcCalib *c, FcModule *q, Row **rows_out, int *n_
     FcValue *tap = fc_b_dequantize(&b, &qop->results[0]);
     if ((st = fc_b_status(&b)) != FC_OK) break;
     Row *r = &rows[n++];
-    point_label(g, vals[p], r->label, sizeof r->label);
+    point_label(vals[p], r->label, sizeof r->label);
     r->pt = &c->points[p];
     r->q_output = k;
     r->scale = qop->results[0].type.quant->scales[0];

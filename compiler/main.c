@@ -68,10 +68,10 @@ typedef struct Cli {
   const char *calib_method;   /* --calibrate-method as given */
   bool percentile_given;      /* --calibrate-percentile */
   FcQuantOptions quant_opt;
-  bool reduce_given;          /* --quantize-reduce-range */
   char **skip;                /* --quantize-skip names (malloc'd) */
   int n_skip;
   bool quant_report;          /* --quantize-report */
+  const char *static_flag;    /* the first option of static quantisation given (they need --quantize int8) */
   bool reported;              /* the report was printed (once, for the first CPU variant) */
   char calib_prefix[1024], calib_rest[1024], calib_quant[1024]; /* the -O pipeline cut after fold_batchnorm */
   FcCalib *calib;             /* the ranges, collected once and written on every CPU variant's module */
@@ -639,6 +639,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if (!build) {
       return usage_error(c, "unknown option '%s' for 'flowc %s' (see 'flowc %s --help')", a, c->cmd, c->cmd);
     } else if ((r = take_value(argc, argv, &i, "--calibrate-method", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--calibrate-method";
       if (r < 0) return usage_error(c, "--calibrate-method needs minmax, percentile or entropy");
       if (strcmp(v, "minmax") == 0) c->calib_opt.method = FC_CALIB_MINMAX;
       else if (strcmp(v, "percentile") == 0) c->calib_opt.method = FC_CALIB_PERCENTILE;
@@ -646,6 +647,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
       else return usage_error(c, "unknown --calibrate-method '%s' (expected minmax, percentile or entropy)", v);
       c->calib_method = v;
     } else if ((r = take_value(argc, argv, &i, "--calibrate-percentile", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--calibrate-percentile";
       char *end = NULL;
       double pc = r < 0 ? 0 : strtod(v, &end);
       if (r < 0 || end == v || *end || !(pc > 50 && pc <= 100))
@@ -653,22 +655,27 @@ static int parse_args(Cli *c, int argc, char **argv) {
       c->calib_opt.percentile = pc;
       c->percentile_given = true;
     } else if ((r = take_value(argc, argv, &i, "--calibrate", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--calibrate";
       if (r < 0 || !*v) return usage_error(c, "--calibrate needs a folder of samples");
       c->calib_opt.dir = v;
     } else if (strcmp(a, "--quantize-per-tensor") == 0) {
+      if (!c->static_flag) c->static_flag = a;
       c->quant_opt.per_tensor_weights = true;
     } else if (strcmp(a, "--quantize-report") == 0) {
+      if (!c->static_flag) c->static_flag = a;
       c->quant_report = true;
     } else if ((r = take_value(argc, argv, &i, "--quantize-activations", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--quantize-activations";
       if (r < 0 || (strcmp(v, "asym") != 0 && strcmp(v, "sym") != 0))
         return usage_error(c, "--quantize-activations needs asym (u8 with a zero point) or sym (i8)");
       c->quant_opt.activations = strcmp(v, "sym") == 0 ? FC_QACT_SYM_I8 : FC_QACT_ASYM_U8;
     } else if ((r = take_value(argc, argv, &i, "--quantize-reduce-range", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--quantize-reduce-range";
       if (r < 0 || (strcmp(v, "activations") != 0 && strcmp(v, "weights") != 0))
         return usage_error(c, "--quantize-reduce-range needs weights or activations");
       c->quant_opt.reduce = strcmp(v, "weights") == 0 ? FC_QREDUCE_WEIGHTS : FC_QREDUCE_ACTIVATIONS;
-      c->reduce_given = true;
     } else if ((r = take_value(argc, argv, &i, "--quantize-skip", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--quantize-skip";
       if (r < 0 || !*v) return usage_error(c, "--quantize-skip needs node names separated by commas");
       for (const char *p = v;; p += strcspn(p, ",") + 1) {
         size_t n = strcspn(p, ",");
@@ -727,10 +734,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
     return -1;
   }
   if (!c->model) return usage_error(c, "no model given (usage: flowc %s MODEL [options])", c->cmd);
-  bool calib_flags = c->calib_opt.dir || c->calib_method || c->percentile_given || c->quant_opt.per_tensor_weights ||
-                     c->quant_opt.activations != FC_QACT_ASYM_U8 || c->reduce_given || c->n_skip || c->quant_report;
-  if (calib_flags && !c->int8_static)
-    return usage_error(c, "--calibrate and the --quantize-* options of static quantisation need --quantize int8");
+  if (c->static_flag && !c->int8_static)
+    return usage_error(c, "%s is an option of static quantisation: it needs --quantize int8", c->static_flag);
   if (c->int8_static) {
     if (c->passes) return usage_error(c, "--quantize int8 with --passes: quantize_static needs the calibrated -O pipeline");
     if (!c->calib_opt.dir) return usage_error(c, "--quantize int8 needs --calibrate DIR (sample inputs to calibrate on)");
