@@ -7,6 +7,9 @@
  * run.c    compiling a module in memory (passes, codegen, LLVM, ORC JIT) for `flowc run` and `check`.
  * testcase.c  ONNX backend test cases (model.onnx + test_data_set_N/): binding inputs, reading data sets.
  * check.c  `flowc check`: compiles each test case, runs its data sets and compares the outputs.
+ * calib_data.c  the calibration folder of --calibrate DIR: its layout, files matched to model inputs.
+ * calibrate.c   runs the float model on those samples and records per observation point the range that
+ *               quantize_static quantises with (flow.calib_range); the --quantize-report table.
  *
  * Everything here returns a status and fills an FcDiag; only compiler/main.c prints errors and exits.
  */
@@ -153,5 +156,68 @@ typedef struct FcCheckSummary {
  * FC_ERR_IO (with a message) if a DIR cannot be read or the output cannot be written. */
 FcStatus fc_check_dirs(FILE *out, const char *const *dirs, int n_dirs, const FcCheckOptions *o, FcCheckSummary *sum,
                        FcDiag *diag);
+
+/* ---- calib_data.c ---------------------------------------------------------------------------------- */
+
+/* The samples of a calibration folder for the inputs of graph g (which must outlive it). */
+typedef struct FcCalibData FcCalibData;
+
+/* Checks the folder: its layout, that each file names a model input and each input has a file, and every
+ * file's dtype and shape; one-line FC_ERR_INPUT naming the file (or folder) otherwise. */
+FcStatus fc_calib_data_open(const char *dir, FcGraph *g, int64_t max_file_bytes, FcCalibData **out, FcDiag *diag);
+/* The number of model runs the folder feeds (samples, or stacked samples / the input's dim 0). */
+int fc_calib_data_count(const FcCalibData *c);
+/* Copies run k's inputs into bufs[i] (each the input's size). */
+FcStatus fc_calib_data_fill(const FcCalibData *c, int k, void *const *bufs, FcDiag *diag);
+void fc_calib_data_free(FcCalibData *c);
+
+/* ---- calibrate.c ------------------------------------------------------------------------------------ */
+
+struct FcQuantOptions;
+struct FcTarget;
+struct FcJit;
+struct FrtModel;
+struct FrtPool;
+
+typedef enum FcCalibMethod { FC_CALIB_MINMAX, FC_CALIB_PERCENTILE, FC_CALIB_ENTROPY } FcCalibMethod;
+const char *fc_calib_method_name(FcCalibMethod m);
+
+typedef struct FcCalibOptions {
+  const char *dir;          /* the calibration folder */
+  FcCalibMethod method;
+  double percentile;        /* percentile: the share of values kept, in percent (99.99) */
+  const struct FcQuantOptions *quant; /* quantize_static's options (activation type, skip list) */
+  const struct FcTarget *target; /* the build's: the report's quantize_static decides as the artefact's does
+                                    (its JIT still runs native code); NULL: this machine's */
+  int opt_level;            /* the float probe's -O level (codegen and LLVM) */
+  const char *rest_passes;  /* the float pipeline after fold_batchnorm, which compiles the probe */
+  const char *quant_passes; /* the pipeline after fold_batchnorm with quantisation (the report's model),
+                               starting with quantize_static */
+  int threads;              /* the probe's pool; 0: one per core */
+  int64_t max_file_bytes;   /* per calibration file */
+} FcCalibOptions;
+
+/* Makes a fresh copy of the module being built, as the pipeline has made it up to fold_batchnorm. */
+typedef FcStatus (*FcCalibLoadFn)(void *ctx, FcModule **out, FcDiag *diag);
+
+typedef struct FcCalib FcCalib;
+/* Loads a probe, runs it on every sample of o->dir and chooses the range of every observation point. */
+FcStatus fc_calib_collect(const FcCalibOptions *o, FcCalibLoadFn load, void *ctx, FcCalib **out, FcDiag *diag);
+/* Writes the ranges as flow.calib_range annotations on m (a copy made as the loader makes them). */
+FcStatus fc_calib_annotate(const FcCalib *c, FcModule *m, FcDiag *diag);
+/* The --quantize-report table: a quantised copy (from load, annotated, through o->quant_passes) against the
+ * float probe on every sample: per quantised activation and per model output, the range, the scale, the SNR
+ * in dB and the largest error. */
+FcStatus fc_calib_report(FcCalib *c, FcCalibLoadFn load, void *ctx, FILE *out, FcDiag *diag);
+int fc_calib_runs(const FcCalib *c);
+void fc_calib_free(FcCalib *c);
+
+/* Helpers shared by the probe and the report (calibrate.c): compile m for this CPU with `passes` and
+ * allocate its input/output buffers and workspace; run it once; free the buffers. */
+FcStatus fc_calib_jit(FcModule *m, const FcCalibOptions *o, const char *passes, struct FcJit **jit, void ***in,
+                      void ***out, void **ws, FcDiag *diag);
+FcStatus fc_calib_run_model(const struct FrtModel *model, void *const *in, void *const *out, void *ws,
+                            struct FrtPool *pool, FcDiag *diag);
+void fc_calib_buffers_free(const struct FrtModel *model, void **in, void **out, void *ws);
 
 #endif /* FLOWC_CLI_H */

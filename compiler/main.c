@@ -60,8 +60,21 @@ typedef struct Cli {
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
-  const char *quantize;    /* build, run: --quantize (only int8-dynamic so far) */
+  const char *quantize;    /* build, run: --quantize (int8-dynamic; build also int8) */
   char quant_passes[1024]; /* the -O pipeline with quantize_dynamic in it, when --quantize is given */
+  /* build --quantize int8: static quantisation calibrated on --calibrate DIR (calibrate.c, quantize_static) */
+  bool int8_static;
+  FcCalibOptions calib_opt;
+  const char *calib_method;   /* --calibrate-method as given */
+  bool percentile_given;      /* --calibrate-percentile */
+  FcQuantOptions quant_opt;
+  char **skip;                /* --quantize-skip names (malloc'd) */
+  int n_skip;
+  bool quant_report;          /* --quantize-report */
+  const char *static_flag;    /* the first option of static quantisation given (they need --quantize int8) */
+  bool reported;              /* the report was printed (once, for the first CPU variant) */
+  char calib_prefix[1024], calib_rest[1024], calib_quant[1024]; /* the -O pipeline cut after fold_batchnorm */
+  FcCalib *calib;             /* the ranges, collected once and written on every CPU variant's module */
   bool verify_each;
   FcImportOptions imp;
   FcBinding *binds;
@@ -79,6 +92,12 @@ typedef struct Cli {
 } Cli;
 
 static void cli_free(Cli *c) {
+  for (int i = 0; i < c->n_skip; i++) free(c->skip[i]);
+  free(c->skip);
+  c->skip = NULL;
+  c->n_skip = 0;
+  fc_calib_free(c->calib);
+  c->calib = NULL;
   for (int i = 0; i < c->n_binds; i++) free((char *)c->binds[i].name);
   free(c->binds);
   for (int i = 0; i < c->n_shapes; i++) {
@@ -169,11 +188,29 @@ static void print_main_help(void) {
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
 #define QUANTIZE_HELP                                                                                      \
-  "  --quantize MODE        int8-dynamic (the one mode so far): matmuls by constant weights (K*N >= 4096)\n"  \
+  "  --quantize MODE        int8-dynamic: matmuls by constant weights (K*N >= 4096)\n"                  \
   "                         run as u8 x i8 integer GEMMs, the weights quantised per output column to int8\n" \
   "                         at compile time (|q| <= 64 unless the CPU has VNNI), the activations per tensor\n" \
   "                         to uint8 at run time, as onnxruntime's quantize_dynamic (the quantize_dynamic\n" \
   "                         pass, after fold_batchnorm in the -O pipeline)\n"
+#define INT8_HELP                                                                                          \
+  "  --quantize int8        static int8 quantisation (build only): convs and matmuls by constant weights run\n" \
+  "                         on u8 activations x i8 weights, with ranges calibrated on --calibrate DIR\n"      \
+  "  --calibrate DIR        the samples to calibrate on: one sub-folder per sample holding one file per model\n" \
+  "                         input (<input>.npy, <input>.pb or input_<i>.pb, as ONNX's test_data_set_<k>\n"    \
+  "                         folders), or one <input>.npy per input with the samples stacked along dim 0\n"    \
+  "                         (N x the input's shape, N a multiple of its dim 0)\n"                             \
+  "  --calibrate-method M   minmax (default: every calibration value stays representable; the most accurate\n" \
+  "                         on the Fashion-MNIST example, README), percentile or entropy (TensorRT's KL)\n"  \
+  "  --calibrate-percentile P  the share of values the range keeps, in percent (default 99.99; implies\n"     \
+  "                         --calibrate-method percentile)\n"                                                 \
+  "  --quantize-per-tensor  one weight scale per tensor (default: one per output channel)\n"                  \
+  "  --quantize-activations asym|sym  u8 with a zero point (default) or i8 with zero point 0\n"               \
+  "  --quantize-reduce-range weights|activations  what gives up a bit on CPUs without VNNI, whose u8 x i8\n"  \
+  "                         dot (vpmaddubsw) saturates at full range (default: weights, to [-64, 64])\n"      \
+  "  --quantize-skip N,...  keep these ONNX nodes (by name) in float\n"                                       \
+  "  --quantize-report      print per quantised activation and model output the range, the scale and the\n" \
+  "                         SNR and largest error of the int8 model against the float one on DIR\n"
 #define QUIET_HELP                                                                                         \
   "  --quiet                no progress line: a compile that runs past 2 s otherwise shows its phase\n"  \
   "                         (passes, codegen kernel i of N, LLVM, object, link) on stderr when that is\n" \
@@ -218,6 +255,7 @@ static void print_build_help(void) {
        "passes:\n"
        OPT_LEVEL_HELP
        QUANTIZE_HELP
+       INT8_HELP
        "  --passes=a,b,c         run exactly these passes, in this order, instead of a pipeline\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
@@ -456,6 +494,28 @@ static void quantized_pipeline(Cli *c) {
   c->passes = c->quant_passes;
 }
 
+/* --quantize int8: the -O pipeline cut after fold_batchnorm (so batch norms are in the weights that get
+ * quantised): the prefix runs, then calibration, then quantize_static and the rest. A level without
+ * fold_batchnorm calibrates before any pass. */
+static void calibrated_pipeline(Cli *c) {
+  static const char after[] = "fold_batchnorm";
+  const char *p = fc_pipeline_for_level(c->opt_level), *at = strstr(p, after);
+  size_t cut = at ? (size_t)(at - p) + strlen(after) : 0;
+  const char *rest = p + cut + (p[cut] == ',');
+  int n1 = snprintf(c->calib_prefix, sizeof c->calib_prefix, "%.*s", (int)cut, p);
+  int n2 = snprintf(c->calib_rest, sizeof c->calib_rest, "%s", rest);
+  int n3 = snprintf(c->calib_quant, sizeof c->calib_quant, "quantize_static%s%s", *rest ? "," : "", rest);
+  FC_ASSERT(n1 >= 0 && (size_t)n1 < sizeof c->calib_prefix && n2 >= 0 && (size_t)n2 < sizeof c->calib_rest && n3 > 0 &&
+            (size_t)n3 < sizeof c->calib_quant);
+  c->quant_opt.skip = (const char *const *)c->skip;
+  c->quant_opt.n_skip = c->n_skip;
+  c->calib_opt.quant = &c->quant_opt;
+  c->calib_opt.opt_level = c->opt_level;
+  c->calib_opt.rest_passes = c->calib_rest;
+  c->calib_opt.quant_passes = c->calib_quant;
+  c->calib_opt.max_file_bytes = c->imp.limits.max_file_bytes;
+}
+
 /* Parses argv[2..]; returns -1 to go on, or an exit status (help printed, or a usage error). */
 static int parse_args(Cli *c, int argc, char **argv) {
   bool build = c->kind == CMD_BUILD, run = c->kind == CMD_RUN, check = c->kind == CMD_CHECK;
@@ -550,10 +610,13 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if ((build || run) && strcmp(a, "--quiet") == 0) {
       c->quiet = true;
     } else if ((build || run) && (r = take_value(argc, argv, &i, "--quantize", &v)) != 0) {
-      if (r < 0 || strcmp(v, "int8-dynamic") != 0)
-        return usage_error(c, "--quantize %s%s%s(supported: int8-dynamic)", r < 0 ? "needs a mode " : "'",
+      if (r < 0 || (strcmp(v, "int8-dynamic") != 0 && strcmp(v, "int8") != 0))
+        return usage_error(c, "--quantize %s%s%s(supported: int8, int8-dynamic)", r < 0 ? "needs a mode " : "'",
                            r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
+      if (run && strcmp(v, "int8") == 0)
+        return usage_error(c, "--quantize int8 calibrates at build time: use 'flowc build' (or int8-dynamic)");
       c->quantize = v;
+      c->int8_static = strcmp(v, "int8") == 0;
     } else if ((run || check) && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       c->opt_level = a[2] - '0';
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
@@ -575,6 +638,55 @@ static int parse_args(Cli *c, int argc, char **argv) {
       c->timeout_s = (int)n;
     } else if (!build) {
       return usage_error(c, "unknown option '%s' for 'flowc %s' (see 'flowc %s --help')", a, c->cmd, c->cmd);
+    } else if ((r = take_value(argc, argv, &i, "--calibrate-method", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--calibrate-method";
+      if (r < 0) return usage_error(c, "--calibrate-method needs minmax, percentile or entropy");
+      if (strcmp(v, "minmax") == 0) c->calib_opt.method = FC_CALIB_MINMAX;
+      else if (strcmp(v, "percentile") == 0) c->calib_opt.method = FC_CALIB_PERCENTILE;
+      else if (strcmp(v, "entropy") == 0) c->calib_opt.method = FC_CALIB_ENTROPY;
+      else return usage_error(c, "unknown --calibrate-method '%s' (expected minmax, percentile or entropy)", v);
+      c->calib_method = v;
+    } else if ((r = take_value(argc, argv, &i, "--calibrate-percentile", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--calibrate-percentile";
+      char *end = NULL;
+      double pc = r < 0 ? 0 : strtod(v, &end);
+      if (r < 0 || end == v || *end || !(pc > 50 && pc <= 100))
+        return usage_error(c, "--calibrate-percentile needs a percentage above 50 and at most 100 (such as 99.99)");
+      c->calib_opt.percentile = pc;
+      c->percentile_given = true;
+    } else if ((r = take_value(argc, argv, &i, "--calibrate", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--calibrate";
+      if (r < 0 || !*v) return usage_error(c, "--calibrate needs a folder of samples");
+      c->calib_opt.dir = v;
+    } else if (strcmp(a, "--quantize-per-tensor") == 0) {
+      if (!c->static_flag) c->static_flag = a;
+      c->quant_opt.per_tensor_weights = true;
+    } else if (strcmp(a, "--quantize-report") == 0) {
+      if (!c->static_flag) c->static_flag = a;
+      c->quant_report = true;
+    } else if ((r = take_value(argc, argv, &i, "--quantize-activations", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--quantize-activations";
+      if (r < 0 || (strcmp(v, "asym") != 0 && strcmp(v, "sym") != 0))
+        return usage_error(c, "--quantize-activations needs asym (u8 with a zero point) or sym (i8)");
+      c->quant_opt.activations = strcmp(v, "sym") == 0 ? FC_QACT_SYM_I8 : FC_QACT_ASYM_U8;
+    } else if ((r = take_value(argc, argv, &i, "--quantize-reduce-range", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--quantize-reduce-range";
+      if (r < 0 || (strcmp(v, "activations") != 0 && strcmp(v, "weights") != 0))
+        return usage_error(c, "--quantize-reduce-range needs weights or activations");
+      c->quant_opt.reduce = strcmp(v, "weights") == 0 ? FC_QREDUCE_WEIGHTS : FC_QREDUCE_ACTIVATIONS;
+    } else if ((r = take_value(argc, argv, &i, "--quantize-skip", &v)) != 0) {
+      if (!c->static_flag) c->static_flag = "--quantize-skip";
+      if (r < 0 || !*v) return usage_error(c, "--quantize-skip needs node names separated by commas");
+      for (const char *p = v;; p += strcspn(p, ",") + 1) {
+        size_t n = strcspn(p, ",");
+        if (n == 0) return usage_error(c, "--quantize-skip %s: an empty node name", v);
+        char **ns = realloc(c->skip, (size_t)(c->n_skip + 1) * sizeof *ns);
+        char *name = strndup(p, n);
+        if (!ns || !name) fc_die(__FILE__, __LINE__, "out of memory");
+        c->skip = ns;
+        c->skip[c->n_skip++] = name;
+        if (!p[n]) break;
+      }
     } else if ((r = take_value(argc, argv, &i, "--emit", &v)) != 0) {
       if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, so, ir or dot");
       if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0 && emit_kind(v) < 0)
@@ -622,7 +734,17 @@ static int parse_args(Cli *c, int argc, char **argv) {
     return -1;
   }
   if (!c->model) return usage_error(c, "no model given (usage: flowc %s MODEL [options])", c->cmd);
-  if (c->quantize) {
+  if (c->static_flag && !c->int8_static)
+    return usage_error(c, "%s is an option of static quantisation: it needs --quantize int8", c->static_flag);
+  if (c->int8_static) {
+    if (c->passes) return usage_error(c, "--quantize int8 with --passes: quantize_static needs the calibrated -O pipeline");
+    if (!c->calib_opt.dir) return usage_error(c, "--quantize int8 needs --calibrate DIR (sample inputs to calibrate on)");
+    if (c->percentile_given && c->calib_method && c->calib_opt.method != FC_CALIB_PERCENTILE)
+      return usage_error(c, "--calibrate-percentile goes with --calibrate-method percentile, not %s", c->calib_method);
+    if (c->percentile_given) c->calib_opt.method = FC_CALIB_PERCENTILE;
+    if (c->split) return usage_error(c, "--quantize int8 does not apply to --split-input-file");
+    calibrated_pipeline(c);
+  } else if (c->quantize) {
     if (c->passes) return usage_error(c, "--quantize with --passes: put quantize_dynamic in the --passes list instead");
     quantized_pipeline(c);
   }
@@ -685,13 +807,14 @@ static FcCodegenOptions codegen_options(const Cli *c) {
                             .progress = fc_progress_line_hook(c->progress)};
 }
 
-/* The pass pipeline the options ask for, for target t. */
-static FcStatus run_pipeline(const Cli *c, FcModule *m, const FcTarget *t, FcDiag *d) {
+/* The pass pipeline the options ask for (or `passes`, when not NULL), for target t. */
+static FcStatus run_passes(const Cli *c, FcModule *m, const FcTarget *t, const char *passes, FcDiag *d) {
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
   po.target = t;
   po.opt_level = c->opt_level;
-  po.passes = c->passes;
+  po.passes = passes ? passes : c->passes;
+  po.quant = &c->quant_opt;
   po.print_before = c->print_before;
   po.print_after = c->print_after;
   po.verify_each = c->verify_each;
@@ -701,8 +824,64 @@ static FcStatus run_pipeline(const Cli *c, FcModule *m, const FcTarget *t, FcDia
   return fc_pipeline_run(m, &po, d);
 }
 
+/* FcCalibLoadFn (ctx: Cli): the model loaded again, verified and put through the pipeline's prefix, silently. */
+static FcStatus load_calib_copy(void *ctx, FcModule **out, FcDiag *d) {
+  const Cli *c = ctx;
+  *out = NULL;
+  FcModule *m = NULL;
+  FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, d);
+  if (st == FC_OK) st = fc_verify(m, d);
+  FcPipelineOptions po;
+  fc_pipeline_options_default(&po);
+  po.target = c->target;
+  po.opt_level = c->opt_level;
+  po.passes = c->calib_prefix;
+  po.quant = &c->quant_opt;
+  if (st == FC_OK) st = fc_pipeline_run(m, &po, d);
+  if (st != FC_OK) {
+    fc_module_destroy(m);
+    return st;
+  }
+  *out = m;
+  return FC_OK;
+}
+
+/* Every --quantize-skip name must be a node of the model: a misspelt one would quantise what it meant to keep. */
+static FcStatus check_skip_names(const Cli *c, FcModule *m, FcDiag *d) {
+  for (int i = 0; i < c->n_skip; i++) {
+    bool found = false;
+    fc_graph_for_each_op(m->graph, op) found = found || (op->loc && strcmp(op->loc, c->skip[i]) == 0);
+    if (!found) return fc_error(d, FC_ERR_INPUT, "--quantize-skip: the model has no node named '%s'", c->skip[i]);
+  }
+  return FC_OK;
+}
+
+/* The pipeline for target t; with --quantize int8 cut in two around calibration: the ranges are collected
+ * once (the first CPU variant) and written on each variant's module before quantize_static runs. */
+static FcStatus run_pipeline(Cli *c, FcModule *m, const FcTarget *t, FcDiag *d) {
+  if (!c->int8_static) return run_passes(c, m, t, NULL, d);
+  FcStatus st = run_passes(c, m, t, c->calib_prefix, d);
+  if (st == FC_OK) st = check_skip_names(c, m, d);
+  c->calib_opt.target = c->target;
+  if (st == FC_OK && !c->calib) {
+    fc_progress_line_phase(c->progress, "calibration");
+    st = fc_calib_collect(&c->calib_opt, load_calib_copy, c, &c->calib, d);
+  }
+  if (st == FC_OK && c->quant_report && !c->reported) {
+    c->reported = true;
+    fc_progress_line_phase(c->progress, "calibration report");
+    fflush(stdout);
+    /* The report goes to stdout unless the IR or graph does. */
+    bool ir_to_stdout = emit_kind(c->emit) < 0 && (!c->output || strcmp(c->output, "-") == 0);
+    st = fc_calib_report(c->calib, load_calib_copy, c, ir_to_stdout ? stderr : stdout, d);
+  }
+  if (st == FC_OK) st = fc_calib_annotate(c->calib, m, d);
+  if (st == FC_OK) st = run_passes(c, m, t, c->calib_quant, d);
+  return st;
+}
+
 /* Verifies, runs the pipeline and emits one module. Does not free it. */
-static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blame, FcDiag *d) {
+static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcDiag *d) {
   *blame = BLAME_MODEL;
   FcStatus st = fc_verify(m, d);
   if (st != FC_OK) return st;
@@ -728,6 +907,22 @@ static FcStatus build_module(const Cli *c, FcModule *m, Output *out, Blame *blam
   return st;
 }
 
+/* A message about the calibration folder or one of its files starts with that path: it is blamed on that
+ * file, not on the model. */
+static bool calibration_blamed(const Cli *c, const FcDiag *d) {
+  const char *dir = c->calib_opt.dir;
+  size_t n = dir ? strlen(dir) : 0;
+  return n && strncmp(d->msg, dir, n) == 0 && (d->msg[n] == ':' || d->msg[n] == '/');
+}
+
+static const char *model_or_calibration(const Cli *c, const FcDiag *d) {
+  if (!calibration_blamed(c, d)) return c->model;
+  static char file[sizeof d->msg];
+  size_t n = strcspn(d->msg, ":");
+  snprintf(file, sizeof file, "%.*s", (int)n, d->msg);
+  return file;
+}
+
 static int run_build_one(Cli *c, Output *out) {
   FcDiag d;
   fc_diag_init(&d);
@@ -745,7 +940,7 @@ static int run_build_one(Cli *c, Output *out) {
   if (st == FC_OK) return 0;
   /* A half-written output is worse than none; -o /dev/... is left alone. */
   if (out->regular) remove(out->path);
-  report(blame == BLAME_OUTPUT ? output_name(out) : c->model, &d);
+  report(blame == BLAME_OUTPUT ? output_name(out) : model_or_calibration(c, &d), &d);
   return EXIT_INPUT;
 }
 
@@ -787,7 +982,7 @@ static int run_build_multi(Cli *c) {
   fc_multi_abort(mb);
   fc_module_destroy(m);
   if (st == FC_OK) return 0;
-  report(st == FC_ERR_IO && !model_failed ? c->output : c->model, &d);
+  report(st == FC_ERR_IO && !model_failed && !calibration_blamed(c, &d) ? c->output : model_or_calibration(c, &d), &d);
   return EXIT_INPUT;
 }
 
@@ -974,6 +1169,8 @@ static int run_check(Cli *c) {
 
 int main(int argc, char **argv) {
   Cli c = {.emit = "exe", .opt_level = 2, .threads = 1, .jobs = 1, .timeout_s = 600};
+  c.calib_opt.method = FC_CALIB_MINMAX;
+  c.calib_opt.percentile = 99.99;
   fc_import_options_default(&c.imp);
   if (argc < 2) return usage_error(&c, "no command given (see 'flowc --help')");
   const char *cmd = argv[1];

@@ -13,6 +13,7 @@
 #include "ir.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -65,6 +66,15 @@ __attribute__((format(printf, 3, 4))) static bool fail(char *why, size_t cap, co
   if (cap) vsnprintf(why, cap, fmt, ap);
   va_end(ap);
   return false;
+}
+
+static bool check_calib_range(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
+  if (v->kind != FC_AV_DENSE || v->dtype != FC_DT_F64 || v->floats.n != 2) return false;
+  double lo = v->floats.v[0], hi = v->floats.v[1];
+  if (!isfinite(lo) || !isfinite(hi) || lo > hi) return fail(why, cap, "[%g, %g] is not a finite range", lo, hi);
+  if (subject && !fc_dtype_is_float(subject->dtype))
+    return fail(why, cap, "the subject's element type %s is not a float type", fc_dtype_name(subject->dtype));
+  return true;
 }
 
 static bool check_placement(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
@@ -141,6 +151,7 @@ static bool check_sbp(const FcAnnotValue *v, const FcType *subject, char *why, s
 
 typedef bool (*CheckFn)(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap);
 static const CheckFn checks[FC_ANNOT_COUNT] = {
+    [FC_ANNOT_CALIB_RANGE] = check_calib_range,
     [FC_ANNOT_PLACEMENT] = check_placement,
     [FC_ANNOT_PRUNE_MASK] = check_prune_mask,
     [FC_ANNOT_QUANT] = check_quant,

@@ -18,9 +18,29 @@
 #include "ir.h"
 #include "target.h"
 
+/* How quantize_static quantises (flowc build --quantize int8 --quantize-*). The defaults (all zero): u8
+ * asymmetric activations, i8 symmetric weights per output channel, no node skipped, and on targets whose
+ * u8 x i8 dot can saturate (fc_target_i8_gemm without VNNI) weights in [-64, 64]. */
+typedef enum FcQuantActivations {
+  FC_QACT_ASYM_U8, /* scale = (hi - lo) / 255, zero point in [0, 255] so that 0.0 is exact */
+  FC_QACT_SYM_I8,  /* scale = max(|lo|, |hi|) / 127, zero point 0 */
+} FcQuantActivations;
+typedef enum FcQuantReduce {
+  FC_QREDUCE_WEIGHTS,     /* full-range activations, weights in [-64, 64] */
+  FC_QREDUCE_ACTIVATIONS, /* u8 activations in [0, 127] (i8 in [-64, 63]), weights +-127 */
+} FcQuantReduce;
+typedef struct FcQuantOptions {
+  bool per_tensor_weights;        /* one weight scale per tensor instead of one per output channel */
+  FcQuantActivations activations;
+  FcQuantReduce reduce;           /* what gives up a bit where the target's int8 dot saturates */
+  const char *const *skip;        /* node names (op loc) kept in float */
+  int n_skip;
+} FcQuantOptions;
+
 typedef struct FcPassContext {
   const FcTarget *target; /* what the module is compiled for (never NULL) */
   int opt_level;          /* the build's -O level, 0..3 */
+  const FcQuantOptions *quant; /* quantize_static's choices; NULL: the defaults */
   FcDiag *diag;           /* where the pass reports a failure */
   FcArena scratch;        /* released after each pass: temporary tables, never IR */
 } FcPassContext;
@@ -51,6 +71,7 @@ typedef struct FcPipelineOptions {
   FILE *dump;               /* where IR dumps go (NULL: stderr) */
   FcPrintOptions print;     /* how dumps print */
   FcProgress progress;      /* "passes", one step per pass run */
+  const FcQuantOptions *quant; /* handed to the passes (quantize_static); NULL: the defaults */
 } FcPipelineOptions;
 
 void fc_pipeline_options_default(FcPipelineOptions *o);

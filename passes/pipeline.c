@@ -172,7 +172,7 @@ static FcStatus run_one(const FcPassInfo *p, void *ctx) {
   FcStatus st;
   fc_progress(&c->o->progress, "passes", p->name, ++c->step, c->n_passes);
   if (print_matches(c->o->print_before, p) && (st = dump_ir(c, "Before", p)) != FC_OK) return st;
-  FcPassContext pc = {.target = c->o->target, .opt_level = c->o->opt_level, .diag = c->diag};
+  FcPassContext pc = {.target = c->o->target, .opt_level = c->o->opt_level, .quant = c->o->quant, .diag = c->diag};
   fc_arena_init(&pc.scratch);
   GraphRun r = {p, c->m, &pc};
   st = fc_graph_walk(c->m->graph, run_on_graph, &r);

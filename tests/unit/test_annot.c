@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "ir.h"
 #include "rewrite.h"
@@ -177,6 +178,35 @@ static void test_annot_lists(void **state) {
   fc_module_destroy(m);
 }
 
+/* flow.calib_range (calibrate.c writes it, quantize_static reads it): two finite f64, lo <= hi, on a float value. */
+static void test_calib_range(void **state) {
+  (void)state;
+  FcType f = {FC_DT_F32, 1, DIMS(4)}, i = {FC_DT_I32, 1, DIMS(4)};
+  char why[256];
+  double ok[2] = {-1.5, 3}, point[2] = {2, 2}, reversed[2] = {3, -1}, nan[2] = {0, NAN}, three[3] = {0, 1, 2};
+  FcAnnotValue v = {.kind = FC_AV_DENSE, .dtype = FC_DT_F64, .floats = {ok, 2}};
+  assert_true(fc_annot_check("flow.calib_range", &v, &f, why, sizeof why));
+  v.floats.v = point;
+  assert_true(fc_annot_check("flow.calib_range", &v, &f, why, sizeof why));
+  v.floats.v = reversed;
+  assert_false(fc_annot_check("flow.calib_range", &v, &f, why, sizeof why));
+  assert_string_equal(why, "flow.calib_range: [3, -1] is not a finite range");
+  v.floats.v = nan;
+  assert_false(fc_annot_check("flow.calib_range", &v, &f, why, sizeof why));
+  v.floats.v = three;
+  v.floats.n = 3;
+  assert_false(fc_annot_check("flow.calib_range", &v, &f, why, sizeof why));
+  assert_string_equal(why, "flow.calib_range must be array<f64: lo, hi>: the calibrated range of result 0 (or of the "
+                           "graph input), lo <= hi, finite");
+  v.floats.v = ok;
+  v.floats.n = 2;
+  assert_false(fc_annot_check("flow.calib_range", &v, &i, why, sizeof why));
+  assert_string_equal(why, "flow.calib_range: the subject's element type i32 is not a float type");
+  FcAnnotValue ints = FC_AV_I64S(((int64_t[]){0, 1}), 2);
+  assert_false(fc_annot_check("flow.calib_range", &ints, &f, why, sizeof why));
+  assert_int_equal(fc_annot_policy("flow.calib_range"), FC_ANNOT_KEEP);
+}
+
 /* x -> neg -> neg -> return, the inner neg annotated. */
 static FcModule *neg_neg(FcOp **inner, FcOp **outer) {
   FcModule *m = fc_module_create("n");
@@ -276,6 +306,7 @@ int main(void) {
       cmocka_unit_test(test_quant_type),
       cmocka_unit_test(test_quant_problems),
       cmocka_unit_test(test_annot_lists),
+      cmocka_unit_test(test_calib_range),
       cmocka_unit_test(test_verifier_names_the_op),
       cmocka_unit_test(test_builder_refuses_quantised_operands),
       cmocka_unit_test(test_replace_keeps_by_policy),
