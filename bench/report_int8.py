@@ -39,8 +39,10 @@ def section_int8(add, d):
     add("")
     add(f"Produced by `python3 bench/run.py --int8{d['argv']}` on {d['date']} in {d['seconds'] / 60:.1f} min (git "
         f"{d['git']}, onnxruntime-node {d['ort_version']}, PyTorch {d['torch_version']}; load average "
-        f"{d['load_start']:.2f} at start, {d['load_end']:.2f} at end); raw data in {rp.INT8_JSON}. Same rounds and "
-        f"batches as above ({d['cfg']['rounds']} interleaved rounds, batches of about {d['cfg']['seconds']} s).")
+        f"{d['load_start']:.2f} at start, {d['load_end']:.2f} at end); raw data in {rp.INT8_JSON}. Timed as bench/run.py "
+        f"times the models: {d['cfg']['rounds']} interleaved rounds, each visiting every runner at every thread "
+        f"count once with a batch of about {d['cfg']['seconds']} s after its warm-up; the median over rounds of "
+        "the batch medians.")
     add("")
     vnni = (f"; with VNNI (vpdpbusd on ymm) {ip['vnni_1t']:.1f} on 1 thread, {ip['vnni_2t']:.1f} on 2"
             if ip.get("vnni") else "; this CPU has no VNNI")
@@ -155,7 +157,8 @@ def section_targets(add, d):
         x = ratio(rp.median_of(r, "flowc_int8", 1), rp.median_of(r, "ort", 1))
         add(f"- {r['name']}: flowc ≤ {ORT_LIMIT}× onnxruntime's time on the same QDQ file: "
             + ("not measured" if x is None else f"{x:.2f}") + f" — {rp.verdict(x is not None and x <= ORT_LIMIT)}")
-    sizes = [(r["name"], ratio(r.get("flowc_int8_exe_bytes"), r.get("flowc_f32_exe_bytes"))) for r in d["qdq"]]
+    sizes = [(r["name"], ratio(r.get("flowc_int8_exe_bytes"), r.get("flowc_f32_exe_bytes")))
+             for r in d["qdq"] + d["dynamic"]]
     add(f"- int8 artefacts ≤ {SIZE_LIMIT}× the f32 artefact's size: "
         + ", ".join(f"{n} {fmt_ratio(x)}" for n, x in sizes)
         + f" — {rp.verdict(bool(sizes) and all(x is not None and x <= SIZE_LIMIT for _, x in sizes))}")
