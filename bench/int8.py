@@ -3,7 +3,7 @@
 onnxruntime and PyTorch's own int8, in one run.
 
     python3 bench/run.py --int8 [--quick] [--models a,b] [--build DIR] [--models-dir DIR] [--no-build]
-                                [--rounds N] [--out bench/RESULTS.md]
+                                [--rounds N] [--cpu LIST] [--out bench/RESULTS.md]
     (or python3 bench/int8.py with the same options)
 
 With bench/run.py's machinery (same interleaved rounds of batches, same runners, same input per model):
@@ -27,7 +27,11 @@ With bench/run.py's machinery (same interleaved rounds of batches, same runners,
 
 The raw results go to INT8.json beside --out; bench/report.py renders them as the "Quantisation" section of
 the report (RESULTS.md, re-rendered with RESULTS.json when that exists). --quick: 2 rounds of shorter
-batches, for a smoke run.
+batches, for a smoke run. --cpu LIST is passed to every flowc build (f32 and int8 alike; default flowc's
+own, x86-64-v3 and x86-64-v4 side by side): `--cpu x86-64-v3` measures the AVX2 code the issue's targets
+were stated for on a machine that has AVX-512, `--cpu icelake-server` the VNNI kernels. (The README's
+earlier int8-dynamic speed-ups were single `--bench 50` medians per --cpu variant, from no script in the
+tree; this file measures them interleaved.)
 """
 import argparse
 import datetime
@@ -47,6 +51,7 @@ QDQ_MODELS = {"qdq_resnet18": "ResNet-18, 1x3x224x224", "qdq_mobilenet_v2": "Mob
               "qdq_cnn_b64": "seed CNN (trained), batch 64"}
 DYNAMIC_MODELS = {"mlp_b64": "MLP 784-1024-1024-10, batch 64", "transformer": "2-layer encoder, d 256, seq 128"}
 INT8_CHAINS, INT8_UNROLL, VNNI_CHAINS = 6, 4, 12  # bench/int8_peak.c's loop bodies
+CPU_ARGS = ()  # ("--cpu", LIST) from the command line, for every flowc build
 
 
 def log(msg):
@@ -94,6 +99,7 @@ def output_step(case_dir):
 
 
 def prepare(flowc, name, case_dir, work, build_args=()):
+    build_args = tuple(build_args) + CPU_ARGS
     case = bench.prepare_case(flowc, name, case_dir, work, 1, build_args=build_args)
     if "error" in case:
         log(f"{name}{' ' + ' '.join(build_args) if build_args else ''}: {case['error']}")
@@ -167,7 +173,10 @@ def main(argv=None):
     ap.add_argument("--models-dir", default=None, help="exported model cache (default BUILD/bench-models)")
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 11, --quick 2)")
     ap.add_argument("--no-build", action="store_true", help="use BUILD/tools/flowc as it is")
+    ap.add_argument("--cpu", help="flowc build --cpu LIST for every build (default: flowc's)")
     args = ap.parse_args(argv)
+    global CPU_ARGS
+    CPU_ARGS = ("--cpu", args.cpu) if args.cpu else ()
     names = bench.selected_models(ap, args.models, known)
     build = os.path.abspath(args.build)
     models_dir = os.path.abspath(args.models_dir or os.path.join(build, "bench-models"))
@@ -205,7 +214,7 @@ def main(argv=None):
         "torch_version": next((r["torch_ready"].get("torch") for r in qdq_results if r.get("torch_ready")),
                               "unknown"),
         "node_version": bench.tool_version(["node", "--version"]), "compiler": cc_version,
-        "cfg": cfg, "peak": peak, "int8_peak": ipeak, "qdq": qdq_results, "dynamic": dyn_results,
+        "cfg": cfg, "cpu": args.cpu, "peak": peak, "int8_peak": ipeak, "qdq": qdq_results, "dynamic": dyn_results,
         "seconds": time.time() - t_start,
     }
     raw = os.path.join(os.path.dirname(os.path.abspath(args.out)), report.INT8_JSON)

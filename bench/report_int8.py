@@ -39,7 +39,8 @@ def section_int8(add, d):
     add("")
     add(f"Produced by `python3 bench/run.py --int8{d['argv']}` on {d['date']} in {d['seconds'] / 60:.1f} min (git "
         f"{d['git']}, onnxruntime-node {d['ort_version']}, PyTorch {d['torch_version']}; load average "
-        f"{d['load_start']:.2f} at start, {d['load_end']:.2f} at end); raw data in {rp.INT8_JSON}. Timed as bench/run.py "
+        f"{d['load_start']:.2f} at start, {d['load_end']:.2f} at end); raw data in {rp.INT8_JSON}. flowc builds "
+        + (f"with `--cpu {d['cpu']}`." if d.get("cpu") else "with flowc's default CPUs.") + f" Timed as bench/run.py "
         f"times the models: {d['cfg']['rounds']} interleaved rounds, each visiting every runner at every thread "
         f"count once with a batch of about {d['cfg']['seconds']} s after its warm-up; the median over rounds of "
         "the batch medians.")
