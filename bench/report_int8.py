@@ -74,8 +74,7 @@ def section_qdq(add, d, ip):
     add("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in d["qdq"]:
         if not r.get("times"):
-            add(f"| {r['name']} | | | failed: {rp.first_line(str(r.get('build_errors') or r.get('runner_errors')))} "
-                "| | | | | | | |")
+            add(f"| {r['name']} | | | failed: {first_error(r)} | | | | | | | |")
             continue
         for t in rp.THREADS:
             ms = {k: rp.median_of(r, k, t) for k in RUNNERS}
@@ -117,8 +116,7 @@ def section_dynamic(add, d, ip):
     add("|---|---|---|---|---|---|---|---|---|")
     for r in d["dynamic"]:
         if not r.get("times"):
-            add(f"| {r['name']} | | failed: {rp.first_line(str(r.get('build_errors') or r.get('runner_errors')))} "
-                "| | | | | | |")
+            add(f"| {r['name']} | | failed: {first_error(r)} | | | | | | |")
             continue
         diff = r.get("max_abs_diff", {})
         diffs = " / ".join("—" if diff.get(k) is None else f"{diff[k]:.1e}" for k in ("flowc_f32", "flowc_int8"))
@@ -130,6 +128,12 @@ def section_dynamic(add, d, ip):
                 f"{r['load']:.1f} |")
     add("")
     section_failures(add, d["dynamic"])
+
+
+def first_error(r):
+    """The first line of a result's first build or runner error."""
+    errors = [*r.get("build_errors", {}).values(), *r.get("runner_errors", {}).values()]
+    return rp.first_line(errors[0] if errors else None)
 
 
 def section_failures(add, results):
