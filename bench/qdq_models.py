@@ -80,6 +80,7 @@ CAL_BATCHES, CAL_BATCH = 4, 8
 MIN_SPREAD_STEPS = 8   # the output's standard deviation, in steps, below which a test proves little
                        # (7-bit activations: a bell-shaped output over 128 steps has a spread near 16)
 
+
 class SmallQNet(nn.Module):
     """Every quantised layer kind of the two networks, at awkward sizes, in a network too shallow for
     rounding differences to grow (the e2e test's exactness check): a strided conv with 15 output channels,
