@@ -9,13 +9,17 @@ again — for instance after bench/pass_effects.json (pass name → text, the "G
 effect" table, filled in by whoever measured a pass) changed. Nothing here computes a number that is
 not derived from the measured data: latencies, FLOP counts, the FMA peak, RSS and compile times all come
 from the run; this file only divides, takes geometric means and compares with the issue's targets.
-The "Zoo" section comes from ZOO.json beside the results (bench/zoo.py, `python3 bench/run.py --zoo`).
+The "Zoo" section comes from ZOO.json beside the results (bench/zoo.py, `python3 bench/run.py --zoo`), the
+"Quantisation" section from INT8.json (bench/int8.py, `python3 bench/run.py --int8`; rendered by
+bench/report_int8.py).
 """
 import argparse
 import json
 import math
 import os
 import re
+
+import report_int8
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["cnn_b1", "cnn_b64", "mlp_b64", "resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
@@ -371,6 +375,7 @@ def section_passes(add, effects):
 # ---- the zoo (bench/zoo.py) --------------------------------------------------------------------------
 
 ZOO_JSON = "ZOO.json"  # bench/zoo.py's raw results, beside the report
+INT8_JSON = "INT8.json"  # bench/int8.py's raw results (rendered by bench/report_int8.py)
 ZOO_RSS_LIMIT, ZOO_RATIO_LIMIT, ZOO_GEOMEAN_LIMIT, RNN_BUILD_LIMIT_S, RNN_LONG_STEPS = 1.2, 1.0, 0.8, 5.0, 1000
 
 
@@ -540,27 +545,31 @@ def section_zoo_targets(add, zoo, ratios, geomean):
     add("")
 
 
-def write_zoo_only(path, zoo):
-    """The report when only the zoo was measured (no RESULTS.json beside it)."""
+def write_zoo_only(path, zoo, int8=None):
+    """The report when only the zoo and/or the quantisation benchmark were measured (no RESULTS.json)."""
     lines = ["# flowc CPU benchmark", ""]
-    mc = zoo["machine"]
-    lines += [f"Machine: {mc['model']}, {mc['cpus']} CPUs; flowc {zoo['flowc_version']}, build dir "
-              f"`{zoo['build']}`; node {zoo['node_version']}. The main benchmark (`python3 bench/run.py`) has not "
+    some = zoo or int8
+    mc = some["machine"]
+    lines += [f"Machine: {mc['model']}, {mc['cpus']} CPUs; flowc {some['flowc_version']}, build dir "
+              f"`{some['build']}`; node {some['node_version']}. The main benchmark (`python3 bench/run.py`) has not "
               "been run beside this report.", ""]
-    section_zoo(lines.append, zoo)
+    if zoo:
+        section_zoo(lines.append, zoo)
+    if int8:
+        report_int8.section_int8(lines.append, int8)
     with open(path, "w") as f:
         f.write("\n".join(lines))
 
 
 def render(path):
-    """Re-renders the report at `path` from the raw results beside it (RESULTS.json, ZOO.json)."""
+    """Re-renders the report at `path` from the raw results beside it (RESULTS.json, ZOO.json, INT8.json)."""
     raw = os.path.splitext(path)[0] + ".json"
     if os.path.exists(raw):
         with open(raw) as f:
             return write_report(path, json.load(f))
-    zoo = load_beside(path, ZOO_JSON)
-    if zoo:
-        write_zoo_only(path, zoo)
+    zoo, int8 = load_beside(path, ZOO_JSON), load_beside(path, INT8_JSON)
+    if zoo or int8:
+        write_zoo_only(path, zoo, int8)
     return None
 
 def write_report(path, data, effects=None, zoo=None):
@@ -584,6 +593,9 @@ def write_report(path, data, effects=None, zoo=None):
     zoo = load_beside(path, ZOO_JSON) if zoo is None else zoo
     if zoo:
         section_zoo(add, zoo)
+    int8 = load_beside(path, INT8_JSON)
+    if int8:
+        report_int8.section_int8(add, int8)
     section_passes(add, load_pass_effects() if effects is None else effects)
     with open(path, "w") as f:
         f.write("\n".join(lines))

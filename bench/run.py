@@ -3,6 +3,7 @@
 
     python3 bench/run.py [--quick] [--models a,b] [--out bench/RESULTS.md] [--build DIR] [--models-dir DIR]
     python3 bench/run.py --zoo [--quick] ...     the zoo of issue 13 instead (bench/zoo.py, its own options)
+    python3 bench/run.py --int8 [--quick] ...    quantisation, issue 14, instead (bench/int8.py, its own options)
 
 One run does everything on the same inputs and writes bench/RESULTS.md, with the raw numbers beside it
 in bench/RESULTS.json (bench/report.py renders the one from the other):
@@ -259,9 +260,10 @@ def flowc_flops(flowc, model, timeout=None):
     return int(m.group(1))
 
 
-def prepare_case(flowc, name, case_dir, work, compile_reps, timeout=None):
-    """Compiles one model and writes its raw input; returns the case's description or its error
-    (with "timed_out" set when flowc ran past `timeout` seconds)."""
+def prepare_case(flowc, name, case_dir, work, compile_reps, timeout=None, build_args=()):
+    """Compiles one model (`flowc build model.onnx -o exe` plus build_args) and writes its raw input;
+    returns the case's description or its error (with "timed_out" set when flowc ran past `timeout`
+    seconds)."""
     os.makedirs(work, exist_ok=True)
     model = os.path.join(case_dir, "model.onnx")
     input_pb = os.path.join(case_dir, "test_data_set_0", "input_0.pb")
@@ -276,7 +278,7 @@ def prepare_case(flowc, name, case_dir, work, compile_reps, timeout=None):
     try:
         case["flops"] = flowc_flops(flowc, model, timeout)
         for _ in range(compile_reps):
-            rc, wall, usage, err = run_rusage([flowc, "build", model, "-o", exe], timeout=timeout)
+            rc, wall, usage, err = run_rusage([flowc, "build", model, "-o", exe, *build_args], timeout=timeout)
             if rc != 0:
                 case["error"] = failure(["flowc build"], rc, err)
                 return case
@@ -671,8 +673,12 @@ def main():
     if "--zoo" in sys.argv[1:]:  # the zoo has options of its own (bench/zoo.py)
         import zoo
         return zoo.main([a for a in sys.argv[1:] if a != "--zoo"])
+    if "--int8" in sys.argv[1:]:  # so has the quantisation benchmark (bench/int8.py)
+        import int8
+        return int8.main([a for a in sys.argv[1:] if a != "--int8"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--zoo", action="store_true", help="run the zoo of bench/zoo.py instead (its own options)")
+    ap.add_argument("--int8", action="store_true", help="run bench/int8.py's quantisation benchmark instead")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter batches (smoke run)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: " + ", ".join(MODELS))
     ap.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"), help="the report (default bench/RESULTS.md)")

@@ -3,6 +3,9 @@
 
 PyTorch cannot run the ONNX file, so the module is re-created exactly as tools/export_e2e_models.py makes
 it before export: the same MODELS entry, the same per-model seed, the same BatchNorm calibration, eval().
+The quantised models of bench/qdq_models.py (qdq_resnet18, ...) are re-created by its quantized_model():
+the same seed, calibration and eager-mode quantisation, so PyTorch runs its own int8 module (on the onednn
+engine) and NAME_f32 the float module it was made from.
 The weights are then the ones in the ONNX file, which the ready line shows: it reports the largest
 difference between PyTorch's output on the benchmark input (the exported input_0.pb) and the exported
 output_0.pb. Timing is time.perf_counter around each forward under torch.no_grad().
@@ -33,6 +36,8 @@ from onnx import numpy_helper
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import export_e2e_models as exporter  # noqa: E402  (the models and their calibration)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import qdq_models  # noqa: E402  (the quantised models)
 
 
 def read_pb(path):
@@ -44,6 +49,10 @@ def read_pb(path):
 
 def build(name):
     """The module as export_locked builds it: seed, constructor, BatchNorm calibration, eval()."""
+    base = name[:-4] if name.endswith("_f32") else name
+    if base in qdq_models.MODELS:
+        model, qmodel, _ = qdq_models.quantized_model(base)
+        return model if base != name else qmodel
     seed = sum(map(ord, name))
     torch.manual_seed(seed)
     np.random.seed(seed)
@@ -98,7 +107,7 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: torch_bench.py MODEL_NAME CASE_DIR")
     name, case = sys.argv[1], sys.argv[2]
-    if name not in exporter.MODELS:
+    if name not in exporter.MODELS and name.removesuffix("_f32") not in qdq_models.MODELS:
         sys.exit(f"torch_bench: unknown model {name}")
     torch.set_num_threads(1)
     model = build(name)

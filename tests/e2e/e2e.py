@@ -12,6 +12,10 @@ third kind of test; tests/e2e/meson.build runs it.)
       output must have PyTorch's shape and dtype and agree element-wise within |got - want| <=
       atol + rtol * |want| (rtol 1e-4, atol 1e-5: issue 3's end-to-end tolerance), with no NaN or Inf.
       One line per thread count with the largest absolute and relative errors and the worst element.
+      With --steps N (a quantised model written by bench/qdq_models.py, whose output_0.pb is PyTorch's int8
+      output): every element within N output quantisation steps instead, the step being the scale of the
+      model's last DequantizeLinear (info.json's output.scale); issue 14's target is 4. The line then gives
+      the largest difference in steps and how many elements differ at all.
 
   e2e.py bad-input --flowc FLOWC --work DIR
       Builds a two-input model (pixels: f32[2,3], bias: f32[3]; z = pixels + bias) and feeds it bad
@@ -69,8 +73,29 @@ def case_files(case, kind):
     return files
 
 
-def compare_outputs(out_dir, refs):
-    """Returns (ok, line): the worst errors over every output."""
+def output_step(case):
+    """The output's quantisation step of a bench/qdq_models.py case (its info.json's output.scale)."""
+    import json
+    with open(os.path.join(case, "info.json")) as f:
+        step = json.load(f)["output"]["scale"]
+    if not step > 0:
+        fail(f"{case}/info.json: output scale {step} is not positive")
+    return step
+
+
+def compare_steps(got, want, step, steps):
+    """(ok, text): got within `steps` quantisation steps of want on every element."""
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) / step
+    worst = np.unravel_index(np.argmax(diff), diff.shape)
+    # Half a step: a value one step away differs by 1 (up to float rounding of the dequantised outputs).
+    differ = int(np.count_nonzero(diff > 0.5))
+    return bool(diff.max() <= steps + 1e-3), (
+        f"max {diff.max():.2f} steps of {step:.4g} (allowed {steps:g}), {differ} of {diff.size} elements differ, "
+        f"worst at {list(map(int, worst))} (got {got[worst]:.6g}, want {want[worst]:.6g})")
+
+
+def compare_outputs(out_dir, refs, step=None, steps=None):
+    """Returns (ok, line): the worst errors over every output (in quantisation steps when `step` is given)."""
     parts, ok = [], True
     for i, ref_path in enumerate(refs):
         want = numpy_helper.to_array(onnx.load_tensor(ref_path))
@@ -83,6 +108,11 @@ def compare_outputs(out_dir, refs):
         if not np.all(np.isfinite(got)):
             bad = np.argwhere(~np.isfinite(got))[0]
             return False, f"output {i}: non-finite value {got[tuple(bad)]} at {list(bad)}"
+        if step is not None:
+            ok_i, text = compare_steps(got, want, step, steps)
+            ok = ok and ok_i
+            parts.append(f"output {i}: {text}")
+            continue
         g, w = got.astype(np.float64), want.astype(np.float64)
         err = np.abs(g - w)
         ratio = err / (ATOL + RTOL * np.abs(w))
@@ -119,6 +149,7 @@ def cmd_compare(a):
     inputs, refs = case_files(a.case, "input"), case_files(a.case, "output")
     if not os.path.exists(model) or not inputs or not refs:
         fail(f"{name}: {a.case} is not a complete test case (run tools/export_e2e_models.py)")
+    step = output_step(a.case) if a.steps is not None else None
     work = fresh_dir(a.work)
     if a.mode == "exe":
         exe = os.path.join(work, name)
@@ -142,7 +173,7 @@ def cmd_compare(a):
         if p.returncode != 0:
             fail(f"{name} {a.mode} --threads {threads}: `{show(cmd)}` exited {p.returncode}: "
                  f"{(p.stderr or p.stdout).strip()[-2000:]}")
-        ok, line = compare_outputs(out_dir, refs)
+        ok, line = compare_outputs(out_dir, refs, step, a.steps)
         print(f"{'ok  ' if ok else 'FAIL'} {name} {a.mode} --threads {threads} ({p.seconds:.1f} s): {line}")
         failed |= not ok
     sys.exit(1 if failed else 0)
@@ -267,9 +298,11 @@ def main():
     c = sub.add_parser("compare")
     c.add_argument("--flowc", required=True)
     c.add_argument("--case", required=True)
-    c.add_argument("--export", help="tools/export_e2e_models.py: export the case first if it is missing or stale")
+    c.add_argument("--export", help="tools/export_e2e_models.py (or bench/qdq_models.py): export the case first "
+                   "if it is missing or stale")
     c.add_argument("--mode", choices=["run", "exe"], required=True)
     c.add_argument("--threads", default="1,2")
+    c.add_argument("--steps", type=float, help="tolerance in output quantisation steps (bench/qdq_models.py cases)")
     c.add_argument("--work", required=True)
     b = sub.add_parser("bad-input")
     b.add_argument("--flowc", required=True)

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""tests/bench/test_int8.py — the quantisation benchmark's report logic, without measuring anything.
+
+bench/report_int8.py renders the "Quantisation" section from made-up INT8.json data; its tables and
+verdicts are checked: speed-ups of the int8 builds over the f32 ones against each model's target, flowc
+against onnxruntime on the QDQ file, artefact sizes, accuracy in output quantisation steps, and a model
+whose QDQ build failed (its cells shown as —, its targets NOT MET, the error listed).
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import report  # noqa: E402
+
+
+def times(**ms):
+    """runner=ms at 1 thread (2 threads: half)."""
+    return {f"{r}/{t}": {"median_ms": v / t, "min_ms": v / t} for r, v in ms.items() for t in (1, 2)}
+
+
+def qdq(name, f32, int8, ort, torch, steps=1.0, step=0.05, f32_mib=40, int8_mib=10):
+    return {"name": name, "what": name, "flops": 2 * 10**9, "input": "1,3,8,8", "step": step, "load": 0.5,
+            "times": times(flowc_f32=f32, flowc_int8=int8, ort=ort, torch=torch),
+            "max_abs_diff": {"flowc_f32": 1e-6, "flowc_int8": steps * step, "ort": 3 * step, "torch": 0.0},
+            "max_steps": {"flowc_int8": steps, "ort": 3.0, "torch": 0.0},
+            "flowc_f32_exe_bytes": f32_mib * 2**20, "flowc_int8_exe_bytes": int8_mib * 2**20}
+
+
+def dynamic(name, f32, int8):
+    return {"name": name, "what": name, "flops": 10**9, "input": "64,784", "load": 0.5,
+            "times": times(flowc_f32=f32, flowc_int8=int8), "max_abs_diff": {"flowc_f32": 1e-6, "flowc_int8": 1e-2},
+            "flowc_f32_exe_bytes": 8 * 2**20, "flowc_int8_exe_bytes": 2 * 2**20}
+
+
+def data(qdq_results, dyn_results):
+    return {"argv": " --quick", "date": "2026-12-02 10:00 UTC", "seconds": 120.0, "git": "abc", "ort_version": "1.30.0",
+            "torch_version": "1.13", "load_start": 0.5, "load_end": 0.5, "cfg": {"rounds": 2, "seconds": 0.2},
+            "cpu": "x86-64-v3", "machine": {"model": "test CPU", "cpus": "2"}, "flowc_version": "flowc 0",
+            "build": "build", "node_version": "v20",
+            "peak": {"gflops_1t": 100.0, "gflops_2t": 200.0, "isa": "avx2+fma"},
+            "int8_peak": {"avx2_1t": 200.0, "avx2_2t": 400.0, "vnni": False},
+            "qdq": qdq_results, "dynamic": dyn_results}
+
+
+def render(d):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "RESULTS.md")
+        report.write_zoo_only(path, None, d)
+        with open(path) as f:
+            return f.read()
+
+
+def line(text, start):
+    return next(x for x in text.splitlines() if x.startswith(start))
+
+
+class Int8Report(unittest.TestCase):
+    def test_all_met(self):
+        text = render(data([qdq("qdq_resnet18", 30.0, 20.0, 40.0, 50.0), qdq("qdq_mobilenet_v2", 10.0, 6.0, 12.0, 20.0)],
+                           [dynamic("mlp_b64", 2.0, 1.0)]))
+        for start in ("- qdq_resnet18: flowc's QDQ build", "- qdq_mobilenet_v2: flowc's QDQ build",
+                      "- mlp_b64: flowc's int8-dynamic", "- qdq_resnet18: flowc ≤ 0.6", "- int8 artefacts",
+                      "- QDQ models within 4"):
+            self.assertTrue(line(text, start).endswith("**MET**"), line(text, start))
+        self.assertIn("1.50×", line(text, "- qdq_resnet18: flowc's QDQ build"))
+        self.assertIn("0.50", line(text, "- qdq_resnet18: flowc ≤ 0.6"))
+        # ResNet-18 at 1 thread: 2 GOP in 20 ms = 100 GOP/s, half the 200 GOP/s AVX2 int8 peak.
+        self.assertIn("| 100.0 (50%) |", line(text, "| qdq_resnet18 | 2.00 | 1 |"))
+        self.assertIn("with `--cpu x86-64-v3`", text)
+        self.assertIn("this CPU has no VNNI", text)
+
+    def test_targets_not_met(self):
+        text = render(data([qdq("qdq_resnet18", 30.0, 25.0, 40.0, 50.0, steps=5.0, int8_mib=20)],
+                           [dynamic("transformer", 2.0, 1.5)]))
+        for start in ("- qdq_resnet18: flowc's QDQ build", "- transformer: flowc's int8-dynamic",
+                      "- qdq_resnet18: flowc ≤ 0.6", "- int8 artefacts", "- QDQ models within 4"):
+            self.assertTrue(line(text, start).endswith("**NOT MET**"), line(text, start))
+        self.assertIn("qdq_resnet18 5.00", line(text, "- QDQ models within 4"))
+
+    def test_failed_build(self):
+        failed = {"name": "qdq_mobilenet_v2", "what": "m", "flops": 10**9, "input": "1,3,8,8", "step": 0.05,
+                  "build_errors": {"flowc_int8": "flowc build exited with status 1: unsupported op"}}
+        text = render(data([failed], []))
+        self.assertIn("failed: flowc build exited with status 1: unsupported op |", line(text, "| qdq_mobilenet_v2 |"))
+        self.assertIn("- qdq_mobilenet_v2, flowc QDQ: `flowc build exited with status 1: unsupported op`", text)
+        self.assertTrue(line(text, "- qdq_mobilenet_v2: flowc's QDQ build").endswith("not measured — **NOT MET**"))
+        self.assertTrue(line(text, "- QDQ models within 4").endswith("**NOT MET**"))
+
+
+if __name__ == "__main__":
+    unittest.main()
