@@ -314,6 +314,8 @@ static FcStatus ex_pad(Ex *e, const FcOp *op, const char **in, int n_in, const c
                        const char *onnx);
 static FcStatus ex_resize(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                           const char *onnx);
+static FcStatus ex_avg_pool(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
+                            const char *onnx);
 static FcStatus ex_topk(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                         const char *onnx);
 static FcStatus ex_one_hot(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
@@ -386,7 +388,7 @@ static const ExRow ex_rows[FC_OP_COUNT] = {
     [FC_OP_CONV] = {"Conv", "dilations group pads strides", ex_conv},
     [FC_OP_CONV_TRANSPOSE] = {"ConvTranspose", "dilations group output_padding pads strides", NULL},
     [FC_OP_MAX_POOL] = {"MaxPool", "ceil_mode dilations kernel_shape pads storage_order strides", NULL},
-    [FC_OP_AVG_POOL] = {"AveragePool", "ceil_mode count_include_pad dilations kernel_shape pads strides", NULL},
+    [FC_OP_AVG_POOL] = {"AveragePool", "ceil_mode count_include_pad kernel_shape pads strides", ex_avg_pool},
     [FC_OP_RESHAPE] = {"Reshape", "", ex_reshape},
     [FC_OP_TRANSPOSE] = {"Transpose", "perm", NULL},
     [FC_OP_BROADCAST] = {"Expand", "", ex_expand},
@@ -595,6 +597,16 @@ static FcStatus ex_resize(Ex *e, const FcOp *op, const char **in, int n_in, cons
   const char *ins[4] = {in[0], crop && nr ? init_f32(e, op, "roi", roi, nr) : "", ns ? init_f32(e, op, "scales", scales, ns) : "",
                         ns ? "" : init_i64(e, op, "sizes", sizes, nz)};
   row_node(e, op, onnx, ins, ns ? 3 : 4, out, n_out);
+  return FC_OK;
+}
+
+/* AveragePool has dilations from opset 19 on (opset_needed raises it for dilations other than 1). */
+static FcStatus ex_avg_pool(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
+                            const char *onnx) {
+  Node *n = row_node(e, op, onnx, in, n_in, out, n_out);
+  const int64_t *d;
+  int nd = fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d);
+  if (e->opset >= 19 && nd) attr_ints(e, n, "dilations", d, nd);
   return FC_OK;
 }
 

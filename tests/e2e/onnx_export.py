@@ -11,6 +11,10 @@ the same results as flowc's own run of the model it came from:
                 |got - want| <= 1e-5 + 1e-5 |want| of `flowc run` on the original. flowc's kernels and
                 onnxruntime's sum in different orders (flowc uses Winograd), so bit equality is not expected.
 
+  ops           tests/e2e/onnx_export_models.py's model of ~90 core ops (f32 [2, 3, 6, 7]): exported at -O0
+                and at -O2, each run in onnxruntime against `flowc run` on the original: floats within
+                1e-5 + 1e-5 |want| (the same bound), integers and bools exactly.
+
 One line per case with the largest error; exit 1 on the first failure.
 """
 import argparse
@@ -25,7 +29,7 @@ import onnx
 
 TIMEOUT = 600
 ORT_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
-             np.dtype(np.int32): "int32", np.dtype(np.int64): "int64"}
+             np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}
 NP_TYPES = {v: k for k, v in ORT_TYPES.items()}
 
 
@@ -117,6 +121,25 @@ def case_fashion_cnn(env):
     print(f"PASS fashion_cnn (f32): onnxruntime on the export vs flowc run, max abs error {err:.2e}")
 
 
+def case_ops(env):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import onnx_export_models
+    model = env.path("ops.onnx")
+    onnx.save(onnx_export_models.ops_model(), model)
+    x = onnx_export_models.ops_input()
+    want = env.flowc_run(model, {"x": x}, "ops-flowc")
+    for level in ["-O0", "-O2"]:
+        out = env.path(f"ops{level}.onnx")
+        env.export(model, out, level)
+        got = env.ort_run(out, {"x": x}, f"ops{level}-ort")
+        for i, (g, w) in enumerate(zip(got, want)):
+            if g.dtype != w.dtype:
+                fail(f"ops {level}: output {i} is {g.dtype}, flowc run gives {w.dtype}")
+        err = compare(f"ops {level}", got, want, 1e-5, 1e-5)
+        print(f"PASS ops {level}: {len(want)} outputs, onnxruntime on the export vs flowc run, max abs error "
+              f"{err:.2e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flowc", required=True)
@@ -133,6 +156,7 @@ def main():
     shutil.rmtree(env.work, ignore_errors=True)
     os.makedirs(env.work)
     case_fashion_cnn(env)
+    case_ops(env)
 
 
 if __name__ == "__main__":
