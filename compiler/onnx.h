@@ -84,7 +84,8 @@ FcStatus fc_onnx_import(const char *path, const FcImportOptions *opts, FcModule 
  * FC_ERR_UNSUPPORTED naming the first op that has no ONNX form; FC_ERR_IO if writing fails. */
 FcStatus fc_onnx_export(FILE *out, FcModule *m, FcDiag *diag);
 /* The pass list `list` without the passes whose results have no ONNX form (fuse_epilogue, layout,
- * fuse_elementwise), into buf; false if it does not fit. */
+ * fuse_elementwise) and without lower_quant (ONNX has quantize/dequantize), into buf; false if it does
+ * not fit. */
 bool fc_onnx_export_passes(const char *list, char *buf, size_t cap);
 
 /* ---- onnx_load.c --------------------------------------------------------------------------------- */

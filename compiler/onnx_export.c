@@ -57,6 +57,8 @@ typedef struct Ex {
   PtrVec nodes, inits;
   NameSet tensors;    /* every tensor name in use */
   NameSet node_names; /* every node name in use: onnxruntime refuses a model with two nodes of one name */
+  struct QuantInits { const FcQuant *q; const char *scale, *zp; } *qinits; /* written once per parameter set */
+  int n_qinits, cap_qinits;
 } Ex;
 
 static void vec_push(FcArena *a, PtrVec *v, void *p) {
@@ -226,7 +228,7 @@ static const char *init_f32(Ex *e, const FcOp *op, const char *what, const float
 }
 
 /* Integers of an element type (u8, i8, i32) stored from int64 values. */
-__attribute__((unused)) static const char *init_ints_as(Ex *e, const FcOp *op, const char *what, FcDtype dt, const int64_t *v, int n) {
+static const char *init_ints_as(Ex *e, const FcOp *op, const char *what, FcDtype dt, const int64_t *v, int n) {
   int64_t d = n < 0 ? 1 : n;
   size_t sz = fc_dtype_size(dt);
   uint8_t *p = fc_arena_alloc(e->a, (size_t)d * sz, 8);
@@ -302,6 +304,10 @@ static FcStatus ex_random(Ex *e, const FcOp *op, const char **in, int n_in, cons
                           const char *onnx);
 static FcStatus ex_matmul(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                           const char *onnx);
+static FcStatus ex_quantize(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
+                            const char *onnx);
+static FcStatus ex_dequantize(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
+                              const char *onnx);
 static FcStatus ex_conv(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                         const char *onnx);
 static FcStatus ex_reshape(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
@@ -353,6 +359,8 @@ static const ExRow ex_rows[FC_OP_COUNT] = {
     [FC_OP_ISNAN] = {"IsNaN", "", NULL},
     [FC_OP_ISINF] = {"IsInf", "detect_negative detect_positive", NULL},
     [FC_OP_CAST] = {"Cast", "", ex_cast},
+    [FC_OP_QUANTIZE] = {"QuantizeLinear", "", ex_quantize},
+    [FC_OP_DEQUANTIZE] = {"DequantizeLinear", "", ex_dequantize},
     [FC_OP_ADD] = {"Add", "", NULL},
     [FC_OP_SUB] = {"Sub", "", NULL},
     [FC_OP_MUL] = {"Mul", "", NULL},
@@ -502,8 +510,156 @@ static FcStatus ex_random(Ex *e, const FcOp *op, const char **in, int n_in, cons
   return FC_OK;
 }
 
+/* ---- quantisation ---------------------------------------------------------------------------------- */
+
+/* QuantizeLinear/DequantizeLinear take 8-bit integers up to opset 19 (16-bit from 21). */
+static bool onnx_storage(const FcQuant *q) { return q->storage == FC_DT_U8 || q->storage == FC_DT_I8; }
+
+/* Initializers for q's scales (f32) and zero points (its storage type): rank 0 per tensor, 1-D per axis. */
+static void quant_params(Ex *e, const FcOp *op, const char *what, const FcQuant *q, const char **scale,
+                         const char **zp) {
+  /* Parameters differing only in range (a narrowed qtype and its operand's) share initializers. */
+  for (int i = 0; i < e->n_qinits; i++) {
+    const FcQuant *c = e->qinits[i].q;
+    if (c->storage == q->storage && c->axis == q->axis && c->n == q->n &&
+        !memcmp(c->scales, q->scales, (size_t)q->n * sizeof *q->scales) &&
+        !memcmp(c->zero_points, q->zero_points, (size_t)q->n * sizeof *q->zero_points)) {
+      *scale = e->qinits[i].scale;
+      *zp = e->qinits[i].zp;
+      return;
+    }
+  }
+  float *s = FC_NEW_ARRAY(e->a, float, (size_t)q->n);
+  for (int i = 0; i < q->n; i++) s[i] = (float)q->scales[i];
+  int n = q->axis < 0 ? -1 : q->n;
+  *scale = init_f32(e, op, fc_arena_printf(e->a, "%s_scale", what), s, n);
+  *zp = init_ints_as(e, op, fc_arena_printf(e->a, "%s_zero_point", what), q->storage, q->zero_points, n);
+  if (e->n_qinits == e->cap_qinits) {
+    int cap = e->cap_qinits ? 2 * e->cap_qinits : 16;
+    struct QuantInits *nq = FC_NEW_ARRAY(e->a, struct QuantInits, (size_t)cap);
+    if (e->n_qinits) memcpy(nq, e->qinits, (size_t)e->n_qinits * sizeof *nq);
+    e->qinits = nq;
+    e->cap_qinits = cap;
+  }
+  e->qinits[e->n_qinits++] = (struct QuantInits){q, *scale, *zp};
+}
+
+/* DequantizeLinear(x) of q-typed tensor x into a new tensor; returns its name. */
+static const char *dequantize_linear(Ex *e, const FcOp *op, const char *what, const char *x, const FcQuant *q) {
+  const char *scale, *zp, *y = fresh(e, op, fc_arena_printf(e->a, "%s_dq", what));
+  quant_params(e, op, what, q, &scale, &zp);
+  const char *in[3] = {x, scale, zp};
+  Node *n = node(e, "DequantizeLinear", op, in, 3, &y, 1);
+  if (q->axis >= 0) attr_int(e, n, "axis", q->axis);
+  return y;
+}
+
+/* QuantizeLinear(x) to q into `y`. ONNX saturates to the storage type's range: a narrowed range
+ * [qmin, qmax] gets a Clip of the integers after it (Clip takes 8-bit integers since opset 12). */
+static void quantize_linear(Ex *e, const FcOp *op, const char *x, const FcQuant *q, const char *y) {
+  int64_t lo, hi;
+  FC_ASSERT(fc_quant_storage_range(q->storage, &lo, &hi));
+  bool narrowed = q->qmin > lo || q->qmax < hi;
+  const char *scale, *zp, *qv = narrowed ? fresh(e, op, "q_wide") : y;
+  quant_params(e, op, "y", q, &scale, &zp);
+  const char *in[3] = {x, scale, zp};
+  Node *n = node(e, "QuantizeLinear", op, in, 3, &qv, 1);
+  if (q->axis >= 0) attr_int(e, n, "axis", q->axis);
+  if (!narrowed) return;
+  const char *cin[3] = {qv, q->qmin > lo ? init_ints_as(e, op, "qmin", q->storage, &q->qmin, -1) : "",
+                        q->qmax < hi ? init_ints_as(e, op, "qmax", q->storage, &q->qmax, -1) : ""};
+  node(e, "Clip", op, cin, 3, &y, 1);
+}
+
+static FcStatus ex_quantize(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
+                            const char *onnx) {
+  (void)n_in, (void)n_out, (void)onnx;
+  const FcQuant *q = op->results[0].type.quant;
+  if (!onnx_storage(q)) return no_form(e, op, "QuantizeLinear stores 8-bit integers only (16-bit needs opset 21)");
+  quantize_linear(e, op, in[0], q, out[0]);
+  return FC_OK;
+}
+
+static FcStatus ex_dequantize(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
+                              const char *onnx) {
+  (void)n_in, (void)n_out;
+  const FcQuant *q = op->operands[0].value->type.quant;
+  if (!onnx_storage(q)) return no_form(e, op, "DequantizeLinear reads 8-bit integers only (16-bit needs opset 21)");
+  const char *scale, *zp;
+  quant_params(e, op, "x", q, &scale, &zp);
+  const char *ins[3] = {in[0], scale, zp};
+  Node *n = node(e, onnx, op, ins, 3, out, 1);
+  if (q->axis >= 0) attr_int(e, n, "axis", q->axis);
+  return FC_OK;
+}
+
+/* scast is the same tensor under another type: no node, its result takes the operand's name (an Identity
+ * only where the result is a graph output, which has its own name). */
+static FcStatus ex_scast(Ex *e, const FcOp *op) {
+  const FcValue *r = &op->results[0];
+  const char *x = vname(e, op->operands[0].value);
+  if (!e->names[r->id]) {
+    e->names[r->id] = x;
+    return FC_OK;
+  }
+  node(e, "Identity", op, &x, 1, &e->names[r->id], 1);
+  return FC_OK;
+}
+
+/* A quantised conv or matmul in QDQ form: DequantizeLinear on the input, the weight and the i32 bias (scale
+ * sx*sw[c], zero point 0), the float op, and QuantizeLinear to qtype (none for qtype f32), with a Clip of
+ * the integers where qtype's range is narrowed (a fused activation). A matmul with a bias and 2-D operands is a Gemm, the
+ * form onnxruntime fuses with its bias (QGemm); otherwise MatMul and Add. */
+static FcStatus ex_quant_compute(Ex *e, const FcOp *op, const char **in, int n_in, const char **out) {
+  const FcQuant *qx = op->operands[0].value->type.quant, *qw = op->operands[1].value->type.quant;
+  const FcAttr *qa = fc_op_attr(op, FC_ATTR_QTYPE);
+  const FcQuant *qy = qa->quant;
+  bool conv = op->kind == FC_OP_CONV;
+  if (!onnx_storage(qx) || !onnx_storage(qw) || (qy && !onnx_storage(qy)))
+    return no_form(e, op, "QuantizeLinear/DequantizeLinear take 8-bit integers only");
+  const char *xf = dequantize_linear(e, op, "x", in[0], qx);
+  const char *wf = dequantize_linear(e, op, "w", in[1], qw);
+  const char *bf = "";
+  if (n_in > 2 && *in[2]) {
+    /* The bias is in units of sx * sw[c]: its scales per output channel when the weight has them. */
+    FcQuant qb = {.storage = FC_DT_I32, .expressed = FC_DT_F32, .axis = qw->axis < 0 ? -1 : 0, .n = qw->n};
+    double *sb = FC_NEW_ARRAY(e->a, double, (size_t)qw->n);
+    for (int i = 0; i < qw->n; i++) sb[i] = qx->scales[0] * qw->scales[i];
+    qb.scales = sb;
+    float *s = FC_NEW_ARRAY(e->a, float, (size_t)qb.n);
+    for (int i = 0; i < qb.n; i++) s[i] = (float)sb[i];
+    const char *scale = init_f32(e, op, "b_scale", s, qb.axis < 0 ? -1 : qb.n);
+    bf = fresh(e, op, "b_dq");
+    const char *bin[2] = {in[2], scale};
+    Node *n = node(e, "DequantizeLinear", op, bin, 2, &bf, 1);
+    if (qb.axis >= 0) attr_int(e, n, "axis", 0);
+  }
+  const char *y = qy ? fresh(e, op, "y_f") : out[0];
+  if (conv) {
+    const char *cin[3] = {xf, wf, bf};
+    row_node(e, op, "Conv", cin, *bf ? 3 : 2, &y, 1);
+  } else if (*bf && op->operands[0].value->type.rank == 2) {
+    const char *gin[3] = {xf, wf, bf};
+    node(e, "Gemm", op, gin, 3, &y, 1);
+  } else {
+    const char *min[2] = {xf, wf}, *mm = *bf ? fresh(e, op, "mm_f") : y;
+    node(e, "MatMul", op, min, 2, &mm, 1);
+    if (*bf) {
+      const char *ain[2] = {mm, bf};
+      node(e, "Add", op, ain, 2, &y, 1);
+    }
+  }
+  /* A narrowed range (a fused ReLU or Clip) is the Clip of the integers after QuantizeLinear: the IR clamps
+   * after rounding too, and onnxruntime still fuses DequantizeLinear, Conv and QuantizeLinear (a float Relu
+   * between Conv and QuantizeLinear would keep it from doing so unless the zero point is the range's
+   * lower end). */
+  if (qy) quantize_linear(e, op, y, qy, out[0]);
+  return FC_OK;
+}
+
 static FcStatus ex_matmul(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                           const char *onnx) {
+  if (fc_op_attr(op, FC_ATTR_QTYPE)) return ex_quant_compute(e, op, in, n_in, out);
   if (fc_op_attr(op, FC_ATTR_EPILOGUE)) return no_form(e, op, "a fused epilogue (export before fuse_epilogue)");
   const FcType *a = &op->operands[0].value->type, *b = &op->operands[1].value->type;
   /* 8-bit operands accumulate into i32: ONNX's MatMulInteger without zero points. */
@@ -514,6 +670,7 @@ static FcStatus ex_matmul(Ex *e, const FcOp *op, const char **in, int n_in, cons
 
 static FcStatus ex_conv(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                         const char *onnx) {
+  if (fc_op_attr(op, FC_ATTR_QTYPE)) return ex_quant_compute(e, op, in, n_in, out);
   if (fc_op_attr(op, FC_ATTR_EPILOGUE)) return no_form(e, op, "a fused epilogue (export before fuse_epilogue)");
   /* An absent bias (null operand 2) is dropped rather than written as "". */
   row_node(e, op, onnx, in, n_in == 3 && !*in[2] ? 2 : n_in, out, n_out);
@@ -668,6 +825,7 @@ static FcStatus ex_constant(Ex *e, const FcOp *op) {
 
 static FcStatus ex_op(Ex *e, const FcOp *op) {
   if (op->kind == FC_OP_CONSTANT) return ex_constant(e, op);
+  if (op->kind == FC_OP_SCAST) return ex_scast(e, op);
   const ExRow *row = &ex_rows[op->kind];
   if (!row->onnx) {
     const char *why = op->kind == FC_OP_FUSED          ? "an element-wise program of fuse_elementwise (export before it)"
@@ -702,6 +860,8 @@ static void name_outputs(Ex *e) {
     FcValue *v = fc_graph_output(e->g, i);
     const char *name = fc_graph_output_name(e->g, i);
     if (!name || !*name) continue;
+    /* scast writes no node: the name goes to the value whose tensor it is. */
+    while (v->def && v->def->kind == FC_OP_SCAST) v = v->def->operands[0].value;
     if (!set_has(&e->tensors, name)) set_add(e->a, &e->tensors, fc_arena_strdup(e->a, name));
     if (v->def && v->def->kind != FC_OP_CONSTANT && !e->names[v->id]) e->names[v->id] = name;
   }
@@ -797,8 +957,10 @@ FcStatus fc_onnx_export(FILE *out, FcModule *m, FcDiag *diag) {
   return st;
 }
 
-/* Passes whose results have no ONNX form: element-wise programs, epilogues, the blocked layout. */
-static const char *const unexportable_passes[] = {"fuse_epilogue", "layout", "fuse_elementwise"};
+/* Passes left out of an --emit onnx pipeline: those whose results have no ONNX form (epilogues, the blocked
+ * layout, element-wise programs), and lower_quant, which would write quantize/dequantize as f32 arithmetic
+ * where ONNX has QuantizeLinear/DequantizeLinear. */
+static const char *const unexportable_passes[] = {"fuse_epilogue", "layout", "fuse_elementwise", "lower_quant"};
 
 bool fc_onnx_export_passes(const char *list, char *buf, size_t cap) {
   size_t len = 0;
