@@ -23,6 +23,10 @@ the same results as flowc's own run of the model it came from:
                 (ops.def: exact i32 accumulation, requantisation multiplier f32(sx*sw/sy)) applied, in NumPy, to
                 onnxruntime's own previous stage; f32 results within 1e-5 + 1e-5 |want|.
 
+  qdq           tests/e2e/onnx_export_models.py's QDQ model (per-channel conv, ReLU, max_pool, per-column matmul
+                with weight zero points): `flowc run` on it against onnxruntime on its export, within one
+                output quantisation step (its scale 0.061, times 1.0001 for the float error of the comparison).
+
 One line per case with the largest error; exit 1 on the first failure.
 """
 import argparse
@@ -147,6 +151,25 @@ def case_ops(env):
         err = compare(f"ops {level}", got, want, 1e-5, 1e-5)
         print(f"PASS ops {level}: {len(want)} outputs, onnxruntime on the export vs flowc run, max abs error "
               f"{err:.2e}")
+
+
+def case_qdq(env):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import onnx_export_models
+    model = env.path("qdq.onnx")
+    onnx.save(onnx_export_models.qdq_model(), model)
+    x = onnx_export_models.qdq_input()
+    want = env.flowc_run(model, {"x": x}, "qdq-flowc")
+    out = env.path("qdq.x.onnx")
+    m = env.export(model, out)
+    ops = [n.op_type for n in m.graph.node]
+    if "QuantizeLinear" not in ops or "DequantizeLinear" not in ops:
+        fail(f"qdq: the export is not in QDQ form: {ops}")
+    got = env.ort_run(out, {"x": x}, "qdq-ort")
+    step = onnx_export_models.QDQ_OUT_SCALE
+    err = compare("qdq", got, want, step * 1.0001, 0)
+    print(f"PASS qdq: onnxruntime on the export vs flowc run, max abs error {err:.3g} = {err / step:.2f} output "
+          f"steps (at most 1)")
 
 
 # ---- quantised IR -------------------------------------------------------------------------------------
@@ -288,6 +311,7 @@ def main():
     case_fashion_cnn(env)
     case_ops(env)
     case_quant_ir(env)
+    case_qdq(env)
 
 
 if __name__ == "__main__":

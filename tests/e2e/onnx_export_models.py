@@ -9,6 +9,13 @@
                                           0), gathers and scatters, resize, topk, one_hot, einsum, det,
                                           grid_sample, roi_align, reverse_sequence
 
+  onnx_export_models.py qdq OUT.onnx      a QDQ model as PyTorch and onnxruntime's quantize_static write
+                                          them: x f32[2, 3, 11, 13] -> Q/DQ (u8, zero point 131) -> Conv (DQ
+                                          of per-channel i8 weights, f32 bias, 5 channels, stride 2, pad 1)
+                                          -> Relu -> Q/DQ (u8) -> MaxPool -> Q/DQ -> Flatten -> MatMul (DQ of
+                                          per-column i8 weights with zero points, K = 45) -> Add bias -> Q/DQ (i8,
+                                          zero point -3), the output f32; qdq_output_step() is its scale
+
 tests/lit/export uses it for the import -> export -> import round trip, tests/e2e/onnx_export.py to run
 its export in onnxruntime. Awkward sizes throughout: 3 and 5 channels, 6x7 maps, K = 42.
 """
@@ -151,11 +158,69 @@ def ops_model():
     return model
 
 
+QDQ_OUT_SCALE = 0.061
+
+
+def qdq_model():
+    rng = np.random.default_rng(5)
+    nodes, inits = [], []
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def qdq(x, name, scale, zp, dtype):
+        s, z = const(f"{name}_s", np.float32(scale)), const(f"{name}_z", np.array(zp, dtype))
+        nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [f"{name}_q"], name=f"{name}_Q"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_q", s, z], [f"{name}_dq"], name=f"{name}_DQ"))
+        return f"{name}_dq"
+
+    def weight(name, w, scales, zps, axis):
+        shape = [1] * w.ndim
+        shape[axis] = -1
+        q = np.clip(np.round(w / scales.reshape(shape)) + zps.reshape(shape), -128, 127).astype(np.int8)
+        nodes.append(helper.make_node("DequantizeLinear", [const(f"{name}_q", q), const(f"{name}_s", scales.astype(np.float32)),
+                                                           const(f"{name}_z", zps.astype(np.int8))], [f"{name}_dq"],
+                                      name=f"{name}_DQ", axis=axis))
+        return f"{name}_dq"
+
+    x = qdq("x", "in", 0.0235, 131, np.uint8)
+    w = rng.standard_normal((5, 3, 3, 3)).astype(np.float32) * 0.4
+    ws = np.abs(w).reshape(5, -1).max(axis=1) / 127
+    wq = weight("conv_w", w, ws, np.zeros(5, np.int64), 0)
+    nodes.append(helper.make_node("Conv", [x, wq, const("conv_b", rng.standard_normal(5).astype(np.float32) * 0.3)],
+                                  ["conv"], name="conv", strides=[2, 2], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Relu", ["conv"], ["relu"], name="relu"))
+    r = qdq("relu", "act", 0.047, 0, np.uint8)
+    nodes.append(helper.make_node("MaxPool", [r], ["pool"], name="pool", kernel_shape=[2, 2], strides=[2, 2]))
+    p = qdq("pool", "pool", 0.047, 0, np.uint8)
+    nodes.append(helper.make_node("Flatten", [p], ["flat"], name="flat"))
+    wm = rng.standard_normal((45, 7)).astype(np.float32) * 0.2
+    zm = rng.integers(-3, 4, 7)
+    sm = (wm.max(axis=0) - wm.min(axis=0)) / 255
+    mq = weight("fc_w", wm, sm, zm, 1)
+    nodes.append(helper.make_node("MatMul", ["flat", mq], ["mm"], name="fc"))
+    nodes.append(helper.make_node("Add", ["mm", const("fc_b", rng.standard_normal(7).astype(np.float32) * 0.1)], ["fc"],
+                                  name="fc_bias"))
+    y = qdq("fc", "out", QDQ_OUT_SCALE, -3, np.int8)
+    nodes.append(helper.make_node("Identity", [y], ["y"], name="y"))
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 11, 13])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def qdq_input():
+    return np.random.default_rng(9).uniform(-3, 3, (2, 3, 11, 13)).astype(np.float32)
+
+
 def ops_input():
     return np.random.default_rng(3).uniform(-0.9, 0.9, (2, 3, 6, 7)).astype(np.float32)
 
 
-MODELS = {"ops": ops_model}
+MODELS = {"ops": ops_model, "qdq": qdq_model}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
