@@ -27,6 +27,10 @@ the same results as flowc's own run of the model it came from:
                 with weight zero points): `flowc run` on it against onnxruntime on its export, within one
                 output quantisation step (its scale 0.061, times 1.0001 for the float error of the comparison).
 
+  int8-dynamic  tests/e2e/onnx_export_models.py's MLP built with --quantize int8-dynamic --emit onnx: its two
+                integer matmuls become MatMulInteger (the dynamic quantisation ops around them core ops), and
+                onnxruntime on it agrees with `flowc run --quantize int8-dynamic` within 1e-5 + 1e-5 |want|.
+
 One line per case with the largest error; exit 1 on the first failure.
 """
 import argparse
@@ -172,6 +176,25 @@ def case_qdq(env):
           f"steps (at most 1)")
 
 
+def case_int8_dynamic(env):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import onnx_export_models
+    model = env.path("mlp.onnx")
+    onnx.save(onnx_export_models.mlp_model(), model)
+    x = np.random.default_rng(4).standard_normal((5, 100)).astype(np.float32)
+    # The weights quantise to |q| <= 64 without VNNI: flowc run must target the CPU the export was made for.
+    want = env.flowc_run(model, {"x": x}, "mlp-flowc", "--quantize", "int8-dynamic", "--cpu", "x86-64-v3")
+    out = env.path("mlp.x.onnx")
+    m = env.export(model, out, "--quantize", "int8-dynamic", "--cpu", "x86-64-v3")
+    n = sum(nd.op_type == "MatMulInteger" for nd in m.graph.node)
+    if n != 2:
+        fail(f"int8-dynamic: the export has {n} MatMulInteger nodes, expected 2")
+    got = env.ort_run(out, {"x": x}, "mlp-ort")
+    err = compare("int8-dynamic", got, want, 1e-5, 1e-5)
+    print(f"PASS int8-dynamic: 2 MatMulInteger; onnxruntime on the export vs flowc run --quantize int8-dynamic, "
+          f"max abs error {err:.2e}")
+
+
 # ---- quantised IR -------------------------------------------------------------------------------------
 
 def dense(a):
@@ -312,6 +335,7 @@ def main():
     case_ops(env)
     case_quant_ir(env)
     case_qdq(env)
+    case_int8_dynamic(env)
 
 
 if __name__ == "__main__":

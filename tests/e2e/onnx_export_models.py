@@ -16,6 +16,9 @@
                                           per-column i8 weights with zero points, K = 45) -> Add bias -> Q/DQ (i8,
                                           zero point -3), the output f32; qdq_output_step() is its scale
 
+  onnx_export_models.py mlp OUT.onnx      x f32[5, 100] -> MatMul [100, 64] -> Add -> Relu -> MatMul [64, 70]:
+                                          both weights large enough (K*N >= 4096) for --quantize int8-dynamic
+
 tests/lit/export uses it for the import -> export -> import round trip, tests/e2e/onnx_export.py to run
 its export in onnxruntime. Awkward sizes throughout: 3 and 5 channels, 6x7 maps, K = 42.
 """
@@ -220,7 +223,24 @@ def ops_input():
     return np.random.default_rng(3).uniform(-0.9, 0.9, (2, 3, 6, 7)).astype(np.float32)
 
 
-MODELS = {"ops": ops_model, "qdq": qdq_model}
+def mlp_model():
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.standard_normal((100, 64)).astype(np.float32) * 0.1, "w1"),
+             numpy_helper.from_array(rng.standard_normal(64).astype(np.float32) * 0.1, "b1"),
+             numpy_helper.from_array(rng.standard_normal((64, 70)).astype(np.float32) * 0.1, "w2")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+             helper.make_node("Add", ["h", "b1"], ["hb"], name="fc1_bias"),
+             helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2")]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 100])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 70])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+MODELS = {"ops": ops_model, "qdq": qdq_model, "mlp": mlp_model}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
