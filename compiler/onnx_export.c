@@ -854,17 +854,27 @@ static FcStatus ex_op(Ex *e, const FcOp *op) {
 
 /* Values the RETURN names take the output names, so most outputs need no Identity node. A value returned
  * twice, a graph input or a constant returned as an output gets an Identity per extra name. */
-static void name_outputs(Ex *e) {
+static FcStatus name_outputs(Ex *e) {
   int n = fc_graph_num_outputs(e->g);
+  NameSet outs = {0};
   for (int i = 0; i < n; i++) {
     FcValue *v = fc_graph_output(e->g, i);
     const char *name = fc_graph_output_name(e->g, i);
     if (!name || !*name) continue;
     /* scast writes no node: the name goes to the value whose tensor it is. */
     while (v->def && v->def->kind == FC_OP_SCAST) v = v->def->operands[0].value;
-    if (!set_has(&e->tensors, name)) set_add(e->a, &e->tensors, fc_arena_strdup(e->a, name));
+    /* ONNX names each tensor once: two outputs of one name, or an output named like an input it is not. */
+    if (set_has(&outs, name)) return fc_error(e->diag, FC_ERR_INPUT, "two graph outputs are named '%s'", name);
+    set_add(e->a, &outs, name);
+    if (set_has(&e->tensors, name)) {
+      if (v->def || strcmp(e->names[v->id], name) != 0)
+        return fc_error(e->diag, FC_ERR_INPUT, "graph output '%s' has the name of a graph input", name);
+      continue;
+    }
+    set_add(e->a, &e->tensors, fc_arena_strdup(e->a, name));
     if (v->def && v->def->kind != FC_OP_CONSTANT && !e->names[v->id]) e->names[v->id] = name;
   }
+  return FC_OK;
 }
 
 static FcStatus finish_outputs(Ex *e, Onnx__GraphProto *gp) {
@@ -897,13 +907,14 @@ static FcStatus export_graph(Ex *e, Onnx__GraphProto *gp) {
     e->names[v->id] = unique_name(e, want);
     gp->input[i] = value_info(e, e->names[v->id], &v->type);
   }
-  name_outputs(e);
+  FcStatus st = name_outputs(e);
+  if (st != FC_OK) return st;
   fc_graph_for_each_op(g, op) {
     if (op->kind == FC_OP_RETURN) continue;
-    FcStatus st = ex_op(e, op);
+    st = ex_op(e, op);
     if (st != FC_OK) return st;
   }
-  FcStatus st = finish_outputs(e, gp);
+  st = finish_outputs(e, gp);
   if (st != FC_OK) return st;
   gp->n_node = e->nodes.n;
   gp->node = (Node **)e->nodes.v;
