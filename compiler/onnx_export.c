@@ -881,11 +881,14 @@ static FcStatus finish_outputs(Ex *e, Onnx__GraphProto *gp) {
   int n = fc_graph_num_outputs(e->g);
   gp->n_output = (size_t)n;
   gp->output = FC_NEW_ARRAY(e->a, Onnx__ValueInfoProto *, n ? (size_t)n : 1);
+  NameSet outs = {0};
   for (int i = 0; i < n; i++) {
     FcValue *v = fc_graph_output(e->g, i);
     const char *name = fc_graph_output_name(e->g, i);
-    if (!name || !*name) name = unique_name(e, fc_arena_printf(e->a, "output_%d", i));
     const char *have = vname(e, v);
+    /* An output the model did not name is the tensor itself, unless an earlier output is. */
+    if (!name || !*name) name = set_has(&outs, have) ? unique_name(e, fc_arena_printf(e->a, "output_%d", i)) : have;
+    set_add(e->a, &outs, name);
     if (strcmp(have, name) != 0) {
       const char *in[1] = {have}, *out[1] = {name};
       node(e, "Identity", NULL, in, 1, out, 1);
