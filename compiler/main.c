@@ -50,7 +50,7 @@ typedef struct Cli {
   Cmd kind;
   const char *model;
   const char *output; /* NULL or "-": stdout */
-  const char *emit;   /* "ir", "dot", or an artefact: "exe" (default), "obj", "lib", "so" */
+  const char *emit;   /* "ir", "dot", "onnx", or an artefact: "exe" (default), "obj", "lib", "so" */
   const char *aot_triple, *aot_cpu; /* build: --target, --cpu (the passes' target and the artefact's) */
   char aot_name[128];  /* build: the artefact's symbol prefix, from -o (cg_emit.h) */
   FcTarget *target;    /* build: resolved once from --target/--cpu, for the passes and codegen */
@@ -75,6 +75,7 @@ typedef struct Cli {
   bool reported;              /* the report was printed (once, for the first CPU variant) */
   char calib_prefix[1024], calib_rest[1024], calib_quant[1024]; /* the -O pipeline cut after fold_batchnorm */
   FcCalib *calib;             /* the ranges, collected once and written on every CPU variant's module */
+  char onnx_passes[1024];  /* --emit onnx: the pipeline without the passes that make ops ONNX lacks */
   bool verify_each;
   FcImportOptions imp;
   FcBinding *binds;
@@ -238,9 +239,13 @@ static void print_build_help(void) {
        "                         (-o libNAME.a); so: a shared library with the same functions and header\n"
        "                         (-o libNAME.so; position-independent, needs only libc, libm and libpthread)\n"
        "                         for dlopen or Python's ctypes (see examples/python_ctypes.py); ir: the IR\n"
-       "                         as MLIR generic-operation text; dot: a Graphviz graph. obj, lib and so name\n"
-       "                         their symbols NAME_run, NAME_workspace_size and NAME_model after the file name\n"
-       "  -o FILE                write to FILE (exe, obj, lib and so need it; ir and dot default to\n"
+       "                         as MLIR generic-operation text; dot: a Graphviz graph; onnx: the model after\n"
+       "                         the passes as ONNX (opset 17, or 18/19 where an op needs it), quantised\n"
+       "                         conv/matmul as QDQ node groups; the -O pipeline runs without fuse_epilogue,\n"
+       "                         layout and fuse_elementwise (their ops have no ONNX form) and lower_quant\n"
+       "                         (ONNX has QuantizeLinear/DequantizeLinear). obj, lib and so name their\n"
+       "                         symbols NAME_run, NAME_workspace_size and NAME_model after the file name\n"
+       "  -o FILE                write to FILE (exe, obj, lib, so and onnx need it; ir and dot default to\n"
        "                         standard output)\n"
        "  --target TRIPLE        generate code for TRIPLE (default: this machine's, e.g. x86_64-linux-gnu)\n"
        "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
@@ -342,7 +347,7 @@ static void print_info_help(void) {
 
 /* ---- option parsing -------------------------------------------------------------------------------- */
 
-/* The artefact an --emit kind asks for (cg_emit.h), or -1 for ir and dot. */
+/* The artefact an --emit kind asks for (cg_emit.h), or -1 for ir, dot and onnx. */
 static int emit_kind(const char *e) {
   if (strcmp(e, "exe") == 0) return FC_EMIT_EXE;
   if (strcmp(e, "obj") == 0) return FC_EMIT_OBJ;
@@ -514,6 +519,28 @@ static void calibrated_pipeline(Cli *c) {
   c->calib_opt.rest_passes = c->calib_rest;
   c->calib_opt.quant_passes = c->calib_quant;
   c->calib_opt.max_file_bytes = c->imp.limits.max_file_bytes;
+}
+
+/* --emit onnx writes a binary file (-o), one module, and runs the -O pipeline (with --quantize's pass) without
+ * the passes whose ops ONNX lacks; an explicit --passes list runs as given. Returns -1 to go on. */
+static int check_onnx_options(Cli *c, bool explicit_passes) {
+  if (!c->output || strcmp(c->output, "-") == 0) return usage_error(c, "--emit onnx writes a file: give -o FILE");
+  if (c->split) return usage_error(c, "--split-input-file applies to --emit ir and dot only");
+  if (c->weights) return usage_error(c, "--weights applies to --emit ir only");
+  if (explicit_passes) return -1;
+  if (c->int8_static) {
+    /* the calibrated pipeline's two halves after calibration, filtered the same way */
+    char tmp[1024];
+    FC_ASSERT(fc_onnx_export_passes(c->calib_rest, tmp, sizeof tmp));
+    snprintf(c->calib_rest, sizeof c->calib_rest, "%s", tmp);
+    FC_ASSERT(fc_onnx_export_passes(c->calib_quant, tmp, sizeof tmp));
+    snprintf(c->calib_quant, sizeof c->calib_quant, "%s", tmp);
+    return -1;
+  }
+  const char *list = c->passes ? c->passes : fc_pipeline_for_level(c->opt_level);
+  FC_ASSERT(fc_onnx_export_passes(list, c->onnx_passes, sizeof c->onnx_passes));
+  c->passes = c->onnx_passes;
+  return -1;
 }
 
 /* Parses argv[2..]; returns -1 to go on, or an exit status (help printed, or a usage error). */
@@ -688,9 +715,9 @@ static int parse_args(Cli *c, int argc, char **argv) {
         if (!p[n]) break;
       }
     } else if ((r = take_value(argc, argv, &i, "--emit", &v)) != 0) {
-      if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, so, ir or dot");
-      if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0 && emit_kind(v) < 0)
-        return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir or dot)", v);
+      if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, so, ir, dot or onnx");
+      if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0 && strcmp(v, "onnx") != 0 && emit_kind(v) < 0)
+        return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir, dot or onnx)", v);
       c->emit = v;
     } else if ((r = take_value(argc, argv, &i, "--target", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "--target needs a target triple (such as x86_64-linux-gnu)");
@@ -734,6 +761,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
     return -1;
   }
   if (!c->model) return usage_error(c, "no model given (usage: flowc %s MODEL [options])", c->cmd);
+  bool explicit_passes = c->passes != NULL;
   if (c->static_flag && !c->int8_static)
     return usage_error(c, "%s is an option of static quantisation: it needs --quantize int8", c->static_flag);
   if (c->int8_static) {
@@ -749,6 +777,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
     quantized_pipeline(c);
   }
   if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
+  if (build && strcmp(c->emit, "onnx") == 0) {
+    int ro = check_onnx_options(c, explicit_passes);
+    if (ro >= 0) return ro;
+  }
   if (build) {
     int ra = check_artefact_options(c);
     if (ra >= 0) return ra;
@@ -899,6 +931,7 @@ static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcD
   st = output_open(out, d);
   if (st != FC_OK) return st;
   if (strcmp(c->emit, "dot") == 0) st = fc_dot_print(out->f, m, d);
+  else if (strcmp(c->emit, "onnx") == 0) st = fc_onnx_export(out->f, m, d);
   else {
     FcPrintOptions pr = {.weights = c->weights, .inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT};
     st = fc_print_module(out->f, m, &pr, d);

@@ -6,6 +6,8 @@
  * onnx_import.c  walks the graph in order, maps ONNX value names to IR values, turns initializers and
  *                Constant nodes into CONSTANT ops, dispatches each node to its legaliser through the table
  *                in onnx_ops.def, and reports every unsupported op at once.
+ * onnx_export.c  the other way (--emit onnx): core ops back to ONNX nodes, constants to initializers,
+ *                quantised conv/matmul to QDQ node groups.
  * lower_*.c      legalisers: each turns one ONNX node into core IR ops through an FcBuilder
  *                (lower_control.c: Loop, Scan and If into region ops, their subgraphs imported by
  *                onnx_import.c).
@@ -75,6 +77,16 @@ void fc_import_options_default(FcImportOptions *o);
 
 /* Imports an ONNX model file into a new module. On failure *out is NULL and diag holds one line. */
 FcStatus fc_onnx_import(const char *path, const FcImportOptions *opts, FcModule **out, FcDiag *diag);
+
+/* ---- onnx_export.c ------------------------------------------------------------------------------- */
+
+/* Writes the module as an ONNX model (opset 19; quantised conv/matmul in QDQ form) to `out`.
+ * FC_ERR_UNSUPPORTED naming the first op that has no ONNX form; FC_ERR_IO if writing fails. */
+FcStatus fc_onnx_export(FILE *out, FcModule *m, FcDiag *diag);
+/* The pass list `list` without the passes whose results have no ONNX form (fuse_epilogue, layout,
+ * fuse_elementwise) and without lower_quant (ONNX has quantize/dequantize), into buf; false if it does
+ * not fit. */
+bool fc_onnx_export_passes(const char *list, char *buf, size_t cap);
 
 /* ---- onnx_load.c --------------------------------------------------------------------------------- */
 
