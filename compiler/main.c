@@ -45,6 +45,25 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 typedef enum Cmd { CMD_BUILD, CMD_INFO, CMD_RUN, CMD_CHECK } Cmd;
 
+/* A --quantize mode: the pass it adds to the -O pipeline, and where (after that pass list entry; NULL: at
+ * the end, after every pass that makes or re-lays-out constants). */
+typedef struct QuantizeMode {
+  const char *name, *pass, *after;
+} QuantizeMode;
+
+static const QuantizeMode quantize_modes[] = {
+    {"int8-dynamic", "quantize_dynamic", "fold_batchnorm,"},
+    {"fp16", "store_weights_f16", NULL},
+    {"bf16", "store_weights_bf16", NULL},
+};
+#define QUANTIZE_MODES "int8-dynamic, fp16, bf16"
+
+static const QuantizeMode *quantize_mode(const char *name) {
+  for (size_t i = 0; i < sizeof quantize_modes / sizeof quantize_modes[0]; i++)
+    if (strcmp(quantize_modes[i].name, name) == 0) return &quantize_modes[i];
+  return NULL;
+}
+
 typedef struct Cli {
   const char *cmd;   /* "build", "info", "run" or "check" */
   Cmd kind;
@@ -59,8 +78,8 @@ typedef struct Cli {
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
-  const char *quantize;    /* build, run: --quantize (only int8-dynamic so far) */
-  char quant_passes[1024]; /* the -O pipeline with quantize_dynamic in it, when --quantize is given */
+  const QuantizeMode *quantize; /* build, run: --quantize */
+  char quant_passes[1024]; /* the -O pipeline with the mode's pass in it, when --quantize is given */
   bool verify_each;
   FcImportOptions imp;
   FcBinding *binds;
@@ -168,11 +187,15 @@ static void print_main_help(void) {
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
 #define QUANTIZE_HELP                                                                                      \
-  "  --quantize MODE        int8-dynamic (the one mode so far): matmuls by constant weights (K*N >= 4096)\n"  \
+  "  --quantize MODE        int8-dynamic: matmuls by constant weights (K*N >= 4096)\n"                        \
   "                         run as u8 x i8 integer GEMMs, the weights quantised per output column to int8\n" \
   "                         at compile time (|q| <= 64 unless the CPU has VNNI), the activations per tensor\n" \
   "                         to uint8 at run time, as onnxruntime's quantize_dynamic (the quantize_dynamic\n" \
-  "                         pass, after fold_batchnorm in the -O pipeline)\n"
+  "                         pass, after fold_batchnorm in the -O pipeline)\n"                               \
+  "                         fp16, bf16: f32 weights (constants of >= 256 elements) stored in 16 bits, about\n" \
+  "                         half the artefact, rounded to nearest even (relative error 2^-11 for fp16, 2^-8\n" \
+  "                         for bf16) and expanded to f32 once before the first run; computed in f32 (the\n" \
+  "                         store_weights_f16 / store_weights_bf16 pass, at the end of the -O pipeline)\n"
 #define QUIET_HELP                                                                                         \
   "  --quiet                no progress line: a compile that runs past 2 s otherwise shows its phase\n"  \
   "                         (passes, codegen kernel i of N, LLVM, object, link) on stderr when that is\n" \
@@ -415,18 +438,17 @@ static bool is_runtime_option(int argc, char **argv, int *i, Cli *c) {
   return false;
 }
 
-/* The -O pipeline with quantize_dynamic where its matmuls have constant weights and no epilogue yet: after
- * fold_batchnorm (which folds scale chains into them), before fuse_epilogue; at the end where the level has
- * no fold_batchnorm. */
+/* The -O pipeline with the --quantize mode's pass in it: after `after` (the end where the level lacks it or
+ * `after` is NULL). */
 static void quantized_pipeline(Cli *c) {
-  static const char after[] = "fold_batchnorm,";
-  const char *p = fc_pipeline_for_level(c->opt_level), *at = strstr(p, after);
+  const char *p = fc_pipeline_for_level(c->opt_level), *pass = c->quantize->pass, *after = c->quantize->after;
+  const char *at = after ? strstr(p, after) : NULL;
   int n;
   if (at)
-    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%.*squantize_dynamic,%s", (int)(at - p + strlen(after)), p,
+    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%.*s%s,%s", (int)(at - p + strlen(after)), p, pass,
                  at + strlen(after));
   else
-    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%s%squantize_dynamic", p, *p ? "," : "");
+    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%s%s%s", p, *p ? "," : "", pass);
   FC_ASSERT(n > 0 && (size_t)n < sizeof c->quant_passes);
   c->passes = c->quant_passes;
 }
@@ -525,10 +547,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if ((build || run) && strcmp(a, "--quiet") == 0) {
       c->quiet = true;
     } else if ((build || run) && (r = take_value(argc, argv, &i, "--quantize", &v)) != 0) {
-      if (r < 0 || strcmp(v, "int8-dynamic") != 0)
-        return usage_error(c, "--quantize %s%s%s(supported: int8-dynamic)", r < 0 ? "needs a mode " : "'",
-                           r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
-      c->quantize = v;
+      c->quantize = r < 0 ? NULL : quantize_mode(v);
+      if (!c->quantize)
+        return usage_error(c, "--quantize %s%s%s(supported: %s)", r < 0 ? "needs a mode " : "'", r < 0 ? "" : v,
+                           r < 0 ? "" : "' is not supported ", QUANTIZE_MODES);
     } else if ((run || check) && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       c->opt_level = a[2] - '0';
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
@@ -598,7 +620,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
   }
   if (!c->model) return usage_error(c, "no model given (usage: flowc %s MODEL [options])", c->cmd);
   if (c->quantize) {
-    if (c->passes) return usage_error(c, "--quantize with --passes: put quantize_dynamic in the --passes list instead");
+    if (c->passes)
+      return usage_error(c, "--quantize with --passes: put %s in the --passes list instead", c->quantize->pass);
     quantized_pipeline(c);
   }
   if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
