@@ -745,8 +745,8 @@ void fc_gemm_use_epilogue(FcGemmBlock *t, FcGemmEpilogue *fe) {
   t->finish_user = fe;
 }
 
-LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, const float *data, int64_t count,
-                                  int64_t stride, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, const FcValue *src, const float *data,
+                                  int64_t count, int64_t stride, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
   int64_t one = as_a ? fc_gemm_packed_a_size(g, rows, cols) : fc_gemm_packed_b_size(g, rows, cols);
   size_t total = (size_t)(one * count);
   float *buf = malloc(total * sizeof(float) + 1);
@@ -755,7 +755,7 @@ LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, c
     if (as_a) fc_gemm_pack_a_host(g, data + i * stride, rows, cols, rs, cs, buf + i * one);
     else fc_gemm_pack_b_host(g, data + i * stride, rows, cols, rs, cs, buf + i * one);
   }
-  LLVMValueRef gv = fc_cg_const_bytes(k, buf, total * sizeof(float), as_a ? "packed_a" : "packed_b");
+  LLVMValueRef gv = fc_cg_const_f32(k, src, buf, total, as_a ? "packed_a" : "packed_b");
   free(buf);
   return gv;
 }

@@ -149,6 +149,7 @@ void fc_gemm_emit_block(FcKernel *k, const FcGemmBlock *t, LLVMValueRef m0, LLVM
 void fc_gemm_choose_blocks(const FcGemmArch *g, int64_t batch, int64_t M, int64_t N, int64_t min_tasks,
                            bool a_packed_per_task, int64_t b_weight, int64_t *mc, int64_t *nc);
 /* Packs a constant f32 matrix (count matrices of rows × cols, each contiguous, element (r, c) at r * rs
- * + c * cs within a matrix of `stride` floats) on the host as A (as_a) or B and returns the global. */
-LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, const float *data, int64_t count,
-                                  int64_t stride, int64_t rows, int64_t cols, int64_t rs, int64_t cs);
+ * + c * cs within a matrix of `stride` floats: the data of constant `src`) on the host as A (as_a) or B and
+ * returns the global (fc_cg_const_f32: stored as src says). */
+LLVMValueRef fc_gemm_const_packed(FcKernel *k, const FcGemmArch *g, bool as_a, const FcValue *src, const float *data,
+                                  int64_t count, int64_t stride, int64_t rows, int64_t cols, int64_t rs, int64_t cs);

@@ -4,8 +4,8 @@
  * meant for it are generated with --cpu native, so both agree.
  *
  * Symbols: generated code calls frt_parallel_for(_max), frt_task_index, frt_pool_threads,
- * frt_profile_tick and, through LLVM intrinsics, libc's memcpy/memset. The runtime entry points are
- * defined in the JIT as absolute addresses of the functions linked into this program, so they resolve
+ * frt_profile_tick, frt_once (weights stored in 16 bits) and, through LLVM intrinsics, libc's
+ * memcpy/memset. The runtime entry points are defined in the JIT as absolute addresses of the functions linked into this program, so they resolve
  * even though flowc is linked statically against libflowrt (an archive member nobody else references
  * would not be linked in, and nothing needs --export-dynamic). Anything else (memcpy, ...) comes from
  * the process's own libraries through a search generator.
@@ -51,6 +51,7 @@ static const struct {
     {"frt_task_index", (void (*)(void))frt_task_index},
     {"frt_pool_threads", (void (*)(void))frt_pool_threads},
     {"frt_profile_tick", (void (*)(void))frt_profile_tick},
+    {"frt_once", (void (*)(void))frt_once},
 };
 
 static FcStatus define_runtime_symbols(FcJit *j, LLVMOrcJITDylibRef jd, FcDiag *diag) {

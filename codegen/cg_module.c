@@ -73,7 +73,8 @@ static bool needs_kernel(const FcOp *op) {
 typedef struct CgGraph {
   FcGraph *g;
   FcMemPlan plan;
-  LLVMValueRef *const_globals; /* by constant ordinal in this graph */
+  LLVMValueRef *const_globals; /* by constant ordinal in this graph, made on first use (const_global) */
+  FcOp **const_ops;            /* by constant ordinal: the op, NULL when unused */
   int n_consts;
   int64_t ws_base;    /* where its plan's blocks start in the workspace, after the status word */
   int64_t state_base; /* a loop body: where the loop's state follows its plan (emit_loop) */
@@ -84,6 +85,7 @@ typedef struct CgGraph {
 static void enter_graph(FcCg *cg, const CgGraph *cgg) {
   cg->plan = cgg->plan;
   cg->const_globals = cgg->const_globals;
+  cg->const_ops = cgg->const_ops;
   cg->n_consts = cgg->n_consts;
 }
 
@@ -199,12 +201,19 @@ static LLVMValueRef bytes_global(FcCg *cg, const char *name, const void *data, s
 
 static LLVMValueRef string_global(FcCg *cg, const char *s) { return bytes_global(cg, ".str", s, strlen(s), 1, true); }
 
-/* Makes the constant globals of one graph, indexed by constant ordinal (the plan's numbering). */
+LLVMValueRef fc_cg_bytes_global(FcCg *cg, const char *name, const void *data, size_t n) {
+  return bytes_global(cg, name, data, n, FC_MEMPLAN_ALIGN, false);
+}
+
+/* Collects the constants of one graph by constant ordinal (the plan's numbering) and checks they have
+ * data. Their globals are made when the run function first passes one to a kernel (const_global): a
+ * constant every kernel reads in a re-laid-out copy (fc_kernel_substitute_operand) gets none. */
 static FcStatus emit_constants(FcCg *cg, CgGraph *cgg, FcDiag *diag) {
   int n = 0;
   fc_graph_for_each_op(cgg->g, op) if (op->kind == FC_OP_CONSTANT) n++;
   cgg->n_consts = n;
   cgg->const_globals = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(n ? n : 1));
+  cgg->const_ops = FC_NEW_ARRAY(cg->arena, FcOp *, (size_t)(n ? n : 1));
   int i = 0;
   fc_graph_for_each_op(cgg->g, op) {
     if (op->kind != FC_OP_CONSTANT) continue;
@@ -215,11 +224,26 @@ static FcStatus emit_constants(FcCg *cg, CgGraph *cgg, FcDiag *diag) {
     if (!t || !t->data)
       return fc_error_node(diag, FC_ERR_UNSUPPORTED, fc_op_name(op), "constant",
                            "the constant's data was elided from the IR text; compile a model written with --weights");
-    char name[32];
-    snprintf(name, sizeof name, "const.%d", ord);
-    cgg->const_globals[ord] = bytes_global(cg, name, t->data, (size_t)t->nbytes, FC_MEMPLAN_ALIGN, false);
+    cgg->const_ops[ord] = op;
   }
   return FC_OK;
+}
+
+/* The global of constant `ord` of the current graph, made on first use: its bytes, or its 16-bit copy
+ * and f32 buffer when it is stored in 16 bits (flow.storage). */
+static LLVMValueRef const_global(FcCg *cg, int ord) {
+  FC_ASSERT(ord >= 0 && ord < cg->n_consts && cg->const_ops[ord]);
+  if (cg->const_globals[ord]) return cg->const_globals[ord];
+  const FcOp *op = cg->const_ops[ord];
+  const FcTensor *t = fc_value_const(&op->results[0]);
+  char name[32];
+  snprintf(name, sizeof name, "const.%d", ord);
+  FcDtype storage = fc_op_storage_dtype(op);
+  if (storage == FC_DT_F32)
+    cg->const_globals[ord] = bytes_global(cg, name, t->data, (size_t)t->nbytes, FC_MEMPLAN_ALIGN, false);
+  else
+    cg->const_globals[ord] = fc_cg_weights_global(cg, name, t->data, (size_t)t->nbytes / sizeof(float), storage);
+  return cg->const_globals[ord];
 }
 
 /* ---- kernels -------------------------------------------------------------------------------------------- */
@@ -407,9 +431,7 @@ static LLVMValueRef value_addr(FcCg *cg, RunState *rs, const FcValue *v) {
     LLVMValueRef off = LLVMConstInt(cg->i64, (unsigned long long)a->offset, 0);
     return LLVMBuildInBoundsGEP2(rs->b, cg->i8, rs->out_ptrs[r->index], &off, 1, "");
   }
-  case FC_BUF_CONSTANT:
-    FC_ASSERT(r->index >= 0 && r->index < cg->n_consts && cg->const_globals[r->index]);
-    return cg->const_globals[r->index];
+  case FC_BUF_CONSTANT: return const_global(cg, r->index);
   default: FC_UNREACHABLE();
   }
 }
@@ -663,6 +685,10 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, CgGra
   }
   RunFn rf = {.fn = fn, .pool = LLVMGetParam(fn, 3), .ks = ks, .graphs = graphs, .n_graphs = n_graphs};
   rf.slots = LLVMBuildArrayAlloca(b, cg->ptr, LLVMConstInt(cg->i32, (unsigned long long)max_slots, 0), "ctx");
+  /* The entry block ends once every global is made (the constants are, on first use, below): with the
+   * one-time expansion of the weights stored in 16 bits, when there are some. */
+  LLVMBasicBlockRef entry = LLVMGetInsertBlock(b), body = LLVMAppendBasicBlockInContext(cg->ctx, fn, "run");
+  LLVMPositionBuilderAtEnd(b, body);
   rf.task_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i64, cg->i64}, 3, 0);
   rf.pf_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->i64, cg->ptr, cg->ptr}, 4, 0);
   rf.pf = runtime_fn(cg, "frt_parallel_for", rf.pf_ty);
@@ -678,6 +704,8 @@ static LLVMValueRef build_run(FcCg *cg, const CgKernel *ks, int n_kernels, CgGra
   emit_graph(cg, &rf, &graphs[0], &rs);
   LLVMValueRef status = LLVMBuildLoad2(b, cg->i32, rs.ws, "status");
   LLVMBuildRet(b, status);
+  LLVMPositionBuilderAtEnd(b, entry);
+  fc_cg_weights_expand_once(cg, b, body);
   LLVMDisposeBuilder(b);
   return fn;
 }

@@ -8,6 +8,8 @@
 #include "codegen.h"
 #include "memplan.h"
 
+typedef struct FcCgStored FcCgStored; /* cg_weights_16bit.c: one blob stored in 16 bits */
+
 struct FcCg {
   FcModule *m;
   const FcCodegenOptions *opts;
@@ -18,8 +20,11 @@ struct FcCg {
   FcArena *arena;       /* the module's arena: plan arrays and per-kernel scratch */
   FcMemPlan plan;
   LLVMTypeRef ptr, i8, i32, i64, v;
-  LLVMValueRef *const_globals; /* by constant ordinal (memplan's `index` of FC_BUF_CONSTANT) */
+  LLVMValueRef *const_globals; /* by constant ordinal (memplan's `index` of FC_BUF_CONSTANT); made on first use */
+  FcOp **const_ops;            /* by constant ordinal: the constant op (NULL when unused) */
   int n_consts;
+  FcCgStored *stored;          /* blobs stored in 16 bits, expanded before the first run */
+  int n_stored, cap_stored;
   /* The kernel being emitted. */
   int kernel_index;     /* its position in flowc_model.kernel_names */
   LLVMValueRef status;  /* ptr to the run's i32 status word, loaded in the kernel's entry block */
@@ -38,5 +43,16 @@ void fc_cg_cpu_features(const FcTarget *t, char *buf, size_t cap);
 /* Compiles fn for the baseline of the target's architecture ("target-cpu" x86-64, no features): code that
  * runs before the CPU check. */
 void fc_cg_baseline_fn(LLVMModuleRef mod, const FcTarget *t, LLVMValueRef fn);
+
+/* cg_module.c: a private constant global (64-byte aligned) holding n bytes copied from data. */
+LLVMValueRef fc_cg_bytes_global(FcCg *cg, const char *name, const void *data, size_t n);
+
+/* cg_weights_16bit.c: the global kernels read for `count` f32 values stored as `storage` (FC_DT_F16 or
+ * FC_DT_BF16: a 16-bit copy in the artefact and a zeroed f32 buffer that the expansion fills; anything else:
+ * fc_cg_bytes_global). */
+LLVMValueRef fc_cg_weights_global(FcCg *cg, const char *name, const float *data, size_t count, FcDtype storage);
+/* Ends the run function's entry block (b at its end) with the one-time expansion of every blob stored
+ * so far, then a branch to `next`; only the branch when nothing is stored. Call after every global is made. */
+void fc_cg_weights_expand_once(FcCg *cg, LLVMBuilderRef b, LLVMBasicBlockRef next);
 
 #endif /* FLOWC_CG_PRIVATE_H */

@@ -1,7 +1,8 @@
 /* codegen.h — flowc's code generator: one internal header for codegen/, one section per file.
  *
  * A module becomes one LLVM module:
- *   - each constant becomes a private global (64-byte aligned) holding its bytes;
+ *   - each constant becomes a private global (64-byte aligned) holding its bytes, or, stored in 16 bits
+ *     (flow.storage), a 16-bit copy and an f32 buffer it is expanded into once (cg_weights_16bit.c);
  *   - each op with a kernel becomes an internal function `void kN(ptr ctx, i64 begin, i64 end)` whose
  *     ctx points at an array of buffer pointers (operands first, then results) and which computes the
  *     op's outer iterations [begin, end) — the shape of FrtTaskFn, so the run function hands it straight
@@ -129,6 +130,10 @@ LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef globa
 /* A private constant global (64-byte aligned) holding `nbytes` bytes copied from data: weights that a
  * kernel re-laid-out at compile time (packed GEMM panels, Winograd-transformed filters). */
 LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, const char *name);
+/* The same for `count` f32 values made from the constant `src` (packed, re-laid-out or transformed
+ * weights), stored the way src's flow.storage annotation says (fc_op_storage_dtype): in 16 bits, the
+ * global then being an f32 buffer filled before the model's first run (cg_weights_16bit.c), or as f32. */
+LLVMValueRef fc_cg_const_f32(FcKernel *k, const FcValue *src, const float *data, size_t count, const char *name);
 
 #define FC_KERNEL(kind, fn) FcStatus fn(FcKernel *k);
 #include "kernels.def"

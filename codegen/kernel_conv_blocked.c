@@ -689,8 +689,8 @@ FcStatus fc_conv_blocked_dense(FcKernel *k) {
   if (st != FC_OK) return st;
   float *packed = pack_weights(&g, fc_value_const(k->op->operands[1].value)->data);
   if (!packed) return fc_cg_error(k, FC_ERR_LIMIT, "out of memory packing the weights");
-  size_t nbytes = (size_t)(g.M * g.ncb * g.icb * g.KH * g.KW) * sizeof(float);
-  LLVMValueRef gv = fc_cg_const_bytes(k, packed, nbytes, "conv_blocked_w");
+  size_t count = (size_t)(g.M * g.ncb * g.icb * g.KH * g.KW);
+  LLVMValueRef gv = fc_cg_const_f32(k, k->op->operands[1].value, packed, count, "conv_blocked_w");
   free(packed);
   c.wpk = fc_kernel_substitute_operand(k, 1, gv);
   for (int j = 0; j < g.J; j++)

@@ -163,7 +163,8 @@ FcStatus fc_conv_few_pixels(FcKernel *k) {
 
   const FcTensor *cw = fc_value_const(op->operands[1].value);
   FcGemmBlock t = {.g = &g, .M = P, .N = M, .K = K, .mc = round_up(P, g.mr), .nc = nc, .ldc = nc};
-  t.b.packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, false, cw->data, 1, M * K, K, M, 1, K));
+  t.b.packed = fc_kernel_substitute_operand(
+      k, 1, fc_gemm_const_packed(k, &g, false, op->operands[1].value, cw->data, 1, M * K, K, M, 1, K));
   int64_t a_floats = round_up(P, g.mr) * K, c_floats = round_up(P, g.mr) * round_up(nc, g.nr);
   LLVMValueRef scr = fc_kernel_scratch(k, (a_floats + c_floats) * 4 + 64);
   LLVMValueRef cached = fc_kernel_cached_key(k); /* the batch item whose A the scratch holds */

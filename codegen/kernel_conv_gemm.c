@@ -207,7 +207,8 @@ FcStatus fc_conv_gemm(FcKernel *k) {
   FcGemmBlock t = {.g = &g, .M = M, .N = OHW, .K = K, .mc = mc, .nc = nc, .ldc = OHW};
   const FcTensor *cw = fc_value_const(op->operands[1].value);
   if (cw && cw->data) {
-    t.a.packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, true, cw->data, 1, M * K, M, K, K, 1));
+    t.a.packed = fc_kernel_substitute_operand(
+        k, 1, fc_gemm_const_packed(k, &g, true, op->operands[1].value, cw->data, 1, M * K, M, K, K, 1));
   } else {
     t.a.pack = fc_gemm_pack_a_rowmajor;
   }

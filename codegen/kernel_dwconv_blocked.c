@@ -284,7 +284,7 @@ static LLVMValueRef packed_weights(FcKernel *k, const Dwb *d) {
   for (int64_t cb = 0; cb < d->CB; cb++)
     for (int64_t t = 0; t < taps; t++)
       for (int64_t l = 0; l < d->B; l++) buf[(cb * taps + t) * d->B + l] = w[(cb * d->B + l) * taps + t];
-  LLVMValueRef g = fc_cg_const_bytes(k, buf, (size_t)n * sizeof(float), "dwb_w");
+  LLVMValueRef g = fc_cg_const_f32(k, k->op->operands[1].value, buf, (size_t)n, "dwb_w");
   free(buf);
   return fc_kernel_substitute_operand(k, 1, g);
 }

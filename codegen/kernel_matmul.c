@@ -77,9 +77,11 @@ FcStatus fc_matmul_gemm(FcKernel *k) {
 
   LLVMValueRef a_packed = NULL, b_packed = NULL;
   if (ca && ca->data && K > 0)
-    a_packed = fc_kernel_substitute_operand(k, 0, fc_gemm_const_packed(k, &g, true, ca->data, sa, M * K, M, K, K, 1));
+    a_packed = fc_kernel_substitute_operand(
+        k, 0, fc_gemm_const_packed(k, &g, true, op->operands[0].value, ca->data, sa, M * K, M, K, K, 1));
   if (cb && cb->data && K > 0)
-    b_packed = fc_kernel_substitute_operand(k, 1, fc_gemm_const_packed(k, &g, false, cb->data, sb, K * N, K, N, N, 1));
+    b_packed = fc_kernel_substitute_operand(
+        k, 1, fc_gemm_const_packed(k, &g, false, op->operands[1].value, cb->data, sb, K * N, K, N, N, 1));
   if (!a_packed) t.a.pack = fc_gemm_pack_a_rowmajor;
   if (!b_packed) {
     t.b.pack = fc_gemm_pack_b_rowmajor;

@@ -462,7 +462,7 @@ static FcStatus filter_global(Ctx *c, LLVMValueRef *out) {
       }
   }
   for (int xi = 0; xi < a * a; xi++) fc_gemm_pack_a_host(&p->g, u + xi * MC, p->M, p->C, p->C, 1, packed + xi * pa);
-  *out = fc_cg_const_bytes(c->k, packed, (size_t)pa * (size_t)(a * a) * sizeof(float), "wino_u");
+  *out = fc_cg_const_f32(c->k, c->k->op->operands[1].value, packed, (size_t)pa * (size_t)(a * a), "wino_u");
   free(u);
   free(packed);
   return FC_OK;

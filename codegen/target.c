@@ -178,6 +178,10 @@ const char *fc_feature_name(FcFeature f) { return f >= 0 && f < FC_FEAT_COUNT ? 
 
 bool fc_target_has(const FcTarget *t, FcFeature f) { return (t->features & FC_FEAT_BIT(f)) != 0; }
 
+bool fc_target_converts_f16(const FcTarget *t) {
+  return t->arch == FC_ARCH_AARCH64 || fc_target_has(t, FC_FEAT_F16C);
+}
+
 int fc_target_lanes(const FcTarget *t, FcDtype dt) {
   size_t elem = dt == FC_DT_F16 || dt == FC_DT_BF16 ? 4 : fc_dtype_size(dt); /* the compute type's size */
   int w = elem ? t->vector_bytes / (int)elem : 1;

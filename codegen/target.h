@@ -165,6 +165,8 @@ const char *fc_target_default_int8_artefact_cpus(const char *triple);
 bool fc_target_has(const FcTarget *t, FcFeature f);
 /* The name of a feature ("avx512vnni"). */
 const char *fc_feature_name(FcFeature f);
+/* Whether the target converts f16 to f32 in hardware (F16C's vcvtph2ps on x86-64, always on AArch64). */
+bool fc_target_converts_f16(const FcTarget *t);
 /* Lanes of the vectors element-wise loops use for dt (computed type: f16/bf16 compute in f32); 1: scalar. */
 int fc_target_lanes(const FcTarget *t, FcDtype dt);
 

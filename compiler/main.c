@@ -45,6 +45,26 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 typedef enum Cmd { CMD_BUILD, CMD_INFO, CMD_RUN, CMD_CHECK } Cmd;
 
+/* A --quantize mode: the pass it adds to the -O pipeline, and where (after that pass list entry; NULL: at
+ * the end, after every pass that makes or re-lays-out constants). */
+typedef struct QuantizeMode {
+  const char *name, *pass, *after;
+} QuantizeMode;
+
+static const QuantizeMode quantize_modes[] = {
+    {"int8", "quantize_static", "fold_batchnorm,"}, /* calibrated: calibrated_pipeline places it */
+    {"int8-dynamic", "quantize_dynamic", "fold_batchnorm,"},
+    {"fp16", "store_weights_f16", NULL},
+    {"bf16", "store_weights_bf16", NULL},
+};
+#define QUANTIZE_MODES "int8, int8-dynamic, fp16, bf16"
+
+static const QuantizeMode *quantize_mode(const char *name) {
+  for (size_t i = 0; i < sizeof quantize_modes / sizeof quantize_modes[0]; i++)
+    if (strcmp(quantize_modes[i].name, name) == 0) return &quantize_modes[i];
+  return NULL;
+}
+
 typedef struct Cli {
   const char *cmd;   /* "build", "info", "run" or "check" */
   Cmd kind;
@@ -60,8 +80,8 @@ typedef struct Cli {
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
-  const char *quantize;    /* build, run: --quantize (int8-dynamic; build also int8) */
-  char quant_passes[1024]; /* the -O pipeline with quantize_dynamic in it, when --quantize is given */
+  const QuantizeMode *quantize; /* build, run: --quantize */
+  char quant_passes[1024]; /* the -O pipeline with the mode's pass in it, when --quantize is given */
   /* build --quantize int8: static quantisation calibrated on --calibrate DIR (calibrate.c, quantize_static) */
   bool int8_static;
   FcCalibOptions calib_opt;
@@ -189,11 +209,15 @@ static void print_main_help(void) {
   "  --max-rank=N           refuse tensors of rank above N (default 16)\n"
 #define OPT_LEVEL_HELP "  -O0, -O1, -O2, -O3     the pass pipeline and LLVM's optimisation level (default -O2)\n"
 #define QUANTIZE_HELP                                                                                      \
-  "  --quantize MODE        int8-dynamic: matmuls by constant weights (K*N >= 4096)\n"                  \
+  "  --quantize MODE        int8-dynamic: matmuls by constant weights (K*N >= 4096)\n"                        \
   "                         run as u8 x i8 integer GEMMs, the weights quantised per output column to int8\n" \
   "                         at compile time (|q| <= 64 unless the CPU has VNNI), the activations per tensor\n" \
   "                         to uint8 at run time, as onnxruntime's quantize_dynamic (the quantize_dynamic\n" \
-  "                         pass, after fold_batchnorm in the -O pipeline)\n"
+  "                         pass, after fold_batchnorm in the -O pipeline)\n"                               \
+  "                         fp16, bf16: f32 weights (constants of >= 256 elements) stored in 16 bits, about\n" \
+  "                         half the artefact, rounded to nearest even (relative error 2^-11 for fp16, 2^-8\n" \
+  "                         for bf16) and expanded to f32 once before the first run; computed in f32 (the\n" \
+  "                         store_weights_f16 / store_weights_bf16 pass, at the end of the -O pipeline)\n"
 #define INT8_HELP                                                                                          \
   "  --quantize int8        static int8 quantisation (build only): convs and matmuls by constant weights run\n" \
   "                         on u8 activations x i8 weights, with ranges calibrated on --calibrate DIR\n"      \
@@ -483,18 +507,17 @@ static bool is_runtime_option(int argc, char **argv, int *i, Cli *c) {
   return false;
 }
 
-/* The -O pipeline with quantize_dynamic where its matmuls have constant weights and no epilogue yet: after
- * fold_batchnorm (which folds scale chains into them), before fuse_epilogue; at the end where the level has
- * no fold_batchnorm. */
+/* The -O pipeline with the --quantize mode's pass in it: after `after` (the end where the level lacks it or
+ * `after` is NULL). */
 static void quantized_pipeline(Cli *c) {
-  static const char after[] = "fold_batchnorm,";
-  const char *p = fc_pipeline_for_level(c->opt_level), *at = strstr(p, after);
+  const char *p = fc_pipeline_for_level(c->opt_level), *pass = c->quantize->pass, *after = c->quantize->after;
+  const char *at = after ? strstr(p, after) : NULL;
   int n;
   if (at)
-    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%.*squantize_dynamic,%s", (int)(at - p + strlen(after)), p,
+    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%.*s%s,%s", (int)(at - p + strlen(after)), p, pass,
                  at + strlen(after));
   else
-    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%s%squantize_dynamic", p, *p ? "," : "");
+    n = snprintf(c->quant_passes, sizeof c->quant_passes, "%s%s%s", p, *p ? "," : "", pass);
   FC_ASSERT(n > 0 && (size_t)n < sizeof c->quant_passes);
   c->passes = c->quant_passes;
 }
@@ -637,13 +660,13 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if ((build || run) && strcmp(a, "--quiet") == 0) {
       c->quiet = true;
     } else if ((build || run) && (r = take_value(argc, argv, &i, "--quantize", &v)) != 0) {
-      if (r < 0 || (strcmp(v, "int8-dynamic") != 0 && strcmp(v, "int8") != 0))
-        return usage_error(c, "--quantize %s%s%s(supported: int8, int8-dynamic)", r < 0 ? "needs a mode " : "'",
-                           r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
-      if (run && strcmp(v, "int8") == 0)
+      c->quantize = r < 0 ? NULL : quantize_mode(v);
+      if (!c->quantize)
+        return usage_error(c, "--quantize %s%s%s(supported: %s)", r < 0 ? "needs a mode " : "'", r < 0 ? "" : v,
+                           r < 0 ? "" : "' is not supported ", QUANTIZE_MODES);
+      if (c->quantize && run && strcmp(c->quantize->name, "int8") == 0)
         return usage_error(c, "--quantize int8 calibrates at build time: use 'flowc build' (or int8-dynamic)");
-      c->quantize = v;
-      c->int8_static = strcmp(v, "int8") == 0;
+      c->int8_static = c->quantize && strcmp(c->quantize->name, "int8") == 0;
     } else if ((run || check) && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       c->opt_level = a[2] - '0';
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
@@ -773,7 +796,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
     if (c->split) return usage_error(c, "--quantize int8 does not apply to --split-input-file");
     calibrated_pipeline(c);
   } else if (c->quantize) {
-    if (c->passes) return usage_error(c, "--quantize with --passes: put quantize_dynamic in the --passes list instead");
+    if (c->passes)
+      return usage_error(c, "--quantize with --passes: put %s in the --passes list instead", c->quantize->pass);
     quantized_pipeline(c);
   }
   if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
@@ -991,7 +1015,7 @@ static int run_build_multi(Cli *c) {
   bool model_failed = st != FC_OK; /* an unreadable model is the model's failure, not the output's */
   /* A quantised model (or --quantize int8...) gets the target's integer variants by default: a VNNI one on
    * x86-64. */
-  bool int8 = st == FC_OK && (module_is_quantised(m) || (c->quantize && strncmp(c->quantize, "int8", 4) == 0));
+  bool int8 = st == FC_OK && (module_is_quantised(m) || (c->quantize && strncmp(c->quantize->name, "int8", 4) == 0));
   if (st == FC_OK && c->default_variants && int8)
     st = resolve_variants(c, fc_target_default_int8_artefact_cpus(c->aot_triple), &d);
   if (st == FC_OK) st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), c->n_variants, &mb, &d);

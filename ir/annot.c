@@ -149,6 +149,15 @@ static bool check_sbp(const FcAnnotValue *v, const FcType *subject, char *why, s
   return true;
 }
 
+/* "f16" or "bf16", on an f32 result: codegen stores the data of an f32 constant so (fc_op_storage_dtype). */
+static bool check_storage(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
+  if (v->kind != FC_AV_STR || !v->s || (strcmp(v->s, "f16") != 0 && strcmp(v->s, "bf16") != 0)) return false;
+  if (subject && (subject->dtype != FC_DT_F32 || subject->quant))
+    return fail(why, cap, "the data of an f32 constant is stored in 16 bits, not that of %s",
+                fc_dtype_name(subject->dtype));
+  return true;
+}
+
 typedef bool (*CheckFn)(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap);
 static const CheckFn checks[FC_ANNOT_COUNT] = {
     [FC_ANNOT_CALIB_RANGE] = check_calib_range,
@@ -157,6 +166,7 @@ static const CheckFn checks[FC_ANNOT_COUNT] = {
     [FC_ANNOT_QUANT] = check_quant,
     [FC_ANNOT_QUANT_NOTE] = check_quant_note,
     [FC_ANNOT_SBP] = check_sbp,
+    [FC_ANNOT_STORAGE] = check_storage,
 };
 
 bool fc_annot_check(const char *name, const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
@@ -310,6 +320,15 @@ void fc_op_set_annot(FcOp *op, const char *name, const FcAnnotValue *v) {
 }
 
 const FcAnnotValue *fc_op_annot(const FcOp *op, const char *name) { return fc_annots_get(&op->annots, name); }
+
+FcDtype fc_op_storage_dtype(const FcOp *op) {
+  const FcAnnotValue *v = op->kind == FC_OP_CONSTANT && op->n_results == 1 && op->results[0].type.dtype == FC_DT_F32 &&
+                                  !op->results[0].type.quant
+                              ? fc_op_annot(op, fc_annot_name(FC_ANNOT_STORAGE))
+                              : NULL;
+  if (!v || v->kind != FC_AV_STR || !v->s) return FC_DT_F32;
+  return strcmp(v->s, "f16") == 0 ? FC_DT_F16 : strcmp(v->s, "bf16") == 0 ? FC_DT_BF16 : FC_DT_F32;
+}
 
 void fc_input_set_annot(FcGraph *g, FcValue *input, const char *name, const FcAnnotValue *v) {
   FC_ASSERT(!input->def);

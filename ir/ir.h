@@ -460,6 +460,10 @@ int fc_op_attr_floats(const FcOp *op, FcAttrName name, const float **v);
 void fc_op_set_annot(FcOp *op, const char *name, const FcAnnotValue *v);
 const FcAnnotValue *fc_op_annot(const FcOp *op, const char *name);
 void fc_input_set_annot(FcGraph *g, FcValue *input, const char *name, const FcAnnotValue *v);
+/* How an f32 constant's data is stored in the artefact (its flow.storage annotation): FC_DT_F16 or
+ * FC_DT_BF16 (16 bits, expanded to f32 once before the first run), else FC_DT_F32 (also for any op that is
+ * not an f32 constant). */
+FcDtype fc_op_storage_dtype(const FcOp *op);
 
 void fc_op_insert_before(FcOp *pos, FcOp *op);  /* pos NULL: append at the end of op's graph */
 void fc_op_insert_after(FcOp *pos, FcOp *op);

@@ -170,6 +170,12 @@ void frt_parallel_for_max(FrtPool *pool, int64_t n, int max_chunks, FrtTaskFn fn
  * per-task scratch with it. */
 int frt_task_index(void);
 
+/* Calls init() the first time any thread of the process asks for *state (a zero-initialised word of the
+ * generated code), then sets *state to 1; a thread that asks while another runs init waits until it is
+ * done. The generated run function of a model whose weights are stored in 16 bits (flowc build --quantize
+ * fp16|bf16) calls it, while its word is 0, to expand them into their f32 buffers before the first run. */
+void frt_once(int32_t *state, void (*init)(void));
+
 /* Per-kernel timing (the executables' --profile). While a profile is set, the generated run function
  * adds each kernel's wall time, in seconds, to acc[kernel index] (acc has n entries, the model's
  * n_kernels): it calls frt_profile_tick(pool, -1) before its first kernel and frt_profile_tick(pool, k)

@@ -100,7 +100,8 @@ static void test_registry(void **state) {
                                 "fuse_epilogue",   "fuse_layer_norm", "eliminate_transpose",
                                 "fuse_elementwise", "layout",          "prune_conv_taps",
                                 "hoist_avg_pool",  "sink_constants",  "lower_quant",
-                                "quantize_dynamic", "quantize_static"};
+                                "quantize_dynamic", "quantize_static", "store_weights_f16",
+                                "store_weights_bf16"};
   enum { N = sizeof names / sizeof names[0] };
   assert_int_equal(fc_pass_count(), N);
   for (int i = 0; i < N; i++) {

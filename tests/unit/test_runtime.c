@@ -5,7 +5,8 @@
  * libflowrt wrote and writes files — every numpy header version, typed-field TensorProtos, the ONNX
  * backend test data, files to refuse — that this test reads back). Corrupt files (every truncation,
  * lying headers, byte flips) must give a status, never a crash (run under ASan+UBSan). The CLI tests run
- * frt_main on hand-written FrtModels, capturing stdout and stderr in files.
+ * frt_main on hand-written FrtModels, capturing stdout and stderr in files. frt_once runs its init once
+ * however many threads ask at the same time.
  */
 #include <fcntl.h>
 #include <ftw.h>
@@ -780,6 +781,48 @@ static void test_parallel_for_concurrent_callers(void **state) {
   frt_pool_destroy(pool);
 }
 
+/* frt_once (16-bit weights' expansion): eight threads start together and ask for the same word; init runs
+ * exactly once, and every thread returns only after it finished (each checks that `done` is set). The
+ * init sleeps, so the others do arrive while it runs. A second word gets its own call. */
+static atomic_int once_calls;
+static atomic_int once_done;
+static int32_t once_word, once_word2;
+
+static void once_init(void) {
+  atomic_fetch_add(&once_calls, 1);
+  usleep(20000);
+  atomic_store(&once_done, 1);
+}
+
+static void once_init2(void) { atomic_fetch_add(&once_calls, 100); }
+
+static void *once_thread(void *arg) {
+  pthread_barrier_t *start = arg;
+  pthread_barrier_wait(start);
+  frt_once(&once_word, once_init);
+  return (void *)(intptr_t)atomic_load(&once_done);
+}
+
+static void test_once(void **state) {
+  enum { N = 8 };
+  pthread_barrier_t start;
+  assert_int_equal(pthread_barrier_init(&start, NULL, N), 0);
+  pthread_t t[N];
+  for (int i = 0; i < N; i++) assert_int_equal(pthread_create(&t[i], NULL, once_thread, &start), 0);
+  for (int i = 0; i < N; i++) {
+    void *saw_done = NULL;
+    pthread_join(t[i], &saw_done);
+    assert_int_equal((intptr_t)saw_done, 1);
+  }
+  pthread_barrier_destroy(&start);
+  assert_int_equal(atomic_load(&once_calls), 1);
+  assert_int_equal(once_word, 1);
+  frt_once(&once_word, once_init); /* done: returns at once */
+  frt_once(&once_word2, once_init2);
+  frt_once(&once_word2, once_init2);
+  assert_int_equal(atomic_load(&once_calls), 101);
+}
+
 static void test_pool_create(void **state) {
   FrtError err = {0};
   assert_null(frt_pool_create(-1, &err));
@@ -1230,6 +1273,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_for_chunks),
       cmocka_unit_test(test_parallel_for_owned_runs),
       cmocka_unit_test(test_parallel_for_nested),
+      cmocka_unit_test(test_once),
       cmocka_unit_test(test_parallel_for_concurrent_callers),
       cmocka_unit_test(test_pool_create),
       cmocka_unit_test(test_pool_spin_setting),

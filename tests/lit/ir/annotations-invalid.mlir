@@ -142,3 +142,19 @@ func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
 func.func @main(%arg0: tensor<2x3xf32> {flow.sbp = ["S(2)"]}) -> tensor<2x3xf32> {
   return %arg0 : tensor<2x3xf32>
 }
+
+// -----
+// flow.storage is "f16" or "bf16"
+// CHECK: error: {{.*}}annotations-invalid.mlir:[[@LINE+2]]:70: flow.storage must be "f16" | "bf16" on an f32 constant: its data is stored in 16 bits in the artefact
+func.func @main() -> tensor<2xf32> {
+  %0 = "flow.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>, flow.storage = "f17"} : () -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+// only of f32 data
+// CHECK: error: {{.*}}annotations-invalid.mlir:[[@LINE+2]]:66: flow.storage: the data of an f32 constant is stored in 16 bits, not that of i32
+func.func @main() -> tensor<2xi32> {
+  %0 = "flow.constant"() {value = dense<[1, 2]> : tensor<2xi32>, flow.storage = "f16"} : () -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}

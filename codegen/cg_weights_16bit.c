@@ -1,0 +1,161 @@
+/* cg_weights_16bit.c — f32 weights stored in 16 bits (`--quantize fp16|bf16`) and expanded once.
+ *
+ * A blob of f32 values that comes from a constant annotated `flow.storage = "f16"` (or "bf16"; the pass
+ * store_weights_16bit.c adds it) — the constant itself, or what a kernel made of it at compile time
+ * (packed GEMM panels, blocked filters, Winograd-transformed filters) — becomes two globals:
+ *   - a private constant holding the values rounded to 16 bits (to nearest even, ir/tensor.c), half the
+ *     bytes of the f32 blob in the artefact's read-only data;
+ *   - a zero-initialised internal [n x float] buffer, which costs no file size (.bss), and which the
+ *     kernels read instead: the model computes in f32 as before.
+ * The data of an annotated constant was rounded by the pass already, so storing the constant loses
+ * nothing more; a derived blob (Winograd's U = G·g·Gᵀ, a sum of rounded weights) is rounded to 16 bits a
+ * second time here. Packing only moves values, so packed panels are exact.
+ *
+ * Expansion: every stored blob is an entry {16-bit source, f32 buffer, count} of a table (one per format),
+ * and one internal function walks the tables, converting each element: `fpext half` where the target
+ * converts f16 in hardware (vcvtph2ps with F16C, fcvtl on AArch64), the exact integer widening of
+ * cg_util.c elsewhere (no library call, runs on any x86-64); bf16 is a 16-bit shift. One table walk
+ * instead of a loop per blob keeps the code the same size for 10 blobs or 1000. The run function calls it
+ * through frt_once (runtime/once.c) while its `weights_ready` word is 0: once per process and thread-safe,
+ * before the first kernel, in every kind of artefact (exe, obj, lib, so, the JIT of flowc run), and for a
+ * multiversioned artefact only in the variant that runs. The cost is one acquire load per run afterwards.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_private.h"
+
+/* One stored blob: its 16-bit copy and the f32 buffer it expands into. */
+struct FcCgStored {
+  LLVMValueRef src, dst;
+  uint64_t count;
+  FcDtype dtype; /* FC_DT_F16 or FC_DT_BF16 */
+};
+
+LLVMValueRef fc_cg_weights_global(FcCg *cg, const char *name, const float *data, size_t count, FcDtype storage) {
+  if (storage != FC_DT_F16 && storage != FC_DT_BF16) return fc_cg_bytes_global(cg, name, data, count * sizeof(float));
+  /* count * 4 bytes already exist in memory, so count * 2 cannot overflow. */
+  uint16_t *bits = malloc(count * sizeof *bits + 1);
+  if (!bits) fc_die(__FILE__, __LINE__, "out of memory");
+  for (size_t i = 0; i < count; i++) bits[i] = storage == FC_DT_F16 ? fc_f32_to_f16(data[i]) : fc_f32_to_bf16(data[i]);
+  char name16[64];
+  snprintf(name16, sizeof name16, "%s.%s", name, fc_dtype_name(storage));
+  LLVMValueRef src = fc_cg_bytes_global(cg, name16, bits, count * sizeof *bits);
+  free(bits);
+  LLVMTypeRef ty = LLVMArrayType2(LLVMFloatTypeInContext(cg->ctx), count ? count : 1);
+  LLVMValueRef dst = LLVMAddGlobal(cg->mod, ty, name);
+  LLVMSetInitializer(dst, LLVMConstNull(ty));
+  LLVMSetLinkage(dst, LLVMInternalLinkage);
+  LLVMSetAlignment(dst, FC_MEMPLAN_ALIGN);
+  if (cg->n_stored == cg->cap_stored) {
+    int cap = cg->cap_stored ? 2 * cg->cap_stored : 16;
+    FcCgStored *v = FC_NEW_ARRAY(cg->arena, FcCgStored, (size_t)cap);
+    if (cg->n_stored) memcpy(v, cg->stored, (size_t)cg->n_stored * sizeof *v);
+    cg->stored = v;
+    cg->cap_stored = cap;
+  }
+  cg->stored[cg->n_stored++] = (FcCgStored){src, dst, count, storage};
+  return dst;
+}
+
+LLVMValueRef fc_cg_const_f32(FcKernel *k, const FcValue *src, const float *data, size_t count, const char *name) {
+  FcDtype storage = src && src->def ? fc_op_storage_dtype(src->def) : FC_DT_F32;
+  return fc_cg_weights_global(k->cg, name, data, count, storage);
+}
+
+/* The table of the blobs stored as dt: {ptr src, ptr dst, i64 count} each; NULL when there are none. */
+static LLVMValueRef stored_table(FcCg *cg, LLVMTypeRef entry_ty, FcDtype dt, int *n) {
+  *n = 0;
+  for (int i = 0; i < cg->n_stored; i++) *n += cg->stored[i].dtype == dt;
+  if (!*n) return NULL;
+  LLVMValueRef *rows = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)*n);
+  int j = 0;
+  for (int i = 0; i < cg->n_stored; i++) {
+    const FcCgStored *s = &cg->stored[i];
+    if (s->dtype != dt) continue;
+    LLVMValueRef f[3] = {s->src, s->dst, LLVMConstInt(cg->i64, s->count, 0)};
+    rows[j++] = LLVMConstNamedStruct(entry_ty, f, 3);
+  }
+  LLVMValueRef init = LLVMConstArray2(entry_ty, rows, (uint64_t)*n);
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), dt == FC_DT_F16 ? ".stored_f16" : ".stored_bf16");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  return g;
+}
+
+/* The loops over one table in the expansion function that `k` describes. */
+static void expand_table(FcKernel *k, LLVMTypeRef entry_ty, LLVMValueRef table, int n, FcDtype dt) {
+  FcCg *cg = k->cg;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i16 = LLVMInt16TypeInContext(cg->ctx), f32 = LLVMFloatTypeInContext(cg->ctx);
+  bool hw = dt == FC_DT_F16 && fc_target_converts_f16(cg->target);
+  FcLoop le, li;
+  LLVMValueRef e = fc_cg_loop_begin(k, &le, fc_cg_const_i64(k, 0), fc_cg_const_i64(k, n), 1, "blob");
+  LLVMValueRef idx[2] = {e, NULL};
+  LLVMValueRef row = LLVMBuildInBoundsGEP2(b, entry_ty, table, idx, 1, "");
+  LLVMValueRef src = LLVMBuildLoad2(b, cg->ptr, LLVMBuildStructGEP2(b, entry_ty, row, 0, ""), "src");
+  LLVMValueRef dst = LLVMBuildLoad2(b, cg->ptr, LLVMBuildStructGEP2(b, entry_ty, row, 1, ""), "dst");
+  LLVMValueRef count = LLVMBuildLoad2(b, cg->i64, LLVMBuildStructGEP2(b, entry_ty, row, 2, ""), "count");
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), count, 1, "elem");
+  LLVMValueRef v;
+  if (hw) {
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(b, i16, src, &i, 1, "");
+    LLVMValueRef h = LLVMBuildLoad2(b, LLVMHalfTypeInContext(cg->ctx), at, "");
+    LLVMSetAlignment(h, 2);
+    v = LLVMBuildFPExt(b, h, f32, "");
+  } else {
+    v = fc_cg_load(k, dt, src, i); /* exact, integer operations only */
+  }
+  LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildInBoundsGEP2(b, f32, dst, &i, 1, ""));
+  LLVMSetAlignment(st, 4);
+  fc_cg_loop_end(k, &li);
+  fc_cg_loop_end(k, &le);
+}
+
+/* `void expand_weights(void)`: every stored blob into its f32 buffer. */
+static LLVMValueRef build_expander(FcCg *cg) {
+  LLVMValueRef fn = LLVMAddFunction(cg->mod, "expand_weights", LLVMFunctionType(cg->v, NULL, 0, 0));
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, nounwind, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
+  /* The loop and load helpers of cg_util.c need only these fields of a kernel. */
+  FcKernel k = {.cg = cg, .ctx = cg->ctx, .mod = cg->mod, .b = b, .fn = fn, .target = cg->target};
+  LLVMTypeRef entry_ty = LLVMStructTypeInContext(cg->ctx, (LLVMTypeRef[]){cg->ptr, cg->ptr, cg->i64}, 3, 0);
+  static const FcDtype formats[2] = {FC_DT_F16, FC_DT_BF16};
+  for (int f = 0; f < 2; f++) {
+    int n;
+    LLVMValueRef table = stored_table(cg, entry_ty, formats[f], &n);
+    if (table) expand_table(&k, entry_ty, table, n, formats[f]);
+  }
+  LLVMBuildRetVoid(b);
+  LLVMDisposeBuilder(b);
+  return fn;
+}
+
+void fc_cg_weights_expand_once(FcCg *cg, LLVMBuilderRef b, LLVMBasicBlockRef next) {
+  if (!cg->n_stored) {
+    LLVMBuildBr(b, next);
+    return;
+  }
+  LLVMValueRef fn = build_expander(cg);
+  LLVMValueRef ready = LLVMAddGlobal(cg->mod, cg->i32, "weights_ready");
+  LLVMSetInitializer(ready, LLVMConstInt(cg->i32, 0, 0));
+  LLVMSetLinkage(ready, LLVMInternalLinkage);
+  LLVMSetAlignment(ready, 4);
+  LLVMValueRef state = LLVMBuildLoad2(b, cg->i32, ready, "weights_ready");
+  LLVMSetOrdering(state, LLVMAtomicOrderingAcquire);
+  LLVMSetAlignment(state, 4);
+  LLVMValueRef run_fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
+  LLVMBasicBlockRef init = LLVMAppendBasicBlockInContext(cg->ctx, run_fn, "expand_weights");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, state, LLVMConstInt(cg->i32, 0, 0), ""), next, init);
+  LLVMPositionBuilderAtEnd(b, init);
+  LLVMTypeRef once_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->ptr}, 2, 0);
+  LLVMValueRef once = LLVMGetNamedFunction(cg->mod, "frt_once");
+  if (!once) once = LLVMAddFunction(cg->mod, "frt_once", once_ty);
+  LLVMBuildCall2(b, once_ty, once, (LLVMValueRef[]){ready, fn}, 2, "");
+  LLVMBuildBr(b, next);
+}
