@@ -209,8 +209,26 @@ static const FcTensor *transpose_2d(Qdq *s, const FcTensor *t) {
   return r;
 }
 
+/* The constant c (one quantisation parameter pair: per tensor, or per axis of one element) viewed with
+ * w's shape, its parameters per tensor or along `axis` of w (which must then have size 1). NULL otherwise. */
+static const FcTensor *reshaped(Qdq *s, const FcTensor *c, const FcValue *w, int axis) {
+  if (!c || c->type.quant->n != 1) return NULL;
+  FcQuant q = *c->type.quant;
+  if (q.axis >= 0) {
+    if (axis >= w->type.rank || w->type.dims[axis] != 1) return NULL;
+    q.axis = axis;
+  }
+  FcArena *a = &s->m->arena;
+  FcTensor *r = FC_NEW(a, FcTensor);
+  r->type = fc_type_make_quant(a, &q, w->type.rank, w->type.dims);
+  r->data = c->data;
+  r->nbytes = c->nbytes;
+  return r;
+}
+
 /* The weight operand w as a constant 8-bit quantised tensor, per tensor or along `axis`: dequantize(c),
- * or (a matmul's [K, N], axis 1) transpose(dequantize(c [N, K])). NULL when it is neither. */
+ * or (a matmul's [K, N], axis 1) transpose(dequantize(c [N, K])) — Gemm's transB — or reshape(dequantize(c))
+ * with one scale (what eliminate_transpose makes of that transpose when N or K is 1). NULL otherwise. */
 static const FcTensor *weight_of(Qdq *s, const FcValue *w, int axis) {
   const FcTensor *t = NULL;
   FcOp *d = def_kind(w, FC_OP_DEQUANTIZE), *tr;
@@ -222,6 +240,8 @@ static const FcTensor *weight_of(Qdq *s, const FcValue *w, int axis) {
     if (fc_op_attr_ints(tr, FC_ATTR_PERM, &p) != 2 || p[0] != 1 || p[1] != 0) return NULL;
     t = const_quant(s, d->operands[0].value);
     if (t && t->type.rank == 2 && is_8bit(t->type.dtype)) t = transpose_2d(s, t);
+  } else if ((tr = def_kind(w, FC_OP_RESHAPE)) && (d = def_kind(tr->operands[0].value, FC_OP_DEQUANTIZE))) {
+    t = reshaped(s, const_quant(s, d->operands[0].value), w, axis);
   }
   if (!t) return NULL;
   const FcQuant *q = t->type.quant;

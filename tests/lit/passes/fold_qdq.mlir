@@ -141,3 +141,20 @@ func.func @near_misses(%arg0: tensor<1x1x2x2x!quant.uniform<u8:f32, 0.1:5>>, %ar
   %14 = "flow.conv"(%0, %4, %arg4) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32> loc("epilogue")
   "func.return"(%2, %3, %5, %7, %10, %12, %13, %14) : (tensor<1x2x2x2xf32>, tensor<1x1x2x2x!quant.uniform<u8:f32, 0.3:5>>, tensor<1x1x2x2xf32>, tensor<1x1x2x2x!quant.uniform<u8:f32, 0.1:0>>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> ()
 }
+
+// -----
+
+// A Gemm weight [N, K] with N = 1 (transB): eliminate_transpose makes its transpose a reshape, which the
+// weight is read through too (the per-axis parameter moves to the [K, N] weight's dim 1).
+// CHECK-LABEL: func.func @reshaped_weight(
+// CHECK-NEXT:    %0 = "flow.constant"() {value = dense<{{\[}}[1], [2], [3], [4], [5]]> : tensor<5x1xi8>} : () -> tensor<5x1x!quant.uniform<i8:f32:1, {2.500000e-01}>>
+// CHECK-NEXT:    %1 = "flow.matmul"(%arg0, %0) {qtype = f32}
+// CHECK-NEXT:    "func.return"(%1)
+func.func @reshaped_weight(%arg0: tensor<3x5x!quant.uniform<u8:f32, 0.5:2>>) -> (tensor<3x1xf32>) {
+  %w = "flow.constant"() {value = dense<[[1, 2, 3, 4, 5]]> : tensor<1x5xi8>} : () -> tensor<1x5x!quant.uniform<i8:f32:0, {0.25}>>
+  %0 = "flow.dequantize"(%arg0) : (tensor<3x5x!quant.uniform<u8:f32, 0.5:2>>) -> tensor<3x5xf32>
+  %1 = "flow.dequantize"(%w) : (tensor<1x5x!quant.uniform<i8:f32:0, {0.25}>>) -> tensor<1x5xf32>
+  %2 = "flow.reshape"(%1) {shape = array<i64: 5, 1>} : (tensor<1x5xf32>) -> tensor<5x1xf32>
+  %3 = "flow.matmul"(%0, %2) : (tensor<3x5xf32>, tensor<5x1xf32>) -> tensor<3x1xf32>
+  "func.return"(%3) : (tensor<3x1xf32>) -> ()
+}
