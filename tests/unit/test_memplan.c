@@ -170,8 +170,8 @@ static bool check_value(Ck *c, const FcValue *v) {
       if (steps > (int)p->n_values) return ck_fail(c, "v%u: alias cycle", id);
       r = p->by_value[r].alias_of;
     }
-    /* A view (reshape, or scast: the same integers under another type) or an in-place result has exactly the bytes of the value it aliases (which may itself be a
-     * concat part, inside a larger root). */
+    /* A view (reshape, or scast: the same integers under another type) or an in-place result has exactly
+     * the bytes of the value it aliases (which may itself be a concat part, inside a larger root). */
     const FcBufAssign *ra = &p->by_value[r], *xa = &p->by_value[a->alias_of];
     if (a->root != r || a->storage != ra->kind || a->size != xa->size)
       return ck_fail(c, "v%u: alias root v%u / storage / size mismatch", id, r);
