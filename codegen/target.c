@@ -127,6 +127,10 @@ static const char *cpu_default_artefact(const char *triple) {
   return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4" : NULL;
 }
 
+static const char *cpu_default_int8_artefact(const char *triple) {
+  return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4,cascadelake" : NULL;
+}
+
 /* The architecture of a triple this kind generates for; false for others. */
 static bool cpu_arch(const char *triple, FcArch *arch) {
   if (triple_is_x86_64(triple)) *arch = FC_ARCH_X86_64;
@@ -137,7 +141,7 @@ static bool cpu_arch(const char *triple, FcArch *arch) {
 
 static const FcTargetKind target_kinds[] = {
     {.name = "cpu", .arch_of = cpu_arch, .default_cpu = cpu_default, .default_artefact_cpus = cpu_default_artefact,
-     .describe = cpu_describe},
+     .default_int8_artefact_cpus = cpu_default_int8_artefact, .describe = cpu_describe},
 };
 
 static const FcTargetKind *kind_for_triple(const char *triple, FcArch *arch) {
@@ -146,16 +150,21 @@ static const FcTargetKind *kind_for_triple(const char *triple, FcArch *arch) {
   return NULL;
 }
 
-const char *fc_target_default_artefact_cpus(const char *triple) {
+static const char *default_cpus(const char *triple, bool int8) {
   char *host = LLVMGetDefaultTargetTriple();
   char *norm = LLVMNormalizeTargetTriple(triple ? triple : host);
   FcArch arch;
   const FcTargetKind *kind = kind_for_triple(norm, &arch);
-  const char *cpus = kind && kind->default_artefact_cpus ? kind->default_artefact_cpus(norm) : NULL;
+  const char *cpus = NULL;
+  if (kind && int8 && kind->default_int8_artefact_cpus) cpus = kind->default_int8_artefact_cpus(norm);
+  if (kind && !cpus && kind->default_artefact_cpus) cpus = kind->default_artefact_cpus(norm);
   LLVMDisposeMessage(norm);
   LLVMDisposeMessage(host);
   return cpus;
 }
+
+const char *fc_target_default_artefact_cpus(const char *triple) { return default_cpus(triple, false); }
+const char *fc_target_default_int8_artefact_cpus(const char *triple) { return default_cpus(triple, true); }
 
 /* ---- questions to the description ----------------------------------------------------------------------- */
 

@@ -127,6 +127,9 @@ typedef struct FcTargetKind {
   /* The CPUs an artefact (exe, obj, lib, so) is compiled for when --cpu is not given, as a --cpu list
    * ("A,B": one variant each, the best chosen at run time), or NULL for default_cpu alone. */
   const char *(*default_artefact_cpus)(const char *triple);
+  /* The same for a model with integer kernels (quantised), where a CPU's 8-bit dot-product instructions
+   * (VNNI) are worth a variant of their own; NULL: default_artefact_cpus. */
+  const char *(*default_int8_artefact_cpus)(const char *triple);
   FcStatus (*describe)(FcTarget *t, FcDiag *diag);  /* fills in the rest from t->arch and t->features */
 } FcTargetKind;
 
@@ -155,6 +158,9 @@ void fc_target_free(FcTarget *t);
  * x86-64, so AVX-512 machines run AVX-512 code and AVX2 machines still run the model; NULL where one CPU
  * (default_cpu) is the default, or for a triple no kind generates for (fc_target_resolve reports it). */
 const char *fc_target_default_artefact_cpus(const char *triple);
+/* The list for a model that runs integer kernels: on x86-64 also "cascadelake", whose AVX512-VNNI vpdpbusd
+ * multiplies u8 x s8 quadruples in one instruction (x86-64-v4 has no VNNI: vpmaddubsw + vpmaddwd there). */
+const char *fc_target_default_int8_artefact_cpus(const char *triple);
 
 bool fc_target_has(const FcTarget *t, FcFeature f);
 /* The name of a feature ("avx512vnni"). */

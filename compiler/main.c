@@ -56,6 +56,7 @@ typedef struct Cli {
   FcTarget *target;    /* build: resolved once from --target/--cpu, for the passes and codegen */
   FcTarget *variants[FC_CLI_MAX_CPUS]; /* build --cpu A,B,...: one target per CPU, best first (target: the first) */
   int n_variants;      /* 0: a single-CPU build */
+  bool default_variants; /* the variants are the target's default list (no --cpu) */
   bool weights, split;
   int opt_level;
   const char *passes, *print_before, *print_after;
@@ -312,6 +313,42 @@ static int emit_kind(const char *e) {
   return -1;
 }
 
+/* One target per CPU of the comma-separated list, ordered best first (c->target: the best). */
+static FcStatus resolve_variants(Cli *c, const char *cpus, FcDiag *d) {
+  FcCodegenOptions co = {.triple = c->aot_triple, .opt_level = c->opt_level};
+  for (int i = 0; i < c->n_variants; i++) fc_target_free(c->variants[i]);
+  c->n_variants = 0;
+  for (const char *p = cpus;; p += strcspn(p, ",") + 1) {
+    size_t n = strcspn(p, ",");
+    char cpu[128];
+    if (n == 0 || n >= sizeof cpu) return fc_error(d, FC_ERR_INPUT, "--cpu %s: an empty or overlong CPU name in the list", cpus);
+    if (c->n_variants == FC_CLI_MAX_CPUS) return fc_error(d, FC_ERR_INPUT, "--cpu lists more than %d CPUs", FC_CLI_MAX_CPUS);
+    memcpy(cpu, p, n);
+    cpu[n] = '\0';
+    co.cpu = cpu;
+    if (fc_target_resolve(&co, &c->variants[c->n_variants], d) != FC_OK) return d->status;
+    c->n_variants++;
+    if (!p[n]) break;
+  }
+  if (fc_emit_order_variants(c->variants, c->n_variants, d) != FC_OK) return d->status;
+  c->target = c->variants[0];
+  return FC_OK;
+}
+
+/* Whether a model computes on quantised integers: quantize/dequantize ops (QDQ and QOperator models) or
+ * 8-bit integer matmuls (MatMulInteger), in any graph. */
+static bool module_is_quantised(FcModule *m) {
+  int n = fc_module_graphs(m, NULL, 0);
+  FcGraph **gs = FC_NEW_ARRAY(&m->arena, FcGraph *, (size_t)(n ? n : 1));
+  fc_module_graphs(m, gs, n);
+  for (int i = 0; i < n; i++) fc_graph_for_each_op(gs[i], op) {
+      if (op->kind == FC_OP_QUANTIZE || op->kind == FC_OP_DEQUANTIZE) return true;
+      if (op->kind == FC_OP_MATMUL && fc_matmul_is_int8(op->operands[0].value->type.dtype, op->operands[1].value->type.dtype))
+        return true;
+    }
+  return false;
+}
+
 /* Checks the build options of an artefact (-o, --target, --cpu, the symbol prefix) before any model is
  * read; returns -1 to go on or the usage error's exit status. */
 static int check_artefact_options(Cli *c) {
@@ -327,20 +364,8 @@ static int check_artefact_options(Cli *c) {
   if (!cpus && kind >= 0) cpus = fc_target_default_artefact_cpus(c->aot_triple);
   if (cpus && strchr(cpus, ',')) {
     if (kind < 0) return usage_error(c, "--cpu lists several CPUs, which needs --emit exe, obj, lib or so");
-    for (const char *p = cpus;; p += strcspn(p, ",") + 1) {
-      size_t n = strcspn(p, ",");
-      char cpu[128];
-      if (n == 0 || n >= sizeof cpu) return usage_error(c, "--cpu %s: an empty or overlong CPU name in the list", cpus);
-      if (c->n_variants == FC_CLI_MAX_CPUS) return usage_error(c, "--cpu lists more than %d CPUs", FC_CLI_MAX_CPUS);
-      memcpy(cpu, p, n);
-      cpu[n] = '\0';
-      co.cpu = cpu;
-      if (fc_target_resolve(&co, &c->variants[c->n_variants], &d) != FC_OK) return usage_error(c, "%s", d.msg);
-      c->n_variants++;
-      if (!p[n]) break;
-    }
-    if (fc_emit_order_variants(c->variants, c->n_variants, &d) != FC_OK) return usage_error(c, "%s", d.msg);
-    c->target = c->variants[0];
+    c->default_variants = !c->aot_cpu;
+    if (resolve_variants(c, cpus, &d) != FC_OK) return usage_error(c, "%s", d.msg);
   } else if (fc_target_resolve(&co, &c->target, &d) != FC_OK) {
     return usage_error(c, "%s", d.msg);
   }
@@ -733,12 +758,21 @@ static int run_build_multi(Cli *c) {
   FcCodegenOptions co = codegen_options(c);
   FcMultiBuild *mb = NULL;
   FcModule *m = NULL;
-  FcStatus st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), c->n_variants, &mb, &d);
+  fc_progress_line_phase(c->progress, "import");
+  FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+  /* A quantised model (or --quantize int8...) gets the target's integer variants by default: a VNNI one on
+   * x86-64. */
+  bool int8 = st == FC_OK && (module_is_quantised(m) || (c->quantize && strncmp(c->quantize, "int8", 4) == 0));
+  if (st == FC_OK && c->default_variants && int8)
+    st = resolve_variants(c, fc_target_default_int8_artefact_cpus(c->aot_triple), &d);
+  if (st == FC_OK) st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), c->n_variants, &mb, &d);
   for (int i = 0; st == FC_OK && i < c->n_variants; i++) {
-    fc_module_destroy(m);
-    m = NULL;
-    fc_progress_line_phase(c->progress, "import");
-    st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+    if (i > 0) {
+      fc_module_destroy(m);
+      m = NULL;
+      fc_progress_line_phase(c->progress, "import");
+      st = fc_load_model(c->model, &c->imp, &m, NULL, &d);
+    }
     if (st == FC_OK) st = fc_verify(m, &d);
     if (st == FC_OK) st = run_pipeline(c, m, c->variants[i], &d);
     if (st == FC_OK) st = fc_multi_add(mb, m, c->variants[i], &d);
