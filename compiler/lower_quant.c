@@ -12,6 +12,13 @@
  * of the shifted values, as ONNX's reference does. The QLinear* ops then requantise the i32 result:
  * y = saturate(round(acc * (a_scale * b_scale / y_scale)) + y_zero_point), the multiplier in f32.
  *
+ * QLinearConv and QLinearMatMul whose weight, scales and zero points are compile-time values (a model's
+ * initializers) with the per-tensor / per-output-channel shapes the integer kernels take are written in the
+ * QDQ form instead — dequantize the operands, conv/matmul in f32, quantize the result — which the fold_qdq
+ * pass turns into one quantised conv/matmul (ops.def qtype): the QDQ models and the QOperator models then
+ * take one path. A QLinearConv bias (i32 in units of x_scale * w_scale[m]) becomes dequantize of an i32
+ * type with exactly those scales, so fold_qdq reads back the same integers.
+ *
  * Conv attributes (auto_pad, pads, strides, dilations, group, kernel_shape) are resolved here to the
  * explicit form core conv takes.
  */
@@ -307,6 +314,62 @@ static FcValue *requantize_acc(FcLower *l, FcValue *acc, FcValue *mult, FcValue 
   return requantize(l, v, fc_b_cast(l->b, yzp, FC_DT_F32), yzp->type.dtype);
 }
 
+/* ---- QLinearMatMul / QLinearConv with compile-time parameters: the QDQ form ---------------------------- */
+
+/* The quantised type stored as `storage` with the compile-time scale (input si) and zero point (input zi;
+ * absent: 0) of a QLinear* operand: per tensor when both have one element, else per axis `axis` of size
+ * n_axis (1-D parameters of that size, or one element repeated). NULL when they are not compile-time values
+ * of those shapes and types (the caller then keeps the i32 lowering); NULL with an error recorded when a
+ * scale is not positive and finite. */
+static const FcQuant *qlinear_quant(FcLower *l, int si, int zi, FcDtype storage, int axis, int64_t n_axis,
+                                    const char *what) {
+  const FcTensor *s = fc_lx_bind_const_input(l, si), *z = opt_in(l, zi) ? fc_lx_bind_const_input(l, zi) : NULL;
+  int64_t ns, nz = 1, lo, hi;
+  if (!s || (opt_in(l, zi) && !z) || s->type.dtype != FC_DT_F32 || (z && z->type.dtype != storage) ||
+      !fc_type_numel(&s->type, &ns) || (z && !fc_type_numel(&z->type, &nz)) ||
+      !fc_quant_storage_range(storage, &lo, &hi))
+    return NULL;
+  int64_t n = ns > nz ? ns : nz;
+  if (n < 1 || (ns != 1 && ns != n) || (nz != 1 && nz != n)) return NULL;
+  if (n > 1 && (axis < 0 || n != n_axis || (ns > 1 && s->type.rank != 1) || (nz > 1 && z->type.rank != 1)))
+    return NULL;
+  FcArena *a = fc_lx_arena(l);
+  double *scales = FC_NEW_ARRAY(a, double, (size_t)n);
+  int64_t *zps = FC_NEW_ARRAY(a, int64_t, (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    scales[i] = fc_tensor_get_f64(s, ns > 1 ? i : 0);
+    zps[i] = z ? fc_tensor_get_i64(z, nz > 1 ? i : 0) : 0;
+    if (!(scales[i] > 0) || !isfinite(scales[i])) {
+      fc_lx_error(l, "%s %g must be positive and finite", what, scales[i]);
+      return NULL;
+    }
+  }
+  FcQuant q = {.storage = storage, .expressed = FC_DT_F32, .qmin = lo, .qmax = hi, .axis = n > 1 ? axis : -1,
+               .n = (int)n, .scales = scales, .zero_points = zps};
+  char why[256];
+  return fc_quant_problem(&q, NULL, why, sizeof why) ? NULL : fc_quant_copy(a, &q);
+}
+
+/* dequantize(scast(v, q)): the real values of the storage integers v. */
+static FcValue *dequantized(FcLower *l, FcValue *v, const FcQuant *q) {
+  return fc_b_dequantize(l->b, fc_b_scast(l->b, v, q));
+}
+
+/* QLinearMatMul as dequantize -> matmul -> quantize, which fold_qdq turns into one quantised matmul on the
+ * integer kernels: taken when B is a compile-time [K, N] matrix (a weight), A's and Y's parameters are per
+ * tensor and B's per tensor or per column. NULL without an error otherwise (the i32 lowering applies). */
+static FcValue *qlinear_matmul_qdq(FcLower *l) {
+  FcValue *a = l->in[0];
+  if (a->type.rank < 2 || l->in[3]->type.rank != 2 || !fc_lx_bind_const_input(l, 3)) return NULL;
+  FcValue *b = l->in[3];
+  const FcQuant *qa = qlinear_quant(l, 1, 2, a->type.dtype, -1, 0, "a_scale");
+  const FcQuant *qb = qa ? qlinear_quant(l, 4, 5, b->type.dtype, 1, b->type.dims[1], "b_scale") : NULL;
+  const FcQuant *qy = qb ? qlinear_quant(l, 6, 7, l->in[7]->type.dtype, -1, 0, "y_scale") : NULL;
+  if (!qy) return NULL;
+  FcValue *y = fc_b_binary(l->b, FC_OP_MATMUL, dequantized(l, a, qa), dequantized(l, b, qb));
+  return fc_b_scast(l->b, fc_b_quantize(l->b, y, qy), NULL);
+}
+
 FcStatus fc_lower_qlinear_matmul(FcLower *l) {
   if (fc_lx_need_inputs(l, 8) != FC_OK) return FC_ERR_INPUT;
   FcValue *a = l->in[0], *as = l->in[1], *azp = l->in[2], *b = l->in[3], *bs = l->in[4], *bzp = l->in[5],
@@ -314,6 +377,9 @@ FcStatus fc_lower_qlinear_matmul(FcLower *l) {
   if (!need_int8(l, a, "a") || !need_int8(l, b, "b") || !need_int8(l, yzp, "y_zero_point")) return FC_ERR_INPUT;
   if (as->type.dtype != FC_DT_F32 || bs->type.dtype != FC_DT_F32 || ys->type.dtype != FC_DT_F32)
     return fc_lx_error(l, "scales must be float32");
+  if ((l->out[0] = qlinear_matmul_qdq(l)) != NULL || l->diag->status) return fc_lx_finish(l);
+  /* the inputs the QDQ form bound to their compile-time values */
+  as = l->in[1], azp = l->in[2], b = l->in[3], bs = l->in[4], bzp = l->in[5], ys = l->in[6], yzp = l->in[7];
   FcValue *acc = integer_matmul(l, a, per_row(l, azp), b, bzp);
   if (!acc) return fc_lx_bail(l);
   FcValue *mult = fc_b_binary(l->b, FC_OP_MUL, per_row(l, as), bs);
@@ -413,7 +479,7 @@ static FcValue *per_channel(FcLower *l, FcValue *p, int rank) {
   return fc_b_reshape(l->b, p, rank, dims);
 }
 
-static FcValue *conv_i32(FcLower *l, FcValue *x, FcValue *w, FcValue *bias, const ConvAttrs *c) {
+static FcValue *conv_op(FcLower *l, FcValue *x, FcValue *w, FcValue *bias, const ConvAttrs *c) {
   FcValue *ops[3] = {x, w, bias};
   FcAttr a[4] = {FC_A_INTS(DILATIONS, c->dilations, c->n), FC_A_INT(GROUP, c->group),
                  FC_A_INTS(PADS, c->pads, 2 * c->n), FC_A_INTS(STRIDES, c->strides, c->n)};
@@ -428,8 +494,37 @@ FcStatus fc_lower_conv_integer(FcLower *l) {
   if (!conv_attrs(l, &x->type, &w->type, &c)) return fc_lx_bail(l);
   FcValue *xs = shifted(l, x, opt_in(l, 2));
   FcValue *ws = shifted(l, w, per_channel(l, opt_in(l, 3), w->type.rank));
-  l->out[0] = conv_i32(l, xs, ws, NULL, &c);
+  l->out[0] = conv_op(l, xs, ws, NULL, &c);
   return fc_lx_finish(l);
+}
+
+/* QLinearConv as dequantize -> conv -> quantize, like QLinearMatMul's QDQ form: taken when W (and B) are
+ * compile-time values, X's and Y's parameters per tensor and W's per tensor or per output channel. B (i32,
+ * in units of x_scale * w_scale[m]) becomes dequantize of an i32 type with those scales, which fold_qdq
+ * reads back as the same integers. NULL without an error otherwise. */
+static FcValue *qlinear_conv_qdq(FcLower *l, const ConvAttrs *c) {
+  if (!fc_lx_bind_const_input(l, 3) || (opt_in(l, 8) && !fc_lx_bind_const_input(l, 8))) return NULL;
+  FcValue *x = l->in[0], *w = l->in[3], *bias = opt_in(l, 8);
+  int64_t M = w->type.dims[0];
+  const FcQuant *qx = qlinear_quant(l, 1, 2, x->type.dtype, -1, 0, "x_scale");
+  const FcQuant *qw = qx ? qlinear_quant(l, 4, 5, w->type.dtype, 0, M, "w_scale") : NULL;
+  const FcQuant *qy = qw ? qlinear_quant(l, 6, 7, l->in[7]->type.dtype, -1, 0, "y_scale") : NULL;
+  if (!qy) return NULL;
+  FcValue *bd = NULL;
+  if (bias) {
+    if (bias->type.rank != 1 || bias->type.dims[0] != M) return NULL;
+    FcQuant qb = {.storage = FC_DT_I32, .expressed = FC_DT_F32, .qmin = INT32_MIN, .qmax = INT32_MAX,
+                  .axis = qw->axis, .n = qw->n};
+    double *scales = FC_NEW_ARRAY(fc_lx_arena(l), double, (size_t)qw->n);
+    for (int i = 0; i < qw->n; i++) scales[i] = qx->scales[0] * qw->scales[i];
+    qb.scales = scales;
+    qb.zero_points = FC_NEW_ARRAY(fc_lx_arena(l), int64_t, (size_t)qw->n);
+    char why[256];
+    if (fc_quant_problem(&qb, NULL, why, sizeof why)) return NULL; /* a product outside f32's range */
+    bd = dequantized(l, bias, fc_quant_copy(fc_lx_arena(l), &qb));
+  }
+  FcValue *y = conv_op(l, dequantized(l, x, qx), dequantized(l, w, qw), bd, c);
+  return fc_b_scast(l->b, fc_b_quantize(l->b, y, qy), NULL);
 }
 
 FcStatus fc_lower_qlinear_conv(FcLower *l) {
@@ -442,10 +537,14 @@ FcStatus fc_lower_qlinear_conv(FcLower *l) {
   if (bias && bias->type.dtype != FC_DT_I32) return fc_lx_error(l, "B must be int32");
   ConvAttrs c;
   if (!conv_attrs(l, &x->type, &w->type, &c)) return fc_lx_bail(l);
+  if ((l->out[0] = qlinear_conv_qdq(l, &c)) != NULL || l->diag->status) return fc_lx_finish(l);
+  /* the inputs the QDQ form bound to their compile-time values */
+  xs = l->in[1], xzp = l->in[2], w = l->in[3], ws = l->in[4], wzp = l->in[5], ys = l->in[6], yzp = l->in[7];
+  bias = opt_in(l, 8);
   int rank = x->type.rank;
   FcValue *x_shift = shifted(l, x, xzp);
   FcValue *w_shift = shifted(l, w, per_channel(l, wzp, rank));
-  FcValue *acc = conv_i32(l, x_shift, w_shift, bias, &c);
+  FcValue *acc = conv_op(l, x_shift, w_shift, bias, &c);
   /* w_scale is per output channel: dim 1 of the result, so [M, 1, .., 1] of rank - 1 */
   FcValue *mult = fc_b_binary(l->b, FC_OP_MUL, xs, per_channel(l, ws, rank - 1));
   mult = fc_b_binary(l->b, FC_OP_DIV, mult, ys);

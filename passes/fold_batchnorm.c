@@ -19,7 +19,8 @@
  *    already that short is left exactly as it is, so rounding only changes where ops go away.
  *
  * Absorption runs first, so a chain that a conv can take is never rewritten into a form it cannot.
- * Ops with an `epilogue` (after fuse_epilogue) are left alone: their result is no longer the product.
+ * Ops with an `epilogue` (after fuse_epilogue) are left alone: their result is no longer the product; so are
+ * quantised ones (fc_rw_is_quantised): their weights are integers and their bias is i32.
  * Ops left unused are erased at once.
  */
 #include "passes.h"
@@ -141,7 +142,8 @@ static FcTensor *scaled(FcModule *m, const FcTensor *w, const double *a, int64_t
 
 /* A conv absorbs the per-output-channel chain after it into its weights and bias (see the top). */
 static FcStatus absorb_into_conv(FcModule *m, FcOp *conv, FcOpStack *scratch, FcDiag *diag) {
-  if (conv->erased || conv->n_results != 1 || fc_op_attr(conv, FC_ATTR_EPILOGUE) || conv->n_operands > 3)
+  if (conv->erased || conv->n_results != 1 || fc_op_attr(conv, FC_ATTR_EPILOGUE) || conv->n_operands > 3 ||
+      fc_rw_is_quantised(conv))
     return FC_OK;
   FcValue *x = &conv->results[0];
   const FcType *rt = &x->type;
@@ -184,7 +186,9 @@ static FcStatus absorb_into_conv(FcModule *m, FcOp *conv, FcOpStack *scratch, Fc
  * as one add of a [N] constant after it (a matmul has no bias operand). A chain without a scale is
  * left to the chain composition. */
 static FcStatus absorb_into_matmul(FcModule *m, FcOp *mm, FcOpStack *scratch, FcDiag *diag) {
-  if (mm->erased || mm->n_results != 1 || mm->n_operands != 2 || fc_op_attr(mm, FC_ATTR_EPILOGUE)) return FC_OK;
+  if (mm->erased || mm->n_results != 1 || mm->n_operands != 2 || fc_op_attr(mm, FC_ATTR_EPILOGUE) ||
+      fc_rw_is_quantised(mm))
+    return FC_OK;
   FcValue *x = &mm->results[0];
   const FcType *rt = &x->type;
   const FcTensor *w = fc_value_const(mm->operands[1].value);

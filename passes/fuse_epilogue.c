@@ -25,7 +25,8 @@
  * conv's bias instead of a step. ops.def lets a conv's bias be absent only without extras, and the IR
  * has no null operand (the verifier, printer and parser all require operands), so a conv without a
  * bias that gets extras is given an explicit zero bias. An existing epilogue is extended: its last step
- * stands for X. f32 only: the CPU kernels compute epilogues for f32 convs and matmuls.
+ * stands for X. f32 only: the CPU kernels compute epilogues for f32 convs and matmuls; a quantised conv or
+ * matmul with an f32 result (qtype f32) has none (its activation and requantisation are its qtype's range).
  */
 #include "ew_program.h"
 #include "passes.h"
@@ -132,7 +133,7 @@ static int intern(FcValue **list, int *n, FcValue *v) {
 }
 
 static FcStatus fuse_into(Fuser *f, FcOp *p) {
-  if (p->erased || p->n_results != 1) return FC_OK;
+  if (p->erased || p->n_results != 1 || fc_rw_is_quantised(p)) return FC_OK; /* integer kernels: no epilogue */
   FcValue *x = &p->results[0];
   if (x->type.dtype != FC_DT_F32) return FC_OK;
   bool is_conv = p->kind == FC_OP_CONV;

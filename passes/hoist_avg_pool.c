@@ -30,7 +30,8 @@ static bool ints_all(const FcOp *op, FcAttrName name, int64_t v) {
 /* conv is a 1×1, stride-1, unpadded, undilated, ungrouped f32 conv with no epilogue: an affine map of the
  * channels at every pixel. */
 static bool is_pointwise_affine(const FcOp *conv) {
-  if (conv->kind != FC_OP_CONV || conv->n_operands > 3 || conv->n_results != 1 || fc_op_attr(conv, FC_ATTR_EPILOGUE))
+  if (conv->kind != FC_OP_CONV || conv->n_operands > 3 || conv->n_results != 1 || fc_op_attr(conv, FC_ATTR_EPILOGUE) ||
+      fc_rw_is_quantised(conv))
     return false;
   const FcType *x = &conv->operands[0].value->type, *w = &conv->operands[1].value->type;
   return x->dtype == FC_DT_F32 && x->rank == 4 && w->rank == 4 && w->dims[2] == 1 && w->dims[3] == 1 &&

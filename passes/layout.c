@@ -71,7 +71,7 @@ static bool is_depthwise(const FcOp *op) {
 /* The conv op has a blocked kernel on target t. */
 static bool has_blocked_kernel(const FcTarget *t, const FcOp *op) {
   int64_t B = t->layout.block;
-  if (op->kind != FC_OP_CONV || op->n_operands < 2 || op->n_results != 1) return false;
+  if (op->kind != FC_OP_CONV || op->n_operands < 2 || op->n_results != 1 || fc_rw_is_quantised(op)) return false;
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
   if (!is_f32_4d(x) || !is_f32_4d(w) || !is_f32_4d(&op->results[0].type)) return false;
   if (!fc_value_const(op->operands[1].value)) return false;

@@ -41,7 +41,8 @@ static int weight_qmax(const FcTarget *t) {
 }
 
 static bool rewritable(const FcOp *op) {
-  if (op->kind != FC_OP_MATMUL || op->n_operands != 2 || op->n_results != 1 || fc_op_attr(op, FC_ATTR_EPILOGUE))
+  if (op->kind != FC_OP_MATMUL || op->n_operands != 2 || op->n_results != 1 || fc_op_attr(op, FC_ATTR_EPILOGUE) ||
+      fc_rw_is_quantised(op))
     return false;
   const FcValue *a = op->operands[0].value, *b = op->operands[1].value;
   const FcTensor *w = fc_value_const(b);

@@ -73,6 +73,15 @@ void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch) {
   fc_rw_erase_if_dead(op, scratch);
 }
 
+bool fc_rw_is_quantised(const FcOp *op) {
+  if (fc_op_attr(op, FC_ATTR_QTYPE)) return true;
+  for (int i = 0; i < op->n_operands; i++)
+    if (op->operands[i].value && op->operands[i].value->type.quant) return true;
+  for (int i = 0; i < op->n_results; i++)
+    if (op->results[i].type.quant) return true;
+  return false;
+}
+
 void fc_rw_builder_before(FcBuilder *b, FcOp *op, FcDiag *diag) {
   fc_builder_init(b, op->graph, diag);
   b->before = op;

@@ -34,6 +34,10 @@ void fc_rw_replace_op(FcOp *op, FcValue *const *with, FcOpStack *scratch);
  * with[i] (not to graph inputs), unless that op has the name already. For rewrites that replace uses
  * themselves instead of calling fc_rw_replace_op. */
 void fc_rw_keep_annots(const FcOp *from, FcValue *const *with, int n);
+/* True when op computes on quantised values: a quantised operand or result, or a `qtype` attribute (a
+ * quantised conv/matmul whose result is f32). Passes that rewrite conv/matmul by their f32 semantics
+ * (weights scaled, epilogues fused, layouts changed) leave these alone: their kernels are integer ones. */
+bool fc_rw_is_quantised(const FcOp *op);
 /* Starts a builder that inserts before `op`, at op's location. */
 void fc_rw_builder_before(FcBuilder *b, FcOp *op, FcDiag *diag);
 /* Replaces op's one result by `y`, built with `b` (fc_rw_replace_op), unless building failed: then b's

@@ -170,8 +170,8 @@ static bool check_value(Ck *c, const FcValue *v) {
       if (steps > (int)p->n_values) return ck_fail(c, "v%u: alias cycle", id);
       r = p->by_value[r].alias_of;
     }
-    /* A view or an in-place result has exactly the bytes of the value it aliases (which may itself be a
-     * concat part, inside a larger root). */
+    /* A view (reshape, or scast: the same integers under another type) or an in-place result has exactly
+     * the bytes of the value it aliases (which may itself be a concat part, inside a larger root). */
     const FcBufAssign *ra = &p->by_value[r], *xa = &p->by_value[a->alias_of];
     if (a->root != r || a->storage != ra->kind || a->size != xa->size)
       return ck_fail(c, "v%u: alias root v%u / storage / size mismatch", id, r);
@@ -179,7 +179,7 @@ static bool check_value(Ck *c, const FcValue *v) {
       return ck_fail(c, "v%u: alias location differs from that of v%u", id, a->alias_of);
     const FcValue *x = c->vals[a->alias_of];
     if (a->is_view) {
-      if (def->kind != FC_OP_RESHAPE || def->operands[0].value != x)
+      if ((def->kind != FC_OP_RESHAPE && def->kind != FC_OP_SCAST) || def->operands[0].value != x)
         return ck_fail(c, "v%u: view made by a %s", id, fc_op_info(def->kind)->name);
       return true;
     }

@@ -99,9 +99,9 @@ static void test_registry(void **state) {
                                 "cse",             "dce",             "fold_batchnorm",
                                 "fuse_epilogue",   "fuse_layer_norm", "eliminate_transpose",
                                 "fuse_elementwise", "layout",          "prune_conv_taps",
-                                "hoist_avg_pool",  "sink_constants",  "lower_quant",
-                                "quantize_dynamic", "quantize_static", "store_weights_f16",
-                                "store_weights_bf16"};
+                                "hoist_avg_pool",  "sink_constants",  "fold_qdq",
+                                "lower_quant",     "quantize_dynamic", "quantize_static",
+                                "store_weights_f16", "store_weights_bf16"};
   enum { N = sizeof names / sizeof names[0] };
   assert_int_equal(fc_pass_count(), N);
   for (int i = 0; i < N; i++) {
@@ -127,7 +127,7 @@ static void test_pipeline_levels(void **state) {
   assert_string_equal(fc_pipeline_for_level(1), "lower_quant,canonicalize,fold,dce");
   assert_string_equal(fc_pipeline_for_level(2), "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,"
                                                 "fuse_layer_norm,eliminate_transpose,canonicalize,prune_conv_taps,fold_batchnorm,"
-                                                "lower_quant,canonicalize,fold,fuse_epilogue,"
+                                                "fold_qdq,lower_quant,canonicalize,fold,fuse_epilogue,"
                                                 "hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce");
   assert_string_equal(fc_pipeline_for_level(3), fc_pipeline_for_level(2));
   assert_string_equal(fc_pipeline_for_level(-4), fc_pipeline_for_level(0));
