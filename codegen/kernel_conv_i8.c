@@ -94,6 +94,16 @@ typedef struct ConvI8 {
   LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
 } ConvI8;
 
+/* dst[j .. j + 16) = src[j .. j + 16) (xor 0x80 for an i8 x): one unaligned vector. */
+static void copy16(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
+  LLVMValueRef v = LLVMBuildLoad2(k->b, v16, LLVMBuildGEP2(k->b, i8, src, &j, 1, ""), "");
+  LLVMSetAlignment(v, 1);
+  if (t->q.flip) v = LLVMBuildXor(k->b, v, fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
+  LLVMValueRef st = LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, dst, &j, 1, ""));
+  LLVMSetAlignment(st, 1);
+}
+
 /* Step 1 for the block [p0, p0 + npix) of image n, group grp: rows[k][0 .. PB) (pixels past npix: zx). */
 static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef xg, LLVMValueRef p0,
                        LLVMValueRef npix) {
@@ -127,8 +137,23 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
   fill_bytes(k, dst, hi_, e, zx);
   LLVMValueRef src = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->H), fc_cg_smin(k, ih, c64(k, c->H - 1))), c->W), woff);
   src = LLVMBuildGEP2(b, i8, xg, &src, 1, "");
+  LLVMValueRef len = fc_cg_isub(k, hi_, lo_);
+  LLVMValueRef lo_scalar = lo_;
+  if (c->sw == 1) {
+    /* Runs of 16 bytes or more (a row of a 56-wide map): 16-byte copies, the last one overlapping the one
+     * before it (it rewrites the same bytes) instead of a scalar tail; shorter runs take the byte loop. */
+    LLVMValueRef long_run = LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 16), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, long_run);
+    FcLoop lv;
+    LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo_, fc_cg_isub(k, hi_, c64(k, 15)), 16, "ow16");
+    copy16(k, t, src, dst, j);
+    fc_cg_loop_end(k, &lv);
+    copy16(k, t, src, dst, fc_cg_isub(k, hi_, c64(k, 16)));
+    fc_cg_if_end(k, cont);
+    lo_scalar = fc_cg_select(k, long_run, hi_, lo_);
+  }
   FcLoop lj;
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, lo_, hi_, 1, "ow");
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, lo_scalar, hi_, 1, "ow");
   LLVMValueRef sj = fc_cg_imulc(k, j, c->sw);
   LLVMValueRef v = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
   if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
