@@ -796,19 +796,14 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
 
 /* ---- entry points ---------------------------------------------------------------------------------------------- */
 
-/* No kernel computes with quantised types yet, and their dtype is the storage integer type: emitting them
- * would treat scaled integers as plain i8 data. They are refused before anything is built. */
+/* A quantised value's dtype is its storage integer type, and most ops that take one (ops.def: scast, reshape,
+ * max_pool, ...) only move those integers, so their kernels run on the storage type. The quantised forms of
+ * conv and matmul compute with the parameters: they are refused until an integer kernel takes them, rather
+ * than treating scaled integers as plain data. */
 static FcStatus refuse_quantised(FcGraph *g, FcDiag *diag) {
-  char buf[256];
-  for (int i = 0; i < g->n_inputs; i++)
-    if (fc_type_is_quant(&g->inputs[i]->type))
-      return fc_error(diag, FC_ERR_UNSUPPORTED, "input '%s' has the quantised type %s: code generation for "
-                      "quantised types is not implemented yet", g->inputs[i]->name ? g->inputs[i]->name : "",
-                      fc_type_str(&g->inputs[i]->type, buf, sizeof buf));
-  fc_graph_for_each_op(g, op) for (int i = 0; i < op->n_results; i++) if (fc_type_is_quant(&op->results[i].type))
-    return fc_error_node(diag, FC_ERR_UNSUPPORTED, fc_op_name(op), fc_op_info(op->kind)->name, "result %d has the "
-                         "quantised type %s: code generation for quantised types is not implemented yet", i,
-                         fc_type_str(&op->results[i].type, buf, sizeof buf));
+  fc_graph_for_each_op(g, op) if ((op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL) && fc_op_attr(op, FC_ATTR_QTYPE))
+    return fc_error_node(diag, FC_ERR_UNSUPPORTED, fc_op_name(op), fc_op_info(op->kind)->name,
+                         "no integer kernel takes this quantised %s yet", fc_op_info(op->kind)->name);
   return FC_OK;
 }
 

@@ -11,6 +11,7 @@
  *
  * Every conversion helper accepts scalars or vectors: constants are splatted to the value's shape.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -239,7 +240,25 @@ LLVMValueRef fc_cg_convert(FcKernel *k, LLVMValueRef v, FcDtype from, FcDtype to
       if (LLVMGetTypeKind(scalar_of(vt)) == LLVMGetTypeKind(scalar_of(tt))) return v; /* f16/bf16 → f32 */
       return to == FC_DT_F64 ? LLVMBuildFPExt(b, v, tt, "") : LLVMBuildFPTrunc(b, v, tt, "");
     }
-    /* Truncation toward zero, saturating at the target's range, NaN → 0: exactly llvm.fpto[su]i.sat. */
+    /* Truncation toward zero, saturating at the target's range, NaN → 0: exactly llvm.fpto[su]i.sat. For
+     * targets of at most 16 bits the same result comes from clamping in float (the bounds are exact),
+     * then an in-range fptosi to i32 and a truncation, which x86 vectorises (cvttps2dq + pack); LLVM 19
+     * scalarises a vector fptoui.sat to u8 into one conversion per element. maxnum takes the non-NaN
+     * operand, so NaN clamps to the lower bound: 0 for unsigned targets, and a select for signed ones. */
+    unsigned tw = LLVMGetIntTypeWidth(scalar_of(tt));
+    if (tw <= 16 && LLVMGetTypeKind(scalar_of(vt)) != LLVMHalfTypeKind &&
+        LLVMGetTypeKind(scalar_of(vt)) != LLVMBFloatTypeKind) {
+      bool sgn = tc == FC_DTC_SINT;
+      double lo = sgn ? -ldexp(1.0, (int)tw - 1) : 0.0, hi = sgn ? ldexp(1.0, (int)tw - 1) - 1 : ldexp(1.0, (int)tw) - 1;
+      LLVMValueRef a[2] = {v, c_real(vt, lo)};
+      LLVMValueRef c = fc_cg_intrinsic(k, "llvm.maxnum", vt, a, 2);
+      a[0] = c;
+      a[1] = c_real(vt, hi);
+      c = fc_cg_intrinsic(k, "llvm.minnum", vt, a, 2);
+      if (sgn) c = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), c_real(vt, 0.0), c, "");
+      LLVMValueRef i32v = LLVMBuildFPToSI(b, c, shaped(vt, LLVMInt32TypeInContext(k->ctx)), "");
+      return LLVMBuildTrunc(b, i32v, tt, "");
+    }
     return call_intrinsic1(k, tc == FC_DTC_SINT ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tt, v);
   }
   bool sint = fc == FC_DTC_SINT;

@@ -134,6 +134,47 @@ static int64_t graph_stats(const FcGraph *g, OpStats *st) {
   return macs;
 }
 
+/* What the pipeline made of one conv or matmul, for the quantisation rows: NULL for a float op with nothing
+ * to say. */
+static const char *quant_state(FcArena *a, const FcOp *op) {
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
+  if (x->quant && w->quant) {
+    const FcQuant *wq = w->quant;
+    return fc_arena_printf(a, "int8: %s x %s weights (%s) -> %s", fc_dtype_name(x->dtype), fc_dtype_name(w->dtype),
+                           wq->axis >= 0 ? "per channel" : "per tensor",
+                           y->quant ? fc_arena_printf(a, "%s, requantised", fc_dtype_name(y->dtype)) : "f32");
+  }
+  if (op->kind == FC_OP_MATMUL && fc_matmul_is_int8(x->dtype, w->dtype))
+    return fc_arena_printf(a, "int8: %s x %s -> i32 (activations quantised at run time)", fc_dtype_name(x->dtype),
+                           fc_dtype_name(w->dtype));
+  const FcAnnotValue *note = fc_op_annot(op, fc_annot_name(FC_ANNOT_QUANT_NOTE));
+  return note && note->kind == FC_AV_STR ? fc_arena_printf(a, "f32: %s", note->s) : NULL;
+}
+
+/* Per conv/matmul of every graph: what was quantised, and why not where a quantised model's op stayed in
+ * float (fold_qdq's and quantize_static's notes). A float model gets one row. */
+static void quant_rows(Rows *rows, FcArena *a, FcGraph *const *graphs, int n_graphs) {
+  int total = 0, quantised = 0, noted = 0;
+  for (int g = 0; g < n_graphs; g++) fc_graph_for_each_op(graphs[g], op) {
+      if (op->kind != FC_OP_CONV && op->kind != FC_OP_MATMUL && op->kind != FC_OP_CONV_BLOCKED) continue;
+      const char *s = quant_state(a, op);
+      total++;
+      quantised += s && strncmp(s, "int8", 4) == 0;
+      noted += s != NULL;
+    }
+  if (!noted) {
+    add_row(rows, 0, "quantised", fc_arena_printf(a, "none of %d conv/matmul ops (a float model: build with --quantize "
+                                                     "to quantise it)", total));
+    return;
+  }
+  add_row(rows, 0, "quantised", fc_arena_printf(a, "%d of %d conv/matmul ops run on integer kernels", quantised, total));
+  for (int g = 0; g < n_graphs; g++) fc_graph_for_each_op(graphs[g], op) {
+      if (op->kind != FC_OP_CONV && op->kind != FC_OP_MATMUL && op->kind != FC_OP_CONV_BLOCKED) continue;
+      const char *s = quant_state(a, op);
+      if (s) add_row(rows, 2, clean_name(a, fc_op_name(op)), fc_arena_printf(a, "%s %s", fc_op_info(op->kind)->name, s));
+    }
+}
+
 FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, FcDiag *diag) {
   /* Scratch strings live in their own arena, freed on return, so the module is left as it was. */
   FcArena scratch;
@@ -211,6 +252,7 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
               fc_checked_add(plan.naive_bytes, rp.naive_bytes, &plan.naive_bytes);
     if (!planned && pd.status == FC_OK) fc_error(&pd, FC_ERR_LIMIT, "the workspace size overflows");
   }
+  if (planned) quant_rows(&rows, a, graphs, n_graphs);
   if (planned)
     add_row(&rows, 0, "workspace",
             fc_arena_printf(a, "%lld bytes planned after -O2 (%s); %lld bytes if every intermediate had its own",

@@ -17,6 +17,7 @@
  */
 #include "onnx.h"
 
+#include <math.h>
 #include <string.h>
 
 static FcValue *opt_in(const FcLower *l, int i) { return i < l->n_in ? l->in[i] : NULL; }
@@ -105,6 +106,32 @@ static bool quantize_dtype(FcLower *l, const FcValue *zp, FcDtype *qdt) {
   return true;
 }
 
+/* The quantised type of QuantizeLinear's output / DequantizeLinear's input when its scale and zero point
+ * are constants (per tensor, or 1-D per axis as axis_view accepts them), else NULL without an error; NULL
+ * with an error recorded when a scale is not positive and finite. */
+static const FcQuant *constant_quant(FcLower *l, FcValue *scale, FcValue *zp, const FcValue *x, FcDtype storage,
+                                     const char *what) {
+  const FcTensor *s = fc_value_const(scale), *z = zp ? fc_value_const(zp) : NULL;
+  int64_t n, lo, hi, axis = -1;
+  if (!s || (zp && !z) || !fc_type_numel(&s->type, &n) || n < 1 || !fc_quant_storage_range(storage, &lo, &hi))
+    return NULL;
+  if (n > 1 && !fc_lx_axis(l, fc_lx_int(l, "axis", 1), x->type.rank, &axis)) return NULL;
+  FcArena *a = &l->b->g->module->arena;
+  double *scales = FC_NEW_ARRAY(a, double, (size_t)n);
+  int64_t *zps = FC_NEW_ARRAY(a, int64_t, (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    scales[i] = fc_tensor_get_f64(s, i);
+    zps[i] = z ? fc_tensor_get_i64(z, i) : 0;
+    if (!(scales[i] > 0) || isinf(scales[i])) {
+      fc_lx_error(l, "%s %g must be positive and finite", what, scales[i]);
+      return NULL;
+    }
+  }
+  FcQuant q = {.storage = storage, .expressed = FC_DT_F32, .qmin = lo, .qmax = hi, .axis = n > 1 ? (int)axis : -1,
+               .n = (int)n, .scales = scales, .zero_points = zps};
+  return fc_quant_copy(a, &q);
+}
+
 FcStatus fc_lower_quantize(FcLower *l) {
   if (fc_lx_need_inputs(l, 2) != FC_OK) return FC_ERR_INPUT;
   FcValue *x = l->in[0], *scale = l->in[1], *zp = opt_in(l, 2);
@@ -115,6 +142,12 @@ FcStatus fc_lower_quantize(FcLower *l) {
   if (!quantize_dtype(l, zp, &qdt)) return fc_lx_bail(l);
   FcValue *s = axis_view(l, scale, x, "y_scale");
   if (!s) return fc_lx_bail(l);
+  const FcQuant *q = constant_quant(l, scale, zp, x, qdt, "y_scale");
+  if (l->diag->status) return fc_lx_bail(l);
+  if (q) {
+    l->out[0] = fc_b_scast(l->b, fc_b_quantize(l->b, fc_lx_cast_to(l, x, FC_DT_F32), q), NULL);
+    return fc_lx_finish(l);
+  }
   FcValue *zf = NULL;
   if (zp) {
     FcValue *z = axis_view(l, zp, x, "y_zero_point");
@@ -137,6 +170,12 @@ FcStatus fc_lower_dequantize(FcLower *l) {
   if (zp && zp->type.dtype != dt) return fc_lx_error(l, "x_zero_point must have x's type %s", fc_dtype_name(dt));
   FcValue *s = axis_view(l, scale, x, "x_scale");
   if (!s) return fc_lx_bail(l);
+  const FcQuant *q = constant_quant(l, scale, zp, x, dt, "x_scale");
+  if (l->diag->status) return fc_lx_bail(l);
+  if (q) {
+    l->out[0] = fc_b_dequantize(l->b, fc_b_scast(l->b, x, q));
+    return fc_lx_finish(l);
+  }
   FcValue *y = fc_b_cast(l->b, x, FC_DT_F32);
   if (zp) {
     FcValue *z = axis_view(l, zp, x, "x_zero_point");

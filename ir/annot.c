@@ -89,6 +89,13 @@ static bool check_prune_mask(const FcAnnotValue *v, const FcType *subject, char 
   return true;
 }
 
+static bool check_quant_note(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
+  (void)subject;
+  (void)why;
+  (void)cap;
+  return v->kind == FC_AV_STR && v->s && *v->s;
+}
+
 static bool check_quant(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
   if (v->kind != FC_AV_TYPE || v->type.rank >= 0 || !v->type.quant) return false;
   const FcQuant *q = v->type.quant;
@@ -137,6 +144,7 @@ static const CheckFn checks[FC_ANNOT_COUNT] = {
     [FC_ANNOT_PLACEMENT] = check_placement,
     [FC_ANNOT_PRUNE_MASK] = check_prune_mask,
     [FC_ANNOT_QUANT] = check_quant,
+    [FC_ANNOT_QUANT_NOTE] = check_quant_note,
     [FC_ANNOT_SBP] = check_sbp,
 };
 

@@ -36,3 +36,49 @@ FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, FcVal
   *zp = z;
   return y;
 }
+
+FcValue *fc_b_quantize(FcBuilder *b, FcValue *x, const FcQuant *q) {
+  FcAttr a = FC_A_QTYPE(QTYPE, q);
+  return fc_b_op1(b, FC_OP_QUANTIZE, &x, 1, &a, 1);
+}
+
+FcValue *fc_b_dequantize(FcBuilder *b, FcValue *x) { return fc_b_unary(b, FC_OP_DEQUANTIZE, x); }
+
+FcValue *fc_b_scast(FcBuilder *b, FcValue *x, const FcQuant *q) {
+  if (!x) return NULL;
+  FcAttr a = q ? FC_A_QTYPE(QTYPE, q) : FC_A_TYPE(QTYPE, x->type.dtype);
+  return fc_b_op1(b, FC_OP_SCAST, &x, 1, &a, 1);
+}
+
+/* q's scales (f32) and zero points (f32) as constants that broadcast along its axis of a rank-`rank` tensor:
+ * rank 0 per tensor, [n, 1, .., 1] per axis. */
+static void param_constants(FcBuilder *b, const FcQuant *q, int rank, FcValue **scale, FcValue **zp) {
+  FcArena *a = &b->g->module->arena;
+  int r = q->axis < 0 ? 0 : rank - q->axis;
+  int64_t *dims = FC_NEW_ARRAY(a, int64_t, (size_t)(r ? r : 1));
+  for (int i = 0; i < r; i++) dims[i] = i ? 1 : q->n;
+  float *s = FC_NEW_ARRAY(a, float, (size_t)q->n), *z = FC_NEW_ARRAY(a, float, (size_t)q->n);
+  for (int i = 0; i < q->n; i++) {
+    s[i] = (float)q->scales[i];
+    z[i] = (float)q->zero_points[i];
+  }
+  *scale = fc_b_const(b, FC_DT_F32, r, dims, s);
+  *zp = fc_b_const(b, FC_DT_F32, r, dims, z);
+}
+
+FcValue *fc_b_quantize_core(FcBuilder *b, FcValue *x, const FcQuant *q) {
+  if (!x) return NULL;
+  FcValue *s, *z;
+  param_constants(b, q, x->type.rank, &s, &z);
+  FcValue *y = fc_b_round_saturate(b, fc_b_binary(b, FC_OP_DIV, x, s), z, q->storage, (double)q->qmin, (double)q->qmax);
+  return fc_b_scast(b, y, q);
+}
+
+FcValue *fc_b_dequantize_core(FcBuilder *b, FcValue *x) {
+  if (!x) return NULL;
+  const FcQuant *q = x->type.quant;
+  FcValue *s, *z;
+  param_constants(b, q, x->type.rank, &s, &z);
+  FcValue *v = fc_b_cast(b, fc_b_scast(b, x, NULL), FC_DT_F32);
+  return fc_b_binary(b, FC_OP_MUL, fc_b_binary(b, FC_OP_SUB, v, z), s);
+}

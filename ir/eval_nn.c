@@ -103,6 +103,7 @@ static FcStatus apply_epilogue(const FcOp *op, const FcTensor *const *in, FcTens
 
 FcStatus fc_eval_matmul(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   FC_EV_TRY(fc_ev_check(op, in, 2, diag));
+  if (in[0]->type.quant) return fc_eval_quant_matmul(op, in, out, arena, diag);
   const FcType *at = &in[0]->type, *bt = &in[1]->type, *rt = &op->results[0].type;
   FcEvDomain dom;
   FC_EV_TRY(arith_domain(op, at->dtype, true, &dom, diag));
@@ -299,8 +300,29 @@ static FcStatus conv_plain(const FcOp *op, const FcTensor *const *in, const FcTy
   return FC_OK;
 }
 
+/* The quantised form (ops.def): the i32 conv of the shifted operands (its zero padding is the input's zero
+ * point), then requantised per output channel. */
+static FcStatus conv_quant(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
+  const FcType *rt = &op->results[0].type;
+  FcArena scratch;
+  fc_arena_init(&scratch);
+  const FcTensor *shifted[3] = {fc_ev_quant_shifted(&scratch, in[0]), fc_ev_quant_shifted(&scratch, in[1]),
+                                op->n_operands > 2 ? in[2] : NULL};
+  FcType at = fc_type_make(&scratch, FC_DT_I32, rt->rank, rt->dims);
+  FcTensor *acc = NULL;
+  FcStatus st = conv_plain(op, shifted, &at, &acc, &scratch, diag);
+  if (st == FC_OK) {
+    int64_t nm = rt->dims[0] * rt->dims[1]; /* conv_plain checked the sizes */
+    int64_t inner = nm ? fc_ev_numel(rt) / nm : 1;
+    out[0] = fc_ev_requantize(op, arena, acc->data, in[0]->type.quant, in[1]->type.quant, inner);
+  }
+  fc_arena_free(&scratch);
+  return st;
+}
+
 FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   FC_EV_TRY(fc_ev_check(op, in, 2, diag));
+  if (in[0]->type.quant) return conv_quant(op, in, out, arena, diag);
   FC_EV_TRY(conv_plain(op, in, &op->results[0].type, &out[0], arena, diag));
   return apply_epilogue(op, in, out, arena, diag);
 }

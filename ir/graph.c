@@ -129,6 +129,9 @@ static FcAttr copy_attr(FcArena *a, FcAttr at) {
   case FC_AK_PROGRAM:
     if (at.prog) at.prog = fc_arena_memdup(a, at.prog, sizeof *at.prog, _Alignof(FcEwProgram));
     break;
+  case FC_AK_TYPE:
+    if (at.quant) at.quant = fc_quant_copy(a, at.quant);
+    break;
   default: break;
   }
   return at;

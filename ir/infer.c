@@ -217,11 +217,32 @@ FcStatus fc_infer_random(FcOp *op, FcArena *arena, FcDiag *diag) {
 
 /* ---- fc_op_infer --------------------------------------------------------------------------------- */
 
-/* No op computes with quantised types yet, so every op but the terminator refuses quantised operands
- * here, before its hook runs: a hook would otherwise read the storage dtype (i8) as the data and infer
- * integer arithmetic on it. An op that learns to take them gets a flag in ops.def. */
-static FcStatus refuse_quant_operands(const FcOp *op, FcDiag *diag) {
-  if (fc_op_info(op->kind)->flags & FC_OPF_TERMINATOR) return FC_OK;
+/* Ops that move storage integers without computing on them: a per-tensor quantised operand passes its type
+ * through (max commutes with the monotone quantisation; the others only move elements). */
+static bool passes_quant_through(FcOpKind k) {
+  return k == FC_OP_RESHAPE || k == FC_OP_TRANSPOSE || k == FC_OP_MAX_POOL || k == FC_OP_SLICE || k == FC_OP_CONCAT;
+}
+
+/* Only the ops of quantisation, the quantised forms of conv and matmul (their hooks check the operands) and
+ * the pass-through ops take quantised operands; every other op refuses them here, before its hook runs: a
+ * hook would otherwise read the storage dtype (i8) as the data and infer integer arithmetic on it. */
+static FcStatus check_quant_operands(const FcOp *op, FcDiag *diag) {
+  FcOpKind k = op->kind;
+  if ((fc_op_info(k)->flags & FC_OPF_TERMINATOR) || k == FC_OP_DEQUANTIZE || k == FC_OP_SCAST || k == FC_OP_CONV ||
+      k == FC_OP_MATMUL)
+    return FC_OK;
+  if (passes_quant_through(k) && op->n_operands > 0 && op->operands[0].value) {
+    const FcQuant *q = op->operands[0].value->type.quant;
+    for (int i = 0; q && i < op->n_operands; i++) {
+      const FcValue *v = op->operands[i].value;
+      if (q->axis >= 0 || !v || !fc_quant_equal(v->type.quant, q))
+        return fc_ih_fail(op, diag, "quantised operands must share one per-tensor quantised type");
+    }
+    for (int i = 0; !q && i < op->n_operands; i++)
+      if (op->operands[i].value && op->operands[i].value->type.quant)
+        return fc_ih_fail(op, diag, "quantised operands must share one per-tensor quantised type");
+    return FC_OK;
+  }
   for (int i = 0; i < op->n_operands; i++) {
     const FcValue *v = op->operands[i].value;
     if (v && v->type.quant) {
@@ -234,8 +255,10 @@ static FcStatus refuse_quant_operands(const FcOp *op, FcDiag *diag) {
 }
 
 FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag) {
-  FC_ITRY(refuse_quant_operands(op, diag));
+  FC_ITRY(check_quant_operands(op, diag));
   FC_ITRY(fc_op_info(op->kind)->infer(op, arena, diag));
+  if (passes_quant_through(op->kind) && op->n_operands > 0 && op->operands[0].value->type.quant)
+    op->results[0].type.quant = fc_quant_copy(arena, op->operands[0].value->type.quant);
   /* One place for the per-tensor limit: a hook computes a shape (Pad's pads, OneHot's depth, Tile's
    * repeats, ...) and whatever it computes, no result may need more bytes than a tensor may have. */
   for (int i = 0; i < op->n_results; i++) {

@@ -46,6 +46,13 @@ void fc_ih_set(FcOp *op, int i, FcArena *arena, FcDtype dt, int rank, const int6
 /* Scratch dims in the arena (never NULL, even for rank 0). */
 int64_t *fc_ih_dims(FcArena *arena, int rank);
 
+/* The quantised forms of conv (w_axis 0) and matmul (w_axis 1), ops.def: *quantised says whether the op has
+ * one (a quantised operand or a qtype); if so, its operands, bias dtype and qtype are checked here. */
+FcStatus fc_ih_quant_compute(const FcOp *op, int w_axis, bool *quantised, FcDiag *diag);
+/* Result 0 of a quantised conv/matmul: the shape, element type qtype; the bias must have `channels`. */
+FcStatus fc_ih_set_quant_compute(FcOp *op, FcArena *arena, int64_t channels, int rank, const int64_t *dims,
+                                 FcDiag *diag);
+
 /* Adds possibly negative sizes; false on overflow. */
 bool fc_ih_add_signed(int64_t a, int64_t b, int64_t *out);
 

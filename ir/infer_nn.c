@@ -144,11 +144,11 @@ static FcStatus check_epilogue(FcOp *op, int first, FcDtype dt, int rank, const 
   return FC_OK;
 }
 
-static FcStatus conv_common(const FcOp *op, int64_t *group, FcDiag *diag) {
+static FcStatus conv_common(const FcOp *op, bool quantised, int64_t *group, FcDiag *diag) {
   const FcType *x = fc_ih_in(op, 0), *w = fc_ih_in(op, 1);
   if (x->rank < 3) return fc_ih_fail(op, diag, "input must have rank >= 3 (N, C, spatial...), has %d", x->rank);
   if (w->rank != x->rank) return fc_ih_fail(op, diag, "weight has rank %d, input has rank %d", w->rank, x->rank);
-  if (w->dtype != x->dtype)
+  if (w->dtype != x->dtype && !quantised)
     return fc_ih_fail(op, diag, "weight dtype %s differs from input dtype %s", fc_dtype_name(w->dtype),
                          fc_dtype_name(x->dtype));
   if (x->dtype == FC_DT_BOOL) return fc_ih_fail(op, diag, "operand type must be numeric, not i1");
@@ -160,7 +160,9 @@ static FcStatus conv_common(const FcOp *op, int64_t *group, FcDiag *diag) {
 FcStatus fc_infer_conv(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   int64_t g;
-  FC_ITRY(conv_common(op, &g, diag));
+  bool quantised;
+  FC_ITRY(fc_ih_quant_compute(op, 0, &quantised, diag));
+  FC_ITRY(conv_common(op, quantised, &g, diag));
   const FcType *x = fc_ih_in(op, 0), *w = fc_ih_in(op, 1);
   int n = x->rank - 2;
   Spatial s;
@@ -171,11 +173,12 @@ FcStatus fc_infer_conv(FcOp *op, FcArena *arena, FcDiag *diag) {
                          (long long)w->dims[1], (long long)c, (long long)g);
   if (m % g != 0)
     return fc_ih_fail(op, diag, "%lld output channels do not split into %lld groups", (long long)m, (long long)g);
-  FC_ITRY(check_bias(op, m, diag));
+  if (!quantised) FC_ITRY(check_bias(op, m, diag));
   int64_t *d = fc_ih_dims(arena, x->rank);
   d[0] = x->dims[0];
   d[1] = m;
   for (int i = 0; i < n; i++) FC_ITRY(window_out(op, &s, i, x->dims[2 + i], w->dims[2 + i], false, &d[2 + i], diag));
+  if (quantised) return fc_ih_set_quant_compute(op, arena, m, x->rank, d, diag);
   FC_ITRY(check_epilogue(op, 3, x->dtype, x->rank, d, arena, diag));
   fc_ih_set(op, 0, arena, x->dtype, x->rank, d);
   return FC_OK;
@@ -223,7 +226,7 @@ FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
 FcStatus fc_infer_conv_transpose(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   int64_t g;
-  FC_ITRY(conv_common(op, &g, diag));
+  FC_ITRY(conv_common(op, false, &g, diag));
   const FcType *x = fc_ih_in(op, 0), *w = fc_ih_in(op, 1);
   int n = x->rank - 2;
   Spatial s;
@@ -298,6 +301,9 @@ FcStatus fc_infer_matmul(FcOp *op, FcArena *arena, FcDiag *diag) {
   const FcType *a = fc_ih_in(op, 0), *b = fc_ih_in(op, 1);
   if (a->rank < 2 || b->rank < 2)
     return fc_ih_fail(op, diag, "operands must have rank >= 2 (have %d and %d)", a->rank, b->rank);
+  bool quantised;
+  FC_ITRY(fc_ih_quant_compute(op, 1, &quantised, diag));
+  if (quantised && b->rank != 2) return fc_ih_fail(op, diag, "a quantised weight must be a [K, N] matrix");
   /* 8-bit operands (u8 or i8 each, as MatMulInteger's) accumulate exactly into an i32 result; zero points
    * are the lowering's business, as i32 corrections around the op. */
   bool int8 = fc_matmul_is_int8(a->dtype, b->dtype);
@@ -319,6 +325,7 @@ FcStatus fc_infer_matmul(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (r) memcpy(d, bd, (size_t)r * sizeof *d);
   d[r] = a->dims[a->rank - 2];
   d[r + 1] = b->dims[b->rank - 1];
+  if (quantised) return fc_ih_set_quant_compute(op, arena, d[r + 1], r + 2, d, diag);
   FC_ITRY(check_epilogue(op, 2, rdt, r + 2, d, arena, diag));
   fc_ih_set(op, 0, arena, rdt, r + 2, d);
   return FC_OK;

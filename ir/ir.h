@@ -208,6 +208,7 @@ typedef struct FcAttr {
     const FcTensor *tensor;
     const FcEwProgram *prog;
   };
+  const FcQuant *quant; /* FC_AK_TYPE: a quantised element type (type is then its storage), else NULL */
 } FcAttr;
 
 /* One attribute slot of an op's schema, parsed once from ops.def. */
@@ -228,6 +229,7 @@ const char *fc_attr_kind_str(FcAttrKind k);
 #define FC_A_INTS(n, arr, cnt) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_INTS, .ints = {(arr), (cnt)}})
 #define FC_A_FLOATS(n, arr, cnt) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_FLOATS, .floats = {(arr), (cnt)}})
 #define FC_A_TYPE(n, val) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_TYPE, .type = (val)})
+#define FC_A_QTYPE(n, q) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_TYPE, .type = (q)->storage, .quant = (q)})
 #define FC_A_PROGRAM(n, p) ((FcAttr){.name = FC_ATTR_##n, .kind = FC_AK_PROGRAM, .prog = (p)})
 
 /* ---- annot.c: annotations, MLIR's discardable attributes (`{flow.sbp = ["S(0)"]}`) -----------------
@@ -579,6 +581,15 @@ FcValue *fc_b_round_saturate(FcBuilder *b, FcValue *v, FcValue *zp_f, FcDtype dt
  * instead of dividing 0 by 0 (the ONNX operator leaves that case to the runtime: the importer passes 0).
  * Returns y (u8, x's shape) and sets *scale (f32) and *zp (u8) to rank-0 values; NULL after an error. */
 FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, FcValue **scale, FcValue **zp);
+/* The ops of quantised types (ops.def): quantize to q, dequantize, and scast to q (NULL: to the plain
+ * storage dtype). */
+FcValue *fc_b_quantize(FcBuilder *b, FcValue *x, const FcQuant *q);
+FcValue *fc_b_dequantize(FcBuilder *b, FcValue *x);
+FcValue *fc_b_scast(FcBuilder *b, FcValue *x, const FcQuant *q);
+/* quantize and dequantize written as core f32 ops (div, round, add, clamp, cast; cast, sub, mul) on the
+ * storage integers, with the same results: what lower_quant replaces them by. */
+FcValue *fc_b_quantize_core(FcBuilder *b, FcValue *x, const FcQuant *q);
+FcValue *fc_b_dequantize_core(FcBuilder *b, FcValue *x);
 
 /* ---- tensor.c: constant data helpers -------------------------------------------------------------- */
 

@@ -955,6 +955,14 @@ static bool parse_attr_value(Parser *ps, FcAttr *a) {
       return true;
     }
     break;
+  case TK_BANG: {
+    FcType t;
+    if (!fc_ps_quant_value(ps, &t)) return false;
+    a->kind = FC_AK_TYPE;
+    a->type = t.dtype;
+    a->quant = t.quant;
+    return true;
+  }
   default: break;
   }
   return fc_ps_err_unsupported(ps, "attribute value");

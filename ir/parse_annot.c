@@ -171,20 +171,9 @@ static bool parse_annot_value(Parser *ps, FcAnnotValue *v, int depth) {
     return true;
   }
   case TK_LBRACE: return parse_annot_dict(ps, v, depth);
-  case TK_BANG: {
-    const char *p = t->p;
-    FcQuant q;
-    char why[512];
-    int line = t->line, col = t->col;
-    if (!fc_ps_quant(ps, &p, &q)) return false;
-    if (fc_quant_problem(&q, NULL, why, sizeof why))
-      return fc_ps_err_at(ps, line, col, "invalid quantised type: %s", why);
-    ps->lx.cur = p;
-    fc_ps_next(ps);
+  case TK_BANG:
     v->kind = FC_AV_TYPE;
-    v->type = (FcType){.dtype = q.storage, .rank = -1, .quant = fc_quant_copy(&ps->scratch, &q)};
-    return true;
-  }
+    return fc_ps_quant_value(ps, &v->type);
   case TK_ID:
     if (tok_is_id(ps, "true") || tok_is_id(ps, "false")) {
       v->kind = FC_AV_BOOL;

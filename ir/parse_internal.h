@@ -166,6 +166,9 @@ bool fc_ps_tensor_value(Parser *ps, const FcTensor **out);
 /* `!quant.uniform<...>` from its '!' at *pp, character by character; *pp moves past the closing '>'.
  * The parameters go to the scratch arena and are not checked against a tensor (the caller does that). */
 bool fc_ps_quant(Parser *ps, const char **pp, FcQuant *q);
+/* A quantised element type as an attribute or annotation value, the current token being its '!': checked on
+ * its own (no tensor), an element type (rank -1) whose parameters live in the scratch arena. */
+bool fc_ps_quant_value(Parser *ps, FcType *out);
 
 /* ---- parse_annot.c ----------------------------------------------------------------------------------- */
 

@@ -149,3 +149,17 @@ bool fc_ps_quant(Parser *ps, const char **pp, FcQuant *q) {
   *pp = p;
   return true;
 }
+
+bool fc_ps_quant_value(Parser *ps, FcType *out) {
+  const Token *t = &ps->lx.tok;
+  const char *p = t->p;
+  FcQuant q;
+  char why[512];
+  int line = t->line, col = t->col;
+  if (!fc_ps_quant(ps, &p, &q)) return false;
+  if (fc_quant_problem(&q, NULL, why, sizeof why)) return fc_ps_err_at(ps, line, col, "invalid quantised type: %s", why);
+  ps->lx.cur = p;
+  fc_ps_next(ps);
+  *out = (FcType){.dtype = q.storage, .rank = -1, .quant = fc_quant_copy(&ps->scratch, &q)};
+  return true;
+}

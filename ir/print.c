@@ -315,7 +315,10 @@ static void print_attr(Printer *pr, const FcAttr *a) {
     }
     fputc('>', out);
     break;
-  case FC_AK_TYPE: fputs(fc_dtype_name(a->type), out); break;
+  case FC_AK_TYPE:
+    if (a->quant) fc_quant_print(out, a->quant);
+    else fputs(fc_dtype_name(a->type), out);
+    break;
   case FC_AK_TENSOR:
     if (a->tensor) print_tensor(pr, a->tensor);
     else fputs("unit", out); /* only a hand-broken module gets here; the verifier reports it */

@@ -123,9 +123,13 @@ static bool check_attr_value(Verifier *vr, const FcOp *op, const FcAttr *a) {
     if (a->floats.n < 0 || (a->floats.n > 0 && !a->floats.v))
       return node_err(vr, op, "attribute '%s' has a bad array", an);
     return true;
-  case FC_AK_TYPE:
+  case FC_AK_TYPE: {
     if ((unsigned)a->type >= FC_DT_COUNT) return node_err(vr, op, "attribute '%s' is an invalid element type", an);
+    char why[512];
+    if (a->quant && (a->quant->storage != a->type || fc_quant_problem(a->quant, NULL, why, sizeof why)))
+      return node_err(vr, op, "attribute '%s' is an invalid quantised type", an);
     return true;
+  }
   case FC_AK_TENSOR: {
     if (!a->tensor) return node_err(vr, op, "attribute '%s' has no tensor", an);
     const char *why = type_problem(&a->tensor->type);

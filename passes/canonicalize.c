@@ -131,7 +131,7 @@ static FcStatus reshape_constant(Canon *c, FcOp *op, bool *changed) {
   if (!src || src->nbytes < 0) return FC_OK;
   FcTensor *t = FC_NEW(&c->m->arena, FcTensor);
   const FcType *rt = &op->results[0].type;
-  t->type = fc_type_make(&c->m->arena, rt->dtype, rt->rank, rt->dims);
+  t->type = fc_type_copy(&c->m->arena, rt); /* keeps a quantised type's parameters */
   int64_t nb;
   if (!fc_type_nbytes(&t->type, &nb) || nb != src->nbytes) return FC_OK;
   t->data = src->data;
@@ -179,6 +179,21 @@ static FcStatus canon_op(Canon *c, FcOp *op, bool *changed) {
       *changed = true;
     }
     return FC_OK;
+  case FC_OP_SCAST: {
+    /* scast(scast(y)) is y when it restores y's type (a quantize's storage read back as the same type), and
+     * scast(y) from plain y to any quantised type. */
+    if (!(inner = def_of(op, 0, FC_OP_SCAST))) return FC_OK;
+    FcValue *y = inner->operands[0].value;
+    if (fc_type_equal(&y->type, &op->results[0].type)) {
+      fc_rw_replace_op(op, &y, &c->scratch);
+      fc_rw_erase_if_dead(inner, &c->scratch);
+      *changed = true;
+    } else if (!y->type.quant) {
+      bypass(c, op, inner);
+      *changed = true;
+    }
+    return FC_OK;
+  }
   case FC_OP_TRANSPOSE: {
     const int64_t *p1, *p2;
     if (!(inner = def_of(op, 0, FC_OP_TRANSPOSE))) return FC_OK;

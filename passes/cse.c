@@ -64,7 +64,7 @@ static uint64_t hash_attr(uint64_t h, const FcAttr *a) {
   case FC_AK_STR: return hash_bytes(h, a->s, (int64_t)strlen(a->s));
   case FC_AK_INTS: return hash_bytes(h, a->ints.v, (int64_t)a->ints.n * 8);
   case FC_AK_FLOATS: return hash_bytes(h, a->floats.v, (int64_t)a->floats.n * 4);
-  case FC_AK_TYPE: return mix(h, (uint64_t)a->type);
+  case FC_AK_TYPE: return mix(mix(h, (uint64_t)a->type), a->quant ? (uint64_t)a->quant->n : UINT64_MAX);
   case FC_AK_TENSOR: return hash_bytes(hash_type(h, &a->tensor->type), a->tensor->data, a->tensor->nbytes);
   case FC_AK_PROGRAM:
     for (int i = 0; i < a->prog->n_steps; i++) {
@@ -88,7 +88,7 @@ static bool attr_equal(const FcAttr *a, const FcAttr *b) {
   case FC_AK_FLOATS:
     return a->floats.n == b->floats.n &&
            (a->floats.n == 0 || memcmp(a->floats.v, b->floats.v, (size_t)a->floats.n * 4) == 0);
-  case FC_AK_TYPE: return a->type == b->type;
+  case FC_AK_TYPE: return a->type == b->type && fc_quant_equal(a->quant, b->quant);
   case FC_AK_TENSOR: {
     const FcTensor *x = a->tensor, *y = b->tensor;
     return fc_type_equal(&x->type, &y->type) && x->nbytes == y->nbytes && x->data && y->data &&

@@ -147,6 +147,9 @@ static FcStatus try_eval(Fold *f, FcOp *op, FoldResult *res) {
   *res = FOLD_SKIP;
   const FcOpInfo *info = fc_op_info(op->kind);
   if (!info->eval || op->n_results < 1 || op->n_results > MAX_RESULTS || op->n_operands < 1) return FC_OK;
+  /* A dequantized constant (a quantised model's weight) keeps its 8-bit storage: fold_qdq gives it to an
+   * integer kernel; lower_quant lowers what is left to core ops, which then fold. */
+  if (op->kind == FC_OP_DEQUANTIZE) return FC_OK;
   int64_t in_bytes = 0, out_bytes = 0;
   for (int i = 0; i < op->n_operands; i++) {
     const FcTensor *t = fc_value_const(op->operands[i].value);
@@ -158,7 +161,7 @@ static FcStatus try_eval(Fold *f, FcOp *op, FoldResult *res) {
     if (!fc_type_nbytes(&op->results[i].type, &nb)) return FC_OK;
     out_bytes = sat_add(out_bytes, nb);
   }
-  bool moves_only = op->kind == FC_OP_TRANSPOSE || op->kind == FC_OP_RESHAPE;
+  bool moves_only = op->kind == FC_OP_TRANSPOSE || op->kind == FC_OP_RESHAPE || op->kind == FC_OP_SCAST;
   if (!moves_only && (!size_ok(out_bytes, in_bytes) || fold_cost(op) > FOLD_MAX_COST)) return FC_OK;
 
   FcTensor *out[MAX_RESULTS] = {0};

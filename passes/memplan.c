@@ -180,9 +180,9 @@ static void assign_sharing(Planner *pl, const FcMemPlanOptions *o) {
       FcBufAssign *a = &pl->p->by_value[r->id];
       if (a->kind != FC_BUF_NONE) continue; /* constant or output */
       const FcValue *x = op->n_operands > 0 ? op->operands[0].value : NULL;
-      /* A verified reshape keeps its byte size; the size test only keeps a broken one from making a
-       * view that is larger than its root. */
-      if (op->kind == FC_OP_RESHAPE && o->reshape_view && x && pl->p->by_value[x->id].size == a->size) {
+      /* A verified reshape (or scast, the same bytes under another type) keeps its byte size; the size
+       * test only keeps a broken one from making a view that is larger than its root. */
+      if ((op->kind == FC_OP_RESHAPE || op->kind == FC_OP_SCAST) && o->reshape_view && x && pl->p->by_value[x->id].size == a->size) {
         set_alias(pl, r, x, true);
         continue;
       }

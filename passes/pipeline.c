@@ -6,9 +6,10 @@
  * list must not leave a half-transformed module behind an error.
  *
  * The levels:
- *   -O0  nothing. The importer and the parser already verify and infer every type, so the module is
- *        compiled as written; codegen-required lowering passes will be appended here when they exist.
- *   -O1  canonicalize,fold,dce — cheap local clean-up: identities, constant subgraphs, dead ops.
+ *   -O0  lower_quant only, the one lowering codegen requires (it has no kernel for quantize/dequantize).
+ *        The importer and the parser already verify and infer every type, so the module is otherwise
+ *        compiled as written.
+ *   -O1  lower_quant,canonicalize,fold,dce — cheap local clean-up: identities, constant subgraphs, dead ops.
  *   -O2  shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,dce — shapes first so that
  *        every type is consistent before anything matches on it; then two rounds of the local passes,
  *        because each exposes work for the others: folding makes constants that CSE merges, CSE turns
@@ -22,8 +23,9 @@
  *        else can take its mul/add tail; eliminate_transpose removes layout-free transposes and
  *        sinks the rest (canonicalize merges the reshapes it leaves); prune_conv_taps drops conv taps
  *        that read only padding (dilated convs on small maps), before anything packs the weights; fold_batchnorm folds
- *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases,
- *        so that fuse_epilogue finds the activation right after the conv and fuses it, with bias
+ *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases;
+ *        lower_quant then writes the quantize/dequantize ops left as core ops (canonicalize and fold clean
+ *        up after it: a dequantized constant weight becomes an f32 constant), so that fuse_epilogue finds the activation right after the conv and fuses it, with bias
  *        and residual adds, into the conv's or matmul's epilogue; hoist_avg_pool moves an average pool
  *        above the epilogue-free 1x1 conv feeding it (the conv then runs on the pooled map); layout then
  *        puts regions of convs (epilogues included) in the blocked layout NCHW8c where its kernels
@@ -49,12 +51,14 @@
 #include <string.h>
 
 static const char *const level_pipelines[4] = {
-    "",
-    "canonicalize,fold,dce",
+    "lower_quant",
+    "lower_quant,canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce",
+    "prune_conv_taps,fold_batchnorm,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "fuse_elementwise,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce",
+    "prune_conv_taps,fold_batchnorm,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "fuse_elementwise,dce",
 };
 
 void fc_pipeline_options_default(FcPipelineOptions *o) {

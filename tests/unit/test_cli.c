@@ -169,6 +169,7 @@ static void test_info(void **state) {
                          "  reshape   1\n"
                          "parameters  151 in 3 constants, 604 bytes\n"
                          "flops       4200 (4.20 K; 2 per multiply-accumulate of conv, conv_transpose and matmul)\n"
+                         "quantised   none of 2 conv/matmul ops (a float model: build with --quantize to quantise it)\n"
                          "workspace   448 bytes planned after -O2 (448 B); 896 bytes if every intermediate had its own\n");
   free(s);
   fc_module_destroy(t.m);

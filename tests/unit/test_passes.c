@@ -99,7 +99,8 @@ static void test_registry(void **state) {
                                 "cse",             "dce",             "fold_batchnorm",
                                 "fuse_epilogue",   "fuse_layer_norm", "eliminate_transpose",
                                 "fuse_elementwise", "layout",          "prune_conv_taps",
-                                "hoist_avg_pool",  "sink_constants",  "quantize_dynamic"};
+                                "hoist_avg_pool",  "sink_constants",  "lower_quant",
+                                "quantize_dynamic"};
   enum { N = sizeof names / sizeof names[0] };
   assert_int_equal(fc_pass_count(), N);
   for (int i = 0; i < N; i++) {
@@ -121,10 +122,11 @@ static void test_registry(void **state) {
 static void test_pipeline_levels(void **state) {
   (void)state;
   FcDiag d;
-  assert_string_equal(fc_pipeline_for_level(0), "");
-  assert_string_equal(fc_pipeline_for_level(1), "canonicalize,fold,dce");
+  assert_string_equal(fc_pipeline_for_level(0), "lower_quant");
+  assert_string_equal(fc_pipeline_for_level(1), "lower_quant,canonicalize,fold,dce");
   assert_string_equal(fc_pipeline_for_level(2), "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,"
-                                                "fuse_layer_norm,eliminate_transpose,canonicalize,prune_conv_taps,fold_batchnorm,fuse_epilogue,"
+                                                "fuse_layer_norm,eliminate_transpose,canonicalize,prune_conv_taps,fold_batchnorm,"
+                                                "lower_quant,canonicalize,fold,fuse_epilogue,"
                                                 "hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,dce");
   assert_string_equal(fc_pipeline_for_level(3), fc_pipeline_for_level(2));
   assert_string_equal(fc_pipeline_for_level(-4), fc_pipeline_for_level(0));

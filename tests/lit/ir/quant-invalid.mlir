@@ -136,3 +136,59 @@ func.func @main(%arg0: tensor<2xi8>) -> tensor<2x!quant.uniform<i8:f32, 0.5>> {
 func.func @main(%arg0: tensor<2x!quant.uniform<i8:f32, 0.5>>) -> tensor<2xi8> {
   return %arg0 : tensor<2xi8>
 }
+
+// -----
+// quantize takes f32
+// CHECK: error: {{.*}}quant-invalid.mlir:[[@LINE+2]]:8: flow.quantize: input must be f32, not i32
+func.func @main(%arg0: tensor<2xi32>) -> tensor<2x!quant.uniform<u8:f32, 0.5>> {
+  %0 = "flow.quantize"(%arg0) {qtype = !quant.uniform<u8:f32, 0.5>} : (tensor<2xi32>) -> tensor<2x!quant.uniform<u8:f32, 0.5>>
+  return %0 : tensor<2x!quant.uniform<u8:f32, 0.5>>
+}
+
+// -----
+// dequantize takes a quantised value
+// CHECK: error: {{.*}}quant-invalid.mlir:[[@LINE+2]]:8: flow.dequantize: input must be quantised, not ui8
+func.func @main(%arg0: tensor<2xui8>) -> tensor<2xf32> {
+  %0 = "flow.dequantize"(%arg0) : (tensor<2xui8>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+// scast keeps the storage type
+// CHECK: error: {{.*}}quant-invalid.mlir:[[@LINE+2]]:8: flow.scast: a plain i8 input casts to a quantised type stored as i8
+func.func @main(%arg0: tensor<2xi8>) -> tensor<2x!quant.uniform<u8:f32, 0.5>> {
+  %0 = "flow.scast"(%arg0) {qtype = !quant.uniform<u8:f32, 0.5>} : (tensor<2xi8>) -> tensor<2x!quant.uniform<u8:f32, 0.5>>
+  return %0 : tensor<2x!quant.uniform<u8:f32, 0.5>>
+}
+
+// -----
+// a quantised matmul needs a qtype
+// CHECK: error: {{.*}}quant-invalid.mlir:[[@LINE+2]]:8: flow.matmul: a quantised form needs quantised input and weight and a qtype
+func.func @main(%arg0: tensor<2x3x!quant.uniform<u8:f32, 0.5>>, %arg1: tensor<3x2x!quant.uniform<i8:f32, 0.5>>) -> tensor<2x2xi32> {
+  %0 = "flow.matmul"(%arg0, %arg1) : (tensor<2x3x!quant.uniform<u8:f32, 0.5>>, tensor<3x2x!quant.uniform<i8:f32, 0.5>>) -> tensor<2x2xi32>
+  return %0 : tensor<2x2xi32>
+}
+
+// -----
+// the weight of a quantised conv is per tensor or per output channel
+// CHECK: error: {{.*}}quant-invalid.mlir:[[@LINE+2]]:8: flow.conv: the weight must be quantised 8-bit, per tensor or along dim 0, expressing f32
+func.func @main(%arg0: tensor<1x2x3x3x!quant.uniform<u8:f32, 0.5>>, %arg1: tensor<1x2x1x1x!quant.uniform<i8:f32:1, {0.5, 0.5}>>) -> tensor<1x1x3x3xf32> {
+  %0 = "flow.conv"(%arg0, %arg1) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = f32, strides = array<i64: 1, 1>} : (tensor<1x2x3x3x!quant.uniform<u8:f32, 0.5>>, tensor<1x2x1x1x!quant.uniform<i8:f32:1, {0.5, 0.5}>>) -> tensor<1x1x3x3xf32>
+  return %0 : tensor<1x1x3x3xf32>
+}
+
+// -----
+// a quantised bias is i32 with one element per output channel
+// CHECK: error: {{.*}}quant-invalid.mlir:[[@LINE+2]]:8: flow.conv: the bias must have 1 elements, one per output channel
+func.func @main(%arg0: tensor<1x2x3x3x!quant.uniform<u8:f32, 0.5>>, %arg1: tensor<1x2x1x1x!quant.uniform<i8:f32, 0.5>>, %arg2: tensor<2xi32>) -> tensor<1x1x3x3xf32> {
+  %0 = "flow.conv"(%arg0, %arg1, %arg2) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = f32, strides = array<i64: 1, 1>} : (tensor<1x2x3x3x!quant.uniform<u8:f32, 0.5>>, tensor<1x2x1x1x!quant.uniform<i8:f32, 0.5>>, tensor<2xi32>) -> tensor<1x1x3x3xf32>
+  return %0 : tensor<1x1x3x3xf32>
+}
+
+// -----
+// pass-through ops keep one per-tensor type
+// CHECK: error: {{.*}}quant-invalid.mlir:[[@LINE+2]]:8: flow.concat: quantised operands must share one per-tensor quantised type
+func.func @main(%arg0: tensor<2x!quant.uniform<u8:f32, 0.5>>, %arg1: tensor<2x!quant.uniform<u8:f32, 0.25>>) -> tensor<4x!quant.uniform<u8:f32, 0.5>> {
+  %0 = "flow.concat"(%arg0, %arg1) {axis = 0 : i64} : (tensor<2x!quant.uniform<u8:f32, 0.5>>, tensor<2x!quant.uniform<u8:f32, 0.25>>) -> tensor<4x!quant.uniform<u8:f32, 0.5>>
+  return %0 : tensor<4x!quant.uniform<u8:f32, 0.5>>
+}
