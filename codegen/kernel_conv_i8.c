@@ -24,8 +24,6 @@
 #include "cg_requant.h"
 #include "codegen.h"
 
-enum { COL_BUDGET = 128 << 10 }; /* bytes of interleaved Col per block: it stays in L2 while every channel tile reads it */
-
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
 /* The conv as 2-D: x [N, C, H, W], w [M, Cg, KH, KW], y [N, M, OH, OW] (1-D has H = KH = OH = 1). */
@@ -244,7 +242,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.KG = (c->K + t.kg - 1) / t.kg;
   t.MT = (c->Mg + mr - 1) / mr;
   int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
-  t.PB = COL_BUDGET / per_px / t.nr * t.nr;
+  t.PB = t.g.col_bytes / per_px / t.nr * t.nr; /* the interleaved Col of a block stays in L2 (target.c) */
   if (t.PB < t.nr) t.PB = t.nr;
   if (t.PB > ppad) t.PB = ppad;
   int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes;

@@ -19,6 +19,11 @@
  * implicit-im2col GEMM (kernel_conv_gemm.c) when they apply; f32
  * 1-D/2-D pools without indices through kernel_pool.c. An f32 conv that stays here applies its bias and
  * fused epilogue through cg_epilogue.h after each row.
+ *
+ * Quantised conv and matmul (qspec §2: quantised x, constant quantised weights, a qtype result) go to the
+ * integer kernels (kernel_conv_i8.c, kernel_matmul_i8.c) where they apply; the rest (depthwise and narrow
+ * groups, 3-D, targets without an x86 integer dot) run these loop nests on i32: x in its u8 view, weights
+ * w - zw from a compile-time table, then the requantising store of cg_requant.h per row.
  */
 #include "cg_epilogue.h"
 #include "cg_requant.h"
