@@ -10,6 +10,7 @@
  *      vectorises (strided for stride 2);
  *   2. interleave: 4 rows at a time become [k/4][p][4] (2 rows as u16 pairs for the exact 16-bit dot), so 4
  *      consecutive k of one pixel are adjacent, by vector shuffles.
+ * A pointwise conv (1x1, stride 1, no padding) skips step 1 for full blocks: its rows are x's channel planes.
  * The register tile is mr output channels × nv vectors of pixels: each weight group of 4 bytes (one channel,
  * 4 k) is broadcast and meets nv vectors of Col with the target's dot (vpdpbusd; vpmaddubsw + vpmaddwd where
  * no weight pair can saturate it, given the activation range; else vpmaddwd on 16-bit pairs) — the same
@@ -163,8 +164,18 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
   fc_cg_loop_end(k, &lc);
 }
 
+static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
+                            LLVMValueRef cols);
+
 /* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step). */
 static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
+  interleave_from(k, t, rows, t->PB, false, cols);
+}
+
+/* The same from rows of `stride` bytes: the block's rows themselves, or (from_x) x's channel planes of a
+ * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here. */
+static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
+                            LLVMValueRef cols) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef v16 = LLVMVectorType(i8, 16), v32 = LLVMVectorType(i8, 32);
@@ -173,9 +184,12 @@ static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
   LLVMValueRef pp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->PB), 16, "pp");
   LLVMValueRef r[4];
   for (int i = 0; i < t->kg; i++) {
-    LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->kg), c64(k, i)), t->PB), pp);
+    LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, g, t->kg), c64(k, i));
+    if (from_x) row = fc_cg_smin(k, row, c64(k, t->c.K - 1));
+    LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, row, stride), pp);
     r[i] = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, rows, &off, 1, ""), "");
-    LLVMSetAlignment(r[i], 16);
+    LLVMSetAlignment(r[i], from_x ? 1 : 16);
+    if (from_x && t->q.flip) r[i] = LLVMBuildXor(b, r[i], fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
   }
   LLVMValueRef m32[32], m64[64];
   for (int i = 0; i < 32; i++) m32[i] = LLVMConstInt(i32, (unsigned)i, 0);
@@ -284,12 +298,32 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMValueRef p0 = fc_cg_imulc(k, blk, t.PB);
   LLVMValueRef npix = fc_cg_smin(k, c64(k, t.PB), fc_cg_isub(k, c64(k, c->P), p0));
   LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
-  build_rows(k, &t, rows, LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, ""), p0, npix);
+  LLVMValueRef xg = LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, "");
+  /* A pointwise conv's Col rows are x's channel planes: a full block interleaves them in place (a partial
+   * last block would read past the plane, so it copies them like any other conv). */
+  bool pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
+  LLVMBasicBlockRef done_cols = NULL;
+  if (pointwise) {
+    LLVMValueRef full_blk = LLVMBuildICmp(b, LLVMIntEQ, npix, c64(k, t.PB), "");
+    LLVMBasicBlockRef in_place = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_in_place");
+    LLVMBasicBlockRef copied = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_copied");
+    done_cols = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_done");
+    LLVMBuildCondBr(b, full_blk, in_place, copied);
+    LLVMPositionBuilderAtEnd(b, in_place);
+    interleave_from(k, &t, LLVMBuildGEP2(b, i8, xg, &p0, 1, ""), c->P, true, cols);
+    LLVMBuildBr(b, done_cols);
+    LLVMPositionBuilderAtEnd(b, copied);
+  }
+  build_rows(k, &t, rows, xg, p0, npix);
   if (t.KG * t.kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
     LLVMValueRef r = c64(k, c->K * t.PB);
     fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t.KG * t.kg - c->K) * t.PB), zx);
   }
   interleave(k, &t, rows, cols);
+  if (pointwise) {
+    LLVMBuildBr(b, done_cols);
+    LLVMPositionBuilderAtEnd(b, done_cols);
+  }
 
   /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */
   LLVMValueRef ybase = fc_cg_iadd(k, fc_cg_imulc(k, ng, c->Mg * c->P), p0);
