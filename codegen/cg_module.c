@@ -824,17 +824,6 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
 
 /* ---- entry points ---------------------------------------------------------------------------------------------- */
 
-/* A quantised value's dtype is its storage integer type, and most ops that take one (ops.def: scast, reshape,
- * max_pool, ...) only move those integers, so their kernels run on the storage type. The quantised forms of
- * conv and matmul compute with the parameters: they are refused until an integer kernel takes them, rather
- * than treating scaled integers as plain data. */
-static FcStatus refuse_quantised(FcGraph *g, FcDiag *diag) {
-  fc_graph_for_each_op(g, op) if ((op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL) && fc_op_attr(op, FC_ATTR_QTYPE))
-    return fc_error_node(diag, FC_ERR_UNSUPPORTED, fc_op_name(op), fc_op_info(op->kind)->name,
-                         "no integer kernel takes this quantised %s yet", fc_op_info(op->kind)->name);
-  return FC_OK;
-}
-
 /* Plans every graph of the module and lays their areas out one after the other; *areas gets their total. */
 static FcStatus plan_graphs(FcModule *m, CgGraph *gs, int n, int64_t *areas, FcDiag *diag) {
   int64_t at = 0;
@@ -865,8 +854,6 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
   fc_module_graphs(m, glist, n_graphs);
   CgGraph *graphs = FC_NEW_ARRAY(&m->arena, CgGraph, (size_t)n_graphs);
   for (int i = 0; i < n_graphs; i++) graphs[i].g = glist[i];
-  for (int i = 0; i < n_graphs; i++)
-    if (refuse_quantised(glist[i], diag) != FC_OK) return diag->status;
   /* Ops without an emitter are found before anything is planned or built. */
   UnsupportedList unsup = {0};
   for (int i = 0; i < n_graphs; i++)

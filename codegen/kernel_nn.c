@@ -19,9 +19,18 @@
  * implicit-im2col GEMM (kernel_conv_gemm.c) when they apply; f32
  * 1-D/2-D pools without indices through kernel_pool.c. An f32 conv that stays here applies its bias and
  * fused epilogue through cg_epilogue.h after each row.
+ *
+ * Quantised conv and matmul (qspec §2: quantised x, constant quantised weights, a qtype result) go to the
+ * integer kernels (kernel_conv_i8.c, kernel_matmul_i8.c) where they apply; the rest (depthwise and narrow
+ * groups, 3-D, targets without an x86 integer dot) run these loop nests on i32: x in its u8 view, weights
+ * w - zw from a compile-time table, then the requantising store of cg_requant.h per row.
  */
 #include "cg_epilogue.h"
+#include "cg_requant.h"
 #include "codegen.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include <float.h>
 
@@ -72,15 +81,92 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
   fc_cg_loop_end(k, &l);
 }
 
+/* ---- quantised products (qspec §2) on the direct loop nests -------------------------------------------- */
+
+/* The weights w' (i16, the op's element order) followed by one i32 and one f32 per channel (bias or
+ * correction, multiplier), substituted for operand 1 (cg_requant.h); *tab gets the byte offset of the i32s. */
+static LLVMValueRef quant_table(FcKernel *k, const FcQuantProduct *q, const int32_t *add, int64_t *tab) {
+  int64_t n = q->K * q->channels, wb = (2 * n + 3) / 4 * 4, bytes = wb + 8 * q->channels;
+  char *blob = calloc((size_t)bytes, 1);
+  if (!blob) fc_die(__FILE__, __LINE__, "out of memory");
+  memcpy(blob, q->w, (size_t)n * 2);
+  memcpy(blob + wb, add, (size_t)q->channels * 4);
+  memcpy(blob + wb + 4 * q->channels, q->mult, (size_t)q->channels * 4);
+  LLVMValueRef g = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, blob, (size_t)bytes, "quant_w"));
+  free(blob);
+  *tab = wb;
+  return g;
+}
+
+/* x's element idx in the u8 view as i32, less zx when sub_zx. */
+static LLVMValueRef quant_x(FcKernel *k, const FcQuantProduct *q, FcDtype dt, LLVMValueRef idx, bool sub_zx) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMValueRef v = fc_cg_load(k, dt, k->in[0], idx);
+  if (q->flip) v = LLVMBuildXor(k->b, v, LLVMConstInt(i8, 0x80, 0), "");
+  v = LLVMBuildZExt(k->b, v, i32, "");
+  return sub_zx ? LLVMBuildSub(k->b, v, LLVMConstInt(i32, (unsigned)q->zx, 0), "") : v;
+}
+
+static LLVMValueRef quant_w(FcKernel *k, LLVMValueRef idx) {
+  return LLVMBuildSExt(k->b, fc_cg_load(k, FC_DT_I16, k->in[1], idx), LLVMInt32TypeInContext(k->ctx), "");
+}
+
+/* Channel ch's i32 (at byte tab) and f32 (after `channels` of them) from the substituted table. */
+static void quant_channel(FcKernel *k, int64_t tab, int64_t channels, LLVMValueRef ch, LLVMValueRef *add,
+                          LLVMValueRef *mult) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef ao = fc_cg_iadd(k, c64(k, tab), fc_cg_imulc(k, ch, 4)), mo = fc_cg_iadd(k, ao, c64(k, 4 * channels));
+  *add = LLVMBuildLoad2(k->b, LLVMInt32TypeInContext(k->ctx), LLVMBuildGEP2(k->b, i8, k->in[1], &ao, 1, ""), "");
+  *mult = LLVMBuildLoad2(k->b, LLVMFloatTypeInContext(k->ctx), LLVMBuildGEP2(k->b, i8, k->in[1], &mo, 1, ""), "");
+  LLVMSetAlignment(*add, 4);
+  LLVMSetAlignment(*mult, 4);
+}
+
+/* Requantises acc tile[0..tn) (i32) and stores it at dst[at ..) as q->out: with one channel's add and mult,
+ * or (ch0 not NULL) element j of channel ch0 + j (a matmul row, from the table at qtab). */
+static void quant_tile_store(FcKernel *k, const FcQuantProduct *q, LLVMValueRef tile, LLVMValueRef tn,
+                             LLVMValueRef add, LLVMValueRef mult, LLVMValueRef at, LLVMValueRef ch0, int64_t qtab) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef et = q->out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : LLVMInt8TypeInContext(k->ctx);
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), tn, 1, "qst");
+  if (ch0) quant_channel(k, qtab, q->channels, fc_cg_iadd(k, ch0, j), &add, &mult);
+  LLVMValueRef v = fc_qp_finish(k, q, LLVMBuildLoad2(k->b, i32, fc_cg_tile_at(k, i32, tile, j), ""), add, mult);
+  LLVMValueRef idx = fc_cg_iadd(k, at, j);
+  LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, et, k->out[0], &idx, 1, ""));
+  fc_cg_loop_end(k, &l);
+}
+
 /* ---- matmul -------------------------------------------------------------------------------------- */
+
+static FcStatus matmul_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab);
 
 /* C[b, i, :] = sum_k A[b, i, k] * B[b, k, :], one outer iteration per (b, i), loop order k-j with the
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
   if (fc_matmul_gemm_applies(k)) return fc_matmul_gemm(k);
   if (fc_matmul_i8_applies(k)) return fc_matmul_i8(k);
-  if (k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE))
+  FcQuantProduct qp, *q = NULL;
+  int64_t qtab = 0;
+  if (in_type(k, 0)->quant) {
+    /* qspec §2 without the integer GEMM (no x86 dot): A in the u8 view times w' = w - zw in i32, then the
+     * folded correction and the requantisation per column */
+    char why[160];
+    if (!fc_qp_applies(k->op, 1, why, sizeof why) || in_type(k, 1)->rank != 2)
+      return fc_cg_error(k, FC_ERR_UNSUPPORTED, "quantised matmul: %s", in_type(k, 1)->rank != 2 ? "B must be 2-D" : why);
+    FcStatus qst = fc_qp_init(k, 1, in_type(k, 1)->dims[0], in_type(k, 1)->dims[1], &qp);
+    if (qst != FC_OK) return qst;
+    q = &qp;
+    quant_table(k, q, q->corr, &qtab);
+  } else if (k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE)) {
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(k->op->results[0].type.dtype));
+  }
+  FcStatus st = matmul_direct(k, q, qtab);
+  if (q) fc_qp_free(q);
+  return st;
+}
+
+static FcStatus matmul_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab) {
   const FcType *at = in_type(k, 0), *bt = in_type(k, 1), *rt = &k->op->results[0].type;
   int r = rt->rank, nb = r - 2;
   if (r < 2 || r > FC_DEFAULT_MAX_RANK) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
@@ -94,7 +180,7 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
   fc_kernel_set_outer(k, rows, 2.0 * (double)K * (double)N + (double)N);
   if (rows == 0) return FC_OK;
 
-  LLVMTypeRef ct = fc_cg_compute_type(k, dt);
+  LLVMTypeRef ct = q ? LLVMInt32TypeInContext(k->ctx) : fc_cg_compute_type(k, dt);
   int64_t T = N < TILE ? N : TILE;
   LLVMValueRef tile = fc_cg_tile_new(k, ct, T, "acc");
   FcLoop lr;
@@ -117,16 +203,21 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K), 1, "k");
   /* 8-bit operands (an integer matmul with an i32 result) widen exactly to i32 */
   FcDtype adt = at->dtype, bdt = bt->dtype;
-  LLVMValueRef a = fc_cg_convert(k, fc_cg_load(k, adt, k->in[0], fc_cg_iadd(k, aoff, kk)), adt, dt);
+  LLVMValueRef ai = fc_cg_iadd(k, aoff, kk);
+  LLVMValueRef a = q ? quant_x(k, q, adt, ai, false) : fc_cg_convert(k, fc_cg_load(k, adt, k->in[0], ai), adt, dt);
   LLVMValueRef brow = fc_cg_iadd(k, fc_cg_iadd(k, boff, fc_cg_imulc(k, kk, N)), j0);
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
   LLVMValueRef p = fc_cg_tile_at(k, ct, tile, j);
-  LLVMValueRef bv = fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], fc_cg_iadd(k, brow, j)), bdt, dt);
+  LLVMValueRef bi_ = fc_cg_iadd(k, brow, j);
+  LLVMValueRef bv = q ? quant_w(k, bi_) : fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], bi_), bdt, dt);
   LLVMBuildStore(k->b, fc_cg_madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
-  tile_store(k, dt, ct, tile, tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, N), j0));
+  if (q)
+    quant_tile_store(k, q, tile, tn, NULL, NULL, fc_cg_iadd(k, fc_cg_imulc(k, row, N), j0), j0, qtab);
+  else
+    tile_store(k, dt, ct, tile, tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, N), j0));
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
   return FC_OK;
@@ -219,6 +310,7 @@ typedef struct ConvCtx {
   FcDtype dt;
   LLVMValueRef lo_tab, hi_tab;
   Row *row;
+  const FcQuantProduct *q; /* a quantised conv: x - zx and w' = w - zw as i32 (see quant_table) */
 } ConvCtx;
 
 /* Emits the taps of spatial dim i onwards: xo/wo are the input and weight offsets so far. */
@@ -244,23 +336,52 @@ static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   LLVMValueRef lo = fc_cg_smax(k, tload(k, c->lo_tab, kk), rw->t0);
   LLVMValueRef hi = fc_cg_smin(k, tload(k, c->hi_tab, kk), fc_cg_iadd(k, rw->t0, rw->tn));
   LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
-  LLVMValueRef wv = fc_cg_load(k, c->dt, k->in[1], fc_cg_iadd(k, wo, kk));
+  LLVMValueRef wi = fc_cg_iadd(k, wo, kk);
+  LLVMValueRef wv = c->q ? quant_w(k, wi) : fc_cg_load(k, c->dt, k->in[1], wi);
   LLVMValueRef xrow = fc_cg_iadd(k, xo, off);
   FcLoop lj;
   LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
-  LLVMValueRef xv = fc_cg_load(k, c->dt, k->in[0], fc_cg_iadd(k, xrow, fc_cg_imulc(k, ow, g->s[l])));
+  LLVMValueRef xi = fc_cg_iadd(k, xrow, fc_cg_imulc(k, ow, g->s[l]));
+  LLVMValueRef xv = c->q ? quant_x(k, c->q, c->dt, xi, true) : fc_cg_load(k, c->dt, k->in[0], xi);
   LLVMValueRef p = fc_cg_tile_at(k, rw->ct, rw->tile, fc_cg_isub(k, ow, rw->t0));
   LLVMBuildStore(k->b, fc_cg_madd(k, wv, xv, LLVMBuildLoad2(k->b, rw->ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
 }
 
+static FcStatus conv_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab);
+
 /* y[b, m, o..] = bias[m] + sum_{c, kk} w[m, c, kk] * x[b, g*Cg + c, o*s + kk*d - pad]. */
 FcStatus fc_kernel_conv(FcKernel *k) {
-  if (fc_conv_depthwise_applies(k)) return fc_conv_depthwise(k);
-  if (fc_conv_winograd_applies(k)) return fc_conv_winograd(k);
-  if (fc_conv_few_pixels_applies(k)) return fc_conv_few_pixels(k);
-  if (fc_conv_gemm_applies(k)) return fc_conv_gemm(k);
+  FcQuantProduct qp, *q = NULL;
+  int64_t qtab = 0;
+  if (in_type(k, 0)->quant) {
+    /* qspec §2: the integer GEMM where it applies, else this loop nest on x - zx and w - zw in i32 (padding
+     * taps are skipped: they add (zx - zx)·w = 0), which vectorises over the output row (depthwise above all) */
+    if (fc_conv_i8_applies(k)) return fc_conv_i8(k);
+    char why[160];
+    if (!fc_qp_applies(k->op, 0, why, sizeof why)) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "quantised conv: %s", why);
+    const FcType *wt = in_type(k, 1);
+    int64_t K = 1;
+    for (int i = 1; i < wt->rank; i++) K *= wt->dims[i]; /* dims of a checked constant */
+    FcStatus qst = fc_qp_init(k, 0, K, wt->dims[0], &qp);
+    if (qst != FC_OK) return qst;
+    q = &qp;
+    quant_table(k, q, q->bias, &qtab);
+  }
+  FcStatus st0 = FC_OK;
+  if (!q) {
+    if (fc_conv_depthwise_applies(k)) return fc_conv_depthwise(k);
+    if (fc_conv_winograd_applies(k)) return fc_conv_winograd(k);
+    if (fc_conv_few_pixels_applies(k)) return fc_conv_few_pixels(k);
+    if (fc_conv_gemm_applies(k)) return fc_conv_gemm(k);
+  }
+  st0 = conv_direct(k, q, qtab);
+  if (q) fc_qp_free(q);
+  return st0;
+}
+
+static FcStatus conv_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab) {
   const FcType *xt = in_type(k, 0), *wt = in_type(k, 1), *yt = &k->op->results[0].type;
   int n = xt->rank - 2;
   Geom g;
@@ -278,19 +399,21 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   /* f32: bias and fused epilogue through cg_epilogue.h, per output row after the tile is stored; other
    * dtypes never carry an epilogue (fuse-epilogue is f32-only) and start from the bias. */
   FcCgEpilogue *epi = NULL;
-  if (dt == FC_DT_F32) {
+  if (q) {
+    /* no epilogue: qspec §2's products have none */
+  } else if (dt == FC_DT_F32) {
     FcStatus est = fc_cg_epilogue_init(k, n, &epi);
     if (est != FC_OK) return est;
   } else if (k->op->n_operands > 3 || fc_op_attr(k->op, FC_ATTR_EPILOGUE)) {
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s conv", fc_dtype_name(dt));
   }
-  ConvCtx c = {.k = k, .g = &g, .dt = dt};
+  ConvCtx c = {.k = k, .g = &g, .dt = dt, .q = q};
   last_dim_tables(k, &g, false, &c.lo_tab, &c.hi_tab);
-  Row rw = {.ct = fc_cg_compute_type(k, dt)};
+  Row rw = {.ct = q ? LLVMInt32TypeInContext(k->ctx) : fc_cg_compute_type(k, dt)};
   c.row = &rw;
   int64_t T = OL < TILE ? OL : TILE;
   rw.tile = fc_cg_tile_new(k, rw.ct, T, "acc");
-  bool has_bias = k->op->n_operands > 2 && k->in[2] && dt != FC_DT_F32;
+  bool has_bias = k->op->n_operands > 2 && k->in[2] && dt != FC_DT_F32 && !q;
 
   FcLoop lr;
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, k->begin, k->end, 1, "row");
@@ -302,6 +425,8 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   LLVMValueRef xbase = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, b, C), fc_cg_imulc(k, grp, Cg)), g.isz);
   LLVMValueRef wbase = fc_cg_imulc(k, m, Cg * g.ksz);
   LLVMValueRef init = has_bias ? fc_cg_load(k, dt, k->in[2], m) : LLVMConstNull(rw.ct);
+  LLVMValueRef qadd = NULL, qmult = NULL;
+  if (q) quant_channel(k, qtab, M, m, &qadd, &qmult);
 
   FcLoop lt;
   rw.t0 = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, OL), T, "t0");
@@ -311,7 +436,10 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   LLVMValueRef ci = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, Cg), 1, "c");
   conv_taps(&c, 0, fc_cg_iadd(k, xbase, fc_cg_imulc(k, ci, g.isz)), fc_cg_iadd(k, wbase, fc_cg_imulc(k, ci, g.ksz)));
   fc_cg_loop_end(k, &lc);
-  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
+  if (q)
+    quant_tile_store(k, q, rw.tile, rw.tn, qadd, qmult, fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0), NULL, 0);
+  else
+    tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
   if (epi) fc_cg_epilogue_row(k, epi, k->out[0], plane, fc_cg_iadd(k, fc_cg_imulc(k, sp, OL), rw.t0), rw.tn);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);

@@ -207,6 +207,7 @@ typedef struct FcI8Gemm {
   FcI8Dot dot;
   int lanes;  /* i32 lanes per vector (8: 256-bit, 16: 512-bit) */
   int mr, nv; /* register tile: mr rows × nv vectors of i32 accumulators */
+  int64_t col_bytes; /* packed activations a task builds and re-reads from L2 (kernel_conv_i8.c's im2col block) */
 } FcI8Gemm;
 void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g);
 

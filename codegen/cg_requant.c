@@ -1,0 +1,141 @@
+/* cg_requant.c — compile-time folding of a quantised conv's or matmul's zero points and bias, and the
+ * requantising store shared by the integer kernels (cg_requant.h has the arithmetic).
+ *
+ * Everything per channel is computed here on the host once: the shifted weights w' (int16, kept in the
+ * op's element order so each kernel packs them its own way), the i32 correction and the f32 multiplier.
+ * The emitted part is a handful of vector instructions applied to an accumulator vector just before it is
+ * stored, so no i32 tensor is ever written to memory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cg_requant.h"
+
+static bool fail(char *why, size_t cap, const char *msg) {
+  if (why && cap) snprintf(why, cap, "%s", msg);
+  return false;
+}
+
+static bool is_8bit(FcDtype dt) { return dt == FC_DT_U8 || dt == FC_DT_I8; }
+
+bool fc_qp_applies(const FcOp *op, int chan_axis, char *why, size_t cap) {
+  if (op->n_operands < 2 || op->n_operands > 3 || op->n_results != 1) return fail(why, cap, "operand count");
+  if (fc_op_attr(op, FC_ATTR_EPILOGUE)) return fail(why, cap, "a fused epilogue on a quantised product");
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
+  if (!x->quant || x->quant->axis >= 0 || x->quant->n != 1 || !is_8bit(x->quant->storage))
+    return fail(why, cap, "the input must be per-tensor quantised u8 or i8");
+  if (!w->quant || !is_8bit(w->quant->storage) || chan_axis >= w->rank)
+    return fail(why, cap, "the weights must be quantised u8 or i8");
+  const FcTensor *wc = fc_value_const(op->operands[1].value);
+  if (!wc || !wc->data) return fail(why, cap, "the weights must be a constant with data");
+  int64_t channels = w->dims[chan_axis];
+  if (w->quant->axis >= 0 ? (w->quant->axis != chan_axis || w->quant->n != channels) : w->quant->n != 1)
+    return fail(why, cap, "the weights must be quantised per tensor or per output channel");
+  if (op->n_operands == 3 && op->operands[2].value) {
+    const FcType *b = &op->operands[2].value->type;
+    const FcTensor *bc = fc_value_const(op->operands[2].value);
+    if (b->quant || b->dtype != FC_DT_I32 || b->rank != 1 || b->dims[0] != channels || !bc || !bc->data)
+      return fail(why, cap, "the bias must be a constant plain i32 vector of one value per output channel");
+  }
+  if (y->quant ? (y->quant->axis >= 0 || y->quant->n != 1 || !is_8bit(y->quant->storage)) : y->dtype != FC_DT_F32)
+    return fail(why, cap, "the result must be per-tensor quantised u8 or i8, or f32");
+  return true;
+}
+
+FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQuantProduct *q) {
+  const FcOp *op = k->op;
+  const FcQuant *xq = op->operands[0].value->type.quant, *wq = op->operands[1].value->type.quant;
+  const FcQuant *yq = op->results[0].type.quant;
+  const FcTensor *wc = fc_value_const(op->operands[1].value);
+  const FcTensor *bc = op->n_operands == 3 && op->operands[2].value ? fc_value_const(op->operands[2].value) : NULL;
+  int64_t numel;
+  if (!fc_checked_mul(K, channels, &numel) || numel != wc->nbytes)
+    return fc_cg_error(k, FC_ERR_INTERNAL, "weights of %lld bytes are not %lld x %lld", (long long)wc->nbytes,
+                       (long long)channels, (long long)K);
+  *q = (FcQuantProduct){.K = K, .channels = channels, .chan_axis = chan_axis, .w8 = true};
+  q->flip = xq->storage == FC_DT_I8;
+  q->zx = (int32_t)xq->zero_points[0] + (q->flip ? 128 : 0);
+  q->xmax = (int32_t)xq->qmax + (q->flip ? 128 : 0);
+  q->w = malloc((size_t)(numel ? numel : 1) * sizeof *q->w);
+  q->corr = malloc((size_t)(channels ? channels : 1) * sizeof *q->corr);
+  q->mult = malloc((size_t)(channels ? channels : 1) * sizeof *q->mult);
+  q->bias = malloc((size_t)(channels ? channels : 1) * sizeof *q->bias);
+  if (!q->w || !q->corr || !q->mult || !q->bias) fc_die(__FILE__, __LINE__, "out of memory");
+  const uint8_t *wb = wc->data;
+  bool w_signed = wq->storage == FC_DT_I8;
+  int64_t *wsum = calloc((size_t)(channels ? channels : 1), sizeof *wsum);
+  if (!wsum) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t i = 0; i < numel; i++) {
+    int64_t c = chan_axis == 0 ? i / K : i % channels;
+    int v = w_signed ? (int8_t)wb[i] : wb[i];
+    int wv = v - (int)wq->zero_points[wq->n == 1 ? 0 : c];
+    q->w[i] = (int16_t)wv;
+    if (wv < -128 || wv > 127) q->w8 = false;
+    wsum[c] += wv;
+  }
+  const int32_t *bias = bc ? bc->data : NULL;
+  for (int64_t c = 0; c < channels; c++) {
+    /* Σ_k w' is at most 255 · K in magnitude and K is a tensor dim, so the product cannot overflow int64;
+     * the i32 result wraps like the accumulator it corrects. */
+    int64_t corr = (bias ? bias[c] : 0) - (int64_t)q->zx * wsum[c];
+    q->corr[c] = (int32_t)(uint32_t)(uint64_t)corr;
+    q->bias[c] = bias ? bias[c] : 0;
+    double sw = wq->scales[wq->n == 1 ? 0 : c], sx = xq->scales[0];
+    q->mult[c] = yq ? (float)(sx * sw / yq->scales[0]) : (float)(sx * sw);
+  }
+  free(wsum);
+  if (yq) {
+    q->out = yq->storage;
+    q->zy = (int32_t)yq->zero_points[0];
+    q->lo = (int32_t)(yq->qmin - q->zy);
+    q->hi = (int32_t)(yq->qmax - q->zy);
+  } else {
+    q->out = FC_DT_F32;
+  }
+  return FC_OK;
+}
+
+void fc_qp_free(FcQuantProduct *q) {
+  free(q->w);
+  free(q->corr);
+  free(q->mult);
+  free(q->bias);
+  q->bias = NULL;
+  q->w = NULL;
+  q->corr = NULL;
+  q->mult = NULL;
+}
+
+bool fc_qp_pairs_exact(const FcQuantProduct *q) {
+  if (!q->w8) return false;
+  int64_t ks = q->chan_axis == 0 ? 1 : q->channels, cs = q->chan_axis == 0 ? q->K : 1;
+  for (int64_t c = 0; c < q->channels; c++)
+    for (int64_t kk = 0; kk + 1 < q->K; kk += 2) {
+      int w1 = q->w[kk * ks + c * cs], w2 = q->w[(kk + 1) * ks + c * cs];
+      /* Opposite signs stay within xmax · 128 <= 32640; equal signs reach xmax · (|w1| + |w2|). */
+      if ((w1 > 0) == (w2 > 0) && w1 != 0 && w2 != 0 && (int64_t)q->xmax * (abs(w1) + abs(w2)) > 32767)
+        return false;
+    }
+  return true;
+}
+
+LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc, LLVMValueRef corr,
+                          LLVMValueRef mult) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef ty = LLVMTypeOf(acc);
+  bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+  unsigned n = vec ? LLVMGetVectorSize(ty) : 1;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef fty = vec ? LLVMVectorType(f32, n) : f32;
+  LLVMValueRef v = LLVMBuildFMul(b, LLVMBuildSIToFP(b, LLVMBuildAdd(b, acc, corr, ""), fty, ""), mult, "");
+  if (q->out == FC_DT_F32) return v;
+  v = fc_cg_intrinsic(k, "llvm.roundeven", fty, &v, 1);
+  LLVMValueRef lo[2] = {v, fc_cg_splat_const(fty, LLVMConstReal(f32, q->lo))};
+  v = fc_cg_intrinsic(k, "llvm.maxnum", fty, lo, 2);
+  LLVMValueRef hi[2] = {v, fc_cg_splat_const(fty, LLVMConstReal(f32, q->hi))};
+  v = fc_cg_intrinsic(k, "llvm.minnum", fty, hi, 2);
+  LLVMValueRef iv = LLVMBuildFPToSI(b, v, ty, "");
+  iv = LLVMBuildAdd(b, iv, fc_cg_splat_const(ty, LLVMConstInt(i32, (unsigned long long)(int64_t)q->zy, 1)), "");
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  return LLVMBuildTrunc(b, iv, vec ? LLVMVectorType(i8, n) : i8, "");
+}

@@ -1,0 +1,64 @@
+/* cg_requant.h — the quantised conv and matmul of qspec §2 as the integer kernels see them: the zero points
+ * and bias folded at compile time into one i32 correction per output channel, and the requantising store.
+ *
+ * An op with quantised operands computes acc[c] = Σ (x - zx)(w - zw[c]) + b[c] exactly in i32 and then
+ *   quantised result: y = clamp(rne(f32(acc) · m[c]) + zy, qmin, qmax), m[c] = (float)(sx · sw[c] / sy)
+ *   f32 result:       y = f32(acc) · (float)(sx · sw[c]).
+ * The kernels multiply bytes as u8 × s8 (x86's vpdpbusd / vpmaddubsw) or u16 × s16 (vpmaddwd), so:
+ *   - an i8 x is read with its top bit flipped (x ^ 0x80 = x + 128 as u8), and zx becomes zx + 128;
+ *   - the weights' zero points are subtracted at compile time: w' = w - zw[c] lies in [-255, 255]; when
+ *     every w' fits in s8 the byte kernels take it, otherwise only the exact 16-bit path (WIDEN) does;
+ *   - then acc = Σ x·w' - zx·Σ_k w'[c, k] + b[c], where the last two terms are a per-channel constant
+ *     (corr[c]); padding taps read zx (the real 0), which keeps this identity exact at the borders.
+ * The arithmetic wraps modulo 2^32 like the spec's i32, so the identity holds bit for bit.
+ * The requantisation is vectorised over lanes that share or vary the channel (a conv row shares it, a
+ * matmul row varies it along N); the f32 product is one fmul (never contracted), rne is llvm.roundeven
+ * and the clamp happens on the rounded value, so the result equals the scalar definition exactly.
+ */
+#ifndef FLOWC_CG_REQUANT_H
+#define FLOWC_CG_REQUANT_H
+
+#include "codegen.h"
+
+typedef struct FcQuantProduct {
+  /* activations */
+  bool flip;            /* x has i8 storage: bytes are read xor 0x80 */
+  int32_t zx;           /* x's zero point in the u8 view (zx + 128 when flipped) */
+  int32_t xmax;         /* the largest u8-view value x can hold (its qmax, + 128 when flipped) */
+  /* weights, as a [K, channels] (chan_axis 1, matmul) or [channels, K] (chan_axis 0, conv) matrix */
+  int64_t K, channels;
+  int chan_axis;
+  int16_t *w;           /* w' = w - zw[c] in the weights' element order (malloc'd: fc_qp_free) */
+  bool w8;              /* every w' lies in [-128, 127] */
+  /* per channel */
+  int32_t *corr;        /* b[c] - zx · Σ_k w'[c, k], wrapped to i32 */
+  int32_t *bias;        /* b[c] alone (0 without a bias): for kernels that subtract zx from x themselves */
+  float *mult;          /* m[c] (quantised result) or sx · sw[c] (f32 result) */
+  /* result */
+  FcDtype out;          /* U8, I8 (requantised) or F32 */
+  int32_t zy, lo, hi;   /* requantised: zero point and the clamp bounds of rne(·) before adding zy */
+} FcQuantProduct;
+
+/* Whether op (a flow.conv or flow.matmul) is a quantised product of qspec §2: x per-tensor u8/i8, weights
+ * a constant with data, u8/i8, per tensor or per axis along chan_axis (conv: 0, matmul's B: 1), an optional
+ * constant plain i32 bias [channels], result per-tensor u8/i8 or plain f32. why (may be NULL) gets the
+ * reason when it is not. */
+bool fc_qp_applies(const FcOp *op, int chan_axis, char *why, size_t cap);
+/* Fills q for such an op (fc_qp_applies must hold) whose weights are `channels` × K along chan_axis. */
+FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQuantProduct *q);
+void fc_qp_free(FcQuantProduct *q);
+
+/* Whether vpmaddubsw's i16 pair sums a1·w1 + a2·w2 (a in [0, xmax]) can never saturate for pairs of
+ * consecutive k (2p, 2p + 1) of every channel. */
+bool fc_qp_pairs_exact(const FcQuantProduct *q);
+
+/* Emission. acc: <n x i32> (or i32 when n is 1); corr: i32 of the same shape (added, wrapping); mult: f32
+ * of the same shape. Returns the result values, <n x i8> for U8/I8 (the storage bits) or <n x float>. */
+LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc, LLVMValueRef corr,
+                          LLVMValueRef mult);
+
+/* kernel_matmul_i8.c: acc + the products of 4 bytes of u8 a with 4 bytes of s8 b per i32 lane (for WIDEN:
+ * 2 u16 of a with 2 s16 of b), by the target's instruction; a, b: any 32·lanes-bit vectors, acc <lanes x i32>. */
+LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b);
+
+#endif /* FLOWC_CG_REQUANT_H */

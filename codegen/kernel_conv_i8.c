@@ -1,0 +1,413 @@
+/* kernel_conv_i8.c — the quantised flow.conv of qspec §2 (1-D and 2-D, NCHW, dense or grouped with at least a
+ * few output channels per group) as an integer GEMM over an im2col block, requantised in the store.
+ *
+ * Per group the conv is Y[Mg, P] = W'[Mg, K] · Col[K, P] (K = Cg·KH·KW, P = OH·OW output pixels), with the
+ * zero points and bias folded into one i32 correction per channel (cg_requant.h). One outer iteration is
+ * (image, group, block of PB pixels); it builds the block's Col in its scratch in two steps:
+ *   1. rows: Col[k][p] for every k = (c, kh, kw) as plain byte rows, contiguous over the block's pixels: for
+ *      each output row the block touches, the taps outside the input read zx (the real 0: that keeps the
+ *      folded correction exact at the borders) and the rest copy x (xor 0x80 for i8 x), a loop LLVM
+ *      vectorises (strided for stride 2);
+ *   2. interleave: 4 rows at a time become [k/4][p][4] (2 rows as u16 pairs for the exact 16-bit dot), so 4
+ *      consecutive k of one pixel are adjacent, by vector shuffles.
+ * A pointwise conv (1x1, stride 1, no padding) skips step 1 for full blocks: its rows are x's channel planes.
+ * The register tile is mr output channels × nv vectors of pixels: each weight group of 4 bytes (one channel,
+ * 4 k) is broadcast and meets nv vectors of Col with the target's dot (vpdpbusd; vpmaddubsw + vpmaddwd where
+ * no weight pair can saturate it, given the activation range; else vpmaddwd on 16-bit pairs) — the same
+ * steps as kernel_matmul_i8.c with the broadcast and the vector operands swapped. The weights are packed at
+ * compile time as [group][channel tile][k/4][mr][4] bytes, followed in the same constant by the channels'
+ * corrections and multipliers. A finished tile is requantised per channel (one multiplier per output row) and
+ * stored as whole vectors of output pixels; the last channel tile and pixel panel go through a stack tile.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_requant.h"
+#include "codegen.h"
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+
+/* The conv as 2-D: x [N, C, H, W], w [M, Cg, KH, KW], y [N, M, OH, OW] (1-D has H = KH = OH = 1). */
+typedef struct Conv2 {
+  int64_t N, C, H, W, M, KH, KW, OH, OW, G, Cg, Mg, K, P;
+  int64_t sh, sw, dh, dw, ph, pw;
+} Conv2;
+
+static bool conv2_of(const FcOp *op, Conv2 *c) {
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
+  int n = x->rank - 2;
+  const int64_t *s, *d, *p;
+  if (n < 1 || n > 2 || w->rank != x->rank || y->rank != x->rank || fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != n ||
+      fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != n || fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 2 * n)
+    return false;
+  bool two = n == 2;
+  *c = (Conv2){.N = x->dims[0], .C = x->dims[1], .H = two ? x->dims[2] : 1, .W = x->dims[n + 1],
+               .M = w->dims[0], .Cg = w->dims[1], .KH = two ? w->dims[2] : 1, .KW = w->dims[n + 1],
+               .OH = two ? y->dims[2] : 1, .OW = y->dims[n + 1], .G = fc_op_attr_int(op, FC_ATTR_GROUP, 1),
+               .sh = two ? s[0] : 1, .sw = s[n - 1], .dh = two ? d[0] : 1, .dw = d[n - 1],
+               .ph = two ? p[0] : 0, .pw = p[n - 1]};
+  if (c->G < 1 || c->C != c->G * c->Cg || c->M % c->G) return false;
+  c->Mg = c->M / c->G;
+  /* every factor is a dim of a checked tensor, and K and P are below a tensor's element count */
+  c->K = c->Cg * c->KH * c->KW;
+  c->P = c->OH * c->OW;
+  return c->N > 0 && c->K > 0 && c->P > 0 && c->M > 0;
+}
+
+bool fc_conv_i8_applies(const FcKernel *k) {
+  const FcOp *op = k->op;
+  Conv2 c;
+  if (!op->operands[0].value->type.quant || !fc_qp_applies(op, 0, NULL, 0) || !conv2_of(op, &c)) return false;
+  FcI8Gemm g;
+  fc_target_i8_gemm(k->target, &g);
+  /* a group of fewer channels than half a register tile (depthwise above all) wastes most of the tile: the
+   * direct loop nest (kernel_nn.c) vectorises over pixels instead */
+  return g.dot != FC_I8DOT_NONE && 2 * c.Mg >= g.mr;
+}
+
+/* Valid range [lo, hi) of j in [0, count) with 0 <= j*s + off < limit. */
+static void stride_range(int64_t count, int64_t s, int64_t off, int64_t limit, int64_t *lo, int64_t *hi) {
+  int64_t l = off >= 0 ? 0 : (-off + s - 1) / s, top = limit - 1 - off;
+  int64_t h = top < 0 ? 0 : top / s + 1;
+  *lo = l > count ? count : l;
+  *hi = h > count ? count : h;
+  if (*hi < *lo) *hi = *lo;
+}
+
+/* dst[j] = v for j in [a, b) (i64), a byte loop LLVM turns into a memset. */
+static void fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef a, LLVMValueRef b, LLVMValueRef v) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, a, fc_cg_smax(k, a, b), 1, "fill");
+  LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, dst, &j, 1, ""));
+  fc_cg_loop_end(k, &l);
+}
+
+typedef struct ConvI8 {
+  Conv2 c;
+  FcQuantProduct q;
+  FcI8Gemm g;
+  int kg;                 /* k per 4-byte group: 4, or 2 for the 16-bit dot */
+  int64_t KG, MT, PB;     /* k groups, channel tiles per group, pixels per block (a multiple of nr) */
+  int64_t nr;
+  LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
+} ConvI8;
+
+/* dst[j .. j + 16) = src[j .. j + 16) (xor 0x80 for an i8 x): one unaligned vector. */
+static void copy16(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
+  LLVMValueRef v = LLVMBuildLoad2(k->b, v16, LLVMBuildGEP2(k->b, i8, src, &j, 1, ""), "");
+  LLVMSetAlignment(v, 1);
+  if (t->q.flip) v = LLVMBuildXor(k->b, v, fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
+  LLVMValueRef st = LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, dst, &j, 1, ""));
+  LLVMSetAlignment(st, 1);
+}
+
+/* Step 1 for the block [p0, p0 + npix) of image n, group grp: rows[k][0 .. PB) (pixels past npix: zx). */
+static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef xg, LLVMValueRef p0,
+                       LLVMValueRef npix) {
+  const Conv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
+  LLVMValueRef oh0 = LLVMBuildSDiv(b, p0, c64(k, c->OW), "");
+  LLVMValueRef oh1 = LLVMBuildSDiv(b, fc_cg_iadd(k, p0, fc_cg_isub(k, npix, c64(k, 1))), c64(k, c->OW), "");
+  FcLoop lc, lh, lw, lo;
+  LLVMValueRef ci = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->Cg), 1, "c");
+  LLVMValueRef kh = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, c->KH), 1, "kh");
+  LLVMValueRef kw = fc_cg_loop_begin(k, &lw, c64(k, 0), c64(k, c->KW), 1, "kw");
+  LLVMValueRef kk = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->KH), kh), c->KW), kw);
+  LLVMValueRef row = fc_cg_imulc(k, kk, t->PB);
+  row = LLVMBuildGEP2(b, i8, rows, &row, 1, "");
+  fill_bytes(k, row, npix, c64(k, t->PB), zx);
+  LLVMValueRef lo_kw = fc_cg_load(k, FC_DT_I64, t->tab_lo, kw), hi_kw = fc_cg_load(k, FC_DT_I64, t->tab_hi, kw);
+  LLVMValueRef woff = fc_cg_iadd(k, fc_cg_imulc(k, kw, c->dw), c64(k, -c->pw));
+  LLVMValueRef oh = fc_cg_loop_begin(k, &lo, oh0, fc_cg_iadd(k, oh1, c64(k, 1)), 1, "oh");
+  /* this output row's part of the block: columns [a, e), at dst[oh·OW + ow - p0] */
+  LLVMValueRef rstart = fc_cg_isub(k, fc_cg_imulc(k, oh, c->OW), p0);
+  LLVMValueRef a = fc_cg_smax(k, c64(k, 0), LLVMBuildNeg(b, rstart, ""));
+  LLVMValueRef e = fc_cg_smin(k, c64(k, c->OW), fc_cg_isub(k, npix, rstart));
+  LLVMValueRef dst = LLVMBuildGEP2(b, i8, row, &rstart, 1, "");
+  LLVMValueRef ih = fc_cg_iadd(k, fc_cg_iadd(k, fc_cg_imulc(k, oh, c->sh), c64(k, -c->ph)), fc_cg_imulc(k, kh, c->dh));
+  LLVMValueRef inside = LLVMBuildICmp(b, LLVMIntULT, ih, c64(k, c->H), "");
+  LLVMValueRef lo_ = fc_cg_select(k, inside, fc_cg_smin(k, fc_cg_smax(k, lo_kw, a), e), e);
+  LLVMValueRef hi_ = fc_cg_select(k, inside, fc_cg_smax(k, fc_cg_smin(k, hi_kw, e), lo_), e);
+  fill_bytes(k, dst, a, lo_, zx);
+  fill_bytes(k, dst, hi_, e, zx);
+  LLVMValueRef src = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->H), fc_cg_smin(k, ih, c64(k, c->H - 1))), c->W), woff);
+  src = LLVMBuildGEP2(b, i8, xg, &src, 1, "");
+  LLVMValueRef len = fc_cg_isub(k, hi_, lo_);
+  LLVMValueRef lo_scalar = lo_;
+  if (c->sw == 1) {
+    /* Runs of 16 bytes or more (a row of a 56-wide map): 16-byte copies, the last one overlapping the one
+     * before it (it rewrites the same bytes) instead of a scalar tail; shorter runs take the byte loop. */
+    LLVMValueRef long_run = LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 16), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, long_run);
+    FcLoop lv;
+    LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo_, fc_cg_isub(k, hi_, c64(k, 15)), 16, "ow16");
+    copy16(k, t, src, dst, j);
+    fc_cg_loop_end(k, &lv);
+    copy16(k, t, src, dst, fc_cg_isub(k, hi_, c64(k, 16)));
+    fc_cg_if_end(k, cont);
+    lo_scalar = fc_cg_select(k, long_run, hi_, lo_);
+  }
+  FcLoop lj;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, lo_scalar, hi_, 1, "ow");
+  LLVMValueRef sj = fc_cg_imulc(k, j, c->sw);
+  LLVMValueRef v = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
+  if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
+  LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &j, 1, ""));
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lo);
+  fc_cg_loop_end(k, &lw);
+  fc_cg_loop_end(k, &lh);
+  fc_cg_loop_end(k, &lc);
+}
+
+static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
+                            LLVMValueRef cols);
+
+/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step). */
+static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
+  interleave_from(k, t, rows, t->PB, false, cols);
+}
+
+/* The same from rows of `stride` bytes: the block's rows themselves, or (from_x) x's channel planes of a
+ * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here. */
+static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
+                            LLVMValueRef cols) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef v16 = LLVMVectorType(i8, 16), v32 = LLVMVectorType(i8, 32);
+  FcLoop lg, lp;
+  LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, t->KG), 1, "g");
+  LLVMValueRef pp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->PB), 16, "pp");
+  LLVMValueRef r[4];
+  for (int i = 0; i < t->kg; i++) {
+    LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, g, t->kg), c64(k, i));
+    if (from_x) row = fc_cg_smin(k, row, c64(k, t->c.K - 1));
+    LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, row, stride), pp);
+    r[i] = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, rows, &off, 1, ""), "");
+    LLVMSetAlignment(r[i], from_x ? 1 : 16);
+    if (from_x && t->q.flip) r[i] = LLVMBuildXor(b, r[i], fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
+  }
+  LLVMValueRef m32[32], m64[64];
+  for (int i = 0; i < 32; i++) m32[i] = LLVMConstInt(i32, (unsigned)i, 0);
+  LLVMValueRef out;
+  if (t->kg == 4) {
+    LLVMValueRef lo = LLVMBuildShuffleVector(b, r[0], r[1], LLVMConstVector(m32, 32), "");
+    LLVMValueRef hi = LLVMBuildShuffleVector(b, r[2], r[3], LLVMConstVector(m32, 32), "");
+    for (int j = 0; j < 16; j++)
+      for (int s = 0; s < 4; s++) m64[4 * j + s] = LLVMConstInt(i32, (unsigned)(16 * s + j), 0);
+    out = LLVMBuildShuffleVector(b, lo, hi, LLVMConstVector(m64, 64), "");
+  } else {
+    /* u16 pairs: [r0[j], 0, r1[j], 0] per pixel */
+    LLVMValueRef two = LLVMBuildShuffleVector(b, r[0], r[1], LLVMConstVector(m32, 32), "");
+    for (int j = 0; j < 16; j++) {
+      m64[4 * j] = LLVMConstInt(i32, (unsigned)j, 0);
+      m64[4 * j + 1] = m64[4 * j + 3] = LLVMConstInt(i32, 32, 0);
+      m64[4 * j + 2] = LLVMConstInt(i32, (unsigned)(16 + j), 0);
+    }
+    out = LLVMBuildShuffleVector(b, two, LLVMConstNull(v32), LLVMConstVector(m64, 64), "");
+  }
+  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), 4);
+  LLVMValueRef st = LLVMBuildStore(b, out, LLVMBuildGEP2(b, i8, cols, &off, 1, ""));
+  LLVMSetAlignment(st, 64);
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lg);
+}
+
+/* The packed weights and tables: [G][MT][KG][mr][4] bytes | corr: i32 × M | mult: f32 × M. */
+static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
+  const Conv2 *c = &t->c;
+  int mr = t->g.mr, kg = t->kg;
+  *bytes = wbytes + 8 * c->M;
+  int8_t *pk = calloc((size_t)*bytes, 1);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t m = 0; m < c->M; m++) {
+    int64_t grp = m / c->Mg, ml = m % c->Mg, ct = ml / mr, i = ml % mr;
+    for (int64_t kk = 0; kk < c->K; kk++) {
+      int16_t v = t->q.w[m * c->K + kk];
+      int64_t at = (((grp * t->MT + ct) * t->KG + kk / kg) * mr + i) * 4;
+      if (kg == 2) {
+        pk[at + 2 * (kk % 2)] = (int8_t)(v & 0xff);
+        pk[at + 2 * (kk % 2) + 1] = (int8_t)(v >> 8);
+      } else {
+        pk[at + kk % 4] = (int8_t)v;
+      }
+    }
+  }
+  memcpy(pk + wbytes, t->q.corr, (size_t)c->M * 4);
+  memcpy(pk + wbytes + 4 * c->M, t->q.mult, (size_t)c->M * 4);
+  return pk;
+}
+
+FcStatus fc_conv_i8(FcKernel *k) {
+  ConvI8 t;
+  FC_ASSERT(conv2_of(k->op, &t.c));
+  const Conv2 *c = &t.c;
+  FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);
+  if (st != FC_OK) return st;
+  fc_target_i8_gemm(k->target, &t.g);
+  if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
+  int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
+  t.nr = (int64_t)nv * w;
+  t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
+  t.KG = (c->K + t.kg - 1) / t.kg;
+  t.MT = (c->Mg + mr - 1) / mr;
+  int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
+  t.PB = t.g.col_bytes / per_px / t.nr * t.nr; /* the interleaved Col of a block stays in L2 (target.c) */
+  if (t.PB < t.nr) t.PB = t.nr;
+  if (t.PB > ppad) t.PB = ppad;
+  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes;
+  if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_checked_mul(per_px, t.PB, &col_bytes) ||
+      !fc_checked_mul(t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * t.KG, (int64_t)mr * 4 * c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
+    fc_qp_free(&t.q);
+    return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
+  }
+  int64_t bytes;
+  int8_t *pk = pack_weights(&t, wbytes, &bytes);
+  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
+  free(pk);
+  fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB);
+
+  int64_t *vlo = malloc((size_t)c->KW * sizeof *vlo), *vhi = malloc((size_t)c->KW * sizeof *vhi);
+  if (!vlo || !vhi) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t kw = 0; kw < c->KW; kw++) stride_range(c->OW, c->sw, kw * c->dw - c->pw, c->W, &vlo[kw], &vhi[kw]);
+  t.tab_lo = fc_cg_i64_table(k, vlo, c->KW, "tap_lo");
+  t.tab_hi = fc_cg_i64_table(k, vhi, c->KW, "tap_hi");
+  free(vlo);
+  free(vhi);
+
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMValueRef scr = fc_kernel_scratch(k, col_bytes + row_bytes);
+  LLVMValueRef cols = scr, rows = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes)}, 1, "rows");
+  LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
+  LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
+  LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
+  LLVMValueRef ctile = fc_cg_tile_new(k, et, mr * t.nr, "edge");
+  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t.q.zx, 0);
+
+  FcLoop lo;
+  LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
+  LLVMValueRef blk = LLVMBuildSRem(b, it, c64(k, blocks), "");
+  LLVMValueRef ng = LLVMBuildSDiv(b, it, c64(k, blocks), ""); /* n·G + grp */
+  LLVMValueRef grp = LLVMBuildSRem(b, ng, c64(k, c->G), "");
+  LLVMValueRef p0 = fc_cg_imulc(k, blk, t.PB);
+  LLVMValueRef npix = fc_cg_smin(k, c64(k, t.PB), fc_cg_isub(k, c64(k, c->P), p0));
+  LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
+  LLVMValueRef xg = LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, "");
+  /* A pointwise conv's Col rows are x's channel planes: a full block interleaves them in place (a partial
+   * last block would read past the plane, so it copies them like any other conv). */
+  bool pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
+  LLVMBasicBlockRef done_cols = NULL;
+  if (pointwise) {
+    LLVMValueRef full_blk = LLVMBuildICmp(b, LLVMIntEQ, npix, c64(k, t.PB), "");
+    LLVMBasicBlockRef in_place = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_in_place");
+    LLVMBasicBlockRef copied = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_copied");
+    done_cols = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_done");
+    LLVMBuildCondBr(b, full_blk, in_place, copied);
+    LLVMPositionBuilderAtEnd(b, in_place);
+    interleave_from(k, &t, LLVMBuildGEP2(b, i8, xg, &p0, 1, ""), c->P, true, cols);
+    LLVMBuildBr(b, done_cols);
+    LLVMPositionBuilderAtEnd(b, copied);
+  }
+  build_rows(k, &t, rows, xg, p0, npix);
+  if (t.KG * t.kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
+    LLVMValueRef r = c64(k, c->K * t.PB);
+    fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t.KG * t.kg - c->K) * t.PB), zx);
+  }
+  interleave(k, &t, rows, cols);
+  if (pointwise) {
+    LLVMBuildBr(b, done_cols);
+    LLVMPositionBuilderAtEnd(b, done_cols);
+  }
+
+  /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */
+  LLVMValueRef ybase = fc_cg_iadd(k, fc_cg_imulc(k, ng, c->Mg * c->P), p0);
+  LLVMValueRef wgrp = fc_cg_imulc(k, grp, t.MT * t.KG * mr * 4);
+  LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, t.nr - 1)), c64(k, t.nr), "");
+  FcLoop lp, lt;
+  LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+  LLVMValueRef pcol = fc_cg_imulc(k, pn, t.nr);
+  LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t.MT), 1, "ctile");
+  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
+  LLVMValueRef wtile = fc_cg_iadd(k, wgrp, fc_cg_imulc(k, ct, t.KG * mr * 4));
+  FcLoop lk;
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t.KG), 1, "kg");
+  LLVMValueRef cv[4];
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t.PB), fc_cg_iadd(k, pcol, c64(k, v * w))), 4);
+    cv[v] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, cols, &off, 1, ""), "");
+    LLVMSetAlignment(cv[v], 32);
+  }
+  LLVMValueRef wrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4));
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, 4 * i));
+    LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, wp, &off, 1, ""), "");
+    LLVMSetAlignment(w32, 4);
+    LLVMValueRef wv = LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), vb, "");
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v));
+      LLVMBuildStore(b, fc_i8_dot(k, t.g.dot, w, LLVMBuildLoad2(b, vi, p, ""), cv[v], wv), p);
+    }
+  }
+  fc_cg_loop_end(k, &lk);
+
+  /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
+  LLVMValueRef m0 = fc_cg_imulc(k, ct, mr), outv[64];
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, c->Mg - 1));
+    LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, grp, c->Mg), ml);
+    LLVMValueRef co = fc_cg_iadd(k, c64(k, wbytes), fc_cg_imulc(k, m, 4)), mo = fc_cg_iadd(k, co, c64(k, 4 * c->M));
+    LLVMValueRef corr = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, wp, &co, 1, ""), "");
+    LLVMValueRef mult = LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, i8, wp, &mo, 1, ""), "");
+    LLVMSetAlignment(corr, 4);
+    LLVMSetAlignment(mult, 4);
+    corr = fc_cg_splat(k, corr, (unsigned)w);
+    mult = fc_cg_splat(k, mult, (unsigned)w);
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
+      outv[i * nv + v] = fc_qp_finish(k, &t.q, a, corr, mult);
+    }
+  }
+  LLVMValueRef nrows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->Mg), m0));
+  LLVMValueRef ncols = fc_cg_smin(k, c64(k, t.nr), fc_cg_isub(k, npix, pcol));
+  LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, nrows, c64(k, mr), ""),
+                                   LLVMBuildICmp(b, LLVMIntEQ, ncols, c64(k, t.nr), ""), "");
+  LLVMBasicBlockRef edge_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qedge");
+  LLVMBasicBlockRef full_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qfull");
+  LLVMBasicBlockRef done_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qdone");
+  LLVMBuildCondBr(b, full, full_bb, edge_bb);
+  LLVMPositionBuilderAtEnd(b, full_bb);
+  for (int i = 0; i < mr; i++)
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef at = fc_cg_iadd(k, ybase, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, m0, c64(k, i)), c->P),
+                                                        fc_cg_iadd(k, pcol, c64(k, v * w))));
+      LLVMValueRef s = LLVMBuildStore(b, outv[i * nv + v], LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
+      LLVMSetAlignment(s, 1);
+    }
+  LLVMBuildBr(b, done_bb);
+  LLVMPositionBuilderAtEnd(b, edge_bb);
+  for (int i = 0; i < mr * nv; i++) {
+    LLVMValueRef s = LLVMBuildStore(b, outv[i], fc_cg_tile_at(k, et, ctile, c64(k, (int64_t)i * w)));
+    LLVMSetAlignment(s, 1);
+  }
+  FcLoop li, lj;
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), nrows, 1, "er");
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), ncols, 1, "ec");
+  LLVMValueRef v = LLVMBuildLoad2(b, et, fc_cg_tile_at(k, et, ctile, fc_cg_iadd(k, fc_cg_imulc(k, i, t.nr), j)), "");
+  LLVMValueRef at = fc_cg_iadd(k, ybase, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, m0, i), c->P), fc_cg_iadd(k, pcol, j)));
+  LLVMBuildStore(b, v, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &li);
+  LLVMBuildBr(b, done_bb);
+  LLVMPositionBuilderAtEnd(b, done_bb);
+  fc_cg_loop_end(k, &lt);
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lo);
+  fc_qp_free(&t.q);
+  return FC_OK;
+}
