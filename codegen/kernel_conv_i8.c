@@ -58,11 +58,9 @@ bool fc_conv_i8_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   Conv2 c;
   if (!op->operands[0].value->type.quant || !fc_qp_applies(op, 0, NULL, 0) || !conv2_of(op, &c)) return false;
-  FcI8Gemm g;
-  fc_target_i8_gemm(k->target, &g);
   /* a group of fewer channels than half a register tile (depthwise above all) wastes most of the tile: the
    * direct loop nest (kernel_nn.c) vectorises over pixels instead */
-  return g.dot != FC_I8DOT_NONE && 2 * c.Mg >= g.mr;
+  return fc_target_i8_conv_tiles(k->target, op->results[0].type.rank - 2, c.Mg);
 }
 
 /* Valid range [lo, hi) of j in [0, count) with 0 <= j*s + off < limit. */

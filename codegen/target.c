@@ -427,3 +427,9 @@ void fc_target_free(FcTarget *t) {
 }
 
 LLVMTargetMachineRef fc_target_tm(const FcTarget *t) { return (LLVMTargetMachineRef)t->llvm_tm; }
+
+bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group) {
+  FcI8Gemm g;
+  fc_target_i8_gemm(t, &g);
+  return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && 2 * out_per_group >= g.mr;
+}

@@ -210,5 +210,10 @@ typedef struct FcI8Gemm {
   int64_t col_bytes; /* packed activations a task builds and re-reads from L2 (kernel_conv_i8.c's im2col block) */
 } FcI8Gemm;
 void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g);
+/* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
+ * (kernel_conv_i8.c): a dot instruction, and groups of at least half a register tile of channels. Others
+ * (depthwise above all) take the direct loop nest, slower than the f32 kernels: fold_qdq leaves them in
+ * float. */
+bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group);
 
 #endif /* FLOWC_TARGET_H */

@@ -52,6 +52,7 @@ enum { MAX_ACTS = 4 }; /* activations between a compute op and its quantize (Cli
 
 typedef struct Qdq {
   FcModule *m;
+  const FcTarget *target;
   FcDiag *diag;
   FcOpStack scratch;
 } Qdq;
@@ -397,6 +398,17 @@ static FcStatus compute(Qdq *s, FcOp *op) {
   if (!is_conv && op->operands[1].value->type.rank != 2) return FC_OK;
   const FcTensor *w = weight_of(s, op->operands[1].value, w_axis);
   if (!w) return FC_OK;
+  int64_t group = is_conv ? fc_op_attr_int(op, FC_ATTR_GROUP, 1) : 1;
+  /* Grouped convs (depthwise above all) whose groups fit no integer GEMM tile run faster in f32 than on the
+   * integer loop nest; a dense conv with few channels is cheap either way and stays integer. */
+  if (is_conv && group > 1 &&
+      !fc_target_i8_conv_tiles(s->target, op->results[0].type.rank - 2, op->results[0].type.dims[1] / group)) {
+    FcAnnotValue note = {.kind = FC_AV_STR,
+                         .s = "no integer GEMM tile fits this conv's groups on this CPU (depthwise or narrow groups); the f32 "
+                              "kernel is faster than the integer loop nest"};
+    fc_op_set_annot(op, fc_annot_name(FC_ANNOT_QUANT_NOTE), &note);
+    return FC_OK;
+  }
   double sx = xq->type.quant->scales[0];
   int rank = x->type.rank, cdim = is_conv ? 1 : rank - 1;
   int64_t C = x->type.dims[cdim];
@@ -435,7 +447,7 @@ static FcStatus compute(Qdq *s, FcOp *op) {
 }
 
 FcStatus fc_pass_fold_qdq(FcModule *m, FcPassContext *pc) {
-  Qdq s = {.m = m, .diag = pc->diag};
+  Qdq s = {.m = m, .target = pc->target, .diag = pc->diag};
   fc_op_stack_init(&s.scratch, &m->arena);
   FcOpStack todo;
   fc_op_stack_init(&todo, &pc->scratch);
