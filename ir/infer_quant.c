@@ -34,7 +34,7 @@ static FcStatus set_quant_result(FcOp *op, FcArena *arena, const FcQuant *q, int
 FcStatus fc_infer_quantize(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   const FcType *x = fc_ih_in(op, 0);
-  FcType q;
+  FcType q = {0};
   FC_ITRY(qtype_attr(op, &q, diag));
   if (x->dtype != FC_DT_F32) return fc_ih_fail(op, diag, "input must be f32, not %s", fc_dtype_name(x->dtype));
   if (!q.quant) return fc_ih_fail(op, diag, "qtype must be a quantised type, not %s", fc_dtype_name(q.dtype));
@@ -54,7 +54,7 @@ FcStatus fc_infer_dequantize(FcOp *op, FcArena *arena, FcDiag *diag) {
 FcStatus fc_infer_scast(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   const FcType *x = fc_ih_in(op, 0);
-  FcType q;
+  FcType q = {0};
   FC_ITRY(qtype_attr(op, &q, diag));
   if (x->quant) {
     if (q.quant || q.dtype != x->dtype)
@@ -87,7 +87,7 @@ FcStatus fc_ih_quant_compute(const FcOp *op, int w_axis, bool *quantised, FcDiag
     if (b->quant || b->dtype != FC_DT_I32 || b->rank != 1)
       return fc_ih_fail(op, diag, "the bias of a quantised form must be a 1-D i32 tensor");
   }
-  FcType q;
+  FcType q = {0};
   FC_ITRY(qtype_attr(op, &q, diag));
   if (q.quant ? !is_8bit(q.dtype) || q.quant->axis >= 0 || q.quant->expressed != FC_DT_F32 : q.dtype != FC_DT_F32)
     return fc_ih_fail(op, diag, "qtype must be f32 or quantised per tensor, 8-bit, expressing f32");
@@ -98,7 +98,7 @@ FcStatus fc_ih_set_quant_compute(FcOp *op, FcArena *arena, int64_t channels, int
                                  FcDiag *diag) {
   if (op->n_operands == 3 && fc_ih_in(op, 2)->dims[0] != channels)
     return fc_ih_fail(op, diag, "the bias must have %lld elements, one per output channel", (long long)channels);
-  FcType q;
+  FcType q = {0};
   FC_ITRY(qtype_attr(op, &q, diag));
   if (!q.quant) {
     fc_ih_set(op, 0, arena, FC_DT_F32, rank, dims);
