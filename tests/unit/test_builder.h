@@ -27,4 +27,21 @@ static inline void outputs(T *t, FcValue *const *v, int n) {
   if (fc_verify(t->m, &d) != FC_OK) fail_msg("module built by the test does not verify: %s", d.msg);
 }
 
+#ifdef FLOWC_PASSES_H
+/* Runs the registered pass `pass` on the module for target tg and fails the test unless it succeeds and the
+ * module then verifies. */
+static inline void t_run_pass(T *t, const char *pass, const FcTarget *tg) {
+  FcPassContext pc = {.target = tg, .opt_level = 2, .diag = &t->d};
+  fc_arena_init(&pc.scratch);
+  const FcPassInfo *p = fc_pass_lookup(pass);
+  assert_non_null(p);
+  FcStatus st = p->fn(t->m, &pc);
+  fc_arena_free(&pc.scratch);
+  if (st != FC_OK) fail_msg("pass %s failed: %s", pass, t->d.msg);
+  FcDiag d;
+  fc_diag_init(&d);
+  if (fc_verify(t->m, &d) != FC_OK) fail_msg("verifier after %s: %s", pass, d.msg);
+}
+#endif
+
 #endif /* FLOWC_TEST_BUILDER_H */

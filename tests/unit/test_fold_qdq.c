@@ -29,18 +29,7 @@
 #include "test_builder.h"
 #include "test_target.h"
 
-static void run(T *t, const char *pass) {
-  FcPassContext pc = {.target = target, .opt_level = 2, .diag = &t->d};
-  fc_arena_init(&pc.scratch);
-  const FcPassInfo *p = fc_pass_lookup(pass);
-  assert_non_null(p);
-  FcStatus st = p->fn(t->m, &pc);
-  fc_arena_free(&pc.scratch);
-  if (st != FC_OK) fail_msg("pass %s failed: %s", pass, t->d.msg);
-  FcDiag d;
-  fc_diag_init(&d);
-  if (fc_verify(t->m, &d) != FC_OK) fail_msg("verifier after %s: %s", pass, d.msg);
-}
+static void run(T *t, const char *pass) { t_run_pass(t, pass, target); }
 
 /* A deterministic pseudo-random sequence (LCG), so failures reproduce. */
 static uint32_t rng_state;

@@ -25,18 +25,7 @@
 
 enum { K = 70, N = 65, ZERO_COL = 7 }; /* K·N = 4550 >= the pass's 4096; odd sizes on purpose */
 
-static void run(T *t, const char *pass, const FcTarget *tg) {
-  FcPassContext pc = {.target = tg, .opt_level = 2, .diag = &t->d};
-  fc_arena_init(&pc.scratch);
-  const FcPassInfo *p = fc_pass_lookup(pass);
-  assert_non_null(p);
-  FcStatus st = p->fn(t->m, &pc);
-  fc_arena_free(&pc.scratch);
-  if (st != FC_OK) fail_msg("pass %s failed: %s", pass, t->d.msg);
-  FcDiag d;
-  fc_diag_init(&d);
-  if (fc_verify(t->m, &d) != FC_OK) fail_msg("verifier after %s: %s", pass, d.msg);
-}
+static void run(T *t, const char *pass, const FcTarget *tg) { t_run_pass(t, pass, tg); }
 
 /* B[k, n]: mixed signs, a different range per column, column ZERO_COL all zero. */
 static float weight(int k, int n) { return n == ZERO_COL ? 0.0f : (float)((n + 1) * sin(0.37 * k + 1.3 * n)) / 16; }
