@@ -139,3 +139,42 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   return LLVMBuildTrunc(b, iv, vec ? LLVMVectorType(i8, n) : i8, "");
 }
+
+void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
+                      LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
+                      LLVMValueRef cols) {
+  LLVMBuilderRef b = k->b;
+  int64_t nr = (int64_t)nv * w;
+  LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rows, fc_cg_const_i64(k, mr), ""),
+                                   LLVMBuildICmp(b, LLVMIntEQ, cols, fc_cg_const_i64(k, nr), ""), "");
+  LLVMBasicBlockRef edge_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qedge");
+  LLVMBasicBlockRef full_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qfull");
+  LLVMBasicBlockRef done_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qdone");
+  LLVMBuildCondBr(b, full, full_bb, edge_bb);
+  LLVMPositionBuilderAtEnd(b, full_bb);
+  for (int i = 0; i < mr; i++)
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef row = fc_cg_iadd(k, row0, fc_cg_const_i64(k, i));
+      LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, row, row_stride),
+                                                        fc_cg_iadd(k, col0, fc_cg_const_i64(k, (int64_t)v * w))));
+      LLVMValueRef s = LLVMBuildStore(b, out[i * nv + v], LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
+      LLVMSetAlignment(s, 1);
+    }
+  LLVMBuildBr(b, done_bb);
+  LLVMPositionBuilderAtEnd(b, edge_bb);
+  for (int i = 0; i < mr * nv; i++) {
+    LLVMValueRef s = LLVMBuildStore(b, out[i], fc_cg_tile_at(k, et, edge, fc_cg_const_i64(k, (int64_t)i * w)));
+    LLVMSetAlignment(s, 1);
+  }
+  FcLoop li, lj;
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), rows, 1, "er");
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), cols, 1, "ec");
+  LLVMValueRef v = LLVMBuildLoad2(b, et, fc_cg_tile_at(k, et, edge, fc_cg_iadd(k, fc_cg_imulc(k, i, nr), j)), "");
+  LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, row0, i), row_stride),
+                                                    fc_cg_iadd(k, col0, j)));
+  LLVMBuildStore(b, v, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &li);
+  LLVMBuildBr(b, done_bb);
+  LLVMPositionBuilderAtEnd(b, done_bb);
+}

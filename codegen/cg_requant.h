@@ -47,6 +47,13 @@ bool fc_qp_applies(const FcOp *op, int chan_axis, char *why, size_t cap);
 /* Fills q for such an op (fc_qp_applies must hold) whose weights are `channels` × K along chan_axis. */
 FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQuantProduct *q);
 void fc_qp_free(FcQuantProduct *q);
+/* Stores a register tile of mr rows x nv vectors of w elements (out[i * nv + v], element type et) at row
+ * row0 + i, column col0 + v * w of the row-major output base + row * row_stride + col: whole vectors when the
+ * tile is full (rows == mr, cols == nv * w), else through the stack tile `edge` (mr * nv * w elements) and
+ * element by element for the valid rows x cols. */
+void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
+                      LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
+                      LLVMValueRef cols);
 
 /* Whether vpmaddubsw's i16 pair sums a1·w1 + a2·w2 (a in [0, xmax]) can never saturate for pairs of
  * consecutive k (2p, 2p + 1) of every channel. */

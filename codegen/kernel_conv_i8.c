@@ -373,36 +373,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   }
   LLVMValueRef nrows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->Mg), m0));
   LLVMValueRef ncols = fc_cg_smin(k, c64(k, t.nr), fc_cg_isub(k, npix, pcol));
-  LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, nrows, c64(k, mr), ""),
-                                   LLVMBuildICmp(b, LLVMIntEQ, ncols, c64(k, t.nr), ""), "");
-  LLVMBasicBlockRef edge_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qedge");
-  LLVMBasicBlockRef full_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qfull");
-  LLVMBasicBlockRef done_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qdone");
-  LLVMBuildCondBr(b, full, full_bb, edge_bb);
-  LLVMPositionBuilderAtEnd(b, full_bb);
-  for (int i = 0; i < mr; i++)
-    for (int v = 0; v < nv; v++) {
-      LLVMValueRef at = fc_cg_iadd(k, ybase, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, m0, c64(k, i)), c->P),
-                                                        fc_cg_iadd(k, pcol, c64(k, v * w))));
-      LLVMValueRef s = LLVMBuildStore(b, outv[i * nv + v], LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
-      LLVMSetAlignment(s, 1);
-    }
-  LLVMBuildBr(b, done_bb);
-  LLVMPositionBuilderAtEnd(b, edge_bb);
-  for (int i = 0; i < mr * nv; i++) {
-    LLVMValueRef s = LLVMBuildStore(b, outv[i], fc_cg_tile_at(k, et, ctile, c64(k, (int64_t)i * w)));
-    LLVMSetAlignment(s, 1);
-  }
-  FcLoop li, lj;
-  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), nrows, 1, "er");
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), ncols, 1, "ec");
-  LLVMValueRef v = LLVMBuildLoad2(b, et, fc_cg_tile_at(k, et, ctile, fc_cg_iadd(k, fc_cg_imulc(k, i, t.nr), j)), "");
-  LLVMValueRef at = fc_cg_iadd(k, ybase, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, m0, i), c->P), fc_cg_iadd(k, pcol, j)));
-  LLVMBuildStore(b, v, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
-  fc_cg_loop_end(k, &lj);
-  fc_cg_loop_end(k, &li);
-  LLVMBuildBr(b, done_bb);
-  LLVMPositionBuilderAtEnd(b, done_bb);
+  fc_qp_store_tile(k, et, outv, mr, nv, w, ctile, ybase, m0, nrows, c->P, pcol, ncols);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lo);

@@ -252,36 +252,7 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   /* Full tiles store their vectors; edge tiles go through a stack tile and copy the valid part. */
   LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, M), m0));
   LLVMValueRef cols = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, N), n0));
-  LLVMValueRef full = LLVMBuildAnd(bld, LLVMBuildICmp(bld, LLVMIntEQ, rows, c64(k, mr), ""),
-                                   LLVMBuildICmp(bld, LLVMIntEQ, cols, c64(k, nr), ""), "");
-  LLVMBasicBlockRef edge_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "i8edge");
-  LLVMBasicBlockRef full_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "i8full");
-  LLVMBasicBlockRef done_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "i8done");
-  LLVMBuildCondBr(bld, full, full_bb, edge_bb);
-  LLVMPositionBuilderAtEnd(bld, full_bb);
-  for (int i = 0; i < mr; i++)
-    for (int v = 0; v < nv; v++) {
-      LLVMValueRef row = fc_cg_iadd(k, m0, c64(k, i));
-      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, row, N), fc_cg_iadd(k, n0, c64(k, v * w)));
-      LLVMValueRef st = LLVMBuildStore(bld, outv[i * nv + v], LLVMBuildGEP2(bld, et, k->out[0], &at, 1, ""));
-      LLVMSetAlignment(st, 1);
-    }
-  LLVMBuildBr(bld, done_bb);
-  LLVMPositionBuilderAtEnd(bld, edge_bb);
-  for (int i = 0; i < mr * nv; i++) {
-    LLVMValueRef st = LLVMBuildStore(bld, outv[i], fc_cg_tile_at(k, et, ctile, c64(k, (int64_t)i * w)));
-    LLVMSetAlignment(st, 1);
-  }
-  FcLoop li, lj;
-  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), rows, 1, "er");
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), cols, 1, "ec");
-  LLVMValueRef v = LLVMBuildLoad2(bld, et, fc_cg_tile_at(k, et, ctile, fc_cg_iadd(k, fc_cg_imulc(k, i, nr), j)), "");
-  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, m0, i), N), fc_cg_iadd(k, n0, j));
-  LLVMBuildStore(bld, v, LLVMBuildGEP2(bld, et, k->out[0], &at, 1, ""));
-  fc_cg_loop_end(k, &lj);
-  fc_cg_loop_end(k, &li);
-  LLVMBuildBr(bld, done_bb);
-  LLVMPositionBuilderAtEnd(bld, done_bb);
+  fc_qp_store_tile(k, et, outv, mr, nv, w, ctile, c64(k, 0), m0, rows, N, n0, cols);
   fc_cg_loop_end(k, &lo);
   return FC_OK;
 }
