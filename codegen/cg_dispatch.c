@@ -269,6 +269,7 @@ FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *
   snprintf(prefix, sizeof prefix, "%s__cpu%d", mb->o.model_name, mb->n);
   FcCodegenOptions co = mb->o;
   co.model_name = prefix;
+  co.share_constants = true;
   LLVMTargetMachineRef tm = fc_target_tm(t);
   bool apart = mb->tmp && mb->n < mb->total - 1;
   LLVMContextRef ctx = apart ? LLVMContextCreate() : mb->ctx;

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Comdat.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "cg_private.h"
@@ -186,9 +187,75 @@ static const char *strip_node_prefix(FcArena *a, const FcOp *op, const char *msg
 
 /* ---- globals ------------------------------------------------------------------------------------------ */
 
-/* A private constant global holding `n` bytes. */
+/* Blobs from this size up are content-addressed in a multiversioned artefact (below it, the symbols would
+ * cost more than the copies). */
+#define SHARED_BLOB_MIN_BYTES 1024
+
+static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static uint64_t fmix64(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  return k ^ (k >> 33);
+}
+
+/* A 128-bit hash of n bytes (MurmurHash3's x64 mixing over 8-byte words, two lanes): names a blob by its
+ * contents, so an accidental collision between two different weights is out of reach (2^-64 per pair even
+ * if the lanes were correlated). */
+static void blob_hash(const unsigned char *p, size_t n, uint64_t h[2]) {
+  const uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
+  uint64_t h1 = 0x9e3779b97f4a7c15ULL ^ n, h2 = 0xc2b2ae3d27d4eb4fULL ^ (n * c1);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    uint64_t k1, k2;
+    memcpy(&k1, p + i, 8);
+    memcpy(&k2, p + i + 8, 8);
+    h1 ^= rotl64(k1 * c1, 31) * c2;
+    h1 = (rotl64(h1, 27) + h2) * 5 + 0x52dce729;
+    h2 ^= rotl64(k2 * c2, 33) * c1;
+    h2 = (rotl64(h2, 31) + h1) * 5 + 0x38495ab5;
+  }
+  unsigned char tail[16] = {0};
+  memcpy(tail, p + i, n - i);
+  uint64_t k1, k2;
+  memcpy(&k1, tail, 8);
+  memcpy(&k2, tail + 8, 8);
+  h1 ^= rotl64(k1 * c1, 31) * c2;
+  h2 ^= rotl64(k2 * c2, 33) * c1;
+  h1 += h2;
+  h2 += h1;
+  h1 = fmix64(h1);
+  h2 = fmix64(h2);
+  h1 += h2;
+  h2 += h1;
+  h[0] = h1;
+  h[1] = h2;
+}
+
+/* A constant global holding `n` bytes: private, or, for a large blob of a multiversioned artefact, named by
+ * its contents in a COMDAT group of its own (linkonce_odr, hidden). The variants are separate objects (or
+ * modules linked into one for --emit obj), and most of their weights are packed alike (the same GEMM
+ * panel on AVX2 and AVX-512): the linker keeps one copy of each group, so the artefact carries each distinct
+ * blob once instead of once per CPU. */
 static LLVMValueRef bytes_global(FcCg *cg, const char *name, const void *data, size_t n, unsigned align,
                                  bool nul_terminate) {
+  bool shared = !nul_terminate && n >= SHARED_BLOB_MIN_BYTES && cg->opts->share_constants &&
+                cg->target->shared_constants;
+  char key[80];
+  if (shared) {
+    uint64_t h[2];
+    blob_hash(data, n, h);
+    snprintf(key, sizeof key, "flowc.blob.%016llx%016llx.%zu", (unsigned long long)h[0], (unsigned long long)h[1],
+             n);
+    LLVMValueRef old = LLVMGetNamedGlobal(cg->mod, key);
+    if (old) {
+      if (LLVMGetAlignment(old) < align) LLVMSetAlignment(old, align);
+      return old;
+    }
+    name = key;
+  }
   LLVMValueRef init = LLVMConstStringInContext2(cg->ctx, data, n, !nul_terminate);
   LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), name);
   LLVMSetInitializer(g, init);
@@ -196,6 +263,13 @@ static LLVMValueRef bytes_global(FcCg *cg, const char *name, const void *data, s
   LLVMSetLinkage(g, LLVMPrivateLinkage);
   LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
   LLVMSetAlignment(g, align);
+  if (shared) {
+    LLVMSetLinkage(g, LLVMLinkOnceODRLinkage);
+    LLVMSetVisibility(g, LLVMHiddenVisibility);
+    LLVMComdatRef c = LLVMGetOrInsertComdat(cg->mod, key);
+    LLVMSetComdatSelectionKind(c, LLVMAnyComdatSelectionKind);
+    LLVMSetComdat(g, c);
+  }
   return g;
 }
 

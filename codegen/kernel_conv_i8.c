@@ -246,7 +246,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   const Conv2 *c = &t.c;
   FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);
   if (st != FC_OK) return st;
-  fc_target_i8_gemm(k->target, &t.g);
+  fc_target_i8_conv(k->target, &t.g);
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
   t.nr = (int64_t)nv * w;

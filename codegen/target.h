@@ -71,6 +71,8 @@ typedef struct FcCodegenOptions {
   const char *features;   /* extra "+avx512f,..." or NULL */
   int opt_level;          /* 0..3: LLVM pipeline default<Ox> */
   const char *model_name; /* symbol prefix for --emit lib/obj headers; default "flowc" */
+  bool share_constants;   /* one variant of a multiversioned artefact: large constants are content-addressed
+                             where the target's object format allows (FcTarget.shared_constants) */
   FcProgress progress;    /* codegen, LLVM's pipeline, object, link */
 } FcCodegenOptions;
 
@@ -143,6 +145,9 @@ struct FcTarget {
   int vector_bytes;         /* vectors element-wise loops use (256-bit on AVX-512: LLVM prefers them too) */
   int max_vector_bytes;     /* the widest registers (GEMM and blocked kernels use them) */
   int vector_regs;          /* vector registers */
+  bool shared_constants;    /* the object format merges COMDAT groups at link time (ELF, COFF; not Mach-O):
+                               large constants are content-addressed, so the CPU variants of one artefact
+                               that pack a weight alike keep one copy (cg_module.c) */
   FcGemmTable gemm;
   FcLayoutCosts layout;
   FcLayoutCosts layout_narrow; /* a narrower block for regions the block does not divide (block 0: none) */
@@ -210,6 +215,8 @@ typedef struct FcI8Gemm {
   int64_t col_bytes; /* packed activations a task builds and re-reads from L2 (kernel_conv_i8.c's im2col block) */
 } FcI8Gemm;
 void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g);
+/* The same for the quantised conv (kernel_conv_i8.c), whose register tile may differ from the matmul's. */
+void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
  * (kernel_conv_i8.c): a dot instruction, and groups of at least half a register tile of channels. Others
  * (depthwise above all) take the direct loop nest, slower than the f32 kernels: fold_qdq leaves them in
