@@ -91,14 +91,100 @@ typedef struct ConvI8 {
   LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
 } ConvI8;
 
-/* dst[j .. j + 16) = src[j .. j + 16) (xor 0x80 for an i8 x): one unaligned vector. */
-static void copy16(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j) {
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
+/* dst[j .. j + n) = src[j .. j + n) (xor 0x80 where flip: an i8 x): one unaligned vector. */
+static void copy_vec(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j, unsigned n) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, n);
   LLVMValueRef v = LLVMBuildLoad2(k->b, v16, LLVMBuildGEP2(k->b, i8, src, &j, 1, ""), "");
   LLVMSetAlignment(v, 1);
-  if (t->q.flip) v = LLVMBuildXor(k->b, v, fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
+  if (flip) v = LLVMBuildXor(k->b, v, fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
   LLVMValueRef st = LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, dst, &j, 1, ""));
   LLVMSetAlignment(st, 1);
+}
+
+static void copy_n(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j, unsigned n) {
+  copy_vec(k, t->q.flip, src, dst, j, n);
+}
+
+/* dst[0 .. len) = src[0 .. len) for a length known here, by vectors: whole 16-byte ones and, for the rest,
+ * one more ending at len (overlapping the last, rewriting the same bytes) or two overlapping 8- or 4-byte
+ * ones; bytes below 4. With `spill`, the last vector may instead run up to 15 bytes past len (on both
+ * sides: the caller allows it). */
+static void copy_fixed(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef dst, int64_t len, bool spill) {
+  int64_t j = 0;
+  for (; j + 16 <= len; j += 16) copy_vec(k, flip, src, dst, c64(k, j), 16);
+  if (j == len) return;
+  if (spill) {
+    copy_vec(k, flip, src, dst, c64(k, j), 16);
+  } else if (len >= 16) {
+    copy_vec(k, flip, src, dst, c64(k, len - 16), 16);
+  } else if (len >= 4) {
+    unsigned n = len >= 8 ? 8 : 4;
+    copy_vec(k, flip, src, dst, c64(k, 0), n);
+    copy_vec(k, flip, src, dst, c64(k, len - n), n);
+  } else {
+    for (; j < len; j++) copy_vec(k, flip, src, dst, c64(k, j), 1);
+  }
+}
+
+/* Whether step 1 builds a whole image's rows from padded planes (build_rows_padded): stride 1 along W, one
+ * block per image. */
+static bool rows_from_padded(const ConvI8 *t) { return t->c.sw == 1 && t->PB >= t->c.P; }
+
+/* The padded planes' rows and columns: exactly the window the taps read (stride 1 along W). */
+static int64_t padded_h(const Conv2 *c) { return (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1; }
+static int64_t padded_w(const Conv2 *c) { return c->OW + (c->KW - 1) * c->dw; }
+
+static void fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef a, LLVMValueRef b, LLVMValueRef v);
+
+/* Step 1 for a whole image (small maps: 7x7 to ~20x20, where a row is a few bytes and the bounds logic of
+ * build_rows would cost more than the copies). The group's Cg planes first go to `pad` with zx around
+ * them (Hp x Wp bytes each, i8 x flipped here); then row k = (c, kh, kw) is OH copies of OW bytes at fixed
+ * offsets, by 16-byte vectors that may run past the output row: the spill lands in the next output row,
+ * written after it, or in the pixels past P, filled with zx after the copies, or (the last row of all) in
+ * the slack after the rows. No bound is tested per row. */
+static void build_rows_padded(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef pad, LLVMValueRef xg) {
+  const Conv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
+  int64_t Hp = padded_h(c), Wp = padded_w(c);
+  int64_t s0 = c->pw < Wp ? c->pw : Wp, s1 = c->pw + c->W < Wp ? c->pw + c->W : Wp; /* columns with x */
+  FcLoop lc, lr;
+  LLVMValueRef ci = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->Cg), 1, "pc");
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, Hp), 1, "pr");
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, ci, Hp * Wp), fc_cg_imulc(k, r, Wp));
+  LLVMValueRef drow = LLVMBuildGEP2(b, i8, pad, &at, 1, "");
+  fill_bytes(k, drow, c64(k, 0), c64(k, Wp), zx);
+  LLVMValueRef ih = fc_cg_iadd(k, r, c64(k, -c->ph));
+  if (s1 > s0) {
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntULT, ih, c64(k, c->H), ""));
+    LLVMValueRef so = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->H), ih), c->W), c64(k, s0 - c->pw));
+    LLVMValueRef d0 = c64(k, s0);
+    copy_fixed(k, t->q.flip, LLVMBuildGEP2(b, i8, xg, &so, 1, ""), LLVMBuildGEP2(b, i8, drow, &d0, 1, ""), s1 - s0,
+               false);
+    fc_cg_if_end(k, cont);
+  }
+  fc_cg_loop_end(k, &lr);
+  fc_cg_loop_end(k, &lc);
+
+  FcLoop lk, lh, lw, lo;
+  ci = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, c->Cg), 1, "c");
+  LLVMValueRef kh = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, c->KH), 1, "kh");
+  LLVMValueRef kw = fc_cg_loop_begin(k, &lw, c64(k, 0), c64(k, c->KW), 1, "kw");
+  LLVMValueRef kk = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->KH), kh), c->KW), kw);
+  LLVMValueRef row = fc_cg_imulc(k, kk, t->PB);
+  row = LLVMBuildGEP2(b, i8, rows, &row, 1, "");
+  LLVMValueRef src0 = fc_cg_iadd(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, Hp * Wp), fc_cg_imulc(k, kh, c->dh * Wp)),
+                                 fc_cg_imulc(k, kw, c->dw));
+  src0 = LLVMBuildGEP2(b, i8, pad, &src0, 1, "");
+  LLVMValueRef oh = fc_cg_loop_begin(k, &lo, c64(k, 0), c64(k, c->OH), 1, "oh");
+  LLVMValueRef so = fc_cg_imulc(k, oh, c->sh * Wp), dof = fc_cg_imulc(k, oh, c->OW);
+  copy_fixed(k, false, LLVMBuildGEP2(b, i8, src0, &so, 1, ""), LLVMBuildGEP2(b, i8, row, &dof, 1, ""), c->OW, true);
+  fc_cg_loop_end(k, &lo);
+  fill_bytes(k, row, c64(k, c->P), c64(k, t->PB), zx);
+  fc_cg_loop_end(k, &lw);
+  fc_cg_loop_end(k, &lh);
+  fc_cg_loop_end(k, &lk);
 }
 
 /* Step 1 for the block [p0, p0 + npix) of image n, group grp: rows[k][0 .. PB) (pixels past npix: zx). */
@@ -138,16 +224,26 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
   LLVMValueRef lo_scalar = lo_;
   if (c->sw == 1) {
     /* Runs of 16 bytes or more (a row of a 56-wide map): 16-byte copies, the last one overlapping the one
-     * before it (it rewrites the same bytes) instead of a scalar tail; shorter runs take the byte loop. */
+     * before it (it rewrites the same bytes) instead of a scalar tail. Runs of 4 to 15 bytes (the rows of
+     * 7- and 14-wide maps, which a batch repeats for every tap) are two overlapping copies of 8 or 4 bytes;
+     * only shorter ones take the byte loop. */
     LLVMValueRef long_run = LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 16), "");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, long_run);
     FcLoop lv;
     LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo_, fc_cg_isub(k, hi_, c64(k, 15)), 16, "ow16");
-    copy16(k, t, src, dst, j);
+    copy_n(k, t, src, dst, j, 16);
     fc_cg_loop_end(k, &lv);
-    copy16(k, t, src, dst, fc_cg_isub(k, hi_, c64(k, 16)));
+    copy_n(k, t, src, dst, fc_cg_isub(k, hi_, c64(k, 16)), 16);
     fc_cg_if_end(k, cont);
-    lo_scalar = fc_cg_select(k, long_run, hi_, lo_);
+    for (unsigned n = 8; n >= 4; n /= 2) {
+      LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, n), ""),
+                                       LLVMBuildICmp(b, LLVMIntSLT, len, c64(k, 2 * n), ""), "");
+      cont = fc_cg_if_begin(k, fits);
+      copy_n(k, t, src, dst, lo_, n);
+      copy_n(k, t, src, dst, fc_cg_isub(k, hi_, c64(k, n)), n);
+      fc_cg_if_end(k, cont);
+    }
+    lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 4), ""), hi_, lo_);
   }
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, lo_scalar, hi_, 1, "ow");
@@ -248,6 +344,13 @@ FcStatus fc_conv_i8(FcKernel *k) {
   if (st != FC_OK) return st;
   fc_target_i8_conv(k->target, &t.g);
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
+  /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed
+   * CNN's 14x14 = 196 against 64-pixel panels): the weights are packed by channel rows, so this choice is
+   * free per conv, and 2 vectors of 4 channels still keep the dot unit busier than the loads. */
+  for (int v = t.g.nv - 1; v >= 2; v--) {
+    int64_t cur = (int64_t)t.g.nv * t.g.lanes, alt = (int64_t)v * t.g.lanes;
+    if ((c->P + alt - 1) / alt * alt < (c->P + cur - 1) / cur * cur) t.g.nv = v;
+  }
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
   t.nr = (int64_t)nv * w;
   t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
@@ -280,8 +383,13 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  LLVMValueRef scr = fc_kernel_scratch(k, col_bytes + row_bytes);
+  /* cols | rows | 64 bytes of slack (build_rows_padded's last spill) | the padded planes | 64 bytes of slack
+   * (the spills' reads past the last plane: bytes that only reach the spilled-over positions) */
+  bool padded = rows_from_padded(&t);
+  int64_t pad_bytes = padded ? c->Cg * padded_h(c) * padded_w(c) + 64 : 0; /* below the input's plane bytes */
+  LLVMValueRef scr = fc_kernel_scratch(k, col_bytes + row_bytes + 64 + pad_bytes);
   LLVMValueRef cols = scr, rows = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes)}, 1, "rows");
+  LLVMValueRef pad = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes + row_bytes + 64)}, 1, "pad");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
   LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
@@ -312,7 +420,8 @@ FcStatus fc_conv_i8(FcKernel *k) {
     LLVMBuildBr(b, done_cols);
     LLVMPositionBuilderAtEnd(b, copied);
   }
-  build_rows(k, &t, rows, xg, p0, npix);
+  if (padded) build_rows_padded(k, &t, rows, pad, xg);
+  else build_rows(k, &t, rows, xg, p0, npix);
   if (t.KG * t.kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
     LLVMValueRef r = c64(k, c->K * t.PB);
     fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t.KG * t.kg - c->K) * t.PB), zx);
