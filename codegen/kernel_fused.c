@@ -20,8 +20,13 @@
  * index, it is a dependence of distance 0, which the vectoriser accepts without a check.
  *
  * Each step is checked when the kernel is built by running its op's inference hook on scalars of the
- * result dtype: a step the op does not define for that dtype (sqrt of an integer), or one that changes the
+ * compute dtype: a step the op does not define for that dtype (sqrt of an integer), or one that changes the
  * dtype (a comparison), is an error naming the fused op rather than an assertion in fc_cg_scalar_op.
+ *
+ * An operand of another dtype is loaded as it is stored and converted by fc_cg_convert, the code of
+ * flow.cast; so is the program's value when the result is stored as another dtype (`to`): a quantised
+ * model's u8 tensors go through the float glue between its integer kernels in one pass, a byte read and a
+ * byte written per element.
  */
 #include "codegen.h"
 #include "ew_program.h"
@@ -35,7 +40,9 @@ enum { IN_PLACE_COPIES = 3 };
 typedef struct Fused {
   const FcEwProgram *prog; /* the op's `program` attribute */
   FcCgStep *steps; /* prog.n_steps stand-ins (fc_cg_program_steps) */
-  FcDtype dt;
+  FcDtype dt;      /* the compute dtype */
+  FcDtype st;      /* the result's (stored) dtype */
+  FcDtype *odt;    /* operand j's dtype */
   int n_in;
   int cr;         /* merged dims */
   int64_t *cd;    /* merged dim sizes, outermost first */
@@ -95,11 +102,13 @@ static void merge_dims(FcKernel *k, Fused *f, FcArena *arena) {
 
 /* Lanes for the hand-vectorised loop: the target's vector width where loads and stores need no
  * conversion and every operand's inner stride is 0 or 1; else 1. */
+static bool stored_as_computed(FcDtype dt) { return dt != FC_DT_F16 && dt != FC_DT_BF16 && dt != FC_DT_BOOL; }
+
 static int vector_lanes(FcKernel *k, const Fused *f) {
-  if (f->dt == FC_DT_F16 || f->dt == FC_DT_BF16 || f->dt == FC_DT_BOOL) return 1;
+  if (!stored_as_computed(f->dt) || !stored_as_computed(f->st)) return 1;
   for (int j = 0; j < f->n_in; j++) {
     int64_t s = f->cs[j][f->cr - 1];
-    if (s != 0 && s != 1) return 1;
+    if ((s != 0 && s != 1) || !stored_as_computed(f->odt[j])) return 1;
   }
   int vw = fc_target_lanes(k->target, f->dt);
   if (vw < 2 || f->inner < vw) return 1;
@@ -160,9 +169,10 @@ static void emit_inner(FcKernel *k, const Fused *f, const Nest *n, LLVMValueRef 
     }
     LLVMValueRef idx = n->ptrs[j] == k->out[0] ? oi
                        : LLVMBuildAdd(B, n->off[j], s == 1 ? i : LLVMBuildMul(B, i, fc_cg_const_i64(k, s), ""), "");
-    n->in[j] = lanes > 1 ? load_lanes(k, f->dt, n->ptrs[j], idx, lanes) : fc_cg_load(k, f->dt, n->ptrs[j], idx);
+    n->in[j] = lanes > 1 ? load_lanes(k, f->odt[j], n->ptrs[j], idx, lanes) : fc_cg_load(k, f->odt[j], n->ptrs[j], idx);
+    n->in[j] = fc_cg_convert(k, n->in[j], f->odt[j], f->dt);
   }
-  LLVMValueRef y = run_program(k, f, n->in, n->vals);
+  LLVMValueRef y = fc_cg_convert(k, run_program(k, f, n->in, n->vals), f->dt, f->st);
   if (lanes > 1) store_lanes(k, op->results[0].type.dtype, k->out[0], oi, y);
   else fc_cg_store(k, op->results[0].type.dtype, k->out[0], oi, y);
   fc_cg_loop_end(k, &l);
@@ -192,7 +202,7 @@ static void emit_nest(FcKernel *k, const Fused *f, Nest *n) {
   /* row-constant operands: one load per row */
   for (int j = 0; j < f->n_in; j++) {
     if (f->cs[j][cr - 1] != 0) continue;
-    n->fixed[j] = fc_cg_load(k, f->dt, n->ptrs[j], n->off[j]);
+    n->fixed[j] = fc_cg_convert(k, fc_cg_load(k, f->odt[j], n->ptrs[j], n->off[j]), f->odt[j], f->dt);
     if (f->vw > 1) n->vfixed[j] = fc_cg_splat(k, n->fixed[j], (unsigned)f->vw);
   }
   n->base = LLVMBuildMul(B, row, fc_cg_const_i64(k, f->inner), "base");
@@ -215,14 +225,18 @@ FcStatus fc_kernel_fused(FcKernel *k) {
   FcOp *op = k->op;
   FcArena *arena = &op->graph->module->arena;
   const FcType *rt = &op->results[0].type;
-  Fused f = {.dt = rt->dtype, .n_in = op->n_operands};
+  const FcAttr *dta = fc_op_attr(op, FC_ATTR_DTYPE);
+  if (!dta || dta->kind != FC_AK_TYPE) return fc_cg_error(k, FC_ERR_INPUT, "attribute 'dtype' is missing");
+  Fused f = {.dt = dta->type, .st = rt->dtype, .n_in = op->n_operands};
   f.prog = fc_op_attr_program(op, FC_ATTR_PROGRAM);
   if (!f.prog) return fc_cg_error(k, FC_ERR_INPUT, "attribute 'program' is missing");
   FcStatus st;
   if ((st = fc_cg_program_steps(k, f.prog, f.dt, "program", &f.steps)) != FC_OK) return st;
-  for (int j = 0; j < f.n_in; j++)
-    if (!op->operands[j].value || op->operands[j].value->type.dtype != f.dt)
-      return fc_cg_error(k, FC_ERR_INPUT, "operand %d is missing or not %s", j, fc_dtype_name(f.dt));
+  f.odt = FC_NEW_ARRAY(arena, FcDtype, (size_t)f.n_in + 1);
+  for (int j = 0; j < f.n_in; j++) {
+    if (!op->operands[j].value) return fc_cg_error(k, FC_ERR_INPUT, "operand %d is missing", j);
+    f.odt[j] = op->operands[j].value->type.dtype;
+  }
   int64_t numel;
   FC_ASSERT(fc_type_numel(rt, &numel));
   if (numel == 0) {

@@ -1,10 +1,12 @@
 /* fused.c — shape inference and reference evaluation of flow.fused (an element-wise program over
  * broadcast operands, ew_program.h).
  *
- * The result's dtype and shape are attributes (the fusion pass copies them from the chain's last op), so
- * inference checks rather than derives: the program (kept parsed on the op) uses operand references
- * only, every operand broadcasts to the shape and has the result's dtype (fused chains never change
- * dtype). Evaluation runs the program step by step with the element-wise evaluators (fc_ew_program_eval).
+ * The compute dtype and the shape are attributes (the fusion pass copies them from the chain's last op),
+ * so inference checks rather than derives: the program (kept parsed on the op) uses operand references
+ * only and every operand broadcasts to the shape. Operands of another dtype than the compute one, and the
+ * optional `to` of the result, are conversions with flow.cast's meaning (passes/fuse_casts.c folds the
+ * casts of a quantised model's float glue in). Evaluation converts with the cast evaluator, then runs the
+ * program step by step with the element-wise evaluators (fc_ew_program_eval).
  */
 #include "ew_program.h"
 #include "infer_internal.h"
@@ -26,8 +28,6 @@ FcStatus fc_infer_fused(FcOp *op, FcArena *arena, FcDiag *diag) {
   FcType rt = {.dtype = dt->type, .rank = n, .dims = shape};
   for (int i = 0; i < op->n_operands; i++) {
     const FcType *t = fc_ih_in(op, i);
-    if (t->dtype != dt->type)
-      return fc_ih_fail(op, diag, "operand %d is %s, the result %s", i, fc_dtype_name(t->dtype), fc_dtype_name(dt->type));
     int r;
     const int64_t *d;
     if (!fc_broadcast_shapes(arena, t, &rt, &r, &d) || r != n)
@@ -37,12 +37,45 @@ FcStatus fc_infer_fused(FcOp *op, FcArena *arena, FcDiag *diag) {
   }
   const FcEwProgram *p;
   FC_ITRY(fc_ih_program(op, FC_ATTR_PROGRAM, false, arena, &p, diag));
-  fc_ih_set(op, 0, arena, dt->type, n, shape);
+  const FcAttr *to = fc_op_attr(op, FC_ATTR_TO);
+  if (to && (to->kind != FC_AK_TYPE || (unsigned)to->type >= FC_DT_COUNT))
+    return fc_ih_fail(op, diag, "attribute 'to' must be an element type");
+  fc_ih_set(op, 0, arena, to ? to->type : dt->type, n, shape);
   return FC_OK;
+}
+
+/* t as flow.cast to `to` converts it (t itself when it is `to` already). */
+static FcStatus cast_to(const FcOp *op, const FcTensor *t, FcDtype to, const FcTensor **out, FcArena *arena,
+                        FcDiag *diag) {
+  if (t->type.dtype == to) {
+    *out = t;
+    return FC_OK;
+  }
+  FcValue res = {.type = t->type};
+  res.type.dtype = to;
+  FcOp tmp = {.kind = FC_OP_CAST, .n_operands = 1, .n_results = 1, .results = &res, .loc = op->loc};
+  FcTensor *y = NULL;
+  FcStatus st = fc_eval_cast(&tmp, &t, &y, arena, diag);
+  *out = y;
+  return st;
 }
 
 FcStatus fc_eval_fused(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
   if (!p) return fc_ih_fail(op, diag, "attribute 'program' is missing");
-  return fc_ew_program_eval(op, p, &op->results[0].type, NULL, in, out, arena, diag);
+  FcDtype dt = fc_op_attr(op, FC_ATTR_DTYPE)->type;
+  const FcTensor **conv = FC_NEW_ARRAY(arena, const FcTensor *, (size_t)(op->n_operands ? op->n_operands : 1));
+  for (int i = 0; i < op->n_operands; i++) {
+    FcStatus st = cast_to(op, in[i], dt, &conv[i], arena, diag);
+    if (st != FC_OK) return st;
+  }
+  FcType ct = op->results[0].type;
+  ct.dtype = dt;
+  FcTensor *y = NULL;
+  FcStatus st = fc_ew_program_eval(op, p, &ct, NULL, conv, &y, arena, diag);
+  if (st != FC_OK) return st;
+  const FcTensor *r = NULL;
+  st = cast_to(op, y, op->results[0].type.dtype, &r, arena, diag);
+  *out = (FcTensor *)r;
+  return st;
 }

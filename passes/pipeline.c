@@ -57,10 +57,10 @@ static const char *const level_pipelines[4] = {
     "lower_quant,canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
     "prune_conv_taps,fold_batchnorm,fold_qdq,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
-    "fuse_elementwise,dce",
+    "fuse_elementwise,fuse_casts,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
     "prune_conv_taps,fold_batchnorm,fold_qdq,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
-    "fuse_elementwise,dce",
+    "fuse_elementwise,fuse_casts,dce",
 };
 
 void fc_pipeline_options_default(FcPipelineOptions *o) {
