@@ -200,7 +200,7 @@ static FcStatus distribute_op(Sbp *s, FcOp *op) {
     FC_ASSERT(vi->set);
     in_type[i] = &vi->global;
     in[i] = vi->sig;
-    any_split_in |= vi->sig.kind != FC_SBP_B;
+    any_split_in |= vi->sig.kind == FC_SBP_S;
   }
   for (int j = 0; j < n_out; j++) global[j] = op->results[j].type;
   FcSbpRuleCtx c = {op, s->group, in_type, global, in, need, out};
@@ -215,6 +215,8 @@ static FcStatus distribute_op(Sbp *s, FcOp *op) {
     }
   }
   if (op->kind != FC_OP_RETURN && !kept && any_split_in) {
+    /* Only a gathered split is worth a note: reducing partial sums before a non-linear op (a bias add after a
+     * row-parallel matmul) is the plan, not a loss. */
     FcAnnotValue note = FC_AV_STRING(fc_sbp_rule(op->kind) ? "no split of these operands carries through this op: it runs on whole tensors"
                                                             : "no SBP rule for this op: it runs on whole tensors");
     fc_op_set_annot(op, fc_annot_name(FC_ANNOT_SBP_NOTE), &note);
@@ -270,6 +272,7 @@ static FcStatus run(FcModule *m, FcPassContext *pc, bool tensor) {
       if (!y) return pc->diag->status != FC_OK ? pc->diag->status : FC_ERR_INTERNAL;
       fc_value_replace_all_uses(x, y);
       fc_op_set_operand(y->def, 0, x);
+      y->def->loc = x->name; /* named after the input, not after the op it went in front of */
     }
   }
   fc_graph_for_each_op(g, op) {
