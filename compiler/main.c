@@ -294,7 +294,8 @@ static void print_build_help(void) {
        "  --passes=a,b,c         run exactly these passes, in this order, instead of a pipeline\n"
        "  --ranks N              an SBP program for N processes (run it with mpirun -np N): each rank holds\n"
        "                         its part of every tensor and collectives move data where ops need it; rank\n"
-       "                         0 writes whole outputs (the sbp_data or sbp_tensor pass runs first)\n"
+       "                         0 writes whole outputs (the sbp_data or sbp_tensor pass runs after the\n"
+       "                         first clean-up round of -O2, before any fusion)\n"
        "  --mesh AxB...          the ranks as a mesh (product N; default a 1-D mesh of N)\n"
        "  --sbp data|tensor      data (default): inputs split along dim 0 (batch), weights whole; tensor:\n"
        "                         matmul/conv weights split (Megatron: columns, then rows and one all-reduce)\n"
@@ -383,9 +384,8 @@ static void print_info_help(void) {
 
 /* ---- option parsing -------------------------------------------------------------------------------- */
 
-/* --ranks, --mesh, --sbp: checked against each other, and the sbp pass put first in the pipeline (it
- * distributes the graph as imported; every later pass then works on the local graph). Returns -1 to go on
- * or the usage error's exit status. */
+/* --ranks, --mesh, --sbp: checked against each other, and the sbp pass put early in the pipeline (every
+ * later pass then works on the local graph). Returns -1 to go on or the usage error's exit status. */
 static int check_sbp_options(Cli *c) {
   if (!c->ranks) {
     if (c->n_mesh || c->sbp) return usage_error(c, "%s needs --ranks N", c->n_mesh ? "--mesh" : "--sbp");
@@ -401,8 +401,14 @@ static int check_sbp_options(Cli *c) {
   if (c->int8_static) return usage_error(c, "--ranks with --quantize int8 is not supported (calibration runs one process)");
   if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--ranks with --emit onnx: ONNX has no collective ops");
   if (c->split) return usage_error(c, "--ranks does not apply to --split-input-file");
+  /* After the first clean-up round of -O2/-O3 (a Gemm's transposed weight is a constant by then, which
+   * tensor parallelism splits), before any fusion (the rules know plain ops, not epilogues); first in an
+   * explicit list or a level without that round. */
   const char *list = c->passes ? c->passes : fc_pipeline_for_level(c->opt_level);
-  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "sbp_%s%s%s", c->sbp, *list ? "," : "", list);
+  static const char round[] = "shapes,canonicalize,fold,cse,";
+  size_t cut = !c->passes && strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
+  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssbp_%s%s%s", (int)cut, list, c->sbp,
+                   list[cut] ? "," : "", list + cut);
   if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
   c->passes = c->sbp_passes;
   return -1;
