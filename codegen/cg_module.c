@@ -795,10 +795,10 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
       cg->ctx,
       (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr,
-                      cg->ptr, cg->ptr, cg->i32, cg->ptr},
-      15, 0);
-  LLVMValueRef f[15] = {
-      LLVMConstInt(cg->i32, 4, 0), /* FRT_ABI_VERSION */
+                      cg->ptr, cg->ptr, cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr},
+      18, 0);
+  LLVMValueRef f[18] = {
+      LLVMConstInt(cg->i32, 5, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -813,11 +813,14 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       string_global(cg, features),
       LLVMConstInt(cg->i32, 0, 0), /* n_variants: cg_dispatch.c makes multiversioned descriptors */
       LLVMConstNull(cg->ptr),
+      LLVMConstInt(cg->i32, 0, 0), /* n_ranks: one process */
+      LLVMConstInt(cg->i32, 0, 0), /* n_mesh_axes */
+      LLVMConstNull(cg->ptr),      /* mesh */
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 15));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 18));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }

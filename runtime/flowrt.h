@@ -105,9 +105,13 @@ typedef struct FrtModel {
                                       one frt_model_variant picks, its workspace_size is the largest
                                       variant's, cpu lists them all and cpu_features is the last's */
   const struct FrtModel *const *variants;
+  int32_t n_ranks;                 /* 0 or 1: one process; N: an SBP program for N ranks (flowc build
+                                      --ranks N), which frt_main runs under mpirun -np N */
+  int32_t n_mesh_axes;             /* 0: a 1-D mesh of n_ranks; else the number of entries of mesh */
+  const int32_t *mesh;             /* mesh dims, row-major (last axis fastest), product n_ranks */
 } FrtModel;
 
-#define FRT_ABI_VERSION 4
+#define FRT_ABI_VERSION 5
 
 size_t frt_model_workspace_size(const FrtModel *m);
 /* The descriptor that runs m on this CPU: m itself without variants; for a multiversioned model the
