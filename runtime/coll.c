@@ -341,8 +341,8 @@ static int leave(double t0, int rc, const char *what, int32_t axis, const char *
 
 int frt_coll_all_reduce(int32_t axis, void *buf, int64_t count, int32_t dtype, int32_t op) {
   const char *what = "all_reduce";
-  void *g;
-  int32_t n, me;
+  void *g = NULL;
+  int32_t n = 1, me = 0;
   size_t bytes;
   if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) || check_op(what, dtype, op))
     return -1;
@@ -357,8 +357,8 @@ int frt_coll_all_reduce(int32_t axis, void *buf, int64_t count, int32_t dtype, i
 
 int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype) {
   const char *what = "all_gather";
-  void *g;
-  int32_t n, me;
+  void *g = NULL;
+  int32_t n = 1, me = 0;
   size_t bytes, all;
   if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) ||
       check_buffer(what, count, dtype, n, &all))
@@ -380,8 +380,8 @@ int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t coun
 
 int frt_coll_reduce_scatter(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype, int32_t op) {
   const char *what = "reduce_scatter";
-  void *g;
-  int32_t n, me;
+  void *g = NULL;
+  int32_t n = 1, me = 0;
   size_t bytes, all;
   if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) ||
       check_buffer(what, count, dtype, n, &all) || check_op(what, dtype, op))
@@ -403,8 +403,8 @@ int frt_coll_reduce_scatter(int32_t axis, const void *send, void *recv, int64_t 
 
 int frt_coll_all_to_all(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype) {
   const char *what = "all_to_all";
-  void *g;
-  int32_t n, me;
+  void *g = NULL;
+  int32_t n = 1, me = 0;
   size_t bytes, all;
   if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) ||
       check_buffer(what, count, dtype, n, &all))
@@ -428,8 +428,8 @@ int frt_coll_all_to_all(int32_t axis, const void *send, void *recv, int64_t coun
 
 int frt_coll_broadcast(int32_t axis, void *buf, int64_t count, int32_t dtype, int32_t root) {
   const char *what = "broadcast";
-  void *g;
-  int32_t n, me;
+  void *g = NULL;
+  int32_t n = 1, me = 0;
   size_t bytes;
   if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes))
     return -1;

@@ -260,7 +260,7 @@ static int too_many(char *msg, size_t cap, const char *call, int64_t count) {
 }
 
 static int mpi_all_reduce(void *group, void *buf, int64_t count, FrtDtype dt, FrtReduceOp op, char *msg, size_t cap) {
-  MpiOp mop;
+  MpiOp mop = NULL;
   if (reduction(dt, op, &mop, msg, cap) != 0)
     return -1;
   size_t es = frt_dtype_size(dt);
@@ -282,7 +282,7 @@ static int mpi_all_gather(void *group, const void *send, void *recv, int64_t cou
 
 static int mpi_reduce_scatter(void *group, const void *send, void *recv, int64_t count, FrtDtype dt, FrtReduceOp op,
                               char *msg, size_t cap) {
-  MpiOp mop;
+  MpiOp mop = NULL;
   if (reduction(dt, op, &mop, msg, cap) != 0)
     return -1;
   if (count > mpi.max_count)

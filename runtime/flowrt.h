@@ -245,8 +245,8 @@ int32_t frt_coll_size(int32_t axis);   /* group size; 1 without ranks */
 const char *frt_coll_last_error(void);
 
 /* Starts the collectives of a program for n_ranks ranks on a mesh of n_mesh_axes dims (0: a 1-D mesh of
- * n_ranks), the fields of FrtModel; n_ranks 0 or 1 starts nothing. Loads Open MPI (libmpi.so.40) with
- * dlopen, so a program that never calls this needs no MPI library. Fails with one line when MPI is missing,
+ * n_ranks), the fields of FrtModel; n_ranks 0 or 1 starts nothing. Loads Open MPI (libmpi.so.40, or the
+ * file $FLOWRT_MPI_LIBRARY names) with dlopen, so a program that never calls this needs no MPI library. Fails with one line when MPI is missing,
  * the process was not started by mpirun, or mpirun started another number of ranks ("this program was
  * compiled for 4 ranks; it was started with 2: run it with mpirun -np 4"); call frt_coll_finalize after a
  * failure too. While a rank waits in one collective for more than $FLOWRT_COLL_TIMEOUT seconds (default 60;
@@ -267,7 +267,9 @@ int32_t frt_coll_local_size(void);
 /* Implements `OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]
  * [--threads N] [--bench N] [--print]` for `m`; returns the process exit status: 0, 1 on bad input (one
  * line `<prog>: error: <what>` on stderr), 2 on bad usage. Outputs are written only with --output-dir;
- * without it and without --bench, --print is implied. */
+ * without it and without --bench, --print is implied. A model of m->n_ranks > 1 runs under `mpirun -np N`
+ * (frt_coll_init): rank 0 reads the inputs and broadcasts them, every rank runs, rank 0 writes and prints;
+ * a rank's own error reads `rank K: <prog>: error: <what>`, and one during a run ends every rank. */
 int frt_main(int argc, char **argv, const FrtModel *m);
 /* The help lines of frt_main's options (FILE, --input, ... --print), one option a line. */
 extern const char frt_run_options_help[];
