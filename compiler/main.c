@@ -1009,22 +1009,23 @@ static FcStatus run_pipeline(Cli *c, FcModule *m, const FcTarget *t, FcDiag *d) 
   return st;
 }
 
+/* --ranks: the mesh (flow.mesh) that the sbp pass and codegen read, on a module that has none yet. */
+static FcStatus set_mesh(const Cli *c, FcModule *m, FcDiag *d) {
+  if (!c->ranks) return FC_OK;
+  if (fc_module_mesh(m, NULL))
+    return fc_error(d, FC_ERR_INPUT, "the module is an SBP program already (flow.mesh): compile it without --ranks");
+  FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh);
+  fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MESH), &mesh);
+  return FC_OK;
+}
+
 /* Verifies, runs the pipeline and emits one module. Does not free it. */
 static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcDiag *d) {
   *blame = BLAME_MODEL;
   FcStatus st = fc_verify(m, d);
   if (st != FC_OK) return st;
-  if (c->ranks) {
-    /* The mesh the sbp pass and codegen read; an IR file that has one already must agree. */
-    const int64_t *had;
-    int n = fc_module_mesh(m, &had);
-    bool same = n == c->n_mesh;
-    for (int i = 0; same && i < n; i++) same = had[i] == c->mesh[i];
-    if (n && !same) return fc_error(d, FC_ERR_INPUT, "the module's flow.mesh differs from --ranks/--mesh");
-    if (n) return fc_error(d, FC_ERR_INPUT, "the module is an SBP program already (flow.mesh): compile it without --ranks");
-    FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh);
-    fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MESH), &mesh);
-  }
+  st = set_mesh(c, m, d);
+  if (st != FC_OK) return st;
   /* The target the passes ask is the one codegen then generates for. */
   int kind = emit_kind(c->emit);
   FcCodegenOptions co = codegen_options(c);
@@ -1112,6 +1113,7 @@ static int run_build_multi(Cli *c) {
       model_failed = st != FC_OK;
     }
     if (st == FC_OK) st = fc_verify(m, &d);
+    if (st == FC_OK) st = set_mesh(c, m, &d);
     if (st == FC_OK) st = run_pipeline(c, m, c->variants[i], &d);
     if (st == FC_OK) st = fc_multi_add(mb, m, c->variants[i], &d);
   }
