@@ -611,7 +611,7 @@ static int check_onnx_options(Cli *c, bool explicit_passes) {
 
 /* Parses argv[2..]; returns -1 to go on, or an exit status (help printed, or a usage error). */
 static int parse_args(Cli *c, int argc, char **argv) {
-  bool build = c->kind == CMD_BUILD, run = c->kind == CMD_RUN, check = c->kind == CMD_CHECK;
+  bool build = c->kind == CMD_BUILD, run = c->kind == CMD_RUN, check = c->kind == CMD_CHECK, info = c->kind == CMD_INFO;
   bool options_done = false;
   if (run) push_arg(&c->rt_argv, &c->rt_argc, "flowc");
   for (int i = 2; i < argc; i++) {
@@ -715,6 +715,29 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "--cpu needs a CPU name (such as native, x86-64-v3 or skylake)");
       c->cpu = v;
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--ranks", &v)) != 0) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, false, INT32_MAX, &n) || n < 1)
+        return usage_error(c, "--ranks needs a number of processes from 1 to %d", INT32_MAX);
+      c->ranks = n;
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--mesh", &v)) != 0) {
+      c->n_mesh = 0;
+      for (const char *p = r < 0 ? "" : v;; p += strcspn(p, "x") + 1) {
+        int64_t n;
+        char dim[32];
+        size_t len = strcspn(p, "x");
+        if (len == 0 || len >= sizeof dim || c->n_mesh == 8) return usage_error(c, "--mesh needs up to 8 sizes joined by 'x', such as 2x2");
+        memcpy(dim, p, len);
+        dim[len] = '\0';
+        if (!parse_count(dim, false, INT32_MAX, &n) || n < 1) return usage_error(c, "--mesh %s: '%s' is not a size >= 1", v, dim);
+        c->mesh[c->n_mesh++] = n;
+        if (!p[len]) break;
+      }
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--sbp", &v)) != 0) {
+      if (r < 0 || (strcmp(v, "data") != 0 && strcmp(v, "tensor") != 0))
+        return usage_error(c, "--sbp %s%s%s(supported: data, tensor; auto and an assignment file are not written yet)",
+                           r < 0 ? "needs a mode " : "'", r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
+      c->sbp = v;
     } else if ((run || check) && (strncmp(a, "--ranks", 7) == 0 || strncmp(a, "--mesh", 6) == 0 || strncmp(a, "--sbp", 5) == 0)) {
       return usage_error(c, "flowc %s runs one process: build an SBP program with 'flowc build MODEL --ranks N -o prog' "
                          "and start it with 'mpirun -np N ./prog'", c->cmd);
@@ -797,29 +820,6 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if ((r = take_value(argc, argv, &i, "-o", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "-o needs a file name");
       c->output = v;
-    } else if ((r = take_value(argc, argv, &i, "--ranks", &v)) != 0) {
-      int64_t n;
-      if (r < 0 || !parse_count(v, false, INT32_MAX, &n) || n < 1)
-        return usage_error(c, "--ranks needs a number of processes from 1 to %d", INT32_MAX);
-      c->ranks = n;
-    } else if ((r = take_value(argc, argv, &i, "--mesh", &v)) != 0) {
-      c->n_mesh = 0;
-      for (const char *p = r < 0 ? "" : v;; p += strcspn(p, "x") + 1) {
-        int64_t n;
-        char dim[32];
-        size_t len = strcspn(p, "x");
-        if (len == 0 || len >= sizeof dim || c->n_mesh == 8) return usage_error(c, "--mesh needs up to 8 sizes joined by 'x', such as 2x2");
-        memcpy(dim, p, len);
-        dim[len] = '\0';
-        if (!parse_count(dim, false, INT32_MAX, &n) || n < 1) return usage_error(c, "--mesh %s: '%s' is not a size >= 1", v, dim);
-        c->mesh[c->n_mesh++] = n;
-        if (!p[len]) break;
-      }
-    } else if ((r = take_value(argc, argv, &i, "--sbp", &v)) != 0) {
-      if (r < 0 || (strcmp(v, "data") != 0 && strcmp(v, "tensor") != 0))
-        return usage_error(c, "--sbp %s%s%s(supported: data, tensor; auto and an assignment file are not written yet)",
-                           r < 0 ? "needs a mode " : "'", r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
-      c->sbp = v;
     } else if ((r = take_value(argc, argv, &i, "--passes", &v)) != 0) {
       if (r < 0) return usage_error(c, "--passes needs a list such as --passes=fold,dce");
       FcDiag d;
@@ -869,7 +869,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
       return usage_error(c, "--quantize with --passes: put %s in the --passes list instead", c->quantize->pass);
     quantized_pipeline(c);
   }
-  if (build) {
+  if (build || info) {
     int rs = check_sbp_options(c);
     if (rs >= 0) return rs;
   }
@@ -1233,9 +1233,10 @@ static int run_info(Cli *c) {
   Blame blame = BLAME_MODEL;
   FcStatus st = fc_load_model(c->model, &c->imp, &m, &fmt, &d);
   if (st == FC_OK) st = fc_verify(m, &d);
+  if (st == FC_OK) st = set_mesh(c, m, &d);
   if (st == FC_OK) {
     blame = BLAME_OUTPUT;
-    st = fc_info_print(stdout, m, c->model, fmt, &d);
+    st = fc_info_print(stdout, m, c->model, fmt, c->ranks ? c->passes : NULL, &d);
   }
   fc_module_destroy(m);
   int status = 0;
