@@ -177,6 +177,15 @@ static bool rule_conv(FcSbpRuleCtx *c) {
     c->out[0] = FC_SBP_SPLIT(0);
     return true;
   }
+  if (is_split(c->in[0]) && c->in[0].dim == 1 && op->n_operands == 2 && fc_op_attr_int(op, FC_ATTR_GROUP, 1) == 1 &&
+      divides(c, x->dims[1])) {
+    /* Input channels: each rank sums its channels' taps, partial sums. Not with a bias, which every rank
+     * would add. */
+    c->need[0] = FC_SBP_SPLIT(1);
+    c->need[1] = FC_SBP_SPLIT(1);
+    c->out[0] = FC_SBP_PARTIAL(FC_SBP_SUM);
+    return true;
+  }
   if (is_split(c->in[1]) && c->in[1].dim == 0 && fc_op_attr_int(op, FC_ATTR_GROUP, 1) == 1 &&
       divides(c, w->dims[0])) { /* output channels */
     c->need[1] = FC_SBP_SPLIT(0);

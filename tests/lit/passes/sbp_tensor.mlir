@@ -37,3 +37,4 @@ module attributes {flow.mesh = array<i64: 2>} {
     "func.return"(%4) : (tensor<4x3xf32>) -> ()
   }
 }
+
