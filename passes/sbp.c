@@ -173,15 +173,17 @@ static FcType local_type(Sbp *s, const FcType *t, FcSbp sig) {
 }
 
 /* Shape attributes that spell the result's dims, rewritten to the local result. */
-static void localize_attrs(Sbp *s, FcOp *op, const FcType *local) {
+static void localize_attrs(Sbp *s, FcOp *op, const FcType *local, int split) {
   if (op->kind == FC_OP_RESHAPE) {
     fc_op_set_attr(op, FC_A_INTS(SHAPE, local->dims, local->rank));
   } else if (op->kind == FC_OP_SLICE) {
     const int64_t *ends;
     int n = fc_op_attr_ints(op, FC_ATTR_ENDS, &ends);
     int64_t *e = FC_NEW_ARRAY(s->scratch, int64_t, (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) e[i] = i < local->rank ? (ends[i] < local->dims[i] ? ends[i] : local->dims[i]) : ends[i];
-    /* rule_slice keeps a split only through a whole dim (start 0, step 1), whose end is then the local dim. */
+    if (n) memcpy(e, ends, (size_t)n * sizeof *e);
+    /* rule_slice keeps a split only through a whole dim (start 0, step 1), whose end is then the local dim;
+     * the other dims are sliced as before. */
+    if (split < n) e[split] = local->dims[split];
     fc_op_set_attr(op, FC_A_INTS(ENDS, e, n));
   }
 }
@@ -231,7 +233,7 @@ static FcStatus distribute_op(Sbp *s, FcOp *op) {
   if (op->kind == FC_OP_RETURN) return FC_OK;
   FcType *local = FC_NEW_ARRAY(s->scratch, FcType, (size_t)n_out + 1);
   for (int j = 0; j < n_out; j++) local[j] = local_type(s, &global[j], out[j]);
-  if (n_out && out[0].kind == FC_SBP_S) localize_attrs(s, op, &local[0]);
+  if (n_out && out[0].kind == FC_SBP_S) localize_attrs(s, op, &local[0], out[0].dim);
   FcStatus st = fc_op_infer_results(op, &s->m->arena, s->diag);
   if (st != FC_OK) return st;
   for (int j = 0; j < n_out; j++) {

@@ -94,3 +94,14 @@ module attributes {flow.mesh = array<i64: 2, 2>} {
     "func.return"(%0) : (tensor<8x4xf32>) -> ()
   }
 }
+
+// -----
+// A slice keeps the split of a dim it takes whole (its end becomes the local size) and still cuts the others.
+// CHECK-LABEL: module attributes {flow.mesh = array<i64: 2>}
+// CHECK: "flow.slice"(%0) {ends = array<i64: 2, 6>, starts = array<i64: 0, 2>, steps = array<i64: 1, 1>, flow.sbp = ["S(0)"]} : (tensor<2x8xf32>) -> tensor<2x4xf32>
+module attributes {flow.mesh = array<i64: 2>} {
+  func.func @main(%arg0: tensor<4x8xf32> {flow.name = "x"}) -> tensor<4x4xf32> {
+    %0 = "flow.slice"(%arg0) {starts = array<i64: 0, 2>, ends = array<i64: 4, 6>, steps = array<i64: 1, 1>} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+    "func.return"(%0) : (tensor<4x4xf32>) -> ()
+  }
+}
