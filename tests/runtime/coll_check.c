@@ -243,7 +243,7 @@ static void check_send_recv(int32_t dt, int64_t count, unsigned char *a, unsigne
 
 /* Refusals that are decided before any communication, so every rank meets them alike. */
 static void check_refusals(void) {
-  float x[4] = {0};
+  float x[4] = {0}, y[4] = {0};
   if (frt_coll_active()) /* without ranks there is no mesh to be past */
     expect_refused(frt_coll_all_reduce(n_axes, x, 1, FRT_F32, FRT_REDUCE_SUM), "does not exist", "axis past the mesh");
   expect_refused(frt_coll_all_reduce(-2, x, 1, FRT_F32, FRT_REDUCE_SUM), "mesh axis -2 does not exist", "axis -2");
@@ -262,9 +262,12 @@ static void check_refusals(void) {
   if (n_world > 1) {
     expect_refused(frt_coll_send(x, 1, FRT_F32, (me_world + 1) % n_world, -3), "negative tag", "negative tag");
     expect_refused(frt_coll_all_reduce(-1, x, 2, FRT_F16, FRT_REDUCE_SUM), "MPI cannot reduce f16", "f16 sum");
-    expect_refused(frt_coll_reduce_scatter(-1, x, x, 1, FRT_BF16, FRT_REDUCE_MAX), "MPI cannot reduce bf16",
+    expect_refused(frt_coll_reduce_scatter(-1, x, y, 1, FRT_BF16, FRT_REDUCE_MAX), "MPI cannot reduce bf16",
                    "bf16 max");
-    expect_refused(frt_coll_all_to_all(-1, x, x, 1, FRT_F32), "same", "all_to_all in place");
+    expect_refused(frt_coll_all_to_all(-1, x, x, 1, FRT_F32), "buffers are the same", "all_to_all in place");
+    expect_refused(frt_coll_all_gather(-1, x, x, 1, FRT_F32), "buffers are the same", "all_gather in place");
+    expect_refused(frt_coll_reduce_scatter(-1, x, x, 1, FRT_F32, FRT_REDUCE_SUM), "buffers are the same",
+                   "reduce_scatter in place");
   }
   /* rank and size */
   checks++;
