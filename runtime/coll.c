@@ -372,6 +372,8 @@ int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t coun
   }
   if (count == 0)
     return 0;
+  if (send == recv)
+    return set_error("%s: the send and receive buffers are the same", what);
   char msg[400];
   double t0 = enter(what, axis);
   int rc = coll.be->all_gather(g, send, recv, count, (FrtDtype)dtype, msg, sizeof msg);
@@ -395,6 +397,8 @@ int frt_coll_reduce_scatter(int32_t axis, const void *send, void *recv, int64_t 
   }
   if (count == 0)
     return 0;
+  if (send == recv)
+    return set_error("%s: the send and receive buffers are the same", what);
   char msg[400];
   double t0 = enter(what, axis);
   int rc = coll.be->reduce_scatter(g, send, recv, count, (FrtDtype)dtype, (FrtReduceOp)op, msg, sizeof msg);

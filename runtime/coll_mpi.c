@@ -40,12 +40,13 @@ typedef struct MpiStatus { /* Open MPI's MPI_Status */
 #define MPI_SUCCESS 0
 #define MPI_IN_PLACE ((void *)1)
 #define MPI_MAX_ERROR_STRING 256
+#define MPI_THREAD_SERIALIZED 2
 
 /* Every function and object the backend uses: one row each (kind, field, symbol). */
 #define MPI_FUNCTIONS(X)                                                                                         \
   X(int, initialized, (int *), "MPI_Initialized")                                                              \
   X(int, finalized, (int *), "MPI_Finalized")                                                                  \
-  X(int, init, (int *, char ***), "MPI_Init")                                                                  \
+  X(int, init_thread, (int *, char ***, int, int *), "MPI_Init_thread")                                         \
   X(int, finalize, (void), "MPI_Finalize")                                                                     \
   X(int, abort, (MpiComm, int), "MPI_Abort")                                                                   \
   X(int, comm_rank, (MpiComm, int *), "MPI_Comm_rank")                                                         \
@@ -190,8 +191,11 @@ static int mpi_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world,
   if ((rc = mpi.initialized(&flag)) != MPI_SUCCESS)
     return mpi_fail(msg, cap, "MPI_Initialized", rc);
   if (!flag) {
-    if ((rc = mpi.init(NULL, NULL)) != MPI_SUCCESS)
-      return fail(msg, cap, "MPI_Init failed (error %d)", rc);
+    /* Serialized: collectives come from whichever thread runs the model, one at a time, while the pool's
+     * and the watchdog's threads never call MPI. */
+    int provided = 0;
+    if ((rc = mpi.init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided)) != MPI_SUCCESS)
+      return fail(msg, cap, "MPI_Init_thread failed (error %d)", rc);
     mpi.owned = true;
   }
   int r = 0, n = 0;

@@ -232,7 +232,9 @@ typedef enum FrtReduceOp { FRT_REDUCE_SUM = 0, FRT_REDUCE_MAX = 1, FRT_REDUCE_MI
  * frt_main reports "node X (op): <message>"). Without frt_coll_init (one process) every group has one
  * member: the collectives copy or do nothing, and send/recv fail. The MPI backend refuses reductions of
  * f16/bf16 and all_gather, reduce_scatter and all_to_all of more than 2^31-1 elements a rank (it splits
- * the others); a sum of booleans is refused everywhere. */
+ * the others); a sum of booleans is refused everywhere, and so are the same send and receive buffer of
+ * all_gather, reduce_scatter and all_to_all in a group of more than one. Call them from one thread at a
+ * time (any thread: MPI is started for serialized calls), in the same order on every rank of a group. */
 int frt_coll_all_reduce(int32_t axis, void *buf, int64_t count, int32_t dtype, int32_t op);          /* in place */
 int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype);  /* recv: group_size*count */
 int frt_coll_reduce_scatter(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype, int32_t op); /* send: group_size*count, recv: count */

@@ -22,8 +22,8 @@
  * rank 0 writes and prints what a single process would. Every rank parses the same arguments, so an error
  * in them is printed by rank 0 alone; any other error is printed by the rank that meets it, prefixed with
  * "rank K: ". Where the ranks can disagree (rank 0's input files, each rank's allocations) they agree
- * first, with a broadcast or an all-reduce of the exit status, so all end together; an error while the
- * model runs may leave the others waiting in a collective, so it aborts the job (MPI_Abort).
+ * first, with an all-reduce of the exit status, so all end together and none is left waiting; an error
+ * while the model runs may leave the others waiting in a collective, so it aborts the job (MPI_Abort).
  */
 #include <errno.h>
 #include <limits.h>
@@ -499,9 +499,10 @@ static bool asks_help(int argc, char **argv) {
 
 /* Every rank passes its own status (-1: going on; else its exit status, already reported); all get the
  * largest, so a failure on one rank ends every rank at the same step. */
-static int agree(const Cli *c, int rc) {
+static int agree(Cli *c, int rc) {
   int32_t v = rc;
   if (frt_coll_all_reduce(-1, &v, 1, FRT_I32, FRT_REDUCE_MAX) != 0) {
+    c->shared = false;
     fail(c, EXIT_INPUT, "%s", frt_coll_last_error());
     frt_coll_abort(EXIT_INPUT);
     return EXIT_INPUT;
@@ -613,7 +614,6 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     rc = fail(&c, EXIT_INPUT, "%s", err.msg);
     goto allocated;
   }
-
 
 allocated:
   if (c.ranked && (rc = agree(&c, rc)) < 0)

@@ -4,6 +4,7 @@
  *   coll_check 1                         the same without MPI: every group has one member
  *   mpirun -np N coll_check loop DIR     all_reduce for ever, after writing DIR/pid.<rank> (tests/runtime/faults.sh)
  *   mpirun -np N coll_check hang         rank 1 stops itself before the first all_reduce (the watchdog's test)
+ *   mpirun -np N coll_check slow         rank 1 sleeps 2 s before an all_reduce: slow, not hung, so it passes
  *
  * Every rank fills its buffers from a formula of (global rank, index), and computes what each collective
  * must give from the same formula applied to the members of its group, found here from the mesh's
@@ -243,7 +244,7 @@ static void check_send_recv(int32_t dt, int64_t count, unsigned char *a, unsigne
 
 /* Refusals that are decided before any communication, so every rank meets them alike. */
 static void check_refusals(void) {
-  float x[4] = {0};
+  float x[4] = {0}, y[4] = {0};
   if (frt_coll_active()) /* without ranks there is no mesh to be past */
     expect_refused(frt_coll_all_reduce(n_axes, x, 1, FRT_F32, FRT_REDUCE_SUM), "does not exist", "axis past the mesh");
   expect_refused(frt_coll_all_reduce(-2, x, 1, FRT_F32, FRT_REDUCE_SUM), "mesh axis -2 does not exist", "axis -2");
@@ -262,9 +263,12 @@ static void check_refusals(void) {
   if (n_world > 1) {
     expect_refused(frt_coll_send(x, 1, FRT_F32, (me_world + 1) % n_world, -3), "negative tag", "negative tag");
     expect_refused(frt_coll_all_reduce(-1, x, 2, FRT_F16, FRT_REDUCE_SUM), "MPI cannot reduce f16", "f16 sum");
-    expect_refused(frt_coll_reduce_scatter(-1, x, x, 1, FRT_BF16, FRT_REDUCE_MAX), "MPI cannot reduce bf16",
+    expect_refused(frt_coll_reduce_scatter(-1, x, y, 1, FRT_BF16, FRT_REDUCE_MAX), "MPI cannot reduce bf16",
                    "bf16 max");
-    expect_refused(frt_coll_all_to_all(-1, x, x, 1, FRT_F32), "same", "all_to_all in place");
+    expect_refused(frt_coll_all_to_all(-1, x, x, 1, FRT_F32), "buffers are the same", "all_to_all in place");
+    expect_refused(frt_coll_all_gather(-1, x, x, 1, FRT_F32), "buffers are the same", "all_gather in place");
+    expect_refused(frt_coll_reduce_scatter(-1, x, x, 1, FRT_F32, FRT_REDUCE_SUM), "buffers are the same",
+                   "reduce_scatter in place");
   }
   /* rank and size */
   checks++;
@@ -335,13 +339,29 @@ static int hang(void) {
   return 1; /* the watchdog should have ended this rank */
 }
 
+static int slow(void) {
+  if (me_world == 1)
+    sleep(2);
+  float x = 1;
+  if (frt_coll_all_reduce(-1, &x, 1, FRT_F32, FRT_REDUCE_SUM) != 0) {
+    fprintf(stderr, "rank %d: error: %s\n", me_world, frt_coll_last_error());
+    return 1;
+  }
+  if (x != (float)n_world) {
+    fprintf(stderr, "rank %d: FAIL all_reduce after a wait: %g, want %d\n", me_world, x, n_world);
+    return 1;
+  }
+  printf("rank %d: waited for a slow rank\n", me_world);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: coll_check N [AxB...] | loop DIR | hang\n");
+    fprintf(stderr, "usage: coll_check N [AxB...] | loop DIR | hang | slow\n");
     return 2;
   }
   const char *mode = argv[1];
-  bool fault = strcmp(mode, "loop") == 0 || strcmp(mode, "hang") == 0;
+  bool fault = strcmp(mode, "loop") == 0 || strcmp(mode, "hang") == 0 || strcmp(mode, "slow") == 0;
   const char *s = getenv("FLOWRT_COLL_MPI_MAX_COUNT");
   if (s && *s)
     max_count = atoll(s);
@@ -367,7 +387,10 @@ int main(int argc, char **argv) {
   }
   me_world = frt_coll_rank(-1);
   n_world = frt_coll_size(-1);
-  int rc = strcmp(mode, "loop") == 0 ? loop(argc > 2 ? argv[2] : ".") : strcmp(mode, "hang") == 0 ? hang() : run_checks();
+  int rc = strcmp(mode, "loop") == 0   ? loop(argc > 2 ? argv[2] : ".")
+           : strcmp(mode, "hang") == 0 ? hang()
+           : strcmp(mode, "slow") == 0 ? slow()
+                                       : run_checks();
   frt_coll_finalize();
   return rc;
 }

@@ -10,7 +10,8 @@
 #                            collective failing on one rank, a bad input file on rank 0, --help, --profile
 #   faults WORK              coll_check loop with one rank killed (kill -9) mid-collective, and coll_check hang
 #                            with one rank stopped: every rank gone and mpirun non-zero within 60 s, and a
-#                            message naming the rank
+#                            message naming the rank; a rank slower than its peers but within the timeout
+#                            is waited for
 set -u
 mode=$1 prog=$2
 shift 2
@@ -141,6 +142,12 @@ faults)
   [ $rc -ne 124 ] && [ "$took" -le 60 ] || fail "a hung rank: the job took ${took} s (mpirun exit $rc)"
   expect "$work/hang.out" "rank 0: error: all_reduce has waited 3 s for all ranks (FLOWRT_COLL_TIMEOUT)" "a hung rank"
   echo "hung rank 1: mpirun exited $rc after ${took} s"
+  # A rank that is slow (2 s) but within the timeout (5 s) is waited for.
+  FLOWRT_COLL_TIMEOUT=5 timeout 90 $MPIRUN -np 2 "$prog" slow >"$work/slow.out" 2>&1 || {
+    fail "a slow rank within FLOWRT_COLL_TIMEOUT: mpirun failed"
+    cat "$work/slow.out"
+  }
+  [ "$(grep -c "waited for a slow rank" "$work/slow.out")" -eq 2 ] || fail "a slow rank: not both ranks finished"
   # A bad FLOWRT_COLL_TIMEOUT is refused before anything starts.
   FLOWRT_COLL_TIMEOUT=soon timeout 60 $MPIRUN -np 2 "$prog" 2 >"$work/timeout.out" 2>&1 && fail "a bad FLOWRT_COLL_TIMEOUT: exit 0"
   expect "$work/timeout.out" "FLOWRT_COLL_TIMEOUT wants whole seconds (0: none), got 'soon'" "a bad FLOWRT_COLL_TIMEOUT"
