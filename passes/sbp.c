@@ -104,7 +104,8 @@ static FcValue *boxing_op(FcBuilder *b, FcOpKind kind, FcValue *x, int64_t dim, 
  * local_slice along dim 0 and a reshape to the local type. NULL: take the plain local_slice. */
 static FcValue *split_constant(Sbp *s, FcBuilder *b, FcValue *v, int d) {
   const FcTensor *t = fc_value_const(v);
-  if (!t || t->type.quant || d == 0 || t->type.rank >= FC_DEFAULT_MAX_RANK) return NULL;
+  /* nbytes > 0: every dim is positive, so the products below are at most the element count. */
+  if (!t || t->type.quant || d == 0 || t->type.rank >= FC_DEFAULT_MAX_RANK || t->nbytes <= 0) return NULL;
   const FcType *ty = &t->type;
   int64_t g = s->group, c = ty->dims[d] / g, outer = 1, inner = 1;
   for (int i = 0; i < d; i++) outer *= ty->dims[i];

@@ -228,9 +228,11 @@ static bool rule_pool(FcSbpRuleCtx *c) {
 
 /* ---- data movement --------------------------------------------------------------------------------- */
 
+/* The product of d[0..n), or -1 when it overflows (a tensor with a 0 dim may have huge others). */
 static int64_t prod(const int64_t *d, int n) {
   int64_t p = 1;
-  for (int i = 0; i < n; i++) p *= d[i]; /* bounded: the dims of a verified tensor */
+  for (int i = 0; i < n; i++)
+    if (!fc_checked_mul(p, d[i], &p)) return -1;
   return p;
 }
 
@@ -239,7 +241,7 @@ static bool rule_reshape(FcSbpRuleCtx *c) {
   const FcType *x = c->in_type[0], *r = &c->out_type[0];
   int d = c->in[0].dim;
   int64_t before = prod(x->dims, d);
-  for (int e = 0; e < r->rank; e++)
+  for (int e = 0; before >= 0 && e < r->rank; e++)
     if (prod(r->dims, e) == before && r->dims[e] == x->dims[d]) {
       /* Same elements before the dim, and the dim itself: chunk r of the dim is the same block of
        * elements on both sides. */
