@@ -113,7 +113,7 @@ typedef struct Cli {
   int64_t mesh[8];          /* --mesh dims (n_mesh 0: a 1-D mesh of ranks) */
   int n_mesh;
   const char *sbp;          /* "data" (default) or "tensor" */
-  char sbp_passes[2048];    /* the pipeline with the sbp pass first */
+  char sbp_passes[2048];    /* the pipeline with the sbp pass in it */
   bool quiet;               /* build, run: no progress line */
   FcProgressLine *progress; /* build, run: the progress line (NULL when not drawn) */
 } Cli;
@@ -377,6 +377,11 @@ static void print_info_help(void) {
        "their types, the ops by kind, the parameters (elements and bytes of all constants) and the FLOPs\n"
        "(2 per multiply-accumulate of conv, conv_transpose and matmul).\n"
        "\n"
+       "distribution:\n"
+       "  --ranks N [--mesh AxB] [--sbp data|tensor]\n"
+       "                         as for flowc build: the sbp row lists the collectives each rank runs and\n"
+       "                         the ops left on whole tensors; the workspace is per rank\n"
+       "\n"
        "input:");
   fputs(input_help, stdout);
   puts("\nexit status: 0 success; 1 the input was rejected; 2 the command line is wrong.");
@@ -402,11 +407,11 @@ static int check_sbp_options(Cli *c) {
   if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--ranks with --emit onnx: ONNX has no collective ops");
   if (c->split) return usage_error(c, "--ranks does not apply to --split-input-file");
   /* After the first clean-up round of -O2/-O3 (a Gemm's transposed weight is a constant by then, which
-   * tensor parallelism splits), before any fusion (the rules know plain ops, not epilogues); first in an
-   * explicit list or a level without that round. */
+   * tensor parallelism splits), before any fusion (the rules know plain ops, not epilogues); first in a
+   * list that does not start with that round. */
   const char *list = c->passes ? c->passes : fc_pipeline_for_level(c->opt_level);
   static const char round[] = "shapes,canonicalize,fold,cse,";
-  size_t cut = !c->passes && strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
+  size_t cut = strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
   int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssbp_%s%s%s", (int)cut, list, c->sbp,
                    list[cut] ? "," : "", list + cut);
   if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
