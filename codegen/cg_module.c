@@ -866,13 +866,29 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
   char *cpu = LLVMGetTargetMachineCPU(cg->tm);
   LLVMValueRef cpu_name = string_global(cg, cpu);
   LLVMDisposeMessage(cpu);
+  /* The mesh of an SBP program (flow.mesh, annot.c: each dim >= 1, product <= INT32_MAX). */
+  const int64_t *mesh;
+  int n_axes = fc_module_mesh(cg->m, &mesh);
+  int64_t n_ranks = 0;
+  LLVMValueRef mesh_global = LLVMConstNull(cg->ptr);
+  if (n_axes > 0 && fc_mesh_group_size(cg->m, -1, &n_ranks)) {
+    LLVMValueRef *dv = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)n_axes);
+    for (int i = 0; i < n_axes; i++) dv[i] = LLVMConstInt(cg->i32, (unsigned long long)mesh[i], 0);
+    LLVMValueRef arr = LLVMConstArray2(cg->i32, dv, (uint64_t)n_axes);
+    mesh_global = LLVMAddGlobal(cg->mod, LLVMTypeOf(arr), ".mesh");
+    LLVMSetInitializer(mesh_global, arr);
+    LLVMSetGlobalConstant(mesh_global, 1);
+    LLVMSetLinkage(mesh_global, LLVMPrivateLinkage);
+  } else {
+    n_axes = 0;
+  }
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
       cg->ctx,
       (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr,
-                      cg->ptr, cg->ptr, cg->i32, cg->ptr},
-      15, 0);
-  LLVMValueRef f[15] = {
-      LLVMConstInt(cg->i32, 4, 0), /* FRT_ABI_VERSION */
+                      cg->ptr, cg->ptr, cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr},
+      18, 0);
+  LLVMValueRef f[18] = {
+      LLVMConstInt(cg->i32, 5, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -887,11 +903,14 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       string_global(cg, features),
       LLVMConstInt(cg->i32, 0, 0), /* n_variants: cg_dispatch.c makes multiversioned descriptors */
       LLVMConstNull(cg->ptr),
+      LLVMConstInt(cg->i32, (unsigned long long)n_ranks, 0), /* 0: one process; N: an SBP program */
+      LLVMConstInt(cg->i32, (unsigned long long)n_axes, 0),
+      mesh_global,
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 15));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 18));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }

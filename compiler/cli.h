@@ -66,8 +66,10 @@ void fc_chunks_free(FcChunk *chunks, int n);
 
 /* ---- info.c -------------------------------------------------------------------------------------- */
 
-/* Prints the `flowc info` block for a module loaded from `path` in `format`. FC_ERR_IO if writing fails. */
-FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, FcDiag *diag);
+/* Prints the `flowc info` block for a module loaded from `path` in `format`, its workspace planned after
+ * `passes` (NULL: the -O2 pipeline; flowc info --ranks N: the SBP pipeline). FC_ERR_IO if writing fails. */
+FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, const char *passes,
+                       FcDiag *diag);
 
 /* ---- dot.c --------------------------------------------------------------------------------------- */
 

@@ -11,7 +11,8 @@
  * label instead.
  *
  * Annotations (flow.sbp, flow.placement, ...) add one label line each, in the IR text's spelling, to their
- * op or input vertex; quantised types show their parameters on the edges.
+ * op or input vertex; quantised types show their parameters on the edges. In an SBP program an op's fill
+ * says how its result lies on the ranks (sbp_fill: split, partial, or a boxing op).
  *
  * Every string from the model goes through dot_str, which escapes quotes and backslashes, turns newlines
  * into \n and drops other control characters, so no node name can break the file.
@@ -20,6 +21,27 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The fill of an op of an SBP program, by the signature of its result (flow.sbp): boxing ops red, split
+ * results green, partial sums orange; B (or no signature) keeps the default. */
+static const char *sbp_fill(const FcOp *op) {
+  switch (op->kind) {
+  case FC_OP_LOCAL_SLICE:
+  case FC_OP_ALL_GATHER:
+  case FC_OP_ALL_REDUCE:
+  case FC_OP_REDUCE_SCATTER:
+  case FC_OP_ALL_TO_ALL: return "#f4b6b6";
+  default: break;
+  }
+  const FcAnnotValue *v = fc_op_annot(op, fc_annot_name(FC_ANNOT_SBP));
+  if (!v || v->kind != FC_AV_ARRAY || v->array.n < 1 || v->array.v[0].kind != FC_AV_STR || !v->array.v[0].s) return NULL;
+  for (int i = 0; i < v->array.n; i++) {
+    const char *e = v->array.v[i].kind == FC_AV_STR && v->array.v[i].s ? v->array.v[i].s : "";
+    if (e[0] == 'P') return "#fcd9a8";
+    if (e[0] == 'S') return "#c8ecc8";
+  }
+  return NULL;
+}
 
 static void dot_str(FILE *out, const char *s) {
   for (; s && *s; s++) {
@@ -132,7 +154,9 @@ FcStatus fc_dot_print(FILE *out, FcModule *m, FcDiag *diag) {
         dot_const_value(out, v);
       }
     dot_annots(out, &op->annots);
-    fputs("\"];\n", out);
+    const char *fill = sbp_fill(op);
+    if (fill) fprintf(out, "\", fillcolor=\"%s\"];\n", fill);
+    else fputs("\"];\n", out);
   }
 
   int n_out = fc_graph_num_outputs(g);

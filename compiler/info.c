@@ -175,7 +175,44 @@ static void quant_rows(Rows *rows, FcArena *a, FcGraph *const *graphs, int n_gra
     }
 }
 
-FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, FcDiag *diag) {
+/* An SBP program (the module has a mesh): the mesh, the collectives each rank runs, and every op that runs on
+ * whole tensors although its operands arrived split (the sbp pass's flow.sbp_note). */
+static void sbp_rows(Rows *rows, FcArena *a, FcModule *m) {
+  const int64_t *mesh;
+  int n_axes = fc_module_mesh(m, &mesh);
+  int64_t ranks;
+  if (!n_axes || !fc_mesh_group_size(m, -1, &ranks)) return;
+  char dims[256] = "";
+  for (int i = 0, len = 0; i < n_axes && len < (int)sizeof dims - 24; i++)
+    len += snprintf(dims + len, sizeof dims - (size_t)len, "%s%lld", i ? "x" : "", (long long)mesh[i]);
+  int count[FC_OP_COUNT] = {0}, noted = 0;
+  fc_graph_for_each_op(m->graph, op) {
+    count[op->kind]++;
+    noted += fc_op_annot(op, fc_annot_name(FC_ANNOT_SBP_NOTE)) != NULL;
+  }
+  static const FcOpKind colls[] = {FC_OP_ALL_GATHER, FC_OP_ALL_REDUCE, FC_OP_REDUCE_SCATTER, FC_OP_ALL_TO_ALL};
+  char list[512] = "";
+  int total = 0;
+  for (size_t i = 0, len = 0; i < sizeof colls / sizeof colls[0]; i++) {
+    if (!count[colls[i]]) continue;
+    total += count[colls[i]];
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%d %s", len ? ", " : "", count[colls[i]],
+                            fc_op_info(colls[i])->name);
+  }
+  add_row(rows, 0, "sbp", fc_arena_printf(a, "mesh %s (%lld ranks): %d collective%s per run%s%s%s, %d local slice%s; "
+                                             "%d op%s on whole tensors", dims, (long long)ranks, total,
+                                          total == 1 ? "" : "s", total ? " (" : "", list, total ? ")" : "",
+                                          count[FC_OP_LOCAL_SLICE], count[FC_OP_LOCAL_SLICE] == 1 ? "" : "s", noted,
+                                          noted == 1 ? "" : "s"));
+  fc_graph_for_each_op(m->graph, op) {
+    const FcAnnotValue *note = fc_op_annot(op, fc_annot_name(FC_ANNOT_SBP_NOTE));
+    if (note && note->kind == FC_AV_STR)
+      add_row(rows, 2, clean_name(a, fc_op_name(op)), fc_arena_printf(a, "%s: %s", fc_op_info(op->kind)->name, note->s));
+  }
+}
+
+FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, const char *passes,
+                       FcDiag *diag) {
   /* Scratch strings live in their own arena, freed on return, so the module is left as it was. */
   FcArena scratch;
   fc_arena_init(&scratch);
@@ -239,6 +276,7 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
   FcTarget *target = NULL;
   bool planned = fc_target_resolve(&co, &target, &pd) == FC_OK;
   po.target = target;
+  po.passes = passes;
   planned = planned && fc_pipeline_run(m, &po, &pd) == FC_OK && fc_memplan(m, NULL, a, &plan, &pd) == FC_OK;
   fc_target_free(target);
   /* Each loop or if body has a plan and an area of its own (codegen/cg_module.c): they add up. */
@@ -253,11 +291,12 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
     if (!planned && pd.status == FC_OK) fc_error(&pd, FC_ERR_LIMIT, "the workspace size overflows");
   }
   if (planned) quant_rows(&rows, a, graphs, n_graphs);
+  if (planned) sbp_rows(&rows, a, m);
   if (planned)
     add_row(&rows, 0, "workspace",
-            fc_arena_printf(a, "%lld bytes planned after -O2 (%s); %lld bytes if every intermediate had its own",
+            fc_arena_printf(a, "%lld bytes planned after -O2 (%s)%s; %lld bytes if every intermediate had its own",
                             (long long)plan.workspace_bytes, human_bytes(a, plan.workspace_bytes),
-                            (long long)plan.naive_bytes));
+                            fc_module_mesh(m, NULL) ? " per rank" : "", (long long)plan.naive_bytes));
   else
     add_row(&rows, 0, "workspace", fc_arena_printf(a, "not planned: %s", pd.msg));
 

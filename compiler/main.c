@@ -108,6 +108,12 @@ typedef struct Cli {
   const char **dirs;  /* check: the test case folders */
   int n_dirs;
   int threads, jobs, timeout_s; /* check */
+  /* build --ranks N [--mesh AxB] [--sbp data|tensor]: an SBP program (passes/sbp.c) */
+  int64_t ranks;            /* 0: one process */
+  int64_t mesh[8];          /* --mesh dims (n_mesh 0: a 1-D mesh of ranks) */
+  int n_mesh;
+  const char *sbp;          /* "data" (default) or "tensor" */
+  char sbp_passes[2048];    /* the pipeline with the sbp pass in it */
   bool quiet;               /* build, run: no progress line */
   FcProgressLine *progress; /* build, run: the progress line (NULL when not drawn) */
 } Cli;
@@ -286,6 +292,13 @@ static void print_build_help(void) {
        QUANTIZE_HELP
        INT8_HELP
        "  --passes=a,b,c         run exactly these passes, in this order, instead of a pipeline\n"
+       "  --ranks N              an SBP program for N processes (run it with mpirun -np N): each rank holds\n"
+       "                         its part of every tensor and collectives move data where ops need it; rank\n"
+       "                         0 writes whole outputs (the sbp_data or sbp_tensor pass runs after the\n"
+       "                         first clean-up round of -O2, before any fusion)\n"
+       "  --mesh AxB...          the ranks as a mesh (product N; default a 1-D mesh of N)\n"
+       "  --sbp data|tensor      data (default): inputs split along dim 0 (batch), weights whole; tensor:\n"
+       "                         matmul/conv weights split (Megatron: columns, then rows and one all-reduce)\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
        "  --verify-each          run the verifier after every pass\n"
@@ -364,12 +377,47 @@ static void print_info_help(void) {
        "their types, the ops by kind, the parameters (elements and bytes of all constants) and the FLOPs\n"
        "(2 per multiply-accumulate of conv, conv_transpose and matmul).\n"
        "\n"
+       "distribution:\n"
+       "  --ranks N [--mesh AxB] [--sbp data|tensor]\n"
+       "                         as for flowc build: the sbp row lists the collectives each rank runs and\n"
+       "                         the ops left on whole tensors; the workspace is per rank\n"
+       "\n"
        "input:");
   fputs(input_help, stdout);
   puts("\nexit status: 0 success; 1 the input was rejected; 2 the command line is wrong.");
 }
 
 /* ---- option parsing -------------------------------------------------------------------------------- */
+
+/* --ranks, --mesh, --sbp: checked against each other, and the sbp pass put early in the pipeline (every
+ * later pass then works on the local graph). Returns -1 to go on or the usage error's exit status. */
+static int check_sbp_options(Cli *c) {
+  if (!c->ranks) {
+    if (c->n_mesh || c->sbp) return usage_error(c, "%s needs --ranks N", c->n_mesh ? "--mesh" : "--sbp");
+    return -1;
+  }
+  if (!c->n_mesh) c->mesh[c->n_mesh++] = c->ranks;
+  int64_t prod = 1;
+  for (int i = 0; i < c->n_mesh; i++)
+    if (!fc_checked_mul(prod, c->mesh[i], &prod) || prod > INT32_MAX) prod = -1;
+  if (prod != c->ranks)
+    return usage_error(c, "--mesh has %lld ranks in all, but --ranks is %lld", (long long)prod, (long long)c->ranks);
+  if (!c->sbp) c->sbp = "data";
+  if (c->int8_static) return usage_error(c, "--ranks with --quantize int8 is not supported (calibration runs one process)");
+  if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--ranks with --emit onnx: ONNX has no collective ops");
+  if (c->split) return usage_error(c, "--ranks does not apply to --split-input-file");
+  /* After the first clean-up round of -O2/-O3 (a Gemm's transposed weight is a constant by then, which
+   * tensor parallelism splits), before any fusion (the rules know plain ops, not epilogues); first in a
+   * list that does not start with that round. */
+  const char *list = c->passes ? c->passes : fc_pipeline_for_level(c->opt_level);
+  static const char round[] = "shapes,canonicalize,fold,cse,";
+  size_t cut = strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
+  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssbp_%s%s%s", (int)cut, list, c->sbp,
+                   list[cut] ? "," : "", list + cut);
+  if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
+  c->passes = c->sbp_passes;
+  return -1;
+}
 
 /* The artefact an --emit kind asks for (cg_emit.h), or -1 for ir, dot and onnx. */
 static int emit_kind(const char *e) {
@@ -568,7 +616,7 @@ static int check_onnx_options(Cli *c, bool explicit_passes) {
 
 /* Parses argv[2..]; returns -1 to go on, or an exit status (help printed, or a usage error). */
 static int parse_args(Cli *c, int argc, char **argv) {
-  bool build = c->kind == CMD_BUILD, run = c->kind == CMD_RUN, check = c->kind == CMD_CHECK;
+  bool build = c->kind == CMD_BUILD, run = c->kind == CMD_RUN, check = c->kind == CMD_CHECK, info = c->kind == CMD_INFO;
   bool options_done = false;
   if (run) push_arg(&c->rt_argv, &c->rt_argc, "flowc");
   for (int i = 2; i < argc; i++) {
@@ -672,6 +720,32 @@ static int parse_args(Cli *c, int argc, char **argv) {
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--cpu", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "--cpu needs a CPU name (such as native, x86-64-v3 or skylake)");
       c->cpu = v;
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--ranks", &v)) != 0) {
+      int64_t n;
+      if (r < 0 || !parse_count(v, false, INT32_MAX, &n) || n < 1)
+        return usage_error(c, "--ranks needs a number of processes from 1 to %d", INT32_MAX);
+      c->ranks = n;
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--mesh", &v)) != 0) {
+      c->n_mesh = 0;
+      for (const char *p = r < 0 ? "" : v;; p += strcspn(p, "x") + 1) {
+        int64_t n;
+        char dim[32];
+        size_t len = strcspn(p, "x");
+        if (len == 0 || len >= sizeof dim || c->n_mesh == 8) return usage_error(c, "--mesh needs up to 8 sizes joined by 'x', such as 2x2");
+        memcpy(dim, p, len);
+        dim[len] = '\0';
+        if (!parse_count(dim, false, INT32_MAX, &n) || n < 1) return usage_error(c, "--mesh %s: '%s' is not a size >= 1", v, dim);
+        c->mesh[c->n_mesh++] = n;
+        if (!p[len]) break;
+      }
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--sbp", &v)) != 0) {
+      if (r < 0 || (strcmp(v, "data") != 0 && strcmp(v, "tensor") != 0))
+        return usage_error(c, "--sbp %s%s%s(supported: data, tensor; auto and an assignment file are not written yet)",
+                           r < 0 ? "needs a mode " : "'", r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
+      c->sbp = v;
+    } else if ((run || check) && (strncmp(a, "--ranks", 7) == 0 || strncmp(a, "--mesh", 6) == 0 || strncmp(a, "--sbp", 5) == 0)) {
+      return usage_error(c, "flowc %s runs one process: build an SBP program with 'flowc build MODEL --ranks N -o prog' "
+                         "and start it with 'mpirun -np N ./prog'", c->cmd);
     } else if (run && is_runtime_option(argc, argv, &i, c)) {
       /* passed through to the runtime */
     } else if (check && ((r = take_value(argc, argv, &i, "--threads", &v)) != 0)) {
@@ -799,6 +873,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
     if (c->passes)
       return usage_error(c, "--quantize with --passes: put %s in the --passes list instead", c->quantize->pass);
     quantized_pipeline(c);
+  }
+  if (build || info) {
+    int rs = check_sbp_options(c);
+    if (rs >= 0) return rs;
   }
   if (strcmp(c->model, "-") == 0) return usage_error(c, "reading a model from standard input is not supported");
   if (build && strcmp(c->emit, "onnx") == 0) {
@@ -936,10 +1014,22 @@ static FcStatus run_pipeline(Cli *c, FcModule *m, const FcTarget *t, FcDiag *d) 
   return st;
 }
 
+/* --ranks: the mesh (flow.mesh) that the sbp pass and codegen read, on a module that has none yet. */
+static FcStatus set_mesh(const Cli *c, FcModule *m, FcDiag *d) {
+  if (!c->ranks) return FC_OK;
+  if (fc_module_mesh(m, NULL))
+    return fc_error(d, FC_ERR_INPUT, "the module is an SBP program already (flow.mesh): compile it without --ranks");
+  FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh);
+  fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MESH), &mesh);
+  return FC_OK;
+}
+
 /* Verifies, runs the pipeline and emits one module. Does not free it. */
 static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcDiag *d) {
   *blame = BLAME_MODEL;
   FcStatus st = fc_verify(m, d);
+  if (st != FC_OK) return st;
+  st = set_mesh(c, m, d);
   if (st != FC_OK) return st;
   /* The target the passes ask is the one codegen then generates for. */
   int kind = emit_kind(c->emit);
@@ -1028,6 +1118,7 @@ static int run_build_multi(Cli *c) {
       model_failed = st != FC_OK;
     }
     if (st == FC_OK) st = fc_verify(m, &d);
+    if (st == FC_OK) st = set_mesh(c, m, &d);
     if (st == FC_OK) st = run_pipeline(c, m, c->variants[i], &d);
     if (st == FC_OK) st = fc_multi_add(mb, m, c->variants[i], &d);
   }
@@ -1147,9 +1238,10 @@ static int run_info(Cli *c) {
   Blame blame = BLAME_MODEL;
   FcStatus st = fc_load_model(c->model, &c->imp, &m, &fmt, &d);
   if (st == FC_OK) st = fc_verify(m, &d);
+  if (st == FC_OK) st = set_mesh(c, m, &d);
   if (st == FC_OK) {
     blame = BLAME_OUTPUT;
-    st = fc_info_print(stdout, m, c->model, fmt, &d);
+    st = fc_info_print(stdout, m, c->model, fmt, c->ranks ? c->passes : NULL, &d);
   }
   fc_module_destroy(m);
   int status = 0;

@@ -26,6 +26,10 @@ FcStatus fc_compile_jit(FcModule *m, const FcPipelineOptions *po, const FcCodege
   o.model_name = NULL; /* fc_jit_create looks up the default `flowc_model` */
   FcTarget *target = NULL;
   FcStatus st = fc_verify(m, diag);
+  /* The JIT links no collectives: an SBP program runs as an artefact under mpirun. */
+  if (st == FC_OK && fc_module_mesh(m, NULL) > 0)
+    st = fc_error(diag, FC_ERR_UNSUPPORTED, "the module is an SBP program (flow.mesh): build it with 'flowc build' and "
+                                            "start it with mpirun");
   if (st == FC_OK) st = fc_target_resolve(&o, &target, diag);
   FcPipelineOptions pipe = *po;
   pipe.target = target;

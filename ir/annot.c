@@ -77,6 +77,18 @@ static bool check_calib_range(const FcAnnotValue *v, const FcType *subject, char
   return true;
 }
 
+static bool check_mesh(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
+  (void)subject;
+  if (v->kind != FC_AV_DENSE || v->dtype != FC_DT_I64 || v->ints.n < 1) return false;
+  int64_t n = 1;
+  for (int i = 0; i < v->ints.n; i++) {
+    if (v->ints.v[i] < 1) return fail(why, cap, "mesh dim %" PRId64 " is not positive", v->ints.v[i]);
+    /* The runtime numbers ranks with int32 (FrtModel.n_ranks, frt_coll_rank). */
+    if (!fc_checked_mul(n, v->ints.v[i], &n) || n > INT32_MAX) return fail(why, cap, "the mesh has too many ranks");
+  }
+  return true;
+}
+
 static bool check_placement(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
   (void)subject;
   if (v->kind != FC_AV_DENSE || v->dtype != FC_DT_I64 || v->ints.n < 1) return false;
@@ -99,6 +111,7 @@ static bool check_prune_mask(const FcAnnotValue *v, const FcType *subject, char 
   return true;
 }
 
+/* A non-empty string: flow.quant_note and flow.sbp_note. */
 static bool check_quant_note(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
   (void)subject;
   (void)why;
@@ -161,11 +174,13 @@ static bool check_storage(const FcAnnotValue *v, const FcType *subject, char *wh
 typedef bool (*CheckFn)(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap);
 static const CheckFn checks[FC_ANNOT_COUNT] = {
     [FC_ANNOT_CALIB_RANGE] = check_calib_range,
+    [FC_ANNOT_MESH] = check_mesh,
     [FC_ANNOT_PLACEMENT] = check_placement,
     [FC_ANNOT_PRUNE_MASK] = check_prune_mask,
     [FC_ANNOT_QUANT] = check_quant,
     [FC_ANNOT_QUANT_NOTE] = check_quant_note,
     [FC_ANNOT_SBP] = check_sbp,
+    [FC_ANNOT_SBP_NOTE] = check_quant_note,
     [FC_ANNOT_STORAGE] = check_storage,
 };
 

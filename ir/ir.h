@@ -427,6 +427,7 @@ typedef struct FcModule {
   FcArena arena;
   FcGraph *graph;
   const char *source; /* file the module came from (for messages) */
+  FcAnnots annots;    /* module attributes (`module attributes {flow.mesh = ...}`): the SBP mesh */
 } FcModule;
 
 FcModule *fc_module_create(const char *source);
@@ -617,6 +618,15 @@ const FcTensor *fc_value_const(const FcValue *v);
   FcStatus fc_infer_##infer(FcOp *op, FcArena *arena, FcDiag *diag);
 #include "ops.def"
 #undef FC_OP
+
+/* ---- infer_sbp.c: the mesh of an SBP program and its boxing ops' shapes ---------------------------- */
+
+/* The module's mesh (its flow.mesh annotation): the number of axes, *dims set to the sizes; 0 when the
+ * module has none (a one-process program). */
+int fc_module_mesh(const FcModule *m, const int64_t **dims);
+/* The size of the group of mesh axis `axis` (-1: every rank, the mesh's product); false when the module
+ * has no mesh or the axis is out of range. */
+bool fc_mesh_group_size(const FcModule *m, int64_t axis, int64_t *out);
 
 /* ---- eval_*.c: reference evaluators named in ops.def ---------------------------------------------- */
 

@@ -1520,13 +1520,35 @@ static bool parse_resources(Parser *ps) {
   return fc_ps_expect(ps, TK_META_END, "'#-}' to end the resource section");
 }
 
+/* `attributes {name = value, ...}` of the module: annotations only (flow.mesh), checked without a subject. */
+static bool parse_module_attrs(Parser *ps) {
+  if (!fc_ps_expect(ps, TK_LBRACE, "'{' after 'attributes'")) return false;
+  AnnotList annots = {0};
+  while (!tok_is(ps, TK_RBRACE)) {
+    Token nt = ps->lx.tok;
+    if (nt.kind != TK_ID || !memchr(nt.p, '.', nt.n)) {
+      char buf[64];
+      return fc_ps_err(ps, "unsupported module attribute %s (only namespaced annotations such as flow.mesh)",
+                       fc_ps_tok_desc(&nt, buf, sizeof buf));
+    }
+    if (!fc_ps_annot(ps, &nt, nt.p, nt.n, &annots)) return false;
+    if (tok_is(ps, TK_RBRACE)) break;
+    if (!fc_ps_expect(ps, TK_COMMA, "',' or '}' in the module attributes")) return false;
+  }
+  fc_ps_next(ps);
+  return fc_ps_attach_annots(ps, &annots, &ps->m->annots, NULL);
+}
+
 static bool parse_module(Parser *ps) {
   fc_ps_next(ps);
   bool wrapped = tok_is_id(ps, "module");
   if (wrapped) {
     fc_ps_next(ps);
     if (tok_is(ps, TK_SYMBOL)) fc_ps_next(ps);
-    if (tok_is_id(ps, "attributes")) return fc_ps_err(ps, "module attributes are not supported");
+    if (tok_is_id(ps, "attributes")) {
+      fc_ps_next(ps);
+      if (!parse_module_attrs(ps)) return false;
+    }
     if (!fc_ps_expect(ps, TK_LBRACE, "'{' after 'module'")) return false;
   }
   if (!parse_func(ps)) return false;

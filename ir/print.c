@@ -513,7 +513,13 @@ FcStatus fc_print_module(FILE *out, FcModule *m, const FcPrintOptions *opts, FcD
   number_graph(&pr, g, &next, &region_no);
   pr.cur = &pr.names[0];
 
-  fputs("module {\n  func.func ", out);
+  fputs("module ", out);
+  if (m->annots.n) {
+    fputs("attributes {", out);
+    print_annots(&pr, &m->annots, true);
+    fputs("} ", out);
+  }
+  fputs("{\n  func.func ", out);
   print_symbol(out, g->name ? g->name : "main");
   fputc('(', out);
   for (int i = 0; i < g->n_inputs; i++) {

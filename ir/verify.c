@@ -99,6 +99,16 @@ static bool check_annots(Verifier *vr, const FcOp *op, int input, const FcAnnots
     if (!l->v[i].name) snprintf(why, sizeof why, "an annotation has no name");
     else if (ok && i > 0 && strcmp(l->v[i - 1].name, l->v[i].name) >= 0)
       ok = false, snprintf(why, sizeof why, "annotations are not sorted by name at '%s'", l->v[i].name);
+    else if (ok && strcmp(l->v[i].name, fc_annot_name(FC_ANNOT_MESH)) == 0)
+      ok = false, snprintf(why, sizeof why, "flow.mesh belongs on the module, not on a value");
+    else if (ok && strcmp(l->v[i].name, fc_annot_name(FC_ANNOT_SBP)) == 0) {
+      /* One signature per axis of the module's mesh (when it has one: a hand-annotated module without a
+       * mesh is only checked for spelling), so a boxing op's mesh_axis names the entry it changes. */
+      int axes = fc_module_mesh(vr->g->module, NULL);
+      int n = l->v[i].value.array.n;
+      if (axes > 0 && axes != n)
+        ok = false, snprintf(why, sizeof why, "flow.sbp has %d entries but the module's mesh has %d axes", n, axes);
+    }
     if (ok) continue;
     if (op) return node_err(vr, op, "%s", why);
     return graph_err(vr, "input %d ('%s'): %s", input, vr->g->inputs[input]->name ? vr->g->inputs[input]->name : "",
@@ -377,6 +387,11 @@ static bool verify_graph(Verifier *vr) {
 FcStatus fc_verify(FcModule *m, FcDiag *diag) {
   FcDiag local;
   fc_diag_init(&local);
+  for (int i = 0; i < m->annots.n; i++) {
+    char why[1024];
+    if (!fc_annot_check(m->annots.v[i].name, &m->annots.v[i].value, NULL, why, sizeof why))
+      return fc_error(diag, FC_ERR_INPUT, "module attribute: %s", why);
+  }
   if (run_verifier(m->graph, 0, &local)) return FC_OK;
   return fc_error(diag, local.status, "%s", local.msg);
 }

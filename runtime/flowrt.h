@@ -105,9 +105,13 @@ typedef struct FrtModel {
                                       one frt_model_variant picks, its workspace_size is the largest
                                       variant's, cpu lists them all and cpu_features is the last's */
   const struct FrtModel *const *variants;
+  int32_t n_ranks;                 /* 0 or 1: one process; N: an SBP program for N ranks (flowc build
+                                      --ranks N), which frt_main runs under mpirun -np N */
+  int32_t n_mesh_axes;             /* 0: a 1-D mesh of n_ranks; else the number of entries of mesh */
+  const int32_t *mesh;             /* mesh dims, row-major (last axis fastest), product n_ranks */
 } FrtModel;
 
-#define FRT_ABI_VERSION 4
+#define FRT_ABI_VERSION 5
 
 size_t frt_model_workspace_size(const FrtModel *m);
 /* The descriptor that runs m on this CPU: m itself without variants; for a multiversioned model the
@@ -123,7 +127,8 @@ int frt_model_check_cpu(const FrtModel *m, char *msg, size_t cap);
 /* Runs the model once. Checks the ABI version, that this CPU has m->cpu_features (FRT_ERR_UNSUPPORTED
  * naming the missing ones otherwise: the code would die of an illegal instruction), that no buffer is
  * NULL and that the workspace is 64-byte aligned, nothing about the buffers' contents; never allocates.
- * A non-zero return of m->run becomes FRT_ERR_INPUT naming kernel_names[rc - 1]. */
+ * A non-zero return of m->run becomes FRT_ERR_INPUT naming kernel_names[rc - 1], or FRT_ERR_RESOURCE with
+ * frt_coll_last_error's message when a collective failed. */
 FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *const *outputs, void *workspace,
                         FrtPool *pool, FrtError *err);
 
@@ -216,12 +221,57 @@ void frt_tensor_free(FrtTensor *t);
 
 double frt_now_seconds(void); /* monotonic */
 
+/* ---- collectives (runtime/coll.c, an SBP program's communication) ------------------------------------ */
+
+typedef enum FrtReduceOp { FRT_REDUCE_SUM = 0, FRT_REDUCE_MAX = 1, FRT_REDUCE_MIN = 2 } FrtReduceOp;
+/* Collectives of an SBP program (flowc build --ranks N). `axis` names the group: -1 all ranks; k >= 0 the ranks
+ * that differ from this one only in mesh coordinate k (the mesh is row-major: rank = sum coord[i]*stride[i],
+ * last axis fastest). Buffers are contiguous; `count` is in elements of `dtype` (FrtDtype codes); group order
+ * is the coordinate along the axis. Each returns 0, or non-zero after recording a one-line message that
+ * frt_coll_last_error() returns (thread-local; the generated run then returns its kernel's index and
+ * frt_main reports "node X (op): <message>"). Without frt_coll_init (one process) every group has one
+ * member: the collectives copy or do nothing, and send/recv fail. The MPI backend refuses reductions of
+ * f16/bf16 and all_gather, reduce_scatter and all_to_all of more than 2^31-1 elements a rank (it splits
+ * the others); a sum of booleans is refused everywhere, and so are the same send and receive buffer of
+ * all_gather, reduce_scatter and all_to_all in a group of more than one. Call them from one thread at a
+ * time (any thread: MPI is started for serialized calls), in the same order on every rank of a group. */
+int frt_coll_all_reduce(int32_t axis, void *buf, int64_t count, int32_t dtype, int32_t op);          /* in place */
+int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype);  /* recv: group_size*count */
+int frt_coll_reduce_scatter(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype, int32_t op); /* send: group_size*count, recv: count */
+int frt_coll_all_to_all(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype);  /* count per peer */
+int frt_coll_broadcast(int32_t axis, void *buf, int64_t count, int32_t dtype, int32_t root);         /* root: coordinate in the group */
+int frt_coll_send(const void *buf, int64_t count, int32_t dtype, int32_t peer, int32_t tag);          /* peer: global rank */
+int frt_coll_recv(void *buf, int64_t count, int32_t dtype, int32_t peer, int32_t tag);
+int32_t frt_coll_rank(int32_t axis);   /* coordinate along axis; axis -1: global rank; 0 without ranks */
+int32_t frt_coll_size(int32_t axis);   /* group size; 1 without ranks */
+const char *frt_coll_last_error(void);
+
+/* Starts the collectives of a program for n_ranks ranks on a mesh of n_mesh_axes dims (0: a 1-D mesh of
+ * n_ranks), the fields of FrtModel; n_ranks 0 or 1 starts nothing. Loads Open MPI (libmpi.so.40, or the
+ * file $FLOWRT_MPI_LIBRARY names) with dlopen, so a program that never calls this needs no MPI library. Fails with one line when MPI is missing,
+ * the process was not started by mpirun, or mpirun started another number of ranks ("this program was
+ * compiled for 4 ranks; it was started with 2: run it with mpirun -np 4"); call frt_coll_finalize after a
+ * failure too. While a rank waits in one collective for more than $FLOWRT_COLL_TIMEOUT seconds (default 60;
+ * 0: wait for ever), a watchdog prints "rank K: error: ..." and ends the process with status 1, so mpirun
+ * ends the others: a peer that hangs cannot hang the job. A peer that dies is mpirun's to notice. */
+FrtStatus frt_coll_init(int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mesh, FrtError *err);
+int frt_coll_active(void);           /* 1 between a successful frt_coll_init (of N > 1 ranks) and finalize */
+void frt_coll_finalize(void);        /* MPI_Finalize; nothing when not started */
+void frt_coll_abort(int status);     /* ends every rank with status (MPI_Abort); returns only when not started */
+/* Seconds this process has spent in collectives since frt_coll_init (the --profile communication line). */
+double frt_coll_seconds(void);
+/* The number of ranks of this job on this machine (Open MPI's local size); 1 when not started. frt_main
+ * shares the cores among them when --threads is not given. */
+int32_t frt_coll_local_size(void);
+
 /* ---- the standalone program's main (runtime/main.c) ------------------------------------------------ */
 
 /* Implements `OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]
  * [--threads N] [--bench N] [--print]` for `m`; returns the process exit status: 0, 1 on bad input (one
  * line `<prog>: error: <what>` on stderr), 2 on bad usage. Outputs are written only with --output-dir;
- * without it and without --bench, --print is implied. */
+ * without it and without --bench, --print is implied. A model of m->n_ranks > 1 runs under `mpirun -np N`
+ * (frt_coll_init): rank 0 reads the inputs and broadcasts them, every rank runs, rank 0 writes and prints;
+ * a rank's own error reads `rank K: <prog>: error: <what>`, and one during a run ends every rank. */
 int frt_main(int argc, char **argv, const FrtModel *m);
 /* The help lines of frt_main's options (FILE, --input, ... --print), one option a line. */
 extern const char frt_run_options_help[];

@@ -74,4 +74,45 @@ int frt_cpu_missing(const char *required, uint64_t have, char *out, size_t cap);
 /* Validates a caller-built tensor before writing (dtype, rank, dims, nbytes, data). */
 FrtStatus frt_tensor_check(const char *path, const FrtTensor *t, FrtError *err);
 
+/* ---- coll.c / coll_mpi.c ---------------------------------------------------------------------------- */
+
+/* A collectives backend: a table of functions over opaque group handles, as ggml's backends are, so that
+ * coll.c (groups per mesh axis, argument checks, messages, the watchdog) stays the same for MPI and, later,
+ * NCCL. coll.c has checked every argument (dtype known, count >= 0, buffers, root and peer in range, a group
+ * of more than one member) before it calls one; each returns 0 or -1 with one line in msg (cap bytes), which
+ * coll.c prefixes with the collective's name and group. Counts are in elements; buffers never overlap
+ * except all_reduce's, which is in place. */
+typedef struct FrtCollBackend {
+  const char *name;
+  /* Starts the backend for a job meant to have n_ranks ranks: this process's rank and the job's size, and
+   * the group of all ranks (its order: the global rank). */
+  int (*init)(int32_t n_ranks, int32_t *rank, int32_t *size, void **world, char *msg, size_t cap);
+  /* The group of the ranks of `world` with the same color, ordered by key (MPI_Comm_split). Collective. */
+  int (*split)(void *world, int32_t color, int32_t key, void **group, char *msg, size_t cap);
+  int (*all_reduce)(void *group, void *buf, int64_t count, FrtDtype dt, FrtReduceOp op, char *msg, size_t cap);
+  int (*all_gather)(void *group, const void *send, void *recv, int64_t count, FrtDtype dt, char *msg, size_t cap);
+  int (*reduce_scatter)(void *group, const void *send, void *recv, int64_t count, FrtDtype dt, FrtReduceOp op,
+                        char *msg, size_t cap);
+  int (*all_to_all)(void *group, const void *send, void *recv, int64_t count, FrtDtype dt, char *msg, size_t cap);
+  int (*broadcast)(void *group, void *buf, int64_t count, FrtDtype dt, int32_t root, char *msg, size_t cap);
+  int (*send)(void *world, const void *buf, int64_t count, FrtDtype dt, int32_t peer, int32_t tag, char *msg,
+              size_t cap);
+  int (*recv)(void *world, void *buf, int64_t count, FrtDtype dt, int32_t peer, int32_t tag, char *msg,
+              size_t cap);
+  int32_t (*local_size)(void);  /* ranks of the job on this machine */
+  int32_t (*launch_rank)(void); /* the rank the launcher gave this process, before init; -1: none */
+  void (*finalize)(void);      /* releases the groups and ends the backend */
+  void (*abort)(int status);   /* ends every rank of the job; does not return */
+} FrtCollBackend;
+
+/* The Open MPI backend (coll_mpi.c). */
+extern const FrtCollBackend frt_coll_mpi;
+/* Clears this thread's frt_coll_last_error (frt_model_run does before each run, so a message after it
+ * belongs to that run). */
+void frt_coll_clear_error(void);
+/* The rank the launcher (mpirun) gave this process, known before and without frt_coll_init: -1 when not
+ * started by one. frt_main prints an error that every rank meets alike (no MPI library, the wrong number of
+ * ranks) from rank 0 alone. */
+int32_t frt_coll_launch_rank(void);
+
 #endif /* FLOWRT_INTERNAL_H */

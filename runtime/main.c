@@ -15,6 +15,15 @@
  * result. --profile times every kernel (frt_pool_set_profile) over the timed runs, or over the one run
  * without --bench, and prints a table of the kernels by time.
  * numpy has no bf16, so a .npy holding ui16 bits feeds a bf16 input, and bf16 outputs go out as <u2.
+ *
+ * A model of N > 1 ranks (an SBP program, FrtModel.n_ranks) runs under mpirun: frt_coll_init starts MPI
+ * and refuses a wrong number of processes; rank 0 reads the input files and broadcasts them (an SBP
+ * program's inputs are whole tensors on every rank; its graph slices them); every rank runs the model;
+ * rank 0 writes and prints what a single process would. Every rank parses the same arguments, so an error
+ * in them is printed by rank 0 alone; any other error is printed by the rank that meets it, prefixed with
+ * "rank K: ". Where the ranks can disagree (rank 0's input files, each rank's allocations) they agree
+ * first, with an all-reduce of the exit status, so all end together and none is left waiting; an error
+ * while the model runs may leave the others waiting in a collective, so it aborts the job (MPI_Abort).
  */
 #include <errno.h>
 #include <limits.h>
@@ -42,6 +51,9 @@ typedef struct Cli {
   long bench;
   bool profile;
   bool print;
+  bool ranked;  /* an SBP program running under mpirun */
+  int32_t rank; /* this process's rank (ranked) */
+  bool shared;  /* the step now running fails alike on every rank: rank 0 alone reports */
 } Cli;
 
 static int fail(const Cli *c, int code, const char *fmt, ...) FRT_PRINTF(3, 4);
@@ -55,7 +67,10 @@ static int fail(const Cli *c, int code, const char *fmt, ...) {
   for (char *p = msg; *p; p++)
     if ((unsigned char)*p < 0x20)
       *p = '?';
-  fprintf(stderr, "%s: error: %s\n", c->prog, msg);
+  if (!c->ranked)
+    fprintf(stderr, "%s: error: %s\n", c->prog, msg);
+  else if (!c->shared || c->rank == 0)
+    fprintf(stderr, "rank %d: %s: error: %s\n", (int)c->rank, c->prog, msg);
   return code;
 }
 
@@ -103,6 +118,13 @@ static void usage(const Cli *c, FILE *out) {
     desc_type(ty, sizeof ty, &m->outputs[i]);
     fprintf(out, "  %d '%s': %s\n", (int)i, desc_name(&m->outputs[i]), ty);
   }
+  if (m->n_ranks > 1) {
+    fprintf(out, "ranks: %d", (int)m->n_ranks);
+    for (int32_t k = 0; k < m->n_mesh_axes && m->mesh; k++)
+      fprintf(out, "%s%d", k ? "x" : " (mesh ", (int)m->mesh[k]);
+    fprintf(out, "%s: run it with mpirun -np %d %s ...; rank 0 reads the inputs and writes the outputs\n",
+            m->n_mesh_axes > 0 ? ")" : "", (int)m->n_ranks, c->prog);
+  }
   fprintf(out, "exit status: 0 success, 1 bad input (files, shapes, dtypes, bindings), 2 bad usage\n");
 }
 
@@ -138,7 +160,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
       continue;
     }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(c, stdout);
+      if (!c->ranked || c->rank == 0)
+        usage(c, stdout);
       return 0;
     }
     if (strcmp(a, "--print") == 0) {
@@ -434,7 +457,8 @@ static int cmp_by_time(const void *a, const void *b) {
   return tx != ty ? (tx < ty) - (tx > ty) : (x > y) - (x < y);
 }
 
-static void print_profile(const FrtModel *m, const double *acc, int32_t *order, long runs, int threads) {
+static void print_profile(const FrtModel *m, const double *acc, int32_t *order, long runs, int threads,
+                          const double *comm) {
   double total = 0;
   for (int32_t k = 0; k < m->n_kernels; k++) {
     order[k] = k;
@@ -458,6 +482,44 @@ static void print_profile(const FrtModel *m, const double *acc, int32_t *order, 
     printf("%10.1f %6.1f%% %6.1f%% %8s  %s\n", acc[k] / (double)runs * 1e6, total > 0 ? 100 * acc[k] / total : 0.0,
            total > 0 ? 100 * cumul / total : 0.0, rate, name);
   }
+  /* Rank 0's time inside collectives (waiting for the others included), part of the kernels' time above. */
+  if (comm)
+    printf("communication: %.4f ms a run in collectives (rank 0)\n", *comm / (double)runs * 1e3);
+}
+
+/* ---- ranks ------------------------------------------------------------------------------------------ */
+
+/* --help needs no ranks: it prints without MPI, so a user can read it before running mpirun. */
+static bool asks_help(int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return true;
+  return false;
+}
+
+/* Every rank passes its own status (-1: going on; else its exit status, already reported); all get the
+ * largest, so a failure on one rank ends every rank at the same step. */
+static int agree(Cli *c, int rc) {
+  int32_t v = rc;
+  if (frt_coll_all_reduce(-1, &v, 1, FRT_I32, FRT_REDUCE_MAX) != 0) {
+    c->shared = false;
+    fail(c, EXIT_INPUT, "%s", frt_coll_last_error());
+    frt_coll_abort(EXIT_INPUT);
+    return EXIT_INPUT;
+  }
+  return v;
+}
+
+/* Ranks other than 0: buffers for the inputs that rank 0 broadcasts. */
+static int alloc_input(const Cli *c, int32_t i, FrtTensor *t) {
+  const FrtTensorDesc *d = &c->m->inputs[i];
+  *t = (FrtTensor){.dtype = d->dtype, .rank = d->rank};
+  if (d->rank > 0)
+    memcpy(t->dims, d->dims, sizeof d->dims[0] * (size_t)d->rank);
+  frt_dense_nbytes(d->dtype, d->rank, d->dims, &t->nbytes);
+  if (!(t->data = frt_alloc_aligned(t->nbytes)))
+    return fail(c, EXIT_INPUT, "out of memory for input '%s' (%zu bytes)", desc_name(d), t->nbytes);
+  return -1;
 }
 
 /* ---- main --------------------------------------------------------------------------------------------- */
@@ -477,6 +539,20 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   if (rc >= 0)
     return rc;
   m = c.m;
+  if (m->n_ranks > 1 && !asks_help(argc, argv)) {
+    FrtError cerr = {0};
+    if (frt_coll_init(m->n_ranks, m->n_mesh_axes, m->mesh, &cerr) != FRT_OK) {
+      /* Every rank meets these alike (no MPI, the wrong number of ranks, a bad setting): rank 0 says it. */
+      int32_t launched = frt_coll_launch_rank();
+      if (cerr.status == FRT_ERR_RESOURCE && launched >= 0)
+        fprintf(stderr, "rank %d: %s: error: %s\n", (int)launched, c.prog, cerr.msg);
+      else if (launched <= 0)
+        fail(&c, EXIT_INPUT, "%s", cerr.msg);
+      return EXIT_INPUT;
+    }
+    c.ranked = true;
+    c.rank = frt_coll_rank(-1);
+  }
 
   int32_t ni = m->n_inputs, no = m->n_outputs;
   FrtTensor *ins = calloc((size_t)ni + 1, sizeof *ins);
@@ -489,13 +565,15 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   FrtPool *pool = NULL;
   if (!ins || !c.bound || !in_ptrs || !outs) {
     rc = fail(&c, EXIT_INPUT, "out of memory");
-    goto done;
+    goto allocated;
   }
+  c.shared = true;
   if ((rc = parse_args(&c, argc, argv)) >= 0 || (rc = check_bound(&c)) >= 0)
-    goto done;
+    goto allocated; /* the same on every rank, but a rank short of memory above may not have got here */
+  c.shared = false;
   for (int32_t i = 0; i < ni; i++) {
-    if ((rc = read_input(&c, i, &ins[i])) >= 0)
-      goto done;
+    if ((rc = !c.ranked || c.rank == 0 ? read_input(&c, i, &ins[i]) : alloc_input(&c, i, &ins[i])) >= 0)
+      goto allocated;
     in_ptrs[i] = ins[i].data;
   }
 
@@ -507,7 +585,7 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     if (!outs[i]) {
       rc = fail(&c, EXIT_INPUT, "out of memory for output '%s' (%zu bytes)", desc_name(&m->outputs[i]),
                 nbytes);
-      goto done;
+      goto allocated;
     }
     memset(outs[i], 0, nbytes);
   }
@@ -515,36 +593,61 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   if (m->workspace_size > SIZE_MAX || !(ws = frt_alloc_aligned(ws_size))) {
     rc = fail(&c, EXIT_INPUT, "out of memory for the workspace (%llu bytes)",
               (unsigned long long)m->workspace_size);
-    goto done;
+    goto allocated;
   }
   if (c.bench && !(times = calloc((size_t)c.bench, sizeof *times))) {
     rc = fail(&c, EXIT_INPUT, "out of memory for %ld timings", c.bench);
-    goto done;
+    goto allocated;
   }
   if (c.profile && m->n_kernels > 0 &&
       (!(prof = calloc((size_t)m->n_kernels, sizeof *prof)) ||
        !(prof_order = calloc((size_t)m->n_kernels, sizeof *prof_order)))) {
     rc = fail(&c, EXIT_INPUT, "out of memory for the profile of %d kernels", (int)m->n_kernels);
-    goto done;
+    goto allocated;
   }
+  /* Ranks on one machine share its cores unless told otherwise. */
+  int threads = c.threads;
+  if (c.ranked && threads == 0 && (threads = frt_default_threads() / frt_coll_local_size()) < 1)
+    threads = 1;
   FrtError err = {0};
-  if (!(pool = frt_pool_create(c.threads, &err))) {
+  if (!(pool = frt_pool_create(threads, &err))) {
     rc = fail(&c, EXIT_INPUT, "%s", err.msg);
-    goto done;
+    goto allocated;
   }
 
+allocated:
+  if (c.ranked && (rc = agree(&c, rc)) < 0)
+    for (int32_t i = 0; i < ni && rc < 0; i++) {
+      size_t count = ins[i].nbytes / frt_dtype_size(ins[i].dtype);
+      if (frt_coll_broadcast(-1, ins[i].data, (int64_t)count, ins[i].dtype, 0) != 0) {
+        rc = fail(&c, EXIT_INPUT, "input '%s': %s", desc_name(&m->inputs[i]), frt_coll_last_error());
+        frt_coll_abort(rc);
+      }
+    }
+  if (rc >= 0)
+    goto done;
+
+  double comm0 = 0;
   for (long r = c.bench ? -1 : 0; r < (c.bench ? c.bench : 1); r++) {
     if (r == 0 && prof)
       frt_pool_set_profile(pool, prof, m->n_kernels); /* the warm-up run is not profiled */
+    if (r == 0)
+      comm0 = frt_coll_seconds();
     double t0 = frt_now_seconds();
     if (frt_model_run(m, in_ptrs, outs, ws, pool, &err) != FRT_OK) {
       rc = fail(&c, EXIT_INPUT, "%s", err.msg);
+      frt_coll_abort(rc); /* the other ranks may be waiting for this one in a collective */
       goto done;
     }
     if (r >= 0 && c.bench)
       times[r] = frt_now_seconds() - t0;
   }
 
+  double comm = frt_coll_seconds() - comm0;
+  if (c.ranked && c.rank != 0) {
+    rc = 0; /* rank 0 writes and prints */
+    goto done;
+  }
   if (c.out_dir && (rc = write_outputs(&c, outs)) >= 0)
     goto done;
   if (c.print)
@@ -558,7 +661,7 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
            median * 1e3, c.bench, frt_pool_threads(pool), frt_pool_threads(pool) == 1 ? "" : "s");
   }
   if (c.profile)
-    print_profile(m, prof, prof_order, c.bench ? c.bench : 1, frt_pool_threads(pool));
+    print_profile(m, prof, prof_order, c.bench ? c.bench : 1, frt_pool_threads(pool), c.ranked ? &comm : NULL);
   fflush(stdout);
   rc = 0;
 
@@ -578,5 +681,6 @@ done:
   free(in_ptrs);
   free(ins);
   free(c.bound);
+  frt_coll_finalize();
   return rc;
 }

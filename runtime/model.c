@@ -97,8 +97,17 @@ FrtStatus frt_model_run(const FrtModel *m, const void *const *inputs, void *cons
   char cpu_msg[512];
   if (frt_cpu_check_const(m->cpu_features, m->cpu, cpu_msg, sizeof cpu_msg) != 0)
     return frt_errorf(err, FRT_ERR_UNSUPPORTED, "model '%s': %s", name, cpu_msg);
+  frt_coll_clear_error();
   int rc = m->run(inputs, outputs, workspace, pool);
   if (rc != 0) {
+    /* A collective that failed left its message (runtime/coll.c); rc names its kernel. */
+    const char *coll_msg = frt_coll_last_error();
+    if (coll_msg[0])
+      return frt_errorf(err, FRT_ERR_RESOURCE, "model '%s': %s: %s", name,
+                        rc >= 1 && rc <= m->n_kernels && m->kernel_names && m->kernel_names[rc - 1]
+                            ? m->kernel_names[rc - 1]
+                            : "a collective",
+                        coll_msg);
     /* rc is 1 + the index of the kernel that found bad data; kernel_names says which node that is. */
     if (rc >= 1 && rc <= m->n_kernels && m->kernel_names && m->kernel_names[rc - 1])
       return frt_errorf(err, FRT_ERR_INPUT,

@@ -24,7 +24,7 @@ esac
 packages=(meson ninja-build pkg-config gcc g++ libprotobuf-c-dev protobuf-c-compiler libcmocka-dev
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 libonnx-dev libonnx-testdata
   python3-onnx python3-numpy zlib1g-dev graphviz
-  python3-torch python3-torchvision libopenblas0-openmp dataset-fashion-mnist)
+  python3-torch python3-torchvision libopenblas0-openmp dataset-fashion-mnist openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -145,7 +145,7 @@ static char *capture(FcStatus (*print)(FILE *, FcModule *, FcDiag *), FcModule *
   return buf;
 }
 
-static FcStatus info_print(FILE *f, FcModule *m, FcDiag *d) { return fc_info_print(f, m, "net.mlir", FC_FORMAT_TEXT, d); }
+static FcStatus info_print(FILE *f, FcModule *m, FcDiag *d) { return fc_info_print(f, m, "net.mlir", FC_FORMAT_TEXT, NULL, d); }
 
 static void test_info(void **state) {
   (void)state;

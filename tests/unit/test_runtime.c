@@ -961,6 +961,12 @@ static const FrtModel bf16_model = {FRT_ABI_VERSION, "copy", 1, 1, bf_io, bf_io,
 
 static int fail_run(const void *const *inputs, void *const *outputs, void *workspace, FrtPool *pool) { return 2; }
 
+/* Kernel 1 is a collective that fails (an axis no mesh has), as a generated SBP program's would. */
+static int coll_fail_run(const void *const *inputs, void *const *outputs, void *workspace, FrtPool *pool) {
+  float v = 0;
+  return frt_coll_all_reduce(-5, &v, 1, FRT_F32, FRT_REDUCE_SUM) != 0 ? 2 : 0;
+}
+
 static void test_model_run_checks(void **state) {
   float x[6] = {0}, y[6], s[8];
   int64_t n[3] = {1, 2, 3}, total;
@@ -993,6 +999,13 @@ static void test_model_run_checks(void **state) {
   m.run = fail_run;
   assert_int_equal(frt_model_run(&m, ins, outs, ws, NULL, &err), FRT_ERR_INPUT);
   assert_string_equal(err.msg, "model 'add1': node 'scores' (gather): bad data at run time (an index out of range, ...)");
+  /* A failed collective: its message after the kernel's name; the next run's failure is its own again. */
+  m.run = coll_fail_run;
+  assert_int_equal(frt_model_run(&m, ins, outs, ws, NULL, &err), FRT_ERR_RESOURCE);
+  assert_string_equal(err.msg, "model 'add1': node 'scores' (gather): all_reduce: mesh axis -5 does not exist");
+  m.run = fail_run;
+  assert_int_equal(frt_model_run(&m, ins, outs, ws, NULL, &err), FRT_ERR_INPUT);
+  assert_non_null(strstr(err.msg, "bad data at run time"));
   m.n_kernels = 0; /* no names: the index alone */
   assert_int_equal(frt_model_run(&m, ins, outs, ws, NULL, &err), FRT_ERR_INPUT);
   assert_string_equal(err.msg, "model 'add1': run failed in kernel 1");
@@ -1246,7 +1259,7 @@ static void test_main_errors(void **state) {
   m = add_model;
   m.abi_version = 1;
   expect_fail(&m, ARGS(tmp("x.npy"), tmp("n.pb")), 1,
-              "model: error: the model was built for runtime ABI 1, this runtime is ABI 4\n");
+              "model: error: the model was built for runtime ABI 1, this runtime is ABI 5\n");
   static const int64_t neg[] = {-1};
   static const FrtTensorDesc bad_out[] = {{"o", FRT_F32, 1, neg}};
   m = const_model;

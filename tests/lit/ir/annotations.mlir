@@ -12,7 +12,7 @@
 // --emit dot shows each annotation as a label line of its op or input vertex.
 // RUN: %flowc build %s -O0 --emit dot | FileCheck %s --check-prefix=DOT
 // DOT: in0 [label="x\nflow.placement = array<i64: 0, 1>\nflow.sbp = [\"S(0)\", \"B\"]\nother.note = \"kept\""
-// DOT: op{{[0-9]+}} [label="relu\nr\nflow.placement = array<i64: 2>\nflow.sbp = [\"S(1)\", \"P(sum)\"]\nmydialect.any = [1 : i64, -2 : i32, {{.*}}..."];
+// DOT: op{{[0-9]+}} [label="relu\nr\nflow.placement = array<i64: 2>\nflow.sbp = [\"S(1)\", \"P(sum)\"]\nmydialect.any = [1 : i64, -2 : i32, {{.*}}...", fillcolor="#c8ecc8"];
 // DOT: [label="constant\nflow.prune_mask = dense<{{\[}}[true], [false]]> : tensor<2x1xi1>"
 // DOT: [label="add\nflow.quant = !quant.uniform<i8<-127:127>:f32:1, {1.000000e-01,2.000000e-01:-1..."];
 

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""sbp.py — SBP programs under mpirun against the one-process program (issue 15).
+
+For each case MODEL:RANKS:MODE[:MESH] the model exported by tools/export_e2e_models.py is built twice with
+`flowc build`: as the one-process executable and with --ranks RANKS --sbp MODE [--mesh MESH]; the second runs
+under `mpirun -np RANKS` (oversubscribed: 4 ranks on this 2-core machine), rank 0 writing the outputs. Every
+output must equal the one-process output within rtol 1e-5 (atol 1e-5 for elements near 0: the ranks sum in
+another order), and PyTorch's output within the e2e tolerance (rtol 1e-4, atol 1e-5). The run must also have
+done what the mode promises: the IR of the distributed build has the collectives the mode implies (data: the
+batch split and gathered; tensor: an all_reduce of partial sums), so a pass that silently kept everything
+whole would fail here. Exits 77 (skipped) when mpirun is missing.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=kw.pop("timeout", 900), **kw)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}\n{r.stdout[-2000:]}{r.stderr[-4000:]}")
+    return r
+
+
+def load_outputs(folder):
+    return {f: np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith(".npy")}
+
+
+def check_case(args, spec):
+    parts = spec.split(":")
+    model, ranks, mode = parts[0], int(parts[1]), parts[2]
+    mesh = parts[3] if len(parts) > 3 else None
+    case = os.path.join(args.case_root, model)
+    run([sys.executable, args.export, args.case_root, "--models", model], timeout=1800)
+    work = os.path.join(args.work, spec.replace(":", "-"))
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    onnx_path = os.path.join(case, "model.onnx")
+    data = os.path.join(case, "test_data_set_0")
+    inp = os.path.join(data, "input_0.pb")
+    sbp = ["--ranks", str(ranks), "--sbp", mode] + (["--mesh", mesh] if mesh else [])
+
+    ir = run([args.flowc, "build", onnx_path, "--emit", "ir"] + sbp).stdout
+    want = ["flow.local_slice", "flow.all_gather"] if mode == "data" else ["flow.all_reduce"]
+    for op in want:
+        if op not in ir:
+            sys.exit(f"FAIL {spec}: the --sbp {mode} program has no {op}: nothing was distributed")
+
+    one, dist = os.path.join(work, "one"), os.path.join(work, "dist")
+    run([args.flowc, "build", onnx_path, "-o", one])
+    run([args.flowc, "build", onnx_path, "-o", dist] + sbp)
+    run([one, inp, "--threads", "1", "--output-dir", os.path.join(work, "out1")])
+    run(MPIRUN + ["-np", str(ranks), dist, inp, "--threads", "1", "--output-dir", os.path.join(work, "outN")])
+    ref, got = load_outputs(os.path.join(work, "out1")), load_outputs(os.path.join(work, "outN"))
+    if sorted(ref) != sorted(got):
+        sys.exit(f"FAIL {spec}: outputs {sorted(got)} differ from the one-process outputs {sorted(ref)}")
+    worst = 0.0
+    for i, name in enumerate(sorted(ref)):
+        a, b = ref[name], got[name]
+        if a.shape != b.shape:
+            sys.exit(f"FAIL {spec}: {name} has shape {b.shape}, one process {a.shape}")
+        err = np.abs(a.astype(np.float64) - b) / (1e-5 + 1e-5 * np.abs(a.astype(np.float64)))
+        worst = max(worst, float(err.max()))
+        if not np.allclose(b, a, rtol=1e-5, atol=1e-5):
+            sys.exit(f"FAIL {spec}: {name} differs from the one-process output by up to "
+                     f"{np.abs(a - b).max():.3g}")
+        pb = os.path.join(data, f"output_{i}.pb")
+        if os.path.exists(pb):
+            t = numpy_helper.to_array(onnx.load_tensor(pb))
+            if not np.allclose(b, t, rtol=1e-4, atol=1e-5):
+                sys.exit(f"FAIL {spec}: {name} differs from PyTorch's output by up to {np.abs(t - b).max():.3g}")
+    print(f"{spec}: {len(ref)} output(s) equal the one-process run (worst error/tolerance {worst:.2f})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--flowc", required=True)
+    ap.add_argument("--export", required=True, help="tools/export_e2e_models.py")
+    ap.add_argument("--case-root", required=True, help="where the exported models are kept")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("cases", nargs="+", help="MODEL:RANKS:data|tensor[:MESH]")
+    args = ap.parse_args()
+    if not shutil.which("mpirun"):
+        print("mpirun is missing (Debian openmpi-bin): skipped")
+        sys.exit(77)
+    for spec in args.cases:
+        check_case(args, spec)
+
+
+if __name__ == "__main__":
+    main()
