@@ -12,8 +12,9 @@
  * outside any collective) is not something mpirun notices. So each call records when it entered; a watchdog
  * thread, started with the backend, ends the process when one call has waited $FLOWRT_COLL_TIMEOUT seconds
  * (default 60), printing the rank and the collective. The process exits with _exit(1) rather than calling
- * the backend's abort: MPI is initialised for one thread, and mpirun ends the job's other ranks when one
- * exits without finalising. A peer that dies is noticed by mpirun itself, within a second or two.
+ * the backend's abort: MPI runs serialized, so the watchdog may not call it while the model's thread waits
+ * inside it, and mpirun ends the job's other ranks when one exits without finalising. A peer that dies is
+ * noticed by mpirun itself (Open MPI 4.1 here: about a second after a kill -9, naming the rank, exit 137).
  */
 #include <errno.h>
 #include <limits.h>
