@@ -17,7 +17,9 @@
  *      and every 8-bit x (an i8 x is sign-extended, so the correction uses its own zero point: no flip);
  *      an odd last tap pairs with a zero weight;
  *   3. the i32 vectors are requantised (cg_requant.h: correction, multiplier, rne, clamp, zero point) and
- *      stored as bytes; a row's last, partial step goes through fc_qp_store_tile's stack tile.
+ *      stored as bytes; a row's last, partial step stores whole vectors too when the excess lands in the
+ *      plane's next row (rewritten right after), else it goes through fc_qp_store_tile's stack tile.
+ * Rows of at most 8 output pixels use 8 lanes even where the target has 16.
  * The packed constant holds per channel the weight pairs as i32 words, then the corrections and multipliers.
  * Each output element is computed once in a fixed order, so results do not depend on the thread count.
  */
@@ -64,8 +66,9 @@ static bool dw_geometry(const FcKernel *k, DwI8 *d) {
   if (!fc_target_i8_depthwise(k->target, n, d->KK, d->H * d->W)) return false;
   FcI8Gemm g;
   fc_target_i8_gemm(k->target, &g);
-  d->lanes = g.lanes;
-  d->nv = d->OW > g.lanes && g.lanes < 16 ? 2 : 1;
+  /* rows of at most 8 pixels (MobileNet's 7x7 maps) waste less of 8 lanes than of 16 */
+  d->lanes = d->OW <= 8 ? 8 : g.lanes;
+  d->nv = d->OW > d->lanes && d->lanes < 16 ? 2 : 1;
   d->NR = (int64_t)d->nv * d->lanes;
   d->full_steps = d->OW / d->NR;
   d->npairs = (d->KK + 1) / 2;
@@ -241,7 +244,16 @@ FcStatus fc_conv_dw_i8(FcKernel *k) {
     emit_step(&c, row, yrow, ox0, NULL);
     fc_cg_loop_end(k, &lx);
   }
-  if (d.OW % d.NR) emit_step(&c, row, yrow, c64(k, d.full_steps * d.NR), c64(k, d.OW % d.NR));
+  if (d.OW % d.NR) {
+    /* A row's partial last step may store whole vectors when what they write past the row lies inside the
+     * next row of the same plane, which this task computes next and overwrites; the plane's last row goes
+     * through the stack tile. */
+    int64_t tail = d.OW % d.NR;
+    LLVMValueRef cols = c64(k, tail);
+    if (d.NR - tail <= d.OW)
+      cols = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, d.OH - 1), ""), c64(k, d.NR), cols);
+    emit_step(&c, row, yrow, c64(k, d.full_steps * d.NR), cols);
+  }
   fc_cg_loop_end(k, &ly);
   fc_cg_loop_end(k, &lt);
   fc_qp_free(&q);
