@@ -435,7 +435,7 @@ bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_pe
 }
 
 bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane) {
-  enum { MAX_TAPS = 81, MAX_PLANE = 512 * 512 };
+  enum { MAX_TAPS = 81, MAX_PLANE = 256 * 256 };
   FcI8Gemm g;
   fc_target_i8_gemm(t, &g);
   return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && taps >= 1 && taps <= MAX_TAPS &&
