@@ -35,7 +35,7 @@
 
 enum {
   MAX_SCRATCH = 1 << 20, /* the padded and pair planes in each task's scratch (16 slots: 16 MiB of workspace) */
-  MAX_PAIRS = 81,        /* tap pairs (81 taps: 9x9 makes 9 · 5) */
+  MAX_PAIRS = 81,        /* tap pairs: at most 81 taps (fc_target_i8_depthwise), 81 pairs for an 81x1 filter */
 };
 
 /* The static geometry, everything as a 2-D conv (1-D: H = OH = KH = 1). */
@@ -109,8 +109,8 @@ bool fc_conv_dw_i8_applies(const FcKernel *k) {
   return op->operands[0].value->type.quant && fc_qp_applies(op, 0, NULL, 0) && dw_geometry(k, &d);
 }
 
-/* [M][npairs] i32 weight pairs, the first tap of each in the low 16 bits | corr: i32 × M | mult: f32 × M. The corrections are for x read in its storage type
- * (sign-extended when i8), so they fold zx itself. */
+/* [M][npairs] i32 weight pairs, the first tap of each in the low 16 bits | corr: i32 × M | mult: f32 × M.
+ * The corrections are for x read in its storage type (sign-extended when i8), so they fold zx itself. */
 static int32_t *pack(const DwI8 *d, const FcQuantProduct *q, int64_t *bytes) {
   int64_t words = d->M * d->npairs + 2 * d->M;
   *bytes = words * 4;
@@ -173,7 +173,8 @@ static void build_pairs(DwCtx *c, LLVMValueRef bp, LLVMValueRef pp) {
     half[h] = h ? LLVMBuildShl(b, v, fc_cg_splat_const(vw, LLVMConstInt(c->i32, 16, 0)), "") : v;
   }
   LLVMValueRef dst = fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wq), j0);
-  LLVMValueRef st = LLVMBuildStore(b, LLVMBuildOr(b, half[0], half[1], "pairs"), LLVMBuildGEP2(b, c->i32, pp, &dst, 1, ""));
+  LLVMValueRef pairs = LLVMBuildOr(b, half[0], half[1], "pairs");
+  LLVMValueRef st = LLVMBuildStore(b, pairs, LLVMBuildGEP2(b, c->i32, pp, &dst, 1, ""));
   LLVMSetAlignment(st, 4);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lr);

@@ -421,8 +421,9 @@ static FcStatus compute(Qdq *s, FcOp *op) {
       !fc_target_i8_conv_tiles(s->target, op->results[0].type.rank - 2, op->results[0].type.dims[1] / group) &&
       !depthwise_i8(s, op, group)) {
     FcAnnotValue note = {.kind = FC_AV_STR,
-                         .s = "no integer kernel fits this conv's groups on this CPU (narrow groups, or depthwise beyond the "
-                              "integer depthwise kernel); the f32 kernel is faster than the integer loop nest"};
+                         .s = "no integer kernel fits this conv's groups on this CPU (narrow groups, or depthwise "
+                              "beyond the integer depthwise kernel); the f32 kernel is faster than the integer loop "
+                              "nest"};
     fc_op_set_annot(op, fc_annot_name(FC_ANNOT_QUANT_NOTE), &note);
     return FC_OK;
   }
