@@ -173,6 +173,10 @@ FcStatus fc_matmul_i8(FcKernel *k);
  * direct loop nest of kernel_nn.c. */
 bool fc_conv_i8_applies(const FcKernel *k);
 FcStatus fc_conv_i8(FcKernel *k);
+/* kernel_dwconv_i8.c: quantised depthwise 1-D/2-D conv (group == C, any channel multiplier) on x86, vectorised
+ * over the output pixels of a row with vpmaddwd on pairs of taps (fc_target_i8_depthwise). */
+bool fc_conv_dw_i8_applies(const FcKernel *k);
+FcStatus fc_conv_dw_i8(FcKernel *k);
 
 /* ---- cg_util.c: helpers every emitter uses ------------------------------------------------------- */
 

@@ -21,8 +21,8 @@
  * fused epilogue through cg_epilogue.h after each row.
  *
  * Quantised conv and matmul (qspec §2: quantised x, constant quantised weights, a qtype result) go to the
- * integer kernels (kernel_conv_i8.c, kernel_matmul_i8.c) where they apply; the rest (depthwise and narrow
- * groups, 3-D, targets without an x86 integer dot) run these loop nests on i32: x in its u8 view, weights
+ * integer kernels (kernel_conv_i8.c, kernel_dwconv_i8.c, kernel_matmul_i8.c) where they apply; the rest
+ * (narrow groups, 3-D, targets without an x86 integer dot) run these loop nests on i32: x in its u8 view, weights
  * w - zw from a compile-time table, then the requantising store of cg_requant.h per row.
  */
 #include "cg_epilogue.h"
@@ -359,6 +359,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
     /* qspec §2: the integer GEMM where it applies, else this loop nest on x - zx and w - zw in i32 (padding
      * taps are skipped: they add (zx - zx)·w = 0), which vectorises over the output row (depthwise above all) */
     if (fc_conv_i8_applies(k)) return fc_conv_i8(k);
+    if (fc_conv_dw_i8_applies(k)) return fc_conv_dw_i8(k);
     char why[160];
     if (!fc_qp_applies(k->op, 0, why, sizeof why)) return fc_cg_error(k, FC_ERR_UNSUPPORTED, "quantised conv: %s", why);
     const FcType *wt = in_type(k, 1);

@@ -446,3 +446,11 @@ bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_pe
   fc_target_i8_conv(t, &g);
   return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && 2 * out_per_group >= g.mr;
 }
+
+bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane) {
+  enum { MAX_TAPS = 81, MAX_PLANE = 256 * 256 };
+  FcI8Gemm g;
+  fc_target_i8_gemm(t, &g);
+  return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && taps >= 1 && taps <= MAX_TAPS &&
+         plane >= 1 && plane <= MAX_PLANE;
+}

@@ -219,8 +219,13 @@ void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g);
 void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
  * (kernel_conv_i8.c): a dot instruction, and groups of at least half a register tile of channels. Others
- * (depthwise above all) take the direct loop nest, slower than the f32 kernels: fold_qdq leaves them in
- * float. */
+ * (depthwise: kernel_dwconv_i8.c, see fc_target_i8_depthwise) take the direct loop nest, slower than the
+ * f32 kernels: fold_qdq leaves them in float. */
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group);
+/* Whether a quantised depthwise 1-D/2-D conv (one input channel per group) with `taps` kernel taps over input
+ * planes of `plane` pixels runs on the integer depthwise kernel (kernel_dwconv_i8.c): the 16-bit dot
+ * (vpmaddwd), at most 81 taps (its weights stay in registers) and planes of at most 256 × 256 pixels (a padded
+ * copy of one sits in each task's scratch). fold_qdq folds such convs into their quantised form. */
+bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane);
 
 #endif /* FLOWC_TARGET_H */

@@ -383,6 +383,21 @@ static FcOp *matmul_bias_add(const FcValue *x, const FcValue **bias) {
   return u;
 }
 
+/* Whether conv op (group > 1) is depthwise (one input channel per group) and runs on the target's integer
+ * depthwise kernel. */
+static bool depthwise_i8(const Qdq *s, const FcOp *op, int64_t group) {
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type;
+  int n = x->rank - 2;
+  if (n < 1 || w->rank != x->rank || x->dims[1] != group || w->dims[1] != 1) return false;
+  int64_t taps = 1, plane = 1;
+  for (int i = 2; i < x->rank; i++) {
+    /* dims of verified tensors: a product over the spatial dims of one cannot overflow */
+    taps *= w->dims[i];
+    plane *= x->dims[i];
+  }
+  return fc_target_i8_depthwise(s->target, n, taps, plane);
+}
+
 static FcStatus compute(Qdq *s, FcOp *op) {
   bool is_conv = op->kind == FC_OP_CONV;
   if (op->n_results != 1 || fc_op_attr(op, FC_ATTR_EPILOGUE) || fc_op_attr(op, FC_ATTR_QTYPE) ||
@@ -399,13 +414,16 @@ static FcStatus compute(Qdq *s, FcOp *op) {
   const FcTensor *w = weight_of(s, op->operands[1].value, w_axis);
   if (!w) return FC_OK;
   int64_t group = is_conv ? fc_op_attr_int(op, FC_ATTR_GROUP, 1) : 1;
-  /* Grouped convs (depthwise above all) whose groups fit no integer GEMM tile run faster in f32 than on the
-   * integer loop nest; a dense conv with few channels is cheap either way and stays integer. */
+  /* Grouped convs whose groups fit no integer GEMM tile run faster in f32 than on the integer loop nest,
+   * unless they are depthwise and the target has the integer depthwise kernel; a dense conv with few
+   * channels is cheap either way and stays integer. */
   if (is_conv && group > 1 &&
-      !fc_target_i8_conv_tiles(s->target, op->results[0].type.rank - 2, op->results[0].type.dims[1] / group)) {
+      !fc_target_i8_conv_tiles(s->target, op->results[0].type.rank - 2, op->results[0].type.dims[1] / group) &&
+      !depthwise_i8(s, op, group)) {
     FcAnnotValue note = {.kind = FC_AV_STR,
-                         .s = "no integer GEMM tile fits this conv's groups on this CPU (depthwise or narrow groups); the f32 "
-                              "kernel is faster than the integer loop nest"};
+                         .s = "no integer kernel fits this conv's groups on this CPU (narrow groups, or depthwise "
+                              "beyond the integer depthwise kernel); the f32 kernel is faster than the integer loop "
+                              "nest"};
     fc_op_set_annot(op, fc_annot_name(FC_ANNOT_QUANT_NOTE), &note);
     return FC_OK;
   }

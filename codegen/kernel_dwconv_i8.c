@@ -1,0 +1,334 @@
+/* kernel_dwconv_i8.c — the quantised flow.conv of qspec §2 when it is depthwise (group == C, one input channel
+ * per group, M = C · multiplier), 1-D and 2-D NCHW, on x86's integer SIMD.
+ *
+ * A depthwise conv reuses nothing across channels, so the integer GEMM (kernel_conv_i8.c) has no channel tile
+ * to fill; this kernel vectorises over the output pixels of a row instead, as the f32 one (kernel_dwconv.c)
+ * does. One outer iteration is one output plane (image n, channel m, reading input channel m / multiplier):
+ *   1. the input plane is copied into a padded byte plane in the task's scratch: ph rows above, pw columns to
+ *      the left and whatever the taps of the last vectors reach to the right and below hold zx (the real 0),
+ *      so every tap is an in-bounds read, the borders run the same code as the interior, and the folded
+ *      zero-point correction stays exact (acc = Σ x·w' + corr; a padding tap adds zx·w', which corr already
+ *      subtracts). The padding bytes never change, so they are written once per kernel call (one memset)
+ *      and each task copies only its H input rows;
+ *   2. (stride 1) the byte plane becomes a pair plane: P[r][j] holds the 16-bit pair (x[r][j], x[r][j + dw])
+ *      in one i32 — the inputs of two horizontally adjacent taps (kw, kw + 1) of output column j - kw·dw —
+ *      built with vector loads and widening once per input pixel instead of once per tap;
+ *   3. each output row is computed nv vectors of `lanes` pixels at a time, in i32 lanes, with vpmaddwd on
+ *      pairs of taps against the pair's weights (w'_a, w'_b) broadcast as an i32: exact for every w' in
+ *      [-255, 255] and 8-bit x (an i8 x is sign-extended to 16 bits, so the correction folds its own zero
+ *      point: no flip). Stride 1 pairs (kh, kw, kw + 1) of a kernel row: one load of P at a constant offset
+ *      and one vpmaddwd per pair, an odd last kw paired with weight 0. Larger strides would build the pair
+ *      plane from sw times as many input pixels as there are outputs (measured slower at stride 2), so they
+ *      pair consecutive taps t, t + 1 straight from the byte plane: two loads of sw·lanes bytes and one
+ *      shuffle that keeps every sw-th byte of each and interleaves them (an odd last tap meets weight 0);
+ *   4. the i32 vectors are requantised (cg_requant.h: correction, multiplier, rne, clamp, zero point) and
+ *      stored as bytes; a row's partial last step stores whole vectors too when the excess lands in the
+ *      plane's next row (rewritten right after), else it goes through fc_qp_store_tile's stack tile.
+ * Rows of at most 8 output pixels use 8 lanes even where the target has 16.
+ * The packed constant holds per channel the weight pairs as i32 words, then the corrections and multipliers.
+ * Each output element is computed once in a fixed order, so results do not depend on the thread count.
+ */
+#include <stdlib.h>
+
+#include "cg_requant.h"
+#include "codegen.h"
+
+enum {
+  MAX_SCRATCH = 1 << 20, /* the padded and pair planes in each task's scratch (16 slots: 16 MiB of workspace) */
+  MAX_PAIRS = 81,        /* tap pairs: at most 81 taps (fc_target_i8_depthwise), 81 pairs for an 81x1 filter */
+};
+
+/* The static geometry, everything as a 2-D conv (1-D: H = OH = KH = 1). */
+typedef struct DwI8 {
+  int64_t N, C, M, mult, H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw;
+  bool planes;             /* stride 1: tap pairs from the pair plane */
+  int64_t KK, rpairs, npairs; /* taps, tap pairs per kernel row (pair plane) and in all */
+  int lanes, nv;          /* i32 lanes per vector, vectors per step */
+  int64_t NR, full_steps; /* pixels per step, whole steps per row */
+  int64_t Hp, Wp;         /* the padded byte plane */
+  int64_t Wq;             /* the columns of the pair plane (a multiple of lanes; 0 without one) */
+} DwI8;
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+
+static bool dw_geometry(const FcKernel *k, DwI8 *d) {
+  const FcOp *op = k->op;
+  if (op->kind != FC_OP_CONV || op->n_results != 1) return false;
+  const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
+  int n = x->rank - 2;
+  const int64_t *s, *dl, *p;
+  if (n < 1 || n > 2 || w->rank != x->rank || y->rank != x->rank || fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != n ||
+      fc_op_attr_ints(op, FC_ATTR_DILATIONS, &dl) != n || fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 2 * n)
+    return false;
+  bool two = n == 2;
+  *d = (DwI8){.N = x->dims[0], .C = x->dims[1], .M = w->dims[0], .H = two ? x->dims[2] : 1, .W = x->dims[n + 1],
+              .OH = two ? y->dims[2] : 1, .OW = y->dims[n + 1], .KH = two ? w->dims[2] : 1, .KW = w->dims[n + 1],
+              .sh = two ? s[0] : 1, .sw = s[n - 1], .dh = two ? dl[0] : 1, .dw = dl[n - 1], .ph = two ? p[0] : 0,
+              .pw = p[n - 1]};
+  if (fc_op_attr_int(op, FC_ATTR_GROUP, 1) != d->C || w->dims[1] != 1 || d->C < 1 || d->M % d->C) return false;
+  if (d->N < 1 || d->OH < 1 || d->OW < 1 || d->KH < 1 || d->KW < 1 || d->sh < 1 || d->sw < 1 || d->dh < 1 ||
+      d->dw < 1 || d->ph < 0 || d->pw < 0 || d->sw > 4)
+    return false;
+  d->mult = d->M / d->C;
+  d->KK = d->KH * d->KW;
+  if (!fc_target_i8_depthwise(k->target, n, d->KK, d->H * d->W)) return false;
+  FcI8Gemm g;
+  fc_target_i8_gemm(k->target, &g);
+  /* rows of at most 8 pixels (MobileNet's 7x7 maps) waste less of 8 lanes than of 16 */
+  d->lanes = d->OW <= 8 ? 8 : g.lanes;
+  d->nv = d->OW > d->lanes && d->lanes < 16 ? 2 : 1;
+  d->NR = (int64_t)d->nv * d->lanes;
+  d->full_steps = d->OW / d->NR;
+  d->planes = d->sw == 1;
+  d->rpairs = (d->KW + 1) / 2;
+  d->npairs = d->planes ? d->KH * d->rpairs : (d->KK + 1) / 2;
+  /* Every factor is bounded: OW, OH, H and W are dims of verified tensors; KH·dh and KW·dw come from a conv
+   * whose result type is consistent, but check the products that size the planes anyway. */
+  int64_t steps = (d->OW + d->NR - 1) / d->NR, span_w, span_h, need_h, bytes, pairs = 0;
+  if (!fc_checked_mul(d->KW - 1, d->dw, &span_w) || !fc_checked_mul(d->OH - 1, d->sh, &need_h) ||
+      !fc_checked_mul(d->KH - 1, d->dh, &span_h) || span_w > INT32_MAX || need_h > INT32_MAX ||
+      span_h > INT32_MAX || d->pw > INT32_MAX || d->ph > INT32_MAX || d->dw > INT32_MAX)
+    return false;
+  if (d->planes) {
+    d->Wq = (steps * d->NR + span_w + d->lanes - 1) / d->lanes * d->lanes;
+    d->Wp = d->Wq + d->dw; /* the pair plane reads columns up to Wq + dw - 1 */
+  } else {
+    d->Wq = 0;
+    d->Wp = steps * d->NR * d->sw + span_w; /* the last vector's loads end there */
+  }
+  if (d->Wp < d->pw + d->W) d->Wp = d->pw + d->W;
+  d->Hp = need_h + span_h + 1;
+  if (d->Hp < d->ph + d->H) d->Hp = d->ph + d->H;
+  return fc_checked_mul(d->Hp, d->Wp, &bytes) && fc_checked_mul(d->Hp, d->Wq * 4, &pairs) &&
+         bytes + pairs <= MAX_SCRATCH;
+}
+
+bool fc_conv_dw_i8_applies(const FcKernel *k) {
+  const FcOp *op = k->op;
+  DwI8 d;
+  return op->operands[0].value->type.quant && fc_qp_applies(op, 0, NULL, 0) && dw_geometry(k, &d);
+}
+
+/* [M][npairs] i32 weight pairs, the first tap of each in the low 16 bits | corr: i32 × M | mult: f32 × M.
+ * The corrections are for x read in its storage type (sign-extended when i8), so they fold zx itself. */
+static int32_t *pack(const DwI8 *d, const FcQuantProduct *q, int64_t *bytes) {
+  int64_t words = d->M * d->npairs + 2 * d->M;
+  *bytes = words * 4;
+  int32_t *pk = calloc((size_t)words, 4);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  int32_t *corr = pk + d->M * d->npairs;
+  float *mult = (float *)(corr + d->M);
+  for (int64_t m = 0; m < d->M; m++) {
+    int64_t wsum = 0;
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t kw = 0; kw < d->KW; kw++) {
+        int16_t v = q->w[m * d->KK + kh * d->KW + kw];
+        wsum += v;
+        /* pair plane: (kh, kw = 2i, 2i + 1 or weight 0 past the row); else taps t = 2p, 2p + 1 (or 0) */
+        int64_t t = kh * d->KW + kw, at = d->planes ? kh * d->rpairs + kw / 2 : t / 2;
+        int hi = d->planes ? kw % 2 : t % 2;
+        uint32_t *word = (uint32_t *)&pk[m * d->npairs + at];
+        *word |= (uint32_t)(uint16_t)v << (16 * hi);
+      }
+    /* q->corr folds the u8 view's zx (+128 for i8 x); the storage view's is 128 less */
+    int64_t c = (int64_t)q->corr[m] + (q->flip ? 128 * wsum : 0);
+    corr[m] = (int32_t)(uint32_t)(uint64_t)c;
+    mult[m] = q->mult[m];
+  }
+  return pk;
+}
+
+typedef struct DwCtx {
+  FcKernel *k;
+  const DwI8 *d;
+  const FcQuantProduct *q;
+  LLVMTypeRef i8, i32, vi;
+  LLVMValueRef wpair[MAX_PAIRS]; /* the channel's weight pairs, each an i32 splat over lanes */
+  LLVMValueRef corr, mult;       /* the channel's, splat over lanes */
+  int64_t poff[MAX_PAIRS];       /* pair plane: per pair, its i32 offset from the output row's start */
+  int64_t toff[2 * MAX_PAIRS];   /* byte plane: per tap, its byte offset from the output row's start */
+  LLVMValueRef edge;             /* the stack tile of a partial step */
+} DwCtx;
+
+/* Step 2 for every row of the byte plane `bp`: the pair plane at `pp` (stride 1). */
+static void build_pairs(DwCtx *c, LLVMValueRef bp, LLVMValueRef pp) {
+  FcKernel *k = c->k;
+  const DwI8 *d = c->d;
+  LLVMBuilderRef b = k->b;
+  unsigned L = (unsigned)d->lanes;
+  LLVMTypeRef vb = LLVMVectorType(c->i8, L), vw = LLVMVectorType(c->i32, L);
+  LLVMTypeRef vh = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), L);
+  FcLoop lr, lj;
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, d->Hp), 1, "pr");
+  LLVMValueRef j0 = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, d->Wq), L, "pj");
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wp), j0);
+  LLVMValueRef half[2];
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef off = h ? fc_cg_iadd(k, at, c64(k, d->dw)) : at;
+    LLVMValueRef v = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, c->i8, bp, &off, 1, ""), "");
+    LLVMSetAlignment(v, 1);
+    /* the 16 bits of x (i8 sign-extended), as the low or high half of an i32 */
+    v = c->q->flip ? LLVMBuildSExt(b, v, vh, "") : LLVMBuildZExt(b, v, vh, "");
+    v = LLVMBuildZExt(b, v, vw, "");
+    half[h] = h ? LLVMBuildShl(b, v, fc_cg_splat_const(vw, LLVMConstInt(c->i32, 16, 0)), "") : v;
+  }
+  LLVMValueRef dst = fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wq), j0);
+  LLVMValueRef pairs = LLVMBuildOr(b, half[0], half[1], "pairs");
+  LLVMValueRef st = LLVMBuildStore(b, pairs, LLVMBuildGEP2(b, c->i32, pp, &dst, 1, ""));
+  LLVMSetAlignment(st, 4);
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lr);
+}
+
+/* Without a pair plane: tap t's bytes for output columns ox .. ox + lanes of the output row whose byte-plane
+ * row starts at `row`: sw·lanes bytes, every sw-th used. */
+static LLVMValueRef tap_bytes(DwCtx *c, LLVMValueRef bp, LLVMValueRef row, int64_t t, LLVMValueRef ox) {
+  FcKernel *k = c->k;
+  LLVMTypeRef vt = LLVMVectorType(c->i8, (unsigned)(c->d->sw * c->d->lanes));
+  LLVMValueRef off = fc_cg_iadd(k, row, fc_cg_iadd(k, c64(k, c->toff[t]), fc_cg_imulc(k, ox, c->d->sw)));
+  LLVMValueRef v = LLVMBuildLoad2(k->b, vt, LLVMBuildGEP2(k->b, c->i8, bp, &off, 1, ""), "");
+  LLVMSetAlignment(v, 1);
+  return v;
+}
+
+/* acc + the products of every tap for output columns ox .. ox + lanes. */
+static LLVMValueRef taps(DwCtx *c, LLVMValueRef pp, LLVMValueRef bp, LLVMValueRef row, LLVMValueRef ox) {
+  FcKernel *k = c->k;
+  const DwI8 *d = c->d;
+  LLVMBuilderRef b = k->b;
+  LLVMValueRef acc = LLVMConstNull(c->vi);
+  if (d->planes) {
+    for (int64_t p = 0; p < d->npairs; p++) {
+      LLVMValueRef off = fc_cg_iadd(k, fc_cg_iadd(k, row, ox), c64(k, c->poff[p]));
+      LLVMValueRef x = LLVMBuildLoad2(b, c->vi, LLVMBuildGEP2(b, c->i32, pp, &off, 1, ""), "");
+      LLVMSetAlignment(x, 4);
+      acc = fc_i8_dot(k, FC_I8DOT_WIDEN, d->lanes, acc, x, c->wpair[p]);
+    }
+    return acc;
+  }
+  unsigned L = (unsigned)d->lanes, S = (unsigned)d->sw;
+  /* [x_t[0], x_u[0], x_t[1], x_u[1], ...]: lane j of a tap vector is byte j·sw of its load */
+  LLVMValueRef mask[32];
+  for (unsigned j = 0; j < L; j++) {
+    mask[2 * j] = LLVMConstInt(c->i32, j * S, 0);
+    mask[2 * j + 1] = LLVMConstInt(c->i32, S * L + j * S, 0);
+  }
+  LLVMValueRef pick = LLVMConstVector(mask, 2 * L);
+  LLVMTypeRef v16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2 * L);
+  for (int64_t p = 0; p < d->npairs; p++) {
+    int64_t t0 = 2 * p, t1 = 2 * p + 1 < d->KK ? 2 * p + 1 : 2 * p; /* an odd last tap meets weight 0 */
+    LLVMValueRef a0 = tap_bytes(c, bp, row, t0, ox), a1 = t1 == t0 ? a0 : tap_bytes(c, bp, row, t1, ox);
+    LLVMValueRef pair = LLVMBuildShuffleVector(b, a0, a1, pick, "");
+    pair = c->q->flip ? LLVMBuildSExt(b, pair, v16, "") : LLVMBuildZExt(b, pair, v16, "");
+    acc = fc_i8_dot(k, FC_I8DOT_WIDEN, d->lanes, acc, pair, c->wpair[p]);
+  }
+  return acc;
+}
+
+/* Steps 3-4: output columns ox0 .. ox0 + NR of the output row whose pair-plane (i32) or byte-plane row starts
+ * at `row`, requantised and stored at y[yrow + ox]; `cols` (NULL for a whole step) is how many to store. */
+static void emit_step(DwCtx *c, LLVMValueRef pp, LLVMValueRef bp, LLVMValueRef row, LLVMValueRef yrow,
+                      LLVMValueRef ox0, LLVMValueRef cols) {
+  FcKernel *k = c->k;
+  const DwI8 *d = c->d;
+  LLVMBuilderRef b = k->b;
+  LLVMValueRef out[2];
+  for (int v = 0; v < d->nv; v++) {
+    LLVMValueRef acc = taps(c, pp, bp, row, fc_cg_iadd(k, ox0, c64(k, (int64_t)v * d->lanes)));
+    out[v] = fc_qp_finish(k, c->q, acc, c->corr, c->mult);
+  }
+  LLVMTypeRef et = c->q->out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : c->i8;
+  if (!cols) {
+    for (int v = 0; v < d->nv; v++) {
+      LLVMValueRef at = fc_cg_iadd(k, yrow, fc_cg_iadd(k, ox0, c64(k, (int64_t)v * d->lanes)));
+      LLVMValueRef st = LLVMBuildStore(b, out[v], LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
+      LLVMSetAlignment(st, 1);
+    }
+    return;
+  }
+  fc_qp_store_tile(k, et, out, 1, d->nv, d->lanes, c->edge, yrow, c64(k, 0), c64(k, 1), 0, ox0, cols);
+}
+
+FcStatus fc_conv_dw_i8(FcKernel *k) {
+  DwI8 d;
+  FC_ASSERT(dw_geometry(k, &d));
+  FC_ASSERT(d.npairs <= MAX_PAIRS && d.KK <= 2 * MAX_PAIRS);
+  FcQuantProduct q;
+  FcStatus st = fc_qp_init(k, 0, d.KK, d.M, &q);
+  if (st != FC_OK) return st;
+  int64_t bytes;
+  int32_t *pk = pack(&d, &q, &bytes);
+  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8"));
+  free(pk);
+  fc_kernel_set_outer(k, d.N * d.M, (2.0 * (double)d.KK + 4.0) * (double)d.OH * (double)d.OW);
+
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  DwCtx c = {.k = k, .d = &d, .q = &q, .i8 = i8, .i32 = i32, .vi = LLVMVectorType(i32, (unsigned)d.lanes)};
+  LLVMTypeRef et = q.out == FC_DT_F32 ? f32 : i8;
+  c.edge = fc_cg_tile_new(k, et, d.NR, "edge");
+  /* scratch: the pair plane (Hp · Wq i32, stride 1), then the byte plane (Hp · Wp) */
+  int64_t pair_bytes = d.Hp * d.Wq * 4, plane_bytes = d.Hp * d.Wp;
+  LLVMValueRef pp = fc_kernel_scratch(k, pair_bytes + plane_bytes);
+  LLVMValueRef bp = LLVMBuildGEP2(b, i8, pp, (LLVMValueRef[]){c64(k, pair_bytes)}, 1, "bytes");
+  /* the padding, once per call: zx in x's storage type */
+  int zx = q.zx - (q.flip ? 128 : 0);
+  LLVMBuildMemSet(b, bp, LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), c64(k, plane_bytes), 16);
+  for (int64_t kh = 0; kh < d.KH; kh++) {
+    for (int64_t i = 0; d.planes && i < d.rpairs; i++) c.poff[kh * d.rpairs + i] = kh * d.dh * d.Wq + 2 * i * d.dw;
+    for (int64_t kw = 0; kw < d.KW; kw++) c.toff[kh * d.KW + kw] = kh * d.dh * d.Wp + kw * d.dw;
+  }
+
+  FcLoop lt;
+  LLVMValueRef plane = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "plane"); /* n·M + m */
+  LLVMValueRef m = LLVMBuildURem(b, plane, c64(k, d.M), "m");
+  LLVMValueRef n = LLVMBuildUDiv(b, plane, c64(k, d.M), "n");
+  LLVMValueRef xch = fc_cg_iadd(k, fc_cg_imulc(k, n, d.C), LLVMBuildUDiv(b, m, c64(k, d.mult), ""));
+  LLVMValueRef xplane = fc_cg_imulc(k, xch, d.H * d.W);
+  /* 1. the input rows into the byte plane */
+  FcLoop lr;
+  LLVMValueRef ih = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, d.H), 1, "ih");
+  LLVMValueRef src = fc_cg_iadd(k, xplane, fc_cg_imulc(k, ih, d.W));
+  LLVMValueRef dst = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, ih, c64(k, d.ph)), d.Wp), c64(k, d.pw));
+  LLVMBuildMemCpy(b, LLVMBuildGEP2(b, i8, bp, &dst, 1, ""), 1, LLVMBuildGEP2(b, i8, k->in[0], &src, 1, ""), 1,
+                  c64(k, d.W));
+  fc_cg_loop_end(k, &lr);
+  /* 2. the pair plane */
+  if (d.planes) build_pairs(&c, bp, pp);
+  /* the channel's weights, correction and multiplier */
+  for (int64_t p = 0; p < d.npairs; p++) {
+    LLVMValueRef w = fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, fc_cg_imulc(k, m, d.npairs), c64(k, p)));
+    c.wpair[p] = fc_cg_splat(k, w, (unsigned)d.lanes);
+  }
+  LLVMValueRef corr = fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, c64(k, d.M * d.npairs), m));
+  LLVMValueRef mbits = fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, c64(k, d.M * d.npairs + d.M), m));
+  c.corr = fc_cg_splat(k, corr, (unsigned)d.lanes);
+  c.mult = fc_cg_splat(k, LLVMBuildBitCast(b, mbits, f32, ""), (unsigned)d.lanes);
+  /* 3-4. the output rows */
+  LLVMValueRef yplane = fc_cg_imulc(k, plane, d.OH * d.OW);
+  FcLoop ly;
+  LLVMValueRef oy = fc_cg_loop_begin(k, &ly, c64(k, 0), c64(k, d.OH), 1, "oy");
+  LLVMValueRef row = fc_cg_imulc(k, oy, d.sh * (d.planes ? d.Wq : d.Wp));
+  LLVMValueRef yrow = fc_cg_iadd(k, yplane, fc_cg_imulc(k, oy, d.OW));
+  if (d.full_steps > 0) {
+    FcLoop lx;
+    LLVMValueRef ox0 = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, d.full_steps * d.NR), d.NR, "ox");
+    emit_step(&c, pp, bp, row, yrow, ox0, NULL);
+    fc_cg_loop_end(k, &lx);
+  }
+  if (d.OW % d.NR) {
+    /* A row's partial last step may store whole vectors when what they write past the row lies inside the
+     * next row of the same plane, which this task computes next and overwrites; the plane's last row goes
+     * through the stack tile. */
+    int64_t tail = d.OW % d.NR;
+    LLVMValueRef cols = c64(k, tail);
+    if (d.NR - tail <= d.OW)
+      cols = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, d.OH - 1), ""), c64(k, d.NR), cols);
+    emit_step(&c, pp, bp, row, yrow, c64(k, d.full_steps * d.NR), cols);
+  }
+  fc_cg_loop_end(k, &ly);
+  fc_cg_loop_end(k, &lt);
+  fc_qp_free(&q);
+  return FC_OK;
+}
