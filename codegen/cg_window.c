@@ -138,14 +138,15 @@ bool fc_win_reads_pad_rows(int64_t H, int64_t OH, int64_t sh, int64_t ph, int64_
   return ph > 0 || (OH - 1) * sh - ph + span >= H;
 }
 
-/* &base[off] in floats; off may point before base (masked-off lanes only), so not inbounds. */
-static LLVMValueRef fptr(FcKernel *k, LLVMValueRef base, LLVMValueRef off) {
-  return LLVMBuildGEP2(k->b, LLVMFloatTypeInContext(k->ctx), base, &off, 1, "");
+/* &base[off] in elements of et; off may point before base (masked-off lanes only), so not inbounds. */
+static LLVMValueRef eptr(FcKernel *k, LLVMTypeRef et, LLVMValueRef base, LLVMValueRef off) {
+  return LLVMBuildGEP2(k->b, et, base, &off, 1, "");
 }
 
-static LLVMValueRef vload(FcKernel *k, LLVMTypeRef t, LLVMValueRef p) {
+/* A load of t (elements of et) aligned to one element. */
+static LLVMValueRef vload(FcKernel *k, LLVMTypeRef t, LLVMTypeRef et, LLVMValueRef p) {
   LLVMValueRef v = LLVMBuildLoad2(k->b, t, p, "");
-  LLVMSetAlignment(v, 4);
+  LLVMSetAlignment(v, LLVMGetTypeKind(et) == LLVMFloatTypeKind ? 4 : LLVMGetIntTypeWidth(et) / 8);
   return v;
 }
 
@@ -160,7 +161,7 @@ static LLVMValueRef masked_load(FcKernel *k, LLVMTypeRef t, LLVMValueRef p, cons
 LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, LLVMValueRef ox0v,
                                int64_t ox0, int64_t kw) {
   int vl = r->vl;
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, (unsigned)vl);
+  LLVMTypeRef et = LLVMTypeOf(fill), vt = LLVMVectorType(et, (unsigned)vl); /* f32, or 8-bit for max_pool */
   int64_t first, width;
   int phase;
   fc_win_load_span(r, ox0v ? 0 : ox0, kw, &first, &width, &phase);
@@ -177,20 +178,20 @@ LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill
     LLVMValueRef x = r->sw == 1 ? ox0v : LLVMBuildMul(k->b, ox0v, fc_cg_const_i64(k, r->sw), "");
     at = LLVMBuildAdd(k->b, x, at, "");
   }
-  LLVMValueRef p = fptr(k, rp, at);
-  if (r->sw == 1) return all ? vload(k, vt, p) : masked_load(k, vt, p, on, (unsigned)vl, fill);
+  LLVMValueRef p = eptr(k, et, rp, at);
+  if (r->sw == 1) return all ? vload(k, vt, et, p) : masked_load(k, vt, p, on, (unsigned)vl, fill);
   if (r->sw == 2) {
-    LLVMTypeRef wt = LLVMVectorType(f32, (unsigned)(2 * vl));
+    LLVMTypeRef wt = LLVMVectorType(et, (unsigned)(2 * vl));
     bool won[2 * FC_WIN_MAX_VL] = {false};
     for (int l = 0; l < vl; l++) won[2 * l + phase] = on[l];
-    LLVMValueRef wide = all ? vload(k, wt, p) : masked_load(k, wt, p, won, (unsigned)(2 * vl), fill);
+    LLVMValueRef wide = all ? vload(k, wt, et, p) : masked_load(k, wt, p, won, (unsigned)(2 * vl), fill);
     int idx[FC_WIN_MAX_VL];
     for (int q = 0; q < vl; q++) idx[q] = fc_win_even_lane(vl, q) + phase;
     return fc_win_shuffle(k, wide, idx, vl);
   }
   LLVMValueRef v = all ? LLVMGetUndef(vt) : splat(fill, (unsigned)vl);
   for (int l = 0; l < vl; l++)
-    if (on[l]) v = LLVMBuildInsertElement(k->b, v, vload(k, f32, fptr(k, p, fc_cg_const_i64(k, l * r->sw))), i32c(k, l), "");
+    if (on[l]) v = LLVMBuildInsertElement(k->b, v, vload(k, et, et, eptr(k, et, p, fc_cg_const_i64(k, l * r->sw))), i32c(k, l), "");
   return v;
 }
 

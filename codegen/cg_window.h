@@ -75,8 +75,8 @@ int fc_win_even_lane(int vl, int p);
 LLVMValueRef fc_win_shuffle(FcKernel *k, LLVMValueRef v, const int *idx, int n);
 /* The input vector of tap (input row pointer rp, column kw) for outputs ox0 .. ox0 + vl: lanes in natural
  * order, or for stride 2 in fc_win_even_lane's order. Full positions pass ox0v (run-time); edges pass NULL
- * and the constant ox0, and lanes whose input lies outside the row read `fill` (an f32 constant). NULL
- * when no lane of the tap reads the row. */
+ * and the constant ox0, and lanes whose input lies outside the row read `fill` (a constant whose type is the
+ * row's element type: f32, or an 8-bit integer for max_pool). NULL when no lane of the tap reads the row. */
 LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, LLVMValueRef ox0v,
                                int64_t ox0, int64_t kw);
 

@@ -1,5 +1,6 @@
-/* kernel_pool.c — max_pool (without indices) and avg_pool over f32 1-D and 2-D windows, vectorised
- * along the output width. fc_kernel_pool (kernel_nn.c) calls it when fc_pool_window_applies.
+/* kernel_pool.c — max_pool (without indices) and avg_pool over f32 1-D and 2-D windows, and max_pool over
+ * 8-bit integers (a quantised model's pools run on the storage bytes), vectorised along the output width.
+ * fc_kernel_pool (kernel_nn.c) calls it when fc_pool_window_applies.
  *
  * The loop structure is the depthwise conv's (kernel_dwconv.c) with no weights, and the row geometry and
  * tap loads are the ones both share (cg_window.h): one output row at a
@@ -14,7 +15,8 @@
  *
  * The padding value makes padded taps neutral. max_pool pads with NaN and combines with llvm.maxnum, so
  * NaN never wins, as in the reference: a window with no number (only padding or NaN) ends as NaN and is
- * stored as the lowest finite float. max is exact, so the taps are combined in two chains. avg_pool
+ * stored as the lowest finite float. On u8 / i8 it pads with the type's minimum and combines with
+ * llvm.umax / llvm.smax: exact, and a window of only padding gives the minimum, as in the reference. max is exact, so the taps are combined in two chains. avg_pool
  * pads with 0 and adds the taps in one chain in the reference order (kernel rows, then columns), then
  * divides by the window's count: a per-row count (a table indexed by the output row) times a per-column
  * count (VL constants at edges; KW at full positions, whose taps all lie inside the input), the counts
@@ -50,7 +52,8 @@ static bool pool_geometry(const FcKernel *k, int vl, Pw *g) {
   const FcOp *op = k->op;
   if ((op->kind != FC_OP_MAX_POOL && op->kind != FC_OP_AVG_POOL) || op->n_results != 1) return false;
   const FcType *xt = &op->operands[0].value->type, *yt = &op->results[0].type;
-  if (xt->dtype != FC_DT_F32 || yt->dtype != FC_DT_F32 || xt->rank != yt->rank) return false;
+  bool bytes = op->kind == FC_OP_MAX_POOL && (xt->dtype == FC_DT_U8 || xt->dtype == FC_DT_I8);
+  if ((xt->dtype != FC_DT_F32 && !bytes) || yt->dtype != xt->dtype || xt->rank != yt->rank) return false;
   int n = xt->rank - 2;
   if (n != 1 && n != 2) return false;
   const int64_t *K, *s, *dl, *p;
@@ -98,8 +101,9 @@ bool fc_pool_window_applies(const FcKernel *k) {
 typedef struct PwCtx {
   FcKernel *k;
   const Pw *g;
-  LLVMTypeRef f32, vt;           /* float, <vl x float> */
-  LLVMValueRef pad;              /* the padding value: NaN (max) or 0 (avg) */
+  FcDtype dt;                    /* f32, or u8 / i8 (max only) */
+  LLVMTypeRef f32, et, vt;       /* float, the element type, <vl x et> */
+  LLVMValueRef pad;              /* the padding value: NaN (max) or 0 (avg); the type's minimum (8-bit) */
   LLVMValueRef rows[MAX_TAPS];   /* the KH input row pointers of the current output row */
   LLVMValueRef yrow;             /* the output row */
   LLVMValueRef row_cnt;          /* avg: <vl x float> count of the current output row's window rows */
@@ -112,12 +116,12 @@ static LLVMValueRef i32c(FcKernel *k, int64_t v) {
 }
 
 static LLVMValueRef fptr(PwCtx *c, LLVMValueRef base, LLVMValueRef off) {
-  return LLVMBuildGEP2(c->k->b, c->f32, base, &off, 1, ""); /* may point before base: not inbounds */
+  return LLVMBuildGEP2(c->k->b, c->et, base, &off, 1, ""); /* may point before base: not inbounds */
 }
 
 static LLVMValueRef vload(PwCtx *c, LLVMTypeRef t, LLVMValueRef p) {
   LLVMValueRef v = LLVMBuildLoad2(c->k->b, t, p, "");
-  LLVMSetAlignment(v, 4);
+  LLVMSetAlignment(v, (unsigned)fc_dtype_size(c->dt));
   return v;
 }
 
@@ -129,7 +133,8 @@ static LLVMValueRef splat(PwCtx *c, LLVMValueRef s, unsigned n) {
 
 static LLVMValueRef vmax(PwCtx *c, LLVMValueRef a, LLVMValueRef b) {
   LLVMValueRef args[2] = {a, b};
-  return fc_cg_intrinsic(c->k, "llvm.maxnum", c->vt, args, 2);
+  const char *name = c->dt == FC_DT_F32 ? "llvm.maxnum" : c->dt == FC_DT_U8 ? "llvm.umax" : "llvm.smax";
+  return fc_cg_intrinsic(c->k, name, c->vt, args, 2);
 }
 
 /* Computes, finishes and stores outputs ox0 .. ox0 + vl of the current row (the first `lanes`). */
@@ -147,7 +152,9 @@ static void emit_vector(PwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
       *a = !*a ? x : g->is_max ? vmax(c, *a, x) : LLVMBuildFAdd(k->b, *a, x, "");
     }
   LLVMValueRef v = acc[1] ? vmax(c, acc[0], acc[1]) : acc[0] ? acc[0] : splat(c, c->pad, (unsigned)vl);
-  if (g->is_max) {
+  if (g->is_max && c->dt != FC_DT_F32) {
+    /* integers: nothing to finish */
+  } else if (g->is_max) {
     LLVMValueRef none = LLVMBuildFCmp(k->b, LLVMRealUNO, v, v, "");
     v = LLVMBuildSelect(k->b, none, splat(c, LLVMConstReal(c->f32, -FLT_MAX), (unsigned)vl), v, "");
   } else {
@@ -163,7 +170,7 @@ static void emit_vector(PwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
   for (int l = 0; l < lanes; l++) order[l] = g->x.sw == 2 ? c->perm_inv[l] : l;
   if (lanes < vl || g->x.sw == 2) v = fc_win_shuffle(c->k, v, order, lanes);
   LLVMValueRef s = LLVMBuildStore(k->b, v, fptr(c, c->yrow, ox0v ? ox0v : c64(k, ox0)));
-  LLVMSetAlignment(s, 4);
+  LLVMSetAlignment(s, (unsigned)fc_dtype_size(c->dt));
 }
 
 /* ---- the kernel ---------------------------------------------------------------------------------- */
@@ -176,16 +183,18 @@ FcStatus fc_pool_window(FcKernel *k) {
     return fc_cg_error(k, FC_ERR_INTERNAL, "the vectorised pool kernel does not apply to this pool");
   fc_kernel_set_outer(k, g.planes * g.pl.nrb, (double)(g.KH * g.x.KW + 2) * (double)g.pl.rb * (double)g.x.OW);
 
-  PwCtx c = {.k = k, .g = &g, .f32 = LLVMFloatTypeInContext(k->ctx)};
-  c.vt = LLVMVectorType(c.f32, (unsigned)g.x.vl);
-  c.pad = LLVMConstReal(c.f32, g.is_max ? NAN : 0.0);
+  PwCtx c = {.k = k, .g = &g, .dt = k->op->operands[0].value->type.dtype, .f32 = LLVMFloatTypeInContext(k->ctx)};
+  c.et = c.dt == FC_DT_F32 ? c.f32 : LLVMInt8TypeInContext(k->ctx);
+  c.vt = LLVMVectorType(c.et, (unsigned)g.x.vl);
+  c.pad = c.dt == FC_DT_F32 ? LLVMConstReal(c.f32, g.is_max ? NAN : 0.0)
+                            : LLVMConstInt(c.et, c.dt == FC_DT_U8 ? 0 : (unsigned long long)-128, 1);
   for (int p = 0; p < g.x.vl; p++) c.perm_inv[fc_win_even_lane(g.x.vl, p) / 2] = p;
 
   LLVMValueRef prow = NULL; /* the padding row that taps in the vertical padding read */
   if (g.vpad) {
     LLVMValueRef *e = FC_NEW_ARRAY(&k->op->graph->module->arena, LLVMValueRef, (size_t)g.x.W);
     for (int64_t i = 0; i < g.x.W; i++) e[i] = c.pad;
-    prow = fc_cg_const_table(k, c.f32, e, g.x.W, "pool_pad_row");
+    prow = fc_cg_const_table(k, c.et, e, g.x.W, "pool_pad_row");
   }
   LLVMValueRef cnt_tab = NULL; /* avg: per output row, the window's row count, as float */
   if (!g.is_max)
