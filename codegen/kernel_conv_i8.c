@@ -244,6 +244,26 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
       fc_cg_if_end(k, cont);
     }
     lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 4), ""), hi_, lo_);
+  } else if (c->sw == 2) {
+    /* Stride 2 (the stems of ResNet and MobileNet: a 224-wide image, every tap): 16 outputs from one
+     * 32-byte load, its even bytes kept. Only while column j + 16 is inside too, so the load's last byte
+     * (input 2j + 31, one short of j + 16's) stays inside the row; the rest takes the byte loop. */
+    LLVMTypeRef v32 = LLVMVectorType(i8, 32);
+    LLVMValueRef even[16];
+    for (int l = 0; l < 16; l++) even[l] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)(2 * l), 0);
+    LLVMValueRef end = fc_cg_isub(k, hi_, c64(k, 16));
+    FcLoop lv;
+    LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo_, end, 16, "ow2x16");
+    LLVMValueRef sj = fc_cg_imulc(k, j, 2);
+    LLVMValueRef w = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
+    LLVMSetAlignment(w, 1);
+    LLVMValueRef v = LLVMBuildShuffleVector(b, w, LLVMGetUndef(v32), LLVMConstVector(even, 16), "");
+    if (t->q.flip) v = LLVMBuildXor(b, v, fc_cg_splat_const(LLVMTypeOf(v), LLVMConstInt(i8, 0x80, 0)), "");
+    LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &j, 1, ""));
+    LLVMSetAlignment(st, 1);
+    fc_cg_loop_end(k, &lv);
+    LLVMValueRef done = fc_cg_iadd(k, lo_, LLVMBuildAnd(b, fc_cg_iadd(k, fc_cg_isub(k, end, lo_), c64(k, 15)), c64(k, ~(int64_t)15), ""));
+    lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGT, end, lo_, ""), done, lo_);
   }
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, lo_scalar, hi_, 1, "ow");
