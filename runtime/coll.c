@@ -356,14 +356,10 @@ int frt_coll_all_reduce(int32_t axis, void *buf, int64_t count, int32_t dtype, i
   return leave(t0, rc, what, axis, msg);
 }
 
-int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype) {
-  const char *what = "all_gather";
-  void *g = NULL;
-  int32_t n = 1, me = 0;
-  size_t bytes, all;
-  if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) ||
-      check_buffer(what, count, dtype, n, &all))
-    return -1;
+/* The part all_gather, reduce_scatter and all_to_all share after their checks: -1 (a message recorded) or 0
+ * when nothing is left to do (a group of one copies its send buffer, the same bytes as the result;
+ * nothing to send), 1 when the backend must run. */
+static int exchange_prologue(const char *what, void *g, const void *send, void *recv, int64_t count, size_t bytes) {
   NEED(send, "send");
   NEED(recv, "receive");
   if (!g) {
@@ -375,6 +371,20 @@ int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t coun
     return 0;
   if (send == recv)
     return set_error("%s: the send and receive buffers are the same", what);
+  return 1;
+}
+
+int frt_coll_all_gather(int32_t axis, const void *send, void *recv, int64_t count, int32_t dtype) {
+  const char *what = "all_gather";
+  void *g = NULL;
+  int32_t n = 1, me = 0;
+  size_t bytes, all;
+  if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) ||
+      check_buffer(what, count, dtype, n, &all))
+    return -1;
+  int go = exchange_prologue(what, g, send, recv, count, bytes);
+  if (go <= 0)
+    return go;
   char msg[400];
   double t0 = enter(what, axis);
   int rc = coll.be->all_gather(g, send, recv, count, (FrtDtype)dtype, msg, sizeof msg);
@@ -389,17 +399,9 @@ int frt_coll_reduce_scatter(int32_t axis, const void *send, void *recv, int64_t 
   if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) ||
       check_buffer(what, count, dtype, n, &all) || check_op(what, dtype, op))
     return -1;
-  NEED(send, "send");
-  NEED(recv, "receive");
-  if (!g) {
-    if (bytes && send != recv)
-      memmove(recv, send, bytes);
-    return 0;
-  }
-  if (count == 0)
-    return 0;
-  if (send == recv)
-    return set_error("%s: the send and receive buffers are the same", what);
+  int go = exchange_prologue(what, g, send, recv, count, bytes);
+  if (go <= 0)
+    return go;
   char msg[400];
   double t0 = enter(what, axis);
   int rc = coll.be->reduce_scatter(g, send, recv, count, (FrtDtype)dtype, (FrtReduceOp)op, msg, sizeof msg);
@@ -414,17 +416,9 @@ int frt_coll_all_to_all(int32_t axis, const void *send, void *recv, int64_t coun
   if (group_of(what, axis, &g, &n, &me) || check_buffer(what, count, dtype, 1, &bytes) ||
       check_buffer(what, count, dtype, n, &all))
     return -1;
-  NEED(send, "send");
-  NEED(recv, "receive");
-  if (!g) {
-    if (bytes && send != recv)
-      memmove(recv, send, bytes);
-    return 0;
-  }
-  if (count == 0)
-    return 0;
-  if (send == recv)
-    return set_error("%s: the send and receive buffers are the same", what);
+  int go = exchange_prologue(what, g, send, recv, count, bytes);
+  if (go <= 0)
+    return go;
   char msg[400];
   double t0 = enter(what, axis);
   int rc = coll.be->all_to_all(g, send, recv, count, (FrtDtype)dtype, msg, sizeof msg);
