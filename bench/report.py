@@ -11,7 +11,8 @@ not derived from the measured data: latencies, FLOP counts, the FMA peak, RSS an
 from the run; this file only divides, takes geometric means and compares with the issue's targets.
 The "Zoo" section comes from ZOO.json beside the results (bench/zoo.py, `python3 bench/run.py --zoo`), the
 "Quantisation" section from INT8.json (bench/int8.py, `python3 bench/run.py --int8`; rendered by
-bench/report_int8.py).
+bench/report_int8.py), the "Distribution" section from SBP.json (bench/sbp.py, `python3 bench/run.py --sbp`;
+rendered by bench/report_sbp.py).
 """
 import argparse
 import json
@@ -20,6 +21,7 @@ import os
 import re
 
 import report_int8
+import report_sbp
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 MODELS = ["cnn_b1", "cnn_b64", "mlp_b64", "resnet18", "mobilenet_v2", "squeezenet1_1", "transformer"]
@@ -376,6 +378,7 @@ def section_passes(add, effects):
 
 ZOO_JSON = "ZOO.json"  # bench/zoo.py's raw results, beside the report
 INT8_JSON = "INT8.json"  # bench/int8.py's raw results (rendered by bench/report_int8.py)
+SBP_JSON = "SBP.json"  # bench/sbp.py's raw results (rendered by bench/report_sbp.py)
 ZOO_RSS_LIMIT, ZOO_RATIO_LIMIT, ZOO_GEOMEAN_LIMIT, RNN_BUILD_LIMIT_S, RNN_LONG_STEPS = 1.2, 1.0, 0.8, 5.0, 1000
 
 
@@ -545,10 +548,11 @@ def section_zoo_targets(add, zoo, ratios, geomean):
     add("")
 
 
-def write_zoo_only(path, zoo, int8=None):
-    """The report when only the zoo and/or the quantisation benchmark were measured (no RESULTS.json)."""
+def write_zoo_only(path, zoo, int8=None, sbp=None):
+    """The report when only the zoo, the quantisation and/or the distribution benchmark were measured (no
+    RESULTS.json)."""
     lines = ["# flowc CPU benchmark", ""]
-    some = zoo or int8
+    some = zoo or int8 or sbp
     mc = some["machine"]
     lines += [f"Machine: {mc['model']}, {mc['cpus']} CPUs; flowc {some['flowc_version']}, build dir "
               f"`{some['build']}`; node {some['node_version']}. The main benchmark (`python3 bench/run.py`) has not "
@@ -557,19 +561,22 @@ def write_zoo_only(path, zoo, int8=None):
         section_zoo(lines.append, zoo)
     if int8:
         report_int8.section_int8(lines.append, int8)
+    if sbp:
+        report_sbp.section_sbp(lines.append, sbp)
     with open(path, "w") as f:
         f.write("\n".join(lines))
 
 
 def render(path):
-    """Re-renders the report at `path` from the raw results beside it (RESULTS.json, ZOO.json, INT8.json)."""
+    """Re-renders the report at `path` from the raw results beside it (RESULTS.json, ZOO.json, INT8.json,
+    SBP.json)."""
     raw = os.path.splitext(path)[0] + ".json"
     if os.path.exists(raw):
         with open(raw) as f:
             return write_report(path, json.load(f))
-    zoo, int8 = load_beside(path, ZOO_JSON), load_beside(path, INT8_JSON)
-    if zoo or int8:
-        write_zoo_only(path, zoo, int8)
+    zoo, int8, sbp = load_beside(path, ZOO_JSON), load_beside(path, INT8_JSON), load_beside(path, SBP_JSON)
+    if zoo or int8 or sbp:
+        write_zoo_only(path, zoo, int8, sbp)
     return None
 
 def write_report(path, data, effects=None, zoo=None):
@@ -596,6 +603,9 @@ def write_report(path, data, effects=None, zoo=None):
     int8 = load_beside(path, INT8_JSON)
     if int8:
         report_int8.section_int8(add, int8)
+    sbp = load_beside(path, SBP_JSON)
+    if sbp:
+        report_sbp.section_sbp(add, sbp)
     section_passes(add, load_pass_effects() if effects is None else effects)
     with open(path, "w") as f:
         f.write("\n".join(lines))

@@ -4,6 +4,7 @@
     python3 bench/run.py [--quick] [--models a,b] [--out bench/RESULTS.md] [--build DIR] [--models-dir DIR]
     python3 bench/run.py --zoo [--quick] ...     the zoo of issue 13 instead (bench/zoo.py, its own options)
     python3 bench/run.py --int8 [--quick] ...    quantisation, issue 14, instead (bench/int8.py, its own options)
+    python3 bench/run.py --sbp [--quick] ...     distribution over MPI ranks, issue 15 (bench/sbp.py)
 
 One run does everything on the same inputs and writes bench/RESULTS.md, with the raw numbers beside it
 in bench/RESULTS.json (bench/report.py renders the one from the other):
@@ -676,9 +677,13 @@ def main():
     if "--int8" in sys.argv[1:]:  # so has the quantisation benchmark (bench/int8.py)
         import int8
         return int8.main([a for a in sys.argv[1:] if a != "--int8"])
+    if "--sbp" in sys.argv[1:]:  # and the distribution benchmark (bench/sbp.py)
+        import sbp
+        return sbp.main([a for a in sys.argv[1:] if a != "--sbp"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--zoo", action="store_true", help="run the zoo of bench/zoo.py instead (its own options)")
     ap.add_argument("--int8", action="store_true", help="run bench/int8.py's quantisation benchmark instead")
+    ap.add_argument("--sbp", action="store_true", help="run bench/sbp.py's distribution benchmark instead")
     ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter batches (smoke run)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of: " + ", ".join(MODELS))
     ap.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"), help="the report (default bench/RESULTS.md)")
