@@ -272,7 +272,7 @@ static void print_build_help(void) {
        "                         as MLIR generic-operation text; dot: a Graphviz graph; onnx: the model after\n"
        "                         the passes as ONNX (opset 17, or 18/19 where an op needs it), quantised\n"
        "                         conv/matmul as QDQ node groups; the -O pipeline runs without fuse_epilogue,\n"
-       "                         layout and fuse_elementwise (their ops have no ONNX form) and lower_quant\n"
+       "                         layout, fuse_elementwise and fuse_casts (their ops have no ONNX form) and lower_quant\n"
        "                         (ONNX has QuantizeLinear/DequantizeLinear). obj, lib and so name their\n"
        "                         symbols NAME_run, NAME_workspace_size and NAME_model after the file name\n"
        "  -o FILE                write to FILE (exe, obj, lib, so and onnx need it; ir and dot default to\n"

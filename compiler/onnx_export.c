@@ -24,7 +24,8 @@
  *
  * What has no ONNX form (element-wise programs of fuse_elementwise, epilogues, the blocked layout,
  * regions) is refused with one line naming the node; fc_onnx_export_passes drops the passes that make
- * them, so `--emit onnx` writes the module as it stands before fuse_epilogue/layout/fuse_elementwise.
+ * them, so `--emit onnx` writes the module as it stands before fuse_epilogue/layout/fuse_elementwise/
+ * fuse_casts.
  */
 #include "onnx.h"
 
@@ -828,7 +829,7 @@ static FcStatus ex_op(Ex *e, const FcOp *op) {
   if (op->kind == FC_OP_SCAST) return ex_scast(e, op);
   const ExRow *row = &ex_rows[op->kind];
   if (!row->onnx) {
-    const char *why = op->kind == FC_OP_FUSED          ? "an element-wise program of fuse_elementwise (export before it)"
+    const char *why = op->kind == FC_OP_FUSED          ? "an element-wise program of fuse_elementwise or fuse_casts (export before them)"
                       : op->kind == FC_OP_CONV_BLOCKED ? "the blocked layout of the layout pass (export before it)"
                       : op->n_regions                  ? "region ops (Loop, If) are not written yet"
                                                        : "no ONNX op is known for it";
@@ -972,9 +973,10 @@ FcStatus fc_onnx_export(FILE *out, FcModule *m, FcDiag *diag) {
 }
 
 /* Passes left out of an --emit onnx pipeline: those whose results have no ONNX form (epilogues, the blocked
- * layout, element-wise programs), and lower_quant, which would write quantize/dequantize as f32 arithmetic
- * where ONNX has QuantizeLinear/DequantizeLinear. */
-static const char *const unexportable_passes[] = {"fuse_epilogue", "layout", "fuse_elementwise", "lower_quant"};
+ * layout, element-wise programs, casts folded into them), and lower_quant, which would write
+ * quantize/dequantize as f32 arithmetic where ONNX has QuantizeLinear/DequantizeLinear. */
+static const char *const unexportable_passes[] = {"fuse_epilogue", "layout", "fuse_elementwise", "fuse_casts",
+                                                  "lower_quant"};
 
 bool fc_onnx_export_passes(const char *list, char *buf, size_t cap) {
   size_t len = 0;

@@ -150,7 +150,7 @@ static void test_passes(void **state) {
   (void)state;
   char buf[128];
   assert_true(fc_onnx_export_passes("shapes,fold_batchnorm,lower_quant,canonicalize,fuse_epilogue,layout,fold,"
-                                    "fuse_elementwise,dce", buf, sizeof buf));
+                                    "fuse_elementwise,fuse_casts,dce", buf, sizeof buf));
   assert_string_equal(buf, "shapes,fold_batchnorm,canonicalize,fold,dce");
   assert_true(fc_onnx_export_passes("", buf, sizeof buf));
   assert_string_equal(buf, "");
