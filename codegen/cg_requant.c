@@ -129,12 +129,18 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
   LLVMTypeRef fty = vec ? LLVMVectorType(f32, n) : f32;
   LLVMValueRef v = LLVMBuildFMul(b, LLVMBuildSIToFP(b, LLVMBuildAdd(b, acc, corr, ""), fty, ""), mult, "");
   if (q->out == FC_DT_F32) return v;
-  v = fc_cg_intrinsic(k, "llvm.roundeven", fty, &v, 1);
+  /* Clamped first, then rounded to nearest even by llvm.lrint (one vcvtps2dq on x86 in the default
+   * rounding mode, which the runtime never changes): the bounds are integers, so rne(clamp(v)) is
+   * clamp(rne(v)), and the clamp keeps the conversion in range. */
   LLVMValueRef lo[2] = {v, fc_cg_splat_const(fty, LLVMConstReal(f32, q->lo))};
   v = fc_cg_intrinsic(k, "llvm.maxnum", fty, lo, 2);
   LLVMValueRef hi[2] = {v, fc_cg_splat_const(fty, LLVMConstReal(f32, q->hi))};
   v = fc_cg_intrinsic(k, "llvm.minnum", fty, hi, 2);
-  LLVMValueRef iv = LLVMBuildFPToSI(b, v, ty, "");
+  unsigned id = LLVMLookupIntrinsicID("llvm.lrint", 10);
+  FC_ASSERT(id != 0);
+  LLVMTypeRef over[2] = {ty, fty};
+  LLVMValueRef iv = LLVMBuildCall2(b, LLVMIntrinsicGetType(k->ctx, id, over, 2),
+                                   LLVMGetIntrinsicDeclaration(k->mod, id, over, 2), &v, 1, "");
   iv = LLVMBuildAdd(b, iv, fc_cg_splat_const(ty, LLVMConstInt(i32, (unsigned long long)(int64_t)q->zy, 1)), "");
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   return LLVMBuildTrunc(b, iv, vec ? LLVMVectorType(i8, n) : i8, "");
