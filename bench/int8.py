@@ -25,7 +25,7 @@ With bench/run.py's machinery (same interleaved rounds of batches, same runners,
     FMA peak, best of short repetitions at the start and at the end; int8 GOP/s of each model = its
     multiply-accumulates (`flowc info` of the float model, 2 ops each) / median time.
 
-The raw results go to INT8.json beside --out; bench/report.py renders them as the "Quantisation" section of
+The raw results go to INT8.json beside --out (INT8.<cpu>.json with --cpu: a section of its own); bench/report.py renders them as the "Quantisation" section of
 the report (RESULTS.md, re-rendered with RESULTS.json when that exists). --quick: 2 rounds of shorter
 batches, for a smoke run. --cpu LIST is passed to every flowc build (f32 and int8 alike; default flowc's
 own, x86-64-v3 and x86-64-v4 side by side): `--cpu x86-64-v3` measures the AVX2 code the issue's targets
@@ -46,6 +46,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 import run as bench  # noqa: E402  (re-executes under Debian's python3 when needed; the shared machinery)
 import report  # noqa: E402
+import report_int8  # noqa: E402
 
 QDQ_MODELS = {"qdq_resnet18": "ResNet-18, 1x3x224x224", "qdq_mobilenet_v2": "MobileNetV2, 1x3x224x224",
               "qdq_cnn_b64": "seed CNN (trained), batch 64"}
@@ -217,7 +218,7 @@ def main(argv=None):
         "cfg": cfg, "cpu": args.cpu, "peak": peak, "int8_peak": ipeak, "qdq": qdq_results, "dynamic": dyn_results,
         "seconds": time.time() - t_start,
     }
-    raw = os.path.join(os.path.dirname(os.path.abspath(args.out)), report.INT8_JSON)
+    raw = os.path.join(os.path.dirname(os.path.abspath(args.out)), report_int8.raw_name(args.cpu))
     with open(raw, "w") as f:
         json.dump(data, f, indent=1)
         f.write("\n")

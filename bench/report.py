@@ -382,6 +382,17 @@ SBP_JSON = "SBP.json"  # bench/sbp.py's raw results (rendered by bench/report_sb
 ZOO_RSS_LIMIT, ZOO_RATIO_LIMIT, ZOO_GEOMEAN_LIMIT, RNN_BUILD_LIMIT_S, RNN_LONG_STEPS = 1.2, 1.0, 0.8, 5.0, 1000
 
 
+def load_int8_cpus(path):
+    """The quantisation runs with --cpu (INT8.<cpu>.json beside the report), by file name."""
+    folder = os.path.dirname(os.path.abspath(path))
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("INT8.") and name.endswith(".json") and name != INT8_JSON:
+            with open(os.path.join(folder, name)) as f:
+                out.append(json.load(f))
+    return out
+
+
 def load_beside(path, name):
     """The JSON file `name` in the report's folder, or None."""
     p = os.path.join(os.path.dirname(os.path.abspath(path)), name)
@@ -561,6 +572,8 @@ def write_zoo_only(path, zoo, int8=None, sbp=None):
         section_zoo(lines.append, zoo)
     if int8:
         report_int8.section_int8(lines.append, int8)
+    for extra in load_int8_cpus(path):
+        report_int8.section_int8(lines.append, extra)
     if sbp:
         report_sbp.section_sbp(lines.append, sbp)
     with open(path, "w") as f:
@@ -603,6 +616,8 @@ def write_report(path, data, effects=None, zoo=None):
     int8 = load_beside(path, INT8_JSON)
     if int8:
         report_int8.section_int8(add, int8)
+    for extra in load_int8_cpus(path):
+        report_int8.section_int8(add, extra)
     sbp = load_beside(path, SBP_JSON)
     if sbp:
         report_sbp.section_sbp(add, sbp)

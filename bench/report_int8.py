@@ -5,6 +5,8 @@ file is there. As in report.py, nothing here is measured or typed in: it divides
 converts differences into output quantisation steps (the step each QDQ model's info.json records) and
 compares with issue 14's targets, all at 1 thread as the issue states them.
 """
+import re
+
 import report as rp
 
 
@@ -33,14 +35,22 @@ def gops_cell(flops, ms, peak):
     return "—" if g is None else f"{g:.1f} ({rp.fmt_pct(100 * g / peak)})"
 
 
+def raw_name(cpu):
+    """The raw results' file beside the report: INT8.json for flowc's default CPUs, INT8.<cpu>.json for a run
+    with --cpu (its own section, so that a default run and an AVX2-only run stand side by side)."""
+    return rp.INT8_JSON if not cpu else "INT8." + re.sub(r"[^A-Za-z0-9_.-]", "+", cpu) + ".json"
+
+
 def section_int8(add, d):
     ip, fp = d["int8_peak"], d["peak"]
-    add("## Quantisation (issue 14)")
+    add("## Quantisation (issue 14)" + (f", `--cpu {d['cpu']}`" if d.get("cpu") else ""))
     add("")
     add(f"Produced by `python3 bench/run.py --int8{d['argv']}` on {d['date']} in {d['seconds'] / 60:.1f} min (git "
         f"{d['git']}, onnxruntime-node {d['ort_version']}, PyTorch {d['torch_version']}; load average "
-        f"{d['load_start']:.2f} at start, {d['load_end']:.2f} at end); raw data in {rp.INT8_JSON}. flowc builds "
-        + (f"with `--cpu {d['cpu']}`." if d.get("cpu") else "with flowc's default CPUs.") + f" Timed as bench/run.py "
+        f"{d['load_start']:.2f} at start, {d['load_end']:.2f} at end); raw data in {raw_name(d.get('cpu'))}. flowc builds "
+        + (f"with `--cpu {d['cpu']}` (onnxruntime and PyTorch pick their own kernels whatever the CPU list, so "
+           "their columns measure the same code as in a run with flowc's default CPUs)." if d.get("cpu")
+           else "with flowc's default CPUs.") + f" Timed as bench/run.py "
         f"times the models: {d['cfg']['rounds']} interleaved rounds, each visiting every runner at every thread "
         f"count once with a batch of about {d['cfg']['seconds']} s after its warm-up; the median over rounds of "
         "the batch medians.")

@@ -6,6 +6,7 @@ verdicts are checked: speed-ups of the int8 builds over the f32 ones against eac
 against onnxruntime on the QDQ file, artefact sizes, accuracy in output quantisation steps, and a model
 whose QDQ build failed (its cells shown as —, its targets NOT MET, the error listed).
 """
+import json
 import os
 import sys
 import tempfile
@@ -14,6 +15,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import report  # noqa: E402
+import report_int8  # noqa: E402
 
 
 def times(**ms):
@@ -88,6 +90,27 @@ class Int8Report(unittest.TestCase):
         self.assertIn("- qdq_mobilenet_v2, flowc QDQ: `flowc build exited with status 1: unsupported op`", text)
         self.assertTrue(line(text, "- qdq_mobilenet_v2: flowc's QDQ build").endswith("not measured — **NOT MET**"))
         self.assertTrue(line(text, "- QDQ models within 4").endswith("**NOT MET**"))
+
+    def test_cpu_sections(self):
+        """A default run (INT8.json) and a --cpu run (INT8.<cpu>.json) beside the report: two sections."""
+        self.assertEqual(report_int8.raw_name(None), "INT8.json")
+        self.assertEqual(report_int8.raw_name("x86-64-v3,icelake-server"), "INT8.x86-64-v3+icelake-server.json")
+        default = data([qdq("qdq_resnet18", 30.0, 20.0, 40.0, 50.0)], [])
+        default["cpu"] = None
+        avx2 = data([qdq("qdq_resnet18", 30.0, 45.0, 40.0, 50.0)], [])
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, d in (("INT8.json", default), ("INT8.x86-64-v3.json", avx2)):
+                with open(os.path.join(tmp, name), "w") as f:
+                    json.dump(d, f)
+            path = os.path.join(tmp, "RESULTS.md")
+            report.render(path)
+            with open(path) as f:
+                text = f.read()
+        heads = [x for x in text.splitlines() if x.startswith("## Quantisation")]
+        self.assertEqual(heads, ["## Quantisation (issue 14)", "## Quantisation (issue 14), `--cpu x86-64-v3`"])
+        self.assertIn("raw data in INT8.x86-64-v3.json", text)
+        verdicts = [x for x in text.splitlines() if x.startswith("- qdq_resnet18: flowc's QDQ build")]
+        self.assertEqual([v.endswith("**MET**") for v in verdicts], [True, False])
 
 
 if __name__ == "__main__":
