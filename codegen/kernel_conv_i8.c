@@ -101,10 +101,6 @@ static void copy_vec(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef dst,
   LLVMSetAlignment(st, 1);
 }
 
-static void copy_n(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j, unsigned n) {
-  copy_vec(k, t->q.flip, src, dst, j, n);
-}
-
 /* dst[0 .. len) = src[0 .. len) for a length known here, by vectors: whole 16-byte ones and, for the rest,
  * one more ending at len (overlapping the last, rewriting the same bytes) or two overlapping 8- or 4-byte
  * ones; bytes below 4. With `spill`, the last vector may instead run up to 15 bytes past len (on both
@@ -231,16 +227,16 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, long_run);
     FcLoop lv;
     LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo_, fc_cg_isub(k, hi_, c64(k, 15)), 16, "ow16");
-    copy_n(k, t, src, dst, j, 16);
+    copy_vec(k, t->q.flip, src, dst, j, 16);
     fc_cg_loop_end(k, &lv);
-    copy_n(k, t, src, dst, fc_cg_isub(k, hi_, c64(k, 16)), 16);
+    copy_vec(k, t->q.flip, src, dst, fc_cg_isub(k, hi_, c64(k, 16)), 16);
     fc_cg_if_end(k, cont);
     for (unsigned n = 8; n >= 4; n /= 2) {
       LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, n), ""),
                                        LLVMBuildICmp(b, LLVMIntSLT, len, c64(k, 2 * n), ""), "");
       cont = fc_cg_if_begin(k, fits);
-      copy_n(k, t, src, dst, lo_, n);
-      copy_n(k, t, src, dst, fc_cg_isub(k, hi_, c64(k, n)), n);
+      copy_vec(k, t->q.flip, src, dst, lo_, n);
+      copy_vec(k, t->q.flip, src, dst, fc_cg_isub(k, hi_, c64(k, n)), n);
       fc_cg_if_end(k, cont);
     }
     lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 4), ""), hi_, lo_);

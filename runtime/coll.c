@@ -68,9 +68,7 @@ static int set_error(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);
   va_end(ap);
-  for (char *p = last_error; *p; p++)
-    if ((unsigned char)*p < 0x20)
-      *p = '?';
+  frt_one_line(last_error);
   return -1;
 }
 

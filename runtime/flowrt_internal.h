@@ -30,6 +30,8 @@
 /* Fills err (when not NULL) with one line — control characters (a newline in a path) become '?' — and
  * returns st. */
 FrtStatus frt_errorf(FrtError *err, FrtStatus st, const char *fmt, ...) FRT_PRINTF(3, 4);
+/* Makes s one line in place: control characters and DEL become '?'. */
+void frt_one_line(char *s);
 
 bool frt_mul_overflows(size_t a, size_t b, size_t *out);
 bool frt_add_overflows(size_t a, size_t b, size_t *out);

@@ -48,10 +48,14 @@ FrtStatus frt_errorf(FrtError *err, FrtStatus st, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err->msg, sizeof err->msg, fmt, ap);
   va_end(ap);
-  for (char *p = err->msg; *p; p++)
+  frt_one_line(err->msg);
+  return st;
+}
+
+void frt_one_line(char *s) {
+  for (char *p = s; *p; p++)
     if ((unsigned char)*p < 0x20 || *p == 0x7f)
       *p = '?';
-  return st;
 }
 
 bool frt_mul_overflows(size_t a, size_t b, size_t *out) { return __builtin_mul_overflow(a, b, out); }
