@@ -47,7 +47,7 @@ enum {
   FIELD_CPU_FEATURES = 12,
   FIELD_N_VARIANTS = 13,
   FIELD_VARIANTS = 14,
-  N_FIELDS = 18 /* n_ranks, n_mesh_axes and mesh (15-17) are the last variant's, like its other fields */
+  N_FIELDS = 19 /* n_ranks, n_mesh_axes, mesh and gpu (15-18) are the last variant's, like its other fields */
 };
 
 #define FC_MULTI_MAX_VARIANTS 8

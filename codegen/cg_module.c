@@ -885,10 +885,16 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
       cg->ctx,
       (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr,
-                      cg->ptr, cg->ptr, cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr},
-      18, 0);
-  LLVMValueRef f[18] = {
-      LLVMConstInt(cg->i32, 5, 0), /* FRT_ABI_VERSION */
+                      cg->ptr, cg->ptr, cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr},
+      19, 0);
+  /* The GPU half (--device cuda) is its own object defining FrtGpuModel `gpu_symbol` (codegen/gpu_emit.c). */
+  LLVMValueRef gpu = LLVMConstNull(cg->ptr);
+  if (cg->opts->gpu_symbol) {
+    gpu = LLVMGetNamedGlobal(cg->mod, cg->opts->gpu_symbol);
+    if (!gpu) gpu = LLVMAddGlobal(cg->mod, LLVMInt8TypeInContext(cg->ctx), cg->opts->gpu_symbol);
+  }
+  LLVMValueRef f[19] = {
+      LLVMConstInt(cg->i32, 6, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -906,11 +912,12 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       LLVMConstInt(cg->i32, (unsigned long long)n_ranks, 0), /* 0: one process; N: an SBP program */
       LLVMConstInt(cg->i32, (unsigned long long)n_axes, 0),
       mesh_global,
+      gpu,
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 18));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 19));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }

@@ -74,6 +74,8 @@ typedef struct FcCodegenOptions {
   bool share_constants;   /* one variant of a multiversioned artefact: large constants are content-addressed
                              where the target's object format allows (FcTarget.shared_constants) */
   FcProgress progress;    /* codegen, LLVM's pipeline, object, link */
+  const char *gpu_symbol; /* NULL, or the FrtGpuModel the descriptor's `gpu` points at (--device cuda: defined
+                             by the GPU half's object, codegen/gpu_emit.c) */
 } FcCodegenOptions;
 
 /* A register tile of the GEMM microkernel: mr rows × nv vectors. */

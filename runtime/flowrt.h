@@ -109,9 +109,63 @@ typedef struct FrtModel {
                                       --ranks N), which frt_main runs under mpirun -np N */
   int32_t n_mesh_axes;             /* 0: a 1-D mesh of n_ranks; else the number of entries of mesh */
   const int32_t *mesh;             /* mesh dims, row-major (last axis fastest), product n_ranks */
+  const struct FrtGpuModel *gpu;   /* NULL, or the model's GPU code (flowc build --device cuda): frt_main
+                                      runs it with --device cuda|auto (runtime/gpu.c) */
 } FrtModel;
 
-#define FRT_ABI_VERSION 5
+#define FRT_ABI_VERSION 6
+
+/* ---- the GPU half of a model (flowc build --device cuda) -------------------------------------------- *
+ *
+ * The GPU code is PTX text that the CUDA driver JIT-compiles when the model is opened, plus a launch table
+ * the host walks: every launch is one kernel over a fixed grid, its arguments device pointers, each one
+ * buffer base + a byte offset. Shapes are static, so no launch takes a scalar. The device holds one
+ * allocation per input and output, one workspace (laid out by the same memory plan as the CPU's: its first
+ * 64 bytes are the run's status word, which kernels set on bad data, as on the CPU) and one weights buffer
+ * uploaded once when the model is opened. The same table drives the SIMT host backend (runtime/gpu_simt.c),
+ * which runs host-compiled copies of the kernels (host_kernels) with each block's threads as fibers. */
+typedef enum FrtGpuArgKind {
+  FRT_GPU_ARG_INPUT = 0,     /* the index-th input's device copy */
+  FRT_GPU_ARG_OUTPUT = 1,    /* the index-th output's device buffer */
+  FRT_GPU_ARG_WORKSPACE = 2, /* the device workspace */
+  FRT_GPU_ARG_WEIGHTS = 3,   /* the device weights */
+} FrtGpuArgKind;
+
+typedef struct FrtGpuArg {
+  int32_t kind;    /* FrtGpuArgKind */
+  int32_t index;   /* INPUT, OUTPUT: which; otherwise 0 */
+  uint64_t offset; /* bytes from the buffer's start */
+} FrtGpuArg;
+
+#define FRT_GPU_SYNC 1u /* FrtGpuLaunch.flags: the kernel uses barriers or warp shuffles */
+
+typedef struct FrtGpuLaunch {
+  const char *kernel;     /* the PTX entry's name */
+  int32_t node;           /* index into FrtGpuModel.kernel_names, for errors and --profile */
+  uint32_t grid[3];       /* blocks */
+  uint32_t block[3];      /* threads per block (a multiple of 32 in all) */
+  uint32_t shared_bytes;  /* shared memory per block the kernel declares (statically, in its PTX) */
+  uint32_t flags;         /* FRT_GPU_SYNC */
+  int32_t n_args;
+  const FrtGpuArg *args;  /* the kernel's parameters, all pointers, in order */
+} FrtGpuLaunch;
+
+/* A kernel compiled for the SIMT host backend: `thread` is the emulator's state of the calling GPU thread
+ * (runtime/gpu_simt.h), `args` the launch's arguments resolved to host pointers. */
+typedef void (*FrtSimtKernelFn)(void *thread, void *const *args);
+
+typedef struct FrtGpuModel {
+  const char *arch;                 /* the GPU the PTX targets ("sm_80") */
+  const char *ptx;                  /* NUL-terminated PTX text; NULL in a SIMT host build */
+  const unsigned char *weights;     /* the constants the kernels read, laid out by codegen */
+  uint64_t weights_size;
+  uint64_t workspace_size;          /* the device workspace, status word included */
+  int32_t n_launches;
+  const FrtGpuLaunch *launches;     /* in run order */
+  int32_t n_kernels;
+  const char *const *kernel_names;  /* "node '<name>' (<op>)" */
+  const FrtSimtKernelFn *host_kernels; /* per launch, the SIMT host build's functions; NULL in artefacts */
+} FrtGpuModel;
 
 size_t frt_model_workspace_size(const FrtModel *m);
 /* The descriptor that runs m on this CPU: m itself without variants; for a multiversioned model the
@@ -263,6 +317,32 @@ double frt_coll_seconds(void);
 /* The number of ranks of this job on this machine (Open MPI's local size); 1 when not started. frt_main
  * shares the cores among them when --threads is not given. */
 int32_t frt_coll_local_size(void);
+
+/* ---- running the GPU half (runtime/gpu.c) ------------------------------------------------------------ */
+
+typedef enum FrtDevice {
+  FRT_DEVICE_CPU = 0,  /* the model's CPU code */
+  FRT_DEVICE_CUDA = 1, /* the first NVIDIA GPU, through libcuda (dlopen) */
+  FRT_DEVICE_SIMT = 2, /* the SIMT host emulator (a model compiled by flowc run/check --device simt) */
+  FRT_DEVICE_AUTO = 3, /* CUDA when the model has GPU code and a driver and a GPU are found, else the CPU */
+} FrtDevice;
+
+/* A model's GPU code opened on a device: its buffers allocated and its weights uploaded. */
+typedef struct FrtGpuSession FrtGpuSession;
+/* Opens m->gpu on `device` (CUDA or SIMT). FRT_ERR_UNSUPPORTED with one line when m has no GPU code, when
+ * libcuda cannot be loaded ("no CUDA driver: ..."), when no GPU is found, or when the driver cannot load the
+ * PTX (its log's first line); FRT_ERR_RESOURCE when device memory runs out. */
+FrtStatus frt_gpu_open(const FrtModel *m, FrtDevice device, FrtGpuSession **out, FrtError *err);
+/* One run: the inputs copied to the device, every launch in order, the outputs copied back. A kernel that
+ * found bad data (the status word) is FRT_ERR_INPUT naming its node; a device error FRT_ERR_RESOURCE naming
+ * the launch's node and the driver's words. Allocates nothing. */
+FrtStatus frt_gpu_run(FrtGpuSession *s, const void *const *inputs, void *const *outputs, FrtError *err);
+/* "NVIDIA H200 (sm_90)", "SIMT host emulator". */
+const char *frt_gpu_device_name(const FrtGpuSession *s);
+/* While acc is set (n = m->gpu->n_kernels entries), each run adds each node's device time in seconds to
+ * acc[node] (CUDA: events around each launch; SIMT: wall time). NULL turns it off. */
+void frt_gpu_set_profile(FrtGpuSession *s, double *acc, int32_t n);
+void frt_gpu_close(FrtGpuSession *s);
 
 /* ---- the standalone program's main (runtime/main.c) ------------------------------------------------ */
 

@@ -1,0 +1,45 @@
+/* gpu_backend.h — the devices a model's GPU half runs on, behind one table of functions (ggml's backends):
+ * the runner (gpu.c) never branches on which device it has.
+ *
+ *   frt_gpu_cuda  (gpu_cuda.c)  an NVIDIA GPU through the CUDA driver API; libcuda.so.1 is loaded with dlopen,
+ *                               so a program that never opens a GPU needs no CUDA library;
+ *   frt_gpu_simt  (gpu_simt.c)  the SIMT host emulator: host-compiled copies of the kernels
+ *                               (FrtGpuModel.host_kernels) run block by block, the threads of a block as fibers
+ *                               that switch at barriers and warp shuffles, in an order that tests vary
+ *                               ($FLOWRT_SIMT_SCHEDULE), so a missing barrier changes the result.
+ *
+ * Device memory is named by a 64-bit address (a CUdeviceptr; a host pointer for the emulator). Every
+ * function returns FRT_OK or fills err with one line naming what failed ("cuMemAlloc of 123 bytes: out of
+ * memory"); launch errors name the launch's node (FrtGpuModel.kernel_names[l->node]).
+ */
+#ifndef FLOWRT_GPU_BACKEND_H
+#define FLOWRT_GPU_BACKEND_H
+
+#include <stdint.h>
+
+#include "flowrt.h"
+
+typedef struct FrtGpuBackend {
+  const char *name; /* "cuda", "simt" */
+  /* Starts the device for gm and keeps what its launches need (CUDA: driver, first device, context, the
+   * module JIT-compiled from gm->ptx, one function per launch); *dev is the backend's state. */
+  FrtStatus (*open)(const FrtGpuModel *gm, void **dev, FrtError *err);
+  /* "NVIDIA H200 (sm_90, 139 GiB)", "SIMT host emulator": for the line that says where a model runs. */
+  const char *(*device_name)(void *dev);
+  FrtStatus (*alloc)(void *dev, uint64_t bytes, uint64_t *addr, FrtError *err);
+  void (*release)(void *dev, uint64_t addr);
+  FrtStatus (*upload)(void *dev, uint64_t dst, const void *src, uint64_t bytes, FrtError *err);
+  FrtStatus (*download)(void *dev, void *dst, uint64_t src, uint64_t bytes, FrtError *err);
+  FrtStatus (*zero)(void *dev, uint64_t dst, uint64_t bytes, FrtError *err);
+  /* Launch i of gm->launches (l), its parameters resolved to addresses (l->n_args of them); may return
+   * before the kernel finishes (CUDA: queued on the device's stream). */
+  FrtStatus (*launch)(void *dev, int32_t i, const FrtGpuLaunch *l, const uint64_t *args, FrtError *err);
+  /* Waits for everything launched; a kernel's fault surfaces here or at the next call. */
+  FrtStatus (*sync)(void *dev, FrtError *err);
+  void (*close)(void *dev);
+} FrtGpuBackend;
+
+extern const FrtGpuBackend frt_gpu_cuda;
+extern const FrtGpuBackend frt_gpu_simt;
+
+#endif /* FLOWRT_GPU_BACKEND_H */
