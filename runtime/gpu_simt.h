@@ -25,8 +25,9 @@
 typedef struct FrtSimtThread {
   uint32_t tid[3];  /* offset 0: threadIdx.x, .y, .z */
   uint32_t bid[3];  /* offset 12: blockIdx.x, .y, .z */
-  void *shared;     /* offset 24: the block's shared memory (FrtGpuLaunch.shared_bytes, 16-byte aligned,
-                       zeroed before the block's first thread runs) */
+  void *shared;     /* offset 24: the block's shared memory (FrtGpuLaunch.shared_bytes, 16-byte aligned;
+                       filled with 0xff bytes before each block, a NaN or -1, so a kernel that reads what it
+                       never wrote gets garbage, as on a GPU) */
   void *emu;        /* the emulator's own state */
   uint32_t linear;  /* the thread's index in its block, x fastest */
 } FrtSimtThread;
