@@ -35,6 +35,7 @@
 #include "cg_emit.h"
 #include "cg_private.h"
 #include "flowrt.h"
+#include "gpu.h"
 
 /* FrtModel's fields (runtime/flowrt.h) that the dispatching descriptor sets itself. */
 enum {
@@ -441,6 +442,8 @@ FcStatus fc_multi_finish(FcMultiBuild *mb, FcModule *m, const char *out, FcDiag 
   if (st == FC_OK && (mb->n != mb->total || !mb->mod))
     st = fc_error(diag, FC_ERR_INTERNAL, "%d of %d CPU variants were built", mb->n, mb->total);
   if (st == FC_OK) st = build_model(mb, diag);
+  if (st == FC_OK && mb->o.gpu_plan)
+    st = fc_gpu_add_descriptor(mb->mod, mb->o.gpu_plan, mb->o.gpu_ptx, mb->o.gpu_target, mb->o.gpu_symbol, diag);
   const char *name = mb->o.model_name;
   if (st == FC_OK) st = fc_emit_add_entry_points(mb->mod, name, mb->kind, diag);
   /* For exe this compiles `main` for the baseline; obj/lib/so have their dispatching NAME_run instead. */

@@ -44,6 +44,7 @@
 #include <llvm-c/Target.h>
 
 #include "cg_emit.h"
+#include "gpu.h"
 #include "cg_emit_config.h"
 
 extern char **environ;
@@ -500,7 +501,7 @@ static FcStatus open_inputs(const char *obj, const char *member_name, const char
 /* ---- running a tool ------------------------------------------------------------------------------------------ */
 
 /* The full path of `name` (on PATH unless it contains '/'); NULL if there is no such executable. */
-static char *find_program(const char *name) {
+char *fc_emit_find_program(const char *name) {
   if (!*name) return NULL;
   if (strchr(name, '/')) return is_regular(name) && access(name, X_OK) == 0 ? xstrdup(name) : NULL;
   const char *path = getenv("PATH");
@@ -519,12 +520,12 @@ static char *find_program(const char *name) {
 static FcStatus find_linker_driver(char **out, FcDiag *diag) {
   const char *env = getenv("FLOWC_CC");
   if (env && *env) {
-    *out = find_program(env);
+    *out = fc_emit_find_program(env);
     return *out ? FC_OK : fc_error(diag, FC_ERR_IO, "FLOWC_CC=%s: no such program", env);
   }
   static const char *const cands[] = {FLOWC_LINK_CC, "cc", "clang-19", "gcc", "clang"};
   for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
-    if ((*out = find_program(cands[i]))) return FC_OK;
+    if ((*out = fc_emit_find_program(cands[i]))) return FC_OK;
   return fc_error(diag, FC_ERR_IO,
                   "no C compiler to link with (looked for %s, cc, clang-19, gcc and clang on PATH; set FLOWC_CC); "
                   "--emit obj and --emit lib need none",
@@ -566,7 +567,7 @@ static void pick_line(const char *buf, size_t n, char *out, size_t cap) {
 /* Runs argv[0] (a path) with stdin from /dev/null and stdout and stderr captured. *exit_code is its
  * exit status and *signal the signal that ended it (0 if none); `line` gets the line of its output to
  * quote. */
-static FcStatus run_tool(char *const *argv, int *exit_code, int *signal, char *line, size_t cap, FcDiag *diag) {
+FcStatus fc_emit_run_tool(char *const *argv, int *exit_code, int *signal, char *line, size_t cap, FcDiag *diag) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return fc_error(diag, FC_ERR_IO, "cannot create a pipe: %s", strerror(errno));
   posix_spawn_file_actions_t fa;
@@ -661,7 +662,7 @@ static FcStatus link_with_runtime(const char *const *objs_in, int n_objs, const 
   argv[argc] = NULL;
   int code = 0, sig = 0;
   char line[LINE_CAP];
-  st = run_tool(argv, &code, &sig, line, sizeof line, diag);
+  st = fc_emit_run_tool(argv, &code, &sig, line, sizeof line, diag);
   if (st == FC_OK && (code != 0 || sig != 0)) {
     remove_regular(out); /* what a failed link (a full disk) may leave */
     if (line[0]) st = fc_error(diag, FC_ERR_IO, "linking with %s failed: %s", cc, line);
@@ -771,6 +772,8 @@ FcStatus fc_emit_artifact(FcModule *m, const FcCodegenOptions *o, const FcTarget
   if (st == FC_OK) st = fc_emit_cpu_guard(mod, target, name, kind, diag);
   if (st == FC_OK) fc_progress(&co.progress, "LLVM optimisation", NULL, 0, 0);
   if (st == FC_OK) st = fc_codegen_optimize(mod, tm, co.opt_level, diag);
+  if (st == FC_OK && co.gpu_plan)
+    st = fc_gpu_add_descriptor(mod, co.gpu_plan, co.gpu_ptx, co.gpu_target, co.gpu_symbol, diag);
   return fc_emit_finish(st, mod, ctx, tm, m, kind, name, out, NULL, 0, &co.progress, diag);
 }
 

@@ -110,6 +110,14 @@ FcStatus fc_emit_close_file(FILE *f, const char *path, const char *what, FcDiag 
  * inode (a link, or another spelling of the path). */
 bool fc_emit_same_file(const char *a, const char *b);
 
+/* The full path of program `name` (searched on PATH unless it contains '/'), malloc'd; NULL if there is no
+ * such executable. */
+char *fc_emit_find_program(const char *name);
+/* Runs argv[0] (a path) with stdin from /dev/null and stdout and stderr captured: *exit_code is its exit
+ * status, *signal the signal that ended it (0 if none), `line` the line of its output worth quoting (the
+ * first error). FC_ERR_IO when it cannot be started. */
+FcStatus fc_emit_run_tool(char *const *argv, int *exit_code, int *signal, char *line, size_t cap, FcDiag *diag);
+
 /* ---- cg_archive.c: static archives ---------------------------------------------------------------- */
 
 typedef struct FcArchiveMember {

@@ -116,75 +116,6 @@ static bool loop_state_bytes(const FcOp *loop, int64_t *out) {
 
 /* ---- unsupported ops -------------------------------------------------------------------------------- */
 
-/* An op codegen cannot handle: no emitter for its kind (reason NULL), or its emitter refused it. */
-typedef struct Unsupported {
-  FcOpKind kind;
-  const char *node, *reason;
-  int seq;
-} Unsupported;
-
-typedef struct UnsupportedList {
-  Unsupported *v;
-  int n, cap;
-} UnsupportedList;
-
-#define FC_CG_UNSUPPORTED_NAMES_PER_KIND 5
-
-static void unsupported_add(FcArena *a, UnsupportedList *l, const FcOp *op, const char *reason) {
-  if (l->n == l->cap) {
-    int cap = l->cap ? 2 * l->cap : 16;
-    Unsupported *nv = FC_NEW_ARRAY(a, Unsupported, (size_t)cap);
-    if (l->n) memcpy(nv, l->v, (size_t)l->n * sizeof *nv);
-    l->v = nv;
-    l->cap = cap;
-  }
-  l->v[l->n] = (Unsupported){op->kind, fc_op_name(op), reason, l->n};
-  l->n++;
-}
-
-static int unsupported_cmp(const void *a, const void *b) {
-  const Unsupported *x = a, *y = b;
-  int c = strcmp(fc_op_info(x->kind)->name, fc_op_info(y->kind)->name);
-  return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-static bool same_reason(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
-
-/* One FC_ERR_UNSUPPORTED in the importer's form: "unsupported ops in code generation: det x1 ('d'),
- * cast x2 ('a', 'b': f16 to i4 is not supported)" — kinds in alphabetical order, nodes in graph order. */
-static FcStatus report_unsupported(UnsupportedList *l, FcDiag *diag) {
-  qsort(l->v, (size_t)l->n, sizeof *l->v, unsupported_cmp);
-  char msg[sizeof diag->msg];
-  size_t len = 0;
-#define PUT(...) (len += len < sizeof msg ? (size_t)snprintf(msg + len, sizeof msg - len, __VA_ARGS__) : 0)
-  PUT("unsupported ops in code generation: ");
-  for (int i = 0; i < l->n;) {
-    int j = i;
-    while (j < l->n && l->v[j].kind == l->v[i].kind) j++;
-    int shown = j - i < FC_CG_UNSUPPORTED_NAMES_PER_KIND ? j - i : FC_CG_UNSUPPORTED_NAMES_PER_KIND;
-    bool one_reason = true;
-    for (int k = i + 1; k < i + shown; k++) one_reason = one_reason && same_reason(l->v[k].reason, l->v[i].reason);
-    PUT("%s%s x%d (", i ? ", " : "", fc_op_info(l->v[i].kind)->name, j - i);
-    for (int k = i; k < i + shown; k++) {
-      if (one_reason) PUT("%s'%s'", k > i ? ", " : "", l->v[k].node);
-      else PUT("%s'%s': %s", k > i ? "; " : "", l->v[k].node, l->v[k].reason ? l->v[k].reason : "no kernel");
-    }
-    if (j - i > shown) PUT("%s...", one_reason ? ", " : "; ");
-    if (one_reason && l->v[i].reason) PUT(": %s", l->v[i].reason);
-    PUT(")");
-    i = j;
-  }
-#undef PUT
-  return fc_error(diag, FC_ERR_UNSUPPORTED, "%s", msg);
-}
-
-/* An emitter's message without the "node '<name>' (<op>): " prefix the list supplies itself. */
-static const char *strip_node_prefix(FcArena *a, const FcOp *op, const char *msg) {
-  const char *p = fc_arena_printf(a, "node '%s' (%s): ", fc_op_name(op), fc_op_info(op->kind)->name);
-  size_t n = strlen(p);
-  return fc_arena_strdup(a, strncmp(msg, p, n) == 0 ? msg + n : msg);
-}
-
 /* ---- globals ------------------------------------------------------------------------------------------ */
 
 /* Blobs from this size up are content-addressed in a multiversioned artefact (below it, the symbols would
@@ -955,11 +886,11 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
   CgGraph *graphs = FC_NEW_ARRAY(&m->arena, CgGraph, (size_t)n_graphs);
   for (int i = 0; i < n_graphs; i++) graphs[i].g = glist[i];
   /* Ops without an emitter are found before anything is planned or built. */
-  UnsupportedList unsup = {0};
+  FcCgUnsupportedList unsup = {0};
   for (int i = 0; i < n_graphs; i++)
     fc_graph_for_each_op(glist[i], op) if (needs_kernel(op) && !emitters[op->kind])
-      unsupported_add(&m->arena, &unsup, op, NULL);
-  if (unsup.n) return report_unsupported(&unsup, diag);
+      fc_cg_unsupported_add(&m->arena, &unsup, op, NULL);
+  if (unsup.n) return fc_cg_report_unsupported(&unsup, "unsupported ops in code generation", diag);
   FcStatus st;
   LLVMTargetMachineRef tm = fc_target_tm(target);
   FcCg cg = {.m = m, .opts = o, .ctx = ctx, .tm = tm, .target = target, .arena = &m->arena};
@@ -1016,7 +947,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
         st = build_kernel(&cg, op, n_kernels, &ks[n_kernels], &d);
         if (st == FC_OK) share_kernel(&cg, &shared, &ks[n_kernels]);
         if (st == FC_ERR_UNSUPPORTED) {
-          unsupported_add(&m->arena, &unsup, op, strip_node_prefix(&m->arena, op, d.msg));
+          fc_cg_unsupported_add(&m->arena, &unsup, op, fc_cg_strip_node_prefix(&m->arena, op, d.msg));
           st = FC_OK;
           continue;
         }
@@ -1028,7 +959,7 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
       }
     }
     for (int i = 0; i < shared.n; i++) LLVMDisposeMessage(shared.text[i]);
-    if (st == FC_OK && unsup.n) st = report_unsupported(&unsup, diag);
+    if (st == FC_OK && unsup.n) st = fc_cg_report_unsupported(&unsup, "unsupported ops in code generation", diag);
   }
   if (st == FC_OK) {
     int64_t scratch_total;

@@ -55,4 +55,21 @@ LLVMValueRef fc_cg_weights_global(FcCg *cg, const char *name, const float *data,
  * so far, then a branch to `next`; only the branch when nothing is stored. Call after every global is made. */
 void fc_cg_weights_expand_once(FcCg *cg, LLVMBuilderRef b, LLVMBasicBlockRef next);
 
+/* cg_unsupported.c: ops code generation cannot handle — no emitter for the kind (reason NULL), or the emitter
+ * refused it — collected, then reported once: "<head>: det x1 ('d'), cast x2 ('a', 'b': f16 to i4 is not
+ * supported)" (FC_ERR_UNSUPPORTED). */
+typedef struct FcCgUnsupported {
+  FcOpKind kind;
+  const char *node, *reason;
+  int seq;
+} FcCgUnsupported;
+typedef struct FcCgUnsupportedList {
+  FcCgUnsupported *v;
+  int n, cap;
+} FcCgUnsupportedList;
+void fc_cg_unsupported_add(FcArena *a, FcCgUnsupportedList *l, const FcOp *op, const char *reason);
+FcStatus fc_cg_report_unsupported(FcCgUnsupportedList *l, const char *head, FcDiag *diag);
+/* An emitter's message without the "node '<name>' (<op>): " prefix the list supplies itself. */
+const char *fc_cg_strip_node_prefix(FcArena *a, const FcOp *op, const char *msg);
+
 #endif /* FLOWC_CG_PRIVATE_H */

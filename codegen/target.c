@@ -139,9 +139,53 @@ static bool cpu_arch(const char *triple, FcArch *arch) {
   return true;
 }
 
+/* ---- NVIDIA GPUs: PTX through LLVM's NVPTX backend ---------------------------------------------------------- */
+
+static bool nvptx_arch(const char *triple, FcArch *arch) {
+  if (strncmp(triple, "nvptx64", 7) != 0) return false;
+  *arch = FC_ARCH_NVPTX64;
+  return true;
+}
+
+static const char *nvptx_default(const char *triple) {
+  (void)triple;
+  return "sm_80";
+}
+
+/* Per compute capability: what the kernels may use and what the cost models assume (an A100 for sm_80, an
+ * H100 for sm_90: their f32 FMA peaks and memory bandwidths, from the vendors' data sheets). */
+typedef struct GpuRow {
+  int sm;
+  double gflops, mem_gbs;
+} GpuRow;
+static const GpuRow gpu_rows[] = {{80, 19500, 1555}, {86, 35600, 936}, {89, 82600, 1008}, {90, 66900, 3350}};
+
+static FcStatus nvptx_describe(FcTarget *t, FcDiag *diag) {
+  int sm = 0;
+  if (sscanf(t->cpu, "sm_%d", &sm) != 1 || sm < 80)
+    return fc_error(diag, FC_ERR_INPUT, "unsupported GPU '%s' (flowc generates code for sm_80 and newer: sm_80, sm_90)",
+                    t->cpu);
+  const GpuRow *row = &gpu_rows[0];
+  for (size_t i = 0; i < sizeof gpu_rows / sizeof gpu_rows[0]; i++)
+    if (gpu_rows[i].sm <= sm) row = &gpu_rows[i];
+  t->simt = true;
+  t->level = "simt";
+  /* One thread computes scalars; vector types would only be split again by the NVPTX backend. */
+  t->vector_bytes = t->max_vector_bytes = 4;
+  t->vector_regs = 0;
+  t->gemm = (FcGemmTable){.vl = 1, .tiles = NULL, .n_tiles = 0, .kc = 0, .mc_panels = 0, .nc_panels = 0};
+  t->layout = (FcLayoutCosts){.block = 0};
+  t->layout_narrow = (FcLayoutCosts){.block = 0};
+  t->shared_constants = false;
+  t->gpu = (FcGpuDesc){.sm = sm, .warp = 32, .max_block_threads = 1024, .max_static_shared = 48 * 1024,
+                       .mma_f16 = sm >= 80, .gflops = row->gflops, .mem_gbs = row->mem_gbs};
+  return FC_OK;
+}
+
 static const FcTargetKind target_kinds[] = {
     {.name = "cpu", .arch_of = cpu_arch, .default_cpu = cpu_default, .default_artefact_cpus = cpu_default_artefact,
      .default_int8_artefact_cpus = cpu_default_int8_artefact, .describe = cpu_describe},
+    {.name = "nvptx", .arch_of = nvptx_arch, .default_cpu = nvptx_default, .describe = nvptx_describe},
 };
 
 static const FcTargetKind *kind_for_triple(const char *triple, FcArch *arch) {
@@ -263,6 +307,10 @@ static void init_llvm_targets(void) {
   LLVMInitializeAArch64Target();
   LLVMInitializeAArch64TargetMC();
   LLVMInitializeAArch64AsmPrinter();
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
 }
 
 
@@ -330,7 +378,7 @@ static FcStatus create_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *
   const FcTargetKind *kind = kind_for_triple(triple, arch_out);
   *kind_out = kind;
   if (!kind) {
-    st = fc_error(diag, FC_ERR_INPUT, "unsupported target '%s' (flowc generates code for x86_64 and aarch64 triples)",
+    st = fc_error(diag, FC_ERR_INPUT, "unsupported target '%s' (flowc generates code for x86_64, aarch64 and nvptx64 triples)",
                   o->triple ? o->triple : triple);
     goto done;
   }

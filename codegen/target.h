@@ -48,7 +48,7 @@ typedef enum FcFeature {
 typedef uint64_t FcFeatureSet; /* bit FC_FEAT_x */
 #define FC_FEAT_BIT(f) ((FcFeatureSet)1 << (f))
 
-typedef enum FcArch { FC_ARCH_X86_64, FC_ARCH_AARCH64 } FcArch;
+typedef enum FcArch { FC_ARCH_X86_64, FC_ARCH_AARCH64, FC_ARCH_NVPTX64 } FcArch;
 
 /* A long compile's progress, reported to whoever asked (the command line draws it on a terminal:
  * compiler/progress.h); library code calls this, it never prints. `phase` names the stage ("passes",
@@ -74,8 +74,12 @@ typedef struct FcCodegenOptions {
   bool share_constants;   /* one variant of a multiversioned artefact: large constants are content-addressed
                              where the target's object format allows (FcTarget.shared_constants) */
   FcProgress progress;    /* codegen, LLVM's pipeline, object, link */
-  const char *gpu_symbol; /* NULL, or the FrtGpuModel the descriptor's `gpu` points at (--device cuda: defined
-                             by the GPU half's object, codegen/gpu_emit.c) */
+  /* --device cuda: the GPU half (codegen/gpu.h), whose FrtGpuModel `gpu_symbol` the artefact's main object
+   * defines (fc_gpu_add_descriptor) and every CPU variant's descriptor points at; NULL: a CPU-only model. */
+  const char *gpu_symbol;
+  const struct FcGpuPlan *gpu_plan;
+  const char *gpu_ptx;
+  const struct FcTarget *gpu_target;
 } FcCodegenOptions;
 
 /* A register tile of the GEMM microkernel: mr rows × nv vectors. */
@@ -122,6 +126,17 @@ typedef struct FcLayoutCosts {
   double edge_fixed_us;                           /* and its fixed cost: one more kernel on the pool */
 } FcLayoutCosts;
 
+/* What a GPU target (the NVPTX row) tells its kernel emitters and passes (codegen/gpu.h). */
+typedef struct FcGpuDesc {
+  int sm;                   /* compute capability × 10: 80 for sm_80 */
+  int warp;                 /* threads of a warp (32) */
+  int max_block_threads;    /* threads a block may have (1024) */
+  int64_t max_static_shared;/* bytes of statically declared shared memory a block may use (48 KiB) */
+  bool mma_f16;             /* tensor-core mma.sync for f16/bf16 inputs with f32 accumulation (sm_80 on) */
+  double gflops;            /* f32 FMA throughput the cost models assume (GFLOP/s) */
+  double mem_gbs;           /* device memory bandwidth they assume (GB/s) */
+} FcGpuDesc;
+
 typedef struct FcTarget FcTarget;
 /* A kind of target: one row of target.c's table. A new kind (NVPTX) is a new row. */
 typedef struct FcTargetKind {
@@ -138,7 +153,10 @@ typedef struct FcTargetKind {
 } FcTargetKind;
 
 struct FcTarget {
-  const FcTargetKind *kind; /* the row: "cpu" (NVPTX next) */
+  const FcTargetKind *kind; /* the row: "cpu" or "nvptx" */
+  bool simt;                /* a GPU: ops become SIMT kernels over grids (codegen/gpu_*.c); the CPU's layout,
+                               Winograd and packing decisions do not apply, `gpu` describes the device */
+  FcGpuDesc gpu;            /* simt only */
   FcArch arch;
   const char *triple;       /* normalised, as LLVM was given it */
   const char *cpu;          /* the CPU name (for "native", the host's) */

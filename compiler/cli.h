@@ -222,4 +222,13 @@ FcStatus fc_calib_run_model(const struct FrtModel *model, void *const *in, void 
                             struct FrtPool *pool, FcDiag *diag);
 void fc_calib_buffers_free(const struct FrtModel *model, void **in, void **out, void *ws);
 
+/* ---- gpu_build.c ------------------------------------------------------------------------------------ */
+
+struct FcGpuPlan;
+/* The GPU half of module m (verified, through the pipeline for `gpu`, a GPU target): its kernels as PTX
+ * (malloc'd) and the launch plan (arrays in m's arena, so m must outlive the plan; free with
+ * fc_gpu_plan_free); ptxas checks the PTX when it is installed. */
+FcStatus fc_gpu_compile(FcModule *m, const struct FcTarget *gpu, int opt_level, struct FcGpuPlan *plan, char **ptx,
+                        FcDiag *diag);
+
 #endif /* FLOWC_CLI_H */

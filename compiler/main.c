@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cg_emit.h"
+#include "gpu.h"
 #include "cli.h"
 #include "codegen.h"
 #include "flowrt.h"
@@ -103,6 +104,7 @@ typedef struct Cli {
   FcInputShape *shapes;
   int n_shapes;
   const char *cpu;    /* run, check: --cpu */
+  char gpu_symbol[160]; /* build --device cuda: NAME_gpu, the FrtGpuModel's symbol */
   char **rt_argv;     /* run: argv for the runtime's command line ("flowc" + what flowc does not consume) */
   int rt_argc;
   const char **dirs;  /* check: the test case folders */
@@ -114,6 +116,13 @@ typedef struct Cli {
   int n_mesh;
   const char *sbp;          /* "data" (default) or "tensor" */
   char sbp_passes[2048];    /* the pipeline with the sbp pass in it */
+  /* build --device cuda [--gpu sm_XX]: the GPU half beside the CPU code (gpu_build.c); run, check --device simt */
+  const char *device;       /* "cpu" (default), "cuda" (build), "simt" (run, check) */
+  const char *gpu_arch;     /* --gpu */
+  FcTarget *gpu_target;     /* build --device cuda: the NVPTX description */
+  FcModule *gpu_module;     /* the module the GPU half was compiled from (owns the plan's arrays) */
+  FcGpuPlan gpu_plan;
+  char *gpu_ptx;
   bool quiet;               /* build, run: no progress line */
   FcProgressLine *progress; /* build, run: the progress line (NULL when not drawn) */
 } Cli;
@@ -136,6 +145,13 @@ static void cli_free(Cli *c) {
   free(c->dirs);
   fc_progress_line_free(c->progress);
   c->progress = NULL;
+  fc_gpu_plan_free(&c->gpu_plan);
+  free(c->gpu_ptx);
+  c->gpu_ptx = NULL;
+  fc_module_destroy(c->gpu_module);
+  c->gpu_module = NULL;
+  fc_target_free(c->gpu_target);
+  c->gpu_target = NULL;
   if (!c->n_variants) fc_target_free(c->target);
   for (int i = 0; i < c->n_variants; i++) fc_target_free(c->variants[i]);
   c->target = NULL;
@@ -464,6 +480,26 @@ static bool module_is_quantised(FcModule *m) {
   return false;
 }
 
+/* --device cuda [--gpu sm_XX] and --emit ptx: the GPU's description resolved, combinations that are not
+ * written yet refused; returns -1 to go on or the usage error's exit status. */
+static int check_gpu_options(Cli *c, int kind) {
+  bool cuda = c->device && strcmp(c->device, "cuda") == 0;
+  if (!cuda) {
+    if (c->gpu_arch) return usage_error(c, "--gpu needs --device cuda");
+    if (strcmp(c->emit, "ptx") == 0) return usage_error(c, "--emit ptx needs --device cuda");
+    return -1;
+  }
+  if (c->ranks) return usage_error(c, "--ranks with --device cuda is not supported yet (the NCCL path comes next)");
+  if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--emit onnx does not apply to --device cuda");
+  if (c->split && strcmp(c->emit, "ptx") == 0) return usage_error(c, "--split-input-file applies to --emit ir and dot only");
+  if (kind == FC_EMIT_OBJ) return usage_error(c, "--device cuda needs --emit exe, lib or so (the GPU half is a second object)");
+  FcDiag d;
+  fc_diag_init(&d);
+  FcCodegenOptions go = {.triple = "nvptx64-nvidia-cuda", .cpu = c->gpu_arch, .opt_level = c->opt_level};
+  if (fc_target_resolve(&go, &c->gpu_target, &d) != FC_OK) return usage_error(c, "--gpu: %s", d.msg);
+  return -1;
+}
+
 /* Checks the build options of an artefact (-o, --target, --cpu, the symbol prefix) before any model is
  * read; returns -1 to go on or the usage error's exit status. */
 static int check_artefact_options(Cli *c) {
@@ -484,13 +520,15 @@ static int check_artefact_options(Cli *c) {
   } else if (fc_target_resolve(&co, &c->target, &d) != FC_OK) {
     return usage_error(c, "%s", d.msg);
   }
-  if (kind < 0) return -1;
+  int rg = check_gpu_options(c, kind);
+  if (rg >= 0 || kind < 0) return rg;
   if (!c->output || strcmp(c->output, "-") == 0)
     return usage_error(c, "--emit %s writes a file: give -o FILE", c->emit);
   if (c->split) return usage_error(c, "--split-input-file applies to --emit ir and dot only");
   if (c->weights) return usage_error(c, "--weights applies to --emit ir only");
   if (kind != FC_EMIT_EXE && !fc_emit_model_name(c->output, (FcEmitKind)kind, c->aot_name, sizeof c->aot_name, &d))
     return usage_error(c, "-o %s: %s", c->output, d.msg);
+  snprintf(c->gpu_symbol, sizeof c->gpu_symbol, "%s_gpu", kind != FC_EMIT_EXE ? c->aot_name : "flowc");
   return -1;
 }
 
@@ -812,10 +850,18 @@ static int parse_args(Cli *c, int argc, char **argv) {
         if (!p[n]) break;
       }
     } else if ((r = take_value(argc, argv, &i, "--emit", &v)) != 0) {
-      if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, so, ir, dot or onnx");
-      if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0 && strcmp(v, "onnx") != 0 && emit_kind(v) < 0)
-        return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir, dot or onnx)", v);
+      if (r < 0) return usage_error(c, "--emit needs a kind: exe, obj, lib, so, ir, dot, onnx or ptx");
+      if (strcmp(v, "ir") != 0 && strcmp(v, "dot") != 0 && strcmp(v, "onnx") != 0 && strcmp(v, "ptx") != 0 &&
+          emit_kind(v) < 0)
+        return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir, dot, onnx or ptx)", v);
       c->emit = v;
+    } else if ((r = take_value(argc, argv, &i, "--device", &v)) != 0) {
+      if (r < 0 || (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0))
+        return usage_error(c, "--device needs cuda or cpu (the GPU half: NVIDIA GPUs through PTX)");
+      c->device = v;
+    } else if ((r = take_value(argc, argv, &i, "--gpu", &v)) != 0) {
+      if (r < 0 || strncmp(v, "sm_", 3) != 0) return usage_error(c, "--gpu needs a GPU architecture such as sm_80 or sm_90");
+      c->gpu_arch = v;
     } else if ((r = take_value(argc, argv, &i, "--target", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "--target needs a target triple (such as x86_64-linux-gnu)");
       c->aot_triple = v;
@@ -938,7 +984,10 @@ static FcCodegenOptions codegen_options(const Cli *c) {
   int kind = emit_kind(c->emit);
   return (FcCodegenOptions){.triple = c->aot_triple, .cpu = c->aot_cpu, .opt_level = c->opt_level,
                             .model_name = kind >= 0 && kind != FC_EMIT_EXE ? c->aot_name : NULL,
-                            .progress = fc_progress_line_hook(c->progress)};
+                            .progress = fc_progress_line_hook(c->progress),
+                            .gpu_symbol = c->gpu_ptx ? c->gpu_symbol : NULL,
+                            .gpu_plan = c->gpu_ptx ? &c->gpu_plan : NULL, .gpu_ptx = c->gpu_ptx,
+                            .gpu_target = c->gpu_target};
 }
 
 /* The pass pipeline the options ask for (or `passes`, when not NULL), for target t. */
@@ -1034,7 +1083,17 @@ static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcD
   /* The target the passes ask is the one codegen then generates for. */
   int kind = emit_kind(c->emit);
   FcCodegenOptions co = codegen_options(c);
-  st = run_pipeline(c, m, c->target, d);
+  /* --emit ir, dot and ptx of --device cuda show the GPU's pipeline; an artefact's CPU code gets the CPU's. */
+  st = run_pipeline(c, m, c->gpu_target && kind < 0 ? c->gpu_target : c->target, d);
+  if (st == FC_OK && strcmp(c->emit, "ptx") == 0) {
+    st = fc_gpu_compile(m, c->gpu_target, c->opt_level, &c->gpu_plan, &c->gpu_ptx, d);
+    if (st != FC_OK) return st;
+    fc_progress_line_finish(c->progress);
+    *blame = BLAME_OUTPUT;
+    if ((st = output_open(out, d)) == FC_OK && fputs(c->gpu_ptx, out->f) < 0)
+      st = fc_error(d, FC_ERR_IO, "cannot write the PTX");
+    return st;
+  }
   if (st == FC_OK && kind >= 0) {
     st = fc_emit_artifact(m, &co, c->target, (FcEmitKind)kind, c->output, d);
     *blame = st == FC_ERR_IO ? BLAME_OUTPUT : BLAME_MODEL;
@@ -1217,11 +1276,31 @@ static void progress_start(Cli *c) {
   c->progress = fc_progress_line_start(stderr, !c->quiet && isatty(STDERR_FILENO), delay);
 }
 
+/* --device cuda, an artefact: the model loaded once more and put through the GPU's pipeline, its kernels
+ * compiled to PTX and planned (kept in c for the CPU build, whose main object then carries them). */
+static int build_gpu_half(Cli *c) {
+  FcDiag d;
+  fc_diag_init(&d);
+  fc_progress_line_phase(c->progress, "import");
+  FcStatus st = fc_load_model(c->model, &c->imp, &c->gpu_module, NULL, &d);
+  if (st == FC_OK) st = fc_verify(c->gpu_module, &d);
+  if (st == FC_OK) st = run_pipeline(c, c->gpu_module, c->gpu_target, &d);
+  if (st == FC_OK) {
+    fc_progress_line_phase(c->progress, "GPU codegen");
+    st = fc_gpu_compile(c->gpu_module, c->gpu_target, c->opt_level, &c->gpu_plan, &c->gpu_ptx, &d);
+  }
+  if (st == FC_OK) return -1;
+  fc_progress_line_finish(c->progress);
+  report(model_or_calibration(c, &d), &d);
+  return EXIT_INPUT;
+}
+
 static int run_build(Cli *c) {
   Output out = {.path = c->output && strcmp(c->output, "-") != 0 ? c->output : NULL};
   /* Split parts and IR dumps print to the terminal during the compile: no line there. */
   if (!c->split && !c->print_before && !c->print_after) progress_start(c);
   int status = check_output_paths(c, &out);
+  if (status < 0 && c->gpu_target && emit_kind(c->emit) >= 0) status = build_gpu_half(c);
   if (status < 0 && c->split) status = run_build_split(c, &out);
   else if (status < 0) status = c->n_variants ? run_build_multi(c) : run_build_one(c, &out);
   cli_free(c);

@@ -657,6 +657,7 @@ FcStatus fc_pass_layout(FcModule *m, FcPassContext *pc) {
    * arguments too. */
   if (m->graph->parent) return FC_OK;
   const FcTarget *t = pc->target;
+  if (t->layout.block == 0) return FC_OK; /* no blocked kernels on this target (a GPU) */
   FcStatus st = convert_regions(m, pc, t);
   if (st != FC_OK || t->layout_narrow.block == 0) return st;
   FcTarget narrow = *t;

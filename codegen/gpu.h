@@ -1,0 +1,135 @@
+/* gpu.h — the GPU half of codegen: one internal header for codegen/gpu_*.c, a section per file.
+ *
+ * A module compiled for a GPU target (FcTarget.simt: the NVPTX row of target.c) becomes
+ *   - one SIMT kernel per op, built by the op's GPU emitter (gpu_kernels.def) through the builder below, which
+ *     emits the same body twice over: for NVPTX (thread indices are PTX special registers, barriers
+ *     bar.sync, shuffles shfl.sync, shared memory addrspace(3)) and for the SIMT host backend (indices read
+ *     from the emulator's FrtSimtThread, barriers and shuffles calls into runtime/gpu_simt.c), so the host
+ *     copy runs every kernel's indexing and synchronisation on machines without a GPU;
+ *   - a launch plan (FcGpuPlan): per kernel its grid, block, shared bytes and arguments, each a buffer of the
+ *     memory plan (input, output, workspace offset) or of the weights blob, which gathers the constants the
+ *     kernels read; runtime/flowrt.h's FrtGpuModel is the plan as data (gpu_emit.c writes it).
+ *
+ * Kernel ABI: NVPTX `ptx_kernel void gN(ptr a0, ..., ptr an)`, every argument a buffer in the plan's order
+ * (operands, then results, then the workspace, whose first bytes are the run's status word); host
+ * `void gN(ptr thread, ptr args)` with args an array of the same pointers. Emitters never see the
+ * difference: they read FcGpuKernel.in/out and ask the builder for indices.
+ *
+ * Emitters also use codegen.h's helpers (loads/stores by dtype, conversions, scalar ops, loops) through
+ * FcGpuKernel.k, an FcKernel whose target is the GPU's description.
+ */
+#ifndef FLOWC_GPU_H
+#define FLOWC_GPU_H
+
+#include "codegen.h"
+#include "memplan.h"
+
+/* ---- gpu_builder.c: what a kernel emitter sees ------------------------------------------------------ */
+
+typedef struct FcGpuKernel {
+  FcKernel k;              /* op, ctx, mod, b, fn, target, in, out, diag: as for CPU emitters (k.begin, k.end
+                              and k.outer are unused) */
+  bool host;               /* the SIMT host build */
+  LLVMValueRef thread;     /* host: the FrtSimtThread * of the calling thread */
+  /* Set by the emitter (fc_gpu_launch_1d or directly): the launch. */
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes;   /* grown by fc_gpu_shared */
+  bool sync;               /* set by fc_gpu_barrier and the shuffles */
+  LLVMValueRef shared_host;/* host: the block's shared area, loaded once */
+  int n_shared;            /* shared arrays declared so far */
+} FcGpuKernel;
+
+/* Thread and block indices (i32) along dim 0..2 (x, y, z). */
+LLVMValueRef fc_gpu_thread_idx(FcGpuKernel *g, int dim);
+LLVMValueRef fc_gpu_block_idx(FcGpuKernel *g, int dim);
+/* blockIdx.x * blockDim.x + threadIdx.x as i64 (blockDim from the launch set before the call). */
+LLVMValueRef fc_gpu_global_idx_x(FcGpuKernel *g);
+/* A 1-D launch covering n items with `threads` threads a block (a multiple of the warp): the grid is
+ * ceil(n / threads) blocks (at most 2^31 - 1; FC_ERR_LIMIT beyond, with a message naming the op). */
+FcStatus fc_gpu_launch_1d(FcGpuKernel *g, int64_t n, uint32_t threads);
+/* __syncthreads(). */
+void fc_gpu_barrier(FcGpuKernel *g);
+/* Warp shuffles of an f32 or i32 value (full mask; every lane of the warp must execute them):
+ * the value of lane ^ mask, of lane + delta (own value past the warp's end), of lane `src` (i32 value). */
+LLVMValueRef fc_gpu_shfl_xor(FcGpuKernel *g, LLVMValueRef v, int mask);
+LLVMValueRef fc_gpu_shfl_down(FcGpuKernel *g, LLVMValueRef v, int delta);
+LLVMValueRef fc_gpu_shfl_idx(FcGpuKernel *g, LLVMValueRef v, LLVMValueRef src);
+/* A shared-memory array of `count` elements of type t, 16-byte aligned, for the whole block: a generic
+ * pointer to its first element (loads and stores through it work on both builds; NVPTX infers the shared
+ * address space). Adds to g->shared_bytes; FC_ERR_LIMIT (returns NULL, message set) past the target's
+ * static shared memory. */
+LLVMValueRef fc_gpu_shared(FcGpuKernel *g, LLVMTypeRef t, int64_t count, const char *name);
+/* The sum / max of an f32 over the warp's 32 lanes (xor butterfly), in every lane. */
+LLVMValueRef fc_gpu_warp_sum(FcGpuKernel *g, LLVMValueRef v);
+LLVMValueRef fc_gpu_warp_max(FcGpuKernel *g, LLVMValueRef v);
+/* An error naming the kernel's op (as fc_cg_error). */
+FcStatus fc_gpu_error(FcGpuKernel *g, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- gpu_kernels.def: the GPU emitters -------------------------------------------------------------- */
+
+/* An emitter returns FC_OK after building the kernel and setting its launch, or FC_ERR_UNSUPPORTED (with
+ * a reason in the diag) for an instance it does not handle (a dtype, a rank); codegen lists every op no
+ * emitter took. */
+typedef FcStatus (*FcGpuKernelFn)(FcGpuKernel *g);
+#define FC_GPU_KERNEL(kind, fn) FcStatus fn(FcGpuKernel *g);
+#include "gpu_kernels.def"
+#undef FC_GPU_KERNEL
+
+/* ---- gpu_module.c: the module's kernels and launch plan --------------------------------------------- */
+
+typedef enum FcGpuBuf {
+  FC_GPU_BUF_INPUT = 0,     /* the values of FrtGpuArgKind */
+  FC_GPU_BUF_OUTPUT = 1,
+  FC_GPU_BUF_WORKSPACE = 2,
+  FC_GPU_BUF_WEIGHTS = 3,
+} FcGpuBuf;
+
+typedef struct FcGpuArg {
+  FcGpuBuf buf;
+  int index;       /* input/output position */
+  int64_t offset;  /* bytes */
+} FcGpuArg;
+
+typedef struct FcGpuLaunchPlan {
+  char name[24];   /* the kernel function: "g<N>" */
+  int node;        /* index into the plan's kernel_names */
+  uint32_t grid[3], block[3], shared_bytes;
+  bool sync;
+  int n_args;
+  FcGpuArg *args;
+} FcGpuLaunchPlan;
+
+typedef struct FcGpuPlan {
+  FcMemPlan mem;            /* the workspace's layout (the status word first, then the plan's blocks) */
+  int64_t workspace_bytes;  /* including the status word */
+  unsigned char *weights;   /* the constants kernels read, each at a 64-byte aligned offset (malloc'd) */
+  int64_t weights_bytes;
+  int n_launches;
+  FcGpuLaunchPlan *launches;
+  int n_kernels;
+  const char **kernel_names; /* "node 'x' (flow.add)" per launch-producing op */
+} FcGpuPlan;
+
+/* Builds the GPU kernels of `m` (verified, through the GPU pipeline) into a new LLVM module in ctx for the
+ * GPU target `t`: for NVPTX when host is false (the module's triple and data layout are t's), for the SIMT
+ * host backend when true (the host's: host_tm). Ops no emitter takes fail with FC_ERR_UNSUPPORTED listing
+ * each op kind once ("no GPU kernel for flow.loop, flow.topk"). The plan's arrays live in m's arena but for
+ * weights (free with fc_gpu_plan_free). */
+FcStatus fc_gpu_codegen_module(FcModule *m, const FcTarget *t, bool host, LLVMTargetMachineRef host_tm,
+                               LLVMContextRef ctx, LLVMModuleRef *out, FcGpuPlan *plan, FcDiag *diag);
+void fc_gpu_plan_free(FcGpuPlan *plan);
+
+/* ---- gpu_emit.c: PTX, the artefact's GPU object, the SIMT host JIT ---------------------------------- */
+
+/* Optimises the NVPTX module and prints its PTX (malloc'd, NUL-terminated). */
+FcStatus fc_gpu_emit_ptx(LLVMModuleRef mod, const FcTarget *t, int opt_level, char **ptx, FcDiag *diag);
+/* Assembles `ptx` with ptxas for t's GPU (the CUDA toolkit's: $FLOWC_PTXAS, else ptxas on PATH, else
+ * /usr/local/cuda/bin/ptxas) into a temporary file: FC_OK, or FC_ERR_INPUT with ptxas's first error line.
+ * FC_ERR_UNSUPPORTED when no ptxas is found. */
+FcStatus fc_gpu_ptxas_check(const char *ptx, const FcTarget *t, FcDiag *diag);
+/* Adds the FrtGpuModel named `symbol` (the plan, the PTX text, the weights) to `mod`, an object module of
+ * the artefact (any CPU module of the host's triple). */
+FcStatus fc_gpu_add_descriptor(LLVMModuleRef mod, const FcGpuPlan *plan, const char *ptx, const FcTarget *t,
+                               const char *symbol, FcDiag *diag);
+
+#endif /* FLOWC_GPU_H */
