@@ -781,6 +781,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
         return usage_error(c, "--sbp %s%s%s(supported: data, tensor; auto and an assignment file are not written yet)",
                            r < 0 ? "needs a mode " : "'", r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
       c->sbp = v;
+    } else if ((run || check) && (r = take_value(argc, argv, &i, "--device", &v)) != 0) {
+      if (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0))
+        return usage_error(c, "--device needs simt (the GPU kernels on the SIMT host emulator) or cpu");
+      c->device = v;
     } else if ((run || check) && (strncmp(a, "--ranks", 7) == 0 || strncmp(a, "--mesh", 6) == 0 || strncmp(a, "--sbp", 5) == 0)) {
       return usage_error(c, "flowc %s runs one process: build an SBP program with 'flowc build MODEL --ranks N -o prog' "
                          "and start it with 'mpirun -np N ./prog'", c->cmd);
@@ -856,10 +860,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
         return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir, dot, onnx or ptx)", v);
       c->emit = v;
     } else if ((r = take_value(argc, argv, &i, "--device", &v)) != 0) {
-      if (build && (r < 0 || (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0)))
+      if (r < 0 || (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0))
         return usage_error(c, "--device needs cuda or cpu (the GPU half: NVIDIA GPUs through PTX)");
-      if (!build && (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0)))
-        return usage_error(c, "--device needs simt (the GPU kernels on the SIMT host emulator) or cpu");
       c->device = v;
     } else if ((r = take_value(argc, argv, &i, "--gpu", &v)) != 0) {
       if (r < 0 || strncmp(v, "sm_", 3) != 0) return usage_error(c, "--gpu needs a GPU architecture such as sm_80 or sm_90");
