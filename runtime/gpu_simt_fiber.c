@@ -13,8 +13,10 @@
  * about 20 instructions, no system call); elsewhere, or with $FLOWRT_SIMT_FIBERS=ucontext (so the fallback is
  * tested on x86-64 too), makecontext/swapcontext, whose swapcontext calls sigprocmask at every switch. The
  * hand-written switch saves no floating-point control state (MXCSR, x87 control word): every fiber runs on
- * the same OS thread and nothing the emulator runs changes them, so there is nothing per fiber to keep. It is
- * not used where the compiler targets CET shadow stacks (__CET__ & 2), which a stack swap would break.
+ * the same OS thread and nothing the emulator runs changes them, so there is nothing per fiber to keep. It
+ * starts with endbr64 (a no-op without CET's indirect branch tracking), and is not used while this thread has
+ * a CET shadow stack (rdsspq reads a non-zero pointer), which its return into another stack would trip;
+ * glibc's swapcontext knows shadow stacks.
  *
  * AddressSanitizer tracks which stack a thread is on; every switch is announced with
  * __sanitizer_start_switch_fiber and confirmed with __sanitizer_finish_switch_fiber, and a fiber stack that
@@ -47,7 +49,7 @@
 #define FRT_FIBER_STACK (64u * 1024u)
 #endif
 
-#if defined(__x86_64__) && !(defined(__CET__) && (__CET__ & 2))
+#if defined(__x86_64__)
 #define FRT_FIBER_ASM 1
 /* frt_fiber_switch_x86_64(save, load): pushes rbp, rbx, r12-r15, stores rsp in *save, loads rsp = load, pops
  * the same registers of the other context and returns into it. A new context's frame (frt_fiber_start)
@@ -58,9 +60,7 @@ __asm__(".text\n"
         ".type frt_fiber_switch_x86_64,@function\n"
         ".p2align 4\n"
         "frt_fiber_switch_x86_64:\n"
-#if defined(__CET__) && (__CET__ & 1)
         "  endbr64\n"
-#endif
         "  pushq %rbp\n"
         "  pushq %rbx\n"
         "  pushq %r12\n"
@@ -82,15 +82,22 @@ __asm__(".text\n"
         ".type frt_fiber_entry_x86_64,@function\n"
         ".p2align 4\n"
         "frt_fiber_entry_x86_64:\n"
-#if defined(__CET__) && (__CET__ & 1)
         "  endbr64\n"
-#endif
         "  movq %r12, %rdi\n"
         "  callq *%r13\n"
         "  ud2\n"
         ".size frt_fiber_entry_x86_64, .-frt_fiber_entry_x86_64\n");
 void frt_fiber_switch_x86_64(void **save, void *load) __attribute__((visibility("hidden")));
 void frt_fiber_entry_x86_64(void) __attribute__((visibility("hidden")));
+#endif
+
+#ifdef FRT_FIBER_ASM
+/* rdsspq is a no-op (the register keeps its 0) on CPUs without CET and while shadow stacks are off. */
+static bool shadow_stack_active(void) {
+  uint64_t ssp = 0;
+  __asm__ volatile("rdsspq %0" : "+r"(ssp));
+  return ssp != 0;
+}
 #endif
 
 /* Where fiber i's stack starts (its lowest address, above the guard page) in the mapping. */
@@ -107,7 +114,7 @@ FrtStatus frt_fibers_init(FrtFiberPool *p, void (*fn)(void *ctx, int32_t i), voi
   if (mode && *mode && strcmp(mode, "ucontext") != 0 && strcmp(mode, "native") != 0)
     return frt_errorf(err, FRT_ERR_INPUT, "FLOWRT_SIMT_FIBERS wants native or ucontext, got '%s'", mode);
 #ifdef FRT_FIBER_ASM
-  p->use_ucontext = mode && strcmp(mode, "ucontext") == 0;
+  p->use_ucontext = (mode && strcmp(mode, "ucontext") == 0) || shadow_stack_active();
 #else
   p->use_ucontext = true;
 #endif
