@@ -177,8 +177,8 @@ static void simt_release(void *dev, uint64_t addr) {
 
 static FrtStatus simt_upload(void *dev, uint64_t dst, const void *src, uint64_t bytes, FrtError *err) {
   if (!inside_allocation(dev, dst, bytes))
-    return frt_errorf(err, FRT_ERR_INPUT, "upload of %" PRIu64 " bytes to 0x%" PRIx64 ": not inside a device allocation",
-                      bytes, dst);
+    return frt_errorf(err, FRT_ERR_INPUT,
+                      "upload of %" PRIu64 " bytes to 0x%" PRIx64 ": not inside a device allocation", bytes, dst);
   if (bytes)
     memcpy((void *)(uintptr_t)dst, src, (size_t)bytes);
   return FRT_OK;
@@ -398,7 +398,8 @@ static bool release_waiters(SimtDevice *d, int32_t n) {
         char wa[96], wb[96], blk[48];
         describe_wait(&warp[0], wa, sizeof wa);
         describe_wait(&warp[l], wb, sizeof wb);
-        fault(d, FRT_ERR_RESOURCE, "block %s: the lanes of a warp meet at different shuffles: %s (mode %d), %s (mode %d)",
+        fault(d, FRT_ERR_RESOURCE,
+              "block %s: the lanes of a warp meet at different shuffles: %s (mode %d), %s (mode %d)",
               xyz(blk, sizeof blk, warp[0].t.bid), wa, (int)warp[0].mode, wb, (int)warp[l].mode);
         return false;
       }

@@ -3,7 +3,9 @@
  * A fiber may also hand the CPU straight to another fiber (frt_fiber_switch), which halves the switches when
  * the scheduler only picks who runs next.
  *
- * Stacks live in one mmap, grown (never shrunk) when a launch wants more threads than it has, each with a
+ * Stacks (64 KiB; 256 KiB under ASan, whose redzones make frames larger: a kernel's frames are small, but
+ * the sanitizers' own reports run on the fiber's stack) live in one mmap, grown (never shrunk) when a launch
+ * wants more threads than it has, each with a
  * PROT_NONE guard page below it, so a kernel that overflows its stack faults instead of writing over its
  * neighbour's. Fibers never end: a fiber's function loops (run the kernel for its thread, yield, run it again
  * for the next block), so nothing is created per block. A fiber left mid-kernel (a launch stopped by a
@@ -43,7 +45,6 @@
 #ifdef FRT_FIBER_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-/* ASan's redzones make frames larger. */
 #define FRT_FIBER_STACK (256u * 1024u)
 #else
 #define FRT_FIBER_STACK (64u * 1024u)
@@ -214,9 +215,9 @@ FrtStatus frt_fiber_start(FrtFiberPool *p, int32_t i, FrtError *err) {
   }
 #ifdef FRT_FIBER_ASM
   else {
-    /* The frame frt_fiber_switch_x86_64 pops: r15, r14, r13 = the trampoline, r12 = its argument (the pool), rbx, rbp = 0 (ends the
-     * frame-pointer chain ASan's unwinder follows), then the return address. At the entry's call the stack
-     * must be 16-byte aligned: sp + 56 is. */
+    /* The frame frt_fiber_switch_x86_64 pops: r15, r14, r13 = the trampoline, r12 = its argument (the
+     * pool), rbx, rbp = 0 (ends the frame-pointer chain ASan's unwinder follows), then the return address
+     * (the entry). At the entry's call the stack must be 16-byte aligned: sp + 56 is. */
     uintptr_t top = ((uintptr_t)(lo + p->stack_bytes - colour(i))) & ~(uintptr_t)15;
     uint64_t *frame = (uint64_t *)(top - 72);
     frame[0] = 0;
