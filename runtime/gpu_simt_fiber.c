@@ -5,11 +5,10 @@
  *
  * Stacks (64 KiB; 256 KiB under ASan, whose redzones make frames larger: a kernel's frames are small, but
  * the sanitizers' own reports run on the fiber's stack) live in one mmap, grown (never shrunk) when a launch
- * wants more threads than it has, each with a
- * PROT_NONE guard page below it, so a kernel that overflows its stack faults instead of writing over its
- * neighbour's. Fibers never end: a fiber's function loops (run the kernel for its thread, yield, run it again
- * for the next block), so nothing is created per block. A fiber left mid-kernel (a launch stopped by a
- * deadlock) is started afresh the next time (frt_fiber_start).
+ * wants more threads than it has, each with a PROT_NONE guard page below it, so a kernel that overflows its
+ * stack faults instead of writing over its neighbour's. Fibers never end: a fiber's function loops (run the
+ * kernel for its thread, yield, run it again for the next block), so nothing is created per block. A fiber
+ * left mid-kernel (a launch stopped by a deadlock) is started afresh the next time (frt_fiber_start).
  *
  * Switching: on x86-64 a hand-written switch (push the callee-saved registers, swap stack pointers, pop, ret:
  * about 20 instructions, no system call); elsewhere, or with $FLOWRT_SIMT_FIBERS=ucontext (so the fallback is
