@@ -147,7 +147,8 @@ typedef struct FrtFiberPool {
   void **sp;               /* hand-written switch: each fiber's saved stack pointer */
   void *sched_sp;          /* ... and the scheduler's */
   void *uc;                /* ucontext: ucontext_t[cap + 1], the last the scheduler's */
-  const void *sched_bottom; /* ASan: the scheduler's stack, learnt at each switch back */
+  bool from_scheduler;     /* the last switch was the scheduler's frt_fiber_resume */
+  const void *sched_bottom; /* ASan: the scheduler's stack, learnt when it resumes a fiber */
   size_t sched_size;
 } FrtFiberPool;
 
@@ -162,6 +163,9 @@ FrtStatus frt_fiber_start(FrtFiberPool *p, int32_t i, FrtError *err);
 void frt_fiber_resume(FrtFiberPool *p, int32_t i);
 /* From inside the running fiber: back to the scheduler's frt_fiber_resume. */
 void frt_fiber_yield(FrtFiberPool *p);
+/* From inside the running fiber: straight to fiber `to` (started, not running), which runs until it yields
+ * or switches in turn. */
+void frt_fiber_switch(FrtFiberPool *p, int32_t to);
 void frt_fibers_release(FrtFiberPool *p);
 
 /* ---- gpu_cuda.c: the CUDA driver for the NCCL collectives ------------------------------------------- */
