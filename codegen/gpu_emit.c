@@ -187,5 +187,15 @@ FcStatus fc_gpu_add_descriptor(LLVMModuleRef mod, const FcGpuPlan *plan, const c
   LLVMSetInitializer(g, LLVMConstNamedStruct(model_ty, f, 10));
   LLVMSetGlobalConstant(g, 1);
   LLVMSetAlignment(g, 8);
+  /* An undefined reference to libflowrt's frt_gpu_runtime links the GPU runner into the program (its
+   * references from frt_main are weak: a CPU-only program carries none of it). */
+  LLVMValueRef rt = LLVMGetNamedGlobal(mod, "frt_gpu_runtime");
+  if (!rt) rt = LLVMAddGlobal(mod, LLVMInt8TypeInContext(d.ctx), "frt_gpu_runtime");
+  char anchor[300];
+  snprintf(anchor, sizeof anchor, "%s_links_runtime", symbol);
+  LLVMValueRef a = LLVMAddGlobal(mod, d.ptr, anchor);
+  LLVMSetInitializer(a, rt);
+  LLVMSetGlobalConstant(a, 1);
+  LLVMSetVisibility(a, LLVMHiddenVisibility);
   return FC_OK;
 }

@@ -228,6 +228,9 @@ FrtStatus frt_gpu_open_backend(const FrtModel *m, const FrtGpuBackend *be, FrtDe
   FrtStatus st = check_gpu_model(m, device, &total, err);
   if (st != FRT_OK)
     return st;
+  if (!be)
+    return frt_errorf(err, FRT_ERR_UNSUPPORTED,
+                      "this program has no SIMT emulator (flowc run and flowc check --device simt have one)");
   const FrtGpuModel *gm = m->gpu;
   FrtGpuSession *s = calloc(1, sizeof *s);
   if (!s)
@@ -275,6 +278,15 @@ FrtStatus frt_gpu_open_backend(const FrtModel *m, const FrtGpuBackend *be, FrtDe
   *out = s;
   return FRT_OK;
 }
+
+/* The SIMT emulator is in flowc (whose JIT defines the emulator's entry points for host-built kernels), never
+ * in a built program: a weak reference, so linking this file does not pull it in. */
+extern const FrtGpuBackend frt_gpu_simt __attribute__((weak));
+
+/* Referenced by every model's GPU descriptor (codegen/gpu_emit.c), so a program with GPU code links this
+ * file (and through it the CUDA backend), while runtime/main.c's references to the runner are weak and a
+ * CPU-only program carries none of it. */
+const char frt_gpu_runtime = 1;
 
 FrtStatus frt_gpu_open(const FrtModel *m, FrtDevice device, FrtGpuSession **out, FrtError *err) {
   if (device == FRT_DEVICE_AUTO)

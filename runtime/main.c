@@ -41,6 +41,14 @@
 
 #include "flowrt_internal.h"
 
+/* The GPU runner (gpu.c) is linked only into programs with GPU code, whose descriptor references it
+ * (frt_gpu_runtime); in a CPU-only program these stay null, and m->gpu is NULL there anyway. */
+#pragma weak frt_gpu_open
+#pragma weak frt_gpu_run
+#pragma weak frt_gpu_close
+#pragma weak frt_gpu_device_name
+#pragma weak frt_gpu_set_profile
+
 #define EXIT_INPUT 1
 #define EXIT_USAGE 2
 #define PRINT_VALUES 8
@@ -722,7 +730,7 @@ allocated:
   rc = 0;
 
 done:
-  frt_gpu_close(gpu);
+  if (gpu) frt_gpu_close(gpu);
   frt_pool_destroy(pool);
   free(times);
   free(prof);
