@@ -65,6 +65,44 @@ LLVMValueRef fc_gpu_warp_max(FcGpuKernel *g, LLVMValueRef v);
 /* An error naming the kernel's op (as fc_cg_error). */
 FcStatus fc_gpu_error(FcGpuKernel *g, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- gpu_team.c: rows combined by one thread, a warp or a block ------------------------------------- */
+
+/* A team computes one row of a reduction-like op (reduce_*, argmax, softmax, layer_norm): its threads
+ * take the row's elements lane, lane + size, ... and then combine their partial results. A thread team
+ * (size 1) needs no exchange; a warp's lanes exchange by xor shuffles; a block's warps then meet through
+ * shared memory behind one barrier. */
+typedef enum FcGpuTeamKind { FC_GPU_TEAM_THREAD, FC_GPU_TEAM_WARP, FC_GPU_TEAM_BLOCK } FcGpuTeamKind;
+
+typedef struct FcGpuTeam {
+  FcGpuTeamKind kind;
+  int64_t size;       /* threads per row: 1, 32 or FC_GPU_TEAM_BLOCK_THREADS */
+  int64_t rows;
+  LLVMValueRef row;   /* i64: the thread's row (thread and warp teams: possibly >= rows in the last block) */
+  LLVMValueRef lane;  /* i64: the thread's index in its team */
+  LLVMValueRef valid; /* i1: row < rows */
+} FcGpuTeam;
+
+#define FC_GPU_TEAM_BLOCK_THREADS 256
+/* The team for `rows` rows of `len` elements each, contiguous in memory (a thread for short rows, a warp
+ * up to a few thousand elements, a block beyond or for few long rows). */
+FcGpuTeamKind fc_gpu_team_pick(int64_t rows, int64_t len);
+/* Sets the launch (one team per row) and the thread's row and lane; FC_ERR_LIMIT past the grid's size. */
+FcStatus fc_gpu_team_begin(FcGpuKernel *g, FcGpuTeamKind kind, int64_t rows, FcGpuTeam *t);
+/* The loop over the thread's share of its row of len elements (none for an invalid row): the element
+ * index, i64; close it with fc_cg_loop_end. */
+LLVMValueRef fc_gpu_team_loop_begin(FcGpuKernel *g, const FcGpuTeam *t, int64_t len, FcLoop *l);
+/* Combines n scalars (any integer or float type) over the team with combine(acc, other), which updates
+ * acc[0..n) in place and must be commutative and associative (up to rounding); every thread of the team
+ * gets the result. Called by every thread of the block, outside any branch (it shuffles and may wait at
+ * a barrier). FC_ERR_LIMIT when the block's partials do not fit shared memory. */
+typedef void (*FcGpuCombine)(FcGpuKernel *g, const void *ctx, LLVMValueRef *acc, const LLVMValueRef *other);
+FcStatus fc_gpu_team_reduce(FcGpuKernel *g, const FcGpuTeam *t, int n, LLVMValueRef *v, FcGpuCombine combine,
+                            const void *ctx);
+/* if (valid && lane == 0) {: the row's one writer; close with fc_cg_if_end. */
+LLVMBasicBlockRef fc_gpu_team_leader_begin(FcGpuKernel *g, const FcGpuTeam *t);
+/* fc_gpu_shfl_xor for any integer or float scalar (narrow integers widened, 64-bit ones in two halves). */
+LLVMValueRef fc_gpu_shfl_xor_any(FcGpuKernel *g, LLVMValueRef v, int mask);
+
 /* ---- gpu_kernels.def: the GPU emitters -------------------------------------------------------------- */
 
 /* An emitter returns FC_OK after building the kernel and setting its launch, or FC_ERR_UNSUPPORTED (with
