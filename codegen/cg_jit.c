@@ -77,6 +77,7 @@ FcStatus fc_jit_create(LLVMModuleRef mod, LLVMContextRef ctx, FcJit **out, FcDia
   FcJit *j = calloc(1, sizeof *j);
   if (!j) fc_die(__FILE__, __LINE__, "out of memory");
   j->ctx = ctx;
+  bool has_model = LLVMGetNamedGlobal(mod, "flowc_model") != NULL;
   FcStatus st = FC_OK;
   LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
   LLVMErrorRef err = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
@@ -117,6 +118,10 @@ FcStatus fc_jit_create(LLVMModuleRef mod, LLVMContextRef ctx, FcJit **out, FcDia
     goto fail;
   }
   LLVMOrcExecutorAddress addr = 0;
+  if (!has_model) { /* a module of other entry points (the SIMT host kernels): fc_jit_lookup finds them */
+    *out = j;
+    return FC_OK;
+  }
   err = LLVMOrcLLJITLookup(j->jit, &addr, "flowc_model");
   if (err) {
     st = jit_error(diag, "compiling the model", err);
@@ -131,6 +136,16 @@ fail:
 }
 
 const struct FrtModel *fc_jit_model(FcJit *j) { return j->model; }
+
+void *fc_jit_lookup(FcJit *j, const char *name, FcDiag *diag) {
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef err = LLVMOrcLLJITLookup(j->jit, &addr, name);
+  if (err) {
+    jit_error(diag, "looking up a symbol", err);
+    return NULL;
+  }
+  return (void *)(uintptr_t)addr;
+}
 
 void fc_jit_destroy(FcJit *j) {
   if (!j) return;

@@ -71,7 +71,9 @@ typedef struct FcJit FcJit;
 /* JIT-compiles the module (takes ownership of mod and its context); runtime symbols (frt_*) resolve to
  * the ones linked into flowc. */
 FcStatus fc_jit_create(LLVMModuleRef mod, LLVMContextRef ctx, FcJit **out, FcDiag *diag);
-const struct FrtModel *fc_jit_model(FcJit *j); /* the `flowc_model` descriptor */
+const struct FrtModel *fc_jit_model(FcJit *j); /* the `flowc_model` descriptor (NULL for a module without one) */
+/* The address of symbol `name` of the JIT's module (compiling it on first use); NULL with a message. */
+void *fc_jit_lookup(FcJit *j, const char *name, FcDiag *diag);
 void fc_jit_destroy(FcJit *j);
 
 /* ---- kernels: what an emitter sees ---------------------------------------------------------------- */

@@ -79,8 +79,7 @@ static int from_status(Case *c, FcStatus st, const char *stage, const FcDiag *d)
 }
 
 /* Imports the case with inputs bound from data set `set` and compiles it. */
-static FcStatus compile_case(Case *c, int set, FcModule **m, FcJit **jit, int *n_bound, const char **stage,
-                             FcDiag *d) {
+static FcStatus import_case(Case *c, int set, FcModule **m, int *n_bound, FcDiag *d) {
   FcTestCase tc = {.dir = c->dir, .data_set = set, .limits = c->o->limits};
   FcImportOptions imp;
   fc_import_options_default(&imp);
@@ -89,9 +88,34 @@ static FcStatus compile_case(Case *c, int set, FcModule **m, FcJit **jit, int *n
   imp.bind_ctx = &tc;
   char path[8192];
   snprintf(path, sizeof path, "%s/model.onnx", c->dir);
-  *stage = "import";
   FcStatus st = fc_onnx_import(path, &imp, m, d);
   *n_bound = tc.n_bound;
+  return st;
+}
+
+static FcStatus compile_cpu(Case *c, int set, FcModule **m, FcJit **jit, int *n_bound, const char **stage,
+                            FcDiag *d);
+
+/* Imports the case with inputs bound from data set `set` and compiles it; with --device simt also the GPU
+ * kernels' SIMT host build, from a second import (the CPU build's descriptor describes the inputs). */
+static FcStatus compile_case(Case *c, int set, FcModule **m, FcJit **jit, FcModule **gm, FcSimt **simt,
+                             int *n_bound, const char **stage, FcDiag *d) {
+  FcStatus st = compile_cpu(c, set, m, jit, n_bound, stage, d);
+  if (st != FC_OK || !c->o->simt) return st;
+  int unused;
+  *stage = "import";
+  if ((st = import_case(c, set, gm, &unused, d)) != FC_OK) return st;
+  FcPipelineOptions po;
+  fc_pipeline_options_default(&po);
+  po.opt_level = c->o->opt_level;
+  *stage = "SIMT compile";
+  return fc_simt_compile(*gm, &po, simt, d);
+}
+
+static FcStatus compile_cpu(Case *c, int set, FcModule **m, FcJit **jit, int *n_bound, const char **stage,
+                            FcDiag *d) {
+  *stage = "import";
+  FcStatus st = import_case(c, set, m, n_bound, d);
   if (st != FC_OK) return st;
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
@@ -268,8 +292,15 @@ static int run_set(Case *c, const FrtModel *model, int set, int n_sets, FrtPool 
   }
   void *ws = fc_arena_alloc(arena, (size_t)(model->workspace_size ? model->workspace_size : 1), 64);
   FrtError err = {0};
-  if (frt_model_run(model, in_ptrs, out_ptrs, ws, pool, &err) != FRT_OK)
+  if (model->gpu) {
+    FrtGpuSession *s = NULL;
+    FrtStatus rs = frt_gpu_open(model, FRT_DEVICE_SIMT, &s, &err);
+    if (rs == FRT_OK) rs = frt_gpu_run(s, in_ptrs, out_ptrs, &err);
+    frt_gpu_close(s);
+    if (rs != FRT_OK) return outcome(c, R_FAIL, ": %srun on the SIMT backend: %s", where, err.msg);
+  } else if (frt_model_run(model, in_ptrs, out_ptrs, ws, pool, &err) != FRT_OK) {
     return outcome(c, R_FAIL, ": %srun: %s", where, err.msg);
+  }
   char why[1024];
   for (int k = 0; k < n_out; k++) {
     out_file(file, sizeof file, set, k);
@@ -286,19 +317,23 @@ static int check_case(Case *c) {
   if (!pool) return outcome(c, R_FAIL, ": %s", err.msg);
   int r = R_PASS;
   bool constant = true;
-  FcModule *m = NULL;
+  FcModule *m = NULL, *gm = NULL;
   FcJit *jit = NULL;
+  FcSimt *simt = NULL;
   int n_bound = 0;
   for (int set = 0; set < n_sets && r == R_PASS; set++) {
     if (set == 0 || n_bound > 0) { /* bound inputs may differ between data sets */
+      fc_simt_free(simt);
+      fc_module_destroy(gm);
       fc_jit_destroy(jit);
       fc_module_destroy(m);
       jit = NULL;
-      m = NULL;
+      m = gm = NULL;
+      simt = NULL;
       FcDiag d;
       fc_diag_init(&d);
       const char *stage = "";
-      FcStatus st = compile_case(c, set, &m, &jit, &n_bound, &stage, &d);
+      FcStatus st = compile_case(c, set, &m, &jit, &gm, &simt, &n_bound, &stage, &d);
       if (st != FC_OK) {
         r = from_status(c, st, stage, &d);
         break;
@@ -307,9 +342,13 @@ static int check_case(Case *c) {
     }
     FcArena arena;
     fc_arena_init(&arena);
-    r = run_set(c, fc_jit_model(jit), set, n_sets, pool, &arena);
+    FrtModel model = *fc_jit_model(jit);
+    if (simt) model.gpu = fc_simt_model(simt);
+    r = run_set(c, &model, set, n_sets, pool, &arena);
     fc_arena_free(&arena);
   }
+  fc_simt_free(simt);
+  fc_module_destroy(gm);
   fc_jit_destroy(jit);
   fc_module_destroy(m);
   frt_pool_destroy(pool);

@@ -142,6 +142,7 @@ typedef struct FcCheckOptions {
   int timeout_s;     /* per case; 0: none */
   int jobs;          /* cases checked at the same time (each in its own process) */
   const char *cpu;   /* NULL: native */
+  bool simt;         /* --device simt: run the GPU kernels on the SIMT host backend instead of the CPU code */
 } FcCheckOptions;
 
 void fc_check_options_default(FcCheckOptions *o); /* -O2, rtol 1e-3, atol 1e-7, 600 s, 1 thread, 1 job */
@@ -230,5 +231,15 @@ struct FcGpuPlan;
  * fc_gpu_plan_free); ptxas checks the PTX when it is installed. */
 FcStatus fc_gpu_compile(FcModule *m, const struct FcTarget *gpu, int opt_level, struct FcGpuPlan *plan, char **ptx,
                         FcDiag *diag);
+
+/* The SIMT host backend's build of m (verified here and put through po's pipeline for the GPU's description,
+ * sm_80): the kernels' host copies
+ * JIT-compiled for this machine and the FrtGpuModel that runs them (host_kernels set, no PTX), which
+ * frt_gpu_open(FRT_DEVICE_SIMT) takes as a model's `gpu`. m must outlive it. */
+typedef struct FcSimt FcSimt;
+struct FrtGpuModel;
+FcStatus fc_simt_compile(FcModule *m, const struct FcPipelineOptions *po, FcSimt **out, FcDiag *diag);
+const struct FrtGpuModel *fc_simt_model(const FcSimt *s);
+void fc_simt_free(FcSimt *s);
 
 #endif /* FLOWC_CLI_H */

@@ -856,8 +856,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
         return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir, dot, onnx or ptx)", v);
       c->emit = v;
     } else if ((r = take_value(argc, argv, &i, "--device", &v)) != 0) {
-      if (r < 0 || (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0))
+      if (build && (r < 0 || (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0)))
         return usage_error(c, "--device needs cuda or cpu (the GPU half: NVIDIA GPUs through PTX)");
+      if (!build && (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0)))
+        return usage_error(c, "--device needs simt (the GPU kernels on the SIMT host emulator) or cpu");
       c->device = v;
     } else if ((r = take_value(argc, argv, &i, "--gpu", &v)) != 0) {
       if (r < 0 || strncmp(v, "sm_", 3) != 0) return usage_error(c, "--gpu needs a GPU architecture such as sm_80 or sm_90");
@@ -1354,6 +1356,20 @@ static int run_run(Cli *c) {
     FcCodegenOptions co = {.cpu = c->cpu, .opt_level = c->opt_level, .progress = po.progress};
     st = fc_compile_jit(m, &po, &co, &jit, &d);
   }
+  /* --device simt: the GPU kernels' host build from a second copy of the model, run instead of the CPU
+   * code (whose descriptor still describes the inputs and outputs). */
+  FcModule *gm = NULL;
+  FcSimt *simt = NULL;
+  bool on_simt = c->device && strcmp(c->device, "simt") == 0;
+  if (st == FC_OK && on_simt) {
+    fc_progress_line_phase(c->progress, "SIMT build");
+    st = fc_load_model(c->model, &c->imp, &gm, NULL, &d);
+    FcPipelineOptions po;
+    fc_pipeline_options_default(&po);
+    po.opt_level = c->opt_level;
+    po.passes = c->passes;
+    if (st == FC_OK) st = fc_simt_compile(gm, &po, &simt, &d);
+  }
   fc_progress_line_finish(c->progress);
   int status;
   if (st != FC_OK) {
@@ -1361,8 +1377,16 @@ static int run_run(Cli *c) {
     status = EXIT_INPUT;
   } else {
     fflush(stdout);
-    status = frt_main(c->rt_argc, c->rt_argv, fc_jit_model(jit));
+    FrtModel model = *fc_jit_model(jit);
+    if (on_simt) {
+      model.gpu = fc_simt_model(simt);
+      push_arg(&c->rt_argv, &c->rt_argc, "--device");
+      push_arg(&c->rt_argv, &c->rt_argc, "simt");
+    }
+    status = frt_main(c->rt_argc, c->rt_argv, &model);
   }
+  fc_simt_free(simt);
+  fc_module_destroy(gm);
   fc_jit_destroy(jit);
   fc_module_destroy(m);
   cli_free(c);
@@ -1374,6 +1398,7 @@ static int run_run(Cli *c) {
 static int run_check(Cli *c) {
   FcCheckOptions o;
   fc_check_options_default(&o);
+  o.simt = c->device && strcmp(c->device, "simt") == 0;
   o.limits = c->imp.limits;
   o.opt_level = c->opt_level;
   o.threads = c->threads;

@@ -117,4 +117,37 @@ void frt_coll_clear_error(void);
  * ranks) from rank 0 alone. */
 int32_t frt_coll_launch_rank(void);
 
+/* ---- gpu_simt_fiber.c ------------------------------------------------------------------------------- */
+
+/* The fibers a SIMT block's threads run on (gpu_simt.c): fiber i runs fn(ctx, i), which never returns; it
+ * gives the CPU back with frt_fiber_yield and gets it again from frt_fiber_resume. One OS thread at a time. */
+typedef struct FrtFiberPool {
+  void (*fn)(void *ctx, int32_t i); /* every fiber's function */
+  void *ctx;
+  bool use_ucontext;       /* makecontext/swapcontext instead of the hand-written switch */
+  int32_t cap;             /* fibers with a stack */
+  int32_t current;         /* the fiber running now, -1: the scheduler */
+  bool *started;           /* per fiber: has a context to resume (frt_fiber_start since the last grow) */
+  unsigned char *map;      /* cap slots of a guard page and a stack */
+  size_t map_bytes, slot_bytes, guard_bytes, stack_bytes;
+  void **sp;               /* hand-written switch: each fiber's saved stack pointer */
+  void *sched_sp;          /* ... and the scheduler's */
+  void *uc;                /* ucontext: ucontext_t[cap + 1], the last the scheduler's */
+  const void *sched_bottom; /* ASan: the scheduler's stack, learnt at each switch back */
+  size_t sched_size;
+} FrtFiberPool;
+
+/* Reads $FLOWRT_SIMT_FIBERS (native | ucontext); no stacks yet. */
+FrtStatus frt_fibers_init(FrtFiberPool *p, void (*fn)(void *ctx, int32_t i), void *ctx, FrtError *err);
+/* At least n fibers. Growing replaces every stack: call it only between launches; every fiber then needs
+ * frt_fiber_start again (started[] is cleared). */
+FrtStatus frt_fibers_reserve(FrtFiberPool *p, int32_t n, FrtError *err);
+/* (Re)starts fiber i at the beginning of fn, dropping whatever it was doing. */
+FrtStatus frt_fiber_start(FrtFiberPool *p, int32_t i, FrtError *err);
+/* Runs fiber i until it yields. */
+void frt_fiber_resume(FrtFiberPool *p, int32_t i);
+/* From inside the running fiber: back to the scheduler's frt_fiber_resume. */
+void frt_fiber_yield(FrtFiberPool *p);
+void frt_fibers_release(FrtFiberPool *p);
+
 #endif /* FLOWRT_INTERNAL_H */
