@@ -25,6 +25,7 @@
 
 #include "codegen.h"
 #include "flowrt.h"
+#include "gpu_simt.h"
 
 struct FcJit {
   LLVMOrcLLJITRef jit;
@@ -52,6 +53,10 @@ static const struct {
     {"frt_pool_threads", (void (*)(void))frt_pool_threads},
     {"frt_profile_tick", (void (*)(void))frt_profile_tick},
     {"frt_once", (void (*)(void))frt_once},
+    /* the SIMT host build of GPU kernels (gpu_builder.c): barriers and warp shuffles */
+    {"frt_simt_barrier", (void (*)(void))frt_simt_barrier},
+    {"frt_simt_shfl_f32", (void (*)(void))frt_simt_shfl_f32},
+    {"frt_simt_shfl_i32", (void (*)(void))frt_simt_shfl_i32},
 };
 
 static FcStatus define_runtime_symbols(FcJit *j, LLVMOrcJITDylibRef jd, FcDiag *diag) {
