@@ -53,7 +53,7 @@ static const struct {
     {"frt_pool_threads", (void (*)(void))frt_pool_threads},
     {"frt_profile_tick", (void (*)(void))frt_profile_tick},
     {"frt_once", (void (*)(void))frt_once},
-    /* the SIMT host build of GPU kernels (gpu_builder.c): barriers and warp shuffles */
+    /* the SIMT host backend's kernels (flowc run/check --device simt) */
     {"frt_simt_barrier", (void (*)(void))frt_simt_barrier},
     {"frt_simt_shfl_f32", (void (*)(void))frt_simt_shfl_f32},
     {"frt_simt_shfl_i32", (void (*)(void))frt_simt_shfl_i32},

@@ -263,7 +263,9 @@ static void print_main_help(void) {
   "                         (passes, codegen kernel i of N, LLVM, object, link) on stderr when that is\n" \
   "                         a terminal\n"
 /* run and check compile for this process, so their CPU defaults to the host's (build's to x86-64-v3). */
-#define JIT_CPU_HELP "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n"
+#define JIT_CPU_HELP "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n" \
+                     "  --device simt          run the GPU kernels (as --device cuda builds them) on the SIMT\n" \
+                     "                         host emulator instead of the CPU code (tests GPU kernels here)\n"
 
 static const char input_help[] =
     "  --bind NAME=FILE       make graph input NAME the constant in FILE (.npy or ONNX TensorProto .pb);\n"
@@ -293,6 +295,12 @@ static void print_build_help(void) {
        "                         symbols NAME_run, NAME_workspace_size and NAME_model after the file name\n"
        "  -o FILE                write to FILE (exe, obj, lib, so and onnx need it; ir and dot default to\n"
        "                         standard output)\n"
+       "  --device cuda          add the GPU half: every op as a PTX kernel for NVIDIA GPUs, embedded beside the\n"
+       "                         CPU code (exe, lib, so); the program runs on the GPU when a driver and GPU are\n"
+       "                         found, on its CPU code otherwise. Ops without a GPU kernel are listed\n"
+       "  --gpu sm_XX            the GPU generation the PTX is for (default sm_80; sm_90); ptxas checks it\n"
+       "                         when the CUDA toolkit is installed\n"
+       "  --emit ptx             with --device cuda: the GPU kernels as PTX text\n"
        "  --target TRIPLE        generate code for TRIPLE (default: this machine's, e.g. x86_64-linux-gnu)\n"
        "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
        "                         or an LLVM CPU name; the passes use it too (with AVX-512 the layout blocks\n"
@@ -781,6 +789,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
         return usage_error(c, "--sbp %s%s%s(supported: data, tensor; auto and an assignment file are not written yet)",
                            r < 0 ? "needs a mode " : "'", r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
       c->sbp = v;
+    } else if ((run || check) && (r = take_value(argc, argv, &i, "--device", &v)) != 0) {
+      if (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0))
+        return usage_error(c, "--device needs simt (the GPU kernels on the SIMT host emulator) or cpu");
+      c->device = v;
     } else if ((run || check) && (strncmp(a, "--ranks", 7) == 0 || strncmp(a, "--mesh", 6) == 0 || strncmp(a, "--sbp", 5) == 0)) {
       return usage_error(c, "flowc %s runs one process: build an SBP program with 'flowc build MODEL --ranks N -o prog' "
                          "and start it with 'mpirun -np N ./prog'", c->cmd);
@@ -856,10 +868,8 @@ static int parse_args(Cli *c, int argc, char **argv) {
         return usage_error(c, "unknown --emit kind '%s' (expected exe, obj, lib, so, ir, dot, onnx or ptx)", v);
       c->emit = v;
     } else if ((r = take_value(argc, argv, &i, "--device", &v)) != 0) {
-      if (build && (r < 0 || (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0)))
+      if (r < 0 || (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0))
         return usage_error(c, "--device needs cuda or cpu (the GPU half: NVIDIA GPUs through PTX)");
-      if (!build && (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0)))
-        return usage_error(c, "--device needs simt (the GPU kernels on the SIMT host emulator) or cpu");
       c->device = v;
     } else if ((r = take_value(argc, argv, &i, "--gpu", &v)) != 0) {
       if (r < 0 || strncmp(v, "sm_", 3) != 0) return usage_error(c, "--gpu needs a GPU architecture such as sm_80 or sm_90");

@@ -184,6 +184,11 @@ static void stop_watchdog(void) {
 /* ---- init and finalize --------------------------------------------------------------------------------- */
 
 FrtStatus frt_coll_init(int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mesh, FrtError *err) {
+  return frt_coll_init_with(&frt_coll_mpi, n_ranks, n_mesh_axes, mesh, err);
+}
+
+FrtStatus frt_coll_init_with(const FrtCollBackend *be, int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mesh,
+                             FrtError *err) {
   if (coll.be)
     return frt_errorf(err, FRT_ERR_INPUT, "the collectives are already started");
   if (n_ranks < 0 || n_mesh_axes < 0 || n_mesh_axes > MAX_AXES || (n_mesh_axes > 0 && !mesh))
@@ -208,7 +213,6 @@ FrtStatus frt_coll_init(int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mes
   if (read_timeout(&timeout, err) != FRT_OK)
     return err ? err->status : FRT_ERR_INPUT;
 
-  const FrtCollBackend *be = &frt_coll_mpi;
   char msg[480] = "";
   int32_t rank = 0, size = 0;
   void *world = NULL;
@@ -361,8 +365,13 @@ static int exchange_prologue(const char *what, void *g, const void *send, void *
   NEED(send, "send");
   NEED(recv, "receive");
   if (!g) {
-    if (bytes && send != recv)
+    char msg[400];
+    if (bytes && send != recv && coll.be && coll.be->copy) {
+      if (coll.be->copy(recv, send, bytes, msg, sizeof msg) != 0)
+        return set_error("%s: %s", what, msg);
+    } else if (bytes && send != recv) {
       memmove(recv, send, bytes);
+    }
     return 0;
   }
   if (count == 0)

@@ -329,7 +329,8 @@ typedef enum FrtDevice {
 
 /* A model's GPU code opened on a device: its buffers allocated and its weights uploaded. */
 typedef struct FrtGpuSession FrtGpuSession;
-/* Opens m->gpu on `device` (CUDA or SIMT). FRT_ERR_UNSUPPORTED with one line when m has no GPU code, when
+/* Opens m->gpu on `device` (CUDA or SIMT; AUTO means CUDA). libcuda.so.1 is loaded with dlopen
+ * ($FLOWRT_CUDA_LIBRARY names another file) and the model opens on GPU $FLOWRT_CUDA_DEVICE (default 0). FRT_ERR_UNSUPPORTED with one line when m has no GPU code, when
  * libcuda cannot be loaded ("no CUDA driver: ..."), when no GPU is found, or when the driver cannot load the
  * PTX (its log's first line); FRT_ERR_RESOURCE when device memory runs out. */
 FrtStatus frt_gpu_open(const FrtModel *m, FrtDevice device, FrtGpuSession **out, FrtError *err);
@@ -347,7 +348,8 @@ void frt_gpu_close(FrtGpuSession *s);
 /* ---- the standalone program's main (runtime/main.c) ------------------------------------------------ */
 
 /* Implements `OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]
- * [--threads N] [--bench N] [--print]` for `m`; returns the process exit status: 0, 1 on bad input (one
+ * [--threads N] [--bench N] [--profile] [--print] [--device cuda|cpu|simt|auto]` for `m`; a model with GPU
+ * code runs on the GPU by default (auto), or on the CPU after one line on stderr saying why no GPU is usable; returns the process exit status: 0, 1 on bad input (one
  * line `<prog>: error: <what>` on stderr), 2 on bad usage. Outputs are written only with --output-dir;
  * without it and without --bench, --print is implied. A model of m->n_ranks > 1 runs under `mpirun -np N`
  * (frt_coll_init): rank 0 reads the inputs and broadcasts them, every rank runs, rank 0 writes and prints;

@@ -105,10 +105,24 @@ typedef struct FrtCollBackend {
   int32_t (*launch_rank)(void); /* the rank the launcher gave this process, before init; -1: none */
   void (*finalize)(void);      /* releases the groups and ends the backend */
   void (*abort)(int status);   /* ends every rank of the job; does not return */
+  /* Optional: copies bytes between two of the backend's buffers (a group of one member's all_gather, ...);
+   * NULL: they are host memory and coll.c copies them itself. NCCL's are on the GPU. */
+  int (*copy)(void *dst, const void *src, size_t bytes, char *msg, size_t cap);
 } FrtCollBackend;
 
-/* The Open MPI backend (coll_mpi.c). */
+/* The Open MPI backend (coll_mpi.c): host buffers. */
 extern const FrtCollBackend frt_coll_mpi;
+/* The NCCL backend (coll_nccl.c): device buffers, so only a GPU program's collectives use it. It starts MPI
+ * (frt_coll_mpi) to bootstrap: rank 0's ncclGetUniqueId is broadcast over MPI, every rank binds the GPU of
+ * its local rank (modulo the GPUs there) and joins with ncclCommInitRank; each mesh axis's group is an
+ * ncclCommSplit of the world. Calls are queued on frt_coll_nccl_set_stream's stream (default: the legacy
+ * default stream) and waited for, so each returns with its result in place, as MPI's do. */
+extern const FrtCollBackend frt_coll_nccl;
+void frt_coll_nccl_set_stream(void *stream); /* a CUstream of the GPU the rank is bound to */
+/* frt_coll_init on a given backend: frt_coll_init is frt_coll_init_with(&frt_coll_mpi, ...); the GPU runner
+ * starts a GPU program's collectives with &frt_coll_nccl. */
+FrtStatus frt_coll_init_with(const FrtCollBackend *be, int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mesh,
+                             FrtError *err);
 /* Clears this thread's frt_coll_last_error (frt_model_run does before each run, so a message after it
  * belongs to that run). */
 void frt_coll_clear_error(void);
@@ -133,7 +147,8 @@ typedef struct FrtFiberPool {
   void **sp;               /* hand-written switch: each fiber's saved stack pointer */
   void *sched_sp;          /* ... and the scheduler's */
   void *uc;                /* ucontext: ucontext_t[cap + 1], the last the scheduler's */
-  const void *sched_bottom; /* ASan: the scheduler's stack, learnt at each switch back */
+  bool from_scheduler;     /* the last switch was the scheduler's frt_fiber_resume */
+  const void *sched_bottom; /* ASan: the scheduler's stack, learnt when it resumes a fiber */
   size_t sched_size;
 } FrtFiberPool;
 
@@ -148,6 +163,21 @@ FrtStatus frt_fiber_start(FrtFiberPool *p, int32_t i, FrtError *err);
 void frt_fiber_resume(FrtFiberPool *p, int32_t i);
 /* From inside the running fiber: back to the scheduler's frt_fiber_resume. */
 void frt_fiber_yield(FrtFiberPool *p);
+/* From inside the running fiber: straight to fiber `to` (started, not running), which runs until it yields
+ * or switches in turn. */
+void frt_fiber_switch(FrtFiberPool *p, int32_t to);
 void frt_fibers_release(FrtFiberPool *p);
+
+/* ---- gpu_cuda.c: the CUDA driver for the NCCL collectives ------------------------------------------- */
+
+/* Loads the driver (FLOWRT_CUDA_LIBRARY as the GPU runner does) and makes the primary context of GPU
+ * local_rank % (GPUs found) current, or the one $FLOWRT_CUDA_DEVICE names; 0, or -1 with one line in msg
+ * ("no CUDA driver: ...", "cuInit: CUDA_ERROR_STUB_LIBRARY (...)", "no CUDA GPU found"). Once per process. */
+int frt_cuda_bind_device(int32_t local_rank, char *msg, size_t cap);
+/* Waits for a stream (a CUstream; NULL the legacy default one) of the bound GPU. */
+int frt_cuda_stream_sync(void *stream, char *msg, size_t cap);
+/* Copies device memory on the bound GPU and waits for it. */
+int frt_cuda_copy(void *dst, const void *src, size_t bytes, void *stream, char *msg, size_t cap);
+void frt_cuda_unbind_device(void);
 
 #endif /* FLOWRT_INTERNAL_H */

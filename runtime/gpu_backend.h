@@ -15,6 +15,7 @@
 #ifndef FLOWRT_GPU_BACKEND_H
 #define FLOWRT_GPU_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "flowrt.h"
@@ -37,9 +38,19 @@ typedef struct FrtGpuBackend {
   /* Waits for everything launched; a kernel's fault surfaces here or at the next call. */
   FrtStatus (*sync)(void *dev, FrtError *err);
   void (*close)(void *dev);
+  /* Optional (NULL: the runner times each launch by the wall clock, waiting for it). While on, the backend
+   * times every launch on the device (CUDA: an event before and after each); after the run's sync,
+   * launch_seconds fills seconds[i] with launch i's time in that run. */
+  FrtStatus (*set_timing)(void *dev, bool on, FrtError *err);
+  FrtStatus (*launch_seconds)(void *dev, double *seconds, FrtError *err);
 } FrtGpuBackend;
 
 extern const FrtGpuBackend frt_gpu_cuda;
 extern const FrtGpuBackend frt_gpu_simt;
+
+/* frt_gpu_open on a given backend (gpu.c): the tests run the runner over a table of their own. `device`
+ * says which code the backend needs (FRT_DEVICE_CUDA: gm->ptx; FRT_DEVICE_SIMT: gm->host_kernels). */
+FrtStatus frt_gpu_open_backend(const FrtModel *m, const FrtGpuBackend *be, FrtDevice device,
+                               FrtGpuSession **out, FrtError *err);
 
 #endif /* FLOWRT_GPU_BACKEND_H */

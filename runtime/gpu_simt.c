@@ -10,7 +10,8 @@
  * A launch without FRT_GPU_SYNC calls the kernel once per thread, block by block, in schedule order: no
  * fibers, nothing to switch. With it, every thread of a block is a fiber (gpu_simt_fiber.c) and the
  * scheduler below runs in passes: each pass resumes every runnable thread once, in schedule order, and each
- * runs until it reaches a barrier, a shuffle or its end. After the pass, a warp whose 32 lanes all wait at a
+ * runs until it reaches a barrier, a shuffle or its end, then switches straight to the next (one switch
+ * per thread, not two through the scheduler). After the pass, a warp whose 32 lanes all wait at a
  * shuffle gets its results (computed for all 32 lanes at once, from the values they deposited, before any of
  * them runs on, so no lane can see a value of the next shuffle), and a block whose threads all wait at a
  * barrier is released. A pass that frees nobody is a deadlock: a thread returned while its block waits at a
@@ -87,6 +88,7 @@ typedef struct SimtDevice {
   int32_t n_threads;
   int32_t at_barrier;    /* threads of the block waiting at a barrier */
   int32_t done;          /* threads of the block that returned */
+  int32_t pass_at;       /* the pass's next position in schedule order */
   bool fault;            /* the launch must stop: fault_msg says why */
   FrtStatus fault_status;
   char fault_msg[400];
@@ -175,8 +177,8 @@ static void simt_release(void *dev, uint64_t addr) {
 
 static FrtStatus simt_upload(void *dev, uint64_t dst, const void *src, uint64_t bytes, FrtError *err) {
   if (!inside_allocation(dev, dst, bytes))
-    return frt_errorf(err, FRT_ERR_INPUT, "upload of %" PRIu64 " bytes to 0x%" PRIx64 ": not inside a device allocation",
-                      bytes, dst);
+    return frt_errorf(err, FRT_ERR_INPUT,
+                      "upload of %" PRIu64 " bytes to 0x%" PRIx64 ": not inside a device allocation", bytes, dst);
   if (bytes)
     memcpy((void *)(uintptr_t)dst, src, (size_t)bytes);
   return FRT_OK;
@@ -202,6 +204,8 @@ static FrtStatus simt_zero(void *dev, uint64_t dst, uint64_t bytes, FrtError *er
 
 /* ---- barriers and shuffles (called by the kernels) -------------------------------------------------- */
 
+static void hand_on(SimtDevice *d);
+
 void frt_simt_barrier(FrtSimtThread *t) {
   SimtDevice *d = t->emu;
   SimtLane *ln = (SimtLane *)t;
@@ -214,7 +218,7 @@ void frt_simt_barrier(FrtSimtThread *t) {
   ln->state = LANE_BARRIER;
   ln->barriers++;
   d->at_barrier++;
-  frt_fiber_yield(&d->fibers);
+  hand_on(d);
 }
 
 static uint32_t shuffle(FrtSimtThread *t, uint32_t v, int32_t mode, int32_t operand) {
@@ -235,7 +239,7 @@ static uint32_t shuffle(FrtSimtThread *t, uint32_t v, int32_t mode, int32_t oper
   ln->shuffles++;
   ln->state = LANE_SHUFFLE;
   d->arrived[t->linear / FRT_SIMT_WARP]++;
-  frt_fiber_yield(&d->fibers);
+  hand_on(d);
   return ln->result;
 }
 
@@ -273,7 +277,7 @@ static void lane_fiber(void *ctx, int32_t i) {
     d->kernel(&ln->t, d->args);
     ln->state = LANE_DONE;
     d->done++;
-    frt_fiber_yield(&d->fibers);
+    hand_on(d);
   }
 }
 
@@ -296,6 +300,27 @@ static int32_t nth(const SimtDevice *d, int32_t n, int32_t k) {
   if (d->schedule == SCHED_REVERSE)
     return n - 1 - k;
   return (int32_t)d->order[k];
+}
+
+/* The next runnable thread of this pass, -1 at its end. */
+static int32_t next_runnable(SimtDevice *d) {
+  int32_t n = d->n_threads;
+  while (d->pass_at < n) {
+    int32_t i = nth(d, n, d->pass_at++);
+    if (d->lanes[i].state == LANE_RUNNABLE)
+      return i;
+  }
+  return -1;
+}
+
+/* The running thread stops (it waits or returned): the CPU goes straight to the pass's next runnable thread,
+ * or back to the scheduler at the pass's end or when the launch must stop. */
+static void hand_on(SimtDevice *d) {
+  int32_t next = d->fault ? -1 : next_runnable(d);
+  if (next >= 0)
+    frt_fiber_switch(&d->fibers, next);
+  else
+    frt_fiber_yield(&d->fibers);
 }
 
 static void describe_wait(const SimtLane *ln, char *buf, size_t cap) {
@@ -373,7 +398,8 @@ static bool release_waiters(SimtDevice *d, int32_t n) {
         char wa[96], wb[96], blk[48];
         describe_wait(&warp[0], wa, sizeof wa);
         describe_wait(&warp[l], wb, sizeof wb);
-        fault(d, FRT_ERR_RESOURCE, "block %s: the lanes of a warp meet at different shuffles: %s (mode %d), %s (mode %d)",
+        fault(d, FRT_ERR_RESOURCE,
+              "block %s: the lanes of a warp meet at different shuffles: %s (mode %d), %s (mode %d)",
               xyz(blk, sizeof blk, warp[0].t.bid), wa, (int)warp[0].mode, wb, (int)warp[l].mode);
         return false;
       }
@@ -414,14 +440,13 @@ static bool run_block_fibers(SimtDevice *d, int32_t n) {
   for (;;) {
     if (d->schedule == SCHED_RANDOM)
       shuffle_order(d, n);
-    for (int32_t k = 0; k < n; k++) {
-      int32_t i = nth(d, n, k);
-      if (d->lanes[i].state != LANE_RUNNABLE)
-        continue;
-      frt_fiber_resume(&d->fibers, i);
-      if (d->fault)
-        return false;
-    }
+    /* The pass: the first runnable thread; each hands on to the next (hand_on), the last comes back. */
+    d->pass_at = 0;
+    int32_t first = next_runnable(d);
+    if (first >= 0)
+      frt_fiber_resume(&d->fibers, first);
+    if (d->fault)
+      return false;
     if (d->done == n)
       return true;
     if (!release_waiters(d, n)) {

@@ -1,18 +1,23 @@
 /* gpu_simt_fiber.c — the fibers the SIMT emulator (gpu_simt.c) runs a block's threads on: one stack and one
  * saved context per thread, and a scheduler context (whoever called frt_fiber_resume) they switch back to.
+ * A fiber may also hand the CPU straight to another fiber (frt_fiber_switch), which halves the switches when
+ * the scheduler only picks who runs next.
  *
- * Stacks live in one mmap, grown (never shrunk) when a launch wants more threads than it has, each with a
- * PROT_NONE guard page below it, so a kernel that overflows its stack faults instead of writing over its
- * neighbour's. Fibers never end: a fiber's function loops (run the kernel for its thread, yield, run it again
- * for the next block), so nothing is created per block. A fiber left mid-kernel (a launch stopped by a
- * deadlock) is started afresh the next time (frt_fiber_start).
+ * Stacks (64 KiB; 256 KiB under ASan, whose redzones make frames larger: a kernel's frames are small, but
+ * the sanitizers' own reports run on the fiber's stack) live in one mmap, grown (never shrunk) when a launch
+ * wants more threads than it has, each with a PROT_NONE guard page below it, so a kernel that overflows its
+ * stack faults instead of writing over its neighbour's. Fibers never end: a fiber's function loops (run the
+ * kernel for its thread, yield, run it again for the next block), so nothing is created per block. A fiber
+ * left mid-kernel (a launch stopped by a deadlock) is started afresh the next time (frt_fiber_start).
  *
  * Switching: on x86-64 a hand-written switch (push the callee-saved registers, swap stack pointers, pop, ret:
  * about 20 instructions, no system call); elsewhere, or with $FLOWRT_SIMT_FIBERS=ucontext (so the fallback is
  * tested on x86-64 too), makecontext/swapcontext, whose swapcontext calls sigprocmask at every switch. The
  * hand-written switch saves no floating-point control state (MXCSR, x87 control word): every fiber runs on
- * the same OS thread and nothing the emulator runs changes them, so there is nothing per fiber to keep. It is
- * not used where the compiler targets CET shadow stacks (__CET__ & 2), which a stack swap would break.
+ * the same OS thread and nothing the emulator runs changes them, so there is nothing per fiber to keep. It
+ * starts with endbr64 (a no-op without CET's indirect branch tracking), and is not used while this thread has
+ * a CET shadow stack (rdsspq reads a non-zero pointer), which its return into another stack would trip;
+ * glibc's swapcontext knows shadow stacks.
  *
  * AddressSanitizer tracks which stack a thread is on; every switch is announced with
  * __sanitizer_start_switch_fiber and confirmed with __sanitizer_finish_switch_fiber, and a fiber stack that
@@ -39,13 +44,12 @@
 #ifdef FRT_FIBER_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-/* ASan's redzones make frames larger. */
 #define FRT_FIBER_STACK (256u * 1024u)
 #else
 #define FRT_FIBER_STACK (64u * 1024u)
 #endif
 
-#if defined(__x86_64__) && !(defined(__CET__) && (__CET__ & 2))
+#if defined(__x86_64__)
 #define FRT_FIBER_ASM 1
 /* frt_fiber_switch_x86_64(save, load): pushes rbp, rbx, r12-r15, stores rsp in *save, loads rsp = load, pops
  * the same registers of the other context and returns into it. A new context's frame (frt_fiber_start)
@@ -56,9 +60,7 @@ __asm__(".text\n"
         ".type frt_fiber_switch_x86_64,@function\n"
         ".p2align 4\n"
         "frt_fiber_switch_x86_64:\n"
-#if defined(__CET__) && (__CET__ & 1)
         "  endbr64\n"
-#endif
         "  pushq %rbp\n"
         "  pushq %rbx\n"
         "  pushq %r12\n"
@@ -80,15 +82,22 @@ __asm__(".text\n"
         ".type frt_fiber_entry_x86_64,@function\n"
         ".p2align 4\n"
         "frt_fiber_entry_x86_64:\n"
-#if defined(__CET__) && (__CET__ & 1)
         "  endbr64\n"
-#endif
         "  movq %r12, %rdi\n"
         "  callq *%r13\n"
         "  ud2\n"
         ".size frt_fiber_entry_x86_64, .-frt_fiber_entry_x86_64\n");
 void frt_fiber_switch_x86_64(void **save, void *load) __attribute__((visibility("hidden")));
 void frt_fiber_entry_x86_64(void) __attribute__((visibility("hidden")));
+#endif
+
+#ifdef FRT_FIBER_ASM
+/* rdsspq is a no-op (the register keeps its 0) on CPUs without CET and while shadow stacks are off. */
+static bool shadow_stack_active(void) {
+  uint64_t ssp = 0;
+  __asm__ volatile("rdsspq %0" : "+r"(ssp));
+  return ssp != 0;
+}
 #endif
 
 /* Where fiber i's stack starts (its lowest address, above the guard page) in the mapping. */
@@ -105,7 +114,7 @@ FrtStatus frt_fibers_init(FrtFiberPool *p, void (*fn)(void *ctx, int32_t i), voi
   if (mode && *mode && strcmp(mode, "ucontext") != 0 && strcmp(mode, "native") != 0)
     return frt_errorf(err, FRT_ERR_INPUT, "FLOWRT_SIMT_FIBERS wants native or ucontext, got '%s'", mode);
 #ifdef FRT_FIBER_ASM
-  p->use_ucontext = mode && strcmp(mode, "ucontext") == 0;
+  p->use_ucontext = (mode && strcmp(mode, "ucontext") == 0) || shadow_stack_active();
 #else
   p->use_ucontext = true;
 #endif
@@ -177,6 +186,11 @@ void frt_fibers_release(FrtFiberPool *p) {
 
 static void fiber_trampoline(void *pool);
 
+/* Bytes left unused at the top of fiber i's stack. Without them every fiber's hot frames would sit at the
+ * same offset in a page, so in the same few cache sets (the stacks are a whole number of pages apart): a
+ * block of 1024 threads then missed the L1 and L2 caches at nearly every switch. */
+static size_t colour(int32_t i) { return (size_t)(i % 64) * 64; }
+
 /* ucontext's makecontext passes int arguments only: the pointer travels as two halves. */
 static void ucontext_entry(unsigned lo, unsigned hi) {
   fiber_trampoline((void *)(uintptr_t)(((uint64_t)hi << 32) | lo));
@@ -193,17 +207,17 @@ FrtStatus frt_fiber_start(FrtFiberPool *p, int32_t i, FrtError *err) {
     if (getcontext(uc) != 0)
       return frt_errorf(err, FRT_ERR_RESOURCE, "getcontext: %s", strerror(errno));
     uc->uc_stack.ss_sp = lo;
-    uc->uc_stack.ss_size = p->stack_bytes;
+    uc->uc_stack.ss_size = p->stack_bytes - colour(i);
     uc->uc_link = NULL;
     uintptr_t self = (uintptr_t)p;
     makecontext(uc, (void (*)(void))ucontext_entry, 2, (unsigned)(self & 0xffffffffu), (unsigned)(self >> 32));
   }
 #ifdef FRT_FIBER_ASM
   else {
-    /* The frame frt_fiber_switch_x86_64 pops: r15, r14, r13 = the trampoline, r12 = its argument (the pool), rbx, rbp = 0 (ends the
-     * frame-pointer chain ASan's unwinder follows), then the return address. At the entry's call the stack
-     * must be 16-byte aligned: sp + 56 is. */
-    uintptr_t top = ((uintptr_t)(lo + p->stack_bytes)) & ~(uintptr_t)15;
+    /* The frame frt_fiber_switch_x86_64 pops: r15, r14, r13 = the trampoline, r12 = its argument (the
+     * pool), rbx, rbp = 0 (ends the frame-pointer chain ASan's unwinder follows), then the return address
+     * (the entry). At the entry's call the stack must be 16-byte aligned: sp + 56 is. */
+    uintptr_t top = ((uintptr_t)(lo + p->stack_bytes - colour(i))) & ~(uintptr_t)15;
     uint64_t *frame = (uint64_t *)(top - 72);
     frame[0] = 0;
     frame[1] = 0;
@@ -219,20 +233,30 @@ FrtStatus frt_fiber_start(FrtFiberPool *p, int32_t i, FrtError *err) {
   return FRT_OK;
 }
 
-/* The first code a fiber runs (resumed by frt_fiber_resume, so p->current is its index): tell ASan which
- * stack it came from (the scheduler's), then the pool's function, which never returns. */
+/* In a fiber just switched to: confirm the switch to ASan, learning the scheduler's stack when it came from
+ * there (the only stack a fiber cannot name itself). */
+static void arrived(FrtFiberPool *p, void *fake) {
+#ifdef FRT_FIBER_ASAN
+  if (p->from_scheduler)
+    __sanitizer_finish_switch_fiber(fake, &p->sched_bottom, &p->sched_size);
+  else
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+/* The first code a fiber runs (p->current is its index, set by whoever switched to it), then the pool's
+ * function, which never returns. */
 static void fiber_trampoline(void *pool) {
   FrtFiberPool *p = pool;
   int32_t i = p->current;
-#ifdef FRT_FIBER_ASAN
-  __sanitizer_finish_switch_fiber(NULL, &p->sched_bottom, &p->sched_size);
-#endif
+  arrived(p, NULL);
   p->fn(p->ctx, i);
   abort(); /* unreachable: a fiber's function loops forever */
 }
 
 void frt_fiber_resume(FrtFiberPool *p, int32_t i) {
   p->current = i;
+  p->from_scheduler = true;
 #ifdef FRT_FIBER_ASAN
   void *fake = NULL;
   __sanitizer_start_switch_fiber(&fake, stack_lo(p, i), p->stack_bytes);
@@ -249,6 +273,27 @@ void frt_fiber_resume(FrtFiberPool *p, int32_t i) {
   p->current = -1;
 }
 
+void frt_fiber_switch(FrtFiberPool *p, int32_t to) {
+  int32_t i = p->current;
+  p->current = to;
+  p->from_scheduler = false;
+#ifdef FRT_FIBER_ASAN
+  void *fake = NULL;
+  __sanitizer_start_switch_fiber(&fake, stack_lo(p, to), p->stack_bytes);
+#endif
+  if (p->use_ucontext)
+    swapcontext((ucontext_t *)p->uc + i, (ucontext_t *)p->uc + to);
+#ifdef FRT_FIBER_ASM
+  else
+    frt_fiber_switch_x86_64(&p->sp[i], p->sp[to]);
+#endif
+#ifdef FRT_FIBER_ASAN
+  arrived(p, fake);
+#else
+  arrived(p, NULL);
+#endif
+}
+
 void frt_fiber_yield(FrtFiberPool *p) {
   int32_t i = p->current;
 #ifdef FRT_FIBER_ASAN
@@ -262,7 +307,8 @@ void frt_fiber_yield(FrtFiberPool *p) {
     frt_fiber_switch_x86_64(&p->sp[i], p->sched_sp);
 #endif
 #ifdef FRT_FIBER_ASAN
-  /* The scheduler may have moved to another OS thread since (a later launch from another thread). */
-  __sanitizer_finish_switch_fiber(fake, &p->sched_bottom, &p->sched_size);
+  arrived(p, fake);
+#else
+  arrived(p, NULL);
 #endif
 }

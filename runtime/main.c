@@ -1,7 +1,7 @@
 /* main.c — frt_main, the command line of every executable flowc builds:
  *
  *   OUT [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb] [--threads N]
- *       [--bench N] [--profile] [--print]
+ *       [--bench N] [--profile] [--print] [--device cuda|cpu|auto]
  *
  * The steps run in a fixed order so that everything that can fail on the user's input fails before the
  * model runs, and nothing allocates in between runs: parse the arguments (exit 2 on bad usage), bind
@@ -15,6 +15,12 @@
  * result. --profile times every kernel (frt_pool_set_profile) over the timed runs, or over the one run
  * without --bench, and prints a table of the kernels by time.
  * numpy has no bf16, so a .npy holding ui16 bits feeds a bf16 input, and bf16 outputs go out as <u2.
+ *
+ * A model with GPU code (FrtModel.gpu, flowc build --device cuda) runs on the GPU by default (--device auto):
+ * the session (runtime/gpu.c) is opened after the inputs are read, in place of the workspace and the pool;
+ * when it cannot be (no driver, no GPU, a PTX the driver refuses) auto says why once on stderr and runs
+ * the CPU code, while --device cuda fails. The run loop, --bench and --profile (per-node device times) are
+ * the same for both. --device simt runs the GPU code on the SIMT host emulator (a model built for it).
  *
  * A model of N > 1 ranks (an SBP program, FrtModel.n_ranks) runs under mpirun: frt_coll_init starts MPI
  * and refuses a wrong number of processes; rank 0 reads the input files and broadcasts them (an SBP
@@ -51,6 +57,8 @@ typedef struct Cli {
   long bench;
   bool profile;
   bool print;
+  FrtDevice device;
+  const FrtModel *gpu_model; /* the descriptor whose gpu field the GPU runs (the model or its variant) */
   bool ranked;  /* an SBP program running under mpirun */
   int32_t rank; /* this process's rank (ranked) */
   bool shared;  /* the step now running fails alike on every rank: rank 0 alone reports */
@@ -91,13 +99,16 @@ const char frt_run_options_help[] =
     "  --profile              time every kernel (over the --bench runs, else over the one run) and\n"
     "                         print them by time: microseconds a run, share, GFLOP/s, node and op\n"
     "  --print                print each output's shape, dtype, first values and argmax\n"
-    "                         (the default without --output-dir, --bench and --profile)\n";
+    "                         (the default without --output-dir, --bench and --profile)\n"
+    "  --device D             where a model with GPU code runs: cuda (the GPU, or fail), cpu, simt\n"
+    "                         (the SIMT host emulator), or auto (the default: the GPU when one is\n"
+    "                         usable, else the CPU, saying why on stderr)\n";
 
 static void usage(const Cli *c, FILE *out) {
   const FrtModel *m = c->m;
   fprintf(out,
           "usage: %s [FILE ...] [--input NAME=FILE ...] [--output-dir DIR] [--output-format npy|pb]\n"
-          "       [--threads N] [--bench N] [--profile] [--print]\n"
+          "       [--threads N] [--bench N] [--profile] [--print] [--device cuda|cpu|auto]\n"
           "Runs the model '%s' compiled by flowc.\n"
           "%s"
           "  --help                 this text\n",
@@ -118,6 +129,9 @@ static void usage(const Cli *c, FILE *out) {
     desc_type(ty, sizeof ty, &m->outputs[i]);
     fprintf(out, "  %d '%s': %s\n", (int)i, desc_name(&m->outputs[i]), ty);
   }
+  if (c->gpu_model)
+    fprintf(out, "gpu: %s (--device auto, the default, runs on it when one is usable)\n",
+            c->gpu_model->gpu->arch ? c->gpu_model->gpu->arch : "?");
   if (m->n_ranks > 1) {
     fprintf(out, "ranks: %d", (int)m->n_ranks);
     for (int32_t k = 0; k < m->n_mesh_axes && m->mesh; k++)
@@ -142,7 +156,7 @@ static bool parse_count(const char *s, long lo, long hi, long *out) {
 static int parse_args(Cli *c, int argc, char **argv) {
   const FrtModel *m = c->m;
   bool only_files = false;
-  bool explicit_print = false;
+  bool explicit_print = false, device_given = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (only_files || a[0] != '-' || a[1] == 0) {
@@ -173,7 +187,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
       continue;
     }
     static const char *const with_value[] = {"--input", "--output-dir", "--output-format", "--threads",
-                                             "--bench"};
+                                             "--bench", "--device"};
     const char *opt = NULL, *val = NULL;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0] && !opt; k++) {
       size_t n = strlen(with_value[k]);
@@ -217,6 +231,15 @@ static int parse_args(Cli *c, int argc, char **argv) {
       if (!parse_count(val, 0, 1024, &v))
         return fail(c, EXIT_USAGE, "--threads wants a count from 0 to 1024, got '%s'", val);
       c->threads = (int)v;
+    } else if (strcmp(opt, "--device") == 0) {
+      static const char *const names[] = {"cpu", "cuda", "simt", "auto"}; /* FrtDevice order */
+      int k = 0;
+      while (k < 4 && strcmp(val, names[k]) != 0)
+        k++;
+      if (k == 4)
+        return fail(c, EXIT_USAGE, "--device wants cuda, cpu or auto, got '%s'", val);
+      c->device = (FrtDevice)k;
+      device_given = true;
     } else {
       if (!parse_count(val, 1, 1000000000L, &v))
         return fail(c, EXIT_USAGE, "--bench wants a positive count, got '%s'", val);
@@ -224,6 +247,15 @@ static int parse_args(Cli *c, int argc, char **argv) {
     }
   }
   c->print = explicit_print || (!c->out_dir && !c->bench && !c->profile);
+  if (!device_given)
+    c->device = c->gpu_model ? FRT_DEVICE_AUTO : FRT_DEVICE_CPU;
+  bool gpu = c->device == FRT_DEVICE_CUDA || c->device == FRT_DEVICE_SIMT;
+  if (gpu && !c->gpu_model)
+    return fail(c, EXIT_USAGE, "this model has no GPU code: build it with --device cuda");
+  if (gpu && m->n_ranks > 1)
+    return fail(c, EXIT_USAGE, "--ranks with --device %s is not supported yet", c->device == FRT_DEVICE_CUDA ? "cuda" : "simt");
+  if (c->device == FRT_DEVICE_AUTO && (!c->gpu_model || m->n_ranks > 1))
+    c->device = FRT_DEVICE_CPU;
   return -1;
 }
 
@@ -457,25 +489,26 @@ static int cmp_by_time(const void *a, const void *b) {
   return tx != ty ? (tx < ty) - (tx > ty) : (x > y) - (x < y);
 }
 
-static void print_profile(const FrtModel *m, const double *acc, int32_t *order, long runs, int threads,
-                          const double *comm) {
+/* n kernels named by names (flops per kernel, or NULL); `where`: "2 threads", "NVIDIA H200 (sm_90, ...)". */
+static void print_profile(int32_t n, const char *const *names, const double *kernel_flops, const double *acc,
+                          int32_t *order, long runs, const char *where, const double *comm) {
   double total = 0;
-  for (int32_t k = 0; k < m->n_kernels; k++) {
+  for (int32_t k = 0; k < n; k++) {
     order[k] = k;
     total += acc[k];
   }
   profile_acc = acc;
-  if (m->n_kernels > 0)
-    qsort(order, (size_t)m->n_kernels, sizeof *order, cmp_by_time);
-  printf("profile: %d kernels, %.4f ms a run in kernels (mean of %ld run%s, %d thread%s)\n", (int)m->n_kernels,
-         total / (double)runs * 1e3, runs, runs == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
+  if (n > 0)
+    qsort(order, (size_t)n, sizeof *order, cmp_by_time);
+  printf("profile: %d kernels, %.4f ms a run in kernels (mean of %ld run%s, %s)\n", (int)n,
+         total / (double)runs * 1e3, runs, runs == 1 ? "" : "s", where);
   printf("%10s %7s %7s %8s  %s\n", "us/run", "share", "cumul", "GFLOP/s", "kernel");
   double cumul = 0;
-  for (int32_t i = 0; i < m->n_kernels; i++) {
+  for (int32_t i = 0; i < n; i++) {
     int32_t k = order[i];
     cumul += acc[k];
-    const char *name = m->kernel_names && m->kernel_names[k] ? m->kernel_names[k] : "?";
-    double flops = m->kernel_flops ? m->kernel_flops[k] : 0;
+    const char *name = names && names[k] ? names[k] : "?";
+    double flops = kernel_flops ? kernel_flops[k] : 0;
     char rate[32] = "-";
     if (flops > 0 && acc[k] > 0)
       snprintf(rate, sizeof rate, "%.1f", flops * (double)runs / acc[k] * 1e-9);
@@ -539,6 +572,7 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   if (rc >= 0)
     return rc;
   m = c.m;
+  c.gpu_model = c.top->gpu ? c.top : m->gpu ? m : NULL;
   if (m->n_ranks > 1 && !asks_help(argc, argv)) {
     FrtError cerr = {0};
     if (frt_coll_init(m->n_ranks, m->n_mesh_axes, m->mesh, &cerr) != FRT_OK) {
@@ -563,6 +597,9 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   double *times = NULL, *prof = NULL;
   int32_t *prof_order = NULL;
   FrtPool *pool = NULL;
+  FrtGpuSession *gpu = NULL;
+  int32_t n_prof = 0;
+  char where[256] = "";
   if (!ins || !c.bound || !in_ptrs || !outs) {
     rc = fail(&c, EXIT_INPUT, "out of memory");
     goto allocated;
@@ -589,8 +626,22 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     }
     memset(outs[i], 0, nbytes);
   }
+  FrtError err = {0};
+  if (c.device != FRT_DEVICE_CPU && frt_gpu_open(c.gpu_model, c.device, &gpu, &err) != FRT_OK) {
+    if (c.device != FRT_DEVICE_AUTO) {
+      rc = fail(&c, EXIT_INPUT, "%s", err.msg);
+      goto allocated;
+    }
+    fprintf(stderr, "%s: no usable GPU (%s): running on the CPU\n", c.prog, err.msg);
+    c.device = FRT_DEVICE_CPU;
+  }
+  n_prof = gpu ? c.gpu_model->gpu->n_kernels : m->n_kernels;
+  if (gpu)
+    snprintf(where, sizeof where, "on %s", frt_gpu_device_name(gpu));
   size_t ws_size = frt_model_workspace_size(m);
-  if (m->workspace_size > SIZE_MAX || !(ws = frt_alloc_aligned(ws_size))) {
+  if (gpu) {
+    /* The device holds the workspace; no pool either. */
+  } else if (m->workspace_size > SIZE_MAX || !(ws = frt_alloc_aligned(ws_size))) {
     rc = fail(&c, EXIT_INPUT, "out of memory for the workspace (%llu bytes)",
               (unsigned long long)m->workspace_size);
     goto allocated;
@@ -599,21 +650,21 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     rc = fail(&c, EXIT_INPUT, "out of memory for %ld timings", c.bench);
     goto allocated;
   }
-  if (c.profile && m->n_kernels > 0 &&
-      (!(prof = calloc((size_t)m->n_kernels, sizeof *prof)) ||
-       !(prof_order = calloc((size_t)m->n_kernels, sizeof *prof_order)))) {
-    rc = fail(&c, EXIT_INPUT, "out of memory for the profile of %d kernels", (int)m->n_kernels);
+  if (c.profile && n_prof > 0 &&
+      (!(prof = calloc((size_t)n_prof, sizeof *prof)) || !(prof_order = calloc((size_t)n_prof, sizeof *prof_order)))) {
+    rc = fail(&c, EXIT_INPUT, "out of memory for the profile of %d kernels", (int)n_prof);
     goto allocated;
   }
   /* Ranks on one machine share its cores unless told otherwise. */
   int threads = c.threads;
   if (c.ranked && threads == 0 && (threads = frt_default_threads() / frt_coll_local_size()) < 1)
     threads = 1;
-  FrtError err = {0};
-  if (!(pool = frt_pool_create(threads, &err))) {
+  if (!gpu && !(pool = frt_pool_create(threads, &err))) {
     rc = fail(&c, EXIT_INPUT, "%s", err.msg);
     goto allocated;
   }
+  if (!gpu)
+    snprintf(where, sizeof where, "%d thread%s", frt_pool_threads(pool), frt_pool_threads(pool) == 1 ? "" : "s");
 
 allocated:
   if (c.ranked && (rc = agree(&c, rc)) < 0)
@@ -629,12 +680,14 @@ allocated:
 
   double comm0 = 0;
   for (long r = c.bench ? -1 : 0; r < (c.bench ? c.bench : 1); r++) {
-    if (r == 0 && prof)
-      frt_pool_set_profile(pool, prof, m->n_kernels); /* the warm-up run is not profiled */
+    if (r == 0 && prof && gpu) /* the warm-up run is not profiled */
+      frt_gpu_set_profile(gpu, prof, n_prof);
+    else if (r == 0 && prof)
+      frt_pool_set_profile(pool, prof, m->n_kernels);
     if (r == 0)
       comm0 = frt_coll_seconds();
     double t0 = frt_now_seconds();
-    if (frt_model_run(m, in_ptrs, outs, ws, pool, &err) != FRT_OK) {
+    if ((gpu ? frt_gpu_run(gpu, in_ptrs, outs, &err) : frt_model_run(m, in_ptrs, outs, ws, pool, &err)) != FRT_OK) {
       rc = fail(&c, EXIT_INPUT, "%s", err.msg);
       frt_coll_abort(rc); /* the other ranks may be waiting for this one in a collective */
       goto done;
@@ -657,15 +710,19 @@ allocated:
     qsort(times, (size_t)c.bench, sizeof *times, cmp_double);
     size_t k = (size_t)c.bench;
     double median = k % 2 ? times[k / 2] : (times[k / 2 - 1] + times[k / 2]) / 2;
-    printf("latency: min %.4f ms, median %.4f ms (%ld runs after 1 warm-up, %d thread%s)\n", times[0] * 1e3,
-           median * 1e3, c.bench, frt_pool_threads(pool), frt_pool_threads(pool) == 1 ? "" : "s");
+    printf("latency: min %.4f ms, median %.4f ms (%ld runs after 1 warm-up, %s)\n", times[0] * 1e3,
+           median * 1e3, c.bench, where);
   }
-  if (c.profile)
-    print_profile(m, prof, prof_order, c.bench ? c.bench : 1, frt_pool_threads(pool), c.ranked ? &comm : NULL);
+  if (c.profile && gpu)
+    print_profile(n_prof, c.gpu_model->gpu->kernel_names, NULL, prof, prof_order, c.bench ? c.bench : 1, where, NULL);
+  else if (c.profile)
+    print_profile(m->n_kernels, m->kernel_names, m->kernel_flops, prof, prof_order, c.bench ? c.bench : 1, where,
+                  c.ranked ? &comm : NULL);
   fflush(stdout);
   rc = 0;
 
 done:
+  frt_gpu_close(gpu);
   frt_pool_destroy(pool);
   free(times);
   free(prof);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# update_conformance_list.sh [BUILD_DIR] — regenerates the conformance suites' expected-failure lists from
+# update_conformance_list.sh [BUILD_DIR [simt]] — regenerates the conformance suites' expected-failure lists from
 # runs of `flowc check` (BUILD_DIR/tools/flowc; default build/), and prints the counts per folder:
 # tests/conformance/expected_failures.txt over all of libonnx-testdata, and
-# tests/conformance/opsets/expected_failures.txt over the opset 18-21 cases (tests/conformance/opsets/data).
+# tests/conformance/opsets/expected_failures.txt over the opset 18-21 cases (tests/conformance/opsets/data);
+# with `simt`, tests/conformance/simt_expected_failures.txt instead: node and simple through --device simt.
 # Review the diff before committing: every line is a case that does not pass.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ update() {
   shift 3
   local results=()
   for folder in "$@"; do
-    "$flowc" check -j "$jobs" "$data/$folder" >"$tmp/$folder.txt" || [ $? -eq 1 ]
+    "$flowc" check -j "$jobs" ${CHECK_ARGS:-} "$data/$folder" >"$tmp/$folder.txt" || [ $? -eq 1 ]
     awk -v f="$folder" '
       $1 == "PASS" { p++ } $1 == "FAIL" { x++ } $1 == "UNSUPPORTED" { u++ } $1 == "CONSTANT" { c++ }
       END { printf "%s: %d cases: %d passed, %d failed, %d unsupported, %d constant\n", f, p + x + u + c, p, x, u, c }
@@ -43,6 +44,13 @@ update() {
   echo "wrote $list ($(grep -c '^[a-z]' "$list") cases)"
 }
 
+if [ "${2:-}" = simt ]; then
+  # The GPU kernels on the SIMT host backend (flowc check --device simt): node and simple.
+  CHECK_ARGS="--device simt" update "$root/tests/conformance/simt_expected_failures.txt" \
+    "libonnx-testdata's node and simple folders on the SIMT host backend (--device simt)" \
+    "${FLOWC_ONNX_DATA:-/usr/share/libonnx-testdata/data}" node simple
+  exit 0
+fi
 update "$root/tests/conformance/expected_failures.txt" "Debian's libonnx-testdata" \
   "${FLOWC_ONNX_DATA:-/usr/share/libonnx-testdata/data}" node pytorch-converted pytorch-operator simple
 update "$root/tests/conformance/opsets/expected_failures.txt" "the opset 18-21 tests (tests/conformance/opsets)" \

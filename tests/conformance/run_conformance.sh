@@ -16,7 +16,7 @@ jobs=${FLOWC_CHECK_JOBS:-$(nproc)}
 mkdir -p "$out"
 status=0
 for folder in "${folders[@]}"; do
-  "$flowc" check -j "$jobs" "$data/$folder" >"$out/$folder.txt" 2>"$out/$folder.err"
+  "$flowc" check -j "$jobs" ${FLOWC_CHECK_ARGS:-} "$data/$folder" >"$out/$folder.txt" 2>"$out/$folder.err"
   rc=$?
   # exit 1 only means some case failed; anything else (a usage error, a crash of flowc itself) is fatal
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
@@ -39,6 +39,15 @@ mismatch=$(join -a 1 -a 2 -e NONE -o 0,1.2,2.2 "$out/outcomes.txt" "$out/expecte
   $2 == "NONE" { print $1 "\tNOT RUN " $1 " (listed as " $3 ")"; next }
   $3 == "NONE" { print $1 "\tUNEXPECTED " $2 " " $1 " (not in the list)"; next }
   { print $1 "\tCHANGED " $1 ": " $2 ", listed as " $3 }')
+# FLOWC_COVERAGE_OF=LIST (the SIMT run): how many of the cases the CPU passes (those of these folders not in
+# the CPU's LIST) pass here too: issue 16's target is 90%.
+if [ -n "${FLOWC_COVERAGE_OF:-}" ]; then
+  sed -e 's/#.*//' "$FLOWC_COVERAGE_OF" | awk 'NF >= 2 { print $1 }' | sort >"$out/cpu_not_passing.txt"
+  awk '{ print $1 }' "$out/outcomes.txt" | sort | comm -23 - "$out/cpu_not_passing.txt" >"$out/cpu_passing.txt"
+  awk '$2 == "PASS" { print $1 }' "$out/outcomes.txt" | sort | comm -12 - "$out/cpu_passing.txt" >"$out/both.txt"
+  echo "coverage: $(wc -l <"$out/both.txt") of the $(wc -l <"$out/cpu_passing.txt") cases the CPU passes pass here" \
+    "($(awk -v a="$(wc -l <"$out/both.txt")" -v b="$(wc -l <"$out/cpu_passing.txt")" 'BEGIN { printf "%.1f", b ? 100 * a / b : 0 }')%)"
+fi
 if [ -n "$mismatch" ]; then
   printf '%s\n' "$mismatch" | while IFS=$'\t' read -r name msg; do
     echo "$msg"

@@ -3,12 +3,14 @@
 Tests may use Python; the programs under test never do. (The main job, tools/demo.sh, is the suite's
 third kind of test; tests/e2e/meson.build runs it.)
 
-  e2e.py compare --flowc FLOWC --case DIR --mode run|exe [--threads 1,2] --work DIR [--export SCRIPT]
+  e2e.py compare --flowc FLOWC --case DIR --mode run|exe|simt|cuda [--threads 1,2] --work DIR [--export SCRIPT]
       DIR is a test case written by tools/export_e2e_models.py (model.onnx, test_data_set_0/input_<i>.pb,
       output_<i>.pb = PyTorch's outputs); with --export, SCRIPT first (re-)exports it when it is missing
       or stale. mode run: `flowc run MODEL INPUTS --threads N --output-dir D`;
       mode exe: `flowc build MODEL -o EXE` once (EXE may need only libc, libm and libpthread, says ldd),
-      then `EXE INPUTS --threads N --output-dir D`. Every
+      then `EXE INPUTS --threads N --output-dir D`; mode simt: `flowc run MODEL INPUTS --device simt` (the GPU
+      kernels on the SIMT host backend); mode cuda: PTX for sm_80 and sm_90 through ptxas, then the
+      `--device cuda` executable (on a machine without a GPU it must run the CPU code and say so once). Every
       output must have PyTorch's shape and dtype and agree element-wise within |got - want| <=
       atol + rtol * |want| (rtol 1e-4, atol 1e-5: issue 3's end-to-end tolerance), with no NaN or Inf.
       One line per thread count with the largest absolute and relative errors and the worst element.
@@ -136,6 +138,37 @@ def shared_libraries(exe):
             and "not a dynamic executable" not in line]
 
 
+def gpu_present():
+    return any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0"))
+
+
+def cuda_build(a, name, model, work):
+    """mode cuda: the PTX for sm_80 and sm_90, each accepted by ptxas (flowc build runs it; FLOWC_PTXAS must
+    not hide it), and the --device cuda executable, which runs on the GPU where there is one and on the CPU
+    (--device auto) elsewhere; it still needs only libc, libm and libpthread (libcuda is loaded with dlopen)."""
+    if not os.path.exists("/usr/local/cuda/bin/ptxas"):
+        print(f"SKIP {name} cuda: no ptxas in /usr/local/cuda/bin")
+        sys.exit(77)
+    for gpu in ("sm_80", "sm_90"):
+        ptx = os.path.join(work, f"{name}.{gpu}.ptx")
+        cmd = [a.flowc, "build", model, "--device", "cuda", "--gpu", gpu, "--emit", "ptx", "-o", ptx]
+        p = run(cmd)
+        if p.returncode != 0:
+            fail(f"{name} cuda: `{show(cmd)}` exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}")
+        with open(ptx) as f:
+            entries = f.read().count(".entry ")
+        print(f"PTX for {gpu}: {entries} kernels, accepted by ptxas ({p.seconds:.1f} s)")
+    exe = os.path.join(work, name)
+    cmd = [a.flowc, "build", model, "--device", "cuda", "-o", exe]
+    p = run(cmd)
+    if p.returncode != 0:
+        fail(f"{name} cuda exe: `{show(cmd)}` exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}")
+    extra = [lib for lib in shared_libraries(exe) if not lib.startswith(ALLOWED_LIBS)]
+    if extra:
+        fail(f"{name} cuda exe: {exe} needs {', '.join(extra)} (only libc, libm and libpthread are allowed)")
+    return [exe]
+
+
 def cmd_compare(a):
     name = os.path.basename(os.path.normpath(a.case))
     if a.export:
@@ -151,7 +184,9 @@ def cmd_compare(a):
         fail(f"{name}: {a.case} is not a complete test case (run tools/export_e2e_models.py)")
     step = output_step(a.case) if a.steps is not None else None
     work = fresh_dir(a.work)
-    if a.mode == "exe":
+    if a.mode == "cuda":
+        base = cuda_build(a, name, model, work)
+    elif a.mode == "exe":
         exe = os.path.join(work, name)
         cmd = [a.flowc, "build", model, "-o", exe]
         p = run(cmd)
@@ -163,6 +198,8 @@ def cmd_compare(a):
             fail(f"{name} exe: {exe} needs {', '.join(extra)} (only libc, libm and libpthread are allowed)")
         print(f"built {exe} in {p.seconds:.1f} s; it needs {', '.join(libs)}")
         base = [exe]
+    elif a.mode == "simt":
+        base = [a.flowc, "run", model, "--device", "simt"]
     else:
         base = [a.flowc, "run", model]
     failed = False
@@ -173,6 +210,11 @@ def cmd_compare(a):
         if p.returncode != 0:
             fail(f"{name} {a.mode} --threads {threads}: `{show(cmd)}` exited {p.returncode}: "
                  f"{(p.stderr or p.stdout).strip()[-2000:]}")
+        if a.mode == "cuda" and not gpu_present():
+            # no GPU here: --device auto runs the CPU code and says so once
+            said = [line for line in p.stderr.splitlines() if "running on the CPU" in line]
+            if len(said) != 1:
+                fail(f"{name} cuda: expected one 'running on the CPU' line on stderr, got: {p.stderr.strip()[-500:]}")
         ok, line = compare_outputs(out_dir, refs, step, a.steps)
         print(f"{'ok  ' if ok else 'FAIL'} {name} {a.mode} --threads {threads} ({p.seconds:.1f} s): {line}")
         failed |= not ok
@@ -300,7 +342,7 @@ def main():
     c.add_argument("--case", required=True)
     c.add_argument("--export", help="tools/export_e2e_models.py (or bench/qdq_models.py): export the case first "
                    "if it is missing or stale")
-    c.add_argument("--mode", choices=["run", "exe"], required=True)
+    c.add_argument("--mode", choices=["run", "exe", "simt", "cuda"], required=True)
     c.add_argument("--threads", default="1,2")
     c.add_argument("--steps", type=float, help="tolerance in output quantisation steps (bench/qdq_models.py cases)")
     c.add_argument("--work", required=True)

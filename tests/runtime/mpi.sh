@@ -8,6 +8,8 @@
 #   main WORK                ranked_main (frt_main with a hand-built 2- or 4-rank descriptor): results printed
 #                            and written by rank 0 alone, the wrong number of ranks, no mpirun, no libmpi, a
 #                            collective failing on one rank, a bad input file on rank 0, --help, --profile
+#   nccl                     nccl_check on 2 ranks: with two GPUs NCCL starts; without, every rank says why
+#                            (no driver, the CUDA stub, no libnccl), naming the first rank that failed
 #   faults WORK              coll_check loop with one rank killed (kill -9) mid-collective, and coll_check hang
 #                            with one rank stopped: every rank gone and mpirun non-zero within 60 s, and a
 #                            message naming the rank; a rank slower than its peers but within the timeout
@@ -35,6 +37,39 @@ checks | checks-split)
   [ $rc -eq 0 ] || fail "mpirun -np $np exited $rc"
   n=$(grep -c "checks passed" "$out")
   [ "$n" -eq "$np" ] || fail "$n of $np ranks reported their checks passed"
+  rm -f "$out"
+  ;;
+
+nccl)
+  out=$(mktemp)
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "${gpus:-0}" -ge 2 ]; then
+    timeout 240 $MPIRUN -np 2 "$prog" 2 >"$out" 2>&1
+    rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] || fail "NCCL on 2 GPUs: mpirun exited $rc"
+    [ "$(grep -c 'NCCL started on 2 ranks' "$out")" -eq 2 ] || fail "NCCL on 2 GPUs: not started on both ranks"
+  else
+    # nccl_check NAME ENV...: 2 ranks, both must fail with exit 3 and say TEXT ($want).
+    refuse() {
+      name=$1
+      shift
+      env "$@" timeout 240 $MPIRUN -np 2 "$prog" 2 >"$out" 2>&1
+      rc=$?
+      cat "$out"
+      [ $rc -ne 0 ] || fail "$name: mpirun exited 0"
+      [ "$(grep -c "NCCL failed: .*$want" "$out")" -eq 2 ] || fail "$name: not both ranks said '$want'"
+    }
+    if ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+      want="needs a GPU: no CUDA driver: /nonexistent/libcuda.so.1: cannot open shared object file"
+      refuse "no driver" FLOWRT_CUDA_LIBRARY=/nonexistent/libcuda.so.1
+      stub=/usr/local/cuda/lib64/stubs/libcuda.so
+      want="needs a GPU: cuInit: CUDA_ERROR_STUB_LIBRARY (the stub library, not a driver"
+      [ ! -f $stub ] || refuse "the stub" FLOWRT_CUDA_LIBRARY=$stub
+    fi
+    want="need NCCL, which cannot be loaded: /nonexistent/libnccl.so.2: cannot open shared object file"
+    refuse "no NCCL" FLOWRT_NCCL_LIBRARY=/nonexistent/libnccl.so.2
+  fi
   rm -f "$out"
   ;;
 

@@ -184,6 +184,78 @@ static void test_full_block_barrier(void **state) {
   }
 }
 
+/* ---- the schedule ----------------------------------------------------------------------------------- */
+
+/* Records the order threads and blocks run in (the emulator runs one thread at a time, so a plain counter
+ * in the buffer is enough): out[0] the counter, out[1 + b * 64 + t] thread t's turn before the barrier,
+ * out[1 + 192 + b * 64 + t] after it (fibers only), out[1 + 384 + b] block b's turn. */
+static void k_order(void *thr, void *const *args) {
+  FrtSimtThread *t = thr;
+  uint32_t *out = args[0], b = t->bid[0];
+  if (t->linear == 0)
+    out[1 + 384 + b] = out[0]++;
+  out[1 + b * 64 + t->linear] = out[0]++;
+  if (args[1]) {
+    frt_simt_barrier(t);
+    out[1 + 192 + b * 64 + t->linear] = out[0]++;
+  }
+}
+
+static void k_order_plain(void *thr, void *const *args) {
+  void *const a[] = {args[0], NULL};
+  k_order(thr, a);
+}
+
+/* The rank of each thread within its block's pass: 0 = first. */
+static void ranks(const uint32_t *turns, uint32_t *rank) {
+  for (int i = 0; i < 64; i++) {
+    rank[i] = 0;
+    for (int j = 0; j < 64; j++)
+      rank[i] += turns[j] < turns[i];
+  }
+}
+
+static void test_schedule_order(void **state) {
+  uint32_t dummy = 0;
+  for (int sync = 0; sync < 2; sync++) {
+    for (size_t s = 0; s < N_SCHEDULES; s++) {
+      uint32_t out[1 + 384 + 3];
+      memset(out, 0, sizeof out);
+      void *bufs[] = {out, &dummy};
+      size_t sizes[] = {sizeof out, sizeof dummy};
+      Shape sh = {{3, 1, 1}, {64, 1, 1}, 0, sync ? FRT_GPU_SYNC : 0};
+      run_ok(sync ? k_order : k_order_plain, &sh, schedules[s], 2, bufs, sizes);
+      bool random = strncmp(schedules[s], "random", 6) == 0, reverse = strcmp(schedules[s], "reverse") == 0;
+      /* Blocks one after the other: forward, reverse, or (random) either. */
+      uint32_t *blocks = out + 1 + 384;
+      bool fwd_blocks = blocks[0] < blocks[1] && blocks[1] < blocks[2];
+      bool rev_blocks = blocks[0] > blocks[1] && blocks[1] > blocks[2];
+      assert_true(random ? fwd_blocks || rev_blocks : reverse ? rev_blocks : fwd_blocks);
+      for (int pass = 0; pass < (sync ? 2 : 1); pass++) {
+        uint32_t first[64], rank[64];
+        for (int b = 0; b < 3; b++) {
+          ranks(out + 1 + pass * 192 + b * 64, rank);
+          if (b == 0 && pass == 0)
+            memcpy(first, rank, sizeof rank);
+          int identity = 0, reversed = 0;
+          for (int i = 0; i < 64; i++) {
+            identity += rank[i] == (uint32_t)i;
+            reversed += rank[i] == (uint32_t)(63 - i);
+          }
+          if (random) {
+            /* A fresh permutation: neither order, and not the first block's first one again. */
+            assert_true(identity < 64 && reversed < 64);
+            if (b || pass)
+              assert_memory_not_equal(rank, first, sizeof rank);
+          } else {
+            assert_int_equal(reverse ? reversed : identity, 64);
+          }
+        }
+      }
+    }
+  }
+}
+
 /* ---- a block-wide tree reduction in shared memory --------------------------------------------------- */
 
 enum { RED_THREADS = 256, RED_BLOCKS = 5 };
@@ -605,6 +677,7 @@ static void test_bad_fibers_setting(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ids),
+      cmocka_unit_test(test_schedule_order),
       cmocka_unit_test(test_misuse),
       cmocka_unit_test(test_bad_shapes),
       cmocka_unit_test(test_open_and_memory_errors),

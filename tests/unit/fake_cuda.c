@@ -1,0 +1,292 @@
+/* fake_cuda.c — a fake libcuda.so.1 for test_gpu_runtime: the driver API entry points the CUDA backend
+ * (runtime/gpu_cuda.c) resolves, over host memory, so the backend and the runner run end to end on a machine
+ * without a GPU (FLOWRT_CUDA_LIBRARY points at this library).
+ *
+ * "Device" memory is malloc'd (a CUdeviceptr is the host address); a module's "PTX" is any text, and its
+ * kernels are the few host functions below, looked up by name; a launch runs the kernel at once, one call
+ * per thread of the grid (x only). Events read a fake clock that each cuEventRecord advances by 0.5 ms, so a
+ * launch between two events takes exactly 0.5 ms. Knobs (read at each call): FAKE_CUDA_CC=75 makes the
+ * device sm_75 (default sm_90); FAKE_CUDA_NO_DEVICE=1 makes it report no device. A PTX text containing
+ * "SYNTAX ERROR" fails to load with a two-line JIT log. fake_cuda_live() counts allocations not yet freed.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef uint64_t CUdeviceptr;
+
+enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_PTX = 218, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700 };
+
+typedef void (*FakeKernel)(uint32_t t, void **params);
+
+static int live;
+static CUresult pending; /* a fault that the next synchronisation reports */
+static double clock_ms;
+
+int fake_cuda_live(void);
+int fake_cuda_live(void) { return live; }
+
+/* y[t] = x[t] + 1 (params: x, y) */
+static void add_one(uint32_t t, void **params) {
+  const float *x = (const float *)(uintptr_t) * (CUdeviceptr *)params[0];
+  float *y = (float *)(uintptr_t) * (CUdeviceptr *)params[1];
+  y[t] = x[t] + 1.0f;
+}
+
+/* y[t] *= w[0] (params: y, weights) */
+static void scale_w(uint32_t t, void **params) {
+  float *y = (float *)(uintptr_t) * (CUdeviceptr *)params[0];
+  const float *w = (const float *)(uintptr_t) * (CUdeviceptr *)params[1];
+  y[t] *= w[0];
+}
+
+/* status = 2 (kernel index 1, plus 1) when idx[t] is outside [0, 4) (params: status word, idx) */
+static void check_index(uint32_t t, void **params) {
+  int32_t *status = (int32_t *)(uintptr_t) * (CUdeviceptr *)params[0];
+  const int64_t *idx = (const int64_t *)(uintptr_t) * (CUdeviceptr *)params[1];
+  if (idx[t] < 0 || idx[t] >= 4)
+    *status = 2;
+}
+
+static void fault(uint32_t t, void **params) {
+  (void)t;
+  (void)params;
+  pending = ILLEGAL_ADDRESS;
+}
+
+typedef struct FakeEntry {
+  const char *name;
+  FakeKernel fn;
+} FakeEntry;
+
+static const FakeEntry kernels[] = {{"add_one", add_one}, {"scale_w", scale_w}, {"check_index", check_index}, {"fault", fault}};
+
+static const char *env(const char *name) {
+  const char *s = getenv(name);
+  return s && *s ? s : NULL;
+}
+
+CUresult cuInit(unsigned flags);
+CUresult cuInit(unsigned flags) { return flags ? INVALID_VALUE : OK; }
+
+CUresult cuDeviceGetCount(int *n);
+CUresult cuDeviceGetCount(int *n) {
+  *n = env("FAKE_CUDA_NO_DEVICE") ? 0 : 1;
+  return OK;
+}
+
+CUresult cuDeviceGet(int *dev, int ordinal);
+CUresult cuDeviceGet(int *dev, int ordinal) {
+  *dev = ordinal;
+  return ordinal == 0 ? OK : 101;
+}
+
+CUresult cuDeviceGetName(char *name, int len, int dev);
+CUresult cuDeviceGetName(char *name, int len, int dev) {
+  snprintf(name, (size_t)len, "Fake GPU");
+  return OK;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev);
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+  int cc = env("FAKE_CUDA_CC") ? atoi(env("FAKE_CUDA_CC")) : 90;
+  if (attr == 75)
+    *v = cc / 10;
+  else if (attr == 76)
+    *v = cc % 10;
+  else
+    return INVALID_VALUE;
+  return OK;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev);
+CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+  *bytes = (size_t)16 << 30;
+  return OK;
+}
+
+static int ctx_object;
+
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev);
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  *ctx = &ctx_object;
+  live++;
+  return OK;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(int dev);
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+  live--;
+  return OK;
+}
+
+CUresult cuCtxSetCurrent(void *ctx);
+CUresult cuCtxSetCurrent(void *ctx) { return ctx == &ctx_object ? OK : 201; }
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n);
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  if (n == 0)
+    return INVALID_VALUE;
+  void *m = malloc(n);
+  if (!m)
+    return OUT_OF_MEMORY;
+  memset(m, 0xcd, n); /* device memory starts as garbage */
+  *p = (CUdeviceptr)(uintptr_t)m;
+  live++;
+  return OK;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p);
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  free((void *)(uintptr_t)p);
+  live--;
+  return OK;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return OK;
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream);
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream);
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream) {
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void *stream);
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void *stream) {
+  memset((void *)(uintptr_t)dst, v, n);
+  return OK;
+}
+
+static int module_object;
+
+CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *options, void **values);
+CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *options, void **values) {
+  if (!strstr((const char *)image, "SYNTAX ERROR")) {
+    *mod = &module_object;
+    live++;
+    return OK;
+  }
+  char *log = NULL;
+  size_t cap = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (options[i] == 5)
+      log = values[i];
+    else if (options[i] == 6)
+      cap = (size_t)(uintptr_t)values[i];
+  }
+  if (log && cap)
+    snprintf(log, cap, "ptxas application ptx input, line 5; error   : syntax error\nptxas fatal   : aborted");
+  return INVALID_PTX;
+}
+
+CUresult cuModuleUnload(void *mod);
+CUresult cuModuleUnload(void *mod) {
+  live--;
+  return OK;
+}
+
+CUresult cuModuleGetFunction(void **fn, void *mod, const char *name);
+CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) {
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+    if (strcmp(kernels[i].name, name) == 0) {
+      *fn = (void *)&kernels[i];
+      return OK;
+    }
+  return NOT_FOUND;
+}
+
+CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void *stream, void **params, void **extra);
+CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void *stream, void **params, void **extra) {
+  if (!fn || extra || gy != 1 || gz != 1 || by != 1 || bz != 1)
+    return INVALID_VALUE;
+  FakeKernel k = ((const FakeEntry *)fn)->fn;
+  for (uint32_t t = 0; t < gx * bx; t++)
+    k(t, params);
+  return OK;
+}
+
+static int stream_object;
+
+CUresult cuStreamCreate(void **s, unsigned flags);
+CUresult cuStreamCreate(void **s, unsigned flags) {
+  *s = &stream_object;
+  live++;
+  return OK;
+}
+
+CUresult cuStreamDestroy_v2(void *s);
+CUresult cuStreamDestroy_v2(void *s) {
+  live--;
+  return OK;
+}
+
+CUresult cuStreamSynchronize(void *s);
+CUresult cuStreamSynchronize(void *s) {
+  CUresult r = pending;
+  pending = OK;
+  return r;
+}
+
+CUresult cuEventCreate(void **e, unsigned flags);
+CUresult cuEventCreate(void **e, unsigned flags) {
+  double *t = calloc(1, sizeof *t);
+  if (!t)
+    return OUT_OF_MEMORY;
+  *e = t;
+  live++;
+  return OK;
+}
+
+CUresult cuEventDestroy_v2(void *e);
+CUresult cuEventDestroy_v2(void *e) {
+  free(e);
+  live--;
+  return OK;
+}
+
+CUresult cuEventRecord(void *e, void *s);
+CUresult cuEventRecord(void *e, void *s) {
+  clock_ms += 0.5;
+  *(double *)e = clock_ms;
+  return OK;
+}
+
+CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b);
+CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
+  *ms = (float)(*(double *)b - *(double *)a);
+  return OK;
+}
+
+CUresult cuGetErrorName(CUresult r, const char **s);
+CUresult cuGetErrorName(CUresult r, const char **s) {
+  switch (r) {
+  case INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; return OK;
+  case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
+  case ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return OK;
+  }
+  return INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult r, const char **s);
+CUresult cuGetErrorString(CUresult r, const char **s) {
+  switch (r) {
+  case INVALID_PTX: *s = "a PTX JIT compilation failed"; return OK;
+  case NOT_FOUND: *s = "named symbol not found"; return OK;
+  case ILLEGAL_ADDRESS: *s = "an illegal memory access was encountered"; return OK;
+  }
+  return INVALID_VALUE;
+}
