@@ -103,6 +103,24 @@ LLVMBasicBlockRef fc_gpu_team_leader_begin(FcGpuKernel *g, const FcGpuTeam *t);
 /* fc_gpu_shfl_xor for any integer or float scalar (narrow integers widened, 64-bit ones in two halves). */
 LLVMValueRef fc_gpu_shfl_xor_any(FcGpuKernel *g, LLVMValueRef v, int mask);
 
+/* ---- gpu_kernel_matmul.c: the tiled GEMM (flow.matmul; the conv's implicit GEMM) ------------------- */
+
+/* C[z] = A[z] · B[z] for z in [0, batch), A [M, K], B [K, N], computed in compute type ct. The callbacks
+ * emit code at the builder's position: begin (may be NULL) once per block for its problem z (i64), before
+ * the K loop; load_a / load_b an element (indices i64, always in range) as a ct value; store_c the finished
+ * sum of element (m, n) of problem z (in range). ctx is the emitter's. Sets the launch (a 1-D grid of 256-
+ * thread blocks, one per 64 x 64 tile); FC_ERR_LIMIT past 2^31-1 blocks. */
+typedef struct FcGpuGemm {
+  int64_t batch, M, N, K;
+  LLVMTypeRef ct;
+  void *ctx;
+  void (*begin)(FcGpuKernel *g, void *ctx, LLVMValueRef z);
+  LLVMValueRef (*load_a)(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMValueRef m, LLVMValueRef kk);
+  LLVMValueRef (*load_b)(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMValueRef kk, LLVMValueRef n);
+  void (*store_c)(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v);
+} FcGpuGemm;
+FcStatus fc_gpu_gemm_emit(FcGpuKernel *g, const FcGpuGemm *p);
+
 /* ---- gpu_kernels.def: the GPU emitters -------------------------------------------------------------- */
 
 /* An emitter returns FC_OK after building the kernel and setting its launch, or FC_ERR_UNSUPPORTED (with
