@@ -56,9 +56,12 @@ FcStatus fc_sbp_plan_init(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag) {
   p->op_of = FC_NEW_ARRAY(a, int32_t, (size_t)p->n_ids + 1);
   for (uint32_t i = 0; i < p->n_ids; i++) p->op_of[i] = -1;
   for (int i = 0; i < g->n_inputs; i++) p->input[i] = FC_SBP_BCAST;
+  p->n_op_ids = g->next_op_id;
+  p->index_of = FC_NEW_ARRAY(a, int32_t, (size_t)p->n_op_ids + 1);
   int k = 0;
   fc_graph_for_each_op(g, op) {
     p->ops[k] = op;
+    p->index_of[op->id] = k;
     p->need[k] = FC_NEW_ARRAY(a, FcSbp, (size_t)op->n_operands + 1);
     p->out[k] = FC_NEW_ARRAY(a, FcSbp, (size_t)op->n_results + 1);
     for (int i = 0; i < op->n_operands; i++) p->need[k][i] = FC_SBP_BCAST;

@@ -23,6 +23,8 @@ typedef struct FcSbpPlan {
   FcSbp *input;   /* graph input i's signature: B, or a split sliced once at the top */
   uint32_t n_ids; /* the graph's value ids when the plan was made */
   int32_t *op_of; /* value id -> index of its defining op in ops, -1 for a graph input */
+  uint32_t n_op_ids;
+  int32_t *index_of; /* op id -> index in ops */
 } FcSbpPlan;
 
 /* A plan for m's top-level graph with every op on whole tensors (all B). False when m has no mesh, or a
@@ -52,5 +54,8 @@ int fc_sbp_candidates(const FcSbpPlan *p, int k, FcArena *a, FcSbpChoice **out);
  * that take an operand in another signature (one per value and signature), local shapes, flow.sbp on
  * every result. */
 FcStatus fc_sbp_apply(const FcSbpPlan *p, FcPassContext *pc);
+
+/* sbp_file.c: the plan of the assignment file named by the module attribute flow.sbp_file (left in place). */
+FcStatus fc_sbp_file_plan(FcModule *m, FcArena *a, FcSbpPlan *plan, FcDiag *diag);
 
 #endif /* FLOWC_PASSES_SBP_H */
