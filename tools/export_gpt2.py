@@ -63,8 +63,7 @@ def main():
     model = GPT2(a.layers, a.d, a.heads, a.seq, a.vocab).eval()
     ids = torch.zeros(1, a.seq, dtype=torch.int64)
     with torch.no_grad():
-        torch.onnx.export(model, (ids,), a.out, input_names=["input_ids"], output_names=["logits"], opset_version=17,
-                          dynamo=False)
+        torch.onnx.export(model, (ids,), a.out, input_names=["input_ids"], output_names=["logits"], opset_version=17)
 
 
 if __name__ == "__main__":
