@@ -81,6 +81,24 @@ static const FcLayoutCosts layout_avx512_narrow = {
     .edge_fixed_us = 2,
 };
 
+/* The SBP cost model (passes/sbp_cost.c) on one core of the machine of bench/RESULTS.md (Xeon, AVX-512):
+ * the GEMM's speed at one thread on the bench MLP's and transformer's large matmuls (155-175 GFLOP/s,
+ * --profile), the bytes per second of the memory-bound ops fitted to the one-process transformer's time, and
+ * the link from bench/mpi_link.c at 2 ranks (MPI_Allreduce of 16 MiB: 3.3 ms, ring factor 1: ~5 GB/s; steps
+ * of ~0.4 us). AVX2 and the others: the GEMM at half the lanes. The cap: 16 GiB a rank. */
+static const FcSbpCosts sbp_avx512 = {
+    .gemm_gflops = 165, .mem_gbps = 12, .op_us = 1.0, .link_latency_us = 0.4, .link_gbps = 5.0,
+    .mem_cap_bytes = (int64_t)16 << 30,
+};
+static const FcSbpCosts sbp_avx2 = {
+    .gemm_gflops = 85, .mem_gbps = 12, .op_us = 1.0, .link_latency_us = 0.4, .link_gbps = 5.0,
+    .mem_cap_bytes = (int64_t)16 << 30,
+};
+static const FcSbpCosts sbp_narrow = {
+    .gemm_gflops = 40, .mem_gbps = 8, .op_us = 1.0, .link_latency_us = 0.4, .link_gbps = 5.0,
+    .mem_cap_bytes = (int64_t)16 << 30,
+};
+
 /* A CPU vector level: the first row whose arch matches and whose features the target has all of wins.
  * Element-wise loops use 256-bit vectors on AVX-512 too (LLVM prefers them there: 512-bit code lowers the
  * clock); the GEMM and the blocked kernels use the full registers. */
@@ -92,15 +110,16 @@ typedef struct CpuLevel {
   FcGemmTable gemm; /* vl, tiles, n_tiles, kc, mc_panels, nc_panels */
   const FcLayoutCosts *layout;
   const FcLayoutCosts *layout_narrow; /* a second, narrower block, or NULL */
+  const FcSbpCosts *sbp;
 } CpuLevel;
 
 static const CpuLevel cpu_levels[] = {
     {"avx512", FC_ARCH_X86_64, FC_FEAT_BIT(FC_FEAT_AVX512F) | FC_FEAT_BIT(FC_FEAT_AVX2), 32, 64, 32,
-     {16, TILES(tiles32), 256, 8, 4}, &layout_avx512, &layout_avx512_narrow},
-    {"avx2", FC_ARCH_X86_64, FC_FEAT_BIT(FC_FEAT_AVX2), 32, 32, 16, {8, TILES(tiles16), 256, 20, 8}, &layout_avx2},
-    {"sse", FC_ARCH_X86_64, 0, 16, 16, 16, {4, TILES(tiles16), 256, 20, 8}, &layout_avx2},
+     {16, TILES(tiles32), 256, 8, 4}, &layout_avx512, &layout_avx512_narrow, &sbp_avx512},
+    {"avx2", FC_ARCH_X86_64, FC_FEAT_BIT(FC_FEAT_AVX2), 32, 32, 16, {8, TILES(tiles16), 256, 20, 8}, &layout_avx2, NULL, &sbp_avx2},
+    {"sse", FC_ARCH_X86_64, 0, 16, 16, 16, {4, TILES(tiles16), 256, 20, 8}, &layout_avx2, NULL, &sbp_narrow},
     /* NEON has 32 registers; the GEMM keeps the 16-register tiles it was written with. */
-    {"neon", FC_ARCH_AARCH64, 0, 16, 16, 32, {4, TILES(tiles16), 256, 20, 8}, &layout_avx2},
+    {"neon", FC_ARCH_AARCH64, 0, 16, 16, 32, {4, TILES(tiles16), 256, 20, 8}, &layout_avx2, NULL, &sbp_narrow},
 };
 
 static FcStatus cpu_describe(FcTarget *t, FcDiag *diag) {
@@ -114,6 +133,7 @@ static FcStatus cpu_describe(FcTarget *t, FcDiag *diag) {
     t->gemm = l->gemm;
     t->layout = *l->layout;
     t->layout_narrow = l->layout_narrow ? *l->layout_narrow : (FcLayoutCosts){.block = 0};
+    t->sbp = *l->sbp;
     return FC_OK;
   }
   return fc_error(diag, FC_ERR_INTERNAL, "no vector level for target '%s'", t->triple);

@@ -137,6 +137,18 @@ typedef struct FcGpuDesc {
   double mem_gbs;           /* device memory bandwidth they assume (GB/s) */
 } FcGpuDesc;
 
+/* The SBP cost model's constants (passes/sbp_cost.c): one rank's compute and memory speeds and the link between
+ * ranks, measured on the machine bench/RESULTS.md names (the link: MPI over shared memory, bench/mpi_link.c). */
+typedef struct FcSbpCosts {
+  double gemm_gflops;      /* f32 matmul/conv GFLOP/s of one rank (one thread) on large products */
+  double mem_gbps;         /* GB/s of bytes touched by memory-bound ops (element-wise, copies, slices) */
+  double op_us;            /* fixed cost of one kernel or collective */
+  double link_latency_us;  /* per step of a collective's algorithm */
+  double link_gbps;        /* GB/s a rank sends or receives over the link */
+  int64_t mem_cap_bytes;   /* memory a rank may hold (weights + peak activations): larger plans are refused */
+  int cores;               /* cores the ranks share (0: one each); more ranks than cores slow down in proportion */
+} FcSbpCosts;
+
 typedef struct FcTarget FcTarget;
 /* A kind of target: one row of target.c's table. A new kind (NVPTX) is a new row. */
 typedef struct FcTargetKind {
@@ -171,6 +183,7 @@ struct FcTarget {
   FcGemmTable gemm;
   FcLayoutCosts layout;
   FcLayoutCosts layout_narrow; /* a narrower block for regions the block does not divide (block 0: none) */
+  FcSbpCosts sbp;           /* the SBP cost model's constants (sbp_auto, flowc info --ranks) */
   void *llvm_tm;            /* the LLVMTargetMachineRef codegen uses (codegen.h: fc_target_tm) */
   char *owned;              /* the strings above */
 };

@@ -6,15 +6,23 @@
  * and FLOPs. The FLOP convention is the common one: 2 per multiply-accumulate of conv, conv_transpose and
  * matmul (bias additions, activations and other elementwise work are not counted).
  *
+ * An SBP build (--ranks N) also gets the cost model's predictions (passes/sbp_cost.h), made on the module
+ * after the clean-up round that precedes the sbp pass: per rank and run, the time (compute + communication),
+ * FLOPs, bytes sent, collectives and memory (weights + peak activations) of data, tensor, auto and an
+ * assignment file side by side, with the constants of the host's CPU and its core count (the prediction is
+ * for running here), and a summary of the plan the asked-for strategy applies.
+ *
  * The block is two columns: a key (indented for list items) and its value; the key column is as wide
  * as the longest key, so names of any length stay aligned.
  */
 #include "cli.h"
 #include "memplan.h"
 #include "passes.h"
+#include "sbp_cost.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One row of the block. */
 typedef struct Row {
@@ -211,6 +219,98 @@ static void sbp_rows(Rows *rows, FcArena *a, FcModule *m) {
   }
 }
 
+static const char *estimate_str(FcArena *a, const FcSbpEstimate *e) {
+  return fc_arena_printf(a, "%.3f ms (compute %.3f, communication %.3f); %s FLOPs; %s sent in %d collective%s, %d local "
+                            "slice%s; memory %s weights + %s activations%s",
+                         e->total_s * 1e3, e->compute_s * 1e3, e->comm_s * 1e3, human_count(a, e->flops),
+                         human_bytes(a, e->sent_bytes), e->n_collectives, e->n_collectives == 1 ? "" : "s", e->n_slices,
+                         e->n_slices == 1 ? "" : "s", human_bytes(a, e->weight_bytes), human_bytes(a, e->peak_bytes),
+                         e->fits ? "" : " (over the cap: refused)");
+}
+
+/* What a plan does: ops by the signature of their first result, and its boxing (value, from -> to, size). */
+static void plan_rows(Rows *rows, FcArena *a, const char *label, const FcSbpPlan *p) {
+  int split = 0, partial = 0, whole = 0;
+  for (int k = 0; k < p->n_ops; k++) {
+    const FcOp *op = p->ops[k];
+    if (op->kind == FC_OP_CONSTANT || op->kind == FC_OP_RETURN || op->n_results == 0) continue;
+    FcSbpKind kind = p->out[k][0].kind;
+    split += kind == FC_SBP_S, partial += kind == FC_SBP_P, whole += kind == FC_SBP_B;
+  }
+  add_row(rows, 0, label, fc_arena_printf(a, "%d ops split, %d partial sums, %d on whole tensors", split, partial, whole));
+  int shown = 0, more = 0;
+  for (int k = 0; k < p->n_ops; k++) {
+    const FcOp *op = p->ops[k];
+    for (int i = 0; i < op->n_operands; i++) {
+      const FcValue *v = op->operands[i].value;
+      if (!v || (v->def && v->def->kind == FC_OP_CONSTANT)) continue;
+      FcSbp from = fc_sbp_plan_sig(p, v), to = p->need[k][i];
+      if (fc_sbp_equal(from, to) || from.kind == FC_SBP_B) continue;
+      if (shown == 12) {
+        more++;
+        continue;
+      }
+      char f[32], t[32];
+      const char *name = v->def ? fc_op_name(v->def) : v->name;
+      add_row(rows, 2, clean_name(a, name), fc_arena_printf(a, "%s -> %s for %s, %s", fc_sbp_str(from, f, sizeof f),
+                                                           fc_sbp_str(to, t, sizeof t), clean_name(a, fc_op_name(op)),
+                                                           type_str(a, &v->type)));
+      shown++;
+    }
+  }
+  if (more) add_row(rows, 2, "...", fc_arena_printf(a, "%d more boxing op%s (flowc build --emit ir shows them)", more, more == 1 ? "" : "s"));
+}
+
+/* The predictions of an SBP build, on m after the clean-up round (the caller runs it). */
+static void predict_rows(Rows *rows, FcArena *a, FcModule *m, const char *strategy) {
+  FcDiag d;
+  fc_diag_init(&d);
+  FcCodegenOptions co = {.cpu = "native"};
+  FcTarget *host = NULL;
+  if (fc_target_resolve(&co, &host, &d) != FC_OK) {
+    add_row(rows, 0, "sbp predicted", fc_arena_printf(a, "not predicted: %s", d.msg));
+    return;
+  }
+  FcSbpCosts k = host->sbp;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  k.cores = cores > 0 && cores < 1 << 20 ? (int)cores : 0;
+  int64_t ranks = 1;
+  fc_mesh_group_size(m, -1, &ranks);
+  FcSbpPlan plan, file;
+  FcSbpChoiceReport r;
+  bool has_file = fc_annots_get(&m->annots, fc_annot_name(FC_ANNOT_SBP_FILE)) != NULL;
+  if (ranks < 2) {
+    add_row(rows, 0, "sbp predicted", "one rank: the one-process program");
+  } else if (fc_sbp_auto_plan(m, &k, a, &plan, &r, &d) != FC_OK) {
+    add_row(rows, 0, "sbp predicted", fc_arena_printf(a, "not predicted: %s", d.msg));
+  } else {
+    add_row(rows, 0, "sbp predicted",
+            fc_arena_printf(a, "per rank and run on this host (%s, %lld rank%s on %d core%s; link %.1f GB/s, %.1f us a "
+                               "step; cap %s a rank)", host->level, (long long)ranks, ranks == 1 ? "" : "s", k.cores,
+                            k.cores == 1 ? "" : "s", k.link_gbps, k.link_latency_us, human_bytes(a, k.mem_cap_bytes)));
+    add_row(rows, 2, "data", estimate_str(a, &r.data));
+    add_row(rows, 2, "tensor", estimate_str(a, &r.tensor));
+    add_row(rows, 2, "auto", fc_arena_printf(a, "%s; %s", estimate_str(a, &r.chosen),
+                                             strcmp(r.taken, "search") == 0
+                                                 ? "the search's plan"
+                                                 : fc_arena_printf(a, "%s's plan (the search's: %.3f ms)", r.taken,
+                                                                   r.searched.total_s * 1e3)));
+    if (has_file) {
+      FcSbpEstimate fe;
+      if (fc_sbp_file_plan(m, a, &file, &d) == FC_OK) {
+        fc_sbp_estimate(&k, &file, a, &fe);
+        add_row(rows, 2, "file", estimate_str(a, &fe));
+      } else {
+        add_row(rows, 2, "file", fc_arena_printf(a, "not predicted: %s", d.msg));
+        has_file = false;
+      }
+    }
+    if (strcmp(strategy, "auto") == 0) plan_rows(rows, a, "sbp auto plan", &plan);
+    else if (strcmp(strategy, "file") == 0 && has_file) plan_rows(rows, a, "sbp file plan", &file);
+  }
+  fc_target_free(host);
+}
+
 FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat format, const char *passes,
                        FcDiag *diag) {
   /* Scratch strings live in their own arena, freed on return, so the module is left as it was. */
@@ -277,6 +377,14 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
   bool planned = fc_target_resolve(&co, &target, &pd) == FC_OK;
   po.target = target;
   po.passes = passes;
+  /* An SBP build: the clean-up round before the sbp pass, the predictions, then the rest of the pipeline. */
+  const char *sbp = passes ? strstr(passes, "sbp_") : NULL;
+  if (planned && sbp && fc_module_mesh(m, NULL)) {
+    po.passes = sbp == passes ? "shapes" : fc_arena_printf(a, "%.*s", (int)(sbp - passes - 1), passes);
+    planned = fc_pipeline_run(m, &po, &pd) == FC_OK;
+    if (planned) predict_rows(&rows, a, m, fc_arena_printf(a, "%.*s", (int)strcspn(sbp + 4, ","), sbp + 4));
+    po.passes = sbp;
+  }
   planned = planned && fc_pipeline_run(m, &po, &pd) == FC_OK && fc_memplan(m, NULL, a, &plan, &pd) == FC_OK;
   fc_target_free(target);
   /* Each loop or if body has a plan and an area of its own (codegen/cg_module.c): they add up. */

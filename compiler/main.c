@@ -321,8 +321,10 @@ static void print_build_help(void) {
        "                         0 writes whole outputs (the sbp_data or sbp_tensor pass runs after the\n"
        "                         first clean-up round of -O2, before any fusion)\n"
        "  --mesh AxB...          the ranks as a mesh (product N; default a 1-D mesh of N)\n"
-       "  --sbp data|tensor      data (default): inputs split along dim 0 (batch), weights whole; tensor:\n"
-       "                         matmul/conv weights split (Megatron: columns, then rows and one all-reduce)\n"
+       "  --sbp data|tensor|auto|FILE\n"
+       "                         data (default): inputs split along dim 0 (batch), weights whole; tensor:\n"
+       "                         matmul/conv weights split (Megatron: columns, then rows and one all-reduce);\n"
+       "                         auto: the cost model's plan; FILE: 'name: S(0)' lines (README)\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
        "  --verify-each          run the verifier after every pass\n"
@@ -402,9 +404,10 @@ static void print_info_help(void) {
        "(2 per multiply-accumulate of conv, conv_transpose and matmul).\n"
        "\n"
        "distribution:\n"
-       "  --ranks N [--mesh AxB] [--sbp data|tensor]\n"
-       "                         as for flowc build: the sbp row lists the collectives each rank runs and\n"
-       "                         the ops left on whole tensors; the workspace is per rank\n"
+       "  --ranks N [--mesh AxB] [--sbp data|tensor|auto|FILE]\n"
+       "                         as for flowc build: the sbp rows predict each strategy's time, FLOPs, bytes\n"
+       "                         moved and memory per rank, list the collectives and the ops left on whole\n"
+       "                         tensors; the workspace is per rank\n"
        "\n"
        "input:");
   fputs(input_help, stdout);
@@ -412,6 +415,11 @@ static void print_info_help(void) {
 }
 
 /* ---- option parsing -------------------------------------------------------------------------------- */
+
+/* The sbp pass of --sbp X: sbp_auto, sbp_data, sbp_tensor, or sbp_file for an assignment file (set_mesh). */
+static const char *sbp_pass_mode(const char *sbp) {
+  return strcmp(sbp, "auto") == 0 || strcmp(sbp, "data") == 0 || strcmp(sbp, "tensor") == 0 ? sbp : "file";
+}
 
 /* --ranks, --mesh, --sbp: checked against each other, and the sbp pass put early in the pipeline (every
  * later pass then works on the local graph). Returns -1 to go on or the usage error's exit status. */
@@ -436,7 +444,7 @@ static int check_sbp_options(Cli *c) {
   const char *list = c->passes ? c->passes : fc_pipeline_for_level(c->opt_level);
   static const char round[] = "shapes,canonicalize,fold,cse,";
   size_t cut = strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
-  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssbp_%s%s%s", (int)cut, list, c->sbp,
+  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssbp_%s%s%s", (int)cut, list, sbp_pass_mode(c->sbp),
                    list[cut] ? "," : "", list + cut);
   if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
   c->passes = c->sbp_passes;
@@ -785,9 +793,7 @@ static int parse_args(Cli *c, int argc, char **argv) {
         if (!p[len]) break;
       }
     } else if ((build || info) && (r = take_value(argc, argv, &i, "--sbp", &v)) != 0) {
-      if (r < 0 || (strcmp(v, "data") != 0 && strcmp(v, "tensor") != 0))
-        return usage_error(c, "--sbp %s%s%s(supported: data, tensor; auto and an assignment file are not written yet)",
-                           r < 0 ? "needs a mode " : "'", r < 0 ? "" : v, r < 0 ? "" : "' is not supported ");
+      if (r < 0 || !*v) return usage_error(c, "--sbp needs auto, data, tensor or an assignment file");
       c->sbp = v;
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0))
@@ -1080,8 +1086,9 @@ static FcStatus set_mesh(const Cli *c, FcModule *m, FcDiag *d) {
   if (!c->ranks) return FC_OK;
   if (fc_module_mesh(m, NULL))
     return fc_error(d, FC_ERR_INPUT, "the module is an SBP program already (flow.mesh): compile it without --ranks");
-  FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh);
+  FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh), file = FC_AV_STRING(c->sbp);
   fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MESH), &mesh);
+  if (strcmp(sbp_pass_mode(c->sbp), "file") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_FILE), &file);
   return FC_OK;
 }
 

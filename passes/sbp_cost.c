@@ -1,0 +1,224 @@
+/* sbp_cost.c — the SBP cost model: what a plan (sbp.h) costs one rank per run, in predicted seconds, bytes
+ * sent and bytes held (sbp_cost.h). The constants are the target's (FcSbpCosts, target.h), never this file's.
+ *
+ * Compute: a matmul or conv runs at the GEMM's speed scaled down where the local product is thin (fewer than
+ * 8 rows, 64 columns or 64 reduction steps: the register tile and the vector lanes go part empty), or at the
+ * memory bandwidth over the bytes it touches if that is longer (a roofline); every other op touches its
+ * local operands and results at the memory bandwidth; each op also pays a fixed cost. A reshape is a view.
+ * The model sees the graph before fusion, so a chain of element-wise ops is priced op by op: mem_gbps is
+ * fitted to whole programs (target.c) rather than to one kernel.
+ *
+ * Communication: each value is boxed once per signature its consumers take it in (sbp.c reuses a boxed value).
+ * A collective over G ranks of a tensor of n bytes costs steps * latency + factor * n / link bandwidth, with
+ * the ring algorithm's steps and factors: all_reduce 2(G-1) steps, 2(G-1)/G; all_gather and reduce_scatter
+ * G-1, (G-1)/G; all_to_all G-1, (G-1)/G^2 (each rank's chunk is n/G). A local slice (B -> S) copies n/G bytes.
+ * When the ranks outnumber the cores they share (FcSbpCosts.cores), everything slows by ranks / cores.
+ *
+ * Memory: every constant whole (a rank's program stores all weights; a split weight's slice is a copy made
+ * per run) plus the peak of the values live at once in op order, each at its local size, boxed copies
+ * from their first to their last consumer. It is an upper bound of what the memory planner lays out (that
+ * one reuses buffers in place too).
+ */
+#include "sbp_cost.h"
+
+#include <math.h>
+#include <string.h>
+
+FcStatus fc_sbp_costs_check(const FcSbpCosts *k, FcDiag *diag) {
+  if (!(k->gemm_gflops > 0) || !(k->mem_gbps > 0) || !(k->link_gbps > 0) || k->mem_cap_bytes <= 0)
+    return fc_error(diag, FC_ERR_INPUT, "the target description has no SBP cost model (FcSbpCosts)");
+  return FC_OK;
+}
+
+static double bytes_of(const FcType *t) {
+  int64_t b;
+  return fc_type_nbytes(t, &b) ? (double)b : 1e30;
+}
+
+static double local_bytes(const FcType *t, FcSbp s, int64_t g) { return s.kind == FC_SBP_S ? bytes_of(t) / (double)g : bytes_of(t); }
+
+/* Ranks beyond the cores they share take turns. */
+static double crowding(const FcSbpCosts *k, int64_t g) { return k->cores > 0 && g > k->cores ? (double)g / k->cores : 1.0; }
+
+static double fill(double n, double full) { return n >= full ? 1.0 : n > 0 ? n / full : 1.0 / full; }
+
+/* The GEMM's efficiency at local sizes rows M, columns N, reduction K. */
+static double gemm_efficiency(double m, double n, double kk) { return fill(m, 8) * fill(n, 64) * fill(kk, 64); }
+
+static double prod_dims(const FcType *t, int from, int to) {
+  double p = 1;
+  for (int i = from; i < to && i < t->rank; i++) p *= (double)t->dims[i];
+  return p;
+}
+
+double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int idx, const FcSbp *need, const FcSbp *out,
+                         int64_t *flops) {
+  const FcOp *op = p->ops[idx];
+  int64_t g = p->group;
+  if (flops) *flops = 0;
+  if (op->kind == FC_OP_CONSTANT || op->kind == FC_OP_RETURN || op->kind == FC_OP_RESHAPE) return 0;
+  double bytes = 0;
+  bool split = false;
+  for (int i = 0; i < op->n_operands; i++) {
+    if (!op->operands[i].value) continue;
+    bytes += local_bytes(&op->operands[i].value->type, need[i], g);
+    split |= need[i].kind != FC_SBP_B;
+  }
+  for (int j = 0; j < op->n_results; j++) {
+    bytes += local_bytes(&op->results[j].type, out[j], g);
+    split |= out[j].kind != FC_SBP_B;
+  }
+  double t = bytes / (k->mem_gbps * 1e9);
+  int64_t macs = 0;
+  if ((op->kind == FC_OP_MATMUL || op->kind == FC_OP_CONV) && fc_op_macs(op, &macs) && macs > 0) {
+    double m, n, kk;
+    const FcType *a = &op->operands[0].value->type, *b = &op->operands[1].value->type, *r = &op->results[0].type;
+    int rr = r->rank;
+    if (op->kind == FC_OP_MATMUL) {
+      m = a->rank >= 2 ? (double)a->dims[a->rank - 2] : 1;
+      kk = a->rank >= 1 ? (double)a->dims[a->rank - 1] : 1;
+      n = b->rank >= 2 ? (double)b->dims[b->rank - 1] : 1;
+      if (out[0].kind == FC_SBP_S && out[0].dim == rr - 1) n /= (double)g;
+      else if (out[0].kind == FC_SBP_S && out[0].dim == rr - 2) m /= (double)g;
+    } else {
+      m = b->rank >= 1 ? (double)b->dims[0] : 1;
+      kk = prod_dims(b, 1, b->rank);
+      n = prod_dims(r, 0, 1) * prod_dims(r, 2, rr);
+      if (out[0].kind == FC_SBP_S && out[0].dim == 1) m /= (double)g;
+      else if (out[0].kind == FC_SBP_S && out[0].dim == 0) n /= (double)g;
+    }
+    if (out[0].kind == FC_SBP_P) kk /= (double)g;
+    /* Every rule that keeps a split of a matmul or conv gives each rank 1/G of the products. */
+    double local = split ? (double)macs / (double)g : (double)macs;
+    double tf = 2 * local / (k->gemm_gflops * 1e9 * gemm_efficiency(m, n, kk));
+    if (tf > t) t = tf;
+    if (flops) *flops = (int64_t)(2 * local);
+  }
+  return (t + k->op_us * 1e-6) * crowding(k, g);
+}
+
+/* The collective that boxes from -> to (FC_OP_LOCAL_SLICE for B -> S), or FC_OP_COUNT for none. */
+static FcOpKind box_kind(FcSbp from, FcSbp to) {
+  if (fc_sbp_equal(from, to) || to.kind == FC_SBP_P) return FC_OP_COUNT;
+  if (from.kind == FC_SBP_B) return FC_OP_LOCAL_SLICE;
+  if (from.kind == FC_SBP_S) return to.kind == FC_SBP_B ? FC_OP_ALL_GATHER : FC_OP_ALL_TO_ALL;
+  return to.kind == FC_SBP_B ? FC_OP_ALL_REDUCE : FC_OP_REDUCE_SCATTER;
+}
+
+double fc_sbp_box_seconds(const FcSbpCosts *k, int64_t g, const FcType *t, FcSbp from, FcSbp to, int64_t *sent) {
+  if (sent) *sent = 0;
+  if (fc_sbp_equal(from, to)) return 0;
+  FcOpKind kind = box_kind(from, to);
+  if (kind == FC_OP_COUNT) return HUGE_VAL;
+  double n = bytes_of(t), gg = (double)g, steps, factor, copied = 0;
+  switch (kind) {
+  case FC_OP_LOCAL_SLICE: steps = 0, factor = 0, copied = 2 * n / gg; break;
+  case FC_OP_ALL_GATHER:
+  case FC_OP_REDUCE_SCATTER: steps = gg - 1, factor = (gg - 1) / gg; break;
+  case FC_OP_ALL_REDUCE: steps = 2 * (gg - 1), factor = 2 * (gg - 1) / gg; break;
+  default: steps = gg - 1, factor = (gg - 1) / (gg * gg), copied = 2 * n / gg; break; /* all_to_all repacks */
+  }
+  if (sent) *sent = (int64_t)(factor * n);
+  double s = k->op_us * 1e-6 + steps * k->link_latency_us * 1e-6 + factor * n / (k->link_gbps * 1e9) +
+             copied / (k->mem_gbps * 1e9);
+  return s * crowding(k, g);
+}
+
+/* The signature consumer use u takes its value in under p (or the override). */
+static FcSbp use_need(const FcSbpPlan *p, const FcUse *u, int ov_op, const FcSbp *ov_need) {
+  if (u->user->id >= p->n_op_ids) return FC_SBP_BCAST;
+  int ku = p->index_of[u->user->id];
+  if (ku < 0 || ku >= p->n_ops || p->ops[ku] != u->user) return FC_SBP_BCAST;
+  return ku == ov_op ? ov_need[u->index] : p->need[ku][u->index];
+}
+
+double fc_sbp_value_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, FcSbp sig, int ov_op,
+                            const FcSbp *ov_need) {
+  FcSbp seen[16];
+  int n_seen = 0;
+  double s = 0;
+  for (const FcUse *u = v->first_use; u; u = u->next_use) {
+    FcSbp need = use_need(p, u, ov_op, ov_need);
+    if (fc_sbp_equal(need, sig)) continue;
+    bool dup = false;
+    for (int i = 0; i < n_seen && !dup; i++) dup = fc_sbp_equal(seen[i], need);
+    if (dup) continue;
+    if (n_seen < 16) seen[n_seen++] = need;
+    s += fc_sbp_box_seconds(k, p->group, &v->type, sig, need, NULL);
+  }
+  return s;
+}
+
+/* One boxed copy of a value: the consumers' span in op order. */
+typedef struct Copy {
+  FcSbp to;
+  int first, last;
+} Copy;
+
+/* Adds v's boxes to e and their copies' and v's own live spans to the difference array live[]. */
+static void value_estimate(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, FcSbp sig, int def,
+                           double *live, FcSbpEstimate *e) {
+  Copy copies[16];
+  int n_copies = 0, last = def;
+  for (const FcUse *u = v->first_use; u; u = u->next_use) {
+    int ku = u->user->id < p->n_op_ids ? p->index_of[u->user->id] : def;
+    if (ku > last) last = ku;
+    FcSbp need = use_need(p, u, -1, NULL);
+    if (fc_sbp_equal(need, sig)) continue;
+    int c = 0;
+    while (c < n_copies && !fc_sbp_equal(copies[c].to, need)) c++;
+    if (c < n_copies) {
+      if (ku < copies[c].first) copies[c].first = ku;
+      if (ku > copies[c].last) copies[c].last = ku;
+      continue;
+    }
+    int64_t sent;
+    e->comm_s += fc_sbp_box_seconds(k, p->group, &v->type, sig, need, &sent);
+    e->sent_bytes += sent;
+    if (box_kind(sig, need) == FC_OP_LOCAL_SLICE) e->n_slices++;
+    else e->n_collectives++;
+    if (n_copies < 16) copies[n_copies++] = (Copy){need, ku, ku};
+  }
+  bool is_const = v->def && v->def->kind == FC_OP_CONSTANT;
+  if (!is_const) {
+    double b = local_bytes(&v->type, sig, p->group);
+    live[def] += b;
+    live[last + 1] -= b;
+  }
+  for (int c = 0; c < n_copies; c++) {
+    double b = local_bytes(&v->type, copies[c].to, p->group);
+    live[copies[c].first] += b;
+    live[copies[c].last + 1] -= b;
+  }
+}
+
+void fc_sbp_estimate(const FcSbpCosts *k, const FcSbpPlan *p, FcArena *scratch, FcSbpEstimate *e) {
+  memset(e, 0, sizeof *e);
+  double *live = FC_NEW_ARRAY(scratch, double, (size_t)p->n_ops + 2);
+  for (int i = 0; i <= p->n_ops + 1; i++) live[i] = 0;
+  FcGraph *g = p->g;
+  for (int i = 0; i < g->n_inputs; i++) {
+    FcValue *x = g->inputs[i];
+    if (p->input[i].kind != FC_SBP_B && fc_value_has_uses(x)) {
+      e->comm_s += fc_sbp_box_seconds(k, p->group, &x->type, FC_SBP_BCAST, p->input[i], NULL);
+      e->n_slices++;
+    }
+    value_estimate(k, p, x, p->input[i], 0, live, e);
+  }
+  for (int idx = 0; idx < p->n_ops; idx++) {
+    const FcOp *op = p->ops[idx];
+    int64_t f;
+    e->compute_s += fc_sbp_op_seconds(k, p, idx, p->need[idx], p->out[idx], &f);
+    e->flops += f;
+    if (op->kind == FC_OP_CONSTANT) e->weight_bytes += (int64_t)bytes_of(&op->results[0].type);
+    for (int j = 0; j < op->n_results; j++) value_estimate(k, p, &op->results[j], p->out[idx][j], idx, live, e);
+  }
+  double cur = 0, peak = 0;
+  for (int i = 0; i <= p->n_ops; i++) {
+    cur += live[i];
+    if (cur > peak) peak = cur;
+  }
+  e->peak_bytes = (int64_t)peak;
+  e->total_s = e->compute_s + e->comm_s;
+  e->fits = (double)e->weight_bytes + peak <= (double)k->mem_cap_bytes;
+}
