@@ -131,6 +131,15 @@ typedef FcStatus (*FcGpuKernelFn)(FcGpuKernel *g);
 #include "gpu_kernels.def"
 #undef FC_GPU_KERNEL
 
+/* ---- gpu_fallback.c: the long tail ------------------------------------------------------------------- */
+
+/* Whether op kind has a CPU emitter that fc_gpu_fallback can run on the GPU. */
+bool fc_gpu_fallback_exists(FcOpKind kind);
+/* The op's CPU loop nest as a device function, one GPU thread per outer iteration: for ops without a GPU
+ * emitter, or whose emitter refused the instance. FC_ERR_UNSUPPORTED (with the reason) when the CPU kernel
+ * needs per-thread scratch, weights re-laid at compile time or a libflowrt call. */
+FcStatus fc_gpu_fallback(FcGpuKernel *g);
+
 /* ---- gpu_module.c: the module's kernels and launch plan --------------------------------------------- */
 
 typedef enum FcGpuBuf {

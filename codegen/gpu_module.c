@@ -151,18 +151,31 @@ static FcStatus build_op(GpuCg *g, FcOp *op, int node, FcArena *arena, FcDiag *d
   l->n_args = n_args;
   l->node = node;
 
-  FcGpuKernel k = {.host = g->host};
-  k.k = (FcKernel){.cg = cg, .op = op, .ctx = cg->ctx, .mod = cg->mod, .target = g->t, .diag = diag, .outer = 1};
-  k.k.b = LLVMCreateBuilderInContext(cg->ctx);
-  LLVMValueRef *ptrs = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)n_args);
-  k.k.fn = kernel_function(g, &k, l, n_args, ptrs);
-  k.k.in = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)op->n_operands + 1);
-  k.k.out = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)op->n_results + 1);
-  for (int i = 0; i < op->n_operands; i++) k.k.in[i] = in_slot[i] >= 0 ? ptrs[in_slot[i]] : NULL;
-  for (int i = 0; i < op->n_results; i++) k.k.out[i] = ptrs[out0 + i];
-  cg->status = ptrs[n_args - 1]; /* the status word: the workspace's first bytes */
-  cg->kernel_index = node;
-  FcStatus st = emitters[op->kind](&k);
+  /* The op's GPU emitter; where there is none, or it refuses this instance, the CPU emitter's loop nest
+   * (gpu_fallback.c). */
+  FcGpuKernel k = {0};
+  FcStatus st = FC_ERR_UNSUPPORTED;
+  for (int attempt = 0; attempt < 2 && st == FC_ERR_UNSUPPORTED; attempt++) {
+    FcGpuKernelFn emit = attempt == 0 ? emitters[op->kind] : fc_gpu_fallback_exists(op->kind) ? fc_gpu_fallback : NULL;
+    if (!emit) continue;
+    if (k.k.fn) { /* the GPU emitter refused: start the function again */
+      LLVMDeleteFunction(k.k.fn);
+      LLVMDisposeBuilder(k.k.b);
+      fc_diag_init(diag);
+    }
+    k = (FcGpuKernel){.host = g->host};
+    k.k = (FcKernel){.cg = cg, .op = op, .ctx = cg->ctx, .mod = cg->mod, .target = g->t, .diag = diag, .outer = 1};
+    k.k.b = LLVMCreateBuilderInContext(cg->ctx);
+    LLVMValueRef *ptrs = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)n_args);
+    k.k.fn = kernel_function(g, &k, l, n_args, ptrs);
+    k.k.in = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)op->n_operands + 1);
+    k.k.out = FC_NEW_ARRAY(arena, LLVMValueRef, (size_t)op->n_results + 1);
+    for (int i = 0; i < op->n_operands; i++) k.k.in[i] = in_slot[i] >= 0 ? ptrs[in_slot[i]] : NULL;
+    for (int i = 0; i < op->n_results; i++) k.k.out[i] = ptrs[out0 + i];
+    cg->status = ptrs[n_args - 1]; /* the status word: the workspace's first bytes */
+    cg->kernel_index = node;
+    st = emit(&k);
+  }
   if (st == FC_OK) {
     LLVMBuildRetVoid(k.k.b);
     memcpy(l->grid, k.grid, sizeof l->grid);
@@ -170,10 +183,10 @@ static FcStatus build_op(GpuCg *g, FcOp *op, int node, FcArena *arena, FcDiag *d
     l->shared_bytes = k.shared_bytes;
     l->sync = k.sync;
     g->plan->n_launches++;
-  } else {
+  } else if (k.k.fn) {
     LLVMDeleteFunction(k.k.fn);
   }
-  LLVMDisposeBuilder(k.k.b);
+  if (k.k.b) LLVMDisposeBuilder(k.k.b);
   return st;
 }
 
@@ -209,7 +222,8 @@ static void build_copy(GpuCg *g, FcGpuArg dst, FcGpuArg src, int64_t n, int node
 static FcStatus check_graph(FcGraph *g, FcArena *arena, FcDiag *diag) {
   FcCgUnsupportedList unsup = {0};
   for (FcOp *op = g->first; op; op = op->next)
-    if (needs_kernel(op) && (op->n_regions > 0 || !emitters[op->kind])) fc_cg_unsupported_add(arena, &unsup, op, NULL);
+    if (needs_kernel(op) && (op->n_regions > 0 || (!emitters[op->kind] && !fc_gpu_fallback_exists(op->kind))))
+      fc_cg_unsupported_add(arena, &unsup, op, NULL);
   return unsup.n ? fc_cg_report_unsupported(&unsup, "no GPU kernel (--device cuda) for", diag) : FC_OK;
 }
 

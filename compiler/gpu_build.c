@@ -100,6 +100,20 @@ FcStatus fc_simt_compile(FcModule *m, const FcPipelineOptions *po, FcSimt **out,
     fc_simt_free(s);
     return st;
   }
+  /* The same kernels for NVPTX, through LLVM's backend and ptxas (when installed): a kernel the GPU would
+   * refuse fails here too, not only in `flowc build --device cuda`. */
+  FcGpuPlan pplan;
+  char *ptx = NULL;
+  FcTarget *gpu80 = NULL;
+  st = fc_target_resolve(&go, &gpu80, diag);
+  if (st == FC_OK) st = fc_gpu_compile(m, gpu80, opt_level, &pplan, &ptx, diag);
+  if (st == FC_OK) fc_gpu_plan_free(&pplan);
+  free(ptx);
+  fc_target_free(gpu80);
+  if (st != FC_OK) {
+    fc_simt_free(s);
+    return st;
+  }
   s->gm = (FrtGpuModel){.arch = "simt", .weights = p->weights, .weights_size = (uint64_t)p->weights_bytes,
                         .workspace_size = (uint64_t)p->workspace_bytes, .n_launches = n, .launches = s->launches,
                         .n_kernels = p->n_kernels, .kernel_names = p->kernel_names, .host_kernels = s->fns};
