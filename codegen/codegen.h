@@ -286,4 +286,36 @@ FcStatus fc_cg_program_steps(FcKernel *k, const FcEwProgram *p, FcDtype dt, cons
  * kernel and, later, fusion): x, y, z as the op needs; dt is the operands' dtype. */
 LLVMValueRef fc_cg_scalar_op(FcKernel *k, const FcOp *op, FcDtype dt, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z);
 
+/* ---- cg_reduce.c: what the CPU and GPU reductions share ------------------------------------------- */
+
+typedef enum FcAccKind { FC_ACC_SUM, FC_ACC_PROD, FC_ACC_MAX, FC_ACC_MIN } FcAccKind;
+
+/* A reduce_* op: its accumulator, and its input dims merged into ng runs of kept or reduced dims (sizes gd,
+ * strides gs, gr: reduced), listed as kept[0..nk) and red[0..nr) (outermost first). */
+typedef struct FcReducePlan {
+  FcDtype dt;
+  FcDtypeClass cls;   /* bool as uint: max/min of i1 are or/and */
+  FcAccKind kind;
+  bool mean;
+  LLVMTypeRef at;     /* accumulator type (the integer mean: i64) */
+  int64_t count;      /* elements per output */
+  int64_t n_out;      /* outputs */
+  int ng, nk, nr;
+  int64_t *gd, *gs;
+  bool *gr;
+  int *kept, *red;
+} FcReducePlan;
+FcStatus fc_cg_reduce_plan(FcKernel *k, FcReducePlan *r);
+/* off + the offset of flat index `flat` decomposed over runs g[0..n) of r (outermost first). */
+LLVMValueRef fc_cg_reduce_offset(FcKernel *k, const FcReducePlan *r, LLVMValueRef off, LLVMValueRef flat,
+                                 const int *g, int n);
+/* The identity of an accumulator, and one step of it (float sums and products reassociable when asked: the
+ * CPU's vectorised loops; NaN-propagating max/min). */
+LLVMValueRef fc_cg_acc_init(FcAccKind kind, FcDtypeClass cls, LLVMTypeRef t);
+LLVMValueRef fc_cg_acc_step(FcKernel *k, FcAccKind kind, FcDtypeClass cls, LLVMValueRef acc, LLVMValueRef v,
+                            bool reassociate);
+/* Input element idx as an accumulator value; the finished accumulator of output idx stored (a mean divided). */
+LLVMValueRef fc_cg_reduce_load(FcKernel *k, const FcReducePlan *r, LLVMValueRef idx);
+void fc_cg_reduce_store(FcKernel *k, const FcReducePlan *r, LLVMValueRef idx, LLVMValueRef acc);
+
 #endif /* FLOWC_CODEGEN_H */

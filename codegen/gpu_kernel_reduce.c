@@ -23,167 +23,39 @@
 
 #include "gpu.h"
 
-typedef enum AccKind { ACC_SUM, ACC_PROD, ACC_MAX, ACC_MIN } AccKind;
-
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
-static LLVMValueRef intrinsic2(FcKernel *k, const char *name, LLVMValueRef a, LLVMValueRef b) {
-  LLVMValueRef args[2] = {a, b};
-  return fc_cg_intrinsic(k, name, LLVMTypeOf(a), args, 2);
-}
-
-static LLVMValueRef acc_init(AccKind kind, FcDtypeClass cls, LLVMTypeRef t) {
-  if (cls == FC_DTC_FLOAT) {
-    double v = kind == ACC_SUM ? 0.0 : kind == ACC_PROD ? 1.0 : kind == ACC_MAX ? -INFINITY : INFINITY;
-    return LLVMConstReal(t, v);
-  }
-  unsigned w = LLVMGetIntTypeWidth(t);
-  switch (kind) {
-  case ACC_SUM: return LLVMConstInt(t, 0, 0);
-  case ACC_PROD: return LLVMConstInt(t, 1, 0);
-  case ACC_MAX: return cls == FC_DTC_SINT ? LLVMConstInt(t, 1ull << (w - 1), 0) : LLVMConstInt(t, 0, 0);
-  case ACC_MIN: return cls == FC_DTC_SINT ? LLVMConstInt(t, (1ull << (w - 1)) - 1, 0) : LLVMConstAllOnes(t);
-  }
-  FC_UNREACHABLE();
-}
-
-static LLVMValueRef acc_step(FcKernel *k, AccKind kind, FcDtypeClass cls, LLVMValueRef acc, LLVMValueRef v) {
-  LLVMBuilderRef B = k->b;
-  bool s = cls == FC_DTC_SINT;
-  if (cls == FC_DTC_FLOAT) {
-    switch (kind) {
-    case ACC_SUM: return LLVMBuildFAdd(B, acc, v, "");
-    case ACC_PROD: return LLVMBuildFMul(B, acc, v, "");
-    case ACC_MAX: return intrinsic2(k, "llvm.maximum", acc, v);
-    case ACC_MIN: return intrinsic2(k, "llvm.minimum", acc, v);
-    }
-  }
-  switch (kind) {
-  case ACC_SUM: return LLVMBuildAdd(B, acc, v, "");
-  case ACC_PROD: return LLVMBuildMul(B, acc, v, "");
-  case ACC_MAX: return intrinsic2(k, s ? "llvm.smax" : "llvm.umax", acc, v);
-  case ACC_MIN: return intrinsic2(k, s ? "llvm.smin" : "llvm.umin", acc, v);
-  }
-  FC_UNREACHABLE();
-}
-
-/* ---- reduce_* -------------------------------------------------------------------------------------- */
-
-typedef struct Reduce {
-  FcDtype dt;
-  FcDtypeClass cls;
-  AccKind kind;
-  bool mean;
-  LLVMTypeRef at; /* accumulator type */
-  int64_t count;  /* elements per output */
-} Reduce;
-
 static void reduce_combine(FcGpuKernel *g, const void *ctx, LLVMValueRef *acc, const LLVMValueRef *other) {
-  const Reduce *r = ctx;
-  acc[0] = acc_step(&g->k, r->kind, r->cls, acc[0], other[0]);
-}
-
-/* Adds to `off` the offset of flat index `flat` over groups g[0..n) (outermost first) with sizes gd[] and
- * strides gs[]. */
-static LLVMValueRef decompose(FcKernel *k, LLVMValueRef off, LLVMValueRef flat, const int *g, int n,
-                              const int64_t *gd, const int64_t *gs) {
-  LLVMBuilderRef B = k->b;
-  for (int i = n - 1; i >= 0; i--) {
-    LLVMValueRef idx = flat;
-    if (i > 0) {
-      idx = LLVMBuildURem(B, flat, c64(k, gd[g[i]]), "");
-      flat = LLVMBuildUDiv(B, flat, c64(k, gd[g[i]]), "");
-    }
-    off = fc_cg_iadd(k, off, fc_cg_imulc(k, idx, gs[g[i]]));
-  }
-  return off;
-}
-
-static void reduce_store(FcKernel *k, const Reduce *r, LLVMValueRef idx, LLVMValueRef acc) {
-  LLVMBuilderRef B = k->b;
-  if (r->mean) {
-    if (r->cls == FC_DTC_FLOAT) {
-      acc = LLVMBuildFDiv(B, acc, LLVMConstReal(r->at, (double)r->count), "");
-    } else {
-      LLVMValueRef n = LLVMConstInt(r->at, (unsigned long long)(r->count > 0 ? r->count : 1), 0);
-      acc = r->count == 0 ? LLVMConstInt(r->at, 0, 0)
-                          : r->cls == FC_DTC_SINT ? LLVMBuildSDiv(B, acc, n, "") : LLVMBuildUDiv(B, acc, n, "");
-      acc = fc_cg_convert(k, acc, r->cls == FC_DTC_SINT ? FC_DT_I64 : FC_DT_U64, r->dt);
-    }
-  }
-  fc_cg_store(k, r->dt, k->out[0], idx, acc);
+  const FcReducePlan *r = ctx;
+  acc[0] = fc_cg_acc_step(&g->k, r->kind, r->cls, acc[0], other[0], false);
 }
 
 FcStatus fc_gpu_reduce(FcGpuKernel *g) {
   FcKernel *k = &g->k;
-  FcOp *op = k->op;
-  FcArena *arena = &op->graph->module->arena;
-  const FcType *t = &op->operands[0].value->type;
-  Reduce r = {.dt = t->dtype, .cls = fc_dtype_class(t->dtype)};
-  switch (op->kind) {
-  case FC_OP_REDUCE_SUM: r.kind = ACC_SUM; break;
-  case FC_OP_REDUCE_MEAN: r.kind = ACC_SUM; r.mean = true; break;
-  case FC_OP_REDUCE_PROD: r.kind = ACC_PROD; break;
-  case FC_OP_REDUCE_MAX: r.kind = ACC_MAX; break;
-  case FC_OP_REDUCE_MIN: r.kind = ACC_MIN; break;
-  default: FC_UNREACHABLE();
-  }
-  if (r.cls == FC_DTC_BOOL) r.cls = FC_DTC_UINT; /* max/min of i1: or/and */
-  r.at = r.mean && r.cls != FC_DTC_FLOAT ? LLVMInt64TypeInContext(k->ctx) : fc_cg_compute_type(k, r.dt);
-  int64_t n_out;
-  FC_ASSERT(fc_type_numel(&op->results[0].type, &n_out));
+  FcReducePlan r;
+  FcStatus st = fc_cg_reduce_plan(k, &r);
+  if (st != FC_OK) return st;
+  int64_t n_out = r.n_out;
   if (n_out == 0) return fc_gpu_launch_1d(g, 0, 32);
 
-  /* Groups: merged runs of kept or reduced dims, with their strides (as the CPU kernel). */
-  const int64_t *axes;
-  int n_axes = fc_op_attr_ints(op, FC_ATTR_AXES, &axes);
-  int rank = t->rank, ng = 0;
-  int64_t *gd = FC_NEW_ARRAY(arena, int64_t, (size_t)rank + 1), *gs = FC_NEW_ARRAY(arena, int64_t, (size_t)rank + 1);
-  bool *gr = FC_NEW_ARRAY(arena, bool, (size_t)rank + 1);
-  for (int a = 0, ai = 0; a < rank; a++) {
-    bool red = ai < n_axes && axes[ai] == a;
-    if (red) ai++;
-    if (t->dims[a] == 1) continue;
-    if (ng > 0 && gr[ng - 1] == red) {
-      gd[ng - 1] *= t->dims[a];
-    } else {
-      gd[ng] = t->dims[a];
-      gr[ng++] = red;
-    }
-  }
-  if (ng == 0) {
-    gd[0] = 1;
-    gr[ng++] = true;
-  }
-  for (int i = ng - 1; i >= 0; i--) gs[i] = i == ng - 1 ? 1 : gs[i + 1] * gd[i + 1];
-  int *kept = FC_NEW_ARRAY(arena, int, (size_t)ng), *red = FC_NEW_ARRAY(arena, int, (size_t)ng);
-  int nk = 0, nr = 0;
-  for (int i = 0; i < ng; i++) {
-    if (gr[i]) red[nr++] = i;
-    else kept[nk++] = i;
-  }
-  r.count = 1;
-  for (int i = 0; i < nr; i++) r.count *= gd[red[i]];
-
   /* A contiguous innermost run goes to a warp or block; strided ones to a thread per output. */
-  FcGpuTeamKind kind = gr[ng - 1] ? fc_gpu_team_pick(n_out, r.count) : FC_GPU_TEAM_THREAD;
+  FcGpuTeamKind kind = r.gr[r.ng - 1] ? fc_gpu_team_pick(n_out, r.count) : FC_GPU_TEAM_THREAD;
   FcGpuTeam team;
-  FcStatus st = fc_gpu_team_begin(g, kind, n_out, &team);
+  st = fc_gpu_team_begin(g, kind, n_out, &team);
   if (st != FC_OK) return st;
   LLVMBuilderRef B = k->b;
   LLVMValueRef acc = fc_cg_entry_alloca(k, r.at, "acc");
-  LLVMBuildStore(B, acc_init(r.kind, r.cls, r.at), acc);
+  LLVMBuildStore(B, fc_cg_acc_init(r.kind, r.cls, r.at), acc);
   FcLoop l;
-  LLVMValueRef base = decompose(k, c64(k, 0), team.row, kept, nk, gd, gs);
+  LLVMValueRef base = fc_cg_reduce_offset(k, &r, c64(k, 0), team.row, r.kept, r.nk);
   LLVMValueRef s = fc_gpu_team_loop_begin(g, &team, r.count, &l);
-  LLVMValueRef v = fc_cg_load(k, r.dt, k->in[0], decompose(k, base, s, red, nr, gd, gs));
-  if (r.mean && r.cls != FC_DTC_FLOAT) v = fc_cg_convert(k, v, r.dt, r.cls == FC_DTC_SINT ? FC_DT_I64 : FC_DT_U64);
-  LLVMBuildStore(B, acc_step(k, r.kind, r.cls, LLVMBuildLoad2(B, r.at, acc, ""), v), acc);
+  LLVMValueRef v = fc_cg_reduce_load(k, &r, fc_cg_reduce_offset(k, &r, base, s, r.red, r.nr));
+  LLVMBuildStore(B, fc_cg_acc_step(k, r.kind, r.cls, LLVMBuildLoad2(B, r.at, acc, ""), v, false), acc);
   fc_cg_loop_end(k, &l);
   LLVMValueRef total = LLVMBuildLoad2(B, r.at, acc, "");
   if ((st = fc_gpu_team_reduce(g, &team, 1, &total, reduce_combine, &r)) != FC_OK) return st;
   LLVMBasicBlockRef done = fc_gpu_team_leader_begin(g, &team);
-  reduce_store(k, &r, team.row, total);
+  fc_cg_reduce_store(k, &r, team.row, total);
   fc_cg_if_end(k, done);
   return FC_OK;
 }

@@ -92,148 +92,19 @@ static int64_t prod(const int64_t *d, int n) {
   return p;
 }
 
-/* ---- accumulators -------------------------------------------------------------------------------- */
-
-typedef enum AccKind { ACC_SUM, ACC_PROD, ACC_MAX, ACC_MIN } AccKind;
-
-static LLVMValueRef acc_init(AccKind kind, FcDtypeClass cls, LLVMTypeRef t) {
-  if (cls == FC_DTC_FLOAT) {
-    double v = kind == ACC_SUM ? 0.0 : kind == ACC_PROD ? 1.0 : kind == ACC_MAX ? -INFINITY : INFINITY;
-    return LLVMConstReal(t, v);
-  }
-  unsigned w = LLVMGetIntTypeWidth(t);
-  switch (kind) {
-  case ACC_SUM: return LLVMConstInt(t, 0, 0);
-  case ACC_PROD: return LLVMConstInt(t, 1, 0);
-  case ACC_MAX: /* the lowest value */
-    return cls == FC_DTC_SINT ? LLVMConstInt(t, 1ull << (w - 1), 0) : LLVMConstInt(t, 0, 0);
-  case ACC_MIN: /* the highest value */
-    return cls == FC_DTC_SINT ? LLVMConstInt(t, (1ull << (w - 1)) - 1, 0) : LLVMConstAllOnes(t);
-  }
-  FC_UNREACHABLE();
-}
-
-static LLVMValueRef acc_step(FcKernel *k, AccKind kind, FcDtypeClass cls, LLVMValueRef acc, LLVMValueRef v) {
-  LLVMBuilderRef B = k->b;
-  bool s = cls == FC_DTC_SINT;
-  if (cls == FC_DTC_FLOAT) {
-    switch (kind) {
-    case ACC_SUM: return reassoc(LLVMBuildFAdd(B, acc, v, ""));
-    case ACC_PROD: return reassoc(LLVMBuildFMul(B, acc, v, ""));
-    case ACC_MAX: return intrinsic2(k, "llvm.maximum", acc, v);
-    case ACC_MIN: return intrinsic2(k, "llvm.minimum", acc, v);
-    }
-  }
-  switch (kind) {
-  case ACC_SUM: return LLVMBuildAdd(B, acc, v, "");
-  case ACC_PROD: return LLVMBuildMul(B, acc, v, "");
-  case ACC_MAX: return intrinsic2(k, s ? "llvm.smax" : "llvm.umax", acc, v);
-  case ACC_MIN: return intrinsic2(k, s ? "llvm.smin" : "llvm.umin", acc, v);
-  }
-  FC_UNREACHABLE();
-}
-
-/* ---- reduce_* -------------------------------------------------------------------------------------- */
-
-typedef struct Reduce {
-  FcDtype dt;
-  FcDtypeClass cls;
-  AccKind kind;
-  bool mean;
-  LLVMTypeRef at;   /* accumulator type */
-  int64_t count;    /* elements per output */
-} Reduce;
-
-static LLVMValueRef rd_load(FcKernel *k, const Reduce *r, LLVMValueRef idx) {
-  LLVMValueRef v = fc_cg_load(k, r->dt, k->in[0], idx);
-  if (r->mean && r->cls != FC_DTC_FLOAT) v = fc_cg_convert(k, v, r->dt, r->cls == FC_DTC_SINT ? FC_DT_I64 : FC_DT_U64);
-  return v;
-}
-
-static void rd_store(FcKernel *k, const Reduce *r, LLVMValueRef idx, LLVMValueRef acc) {
-  LLVMBuilderRef B = k->b;
-  if (r->mean) {
-    if (r->cls == FC_DTC_FLOAT) {
-      acc = LLVMBuildFDiv(B, acc, LLVMConstReal(r->at, (double)r->count), "");
-    } else {
-      /* truncating, as the evaluator; the mean of nothing is defined as 0 */
-      LLVMValueRef n = LLVMConstInt(r->at, (unsigned long long)(r->count > 0 ? r->count : 1), 0);
-      acc = r->count == 0 ? LLVMConstInt(r->at, 0, 0)
-                          : r->cls == FC_DTC_SINT ? LLVMBuildSDiv(B, acc, n, "") : LLVMBuildUDiv(B, acc, n, "");
-      acc = fc_cg_convert(k, acc, r->cls == FC_DTC_SINT ? FC_DT_I64 : FC_DT_U64, r->dt);
-    }
-  }
-  fc_cg_store(k, r->dt, k->out[0], idx, acc);
-}
-
-/* Adds to `off` the offset of flat index `flat` decomposed over groups g[0..n) (outermost first) with
- * sizes gd[] and strides gs[]. */
-static LLVMValueRef decompose(FcKernel *k, LLVMValueRef off, LLVMValueRef flat, const int *g, int n,
-                              const int64_t *gd, const int64_t *gs) {
-  LLVMBuilderRef B = k->b;
-  for (int i = n - 1; i >= 0; i--) {
-    LLVMValueRef idx = flat;
-    if (i > 0) {
-      idx = LLVMBuildURem(B, flat, c64(k, gd[g[i]]), "");
-      flat = LLVMBuildUDiv(B, flat, c64(k, gd[g[i]]), "");
-    }
-    off = fc_cg_iadd(k, off, mul(k, idx, gs[g[i]]));
-  }
-  return off;
-}
-
 FcStatus fc_kernel_reduce(FcKernel *k) {
-  FcOp *op = k->op;
-  FcArena *arena = &op->graph->module->arena;
-  const FcType *t = &op->operands[0].value->type;
-  Reduce r = {.dt = t->dtype, .cls = fc_dtype_class(t->dtype)};
-  switch (op->kind) {
-  case FC_OP_REDUCE_SUM: r.kind = ACC_SUM; break;
-  case FC_OP_REDUCE_MEAN: r.kind = ACC_SUM; r.mean = true; break;
-  case FC_OP_REDUCE_PROD: r.kind = ACC_PROD; break;
-  case FC_OP_REDUCE_MAX: r.kind = ACC_MAX; break;
-  case FC_OP_REDUCE_MIN: r.kind = ACC_MIN; break;
-  default: FC_UNREACHABLE();
-  }
-  if (r.cls == FC_DTC_BOOL) r.cls = FC_DTC_UINT; /* max/min of i1: or/and */
-  r.at = r.mean && r.cls != FC_DTC_FLOAT ? LLVMInt64TypeInContext(k->ctx) : fc_cg_compute_type(k, r.dt);
-  int64_t n_out;
-  FC_ASSERT(fc_type_numel(&op->results[0].type, &n_out));
+  FcReducePlan r;
+  FcStatus st0 = fc_cg_reduce_plan(k, &r);
+  if (st0 != FC_OK) return st0;
+  int64_t n_out = r.n_out;
   if (n_out == 0) {
     fc_kernel_set_outer(k, 0, 0);
     return FC_OK;
   }
-
-  /* Groups: merged runs of kept or reduced dims (size-1 dims dropped), with their strides. */
-  const int64_t *axes;
-  int n_axes = fc_op_attr_ints(op, FC_ATTR_AXES, &axes);
-  int rank = t->rank, ng = 0;
-  int64_t *gd = FC_NEW_ARRAY(arena, int64_t, (size_t)rank + 1), *gs = FC_NEW_ARRAY(arena, int64_t, (size_t)rank + 1);
-  bool *gr = FC_NEW_ARRAY(arena, bool, (size_t)rank + 1);
-  for (int a = 0, ai = 0; a < rank; a++) {
-    bool red = ai < n_axes && axes[ai] == a;
-    if (red) ai++;
-    if (t->dims[a] == 1) continue;
-    if (ng > 0 && gr[ng - 1] == red) {
-      gd[ng - 1] *= t->dims[a];
-    } else {
-      gd[ng] = t->dims[a];
-      gr[ng++] = red;
-    }
-  }
-  if (ng == 0) { /* one element */
-    gd[0] = 1;
-    gr[ng++] = true;
-  }
-  for (int g = ng - 1; g >= 0; g--) gs[g] = g == ng - 1 ? 1 : gs[g + 1] * gd[g + 1];
-  int *kept = FC_NEW_ARRAY(arena, int, (size_t)ng), *red = FC_NEW_ARRAY(arena, int, (size_t)ng);
-  int nk = 0, nr = 0;
-  for (int g = 0; g < ng; g++) {
-    if (gr[g]) red[nr++] = g;
-    else kept[nk++] = g;
-  }
-  r.count = 1;
-  for (int i = 0; i < nr; i++) r.count *= gd[red[i]];
+  int ng = r.ng, nk = r.nk, nr = r.nr;
+  const int64_t *gd = r.gd;
+  const bool *gr = r.gr;
+  const int *kept = r.kept, *red = r.red;
 
   LLVMBuilderRef B = k->b;
   FcLoop lo, lr, lj;
@@ -243,19 +114,19 @@ FcStatus fc_kernel_reduce(FcKernel *k) {
     fc_kernel_set_outer(k, n_out, (double)r.count);
     LLVMValueRef acc = entry_alloca(k, r.at, 1, "acc");
     LLVMValueRef o = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "o");
-    LLVMValueRef base = decompose(k, c64(k, 0), o, kept, nk, gd, gs);
-    LLVMBuildStore(B, acc_init(r.kind, r.cls, r.at), acc);
+    LLVMValueRef base = fc_cg_reduce_offset(k, &r, c64(k, 0), o, kept, nk);
+    LLVMBuildStore(B, fc_cg_acc_init(r.kind, r.cls, r.at), acc);
     LLVMValueRef rbase = base;
     if (nr > 1) {
       LLVMValueRef ro = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, rout), 1, "r");
-      rbase = decompose(k, base, ro, red, nr - 1, gd, gs);
+      rbase = fc_cg_reduce_offset(k, &r, base, ro, red, nr - 1);
     }
     LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, rin), 1, "j");
-    LLVMValueRef v = rd_load(k, &r, fc_cg_iadd(k, rbase, j));
-    LLVMBuildStore(B, acc_step(k, r.kind, r.cls, LLVMBuildLoad2(B, r.at, acc, ""), v), acc);
+    LLVMValueRef v = fc_cg_reduce_load(k, &r, fc_cg_iadd(k, rbase, j));
+    LLVMBuildStore(B, fc_cg_acc_step(k, r.kind, r.cls, LLVMBuildLoad2(B, r.at, acc, ""), v, true), acc);
     fc_cg_loop_end(k, &lj);
     if (nr > 1) fc_cg_loop_end(k, &lr);
-    rd_store(k, &r, o, LLVMBuildLoad2(B, r.at, acc, ""));
+    fc_cg_reduce_store(k, &r, o, LLVMBuildLoad2(B, r.at, acc, ""));
     fc_cg_loop_end(k, &lo);
     return FC_OK;
   }
@@ -271,21 +142,21 @@ FcStatus fc_kernel_reduce(FcKernel *k) {
     col0 = mul(k, LLVMBuildURem(B, o, c64(k, nch), ""), bk);
     len = min64(k, c64(k, bk), LLVMBuildSub(B, c64(k, kin), col0, ""));
   }
-  LLVMValueRef base = fc_cg_iadd(k, decompose(k, c64(k, 0), row, kept, nk - 1, gd, gs), col0);
+  LLVMValueRef base = fc_cg_iadd(k, fc_cg_reduce_offset(k, &r, c64(k, 0), row, kept, nk - 1), col0);
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), len, 1, "j");
-  st(k, r.at, acc, j, acc_init(r.kind, r.cls, r.at));
+  st(k, r.at, acc, j, fc_cg_acc_init(r.kind, r.cls, r.at));
   fc_cg_loop_end(k, &lj);
   /* (with no reduced group left, e.g. only size-1 dims reduced, count is 1 and this copies) */
   LLVMValueRef ri = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, r.count), 1, "r");
-  LLVMValueRef rbase = decompose(k, base, ri, red, nr, gd, gs);
+  LLVMValueRef rbase = fc_cg_reduce_offset(k, &r, base, ri, red, nr);
   j = fc_cg_loop_begin(k, &lj, c64(k, 0), len, 1, "j");
-  LLVMValueRef v = rd_load(k, &r, fc_cg_iadd(k, rbase, j));
-  st(k, r.at, acc, j, acc_step(k, r.kind, r.cls, ld(k, r.at, acc, j), v));
+  LLVMValueRef v = fc_cg_reduce_load(k, &r, fc_cg_iadd(k, rbase, j));
+  st(k, r.at, acc, j, fc_cg_acc_step(k, r.kind, r.cls, ld(k, r.at, acc, j), v, true));
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lr);
   LLVMValueRef obase = fc_cg_iadd(k, mul(k, row, kin), col0);
   j = fc_cg_loop_begin(k, &lj, c64(k, 0), len, 1, "j");
-  rd_store(k, &r, fc_cg_iadd(k, obase, j), ld(k, r.at, acc, j));
+  fc_cg_reduce_store(k, &r, fc_cg_iadd(k, obase, j), ld(k, r.at, acc, j));
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lo);
   return FC_OK;
