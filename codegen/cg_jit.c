@@ -57,6 +57,7 @@ static const struct {
     {"frt_simt_barrier", (void (*)(void))frt_simt_barrier},
     {"frt_simt_shfl_f32", (void (*)(void))frt_simt_shfl_f32},
     {"frt_simt_shfl_i32", (void (*)(void))frt_simt_shfl_i32},
+    {"frt_simt_mma", (void (*)(void))frt_simt_mma},
 };
 
 static FcStatus define_runtime_symbols(FcJit *j, LLVMOrcJITDylibRef jd, FcDiag *diag) {

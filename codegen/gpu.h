@@ -62,6 +62,13 @@ LLVMValueRef fc_gpu_shared(FcGpuKernel *g, LLVMTypeRef t, int64_t count, const c
 /* The sum / max of an f32 over the warp's 32 lanes (xor butterfly), in every lane. */
 LLVMValueRef fc_gpu_warp_sum(FcGpuKernel *g, LLVMValueRef v);
 LLVMValueRef fc_gpu_warp_max(FcGpuKernel *g, LLVMValueRef v);
+/* A tensor-core mma.sync.aligned.row.col of the warp with f32 accumulation: m16n8k16 for F16 and BF16, m16n8k8
+ * for TF32. a[4] and b[2] are the lane's fragment registers (i32: two 16-bit values, low half first, or one
+ * tf32 as f32 bits), cd[4] its f32 accumulators, replaced by D = A·B + C; the fragment layouts are the PTX
+ * ISA's (restated in runtime/gpu_simt.h). Every lane of the warp executes it, outside divergent code (the
+ * host build calls frt_simt_mma, answered for the whole warp at once). The kind's values are FRT_SIMT_MMA_*. */
+typedef enum FcGpuMma { FC_GPU_MMA_F16 = 0, FC_GPU_MMA_BF16 = 1, FC_GPU_MMA_TF32 = 2 } FcGpuMma;
+void fc_gpu_mma(FcGpuKernel *g, FcGpuMma kind, LLVMValueRef const *a, LLVMValueRef const *b, LLVMValueRef *cd);
 /* An error naming the kernel's op (as fc_cg_error). */
 FcStatus fc_gpu_error(FcGpuKernel *g, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -120,6 +127,9 @@ typedef struct FcGpuGemm {
   void (*store_c)(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v);
 } FcGpuGemm;
 FcStatus fc_gpu_gemm_emit(FcGpuKernel *g, const FcGpuGemm *p);
+/* The same on tensor cores (gpu_gemm_mma.c), which fc_gpu_gemm_emit uses for an f32 compute type when the
+ * target's precision is tf32, fp16 or bf16; FC_ERR_UNSUPPORTED on a GPU without them. */
+FcStatus fc_gpu_gemm_mma_emit(FcGpuKernel *g, const FcGpuGemm *p);
 
 /* ---- gpu_kernels.def: the GPU emitters -------------------------------------------------------------- */
 

@@ -4,6 +4,9 @@
  * shuffle functions. Launch dimensions are compile-time constants of the launch (shapes are static), so
  * blockDim and gridDim are never read at run time.
  *
+ * Tensor cores: mma.sync through NVVM's llvm.nvvm.mma.* intrinsics on NVPTX; on the host a call of
+ * frt_simt_mma with the lane's fragments in stack slots, answered for the whole warp like a shuffle.
+ *
  * Shared memory: on NVPTX one internal addrspace(3) global per array (the kernel's static shared memory,
  * which ptxas checks against the device's limit), used through a generic pointer (LLVM's address-space
  * inference turns the accesses back into ld.shared/st.shared); on the host, consecutive 16-byte aligned
@@ -134,6 +137,53 @@ static LLVMValueRef warp_reduce(FcGpuKernel *g, LLVMValueRef v, bool max) {
 
 LLVMValueRef fc_gpu_warp_sum(FcGpuKernel *g, LLVMValueRef v) { return warp_reduce(g, v, false); }
 LLVMValueRef fc_gpu_warp_max(FcGpuKernel *g, LLVMValueRef v) { return warp_reduce(g, v, true); }
+
+void fc_gpu_mma(FcGpuKernel *g, FcGpuMma kind, LLVMValueRef const *a, LLVMValueRef const *b, LLVMValueRef *cd) {
+  g->sync = true;
+  FcKernel *k = &g->k;
+  LLVMContextRef c = k->ctx;
+  LLVMTypeRef i32 = i32_of(g), f32 = LLVMFloatTypeInContext(c);
+  if (g->host) {
+    /* The fragments go through the lane's stack: the emulator reads every lane's before it writes any D. */
+    LLVMValueRef at = fc_cg_tile_new(k, i32, 4, "mma_a"), bt = fc_cg_tile_new(k, i32, 2, "mma_b");
+    LLVMValueRef ct = fc_cg_tile_new(k, f32, 4, "mma_cd");
+    for (int i = 0; i < 4; i++) {
+      LLVMBuildStore(k->b, a[i], fc_cg_tile_at(k, i32, at, fc_cg_const_i64(k, i)));
+      LLVMBuildStore(k->b, cd[i], fc_cg_tile_at(k, f32, ct, fc_cg_const_i64(k, i)));
+    }
+    for (int i = 0; i < 2; i++) LLVMBuildStore(k->b, b[i], fc_cg_tile_at(k, i32, bt, fc_cg_const_i64(k, i)));
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0);
+    LLVMTypeRef params[5] = {ptr, i32, ptr, ptr, ptr};
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 5, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(k->mod, "frt_simt_mma");
+    if (!f) f = LLVMAddFunction(k->mod, "frt_simt_mma", fty);
+    LLVMValueRef args[5] = {g->thread, LLVMConstInt(i32, (unsigned long long)kind, 0), at, bt, ct};
+    LLVMBuildCall2(k->b, fty, f, args, 5, "");
+    for (int i = 0; i < 4; i++) cd[i] = LLVMBuildLoad2(k->b, f32, fc_cg_tile_at(k, f32, ct, fc_cg_const_i64(k, i)), "");
+    return;
+  }
+  static const char *const names[3] = {"llvm.nvvm.mma.m16n8k16.row.col.f32.f32", "llvm.nvvm.mma.m16n8k16.row.col.bf16",
+                                       "llvm.nvvm.mma.m16n8k8.row.col.tf32"};
+  /* f16 fragments are <2 x half> to NVVM; bf16 and tf32 ones plain i32. */
+  LLVMTypeRef ft = kind == FC_GPU_MMA_F16 ? LLVMVectorType(LLVMHalfTypeInContext(c), 2) : i32;
+  LLVMTypeRef params[10], fields[4] = {f32, f32, f32, f32};
+  LLVMValueRef args[10];
+  for (int i = 0; i < 6; i++) {
+    params[i] = ft;
+    LLVMValueRef v = i < 4 ? a[i] : b[i - 4];
+    args[i] = ft == i32 ? v : LLVMBuildBitCast(k->b, v, ft, "");
+  }
+  for (int i = 0; i < 4; i++) {
+    params[6 + i] = f32;
+    args[6 + i] = cd[i];
+  }
+  LLVMTypeRef ret = LLVMStructTypeInContext(c, fields, 4, 0);
+  LLVMTypeRef fty = LLVMFunctionType(ret, params, 10, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(k->mod, names[kind]);
+  if (!f) f = LLVMAddFunction(k->mod, names[kind], fty);
+  LLVMValueRef d = LLVMBuildCall2(k->b, fty, f, args, 10, "mma");
+  for (int i = 0; i < 4; i++) cd[i] = LLVMBuildExtractValue(k->b, d, (unsigned)i, "");
+}
 
 LLVMValueRef fc_gpu_shared(FcGpuKernel *g, LLVMTypeRef t, int64_t count, const char *name) {
   LLVMTargetDataRef dl = LLVMGetModuleDataLayout(g->k.mod);

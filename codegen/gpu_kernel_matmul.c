@@ -18,10 +18,9 @@
  * The A and B elements are callbacks, so the conv's im2col addresses are computed on the fly
  * (gpu_kernel_conv.c).
  *
- * Not yet: tensor cores (mma.sync on sm_80+ with f16/bf16 inputs, or tf32, and f32 accumulation) are
- * the next step for this file: the same block tiling with warp tiles fed by ldmatrix from the same
- * shared tiles; double-buffered (cp.async) loads likewise. This file does f32 (and other dtypes') SIMT
- * arithmetic first, exactly as the CPU computes it up to summation order.
+ * With --precision tf32, fp16 or bf16 (FcGpuDesc.precision) an f32 GEMM runs on tensor cores instead
+ * (gpu_gemm_mma.c: the same block tiling, warp tiles of mma.sync); at fp32, the default, this file's SIMT
+ * arithmetic computes exactly as the CPU does up to summation order. Not yet: cp.async double buffering.
  */
 #include "cg_epilogue.h"
 #include "gpu.h"
@@ -35,6 +34,8 @@ static LLVMValueRef clamp_hi(FcKernel *k, LLVMValueRef v, int64_t hi) { return f
 
 FcStatus fc_gpu_gemm_emit(FcGpuKernel *g, const FcGpuGemm *p) {
   FcKernel *k = &g->k;
+  if (k->target->gpu.precision != FC_GPU_FP32 && LLVMGetTypeKind(p->ct) == LLVMFloatTypeKind)
+    return fc_gpu_gemm_mma_emit(g, p);
   LLVMBuilderRef b = k->b;
   int64_t mb = (p->M + BM - 1) / BM, nb = (p->N + BN - 1) / BN, blocks;
   if (!fc_checked_mul(mb, nb, &blocks) || !fc_checked_mul(blocks, p->batch, &blocks) || blocks > INT32_MAX)

@@ -202,6 +202,19 @@ static FcStatus nvptx_describe(FcTarget *t, FcDiag *diag) {
   return FC_OK;
 }
 
+static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
+
+bool fc_gpu_precision_parse(const char *s, FcGpuPrecision *p) {
+  for (int i = 0; i < 4; i++)
+    if (strcmp(s, precision_names[i]) == 0) {
+      *p = (FcGpuPrecision)i;
+      return true;
+    }
+  return false;
+}
+
+const char *fc_gpu_precision_name(FcGpuPrecision p) { return p >= 0 && p < 4 ? precision_names[p] : "?"; }
+
 static const FcTargetKind target_kinds[] = {
     {.name = "cpu", .arch_of = cpu_arch, .default_cpu = cpu_default, .default_artefact_cpus = cpu_default_artefact,
      .default_int8_artefact_cpus = cpu_default_int8_artefact, .describe = cpu_describe},

@@ -126,6 +126,14 @@ typedef struct FcLayoutCosts {
   double edge_fixed_us;                           /* and its fixed cost: one more kernel on the pool */
 } FcLayoutCosts;
 
+/* --precision: the inputs of the GPU's matmuls and convs (including the conv's implicit GEMM) are rounded to
+ * this precision and multiplied on tensor cores with f32 accumulation (tf32: mma m16n8k8; fp16, bf16: m16n8k16);
+ * fp32 is the SIMT f32 GEMM. Other ops compute in f32 whatever the precision. */
+typedef enum FcGpuPrecision { FC_GPU_FP32 = 0, FC_GPU_TF32, FC_GPU_FP16, FC_GPU_BF16 } FcGpuPrecision;
+/* "fp32", "tf32", "fp16", "bf16" → *p; false for anything else. */
+bool fc_gpu_precision_parse(const char *s, FcGpuPrecision *p);
+const char *fc_gpu_precision_name(FcGpuPrecision p);
+
 /* What a GPU target (the NVPTX row) tells its kernel emitters and passes (codegen/gpu.h). */
 typedef struct FcGpuDesc {
   int sm;                   /* compute capability × 10: 80 for sm_80 */
@@ -133,6 +141,7 @@ typedef struct FcGpuDesc {
   int max_block_threads;    /* threads a block may have (1024) */
   int64_t max_static_shared;/* bytes of statically declared shared memory a block may use (48 KiB) */
   bool mma_f16;             /* tensor-core mma.sync for f16/bf16 inputs with f32 accumulation (sm_80 on) */
+  FcGpuPrecision precision; /* --precision (FC_GPU_FP32 unless the caller sets it after fc_target_resolve) */
   double gflops;            /* f32 FMA throughput the cost models assume (GFLOP/s) */
   double mem_gbs;           /* device memory bandwidth they assume (GB/s) */
 } FcGpuDesc;

@@ -109,7 +109,7 @@ static FcStatus compile_case(Case *c, int set, FcModule **m, FcJit **jit, FcModu
   fc_pipeline_options_default(&po);
   po.opt_level = c->o->opt_level;
   *stage = "SIMT compile";
-  return fc_simt_compile(*gm, &po, simt, d);
+  return fc_simt_compile(*gm, &po, c->o->precision, simt, d);
 }
 
 static FcStatus compile_cpu(Case *c, int set, FcModule **m, FcJit **jit, int *n_bound, const char **stage,

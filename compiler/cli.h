@@ -143,6 +143,7 @@ typedef struct FcCheckOptions {
   int jobs;          /* cases checked at the same time (each in its own process) */
   const char *cpu;   /* NULL: native */
   bool simt;         /* --device simt: run the GPU kernels on the SIMT host backend instead of the CPU code */
+  int precision;     /* --precision with simt: an FcGpuPrecision */
 } FcCheckOptions;
 
 void fc_check_options_default(FcCheckOptions *o); /* -O2, rtol 1e-3, atol 1e-7, 600 s, 1 thread, 1 job */
@@ -238,7 +239,8 @@ FcStatus fc_gpu_compile(FcModule *m, const struct FcTarget *gpu, int opt_level, 
  * frt_gpu_open(FRT_DEVICE_SIMT) takes as a model's `gpu`. m must outlive it. */
 typedef struct FcSimt FcSimt;
 struct FrtGpuModel;
-FcStatus fc_simt_compile(FcModule *m, const struct FcPipelineOptions *po, FcSimt **out, FcDiag *diag);
+FcStatus fc_simt_compile(FcModule *m, const struct FcPipelineOptions *po, int precision, FcSimt **out,
+                         FcDiag *diag);
 const struct FrtGpuModel *fc_simt_model(const FcSimt *s);
 void fc_simt_free(FcSimt *s);
 

@@ -48,7 +48,7 @@ struct FcSimt {
   FrtSimtKernelFn *fns;
 };
 
-FcStatus fc_simt_compile(FcModule *m, const FcPipelineOptions *po, FcSimt **out, FcDiag *diag) {
+FcStatus fc_simt_compile(FcModule *m, const FcPipelineOptions *po, int precision, FcSimt **out, FcDiag *diag) {
   *out = NULL;
   int opt_level = po->opt_level;
   FcCodegenOptions ho = {.cpu = "native", .opt_level = opt_level};
@@ -56,6 +56,7 @@ FcStatus fc_simt_compile(FcModule *m, const FcPipelineOptions *po, FcSimt **out,
   FcTarget *host = NULL, *gpu = NULL;
   FcStatus st = fc_target_resolve(&ho, &host, diag);
   if (st == FC_OK) st = fc_target_resolve(&go, &gpu, diag);
+  if (st == FC_OK) gpu->gpu.precision = (FcGpuPrecision)precision;
   FcPipelineOptions gpo = *po;
   gpo.target = gpu;
   if (st == FC_OK) st = fc_verify(m, diag);

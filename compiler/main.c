@@ -119,6 +119,8 @@ typedef struct Cli {
   /* build --device cuda [--gpu sm_XX]: the GPU half beside the CPU code (gpu_build.c); run, check --device simt */
   const char *device;       /* "cpu" (default), "cuda" (build), "simt" (run, check) */
   const char *gpu_arch;     /* --gpu */
+  const char *precision;    /* --precision (NULL: fp32) */
+  FcGpuPrecision gpu_precision;
   FcTarget *gpu_target;     /* build --device cuda: the NVPTX description */
   FcModule *gpu_module;     /* the module the GPU half was compiled from (owns the plan's arrays) */
   FcGpuPlan gpu_plan;
@@ -265,7 +267,8 @@ static void print_main_help(void) {
 /* run and check compile for this process, so their CPU defaults to the host's (build's to x86-64-v3). */
 #define JIT_CPU_HELP "  --cpu NAME             the CPU to generate code for (default: native, this machine's)\n" \
                      "  --device simt          run the GPU kernels (as --device cuda builds them) on the SIMT\n" \
-                     "                         host emulator instead of the CPU code (tests GPU kernels here)\n"
+                     "                         host emulator instead of the CPU code (tests GPU kernels here)\n" \
+                     "  --precision P          with --device simt: the GPU matmul/conv precision, as for build\n"
 
 static const char input_help[] =
     "  --bind NAME=FILE       make graph input NAME the constant in FILE (.npy or ONNX TensorProto .pb);\n"
@@ -300,6 +303,9 @@ static void print_build_help(void) {
        "                         found, on its CPU code otherwise. Ops without a GPU kernel are listed\n"
        "  --gpu sm_XX            the GPU generation the PTX is for (default sm_80; sm_90); ptxas checks it\n"
        "                         when the CUDA toolkit is installed\n"
+       "  --precision P          with --device cuda: the inputs of GPU matmuls and convs rounded to P and\n"
+       "                         multiplied with f32 accumulation: fp32 (default; SIMT f32 arithmetic), tf32,\n"
+       "                         fp16 or bf16 (tensor cores, mma.sync)\n"
        "  --emit ptx             with --device cuda: the GPU kernels as PTX text\n"
        "  --target TRIPLE        generate code for TRIPLE (default: this machine's, e.g. x86_64-linux-gnu)\n"
        "  --cpu NAME             the CPU to tune for and whose instructions to use: native (this machine's)\n"
@@ -502,6 +508,7 @@ static int check_gpu_options(Cli *c, int kind) {
   bool cuda = c->device && strcmp(c->device, "cuda") == 0;
   if (!cuda) {
     if (c->gpu_arch) return usage_error(c, "--gpu needs --device cuda");
+    if (c->precision) return usage_error(c, "--precision needs --device cuda");
     if (strcmp(c->emit, "ptx") == 0) return usage_error(c, "--emit ptx needs --device cuda");
     return -1;
   }
@@ -513,6 +520,7 @@ static int check_gpu_options(Cli *c, int kind) {
   fc_diag_init(&d);
   FcCodegenOptions go = {.triple = "nvptx64-nvidia-cuda", .cpu = c->gpu_arch, .opt_level = c->opt_level};
   if (fc_target_resolve(&go, &c->gpu_target, &d) != FC_OK) return usage_error(c, "--gpu: %s", d.msg);
+  c->gpu_target->gpu.precision = c->gpu_precision;
   return -1;
 }
 
@@ -816,6 +824,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
       int64_t n;
       if (r < 0 || !parse_count(v, false, 86400, &n)) return usage_error(c, "--timeout needs seconds from 0 to 86400");
       c->timeout_s = (int)n;
+    } else if ((build || run || check) && (r = take_value(argc, argv, &i, "--precision", &v)) != 0) {
+      if (r < 0 || !fc_gpu_precision_parse(v, &c->gpu_precision))
+        return usage_error(c, "--precision needs fp32, tf32, fp16 or bf16");
+      c->precision = v;
     } else if (!build) {
       return usage_error(c, "unknown option '%s' for 'flowc %s' (see 'flowc %s --help')", a, c->cmd, c->cmd);
     } else if ((r = take_value(argc, argv, &i, "--calibrate-method", &v)) != 0) {
@@ -1359,6 +1371,8 @@ static int run_run(Cli *c) {
   FcModule *m = NULL;
   FcJit *jit = NULL;
   FcRunArgs files = {c->rt_argc, c->rt_argv}; /* symbolic input dims take the shapes of these files */
+  if (c->precision && !(c->device && strcmp(c->device, "simt") == 0))
+    return usage_error(c, "--precision needs --device simt");
   c->imp.shape_fn = fc_run_input_type;
   c->imp.shape_ctx = &files;
   progress_start(c);
@@ -1385,7 +1399,7 @@ static int run_run(Cli *c) {
     fc_pipeline_options_default(&po);
     po.opt_level = c->opt_level;
     po.passes = c->passes;
-    if (st == FC_OK) st = fc_simt_compile(gm, &po, &simt, &d);
+    if (st == FC_OK) st = fc_simt_compile(gm, &po, c->gpu_precision, &simt, &d);
   }
   fc_progress_line_finish(c->progress);
   int status;
@@ -1416,6 +1430,8 @@ static int run_check(Cli *c) {
   FcCheckOptions o;
   fc_check_options_default(&o);
   o.simt = c->device && strcmp(c->device, "simt") == 0;
+  if (c->precision && !o.simt) return usage_error(c, "--precision needs --device simt");
+  o.precision = c->gpu_precision;
   o.limits = c->imp.limits;
   o.opt_level = c->opt_level;
   o.threads = c->threads;

@@ -131,6 +131,12 @@ void frt_coll_clear_error(void);
  * ranks) from rank 0 alone. */
 int32_t frt_coll_launch_rank(void);
 
+/* ---- gpu_simt_mma.c --------------------------------------------------------------------------------- */
+
+/* One warp's tensor-core mma (gpu_simt.h: frt_simt_mma, whose fragment layouts it implements): kind
+ * FRT_SIMT_MMA_*, lane l's fragments a[l][4], b[l][2] and accumulators cd[l][4], updated in place. */
+void frt_simt_warp_mma(int32_t kind, const uint32_t *const *a, const uint32_t *const *b, float *const *cd);
+
 /* ---- gpu_simt_fiber.c ------------------------------------------------------------------------------- */
 
 /* The fibers a SIMT block's threads run on (gpu_simt.c): fiber i runs fn(ctx, i), which never returns; it

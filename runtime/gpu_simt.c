@@ -13,7 +13,8 @@
  * runs until it reaches a barrier, a shuffle or its end, then switches straight to the next (one switch
  * per thread, not two through the scheduler). After the pass, a warp whose 32 lanes all wait at a
  * shuffle gets its results (computed for all 32 lanes at once, from the values they deposited, before any of
- * them runs on, so no lane can see a value of the next shuffle), and a block whose threads all wait at a
+ * them runs on, so no lane can see a value of the next shuffle; a tensor-core mma is answered the same way,
+ * gpu_simt_mma.c computing the warp's product from the fragments its lanes offer), and a block whose threads all wait at a
  * barrier is released. A pass that frees nobody is a deadlock: a thread returned while its block waits at a
  * barrier (or its warp at a shuffle), or the waiting threads wait at different barriers or shuffles
  * (divergent code); the launch stops with a message naming the threads. Every thread counts its barriers
@@ -56,7 +57,12 @@ typedef struct SimtLane {
   int32_t operand;   /* ... its source lane, delta or mask */
   uint32_t value;    /* ... the value this lane offers */
   uint32_t result;   /* ... the value it gets */
+  const uint32_t *mma_a, *mma_b; /* a pending mma (mode MMA_MODE + kind): the lane's fragments */
+  float *mma_cd;
 } SimtLane;
+
+/* A lane's pending warp-collective call is a shuffle (mode FRT_SIMT_SHFL_*) or an mma (MMA_MODE + kind). */
+enum { MMA_MODE = 16 };
 
 /* The header in front of every device allocation. */
 typedef struct SimtBuffer {
@@ -255,6 +261,29 @@ int32_t frt_simt_shfl_i32(FrtSimtThread *t, int32_t v, int32_t mode, int32_t ope
   return (int32_t)shuffle(t, (uint32_t)v, mode, operand);
 }
 
+void frt_simt_mma(FrtSimtThread *t, int32_t kind, const uint32_t *a, const uint32_t *b, float *cd) {
+  SimtDevice *d = t->emu;
+  SimtLane *ln = (SimtLane *)t;
+  char buf[48];
+  if (kind < FRT_SIMT_MMA_F16 || kind > FRT_SIMT_MMA_TF32) {
+    fault(d, FRT_ERR_INPUT, "thread %s calls mma of kind %d", xyz(buf, sizeof buf, t->tid), (int)kind);
+    return;
+  }
+  if (!d->fibered) {
+    fault(d, FRT_ERR_INPUT, "thread %s calls mma, but its launch lacks FRT_GPU_SYNC", xyz(buf, sizeof buf, t->tid));
+    return;
+  }
+  /* The fragments stay on the lane's fiber stack while it waits, so the warp's product can read and write them. */
+  ln->mma_a = a;
+  ln->mma_b = b;
+  ln->mma_cd = cd;
+  ln->mode = MMA_MODE + kind;
+  ln->shuffles++;
+  ln->state = LANE_SHUFFLE;
+  d->arrived[t->linear / FRT_SIMT_WARP]++;
+  hand_on(d);
+}
+
 /* The lane whose value `lane` gets, as PTX's shfl.sync does with a full warp: the operand's low 5 bits; a
  * source past the warp's end (down) or before its start (up) is the lane itself. */
 static uint32_t shuffle_source(uint32_t lane, int32_t mode, int32_t operand) {
@@ -404,8 +433,19 @@ static bool release_waiters(SimtDevice *d, int32_t n) {
         return false;
       }
     }
-    for (uint32_t l = 0; l < FRT_SIMT_WARP; l++)
-      warp[l].result = warp[shuffle_source(l, warp[l].mode, warp[l].operand)].value;
+    if (warp[0].mode >= MMA_MODE) {
+      const uint32_t *a[FRT_SIMT_WARP], *b[FRT_SIMT_WARP];
+      float *cd[FRT_SIMT_WARP];
+      for (uint32_t l = 0; l < FRT_SIMT_WARP; l++) {
+        a[l] = warp[l].mma_a;
+        b[l] = warp[l].mma_b;
+        cd[l] = warp[l].mma_cd;
+      }
+      frt_simt_warp_mma(warp[0].mode - MMA_MODE, a, b, cd);
+    } else {
+      for (uint32_t l = 0; l < FRT_SIMT_WARP; l++)
+        warp[l].result = warp[shuffle_source(l, warp[l].mode, warp[l].operand)].value;
+    }
     for (uint32_t l = 0; l < FRT_SIMT_WARP; l++)
       warp[l].state = LANE_RUNNABLE;
     d->arrived[w] = 0;

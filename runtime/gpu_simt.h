@@ -47,4 +47,19 @@ enum { FRT_SIMT_SHFL_IDX = 0, FRT_SIMT_SHFL_DOWN = 1, FRT_SIMT_SHFL_UP = 2, FRT_
 float frt_simt_shfl_f32(FrtSimtThread *t, float v, int32_t mode, int32_t operand);
 int32_t frt_simt_shfl_i32(FrtSimtThread *t, int32_t v, int32_t mode, int32_t operand);
 
+/* Tensor-core mma.sync.aligned.row.col with f32 accumulation, warp-collective like the shuffles (every lane of
+ * the warp calls it with the same kind; the warp's product is computed once all 32 have arrived): cd = A·B + cd
+ * for the 16 x 8 tile whose operands are spread over the lanes' registers exactly as the PTX ISA's fragment
+ * layouts say (groupID = lane / 4, tig = lane % 4):
+ *   F16, BF16 (m16n8k16): a[4] hold two 16-bit values each (low half first): a[0] = A[g][2t, 2t+1],
+ *     a[1] = A[g+8][2t, 2t+1], a[2] = A[g][2t+8, 2t+9], a[3] = A[g+8][2t+8, 2t+9]; b[0] = B[2t, 2t+1][g],
+ *     b[1] = B[2t+8, 2t+9][g];
+ *   TF32 (m16n8k8): one value each, the f32 bit pattern whose low 13 bits are ignored: a[0] = A[g][t],
+ *     a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4]; b[0] = B[t][g], b[1] = B[t+4][g];
+ *   cd (all kinds): cd[0] = C[g][2t], cd[1] = C[g][2t+1], cd[2] = C[g+8][2t], cd[3] = C[g+8][2t+1].
+ * Products are exact and summed in double, then rounded to f32 once (a GPU's order and rounding of the sum
+ * differ within f32's precision). */
+enum { FRT_SIMT_MMA_F16 = 0, FRT_SIMT_MMA_BF16 = 1, FRT_SIMT_MMA_TF32 = 2 };
+void frt_simt_mma(FrtSimtThread *t, int32_t kind, const uint32_t *a, const uint32_t *b, float *cd);
+
 #endif /* FLOWRT_GPU_SIMT_H */

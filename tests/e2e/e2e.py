@@ -14,6 +14,10 @@ third kind of test; tests/e2e/meson.build runs it.)
       output must have PyTorch's shape and dtype and agree element-wise within |got - want| <=
       atol + rtol * |want| (rtol 1e-4, atol 1e-5: issue 3's end-to-end tolerance), with no NaN or Inf.
       One line per thread count with the largest absolute and relative errors and the worst element.
+      With --precision P (mode simt): `--precision P` is passed on (the GPU matmuls and convs on tensor cores
+      with inputs rounded to P) and the tolerance is the precision's: rtol 1e-2 for fp16 and tf32 (issue 16's
+      fp16 target), 4e-2 for bf16 (8 bits of mantissa, 8x fp16's rounding error), with atol = rtol times the
+      output's mean |want|, as values near zero carry the absolute rounding error of the sums that made them.
       With --steps N (a quantised model written by bench/qdq_models.py, whose output_0.pb is PyTorch's int8
       output): every element within N output quantisation steps instead, the step being the scale of the
       model's last DequantizeLinear (info.json's output.scale); issue 14's target is 4. The line then gives
@@ -96,7 +100,10 @@ def compare_steps(got, want, step, steps):
         f"worst at {list(map(int, worst))} (got {got[worst]:.6g}, want {want[worst]:.6g})")
 
 
-def compare_outputs(out_dir, refs, step=None, steps=None):
+PRECISION_RTOL = {"tf32": 1e-2, "fp16": 1e-2, "bf16": 4e-2}
+
+
+def compare_outputs(out_dir, refs, step=None, steps=None, precision=None):
     """Returns (ok, line): the worst errors over every output (in quantisation steps when `step` is given)."""
     parts, ok = [], True
     for i, ref_path in enumerate(refs):
@@ -117,7 +124,11 @@ def compare_outputs(out_dir, refs, step=None, steps=None):
             continue
         g, w = got.astype(np.float64), want.astype(np.float64)
         err = np.abs(g - w)
-        ratio = err / (ATOL + RTOL * np.abs(w))
+        atol, rtol = ATOL, RTOL
+        if precision and precision != "fp32":
+            rtol = PRECISION_RTOL[precision]
+            atol = rtol * float(np.mean(np.abs(w)))
+        ratio = err / (atol + rtol * np.abs(w))
         worst = np.unravel_index(np.argmax(ratio), ratio.shape)
         rel = err / np.maximum(np.abs(w), 1e-30)
         ok = ok and bool(ratio.max() <= 1.0)
@@ -200,6 +211,8 @@ def cmd_compare(a):
         base = [exe]
     elif a.mode == "simt":
         base = [a.flowc, "run", model, "--device", "simt"]
+        if a.precision:
+            base += ["--precision", a.precision]
     else:
         base = [a.flowc, "run", model]
     failed = False
@@ -215,7 +228,7 @@ def cmd_compare(a):
             said = [line for line in p.stderr.splitlines() if "running on the CPU" in line]
             if len(said) != 1:
                 fail(f"{name} cuda: expected one 'running on the CPU' line on stderr, got: {p.stderr.strip()[-500:]}")
-        ok, line = compare_outputs(out_dir, refs, step, a.steps)
+        ok, line = compare_outputs(out_dir, refs, step, a.steps, a.precision)
         print(f"{'ok  ' if ok else 'FAIL'} {name} {a.mode} --threads {threads} ({p.seconds:.1f} s): {line}")
         failed |= not ok
     sys.exit(1 if failed else 0)
@@ -345,11 +358,15 @@ def main():
     c.add_argument("--mode", choices=["run", "exe", "simt", "cuda"], required=True)
     c.add_argument("--threads", default="1,2")
     c.add_argument("--steps", type=float, help="tolerance in output quantisation steps (bench/qdq_models.py cases)")
+    c.add_argument("--precision", choices=["fp32", "tf32", "fp16", "bf16"],
+                   help="mode simt: flowc run --precision P, compared within the precision's tolerance")
     c.add_argument("--work", required=True)
     b = sub.add_parser("bad-input")
     b.add_argument("--flowc", required=True)
     b.add_argument("--work", required=True)
     a = ap.parse_args()
+    if a.cmd == "compare" and a.precision and a.mode != "simt":
+        ap.error("--precision applies to --mode simt")
     {"compare": cmd_compare, "bad-input": cmd_bad_input}[a.cmd](a)
 
 

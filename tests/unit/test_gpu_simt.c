@@ -648,6 +648,148 @@ static void test_memory_reused(void **state) {
   frt_gpu_simt.close(dev);
 }
 
+/* ---- tensor-core mma (frt_simt_mma) -------------------------------------------------------------------- */
+
+/* Two warps, each multiplying its own 16 x K by K x 8 problem. The fragments are packed here, register by
+ * register, from the PTX ISA's layout tables for mma.m16n8k16 (.f16/.bf16) and mma.m16n8k8 (.tf32), and the
+ * result compared with a plain product. Values are multiples of 1/2 up to 4, exact in every input format,
+ * so the sums are exact and the comparison is too. A wrong packing (A's registers 1 and 2 swapped) must
+ * give a different product. */
+enum { MMA_WARPS = 2, MMA_M = 16, MMA_N = 8, MMA_K = 16 };
+
+typedef struct MmaArgs {
+  uint32_t a[MMA_WARPS * 32][4], b[MMA_WARPS * 32][2];
+  float cd[MMA_WARPS * 32][4];
+  int32_t kind, kind_lane0; /* lane 0 of warp 0 may call another kind (a mismatch) */
+} MmaArgs;
+
+static void k_mma(void *thr, void *const *args) {
+  FrtSimtThread *t = thr;
+  MmaArgs *m = args[0];
+  uint32_t a[4], b[2];
+  float cd[4];
+  memcpy(a, m->a[t->linear], sizeof a);
+  memcpy(b, m->b[t->linear], sizeof b);
+  memcpy(cd, m->cd[t->linear], sizeof cd);
+  frt_simt_mma(t, t->linear == 0 ? m->kind_lane0 : m->kind, a, b, cd);
+  memcpy(m->cd[t->linear], cd, sizeof cd);
+}
+
+/* v (a multiple of 1/2 in [-8, 8]) as f16 bits. */
+static uint32_t f16_bits(float v) {
+  if (v == 0)
+    return 0;
+  int e;
+  float f = frexpf(fabsf(v), &e); /* v = f * 2^e, f in [0.5, 1) */
+  uint32_t mant = (uint32_t)((f * 2 - 1) * 1024);
+  return (v < 0 ? 0x8000u : 0) | (uint32_t)(e - 1 + 15) << 10 | mant;
+}
+
+static uint32_t f32_bits(float v) {
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+/* One input element in the kind's format; tf32 gets noise in the 13 bits the hardware ignores. */
+static uint32_t encode(int32_t kind, float v, uint32_t noise) {
+  if (kind == FRT_SIMT_MMA_F16)
+    return f16_bits(v);
+  if (kind == FRT_SIMT_MMA_BF16)
+    return f32_bits(v) >> 16;
+  return f32_bits(v) | (noise & 0x1fffu);
+}
+
+static void mma_pack(int32_t kind, bool wrong, float A[MMA_WARPS][MMA_M][MMA_K], float B[MMA_WARPS][MMA_K][MMA_N],
+                     float C[MMA_WARPS][MMA_M][MMA_N], MmaArgs *m) {
+  for (int w = 0; w < MMA_WARPS; w++)
+    for (int l = 0; l < 32; l++) {
+      int g = l / 4, t = l % 4, i = w * 32 + l;
+      for (int r = 0; r < 4; r++) {
+        int ra = wrong && (r == 1 || r == 2) ? 3 - r : r; /* the wrong packing swaps registers 1 and 2 */
+        int row = g + 8 * (ra % 2);
+        if (kind == FRT_SIMT_MMA_TF32) {
+          m->a[i][r] = encode(kind, A[w][row][t + 4 * (ra / 2)], (uint32_t)(i * 97 + r));
+        } else {
+          int col = 2 * t + 8 * (ra / 2);
+          m->a[i][r] = encode(kind, A[w][row][col], 0) | encode(kind, A[w][row][col + 1], 0) << 16;
+        }
+        m->cd[i][r] = C[w][g + 8 * (r / 2)][2 * t + r % 2];
+      }
+      for (int r = 0; r < 2; r++) {
+        if (kind == FRT_SIMT_MMA_TF32) {
+          m->b[i][r] = encode(kind, B[w][t + 4 * r][g], (uint32_t)(i * 31 + r));
+        } else {
+          int k0 = 2 * t + 8 * r;
+          m->b[i][r] = encode(kind, B[w][k0][g], 0) | encode(kind, B[w][k0 + 1][g], 0) << 16;
+        }
+      }
+    }
+}
+
+/* Runs the mma of `kind` (packed right or wrong); true when every lane got the plain product. */
+static bool mma_matches(int32_t kind, bool wrong, const char *schedule) {
+  static float A[MMA_WARPS][MMA_M][MMA_K], B[MMA_WARPS][MMA_K][MMA_N], C[MMA_WARPS][MMA_M][MMA_N];
+  int K = kind == FRT_SIMT_MMA_TF32 ? 8 : 16;
+  uint32_t seed = 12345;
+  for (int w = 0; w < MMA_WARPS; w++) {
+    for (int i = 0; i < MMA_M; i++)
+      for (int k = 0; k < K; k++)
+        A[w][i][k] = (float)((int)((seed = seed * 1103515245u + 12345u) >> 16) % 17 - 8) / 2;
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < MMA_N; j++)
+        B[w][k][j] = (float)((int)((seed = seed * 1103515245u + 12345u) >> 16) % 17 - 8) / 2;
+    for (int i = 0; i < MMA_M; i++)
+      for (int j = 0; j < MMA_N; j++)
+        C[w][i][j] = (float)(i - j + w);
+  }
+  static MmaArgs m;
+  memset(&m, 0, sizeof m);
+  m.kind = m.kind_lane0 = kind;
+  mma_pack(kind, wrong, A, B, C, &m);
+  void *bufs[] = {&m};
+  size_t sizes[] = {sizeof m};
+  run_ok(k_mma, &(Shape){{1, 1, 1}, {MMA_WARPS * 32, 1, 1}, 0, FRT_GPU_SYNC}, schedule, 1, bufs, sizes);
+  bool same = true;
+  for (int w = 0; w < MMA_WARPS; w++)
+    for (int l = 0; l < 32; l++)
+      for (int r = 0; r < 4; r++) {
+        int g = l / 4, t = l % 4, row = g + 8 * (r / 2), col = 2 * t + r % 2;
+        float want = C[w][row][col];
+        for (int k = 0; k < K; k++)
+          want += A[w][row][k] * B[w][k][col];
+        same = same && m.cd[w * 32 + l][r] == want;
+      }
+  return same;
+}
+
+static void test_mma(void **state) {
+  static const int32_t kinds[] = {FRT_SIMT_MMA_F16, FRT_SIMT_MMA_BF16, FRT_SIMT_MMA_TF32};
+  for (size_t s = 0; s < N_SCHEDULES; s++)
+    for (int i = 0; i < 3; i++) {
+      if (!mma_matches(kinds[i], false, schedules[s]))
+        fail_msg("mma kind %d under %s: not the plain product", (int)kinds[i], schedules[s]);
+      if (mma_matches(kinds[i], true, schedules[s]))
+        fail_msg("mma kind %d under %s: a wrong fragment layout gave the right product", (int)kinds[i], schedules[s]);
+    }
+}
+
+/* The lanes of a warp must agree on the kind, as on the instruction. */
+static void test_mma_kind_mismatch(void **state) {
+  static MmaArgs m;
+  memset(&m, 0, sizeof m);
+  m.kind = FRT_SIMT_MMA_BF16;
+  m.kind_lane0 = FRT_SIMT_MMA_F16;
+  void *bufs[] = {&m};
+  size_t sizes[] = {sizeof m};
+  FrtError err = {0};
+  assert_int_not_equal(run(k_mma, &(Shape){{1, 1, 1}, {32, 1, 1}, 0, FRT_GPU_SYNC}, NULL, 1, bufs, sizes, &err), FRT_OK);
+  assert_non_null(strstr(err.msg, "different shuffles"));
+  m.kind = m.kind_lane0 = 7;
+  assert_int_not_equal(run(k_mma, &(Shape){{1, 1, 1}, {32, 1, 1}, 0, FRT_GPU_SYNC}, NULL, 1, bufs, sizes, &err), FRT_OK);
+  assert_non_null(strstr(err.msg, "mma of kind 7"));
+}
+
 /* ---- the ucontext fallback --------------------------------------------------------------------------- */
 
 static int use_ucontext(void **state) { return setenv("FLOWRT_SIMT_FIBERS", "ucontext", 1); }
@@ -672,7 +814,7 @@ static void test_bad_fibers_setting(void **state) {
       FIBER_TEST(test_missing_barrier_fails, mode), FIBER_TEST(test_shuffle_reductions, mode),               \
       FIBER_TEST(test_shuffle_edges, mode), FIBER_TEST(test_deadlocks, mode),                                \
       FIBER_TEST(test_device_survives_deadlock, mode), FIBER_TEST(test_shared_poisoned, mode),               \
-      FIBER_TEST(test_memory_reused, mode)
+      FIBER_TEST(test_memory_reused, mode), FIBER_TEST(test_mma, mode), FIBER_TEST(test_mma_kind_mismatch, mode)
 
 int main(void) {
   const struct CMUnitTest tests[] = {
