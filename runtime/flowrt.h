@@ -334,9 +334,11 @@ typedef struct FrtGpuSession FrtGpuSession;
  * libcuda cannot be loaded ("no CUDA driver: ..."), when no GPU is found, or when the driver cannot load the
  * PTX (its log's first line); FRT_ERR_RESOURCE when device memory runs out. */
 FrtStatus frt_gpu_open(const FrtModel *m, FrtDevice device, FrtGpuSession **out, FrtError *err);
-/* One run: the inputs copied to the device, every launch in order, the outputs copied back. A kernel that
- * found bad data (the status word) is FRT_ERR_INPUT naming its node; a device error FRT_ERR_RESOURCE naming
- * the launch's node and the driver's words. Allocates nothing. */
+/* One run: the inputs copied to the device, every launch in order (on CUDA, one CUDA graph of all of them,
+ * captured at open, unless $FLOWRT_CUDA_GRAPHS is 0, the driver lacks graphs or the run is profiled), the
+ * outputs copied back. A kernel that found bad data (the status word) is FRT_ERR_INPUT naming its node; a
+ * device error FRT_ERR_RESOURCE naming the launch's node (or the graph) and the driver's words. Allocates
+ * nothing. */
 FrtStatus frt_gpu_run(FrtGpuSession *s, const void *const *inputs, void *const *outputs, FrtError *err);
 /* "NVIDIA H200 (sm_90)", "SIMT host emulator". */
 const char *frt_gpu_device_name(const FrtGpuSession *s);

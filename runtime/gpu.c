@@ -11,6 +11,12 @@
  * bytes, an i32 the kernels set to 1 + their kernel index on bad data, as the CPU code returns it), upload
  * the inputs, queue every launch, wait, download the outputs and the status word.
  *
+ * Where the backend can record its launches as a graph (CUDA graphs), opening captures every launch once
+ * (their arguments never change: one buffer each for the session's life) and every run queues the graph in
+ * one call instead of one call per launch. A backend without graphs, or one whose capture fails, runs the
+ * launches one by one, with the same results; so does a profiled run, whose per-launch timers need them one
+ * by one.
+ *
  * Profiling adds each launch's device time to its node: through the backend's own timers where it has
  * them (CUDA: an event pair around each launch, read after the run's one synchronisation), else by the
  * wall clock around each launch and a wait for it (which serialises the run: its total is then no
@@ -38,6 +44,7 @@ struct FrtGpuSession {
   double *launch_s;  /* per launch: the last profiled run's seconds */
   double *prof;      /* frt_gpu_set_profile's accumulator (n_kernels entries), or NULL */
   bool backend_timing; /* the backend times launches itself (set_timing succeeded) */
+  bool graph;          /* the launches were captured as one graph (graph_capture) */
 };
 
 static const char *model_name(const FrtModel *m) { return m->name ? m->name : "?"; }
@@ -275,6 +282,11 @@ FrtStatus frt_gpu_open_backend(const FrtModel *m, const FrtGpuBackend *be, FrtDe
       const FrtGpuArg *a = &gm->launches[i].args[j];
       s->args[at++] = buffer_of(s, a) + a->offset;
     }
+  /* The arguments never change, so the launches are captured once, here, while opening may still allocate.
+   * No graph is not an error: the runs then launch one by one. */
+  FrtError ignored;
+  s->graph = be->graph_capture && be->graph_launch && gm->n_launches > 0 &&
+             be->graph_capture(s->dev, s->args, &ignored) == FRT_OK;
   *out = s;
   return FRT_OK;
 }
@@ -341,8 +353,11 @@ FrtStatus frt_gpu_run(FrtGpuSession *s, const void *const *inputs, void *const *
     if (s->in_bytes[i])
       st = be->upload(s->dev, s->in_addr[i], inputs[i], s->in_bytes[i], err);
   bool wall = s->prof && !s->backend_timing;
+  bool graph = !s->prof && s->graph;
+  if (graph && st == FRT_OK)
+    st = be->graph_launch(s->dev, err);
   const uint64_t *args = s->args;
-  for (int32_t i = 0; i < gm->n_launches && st == FRT_OK; i++) {
+  for (int32_t i = 0; i < gm->n_launches && st == FRT_OK && !graph; i++) {
     const FrtGpuLaunch *l = &gm->launches[i];
     double t0 = wall ? frt_now_seconds() : 0;
     st = be->launch(s->dev, i, l, args, err);

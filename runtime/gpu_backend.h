@@ -43,6 +43,14 @@ typedef struct FrtGpuBackend {
    * launch_seconds fills seconds[i] with launch i's time in that run. */
   FrtStatus (*set_timing)(void *dev, bool on, FrtError *err);
   FrtStatus (*launch_seconds)(void *dev, double *seconds, FrtError *err);
+  /* Optional (NULL: every run queues its launches one by one). graph_capture records every launch of
+   * gm->launches, args resolved as for launch (all of them, launch after launch), as one replayable graph
+   * without running them (CUDA: stream capture, instantiated); an error means no graph, and the runner
+   * launches one by one, as without these entries (the error is not the user's). graph_launch then queues
+   * the whole run's launches at once. The runner captures once, at open, and does not use the graph while
+   * profiling (per-launch timers need the launches one by one). */
+  FrtStatus (*graph_capture)(void *dev, const uint64_t *args, FrtError *err);
+  FrtStatus (*graph_launch)(void *dev, FrtError *err);
 } FrtGpuBackend;
 
 extern const FrtGpuBackend frt_gpu_cuda;

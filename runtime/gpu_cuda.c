@@ -16,6 +16,16 @@
  * the runtime API does), after checking the device's compute capability against the PTX's target; the PTX
  * is JIT-compiled with an error log whose first line becomes the message. All work goes to one stream:
  * copies and launches are queued, and the runner waits once, at the end of a run.
+ *
+ * CUDA graphs: where the driver has stream capture (cuStreamBeginCapture_v2, cuStreamEndCapture,
+ * cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy; optional entry points, all
+ * or none), graph_capture records the model's launches on the stream, without running them, into a graph
+ * that is instantiated once, and each run then queues it with one cuGraphLaunch: one driver call a run
+ * instead of one per kernel. The copies stay outside the graph (the inputs' host addresses change from run
+ * to run, and pageable host memory does not belong in a graph). Capture uses the thread-local mode, so
+ * other threads of the process may keep calling the driver meanwhile. FLOWRT_CUDA_GRAPHS=0 turns graphs off
+ * (read at open); a failed capture is no error: the runner launches one by one. The capture happens at open
+ * (gpu.c), so a run still allocates nothing.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,6 +49,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 /* CUresult values the messages name without the driver's help (the stub's cuGetErrorName fails). */
 #define CUDA_SUCCESS 0
@@ -50,6 +62,8 @@ typedef struct CUevent_st *CUevent;
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_JIT_ERROR_LOG_BUFFER 5
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+/* CUstreamCaptureMode: only this thread is kept from calls that would break the capture. */
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 #define JIT_LOG_BYTES 4096
 
@@ -93,6 +107,15 @@ static struct {
   CUresult (*event_elapsed)(float *, CUevent, CUevent); /* cuEventElapsedTime_v2, or the unversioned one */
   CUresult (*get_error_name)(CUresult, const char **);  /* optional: the messages fall back on a table */
   CUresult (*get_error_string)(CUresult, const char **);
+#define CUDA_GRAPH_FUNCTIONS(X)                                                                                  \
+  X(CUresult, begin_capture, (CUstream, int), "cuStreamBeginCapture_v2")                                         \
+  X(CUresult, end_capture, (CUstream, CUgraph *), "cuStreamEndCapture")                                          \
+  X(CUresult, graph_instantiate, (CUgraphExec *, CUgraph, unsigned long long), "cuGraphInstantiateWithFlags")  \
+  X(CUresult, graph_launch, (CUgraphExec, CUstream), "cuGraphLaunch")                                            \
+  X(CUresult, graph_exec_destroy, (CUgraphExec), "cuGraphExecDestroy")                                           \
+  X(CUresult, graph_destroy, (CUgraph), "cuGraphDestroy")
+  CUDA_GRAPH_FUNCTIONS(FIELD) /* optional: all NULL unless the driver has every one */
+  bool graphs;
 } cu = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- messages ----------------------------------------------------------------------------------------- */
@@ -119,6 +142,9 @@ static const char *error_name(CUresult r) {
   case 701: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
   case 702: return "CUDA_ERROR_LAUNCH_TIMEOUT";
   case 719: return "CUDA_ERROR_LAUNCH_FAILED";
+  case 801: return "CUDA_ERROR_NOT_SUPPORTED";
+  case 900: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+  case 901: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
   case 999: return "CUDA_ERROR_UNKNOWN";
   }
   return NULL;
@@ -196,6 +222,12 @@ static int load_driver(char *msg, size_t cap) {
   }
   cu.get_error_name = (CUresult(*)(CUresult, const char **))dlsym(lib, "cuGetErrorName");
   cu.get_error_string = (CUresult(*)(CUresult, const char **))dlsym(lib, "cuGetErrorString");
+  /* Graphs are optional: a driver without one of their entry points runs the launches one by one. */
+  cu.graphs = true;
+#define LOAD_OPTIONAL(ret, field, params, sym)                                                                   \
+  if (!(cu.field = (ret(*) params)dlsym(lib, sym)))                                                              \
+    cu.graphs = false;
+  CUDA_GRAPH_FUNCTIONS(LOAD_OPTIONAL)
   CUresult r = cu.init(0);
   if (r == CUDA_ERROR_NO_DEVICE)
     snprintf(msg, cap, "no CUDA GPU found");
@@ -254,6 +286,8 @@ typedef struct CudaDev {
   void **params;    /* the widest launch's parameter pointers (cuLaunchKernel's kernelParams) */
   CUevent *events;  /* per launch, a pair around it (timing), or NULL */
   bool timing;
+  bool graphs_off;       /* FLOWRT_CUDA_GRAPHS=0 */
+  CUgraphExec graph;     /* the launches captured as one graph (graph_capture), or NULL */
   char name[192];
 } CudaDev;
 
@@ -285,6 +319,8 @@ static void cuda_close(void *dev) {
   if (d->ctx) { /* else the device never opened, and the driver may not be loaded */
     cu.ctx_set_current(d->ctx);
     destroy_events(d);
+    if (d->graph)
+      cu.graph_exec_destroy(d->graph);
     if (d->stream)
       cu.stream_destroy(d->stream);
     if (d->mod)
@@ -379,6 +415,8 @@ static FrtStatus cuda_open(const FrtGpuModel *gm, void **out, FrtError *err) {
     return frt_errorf(err, FRT_ERR_RESOURCE, "out of memory");
   }
   d->gm = gm;
+  const char *graphs = getenv("FLOWRT_CUDA_GRAPHS");
+  d->graphs_off = graphs && strcmp(graphs, "0") == 0;
   char msg[480];
   if (open_device(0, &d->dev, &d->ctx, msg, sizeof msg) != 0) {
     d->ctx = NULL;
@@ -523,6 +561,64 @@ static FrtStatus cuda_launch_seconds(void *dev, double *seconds, FrtError *err) 
   return FRT_OK;
 }
 
+/* Records every launch on the stream in capture mode (nothing runs) and instantiates the graph. The stream
+ * is drained first, so the capture starts on an idle stream (at open, the weights' upload may be queued). */
+static FrtStatus cuda_graph_capture(void *dev, const uint64_t *args, FrtError *err) {
+  CudaDev *d = dev;
+  if (d->graphs_off)
+    return frt_errorf(err, FRT_ERR_UNSUPPORTED, "CUDA graphs are off (FLOWRT_CUDA_GRAPHS=0)");
+  if (!cu.graphs)
+    return frt_errorf(err, FRT_ERR_UNSUPPORTED, "the CUDA driver has no stream capture");
+  if (d->timing) /* the events around each launch are not the graph's business */
+    return frt_errorf(err, FRT_ERR_UNSUPPORTED, "no CUDA graph while the launches are timed");
+  FrtStatus st = bind(d, err);
+  if (st != FRT_OK)
+    return st;
+  if (d->graph) {
+    cu.graph_exec_destroy(d->graph);
+    d->graph = NULL;
+  }
+  CUresult r = cu.stream_synchronize(d->stream);
+  if (r != CUDA_SUCCESS)
+    return cu_fail(err, FRT_ERR_RESOURCE, r, "cuStreamSynchronize before a capture");
+  if ((r = cu.begin_capture(d->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) != CUDA_SUCCESS)
+    return cu_fail(err, FRT_ERR_UNSUPPORTED, r, "cuStreamBeginCapture");
+  const uint64_t *a = args;
+  for (int32_t i = 0; i < d->gm->n_launches && st == FRT_OK; i++) {
+    st = cuda_launch(d, i, &d->gm->launches[i], a, err);
+    a += d->gm->launches[i].n_args;
+  }
+  /* Ended whatever happened, so that the stream leaves capture mode; a failed capture may still hand back a
+   * graph, which is destroyed. */
+  CUgraph graph = NULL;
+  r = cu.end_capture(d->stream, &graph);
+  if (st == FRT_OK && r != CUDA_SUCCESS)
+    st = cu_fail(err, FRT_ERR_UNSUPPORTED, r, "cuStreamEndCapture");
+  if (st == FRT_OK && !graph)
+    st = frt_errorf(err, FRT_ERR_UNSUPPORTED, "cuStreamEndCapture returned no graph");
+  if (st == FRT_OK && (r = cu.graph_instantiate(&d->graph, graph, 0)) != CUDA_SUCCESS) {
+    d->graph = NULL;
+    st = cu_fail(err, FRT_ERR_UNSUPPORTED, r, "cuGraphInstantiateWithFlags");
+  }
+  /* The executable graph no longer needs the graph it was made from. */
+  if (graph)
+    cu.graph_destroy(graph);
+  return st;
+}
+
+static FrtStatus cuda_graph_launch(void *dev, FrtError *err) {
+  CudaDev *d = dev;
+  FrtStatus st = bind(d, err);
+  if (st != FRT_OK)
+    return st;
+  if (!d->graph)
+    return frt_errorf(err, FRT_ERR_UNSUPPORTED, "cuGraphLaunch: no graph was captured");
+  CUresult r = cu.graph_launch(d->graph, d->stream);
+  return r == CUDA_SUCCESS ? FRT_OK
+                           : cu_fail(err, FRT_ERR_RESOURCE, r, "cuGraphLaunch (the model's %d launches as one graph)",
+                                     (int)d->gm->n_launches);
+}
+
 const FrtGpuBackend frt_gpu_cuda = {
     .name = "cuda",
     .open = cuda_open,
@@ -537,6 +633,8 @@ const FrtGpuBackend frt_gpu_cuda = {
     .close = cuda_close,
     .set_timing = cuda_set_timing,
     .launch_seconds = cuda_launch_seconds,
+    .graph_capture = cuda_graph_capture,
+    .graph_launch = cuda_graph_launch,
 };
 
 /* ---- for the NCCL collectives (coll_nccl.c) --------------------------------------------------------------- */

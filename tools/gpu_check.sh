@@ -5,7 +5,9 @@
 #   tools/gpu_check.sh [BUILD_DIR]     (default: build; configured and built here when missing)
 #
 # 1. the e2e models (tools/export_e2e_models.py) built with --device cuda, each run on the GPU and on the CPU
-#    code of the same executable: every output within rtol 1e-3, atol 1e-4 (fp32);
+#    code of the same executable: every output within rtol 1e-3, atol 1e-4 (fp32); and on the GPU again with
+#    FLOWRT_CUDA_GRAPHS=0 (the launches one by one instead of one CUDA graph a run): the same check, and both
+#    latencies;
 # 2. --profile of ResNet-18 on the GPU (per-node device times);
 # 3. a 4096^3 f32 matmul's GFLOP/s on the GPU (flowc's GEMM; tensor cores are not used yet).
 # Prints what it measured; exit status 0 only when every comparison held.
@@ -27,18 +29,9 @@ mkdir -p "$work"
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d . | tr -d ' ')
 gpu=sm_${cc:-80}
 status=0
-models=(mlp_b64 cnn_b64 transformer resnet18 mobilenet_v2)
-/usr/bin/python3 tools/export_e2e_models.py "$work/models" --models "$(IFS=,; echo "${models[*]}")" >/dev/null || exit 1
-for m in "${models[@]}"; do
-  d=$work/models/$m
-  if ! "$flowc" build "$d/model.onnx" --device cuda --gpu "$gpu" -o "$work/$m" 2>"$work/$m.err"; then
-    echo "FAIL $m: build: $(tail -1 "$work/$m.err")"; status=1; continue
-  fi
-  ins=$(ls "$d"/test_data_set_0/input_*.pb)
-  rm -rf "$work/$m.gpu" "$work/$m.cpu"
-  "$work/$m" $ins --device cuda --output-dir "$work/$m.gpu" || { echo "FAIL $m: GPU run"; status=1; continue; }
-  "$work/$m" $ins --device cpu --output-dir "$work/$m.cpu" || { echo "FAIL $m: CPU run"; status=1; continue; }
-  /usr/bin/python3 - "$work/$m.gpu" "$work/$m.cpu" "$m" <<'PY' || status=1
+# compare DIR REF WHAT: every .npy of REF against DIR's, within rtol 1e-3, atol 1e-4.
+compare() {
+  /usr/bin/python3 - "$@" <<'PY'
 import os, sys
 import numpy as np
 g, c, name = sys.argv[1:]
@@ -50,9 +43,26 @@ for f in sorted(os.listdir(c)):
     if a.shape != b.shape or bad.any():
         print(f"FAIL {name}: {f}: {int(bad.sum())} of {a.size} elements beyond rtol 1e-3")
         sys.exit(1)
-print(f"ok   {name}: GPU = CPU within rtol 1e-3 (worst |d|/(1e-4+|cpu|) {worst:.2e})")
+print(f"ok   {name} within rtol 1e-3 (worst |d|/(1e-4+|ref|) {worst:.2e})")
 PY
+}
+models=(mlp_b64 cnn_b64 transformer resnet18 mobilenet_v2)
+/usr/bin/python3 tools/export_e2e_models.py "$work/models" --models "$(IFS=,; echo "${models[*]}")" >/dev/null || exit 1
+for m in "${models[@]}"; do
+  d=$work/models/$m
+  if ! "$flowc" build "$d/model.onnx" --device cuda --gpu "$gpu" -o "$work/$m" 2>"$work/$m.err"; then
+    echo "FAIL $m: build: $(tail -1 "$work/$m.err")"; status=1; continue
+  fi
+  ins=$(ls "$d"/test_data_set_0/input_*.pb)
+  rm -rf "$work/$m.gpu" "$work/$m.cpu" "$work/$m.nograph"
+  "$work/$m" $ins --device cuda --output-dir "$work/$m.gpu" || { echo "FAIL $m: GPU run"; status=1; continue; }
+  "$work/$m" $ins --device cpu --output-dir "$work/$m.cpu" || { echo "FAIL $m: CPU run"; status=1; continue; }
+  FLOWRT_CUDA_GRAPHS=0 "$work/$m" $ins --device cuda --output-dir "$work/$m.nograph" ||
+    { echo "FAIL $m: GPU run without CUDA graphs"; status=1; continue; }
+  compare "$work/$m.gpu" "$work/$m.cpu" "$m: GPU = CPU" || status=1
+  compare "$work/$m.gpu" "$work/$m.nograph" "$m: GPU with CUDA graphs = without" || status=1
   "$work/$m" $ins --device cuda --bench 20 | sed "s/^/     $m GPU: /"
+  FLOWRT_CUDA_GRAPHS=0 "$work/$m" $ins --device cuda --bench 20 | sed "s/^/     $m GPU, no CUDA graphs: /"
   "$work/$m" $ins --device cpu --bench 5 | sed "s/^/     $m CPU: /"
 done
 [ -x "$work/resnet18" ] && "$work/resnet18" "$work"/models/resnet18/test_data_set_0/input_0.pb --device cuda --profile | head -25

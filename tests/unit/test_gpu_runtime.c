@@ -5,7 +5,8 @@
  * up by name), which also counts the calls, so the checks see that a run allocates nothing and that every
  * argument is its buffer plus its offset. The CUDA backend runs against a fake driver (fake_cuda.c, built
  * as a shared module: $FRT_TEST_FAKE_CUDA), against the toolkit's stub (CUDA_ERROR_STUB_LIBRARY) and
- * against no library at all. The model: y = (x + 1) * w[0] over 64 floats, with a check that the four
+ * against no library at all; CUDA graphs against the fake's stream capture (and a build of it without the
+ * graph entry points: fake_cuda_nographs, $FRT_TEST_FAKE_CUDA_NOGRAPHS). The model: y = (x + 1) * w[0] over 64 floats, with a check that the four
  * indices idx are in [0, 4), as a gather would check them.
  */
 #include <dlfcn.h>
@@ -288,6 +289,122 @@ static void test_runner_offsets(void **state) {
   frt_gpu_close(s);
 }
 
+/* ---- the runner's graphs, over the host backend with graph entries ----------------------------------------- */
+
+static struct {
+  int captures, graph_launches;
+  bool fail_capture;
+  const uint64_t *args; /* what the capture was given */
+} hg;
+
+static FrtStatus host_graph_capture(void *dev, const uint64_t *args, FrtError *err) {
+  hg.captures++;
+  if (hg.fail_capture)
+    return frt_errorf(err, FRT_ERR_UNSUPPORTED, "no graphs today");
+  hg.args = args;
+  return FRT_OK;
+}
+
+/* Replays the captured launches through host_launch, as a driver replays a graph's kernel nodes. */
+static FrtStatus host_graph_launch(void *dev, FrtError *err) {
+  hg.graph_launches++;
+  const uint64_t *args = hg.args;
+  for (int32_t i = 0; i < host_gm->n_launches; i++) {
+    FrtStatus st = host_launch(dev, i, &host_gm->launches[i], args, err);
+    if (st != FRT_OK)
+      return st;
+    args += host_gm->launches[i].n_args;
+  }
+  return FRT_OK;
+}
+
+static void test_runner_graphs(void **state) {
+  FrtGpuBackend be = host_backend;
+  be.graph_capture = host_graph_capture;
+  be.graph_launch = host_graph_launch;
+  fill_x();
+  memset(&hc, 0, sizeof hc);
+  memset(&hg, 0, sizeof hg);
+  FrtModel m = gpu_model();
+  FrtGpuSession *s = NULL;
+  FrtError err = {0};
+  assert_int_equal(frt_gpu_open_backend(&m, &be, FRT_DEVICE_CUDA, &s, &err), FRT_OK);
+  assert_int_equal(hg.captures, 1); /* captured at open, where allocating is allowed */
+  assert_int_equal(hc.launches, 0);  /* and not run */
+  float y[N];
+  const void *ins[] = {x, good_idx}, *bad[] = {x, bad_idx};
+  void *outs[] = {y};
+  for (int run = 0; run < 3; run++) {
+    memset(y, 0, sizeof y);
+    assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+    expect_y(y);
+  }
+  assert_int_equal(hg.captures, 1);
+  assert_int_equal(hg.graph_launches, 3);
+  assert_int_equal(hc.launches, 9); /* all of them through the graph */
+  assert_int_equal(hc.syncs, 3);
+  /* Bad data through the graph: the status word still names the node, and the next run is clean. */
+  assert_int_equal(frt_gpu_run(s, bad, outs, &err), FRT_ERR_INPUT);
+  assert_string_equal(err.msg,
+                      "model 'gpu_add': node 'gather' (gather): bad data at run time (an index out of range, ...)");
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  assert_int_equal(hg.graph_launches, 5);
+  /* Profiling: launch by launch (the wall clock waits after each), the graph kept for later. */
+  double acc[3] = {0, 0, 0};
+  frt_gpu_set_profile(s, acc, 3);
+  int syncs = hc.syncs;
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  expect_y(y);
+  assert_int_equal(hg.graph_launches, 5);
+  assert_int_equal(hc.syncs - syncs, 3 + 1);
+  frt_gpu_set_profile(s, NULL, 0);
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  assert_int_equal(hg.graph_launches, 6);
+  assert_int_equal(hg.captures, 1);
+  frt_gpu_close(s);
+
+  /* A capture that fails: no error, launch by launch, and no second try. */
+  memset(&hc, 0, sizeof hc);
+  memset(&hg, 0, sizeof hg);
+  hg.fail_capture = true;
+  assert_int_equal(frt_gpu_open_backend(&m, &be, FRT_DEVICE_CUDA, &s, &err), FRT_OK);
+  for (int run = 0; run < 2; run++) {
+    memset(y, 0, sizeof y);
+    assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+    expect_y(y);
+  }
+  assert_int_equal(hg.captures, 1);
+  assert_int_equal(hg.graph_launches, 0);
+  assert_int_equal(hc.launches, 6);
+  frt_gpu_close(s);
+
+  /* Profiled from the first run: launch by launch until the profile is off. */
+  memset(&hc, 0, sizeof hc);
+  memset(&hg, 0, sizeof hg);
+  assert_int_equal(frt_gpu_open_backend(&m, &be, FRT_DEVICE_CUDA, &s, &err), FRT_OK);
+  frt_gpu_set_profile(s, acc, 3);
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  assert_int_equal(hg.graph_launches, 0);
+  assert_int_equal(hc.launches, 3);
+  frt_gpu_set_profile(s, NULL, 0);
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  expect_y(y);
+  assert_int_equal(hg.captures, 1);
+  assert_int_equal(hg.graph_launches, 1);
+  frt_gpu_close(s);
+
+  /* A model without launches has nothing to capture. */
+  FrtGpuModel none = gpu_code;
+  none.n_launches = 0;
+  m.gpu = &none;
+  memset(&hg, 0, sizeof hg);
+  assert_int_equal(frt_gpu_open_backend(&m, &be, FRT_DEVICE_CUDA, &s, &err), FRT_OK);
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  assert_int_equal(hg.captures, 0);
+  assert_int_equal(hg.graph_launches, 0);
+  frt_gpu_close(s);
+}
+
 /* ---- malformed launch tables ------------------------------------------------------------------------------ */
 
 static void expect_bad(const FrtModel *m, const char *want) {
@@ -463,14 +580,32 @@ static const char *fake_library(void) {
   return p && *p ? p : NULL;
 }
 
-static int fake_live(void) {
-  void *h = dlopen(fake_library(), RTLD_NOW | RTLD_NOLOAD);
+static int fake_live_of(const char *library) {
+  void *h = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
   assert_non_null(h);
   int (*live)(void) = (int (*)(void))dlsym(h, "fake_cuda_live");
   assert_non_null(live);
   int n = live();
   dlclose(h);
   return n;
+}
+
+static int fake_live(void) { return fake_live_of(fake_library()); }
+
+/* The fake's counters: kernels run one by one, graph launches, captures begun (cumulative while loaded). */
+typedef struct FakeCounts {
+  int direct, graphs, captures;
+} FakeCounts;
+
+static FakeCounts fake_counts_of(const char *library) {
+  void *h = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(h);
+  void (*counts)(int *) = (void (*)(int *))dlsym(h, "fake_cuda_counts");
+  assert_non_null(counts);
+  int c[3];
+  counts(c);
+  dlclose(h);
+  return (FakeCounts){c[0], c[1], c[2]};
 }
 
 static void test_cuda_fake_driver(void **state) {
@@ -544,6 +679,126 @@ static void test_cuda_fake_driver(void **state) {
   assert_int_equal(frt_gpu_open(&m, FRT_DEVICE_CUDA, &s, &err), FRT_ERR_INPUT);
   assert_string_equal(err.msg, "malformed GPU code: the PTX's target 'compute_80' is not sm_NN");
   assert_int_equal(fake_live(), 0);
+}
+
+/* ---- CUDA graphs on the fake driver ---------------------------------------------------------------------------- */
+
+/* Opens the model on `library`, runs it `runs` times on good data (each checked) and returns the change in
+ * the fake's counters; y holds the last run's output. The session is closed and nothing is left allocated. */
+static FakeCounts run_on(const char *library, int runs, float *y) {
+  FrtGpuSession *s = NULL;
+  FrtError err;
+  /* Loaded first, so that the counters before the open are this library's. */
+  if (open_cuda(library, &s, &err) != FRT_OK)
+    fail_msg("open on %s: %s", library, err.msg);
+  frt_gpu_close(s);
+  FakeCounts before = fake_counts_of(library);
+  if (open_cuda(library, &s, &err) != FRT_OK)
+    fail_msg("open on %s: %s", library, err.msg);
+  const void *ins[] = {x, good_idx};
+  void *outs[] = {y};
+  for (int r = 0; r < runs; r++) {
+    memset(y, 0, N * sizeof *y);
+    if (frt_gpu_run(s, ins, outs, &err) != FRT_OK)
+      fail_msg("run %d on %s: %s", r, library, err.msg);
+    expect_y(y);
+  }
+  FakeCounts after = fake_counts_of(library);
+  frt_gpu_close(s);
+  assert_int_equal(fake_live_of(library), 0);
+  return (FakeCounts){after.direct - before.direct, after.graphs - before.graphs, after.captures - before.captures};
+}
+
+static void test_cuda_graphs(void **state) {
+  if (!fake_library())
+    skip();
+  fill_x();
+  unsetenv("FLOWRT_CUDA_GRAPHS");
+  unsetenv("FAKE_CUDA_GRAPH_FAIL");
+  /* With graphs: one capture, then one graph launch a run and no kernel launched by itself. */
+  float with[N], without[N];
+  FakeCounts c = run_on(fake_library(), 4, with);
+  assert_int_equal(c.captures, 1);
+  assert_int_equal(c.graphs, 4);
+  assert_int_equal(c.direct, 0);
+  /* FLOWRT_CUDA_GRAPHS=0: the three launches one by one, the same results. Other values leave them on. */
+  setenv("FLOWRT_CUDA_GRAPHS", "0", 1);
+  c = run_on(fake_library(), 4, without);
+  assert_int_equal(c.captures, 0);
+  assert_int_equal(c.graphs, 0);
+  assert_int_equal(c.direct, 4 * 3);
+  assert_memory_equal(with, without, sizeof with);
+  setenv("FLOWRT_CUDA_GRAPHS", "1", 1);
+  c = run_on(fake_library(), 2, with);
+  assert_int_equal(c.graphs, 2);
+  unsetenv("FLOWRT_CUDA_GRAPHS");
+
+  /* A capture that fails at any step: no error, launch by launch, no graph left behind (run_on checks). */
+  static const char *const steps[] = {"begin", "launch", "end", "instantiate"};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    setenv("FAKE_CUDA_GRAPH_FAIL", steps[i], 1);
+    c = run_on(fake_library(), 3, without);
+    if (c.graphs != 0 || c.direct != 3 * 3 || c.captures != (strcmp(steps[i], "begin") == 0 ? 0 : 1))
+      fail_msg("failing at %s: %d graph launches, %d direct, %d captures", steps[i], c.graphs, c.direct, c.captures);
+    assert_memory_equal(with, without, sizeof with);
+  }
+  unsetenv("FAKE_CUDA_GRAPH_FAIL");
+
+  /* Through the graph: bad data names its node, and a fault surfaces at the run's wait. */
+  FrtGpuSession *s = NULL;
+  FrtError err;
+  float y[N];
+  const void *ins[] = {x, good_idx}, *bad[] = {x, bad_idx};
+  void *outs[] = {y};
+  FakeCounts before = fake_counts_of(fake_library());
+  assert_int_equal(open_cuda(fake_library(), &s, &err), FRT_OK);
+  assert_int_equal(frt_gpu_run(s, bad, outs, &err), FRT_ERR_INPUT);
+  assert_string_equal(err.msg,
+                      "model 'gpu_add': node 'gather' (gather): bad data at run time (an index out of range, ...)");
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  expect_y(y);
+  /* Profiling: per-launch events, so launch by launch; the graph again once the profile is off. */
+  double acc[3] = {0, 0, 0};
+  frt_gpu_set_profile(s, acc, 3);
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  expect_y(y);
+  for (int k = 0; k < 3; k++)
+    assert_true(acc[k] > 0.00049 && acc[k] < 0.00051);
+  frt_gpu_set_profile(s, NULL, 0);
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_OK);
+  expect_y(y);
+  FakeCounts after = fake_counts_of(fake_library());
+  assert_int_equal(after.captures - before.captures, 1);
+  assert_int_equal(after.graphs - before.graphs, 3);
+  assert_int_equal(after.direct - before.direct, 3);
+  frt_gpu_close(s);
+
+  static FrtGpuModel g;
+  static FrtGpuLaunch l[3];
+  static FrtModel m;
+  g = gpu_code;
+  memcpy(l, launches, sizeof l);
+  l[2].kernel = "fault";
+  g.launches = l;
+  m = gpu_model();
+  m.gpu = &g;
+  assert_int_equal(frt_gpu_open(&m, FRT_DEVICE_CUDA, &s, &err), FRT_OK);
+  before = fake_counts_of(fake_library());
+  assert_int_equal(frt_gpu_run(s, ins, outs, &err), FRT_ERR_RESOURCE);
+  assert_non_null(strstr(err.msg, "the GPU failed while running the kernels"));
+  assert_int_equal(fake_counts_of(fake_library()).graphs - before.graphs, 1);
+  frt_gpu_close(s);
+  assert_int_equal(fake_live(), 0);
+
+  /* A driver without the graph entry points: launch by launch, the same results. */
+  const char *old = getenv("FRT_TEST_FAKE_CUDA_NOGRAPHS");
+  if (old && *old) {
+    c = run_on(old, 3, without);
+    assert_int_equal(c.graphs, 0);
+    assert_int_equal(c.captures, 0);
+    assert_int_equal(c.direct, 3 * 3);
+    assert_memory_equal(with, without, sizeof with);
+  }
 }
 
 /* ---- frt_main --device ------------------------------------------------------------------------------------- */
@@ -705,6 +960,7 @@ static void test_nccl_needs_mpirun(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_runner_end_to_end), cmocka_unit_test(test_runner_offsets),
+      cmocka_unit_test(test_runner_graphs),     cmocka_unit_test(test_cuda_graphs),
       cmocka_unit_test(test_malformed_tables),  cmocka_unit_test(test_no_gpu_code),
       cmocka_unit_test(test_cuda_no_driver),    cmocka_unit_test(test_cuda_stub),
       cmocka_unit_test(test_cuda_fake_driver),  cmocka_unit_test(test_main_device),
