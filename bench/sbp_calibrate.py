@@ -10,8 +10,10 @@ What each constant is measured from (each timing is repeated --repeats times; th
                fuses), of 1 and 257 links, at 1 thread; the difference of their median latencies over the
                difference of their kernel counts (from --profile).
   gemm_gflops  the bench MLP (batch 64, 784-1024-1024-10) at 1 thread with --profile: the FLOPs of its large
-               GEMM kernels (each ≥ 10% of the time) over their time. These products are full-width (M 64,
-               N 1024, K ≥ 784), which is what the model's gemm_gflops stands for.
+               GEMM kernels (each ≥ 10% of the time) over their share of the profile times the batch's median
+               latency. (The profile's times are means over the runs, which a preempted run inflates on a
+               busy machine; the shares and the median are not.) These products are full-width (M 64, N 1024,
+               K ≥ 784), which is what the model's gemm_gflops stands for.
   mem_gbps     one element-wise Add of a [R, 1024] input and a constant, at 1 thread: the bytes the cost model
                counts for it (two operands and the result) over its latency less op_us. R = 128 (the
                transformer's largest activations, 512 KiB a tensor: cache-resident, as in the bench models) is
@@ -19,10 +21,12 @@ What each constant is measured from (each timing is repeated --repeats times; th
   link         bench/mpi_link.c under `mpirun -np 2`. The cost model prices a collective over G ranks of n
                bytes as op_us + steps × link_latency_us + factor × n / link_gbps (+ the repacking of an
                all_to_all at mem_gbps), with the ring's steps and factors (all_reduce 2(G-1), 2(G-1)/G;
-               all_gather G-1, (G-1)/G; all_to_all G-1, (G-1)/G²). Each of the three at 16 MiB, less its 16 B
+               all_gather G-1, (G-1)/G; all_to_all G-1, (G-1)/G²). Each of the three at 256 KiB, less its 16 B
                time, implies a bandwidth; link_gbps is their geometric mean (one constant serves all three).
+               They are taken at 256 KiB, what the bench models' collectives move (64x1024 or 128x256 floats;
+               16 MiB ones, printed below, run at another speed).
                link_latency_us = (t(all_reduce of 16 B) - op_us) / 2(G-1), at least 0. The proposed constants
-               then predict all three at 1 KiB and 16 MiB on 2 ranks and on 4 ranks oversubscribed (the
+               then predict all three at 1 KiB, 256 KiB and 16 MiB on 2 ranks and on 4 ranks oversubscribed (the
                model's crowding: ranks / cores), printed beside what was measured.
 The current constants of this host's level are read from codegen/target.c for comparison. Runs are short
 (a minute or two with --quick), but every number is only as good as the machine is idle: run it on an idle
@@ -47,6 +51,7 @@ PROFILE_ROW = re.compile(r"^\s*([0-9.]+)\s+([0-9.]+)%\s+([0-9.]+)%\s+([0-9.]+|-)
 LINK_ROW = re.compile(r"^(allreduce|allgather|alltoall) (\d+) (\d+) ([0-9.]+)$", re.M)
 HOST = re.compile(r"^sbp predicted\s+per rank and run on this host \((\w+),")
 BIG = 16 << 20  # the largest buffer of bench/mpi_link.c, bytes
+FIT = 256 << 10  # the size the link is fitted at: what the bench models' collectives move (64-256 KiB each)
 SMALL = 16
 CHAIN = 257  # links of the long MatMul chain: enough that its run lasts microseconds (latency prints 0.1 us)
 
@@ -63,14 +68,15 @@ def median_latency(cmd, runs, repeats):
 
 
 def profile(cmd, runs):
-    """(kernel count, [(us a run, GFLOP/s or None, kernel)]) of one --profile batch at 1 thread."""
+    """(kernel count, [(us a run, GFLOP/s or None, kernel)], the batch's median latency in ms) of one --profile
+    batch at 1 thread."""
     text = bench.run(cmd + ["--threads", "1", "--bench", str(runs), "--profile"])
-    head = PROFILE_HEAD.search(text)
-    if not head:
+    head, lat = PROFILE_HEAD.search(text), LATENCY.search(text)
+    if not head or not lat:
         sys.exit(f"sbp_calibrate.py: no profile from {' '.join(cmd)}:\n{text[-1000:]}")
     rows = [(float(us), None if rate == "-" else float(rate), name)
             for us, _, _, rate, name in PROFILE_ROW.findall(text)]
-    return int(head.group(1)), rows
+    return int(head.group(1)), rows, float(lat.group(2))
 
 
 def save_model(path, nodes, inputs, outputs, inits, x):
@@ -125,7 +131,7 @@ def add_model(flowc, work, rows):
 
 def measure_op_us(flowc, work, cfg):
     short, long_ = matmul_chain(flowc, work, 1), matmul_chain(flowc, work, CHAIN)
-    k_short, k_long = profile(short, 50)[0], profile(long_, 50)[0]
+    k_short, k_long = profile(short, 50)[0], profile(long_, 50)[0]  # kernel counts
     if k_long <= k_short:
         sys.exit(f"sbp_calibrate.py: the {CHAIN}-link chain has {k_long} kernels, the 1-link one {k_short}: fused?")
     t_short = median_latency(short, 2000, cfg["repeats"])
@@ -142,15 +148,17 @@ def measure_gemm(flowc, models_dir, work, cfg):
     cmd = [exe, os.path.join(models_dir, "mlp_b64", "test_data_set_0", "input_0.pb")]
     rates, names = [], set()
     for _ in range(cfg["repeats"]):
-        _, rows = profile(cmd, cfg["mlp_runs"])
+        _, rows, median_ms = profile(cmd, cfg["mlp_runs"])
         total = sum(us for us, _, _ in rows)
         big = [(us, rate, name) for us, rate, name in rows if rate and us >= 0.1 * total]
         flops = sum(us * 1e-6 * rate * 1e9 for us, rate, _ in big)
-        rates.append(flops / (sum(us for us, _, _ in big) * 1e-6) / 1e9)
+        share = sum(us for us, _, _ in big) / total
+        rates.append(flops / (share * median_ms * 1e-3) / 1e9)
         names.update(name for _, _, name in big)
     return statistics.median(rates), (f"MLP b64 --profile at 1 thread, kernels {', '.join(sorted(names))}: "
                                       f"{', '.join(f'{r:.1f}' for r in rates)} GFLOP/s over {cfg['repeats']} batches "
-                                      f"of {cfg['mlp_runs']} runs; the median")
+                                      f"of {cfg['mlp_runs']} runs (their FLOPs over their share of the median "
+                                      "run); the median")
 
 
 def measure_mem(flowc, work, cfg, op_us):
@@ -190,27 +198,27 @@ def collective_us(kind, g, nbytes, k, cores):
 
 def measure_link(work, op_us, mem_gbps):
     """link_gbps: the geometric mean over all_reduce, all_gather and all_to_all of the bandwidth each implies
-    at 16 MiB on 2 ranks (its time less its 16 B time and its repacking, over the bytes the ring sends);
+    at FIT bytes on 2 ranks (its time less its 16 B time and its repacking, over the bytes the ring sends);
     link_latency_us: from the 16 B all-reduce."""
     exe = os.path.join(work, "mpi_link")
     bench.run(["mpicc", "-O2", os.path.join(BENCH, "mpi_link.c"), "-o", exe])
     two = link_times(exe, 2)
-    missing = [f"{k} {n} B" for k in KINDS for n in (SMALL, BIG) if (k, n) not in two]
+    missing = [f"{k} {n} B" for k in KINDS for n in (SMALL, FIT) if (k, n) not in two]
     if missing:
         sys.exit(f"sbp_calibrate.py: bench/mpi_link.c printed no {', '.join(missing)}")
     implied = {}
     for kind in KINDS:
         _, factor, copied = ring(kind, 2)
-        t = two[(kind, BIG)] - two[(kind, SMALL)] - copied * BIG / (mem_gbps * 1e3)
-        implied[kind] = factor * BIG / (t * 1e3) if t > 0 else float("nan")
+        t = two[(kind, FIT)] - two[(kind, SMALL)] - copied * FIT / (mem_gbps * 1e3)
+        implied[kind] = factor * FIT / (t * 1e3) if t > 0 else float("nan")
     good = [v for v in implied.values() if v == v]
     if not good:
-        sys.exit("sbp_calibrate.py: no collective took longer at 16 MiB than at 16 B")
+        sys.exit(f"sbp_calibrate.py: no collective took longer at {FIT} B than at {SMALL} B")
     gbps = statistics.geometric_mean(good)
     t_small = two[("allreduce", SMALL)]
     lat = max(0.0, (t_small - op_us) / 2)
-    how_gbps = (f"bench/mpi_link.c, 2 ranks, 16 MiB: " +
-                ", ".join(f"{k} {two[(k, BIG)] / 1e3:.2f} ms ({implied[k]:.2f} GB/s)" for k in KINDS) +
+    how_gbps = (f"bench/mpi_link.c, 2 ranks, {FIT >> 10} KiB: " +
+                ", ".join(f"{k} {two[(k, FIT)]:.1f} us ({implied[k]:.2f} GB/s)" for k in KINDS) +
                 "; their geometric mean")
     how_lat = (f"bench/mpi_link.c, 2 ranks: MPI_Allreduce of {SMALL} B {t_small:.2f} us; (that - op_us) over its 2 "
                "steps, at least 0")
@@ -261,7 +269,7 @@ def main(argv=None):
     k = {"op_us": op_us, "link_latency_us": lat, "link_gbps": gbps, "mem_gbps": mem}
     for g, times in ((2, two), (4, four)):
         for kind in KINDS:
-            for nbytes in (SMALL * 64, BIG):
+            for nbytes in (SMALL * 64, FIT, BIG):
                 if (kind, nbytes) in times:
                     pred = collective_us(kind, g, nbytes, k, cores)
                     meas = times[(kind, nbytes)]
