@@ -82,7 +82,9 @@ def section_sbp(add, d):
     add("")
     add("Predicted: the cost model's time per rank and run from `flowc info model.onnx --ranks N --sbp X` "
         "(compute + communication). Communication: rank 0's measured `--profile` time in collectives per run. "
-        "Max |Δ|: the distributed output against the one-process one.")
+        "Max |Δ|: the distributed output against the one-process one." +
+        ("" if any(p.get("predicted") for m in d["models"] for p in m["programs"]) else
+         " This run recorded no predictions (bench/sbp.py before they were added): run it again for them."))
     add("")
     add("| model | program | rounds | median ms | speed-up over 1 thread | predicted ms (compute + comm.) | "
         "measured / predicted | communication ms | max abs diff |")

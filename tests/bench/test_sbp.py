@@ -105,6 +105,8 @@ class SbpReport(unittest.TestCase):
         self.assertIn("| old | 2 ranks data | 9 | 1.00 | 2.00 | — | — | 0.200 | 3.0e-06 |", text)
         self.assertRegex(text, r"- old: `--sbp tensor` on 2 ranks .* — \*\*MET\*\*")
         self.assertNotIn("oversubscribed", text)
+        self.assertIn("This run recorded no predictions", text)
+        self.assertNotIn("recorded no predictions", render([model("m", 2.0, 1.1, {2: (1.0, 1.0, 1.0)}, {2: (1.0, 1.0, 1.0)})]))
 
 
 if __name__ == "__main__":
