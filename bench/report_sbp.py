@@ -86,7 +86,7 @@ def section_sbp(add, d):
         ("" if any(p.get("predicted") for m in d["models"] for p in m["programs"]) else
          " This run recorded no predictions (bench/sbp.py before they were added): run it again for them."))
     add("")
-    add("| model | program | rounds | median ms | speed-up over 1 thread | predicted ms (compute + comm.) | "
+    add("| model | program | rounds | median ms | speed-up over 1 thread / 2 threads | predicted ms (compute + comm.) | "
         "measured / predicted | communication ms | max abs diff |")
     add("|---|---|---|---|---|---|---|---|---|")
     verdicts = []
@@ -101,7 +101,8 @@ def section_sbp(add, d):
             comm, diff, pred = p.get("comm_ms"), p.get("max_abs_diff"), p.get("predicted")
             n_rounds = len(p["rounds_ms"]) if "rounds_ms" in p else rounds
             ratio = "—" if not pred else f"{p['median_ms'] / pred['ms']:.2f}"
-            add(f"| {m['name']} | {p['label']} | {n_rounds} | {rp.fmt_ms(p['median_ms'])} | {base / p['median_ms']:.2f} | "
+            add(f"| {m['name']} | {p['label']} | {n_rounds} | {rp.fmt_ms(p['median_ms'])} | "
+                f"{base / p['median_ms']:.2f} / {two / p['median_ms']:.2f} | "
                 f"{fmt_pred(pred)} | {ratio} | {'—' if comm is None else f'{comm:.3f}'} | "
                 f"{'—' if diff is None else f'{diff:.1e}'} |")
         for n in sorted(by_ranks):

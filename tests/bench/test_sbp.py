@@ -2,7 +2,7 @@
 """tests/bench/test_sbp.py — the distribution benchmark's report logic, without measuring anything.
 
 bench/report_sbp.py renders the "Distribution (issue 15)" section from made-up SBP.json data; its table and
-verdicts are checked: speed-ups over the 1-thread program, issue 15's tensor target (≥ 1.6× over 1 thread
+verdicts are checked: speed-ups over the 1- and 2-thread programs, issue 15's tensor target (≥ 1.6× over 1 thread
 and no slower than 2 threads) met, missed on speed, and missed against 2 threads while fast enough; the cost
 model's predictions beside the measured times (within 25% or not, per model and ranks, at the edges too);
 auto's prediction against data's and tensor's (met, and not met); 4 ranks on 2 cores marked oversubscribed
@@ -56,8 +56,8 @@ class SbpReport(unittest.TestCase):
     def test_tensor_speed_target(self):
         text = render([model("met", 2.0, 1.1, {2: (1.0, 1.0, 1.0)}), model("slow", 2.0, 1.1, {2: (1.0, 1.5, 1.0)}),
                        model("behind_two", 2.0, 1.0, {2: (1.0, 1.2, 1.0)})])
-        self.assertIn("| met | 2 ranks tensor | 2 | 1.00 | 2.00 | — | — | 0.200 | 3.0e-06 |", text)
-        self.assertIn("| met | 1 thread | 2 | 2.00 | 1.00 | — | — | — | — |", text)
+        self.assertIn("| met | 2 ranks tensor | 2 | 1.00 | 2.00 / 1.10 | — | — | 0.200 | 3.0e-06 |", text)
+        self.assertIn("| met | 1 thread | 2 | 2.00 | 1.00 / 0.55 | — | — | — | — |", text)
         self.assertRegex(text, r"- met: .* 2\.00×, 0\.91× the 2-thread time — \*\*MET\*\*")
         self.assertRegex(text, r"- slow: .* 1\.33×, 1\.36× the 2-thread time — \*\*NOT MET\*\*")
         # 1.67× over one thread, but 1.2 ms against 1.0 ms at 2 threads
@@ -68,7 +68,7 @@ class SbpReport(unittest.TestCase):
         # 0.8 / 1.0 and 1.25 / 1.0 sit on the edges (25% of the measured time); 1.26 does not
         text = render([model("close", 2.0, 1.1, {2: (1.0, 1.0, 1.0)}, {2: (0.8, 1.25, 0.8)}),
                        model("far", 2.0, 1.1, {2: (1.0, 1.0, 1.0)}, {2: (1.0, 1.26, 1.0)})])
-        self.assertIn("| close | 2 ranks tensor | 2 | 1.00 | 2.00 | 1.25 (1.150 + 0.100) | 0.80 | 0.200 | 3.0e-06 |", text)
+        self.assertIn("| close | 2 ranks tensor | 2 | 1.00 | 2.00 / 1.10 | 1.25 (1.150 + 0.100) | 0.80 | 0.200 | 3.0e-06 |", text)
         self.assertRegex(text, r"- close, 2 ranks: each prediction within 25% .*data 0\.800 against 1\.00 \(1\.25×\); "
                                r"tensor 1\.25 against 1\.00 \(0\.80×\); auto 0\.800 against 1\.00 \(1\.25×\) — \*\*MET\*\*")
         self.assertRegex(text, r"- far, 2 ranks: each prediction within 25% .*tensor 1\.26 against 1\.00 \(0\.79×\).* "
@@ -85,7 +85,7 @@ class SbpReport(unittest.TestCase):
         text = render([model("m", 2.0, 1.1, {2: (1.0, 1.0, 1.0), 4: (3.0, 3.0, 2.0)},
                              {2: (1.0, 1.0, 1.0), 4: (3.0, 3.0, 2.0)})], ranks=(2, 4))
         self.assertIn("4 ranks run **oversubscribed** on this 2-core machine", text)
-        self.assertIn("| m | 4 ranks auto | 1 | 2.00 | 1.00 | 2.00 (1.900 + 0.100) | 1.00 | 0.200 | 3.0e-06 |", text)
+        self.assertIn("| m | 4 ranks auto | 1 | 2.00 | 1.00 / 0.55 | 2.00 (1.900 + 0.100) | 1.00 | 0.200 | 3.0e-06 |", text)
         self.assertRegex(text, r"- m, 4 ranks: each prediction within 25% .* — \*\*MET\*\*")
         self.assertRegex(text, r"- m, 4 ranks: auto predicted no slower .* — \*\*MET\*\*")
         self.assertNotIn("on 4 ranks ≥", text)  # the speed target is for ranks on cores of their own
@@ -102,7 +102,7 @@ class SbpReport(unittest.TestCase):
         lines = []
         report_sbp.section_sbp(lines.append, d)
         text = "\n".join(lines)
-        self.assertIn("| old | 2 ranks data | 9 | 1.00 | 2.00 | — | — | 0.200 | 3.0e-06 |", text)
+        self.assertIn("| old | 2 ranks data | 9 | 1.00 | 2.00 / 1.10 | — | — | 0.200 | 3.0e-06 |", text)
         self.assertRegex(text, r"- old: `--sbp tensor` on 2 ranks .* — \*\*MET\*\*")
         self.assertNotIn("oversubscribed", text)
         self.assertIn("This run recorded no predictions", text)
