@@ -10,7 +10,7 @@ What each constant is measured from (each timing is repeated --repeats times; th
                fuses), of 1 and 257 links, at 1 thread; the difference of their median latencies over the
                difference of their kernel counts (from --profile).
   gemm_gflops  the bench MLP (batch 64, 784-1024-1024-10) at 1 thread with --profile: the FLOPs of its large
-               GEMM kernels (each ≥ 10% of the time) over their share of the profile times the batch's median
+               GEMM kernels (each ≥ 10% of the FLOPs) over their share of the profile times the batch's median
                latency. (The profile's times are means over the runs, which a preempted run inflates on a
                busy machine; the shares and the median are not.) These products are full-width (M 64, N 1024,
                K ≥ 784), which is what the model's gemm_gflops stands for.
@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +48,7 @@ LATENCY = re.compile(r"latency: min ([0-9.]+) ms, median ([0-9.]+) ms")
 PROFILE_HEAD = re.compile(r"^profile: (\d+) kernels", re.M)
 PROFILE_ROW = re.compile(r"^\s*([0-9.]+)\s+([0-9.]+)%\s+([0-9.]+)%\s+([0-9.]+|-)\s+(.*)$", re.M)
 LINK_ROW = re.compile(r"^(allreduce|allgather|alltoall) (\d+) (\d+) ([0-9.]+)$", re.M)
-HOST = re.compile(r"^sbp predicted\s+per rank and run on this host \((\w+),")
+HOST = re.compile(r"^sbp predicted\s+per rank and run on this host \((\w+),", re.M)
 BIG = 16 << 20  # the largest buffer of bench/mpi_link.c, bytes
 FIT = 256 << 10  # the size the link is fitted at: what the bench models' collectives move (64-256 KiB each)
 SMALL = 16
@@ -150,7 +149,9 @@ def measure_gemm(flowc, models_dir, work, cfg):
     for _ in range(cfg["repeats"]):
         _, rows, median_ms = profile(cmd, cfg["mlp_runs"])
         total = sum(us for us, _, _ in rows)
-        big = [(us, rate, name) for us, rate, name in rows if rate and us >= 0.1 * total]
+        all_flops = sum(us * 1e-6 * rate * 1e9 for us, rate, _ in rows if rate)
+        # large by FLOPs (the profile's us × GFLOP/s is the kernel's FLOP count), which no preempted run moves
+        big = [(us, rate, name) for us, rate, name in rows if rate and us * rate * 1e3 >= 0.1 * all_flops]
         flops = sum(us * 1e-6 * rate * 1e9 for us, rate, _ in big)
         share = sum(us for us, _, _ in big) / total
         rates.append(flops / (share * median_ms * 1e-3) / 1e9)
@@ -280,7 +281,7 @@ def main(argv=None):
 def current_constants(flowc, models_dir):
     """This host's level (from flowc info) and its FcSbpCosts in codegen/target.c, {name: value}."""
     text = bench.run([flowc, "info", os.path.join(models_dir, "mlp_b64", "model.onnx"), "--ranks", "2", "--sbp", "data"])
-    m = re.search(r"^sbp predicted\s+per rank and run on this host \((\w+),", text, re.M)
+    m = HOST.search(text)
     level = m.group(1) if m else "?"
     with open(os.path.join(bench.ROOT, "codegen", "target.c")) as f:
         src = f.read()
