@@ -75,11 +75,15 @@ double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int idx, const
     const FcType *a = &op->operands[0].value->type, *b = &op->operands[1].value->type, *r = &op->results[0].type;
     int rr = r->rank;
     if (op->kind == FC_OP_MATMUL) {
-      m = a->rank >= 2 ? (double)a->dims[a->rank - 2] : 1;
+      /* A 2-D right operand is shared by every matrix of a batched left one, so the kernel runs one
+       * product whose rows are all of the left operand's leading dims (a [128, 1, 256] by [256, 768] is 128
+       * rows, not 128 products of one row); a split of any of those dims splits the rows. */
+      bool rows_fold = b->rank <= 2;
+      m = rows_fold ? prod_dims(a, 0, a->rank - 1) : a->rank >= 2 ? (double)a->dims[a->rank - 2] : 1;
       kk = a->rank >= 1 ? (double)a->dims[a->rank - 1] : 1;
       n = b->rank >= 2 ? (double)b->dims[b->rank - 1] : 1;
       if (out[0].kind == FC_SBP_S && out[0].dim == rr - 1) n /= (double)g;
-      else if (out[0].kind == FC_SBP_S && out[0].dim == rr - 2) m /= (double)g;
+      else if (out[0].kind == FC_SBP_S && (out[0].dim == rr - 2 || (rows_fold && out[0].dim < rr - 1))) m /= (double)g;
     } else {
       m = b->rank >= 1 ? (double)b->dims[0] : 1;
       kk = prod_dims(b, 1, b->rank);
