@@ -30,6 +30,11 @@
  * "rank K: ". Where the ranks can disagree (rank 0's input files, each rank's allocations) they agree
  * first, with an all-reduce of the exit status, so all end together and none is left waiting; an error
  * while the model runs may leave the others waiting in a collective, so it aborts the job (MPI_Abort).
+ * A GPU SBP program's ranks (--device cuda, or auto) start the NCCL collectives, which the GPU runner uses on
+ * device memory (frt_main's own agreement and broadcast stay on MPI's host memory: frt_coll_host_*); where
+ * NCCL cannot start on every rank, auto falls back to the CPU program over the MPI already running, rank 0
+ * saying why once, and cuda fails with one line on every rank. The collectives start before the arguments
+ * are parsed (so that rank 0 alone reports usage errors): --device is read ahead (device_option).
  */
 #include <errno.h>
 #include <limits.h>
