@@ -825,7 +825,7 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
     if (!gpu) gpu = LLVMAddGlobal(cg->mod, LLVMInt8TypeInContext(cg->ctx), cg->opts->gpu_symbol);
   }
   LLVMValueRef f[19] = {
-      LLVMConstInt(cg->i32, 6, 0), /* FRT_ABI_VERSION */
+      LLVMConstInt(cg->i32, 7, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),

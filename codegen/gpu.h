@@ -165,13 +165,27 @@ typedef struct FcGpuArg {
   int64_t offset;  /* bytes */
 } FcGpuArg;
 
+/* An SBP program's boxing ops are not kernels: the host runs them between the kernels through the
+ * collectives (the values of FrtGpuColl; flowrt.h describes the fields). */
+typedef enum FcGpuColl {
+  FC_GPU_COLL_NONE = 0,
+  FC_GPU_COLL_ALL_REDUCE = 1,
+  FC_GPU_COLL_ALL_GATHER = 2,
+  FC_GPU_COLL_REDUCE_SCATTER = 3,
+  FC_GPU_COLL_ALL_TO_ALL = 4,
+  FC_GPU_COLL_LOCAL_SLICE = 5,
+} FcGpuColl;
+
 typedef struct FcGpuLaunchPlan {
-  char name[24];   /* the kernel function: "g<N>" */
+  char name[24];   /* the kernel function: "g<N>"; a collective: the op's name */
   int node;        /* index into the plan's kernel_names */
   uint32_t grid[3], block[3], shared_bytes;
   bool sync;
   int n_args;
-  FcGpuArg *args;
+  FcGpuArg *args;  /* a collective: source, destination, scratch */
+  FcGpuColl coll;  /* FC_GPU_COLL_NONE: a kernel; else the fields below (FrtGpuLaunch's) */
+  int mesh_axis, group, dtype, reduce_op, send_rows, recv_rows;
+  int64_t count;
 } FcGpuLaunchPlan;
 
 typedef struct FcGpuPlan {

@@ -128,7 +128,9 @@ FcStatus fc_gpu_add_descriptor(LLVMModuleRef mod, const FcGpuPlan *plan, const c
   LLVMTypeRef arr3 = LLVMArrayType2(d.i32, 3);
   LLVMTypeRef arg_ty = LLVMStructTypeInContext(d.ctx, (LLVMTypeRef[]){d.i32, d.i32, d.i64}, 3, 0);
   LLVMTypeRef launch_ty = LLVMStructTypeInContext(
-      d.ctx, (LLVMTypeRef[]){d.ptr, d.i32, arr3, arr3, d.i32, d.i32, d.i32, d.ptr}, 8, 0);
+      d.ctx, (LLVMTypeRef[]){d.ptr, d.i32, arr3, arr3, d.i32, d.i32, d.i32, d.ptr, d.i32, d.i32, d.i32, d.i32, d.i32,
+                             d.i32, d.i32, d.i64},
+      16, 0);
   int n = plan->n_launches;
   LLVMValueRef *launches = calloc((size_t)n + 1, sizeof *launches);
   if (!launches) fc_die(__FILE__, __LINE__, "out of memory");
@@ -144,11 +146,20 @@ FcStatus fc_gpu_add_descriptor(LLVMModuleRef mod, const FcGpuPlan *plan, const c
     }
     LLVMValueRef args_g = private_const(&d, LLVMConstArray2(arg_ty, args, (uint64_t)l->n_args), ".gpu.args", 8);
     free(args);
-    LLVMValueRef f[8] = {cstring(&d, l->name, ".gpu.kname"), LLVMConstInt(d.i32, (unsigned long long)l->node, 0),
-                         u32s(&d, l->grid), u32s(&d, l->block), LLVMConstInt(d.i32, l->shared_bytes, 0),
-                         LLVMConstInt(d.i32, l->sync ? 1 : 0, 0), /* FRT_GPU_SYNC */
-                         LLVMConstInt(d.i32, (unsigned long long)l->n_args, 0), args_g};
-    launches[i] = LLVMConstStructInContext(d.ctx, f, 8, 0);
+    LLVMValueRef f[16] = {cstring(&d, l->name, ".gpu.kname"), LLVMConstInt(d.i32, (unsigned long long)l->node, 0),
+                          u32s(&d, l->grid), u32s(&d, l->block), LLVMConstInt(d.i32, l->shared_bytes, 0),
+                          LLVMConstInt(d.i32, l->sync ? 1 : 0, 0), /* FRT_GPU_SYNC */
+                          LLVMConstInt(d.i32, (unsigned long long)l->n_args, 0), args_g,
+                          /* the collective's fields (FrtGpuLaunch.coll ... count) */
+                          LLVMConstInt(d.i32, (unsigned long long)l->coll, 0),
+                          LLVMConstInt(d.i32, (unsigned long long)(int64_t)l->mesh_axis, 1),
+                          LLVMConstInt(d.i32, (unsigned long long)l->group, 0),
+                          LLVMConstInt(d.i32, (unsigned long long)l->dtype, 0),
+                          LLVMConstInt(d.i32, (unsigned long long)l->reduce_op, 0),
+                          LLVMConstInt(d.i32, (unsigned long long)l->send_rows, 0),
+                          LLVMConstInt(d.i32, (unsigned long long)l->recv_rows, 0),
+                          LLVMConstInt(d.i64, (unsigned long long)l->count, 0)};
+    launches[i] = LLVMConstStructInContext(d.ctx, f, 16, 0);
   }
   LLVMValueRef launches_g = private_const(&d, LLVMConstArray2(launch_ty, launches, (uint64_t)n), ".gpu.launches", 8);
   free(launches);

@@ -9,6 +9,11 @@
  * reads is copied once at a 64-byte aligned offset. Graph outputs that the plan does not compute in place
  * (an input or a constant returned as it is, a value returned twice) get a copy kernel at the end.
  *
+ * An SBP program's boxing ops (kernel_collective.c on the CPU) become collective entries of the plan, which
+ * the runner executes on the host between kernels (FcGpuColl): their fields are the CPU kernels' views of
+ * the tensor around the split dim, and those that re-lay rows out get scratch at the workspace's end, past
+ * the memory plan's blocks (one area, as large as the largest need: the entries run one at a time).
+ *
  * A kernel reading a constant sees the f32 data even where the CPU stores it in 16 bits (flow.storage):
  * the GPU's weights are uploaded once, so 16-bit storage would save upload time only.
  */
@@ -36,7 +41,20 @@ typedef struct GpuCg {
   FcOp **const_ops;
   int n_consts;
   int cap_launches;
+  int64_t scratch_at;   /* the collectives' scratch: its workspace offset, and the largest need so far */
+  int64_t scratch_bytes;
 } GpuCg;
+
+static FcGpuColl coll_kind(FcOpKind kind) {
+  switch (kind) {
+  case FC_OP_ALL_REDUCE: return FC_GPU_COLL_ALL_REDUCE;
+  case FC_OP_ALL_GATHER: return FC_GPU_COLL_ALL_GATHER;
+  case FC_OP_REDUCE_SCATTER: return FC_GPU_COLL_REDUCE_SCATTER;
+  case FC_OP_ALL_TO_ALL: return FC_GPU_COLL_ALL_TO_ALL;
+  case FC_OP_LOCAL_SLICE: return FC_GPU_COLL_LOCAL_SLICE;
+  default: return FC_GPU_COLL_NONE;
+  }
+}
 
 static bool needs_kernel(const FcOp *op) { return op->kind != FC_OP_CONSTANT && op->kind != FC_OP_RETURN; }
 
@@ -190,6 +208,69 @@ static FcStatus build_op(GpuCg *g, FcOp *op, int node, FcArena *arena, FcDiag *d
   return st;
 }
 
+static int64_t outer_of(const FcType *t, int64_t d) {
+  int64_t outer = 1;
+  for (int64_t i = 0; i < d; i++) outer *= t->dims[i];
+  return outer;
+}
+
+/* A boxing op as a collective entry: source, destination and scratch, and the rows of the views around
+ * the split dim as kernel_collective.c's kernels take them (all sizes are those of planned values, so
+ * their products fit; the row counts must fit the table's int32). */
+static FcStatus build_coll(GpuCg *g, FcOp *op, FcGpuColl kind, int node, FcArena *arena, FcDiag *diag) {
+  const FcType *x = &op->operands[0].value->type, *r = &op->results[0].type;
+  int64_t axis = fc_op_attr_int(op, FC_ATTR_MESH_AXIS, -2), group, nx, nr;
+  if (!fc_mesh_group_size(op->graph->module, axis, &group) || group > INT32_MAX)
+    return fc_error(diag, FC_ERR_INPUT, "node '%s' (%s): mesh_axis %lld is not an axis of the module's mesh",
+                    fc_op_name(op), fc_op_info(op->kind)->name, (long long)axis);
+  FC_ASSERT(fc_type_numel(x, &nx) && fc_type_numel(r, &nr));
+  int64_t count = nx, send_rows = 1, recv_rows = 1, es = (int64_t)fc_dtype_size(r->dtype);
+  switch (kind) {
+  case FC_GPU_COLL_LOCAL_SLICE:
+    count = nr;
+    send_rows = outer_of(x, fc_op_attr_int(op, FC_ATTR_DIM, 0));
+    break;
+  case FC_GPU_COLL_ALL_GATHER: recv_rows = outer_of(x, fc_op_attr_int(op, FC_ATTR_DIM, 0)); break;
+  case FC_GPU_COLL_REDUCE_SCATTER:
+    count = nr;
+    send_rows = outer_of(x, fc_op_attr_int(op, FC_ATTR_DIM, 0));
+    break;
+  case FC_GPU_COLL_ALL_TO_ALL:
+    count = nx / group;
+    send_rows = outer_of(x, fc_op_attr_int(op, FC_ATTR_SPLIT_DIM, 0));
+    recv_rows = outer_of(r, fc_op_attr_int(op, FC_ATTR_CONCAT_DIM, 0));
+    break;
+  default: break;
+  }
+  if (count == 0) send_rows = recv_rows = 1; /* an empty tensor: nothing moves */
+  if (send_rows > INT32_MAX || recv_rows > INT32_MAX)
+    return fc_error(diag, FC_ERR_LIMIT, "node '%s' (%s): more than 2^31-1 rows around the split dim", fc_op_name(op),
+                    fc_op_info(op->kind)->name);
+  int64_t all = count * es * group, scratch = (send_rows > 1 ? all : 0) + (recv_rows > 1 ? all : 0);
+  if (scratch > g->scratch_bytes) g->scratch_bytes = scratch;
+  FcGpuLaunchPlan *l = new_launch(g, arena);
+  snprintf(l->name, sizeof l->name, "%s", fc_op_info(op->kind)->name);
+  l->args = FC_NEW_ARRAY(arena, FcGpuArg, 3);
+  FcStatus st = value_arg(g, op->operands[0].value, &l->args[0], diag);
+  if (st == FC_OK) st = value_arg(g, &op->results[0], &l->args[1], diag);
+  if (st != FC_OK) return st;
+  l->args[2] = (FcGpuArg){FC_GPU_BUF_WORKSPACE, 0, g->scratch_at};
+  l->n_args = 3;
+  l->node = node;
+  for (int i = 0; i < 3; i++) l->grid[i] = l->block[i] = 1;
+  l->coll = kind;
+  l->mesh_axis = (int)axis;
+  l->group = (int)group;
+  l->dtype = fc_dtype_to_onnx(r->dtype);
+  const char *red = fc_op_attr_str(op, FC_ATTR_REDUCE, "sum");
+  l->reduce_op = strcmp(red, "max") == 0 ? 1 : strcmp(red, "min") == 0 ? 2 : 0; /* FrtReduceOp */
+  l->send_rows = (int)send_rows;
+  l->recv_rows = (int)recv_rows;
+  l->count = count;
+  g->plan->n_launches++;
+  return FC_OK;
+}
+
 /* A copy of n bytes from src to dst (a graph output the plan does not compute in place). */
 static void build_copy(GpuCg *g, FcGpuArg dst, FcGpuArg src, int64_t n, int node, FcArena *arena) {
   FcCg *cg = &g->cg;
@@ -222,7 +303,8 @@ static void build_copy(GpuCg *g, FcGpuArg dst, FcGpuArg src, int64_t n, int node
 static FcStatus check_graph(FcGraph *g, FcArena *arena, FcDiag *diag) {
   FcCgUnsupportedList unsup = {0};
   for (FcOp *op = g->first; op; op = op->next)
-    if (needs_kernel(op) && (op->n_regions > 0 || (!emitters[op->kind] && !fc_gpu_fallback_exists(op->kind))))
+    if (needs_kernel(op) && !coll_kind(op->kind) &&
+        (op->n_regions > 0 || (!emitters[op->kind] && !fc_gpu_fallback_exists(op->kind))))
       fc_cg_unsupported_add(arena, &unsup, op, NULL);
   return unsup.n ? fc_cg_report_unsupported(&unsup, "no GPU kernel (--device cuda) for", diag) : FC_OK;
 }
@@ -250,6 +332,7 @@ FcStatus fc_gpu_codegen_module(FcModule *m, const FcTarget *t, bool host, LLVMTa
   LLVMDisposeTargetData(dl);
 
   GpuCg g = {.t = t, .host = host, .plan = plan};
+  g.scratch_at = (plan->workspace_bytes + FC_MEMPLAN_ALIGN - 1) / FC_MEMPLAN_ALIGN * FC_MEMPLAN_ALIGN;
   g.cg = (FcCg){.m = m, .ctx = ctx, .mod = mod, .tm = tm, .target = t, .arena = arena, .plan = plan->mem};
   g.cg.ptr = LLVMPointerTypeInContext(ctx, 0);
   g.cg.i8 = LLVMInt8TypeInContext(ctx);
@@ -277,7 +360,8 @@ FcStatus fc_gpu_codegen_module(FcModule *m, const FcTarget *t, bool host, LLVMTa
     int node = plan->n_kernels;
     plan->kernel_names[node] = fc_arena_printf(arena, "node '%s' (%s)", fc_op_name(op), fc_op_info(op->kind)->name);
     FcDiag d = {0};
-    st = build_op(&g, op, node, arena, &d);
+    FcGpuColl ck = coll_kind(op->kind);
+    st = ck ? build_coll(&g, op, ck, node, arena, &d) : build_op(&g, op, node, arena, &d);
     if (st == FC_ERR_UNSUPPORTED) {
       fc_cg_unsupported_add(arena, &unsup, op, fc_cg_strip_node_prefix(arena, op, d.msg));
       st = FC_OK;
@@ -288,6 +372,8 @@ FcStatus fc_gpu_codegen_module(FcModule *m, const FcTarget *t, bool host, LLVMTa
     }
   }
   if (st == FC_OK && unsup.n) st = fc_cg_report_unsupported(&unsup, "no GPU kernel (--device cuda) for", diag);
+  if (st == FC_OK && g.scratch_bytes && !fc_checked_add(g.scratch_at, g.scratch_bytes, &plan->workspace_bytes))
+    st = fc_error(diag, FC_ERR_LIMIT, "the workspace size overflows");
   /* Graph outputs the plan does not compute in place. */
   const FcOp *ret = fc_graph_return(graph);
   for (int i = 0; st == FC_OK && ret && i < ret->n_operands; i++) {

@@ -91,9 +91,13 @@ FcStatus fc_simt_compile(FcModule *m, const FcPipelineOptions *po, int precision
     for (int a = 0; a < l->n_args; a++)
       args[a] = (FrtGpuArg){(int32_t)l->args[a].buf, l->args[a].index, (uint64_t)l->args[a].offset};
     s->launches[i] = (FrtGpuLaunch){.kernel = l->name, .node = l->node, .shared_bytes = l->shared_bytes,
-                                    .flags = l->sync ? FRT_GPU_SYNC : 0, .n_args = l->n_args, .args = args};
+                                    .flags = l->sync ? FRT_GPU_SYNC : 0, .n_args = l->n_args, .args = args,
+                                    .coll = (int32_t)l->coll, .mesh_axis = l->mesh_axis, .group = l->group,
+                                    .dtype = l->dtype, .reduce_op = l->reduce_op, .send_rows = l->send_rows,
+                                    .recv_rows = l->recv_rows, .count = l->count};
     memcpy(s->launches[i].grid, l->grid, sizeof l->grid);
     memcpy(s->launches[i].block, l->block, sizeof l->block);
+    if (l->coll != FC_GPU_COLL_NONE) continue; /* the host runs it: no kernel */
     s->fns[i] = (FrtSimtKernelFn)fc_jit_lookup(s->jit, l->name, diag);
     if (!s->fns[i]) st = FC_ERR_INTERNAL;
   }

@@ -512,7 +512,6 @@ static int check_gpu_options(Cli *c, int kind) {
     if (strcmp(c->emit, "ptx") == 0) return usage_error(c, "--emit ptx needs --device cuda");
     return -1;
   }
-  if (c->ranks) return usage_error(c, "--ranks with --device cuda is not supported yet (the NCCL path comes next)");
   if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--emit onnx does not apply to --device cuda");
   if (c->split && strcmp(c->emit, "ptx") == 0) return usage_error(c, "--split-input-file applies to --emit ir and dot only");
   if (kind == FC_EMIT_OBJ) return usage_error(c, "--device cuda needs --emit exe, lib or so (the GPU half is a second object)");
@@ -1315,6 +1314,7 @@ static int build_gpu_half(Cli *c) {
   fc_progress_line_phase(c->progress, "import");
   FcStatus st = fc_load_model(c->model, &c->imp, &c->gpu_module, NULL, &d);
   if (st == FC_OK) st = fc_verify(c->gpu_module, &d);
+  if (st == FC_OK) st = set_mesh(c, c->gpu_module, &d); /* --ranks: the same SBP program as the CPU half's */
   if (st == FC_OK) st = run_pipeline(c, c->gpu_module, c->gpu_target, &d);
   if (st == FC_OK) {
     fc_progress_line_phase(c->progress, "GPU codegen");

@@ -450,6 +450,43 @@ int frt_coll_broadcast(int32_t axis, void *buf, int64_t count, int32_t dtype, in
   return leave(t0, rc, what, axis, msg);
 }
 
+/* ---- host memory among the ranks (frt_main) --------------------------------------------------------------- */
+
+int frt_coll_host_all_reduce(void *buf, int64_t count, int32_t dtype, int32_t op) {
+  if (!coll.be || !coll.be->host)
+    return frt_coll_all_reduce(-1, buf, count, dtype, op);
+  const char *what = "all_reduce (host)";
+  size_t bytes;
+  if (check_buffer(what, count, dtype, 1, &bytes) || check_op(what, dtype, op))
+    return -1;
+  NEED(buf, "data");
+  if (coll.size == 1 || count == 0)
+    return 0;
+  char msg[400];
+  double t0 = enter(what, -1);
+  int rc = coll.be->host->all_reduce(coll.be->host_world(), buf, count, (FrtDtype)dtype, (FrtReduceOp)op, msg,
+                                     sizeof msg);
+  return leave(t0, rc, what, -1, msg);
+}
+
+int frt_coll_host_broadcast(void *buf, int64_t count, int32_t dtype, int32_t root) {
+  if (!coll.be || !coll.be->host)
+    return frt_coll_broadcast(-1, buf, count, dtype, root);
+  const char *what = "broadcast (host)";
+  size_t bytes;
+  if (check_buffer(what, count, dtype, 1, &bytes))
+    return -1;
+  if (root < 0 || root >= coll.size)
+    return set_error("%s: root %d is not in the group of %d", what, (int)root, (int)coll.size);
+  NEED(buf, "data");
+  if (coll.size == 1 || count == 0)
+    return 0;
+  char msg[400];
+  double t0 = enter(what, -1);
+  int rc = coll.be->host->broadcast(coll.be->host_world(), buf, count, (FrtDtype)dtype, root, msg, sizeof msg);
+  return leave(t0, rc, what, -1, msg);
+}
+
 /* send and recv: peers are global ranks; a message to oneself would wait for ever (both calls block). */
 static int check_peer(const char *what, int32_t peer, int32_t tag) {
   if (!coll.be)

@@ -73,9 +73,14 @@ static struct {
   NcclComm groups[MAX_GROUPS];
   int n_groups;
   void *stream;         /* a CUstream; NULL: the legacy default stream */
+  bool keep_mpi;        /* frt_coll_nccl_keep_mpi */
 } nccl;
 
 void frt_coll_nccl_set_stream(void *stream) { nccl.stream = stream; }
+
+void frt_coll_nccl_keep_mpi(bool keep) { nccl.keep_mpi = keep; }
+
+static void *nccl_host_world(void) { return nccl.mpi_world; }
 
 static int fail(char *msg, size_t cap, const char *fmt, ...) FRT_PRINTF(3, 4);
 
@@ -202,6 +207,8 @@ static int nccl_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world
   *world = nccl.world;
   return 0;
 failed:
+  if (nccl.keep_mpi)
+    nccl.mpi_started = false; /* everything but MPI ends: the caller starts the MPI backend on it */
   nccl_finalize();
   return -1;
 }
@@ -362,4 +369,6 @@ const FrtCollBackend frt_coll_nccl = {
     .finalize = nccl_finalize,
     .abort = nccl_abort,
     .copy = nccl_copy,
+    .host = &frt_coll_mpi,
+    .host_world = nccl_host_world,
 };

@@ -113,7 +113,7 @@ typedef struct FrtModel {
                                       runs it with --device cuda|auto (runtime/gpu.c) */
 } FrtModel;
 
-#define FRT_ABI_VERSION 6
+#define FRT_ABI_VERSION 7
 
 /* ---- the GPU half of a model (flowc build --device cuda) -------------------------------------------- *
  *
@@ -139,6 +139,27 @@ typedef struct FrtGpuArg {
 
 #define FRT_GPU_SYNC 1u /* FrtGpuLaunch.flags: the kernel uses barriers or warp shuffles */
 
+/* An SBP program's boxing ops (flowc build --device cuda --ranks N) are launch-table entries that the host
+ * executes between the kernels, in table order, through the collectives (frt_coll_*) on device buffers:
+ * the NCCL backend on a GPU (queued on the runner's stream, so they order with the kernels), the MPI
+ * backend on the SIMT emulator's host memory. Such an entry's arguments are [source, destination,
+ * scratch] (scratch: workspace bytes of its own, unused when both row counts are 1); its kernel field
+ * names the op for messages and no PTX entry. The collective moves `count` elements of `dtype` per rank
+ * block. Views of a tensor around the dim that is split: send_rows is the number of rows of the source
+ * when it is [send_rows, group, count / send_rows] rather than the [group, ...] order the collective
+ * needs (the runner packs it into scratch first), recv_rows the same for the destination (received into
+ * scratch, then spread); 1 means contiguous. local_slice copies this rank's block (frt_coll_rank of the
+ * axis) of each of send_rows rows of the [send_rows, group, count / send_rows] source: count is the
+ * destination's elements. all_reduce copies the source to the destination and reduces it in place. */
+typedef enum FrtGpuColl {
+  FRT_GPU_COLL_NONE = 0, /* a kernel */
+  FRT_GPU_COLL_ALL_REDUCE = 1,
+  FRT_GPU_COLL_ALL_GATHER = 2,
+  FRT_GPU_COLL_REDUCE_SCATTER = 3,
+  FRT_GPU_COLL_ALL_TO_ALL = 4,
+  FRT_GPU_COLL_LOCAL_SLICE = 5,
+} FrtGpuColl;
+
 typedef struct FrtGpuLaunch {
   const char *kernel;     /* the PTX entry's name */
   int32_t node;           /* index into FrtGpuModel.kernel_names, for errors and --profile */
@@ -148,6 +169,13 @@ typedef struct FrtGpuLaunch {
   uint32_t flags;         /* FRT_GPU_SYNC */
   int32_t n_args;
   const FrtGpuArg *args;  /* the kernel's parameters, all pointers, in order */
+  int32_t coll;           /* FrtGpuColl: FRT_GPU_COLL_NONE for a kernel; the fields below are the rest's */
+  int32_t mesh_axis;      /* the group, as frt_coll_*'s axis: -1 all ranks, k mesh axis k */
+  int32_t group;          /* the group's size the table was laid out for (checked against the run's) */
+  int32_t dtype;          /* FrtDtype of the elements */
+  int32_t reduce_op;      /* FrtReduceOp (all_reduce, reduce_scatter) */
+  int32_t send_rows, recv_rows; /* see above; 1: contiguous */
+  int64_t count;          /* elements per rank block */
 } FrtGpuLaunch;
 
 /* A kernel compiled for the SIMT host backend: `thread` is the emulator's state of the calling GPU thread

@@ -108,6 +108,11 @@ typedef struct FrtCollBackend {
   /* Optional: copies bytes between two of the backend's buffers (a group of one member's all_gather, ...);
    * NULL: they are host memory and coll.c copies them itself. NCCL's are on the GPU. */
   int (*copy)(void *dst, const void *src, size_t bytes, char *msg, size_t cap);
+  /* Optional: where this backend's buffers are device memory, the backend (and its world group) that
+   * moves host memory among the same ranks, for frt_coll_host_*; NULL: this one. NCCL's is the MPI it
+   * started on. */
+  const struct FrtCollBackend *host;
+  void *(*host_world)(void);
 } FrtCollBackend;
 
 /* The Open MPI backend (coll_mpi.c): host buffers. */
@@ -119,6 +124,15 @@ extern const FrtCollBackend frt_coll_mpi;
  * default stream) and waited for, so each returns with its result in place, as MPI's do. */
 extern const FrtCollBackend frt_coll_nccl;
 void frt_coll_nccl_set_stream(void *stream); /* a CUstream of the GPU the rank is bound to */
+/* While set, a failed start of the NCCL backend leaves MPI running (finalising it would forbid another
+ * start), so that frt_coll_init can start the MPI backend instead: frt_main's --device auto on ranks
+ * without a usable GPU. The ranks agree on NCCL's failure, so all of them fall back together. */
+void frt_coll_nccl_keep_mpi(bool keep);
+/* frt_main's own collectives over all ranks on host memory (agreeing on a status, broadcasting the inputs):
+ * the backend's own, or its host backend's (NCCL: MPI). Same contract as frt_coll_all_reduce and
+ * frt_coll_broadcast with axis -1. */
+int frt_coll_host_all_reduce(void *buf, int64_t count, int32_t dtype, int32_t op);
+int frt_coll_host_broadcast(void *buf, int64_t count, int32_t dtype, int32_t root);
 /* frt_coll_init on a given backend: frt_coll_init is frt_coll_init_with(&frt_coll_mpi, ...); the GPU runner
  * starts a GPU program's collectives with &frt_coll_nccl. */
 FrtStatus frt_coll_init_with(const FrtCollBackend *be, int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mesh,

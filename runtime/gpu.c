@@ -16,6 +16,12 @@
  * one call instead of one call per launch. A backend without graphs, or one whose capture fails, runs the
  * launches one by one, with the same results; so does a profiled run, whose per-launch timers need them one
  * by one.
+ * An SBP program's boxing ops are entries of the same table that the host runs between the kernels
+ * (FrtGpuColl, flowrt.h): frt_coll_* on the device buffers, whose backend (NCCL for CUDA, queued on the
+ * runner's own stream, which opening hands to frt_coll_nccl_set_stream; MPI for the emulator's host memory)
+ * the program started; re-layouts around them and local_slice are the backend's 2-D copies on the same
+ * stream, so everything stays in table order without waiting for the device in between (NCCL's calls wait
+ * for their own result). Opening checks that each entry's group has the size the table was laid out for.
  *
  * Profiling adds each launch's device time to its node: through the backend's own timers where it has
  * them (CUDA: an event pair around each launch, read after the run's one synchronisation), else by the
@@ -45,6 +51,7 @@ struct FrtGpuSession {
   double *prof;      /* frt_gpu_set_profile's accumulator (n_kernels entries), or NULL */
   bool backend_timing; /* the backend times launches itself (set_timing succeeded) */
   bool graph;          /* the launches were captured as one graph (graph_capture) */
+  bool nccl_stream;    /* handed its stream to the NCCL collectives */
 };
 
 static const char *model_name(const FrtModel *m) { return m->name ? m->name : "?"; }
@@ -98,6 +105,79 @@ static bool arg_buffer(const FrtModel *m, const FrtGpuArg *a, uint64_t *size, ch
   return false;
 }
 
+static const char *coll_name(int32_t coll) {
+  static const char *const names[] = {"kernel", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                      "local_slice"};
+  return coll >= 0 && coll <= FRT_GPU_COLL_LOCAL_SLICE ? names[coll] : "?";
+}
+
+/* The bytes a collective entry's source, destination and scratch need (see FrtGpuLaunch); false when its
+ * fields are inconsistent or the sizes overflow. */
+static bool coll_extents(const FrtGpuLaunch *l, uint64_t need[3]) {
+  size_t es = frt_dtype_size((FrtDtype)l->dtype);
+  uint64_t blk, all, g = (uint64_t)l->group;
+  if (!es || l->group < 1 || l->count < 0 || l->send_rows < 1 || l->recv_rows < 1 ||
+      __builtin_mul_overflow((uint64_t)l->count, es, &blk) || __builtin_mul_overflow(blk, g, &all) ||
+      all > (uint64_t)INT64_MAX || l->count % l->send_rows || l->count % l->recv_rows)
+    return false;
+  bool packs = l->send_rows > 1, spreads = l->recv_rows > 1;
+  switch (l->coll) {
+  case FRT_GPU_COLL_ALL_REDUCE:
+    need[0] = need[1] = blk, need[2] = 0;
+    return !packs && !spreads;
+  case FRT_GPU_COLL_ALL_GATHER:
+    need[0] = blk, need[1] = all, need[2] = spreads ? all : 0;
+    return !packs;
+  case FRT_GPU_COLL_REDUCE_SCATTER:
+    need[0] = all, need[1] = blk, need[2] = packs ? all : 0;
+    return !spreads;
+  case FRT_GPU_COLL_ALL_TO_ALL:
+    need[0] = need[1] = all, need[2] = (packs ? all : 0) + (spreads ? all : 0);
+    return true;
+  case FRT_GPU_COLL_LOCAL_SLICE:
+    need[0] = all, need[1] = blk, need[2] = 0;
+    return !spreads;
+  }
+  return false;
+}
+
+/* A collective entry: its kind and fields, its three arguments inside their buffers, and its group's size
+ * against this process's collectives (frt_coll_size: 1 without ranks). */
+static FrtStatus check_collective(const FrtModel *m, const FrtGpuLaunch *l, const char *at, size_t *total,
+                                  FrtError *err) {
+  const FrtGpuModel *gm = m->gpu;
+  char d[240];
+  uint64_t need[3];
+  if (l->coll < 0 || l->coll > FRT_GPU_COLL_LOCAL_SLICE) {
+    snprintf(d, sizeof d, "(%s) has collective kind %d", node_name(gm, l->node), (int)l->coll);
+    return bad_table(err, m, at, d);
+  }
+  if (l->n_args != 3 || !l->args || !coll_extents(l, need) ||
+      (l->reduce_op != FRT_REDUCE_SUM && l->reduce_op != FRT_REDUCE_MAX && l->reduce_op != FRT_REDUCE_MIN)) {
+    snprintf(d, sizeof d, "(%s) is a malformed %s: %d arguments, %lld elements of dtype %d in %d x %d rows, group %d",
+             node_name(gm, l->node), coll_name(l->coll), (int)l->n_args, (long long)l->count, (int)l->dtype,
+             (int)l->send_rows, (int)l->recv_rows, (int)l->group);
+    return bad_table(err, m, at, d);
+  }
+  static const char *const roles[3] = {"source", "destination", "scratch"};
+  for (int j = 0; j < 3; j++) {
+    uint64_t size = 0;
+    char why[120];
+    if (!arg_buffer(m, &l->args[j], &size, why, sizeof why)) {
+      snprintf(d, sizeof d, "(%s) %s %s", node_name(gm, l->node), roles[j], why);
+      return bad_table(err, m, at, d);
+    }
+    if (l->args[j].offset > size || need[j] > size - l->args[j].offset) {
+      snprintf(d, sizeof d, "(%s) %s needs %llu bytes at %llu of a buffer of %llu", node_name(gm, l->node), roles[j],
+               (unsigned long long)need[j], (unsigned long long)l->args[j].offset, (unsigned long long)size);
+      return bad_table(err, m, at, d);
+    }
+  }
+  if (frt_add_overflows(*total, 3, total))
+    return bad_table(err, m, "the launches' arguments overflow", "");
+  return FRT_OK;
+}
+
 /* Checks m->gpu for `device`; *total is the number of arguments of all launches. */
 static FrtStatus check_gpu_model(const FrtModel *m, FrtDevice device, size_t *total, FrtError *err) {
   const FrtGpuModel *gm = m->gpu;
@@ -142,6 +222,12 @@ static FrtStatus check_gpu_model(const FrtModel *m, FrtDevice device, size_t *to
       snprintf(d, sizeof d, "names node %d, the model has %d", (int)l->node, (int)gm->n_kernels);
       return bad_table(err, m, at, d);
     }
+    if (l->coll != FRT_GPU_COLL_NONE) {
+      FrtStatus cs = check_collective(m, l, at, total, err);
+      if (cs != FRT_OK)
+        return cs;
+      continue;
+    }
     uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
     if (!l->grid[0] || !l->grid[1] || !l->grid[2] || !threads || threads > 1024) {
       snprintf(d, sizeof d, "(%s) has grid %ux%ux%u of blocks %ux%ux%u: empty, or more than 1024 threads a block",
@@ -175,6 +261,16 @@ static FrtStatus check_gpu_model(const FrtModel *m, FrtDevice device, size_t *to
   }
   if (frt_mul_overflows(*total, sizeof(uint64_t), &(size_t){0}))
     return bad_table(err, m, "the launches' arguments overflow", "");
+  /* A well-formed table, then whether this process's collectives are the ones it was laid out for. */
+  for (int32_t i = 0; i < gm->n_launches; i++) {
+    const FrtGpuLaunch *l = &gm->launches[i];
+    if (l->coll != FRT_GPU_COLL_NONE && frt_coll_size(l->mesh_axis) != l->group)
+      return frt_errorf(err, FRT_ERR_INPUT,
+                        "model '%s': %s (%s) runs over a group of %d ranks (mesh axis %d), this process has %d: "
+                        "start the program's collectives first (under mpirun, %d ranks)",
+                        model_name(m), node_name(gm, l->node), coll_name(l->coll), (int)l->group,
+                        (int)l->mesh_axis, (int)frt_coll_size(l->mesh_axis), (int)m->n_ranks);
+  }
   return FRT_OK;
 }
 
@@ -183,6 +279,8 @@ static FrtStatus check_gpu_model(const FrtModel *m, FrtDevice device, size_t *to
 void frt_gpu_close(FrtGpuSession *s) {
   if (!s)
     return;
+  if (s->nccl_stream)
+    frt_coll_nccl_set_stream(NULL);
   if (s->dev) {
     for (int32_t i = 0; i < s->m->n_inputs; i++)
       if (s->in_addr && s->in_addr[i])
@@ -276,6 +374,13 @@ FrtStatus frt_gpu_open_backend(const FrtModel *m, const FrtGpuBackend *be, FrtDe
     frt_gpu_close(s);
     return st;
   }
+  for (int32_t i = 0; i < gm->n_launches; i++)
+    if (gm->launches[i].coll != FRT_GPU_COLL_NONE && be->stream) {
+      /* NCCL queues the collectives on the kernels' stream: they run in table order with no host wait. */
+      frt_coll_nccl_set_stream(be->stream(s->dev));
+      s->nccl_stream = true;
+      break;
+    }
   size_t at = 0;
   for (int32_t i = 0; i < gm->n_launches; i++)
     for (int32_t j = 0; j < gm->launches[i].n_args; j++) {
@@ -283,9 +388,13 @@ FrtStatus frt_gpu_open_backend(const FrtModel *m, const FrtGpuBackend *be, FrtDe
       s->args[at++] = buffer_of(s, a) + a->offset;
     }
   /* The arguments never change, so the launches are captured once, here, while opening may still allocate.
-   * No graph is not an error: the runs then launch one by one. */
+   * No graph is not an error: the runs then launch one by one. An SBP program's collective entries run on
+   * the host between kernels, which a graph of the kernels alone would skip: such a program launches one by
+   * one. */
+  bool collectives = false;
+  for (int32_t i = 0; i < gm->n_launches; i++) collectives |= gm->launches[i].coll != FRT_GPU_COLL_NONE;
   FrtError ignored;
-  s->graph = be->graph_capture && be->graph_launch && gm->n_launches > 0 &&
+  s->graph = !collectives && be->graph_capture && be->graph_launch && gm->n_launches > 0 &&
              be->graph_capture(s->dev, s->args, &ignored) == FRT_OK;
   *out = s;
   return FRT_OK;
@@ -332,6 +441,77 @@ void frt_gpu_set_profile(FrtGpuSession *s, double *acc, int32_t n) {
 
 /* ---- a run -------------------------------------------------------------------------------------------- */
 
+/* G blocks of rows x w bytes between [rows, G, w] (wide, row pitch G * w) and [G, rows, w] (packed). */
+static FrtStatus relayout(FrtGpuSession *s, uint64_t dst, uint64_t src, int32_t g, uint64_t rows, uint64_t w,
+                          bool to_packed, FrtError *err) {
+  FrtStatus st = FRT_OK;
+  for (int32_t j = 0; j < g && st == FRT_OK; j++) {
+    uint64_t wide = (uint64_t)j * w, packed = (uint64_t)j * rows * w;
+    st = to_packed ? s->be->copy2d(s->dev, dst + packed, w, src + wide, (uint64_t)g * w, w, rows, err)
+                   : s->be->copy2d(s->dev, dst + wide, (uint64_t)g * w, src + packed, w, w, rows, err);
+  }
+  return st;
+}
+
+static void *dev_ptr(uint64_t a) { return (void *)(uintptr_t)a; }
+
+/* A collective entry (checked at open: extents, group size). */
+static FrtStatus run_collective(FrtGpuSession *s, const FrtGpuLaunch *l, const uint64_t *args, FrtError *err) {
+  uint64_t src = args[0], dst = args[1], scr = args[2];
+  uint64_t blk = (uint64_t)l->count * frt_dtype_size((FrtDtype)l->dtype), all = blk * (uint64_t)l->group;
+  uint64_t sr = (uint64_t)l->send_rows, rr = (uint64_t)l->recv_rows;
+  FrtStatus st = FRT_OK;
+  int rc = 0;
+  if (l->count == 0)
+    return FRT_OK;
+  switch (l->coll) {
+  case FRT_GPU_COLL_ALL_REDUCE:
+    if (dst != src)
+      st = s->be->copy2d(s->dev, dst, blk, src, blk, blk, 1, err);
+    if (st == FRT_OK)
+      rc = frt_coll_all_reduce(l->mesh_axis, dev_ptr(dst), l->count, l->dtype, l->reduce_op);
+    break;
+  case FRT_GPU_COLL_ALL_GATHER: {
+    uint64_t recv = rr > 1 ? scr : dst;
+    rc = frt_coll_all_gather(l->mesh_axis, dev_ptr(src), dev_ptr(recv), l->count, l->dtype);
+    if (rc == 0 && rr > 1)
+      st = relayout(s, dst, scr, l->group, rr, blk / rr, false, err);
+    break;
+  }
+  case FRT_GPU_COLL_REDUCE_SCATTER: {
+    uint64_t send = sr > 1 ? scr : src;
+    if (sr > 1)
+      st = relayout(s, scr, src, l->group, sr, blk / sr, true, err);
+    if (st == FRT_OK)
+      rc = frt_coll_reduce_scatter(l->mesh_axis, dev_ptr(send), dev_ptr(dst), l->count, l->dtype, l->reduce_op);
+    break;
+  }
+  case FRT_GPU_COLL_ALL_TO_ALL: {
+    uint64_t send = sr > 1 ? scr : src, recv = rr > 1 ? scr + (sr > 1 ? all : 0) : dst;
+    if (sr > 1)
+      st = relayout(s, scr, src, l->group, sr, blk / sr, true, err);
+    if (st == FRT_OK)
+      rc = frt_coll_all_to_all(l->mesh_axis, dev_ptr(send), dev_ptr(recv), l->count, l->dtype);
+    if (rc == 0 && st == FRT_OK && rr > 1)
+      st = relayout(s, dst, recv, l->group, rr, blk / rr, false, err);
+    break;
+  }
+  case FRT_GPU_COLL_LOCAL_SLICE: {
+    uint64_t w = blk / sr, at = (uint64_t)frt_coll_rank(l->mesh_axis) * w;
+    st = s->be->copy2d(s->dev, dst, w, src + at, (uint64_t)l->group * w, w, sr, err);
+    break;
+  }
+  }
+  if (rc != 0)
+    return frt_errorf(err, FRT_ERR_RESOURCE, "%s: %s", node_name(s->gm, l->node), frt_coll_last_error());
+  if (st != FRT_OK) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+    return frt_errorf(err, st, "%s (%s): %s", node_name(s->gm, l->node), coll_name(l->coll), msg);
+  }
+  return FRT_OK;
+}
+
 FrtStatus frt_gpu_run(FrtGpuSession *s, const void *const *inputs, void *const *outputs, FrtError *err) {
   if (!s)
     return frt_errorf(err, FRT_ERR_INPUT, "frt_gpu_run: NULL session");
@@ -359,6 +539,15 @@ FrtStatus frt_gpu_run(FrtGpuSession *s, const void *const *inputs, void *const *
   const uint64_t *args = s->args;
   for (int32_t i = 0; i < gm->n_launches && st == FRT_OK && !graph; i++) {
     const FrtGpuLaunch *l = &gm->launches[i];
+    if (l->coll != FRT_GPU_COLL_NONE) {
+      /* Timed by the wall clock alone: the host runs it, and a collective waits for its result anyway. */
+      double t0 = s->prof ? frt_now_seconds() : 0;
+      st = run_collective(s, l, args, err);
+      if (st == FRT_OK && s->prof)
+        s->prof[l->node] += frt_now_seconds() - t0;
+      args += l->n_args;
+      continue;
+    }
     double t0 = wall ? frt_now_seconds() : 0;
     st = be->launch(s->dev, i, l, args, err);
     if (st == FRT_OK && wall && (st = be->sync(s->dev, err)) == FRT_OK)

@@ -35,6 +35,13 @@ typedef struct FrtGpuBackend {
   /* Launch i of gm->launches (l), its parameters resolved to addresses (l->n_args of them); may return
    * before the kernel finishes (CUDA: queued on the device's stream). */
   FrtStatus (*launch)(void *dev, int32_t i, const FrtGpuLaunch *l, const uint64_t *args, FrtError *err);
+  /* Copies height rows of width bytes between two device buffers (row r from src + r * src_pitch to dst +
+   * r * dst_pitch), ordered after everything launched before it; the collective entries' re-layouts. */
+  FrtStatus (*copy2d)(void *dev, uint64_t dst, uint64_t dst_pitch, uint64_t src, uint64_t src_pitch, uint64_t width,
+                      uint64_t height, FrtError *err);
+  /* Optional: the stream the launches are queued on (CUDA: a CUstream), on which the NCCL collectives
+   * are queued too (frt_coll_nccl_set_stream); NULL: the launches have finished when launch returns. */
+  void *(*stream)(void *dev);
   /* Waits for everything launched; a kernel's fault surfaces here or at the next call. */
   FrtStatus (*sync)(void *dev, FrtError *err);
   void (*close)(void *dev);

@@ -67,6 +67,25 @@ typedef struct CUgraphExec_st *CUgraphExec;
 
 #define JIT_LOG_BYTES 4096
 
+/* CUDA_MEMCPY2D (cuda.h; its layout is the driver ABI's): device to device only here. */
+typedef struct CudaMemcpy2D {
+  size_t src_x_bytes, src_y;
+  int src_memory_type; /* CUmemorytype */
+  const void *src_host;
+  CUdeviceptr src_device;
+  void *src_array;
+  size_t src_pitch;
+  size_t dst_x_bytes, dst_y;
+  int dst_memory_type;
+  void *dst_host;
+  CUdeviceptr dst_device;
+  void *dst_array;
+  size_t dst_pitch;
+  size_t width_bytes, height;
+} CudaMemcpy2D;
+#define CU_MEMORYTYPE_DEVICE 2
+#define CU_MAX_PITCH 2147483647ull /* cuMemcpy2D refuses pitches beyond CU_DEVICE_ATTRIBUTE_MAX_PITCH (2^31 - 1) */
+
 /* Every entry point: one row each (return, field, parameters, symbol). */
 #define CUDA_FUNCTIONS(X)                                                                                        \
   X(CUresult, init, (unsigned), "cuInit")                                                                        \
@@ -84,6 +103,7 @@ typedef struct CUgraphExec_st *CUgraphExec;
   X(CUresult, memcpy_dtoh, (void *, CUdeviceptr, size_t, CUstream), "cuMemcpyDtoHAsync_v2")                     \
   X(CUresult, memcpy_async, (CUdeviceptr, CUdeviceptr, size_t, CUstream), "cuMemcpyAsync")                     \
   X(CUresult, memset_d8, (CUdeviceptr, unsigned char, size_t, CUstream), "cuMemsetD8Async")                     \
+  X(CUresult, memcpy_2d_async, (const CudaMemcpy2D *, CUstream), "cuMemcpy2DAsync_v2")                           \
   X(CUresult, module_load, (CUmodule *, const void *, unsigned, int *, void **), "cuModuleLoadDataEx")          \
   X(CUresult, module_unload, (CUmodule), "cuModuleUnload")                                                       \
   X(CUresult, module_get_function, (CUfunction *, CUmodule, const char *), "cuModuleGetFunction")               \
@@ -274,6 +294,15 @@ static int open_device(int fallback, CUdevice *dev, CUcontext *ctx, char *msg, s
   return 0;
 }
 
+/* The GPU of this rank of an SBP program (frt_cuda_bind_device, below), which the runner opens too:
+ * open_device(fallback) names the same device again ($FLOWRT_CUDA_DEVICE, else the local rank's). */
+static struct {
+  bool bound;
+  int fallback;
+  CUdevice dev;
+  CUcontext ctx;
+} rank_device;
+
 /* ---- the backend ------------------------------------------------------------------------------------------ */
 
 typedef struct CudaDev {
@@ -396,6 +425,8 @@ static FrtStatus load_module(CudaDev *d, FrtError *err) {
   int32_t widest = 0;
   for (int32_t i = 0; i < d->gm->n_launches; i++) {
     const FrtGpuLaunch *l = &d->gm->launches[i];
+    if (l->coll != FRT_GPU_COLL_NONE)
+      continue; /* the host runs it (gpu.c), no kernel */
     if ((r = cu.module_get_function(&d->fn[i], d->mod, l->kernel)) != CUDA_SUCCESS)
       return cu_fail(err, FRT_ERR_UNSUPPORTED, r, "%s: the PTX has no kernel '%s'", node_of(d->gm, l->node),
                      l->kernel);
@@ -418,7 +449,8 @@ static FrtStatus cuda_open(const FrtGpuModel *gm, void **out, FrtError *err) {
   const char *graphs = getenv("FLOWRT_CUDA_GRAPHS");
   d->graphs_off = graphs && strcmp(graphs, "0") == 0;
   char msg[480];
-  if (open_device(0, &d->dev, &d->ctx, msg, sizeof msg) != 0) {
+  /* A rank of an SBP program runs on the GPU its collectives were bound to (frt_cuda_bind_device). */
+  if (open_device(rank_device.bound ? rank_device.fallback : 0, &d->dev, &d->ctx, msg, sizeof msg) != 0) {
     d->ctx = NULL;
     cuda_close(d);
     return frt_errorf(err, FRT_ERR_UNSUPPORTED, "%s", msg);
@@ -524,6 +556,30 @@ static FrtStatus cuda_sync(void *dev, FrtError *err) {
                                      "the GPU failed while running the kernels (CUDA_LAUNCH_BLOCKING=1 names the node)");
 }
 
+static FrtStatus cuda_copy2d(void *dev, uint64_t dst, uint64_t dst_pitch, uint64_t src, uint64_t src_pitch,
+                             uint64_t width, uint64_t height, FrtError *err) {
+  CudaDev *d = dev;
+  FrtStatus st = bind(d, err);
+  if (st != FRT_OK || !width || !height)
+    return st;
+  CUresult r = CUDA_SUCCESS;
+  if (height == 1 || dst_pitch > CU_MAX_PITCH || src_pitch > CU_MAX_PITCH || width > dst_pitch ||
+      width > src_pitch) {
+    for (uint64_t i = 0; i < height && r == CUDA_SUCCESS; i++)
+      r = cu.memcpy_async(dst + i * dst_pitch, src + i * src_pitch, (size_t)width, d->stream);
+  } else {
+    CudaMemcpy2D c = {.src_memory_type = CU_MEMORYTYPE_DEVICE, .src_device = src, .src_pitch = (size_t)src_pitch,
+                      .dst_memory_type = CU_MEMORYTYPE_DEVICE, .dst_device = dst, .dst_pitch = (size_t)dst_pitch,
+                      .width_bytes = (size_t)width, .height = (size_t)height};
+    r = cu.memcpy_2d_async(&c, d->stream);
+  }
+  return r == CUDA_SUCCESS ? FRT_OK
+                           : cu_fail(err, FRT_ERR_RESOURCE, r, "copying %llu rows of %llu bytes on the GPU",
+                                     (unsigned long long)height, (unsigned long long)width);
+}
+
+static void *cuda_stream(void *dev) { return ((CudaDev *)dev)->stream; }
+
 static FrtStatus cuda_set_timing(void *dev, bool on, FrtError *err) {
   CudaDev *d = dev;
   d->timing = false;
@@ -553,6 +609,10 @@ static FrtStatus cuda_launch_seconds(void *dev, double *seconds, FrtError *err) 
   CudaDev *d = dev;
   for (int32_t i = 0; i < d->gm->n_launches; i++) {
     float ms = 0;
+    if (d->gm->launches[i].coll != FRT_GPU_COLL_NONE) { /* the host ran it: no events (gpu.c times it) */
+      seconds[i] = 0;
+      continue;
+    }
     CUresult r = d->events ? cu.event_elapsed(&ms, d->events[2 * i], d->events[2 * i + 1]) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS)
       return cu_fail(err, FRT_ERR_RESOURCE, r, "cuEventElapsedTime");
@@ -629,6 +689,8 @@ const FrtGpuBackend frt_gpu_cuda = {
     .download = cuda_download,
     .zero = cuda_zero,
     .launch = cuda_launch,
+    .copy2d = cuda_copy2d,
+    .stream = cuda_stream,
     .sync = cuda_sync,
     .close = cuda_close,
     .set_timing = cuda_set_timing,
@@ -638,12 +700,6 @@ const FrtGpuBackend frt_gpu_cuda = {
 };
 
 /* ---- for the NCCL collectives (coll_nccl.c) --------------------------------------------------------------- */
-
-static struct {
-  bool bound;
-  CUdevice dev;
-  CUcontext ctx;
-} rank_device;
 
 int frt_cuda_bind_device(int32_t local_rank, char *msg, size_t cap) {
   if (rank_device.bound)
@@ -659,6 +715,7 @@ int frt_cuda_bind_device(int32_t local_rank, char *msg, size_t cap) {
     return snprintf(msg, cap, "no CUDA GPU found"), -1;
   if (open_device(local_rank % count, &rank_device.dev, &rank_device.ctx, msg, cap) != 0)
     return -1;
+  rank_device.fallback = local_rank % count;
   rank_device.bound = true;
   return 0;
 }

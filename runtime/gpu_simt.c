@@ -208,6 +208,29 @@ static FrtStatus simt_zero(void *dev, uint64_t dst, uint64_t bytes, FrtError *er
   return FRT_OK;
 }
 
+/* The rows are checked as one span from the first row's start to the last row's end (pitches may exceed
+ * the width, never overlap backwards: both are the tables' re-layouts of one tensor). */
+static bool span_inside(SimtDevice *d, uint64_t base, uint64_t pitch, uint64_t width, uint64_t height) {
+  if (height == 0 || width == 0)
+    return true;
+  uint64_t last;
+  if (__builtin_mul_overflow(height - 1, pitch, &last) || __builtin_add_overflow(last, width, &last))
+    return false;
+  return inside_allocation(d, base, last);
+}
+
+static FrtStatus simt_copy2d(void *dev, uint64_t dst, uint64_t dst_pitch, uint64_t src, uint64_t src_pitch,
+                             uint64_t width, uint64_t height, FrtError *err) {
+  if (!span_inside(dev, dst, dst_pitch, width, height) || !span_inside(dev, src, src_pitch, width, height))
+    return frt_errorf(err, FRT_ERR_INPUT,
+                      "copying %" PRIu64 " rows of %" PRIu64 " bytes from 0x%" PRIx64 " to 0x%" PRIx64
+                      ": not inside a device allocation",
+                      height, width, src, dst);
+  for (uint64_t r = 0; r < height && width; r++)
+    memmove((void *)(uintptr_t)(dst + r * dst_pitch), (const void *)(uintptr_t)(src + r * src_pitch), (size_t)width);
+  return FRT_OK;
+}
+
 /* ---- barriers and shuffles (called by the kernels) -------------------------------------------------- */
 
 static void hand_on(SimtDevice *d);
@@ -731,6 +754,7 @@ const FrtGpuBackend frt_gpu_simt = {
     .download = simt_download,
     .zero = simt_zero,
     .launch = simt_launch,
+    .copy2d = simt_copy2d,
     .sync = simt_sync,
     .close = simt_close,
 };

@@ -30,6 +30,11 @@
  * "rank K: ". Where the ranks can disagree (rank 0's input files, each rank's allocations) they agree
  * first, with an all-reduce of the exit status, so all end together and none is left waiting; an error
  * while the model runs may leave the others waiting in a collective, so it aborts the job (MPI_Abort).
+ * A GPU SBP program's ranks (--device cuda, or auto) start the NCCL collectives, which the GPU runner uses on
+ * device memory (frt_main's own agreement and broadcast stay on MPI's host memory: frt_coll_host_*); where
+ * NCCL cannot start on every rank, auto falls back to the CPU program over the MPI already running, rank 0
+ * saying why once, and cuda fails with one line on every rank. The collectives start before the arguments
+ * are parsed (so that rank 0 alone reports usage errors): --device is read ahead (device_option).
  */
 #include <errno.h>
 #include <limits.h>
@@ -68,6 +73,7 @@ typedef struct Cli {
   FrtDevice device;
   const FrtModel *gpu_model; /* the descriptor whose gpu field the GPU runs (the model or its variant) */
   bool ranked;  /* an SBP program running under mpirun */
+  bool nccl;    /* ... whose collectives run on the GPUs (NCCL) */
   int32_t rank; /* this process's rank (ranked) */
   bool shared;  /* the step now running fails alike on every rank: rank 0 alone reports */
 } Cli;
@@ -260,10 +266,13 @@ static int parse_args(Cli *c, int argc, char **argv) {
   bool gpu = c->device == FRT_DEVICE_CUDA || c->device == FRT_DEVICE_SIMT;
   if (gpu && !c->gpu_model)
     return fail(c, EXIT_USAGE, "this model has no GPU code: build it with --device cuda");
-  if (gpu && m->n_ranks > 1)
-    return fail(c, EXIT_USAGE, "--ranks with --device %s is not supported yet", c->device == FRT_DEVICE_CUDA ? "cuda" : "simt");
-  if (c->device == FRT_DEVICE_AUTO && (!c->gpu_model || m->n_ranks > 1))
+  if (c->device == FRT_DEVICE_SIMT && m->n_ranks > 1)
+    return fail(c, EXIT_USAGE, "an SBP program's ranks run on cuda or cpu, not on the SIMT emulator");
+  if (c->device == FRT_DEVICE_AUTO && !c->gpu_model)
     c->device = FRT_DEVICE_CPU;
+  /* Ranks: the collectives started before the arguments were parsed decided (start_ranks). */
+  if (c->ranked && c->device == FRT_DEVICE_AUTO)
+    c->device = c->nccl ? FRT_DEVICE_CUDA : FRT_DEVICE_CPU;
   return -1;
 }
 
@@ -538,11 +547,80 @@ static bool asks_help(int argc, char **argv) {
   return false;
 }
 
+/* The last --device value of argv (as parse_args reads it), or `dflt`: the collectives start before the
+ * arguments are parsed, and a GPU program's ranks need NCCL's. An invalid value is parse_args's to report. */
+static FrtDevice device_option(int argc, char **argv, FrtDevice dflt) {
+  static const char *const names[] = {"cpu", "cuda", "simt", "auto"}; /* FrtDevice order */
+  FrtDevice d = dflt;
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+    const char *val = NULL;
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+      val = argv[++i];
+    else if (strncmp(argv[i], "--device=", 9) == 0)
+      val = argv[i] + 9;
+    for (int k = 0; val && k < 4; k++)
+      if (strcmp(val, names[k]) == 0)
+        d = (FrtDevice)k;
+  }
+  return d;
+}
+
+/* Starts the collectives of an SBP program: NCCL's for --device cuda, and for auto (a model with GPU code
+ * and no --device) when every rank has a GPU, NCCL and a driver; else MPI's, auto saying why once (rank 0).
+ * Returns -1 to go on, else the exit status (reported). */
+static int start_ranks(Cli *c, int argc, char **argv) {
+  const FrtModel *m = c->m;
+  FrtDevice want = c->gpu_model ? device_option(argc, argv, FRT_DEVICE_AUTO) : FRT_DEVICE_CPU;
+  FrtError cerr = {0};
+  FrtStatus st;
+  bool nccl = want == FRT_DEVICE_CUDA || want == FRT_DEVICE_AUTO;
+  if (nccl) {
+    /* MPI is kept through a failed start: auto starts the MPI backend on it, cuda ends it only after this
+     * rank's line is out (MPI_Finalize waits for every rank: mpirun kills the job at the first exit). */
+    frt_coll_nccl_keep_mpi(true);
+    st = frt_coll_init_with(&frt_coll_nccl, m->n_ranks, m->n_mesh_axes, m->mesh, &cerr);
+    frt_coll_nccl_keep_mpi(false);
+    if (st == FRT_ERR_UNSUPPORTED && want == FRT_DEVICE_CUDA) {
+      /* Every rank's own line: the ranks agreed on the first failed rank's message. */
+      int32_t launched = frt_coll_launch_rank();
+      if (launched >= 0)
+        fprintf(stderr, "rank %d: %s: error: --device cuda: %s\n", (int)launched, c->prog, cerr.msg);
+      else
+        fprintf(stderr, "%s: error: --device cuda: %s\n", c->prog, cerr.msg);
+      fflush(stderr);
+      frt_coll_mpi.finalize();
+      return EXIT_INPUT;
+    }
+    if (st == FRT_ERR_UNSUPPORTED) {
+      if (frt_coll_launch_rank() <= 0)
+        fprintf(stderr, "%s: no usable GPU for the ranks (%s): running the CPU code over MPI\n", c->prog, cerr.msg);
+      nccl = false;
+      cerr = (FrtError){0};
+      st = frt_coll_init(m->n_ranks, m->n_mesh_axes, m->mesh, &cerr);
+    }
+  } else {
+    st = frt_coll_init(m->n_ranks, m->n_mesh_axes, m->mesh, &cerr);
+  }
+  if (st != FRT_OK) {
+    /* Every rank meets these alike (no MPI, the wrong number of ranks, a bad setting): rank 0 says it. */
+    int32_t launched = frt_coll_launch_rank();
+    if (cerr.status == FRT_ERR_RESOURCE && launched >= 0)
+      fprintf(stderr, "rank %d: %s: error: %s\n", (int)launched, c->prog, cerr.msg);
+    else if (launched <= 0)
+      fail(c, EXIT_INPUT, "%s", cerr.msg);
+    return EXIT_INPUT;
+  }
+  c->ranked = true;
+  c->nccl = nccl;
+  c->rank = frt_coll_rank(-1);
+  return -1;
+}
+
 /* Every rank passes its own status (-1: going on; else its exit status, already reported); all get the
  * largest, so a failure on one rank ends every rank at the same step. */
 static int agree(Cli *c, int rc) {
   int32_t v = rc;
-  if (frt_coll_all_reduce(-1, &v, 1, FRT_I32, FRT_REDUCE_MAX) != 0) {
+  if (frt_coll_host_all_reduce(&v, 1, FRT_I32, FRT_REDUCE_MAX) != 0) {
     c->shared = false;
     fail(c, EXIT_INPUT, "%s", frt_coll_last_error());
     frt_coll_abort(EXIT_INPUT);
@@ -581,20 +659,8 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     return rc;
   m = c.m;
   c.gpu_model = c.top->gpu ? c.top : m->gpu ? m : NULL;
-  if (m->n_ranks > 1 && !asks_help(argc, argv)) {
-    FrtError cerr = {0};
-    if (frt_coll_init(m->n_ranks, m->n_mesh_axes, m->mesh, &cerr) != FRT_OK) {
-      /* Every rank meets these alike (no MPI, the wrong number of ranks, a bad setting): rank 0 says it. */
-      int32_t launched = frt_coll_launch_rank();
-      if (cerr.status == FRT_ERR_RESOURCE && launched >= 0)
-        fprintf(stderr, "rank %d: %s: error: %s\n", (int)launched, c.prog, cerr.msg);
-      else if (launched <= 0)
-        fail(&c, EXIT_INPUT, "%s", cerr.msg);
-      return EXIT_INPUT;
-    }
-    c.ranked = true;
-    c.rank = frt_coll_rank(-1);
-  }
+  if (m->n_ranks > 1 && !asks_help(argc, argv) && (rc = start_ranks(&c, argc, argv)) >= 0)
+    return rc;
 
   int32_t ni = m->n_inputs, no = m->n_outputs;
   FrtTensor *ins = calloc((size_t)ni + 1, sizeof *ins);
@@ -678,7 +744,7 @@ allocated:
   if (c.ranked && (rc = agree(&c, rc)) < 0)
     for (int32_t i = 0; i < ni && rc < 0; i++) {
       size_t count = ins[i].nbytes / frt_dtype_size(ins[i].dtype);
-      if (frt_coll_broadcast(-1, ins[i].data, (int64_t)count, ins[i].dtype, 0) != 0) {
+      if (frt_coll_host_broadcast(ins[i].data, (int64_t)count, ins[i].dtype, 0) != 0) {
         rc = fail(&c, EXIT_INPUT, "input '%s': %s", desc_name(&m->inputs[i]), frt_coll_last_error());
         frt_coll_abort(rc);
       }

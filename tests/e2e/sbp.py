@@ -9,6 +9,12 @@ another order), and PyTorch's output within the e2e tolerance (rtol 1e-4, atol 1
 done what the mode promises: the IR of the distributed build has the collectives the mode implies (data: the
 batch split and gathered; tensor: an all_reduce of partial sums), so a pass that silently kept everything
 whole would fail here. Exits 77 (skipped) when mpirun is missing.
+
+With --device cuda the distributed program is built for the GPU too (flowc build --device cuda --ranks N: its
+PTX assembled by ptxas during the build, `--emit ptx` must show kernels) and run with --device auto: without a
+GPU every rank runs the CPU program over MPI, rank 0 saying so in one line, and the outputs are checked as
+above; `--device cuda` must then fail on every rank (exit 1) with one line each naming the missing GPU or
+driver. On a machine with fewer than N GPUs (nvidia-smi) the run on GPUs is not attempted.
 """
 import argparse
 import os
@@ -33,6 +39,27 @@ def run(cmd, **kw):
 
 def load_outputs(folder):
     return {f: np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith(".npy")}
+
+
+def gpus():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for l in out.splitlines() if l.startswith("GPU"))
+
+
+def check_no_gpu(spec, dist, inp, ranks, work):
+    """--device cuda without GPUs: every rank exits 1 with one line saying why."""
+    r = subprocess.run(MPIRUN + ["-np", str(ranks), dist, inp, "--device", "cuda", "--output-dir",
+                                 os.path.join(work, "outC")], capture_output=True, text=True, timeout=600)
+    lines = [l for l in r.stderr.splitlines() if "error: --device cuda:" in l]
+    ranks_said = sorted({l.split(":")[0] for l in lines})
+    if r.returncode == 0 or ranks_said != [f"rank {k}" for k in range(ranks)] or len(lines) != ranks:
+        sys.exit(f"FAIL {spec}: --device cuda without GPUs exited {r.returncode}; wanted one line from each of "
+                 f"{ranks} ranks, got:\n{r.stderr}")
+    if not re.search(r"no CUDA driver|CUDA_ERROR_STUB_LIBRARY|no CUDA GPU found|NCCL, which cannot be loaded", lines[0]):
+        sys.exit(f"FAIL {spec}: --device cuda without GPUs does not say what is missing: {lines[0]}")
 
 
 def check_case(args, spec):
@@ -61,10 +88,23 @@ def check_case(args, spec):
                 sys.exit(f"FAIL {spec}: the --sbp {mode} program has no {op}: nothing was distributed")
 
     one, dist = os.path.join(work, "one"), os.path.join(work, "dist")
+    gpu = ["--device", "cuda"] if args.device == "cuda" else []
     run([args.flowc, "build", onnx_path, "-o", one])
-    run([args.flowc, "build", onnx_path, "-o", dist] + sbp)
+    run([args.flowc, "build", onnx_path, "-o", dist] + sbp + gpu)
     run([one, inp, "--threads", "1", "--output-dir", os.path.join(work, "out1")])
-    run(MPIRUN + ["-np", str(ranks), dist, inp, "--threads", "1", "--output-dir", os.path.join(work, "outN")])
+    if gpu:
+        ptx = run([args.flowc, "build", onnx_path, "--emit", "ptx", "-o", "-"] + sbp + gpu).stdout
+        if ".entry" not in ptx:
+            sys.exit(f"FAIL {spec}: --emit ptx of the GPU SBP program shows no kernel")
+        if gpus() >= ranks:
+            print(f"{spec}: {gpus()} GPUs: the GPU run is the device script's (tools/gpu_check.sh)")
+        else:
+            check_no_gpu(spec, dist, inp, ranks, work)
+    r = run(MPIRUN + ["-np", str(ranks), dist, inp, "--threads", "1", "--output-dir", os.path.join(work, "outN")])
+    if gpu and gpus() < ranks:
+        said = [l for l in r.stderr.splitlines() if "running the CPU code over MPI" in l]
+        if len(said) != 1:
+            sys.exit(f"FAIL {spec}: --device auto without GPUs: {len(said)} lines say so, not 1:\n{r.stderr}")
     ref, got = load_outputs(os.path.join(work, "out1")), load_outputs(os.path.join(work, "outN"))
     if sorted(ref) != sorted(got):
         sys.exit(f"FAIL {spec}: outputs {sorted(got)} differ from the one-process outputs {sorted(ref)}")
@@ -92,6 +132,8 @@ def main():
     ap.add_argument("--export", required=True, help="tools/export_e2e_models.py")
     ap.add_argument("--case-root", required=True, help="where the exported models are kept")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: build the distributed program with --device cuda (see above)")
     ap.add_argument("cases", nargs="+", help="MODEL:RANKS:data|tensor|auto[:MESH]")
     args = ap.parse_args()
     if not shutil.which("mpirun"):

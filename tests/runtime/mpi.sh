@@ -8,6 +8,7 @@
 #   main WORK                ranked_main (frt_main with a hand-built 2- or 4-rank descriptor): results printed
 #                            and written by rank 0 alone, the wrong number of ranks, no mpirun, no libmpi, a
 #                            collective failing on one rank, a bad input file on rank 0, --help, --profile
+#   gpu-coll                 gpu_coll_check on 2 ranks: the GPU runner's collective entries on the SIMT emulator
 #   nccl                     nccl_check on 2 ranks: with two GPUs NCCL starts; without, every rank says why
 #                            (no driver, the CUDA stub, no libnccl), naming the first rank that failed
 #   faults WORK              coll_check loop with one rank killed (kill -9) mid-collective, and coll_check hang
@@ -37,6 +38,16 @@ checks | checks-split)
   [ $rc -eq 0 ] || fail "mpirun -np $np exited $rc"
   n=$(grep -c "checks passed" "$out")
   [ "$n" -eq "$np" ] || fail "$n of $np ranks reported their checks passed"
+  rm -f "$out"
+  ;;
+
+gpu-coll)
+  out=$(mktemp)
+  timeout 240 $MPIRUN -np 2 "$prog" >"$out" 2>&1
+  rc=$?
+  cat "$out"
+  [ $rc -eq 0 ] || fail "mpirun -np 2 exited $rc"
+  [ "$(grep -c "GPU collectives passed" "$out")" -eq 2 ] || fail "not both ranks passed"
   rm -f "$out"
   ;;
 

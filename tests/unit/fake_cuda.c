@@ -228,6 +228,29 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream)
   return OK;
 }
 
+/* CUDA_MEMCPY2D's layout (cuda.h), device to device only. */
+typedef struct FakeMemcpy2D {
+  size_t src_x, src_y;
+  int src_type;
+  const void *src_host;
+  CUdeviceptr src_device;
+  void *src_array;
+  size_t src_pitch, dst_x, dst_y;
+  int dst_type;
+  void *dst_host;
+  CUdeviceptr dst_device;
+  void *dst_array;
+  size_t dst_pitch, width, height;
+} FakeMemcpy2D;
+
+CUresult cuMemcpy2DAsync_v2(const FakeMemcpy2D *c, void *stream);
+CUresult cuMemcpy2DAsync_v2(const FakeMemcpy2D *c, void *stream) {
+  for (size_t r = 0; r < c->height; r++)
+    memmove((void *)(uintptr_t)(c->dst_device + r * c->dst_pitch),
+            (const void *)(uintptr_t)(c->src_device + r * c->src_pitch), c->width);
+  return OK;
+}
+
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void *stream);
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void *stream) {
   if (refuse_in_capture())
