@@ -227,8 +227,8 @@ FcStatus fc_sbp_auto_plan(FcModule *m, const FcSbpCosts *k, FcArena *a, FcSbpPla
   if (st == FC_OK) st = fc_sbp_plan_init(plan, m, a, diag);
   if (st == FC_OK) st = fc_sbp_plan_init(&data, m, a, diag);
   if (st == FC_OK) st = fc_sbp_plan_init(&tensor, m, a, diag);
-  if (st == FC_OK) st = fc_sbp_plan_forward(&data, FC_SBP_DATA, NULL, a, diag);
-  if (st == FC_OK) st = fc_sbp_plan_forward(&tensor, FC_SBP_TENSOR, NULL, a, diag);
+  if (st == FC_OK) st = fc_sbp_plan_forward(&data, &(FcSbpStrategy){FC_SBP_DATA}, NULL, a, diag);
+  if (st == FC_OK) st = fc_sbp_plan_forward(&tensor, &(FcSbpStrategy){FC_SBP_TENSOR}, NULL, a, diag);
   if (st != FC_OK) return st;
   Search s = {.k = k, .p = plan, .a = a};
   s.states = FC_NEW_ARRAY(a, State *, (size_t)plan->n_ids + 1);

@@ -151,7 +151,7 @@ FcStatus fc_sbp_file_plan(FcModule *m, FcArena *a, FcSbpPlan *plan, FcDiag *diag
   }
   if (st == FC_OK && ferror(f)) st = fc_error(diag, FC_ERR_IO, "%s: read error", path);
   fclose(f);
-  if (st == FC_OK && p.group > 1) st = fc_sbp_plan_forward(&p, FC_SBP_ASSIGNED, want, a, diag);
+  if (st == FC_OK && p.group > 1) st = fc_sbp_plan_forward(&p, &(FcSbpStrategy){FC_SBP_ASSIGNED}, want, a, diag);
   *plan = p;
   return st;
 }
