@@ -19,9 +19,11 @@
  * flow.sbp (one entry per mesh axis); an op that runs on whole tensors although an operand arrived split
  * gets flow.sbp_note, which flowc info lists.
  *
- * The group of every boxing op is all ranks (mesh_axis -1: G = the product of the mesh, row-major rank
- * order), so on a 2-D mesh a split is over all its ranks and the annotation repeats the signature per axis
- * (splitting dim d along axis 0 and then along axis 1 gives the same chunks in the same order). Graph
+ * A flat plan's boxing ops have all ranks as their group (mesh_axis -1: G = the product of the mesh, row-major
+ * rank order), so on a 2-D mesh a split is over all its ranks and the annotation repeats the signature per
+ * axis (splitting dim d along axis 0 and then along axis 1 gives the same chunks in the same order). A
+ * per-axis plan (sbp_axes: `--sbp data,tensor`) boxes one axis at a time in the steps of fc_sbp_steps
+ * (sbp_axes.c), each op over one axis's group (mesh_axis = k), and writes one signature per axis. Graph
  * inputs arrive whole on every rank (frt_main broadcasts them) and every graph output is gathered to B, so
  * rank 0 writes whole outputs.
  *

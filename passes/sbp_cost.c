@@ -12,7 +12,10 @@
  * A collective over G ranks of a tensor of n bytes costs steps * latency + factor * n / link bandwidth, with
  * the ring algorithm's steps and factors: all_reduce 2(G-1) steps, 2(G-1)/G; all_gather and reduce_scatter
  * G-1, (G-1)/G; all_to_all G-1, (G-1)/G^2 (each rank's chunk is n/G). A local slice (B -> S) copies n/G bytes.
- * When the ranks outnumber the cores they share (FcSbpCosts.cores), everything slows by ranks / cores.
+ * When the ranks outnumber the cores they share (FcSbpCosts.cores), everything slows by ranks / cores. A
+ * per-axis plan boxes in steps (fc_sbp_steps), each priced as one collective over its axis's group on the
+ * tensor as that group sees it (cut by the other axes); an op's work divides by the group of every axis on
+ * which it is split.
  *
  * Memory: every constant whole (a rank's program stores all weights; a split weight's slice is a copy made
  * per run) plus the peak of the values live at once in op order, each at its local size, boxed copies
