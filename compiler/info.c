@@ -228,33 +228,46 @@ static const char *estimate_str(FcArena *a, const FcSbpEstimate *e) {
                          e->fits ? "" : " (over the cap: refused)");
 }
 
+/* A value's signatures under p, one per plan axis: "S(0)" or "[S(0), S(1)]". */
+static const char *sigs_str(FcArena *a, const FcSbpPlan *p, const FcSbp *sig) {
+  char buf[256] = "";
+  for (int i = 0, len = 0; i < p->n_axes && len < (int)sizeof buf - 32; i++) {
+    char one[32];
+    len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%s", i ? ", " : "", fc_sbp_str(sig[i], one, sizeof one));
+  }
+  return p->n_axes == 1 ? fc_arena_strdup(a, buf) : fc_arena_printf(a, "[%s]", buf);
+}
+
 /* What a plan does: ops by the signature of their first result, and its boxing (value, from -> to, size). */
 static void plan_rows(Rows *rows, FcArena *a, const char *label, const FcSbpPlan *p) {
-  int split = 0, partial = 0, whole = 0;
+  int split = 0, partial = 0, whole = 0, na = p->n_axes;
   for (int k = 0; k < p->n_ops; k++) {
     const FcOp *op = p->ops[k];
     if (op->kind == FC_OP_CONSTANT || op->kind == FC_OP_RETURN || op->n_results == 0) continue;
-    FcSbpKind kind = p->out[k][0].kind;
-    split += kind == FC_SBP_S, partial += kind == FC_SBP_P, whole += kind == FC_SBP_B;
+    bool s = false, pp = false;
+    for (int ax = 0; ax < na; ax++) s |= p->out[k][ax].kind == FC_SBP_S, pp |= p->out[k][ax].kind == FC_SBP_P;
+    split += s && !pp, partial += pp, whole += !s && !pp;
   }
-  add_row(rows, 0, label, fc_arena_printf(a, "%d ops split, %d partial sums, %d on whole tensors", split, partial, whole));
+  add_row(rows, 0, label, fc_arena_printf(a, "%d ops split, %d partial sums, %d on whole tensors%s", split, partial,
+                                          whole, na > 1 ? " (signatures per mesh axis)" : ""));
   int shown = 0, more = 0;
   for (int k = 0; k < p->n_ops; k++) {
     const FcOp *op = p->ops[k];
     for (int i = 0; i < op->n_operands; i++) {
       const FcValue *v = op->operands[i].value;
       if (!v || (v->def && v->def->kind == FC_OP_CONSTANT)) continue;
-      FcSbp from = fc_sbp_plan_sig(p, v), to = p->need[k][i];
-      if (fc_sbp_equal(from, to) || from.kind == FC_SBP_B) continue;
+      FcSbp from[FC_SBP_MAX_AXES];
+      const FcSbp *to = &p->need[k][(size_t)i * (size_t)na];
+      bool all_b = true;
+      for (int ax = 0; ax < na; ax++) from[ax] = fc_sbp_plan_sig_at(p, v, ax), all_b &= from[ax].kind == FC_SBP_B;
+      if (fc_sbp_sigs_equal(p, from, to) || all_b) continue;
       if (shown == 12) {
         more++;
         continue;
       }
-      char f[32], t[32];
       const char *name = v->def ? fc_op_name(v->def) : v->name;
-      add_row(rows, 2, clean_name(a, name), fc_arena_printf(a, "%s -> %s for %s, %s", fc_sbp_str(from, f, sizeof f),
-                                                           fc_sbp_str(to, t, sizeof t), clean_name(a, fc_op_name(op)),
-                                                           type_str(a, &v->type)));
+      add_row(rows, 2, clean_name(a, name), fc_arena_printf(a, "%s -> %s for %s, %s", sigs_str(a, p, from), sigs_str(a, p, to),
+                                                           clean_name(a, fc_op_name(op)), type_str(a, &v->type)));
       shown++;
     }
   }
@@ -290,6 +303,7 @@ static void predict_rows(Rows *rows, FcArena *a, FcModule *m, const char *strate
                             k.cores == 1 ? "" : "s", k.link_gbps, k.link_latency_us, human_bytes(a, k.mem_cap_bytes)));
     add_row(rows, 2, "data", estimate_str(a, &r.data));
     add_row(rows, 2, "tensor", estimate_str(a, &r.tensor));
+    if (r.axes_list) add_row(rows, 2, r.axes_list, fc_arena_printf(a, "%s; per mesh axis", estimate_str(a, &r.axes)));
     add_row(rows, 2, "auto", fc_arena_printf(a, "%s; %s", estimate_str(a, &r.chosen),
                                              strcmp(r.taken, "search") == 0
                                                  ? "the search's plan"
@@ -303,6 +317,20 @@ static void predict_rows(Rows *rows, FcArena *a, FcModule *m, const char *strate
       } else {
         add_row(rows, 2, "file", fc_arena_printf(a, "not predicted: %s", d.msg));
         has_file = false;
+      }
+    }
+    const FcAnnotValue *axes = fc_annots_get(&m->annots, fc_annot_name(FC_ANNOT_SBP_AXES));
+    if (strcmp(strategy, "axes") == 0 && axes && axes->kind == FC_AV_STR && axes->s) {
+      /* --sbp A,B: that per-axis plan, its prediction and what it does. */
+      FcSbpPlan ap;
+      FcSbpEstimate ae;
+      if (fc_sbp_axes_plan(m, axes->s, a, &ap, &d) == FC_OK) {
+        fc_sbp_estimate(&k, &ap, a, &ae);
+        if (!r.axes_list || strcmp(r.axes_list, axes->s) != 0)
+          add_row(rows, 2, axes->s, fc_arena_printf(a, "%s; per mesh axis", estimate_str(a, &ae)));
+        plan_rows(rows, a, fc_arena_printf(a, "sbp %s plan", axes->s), &ap);
+      } else {
+        add_row(rows, 2, axes->s, fc_arena_printf(a, "not predicted: %s", d.msg));
       }
     }
     if (strcmp(strategy, "auto") == 0) plan_rows(rows, a, "sbp auto plan", &plan);

@@ -110,7 +110,7 @@ typedef struct Cli {
   const char **dirs;  /* check: the test case folders */
   int n_dirs;
   int threads, jobs, timeout_s; /* check */
-  /* build --ranks N [--mesh AxB] [--sbp data|tensor]: an SBP program (passes/sbp.c) */
+  /* build --ranks N [--mesh AxB] [--sbp data|tensor|auto|A,B|FILE]: an SBP program (passes/sbp.c) */
   int64_t ranks;            /* 0: one process */
   int64_t mesh[8];          /* --mesh dims (n_mesh 0: a 1-D mesh of ranks) */
   int n_mesh;
@@ -327,10 +327,11 @@ static void print_build_help(void) {
        "                         0 writes whole outputs (the sbp_data or sbp_tensor pass runs after the\n"
        "                         first clean-up round of -O2, before any fusion)\n"
        "  --mesh AxB...          the ranks as a mesh (product N; default a 1-D mesh of N)\n"
-       "  --sbp data|tensor|auto|FILE\n"
+       "  --sbp data|tensor|auto|A,B|FILE\n"
        "                         data (default): inputs split along dim 0 (batch), weights whole; tensor:\n"
        "                         matmul/conv weights split (Megatron: columns, then rows and one all-reduce);\n"
-       "                         auto: the cost model's plan; FILE: 'name: S(0)' lines (README)\n"
+       "                         auto: the cost model's plan; A,B: one of data/tensor per mesh axis, such as\n"
+       "                         --mesh 2x2 --sbp data,tensor; FILE: 'name: S(0)' lines (README)\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
        "  --verify-each          run the verifier after every pass\n"
@@ -422,8 +423,21 @@ static void print_info_help(void) {
 
 /* ---- option parsing -------------------------------------------------------------------------------- */
 
-/* The sbp pass of --sbp X: sbp_auto, sbp_data, sbp_tensor, or sbp_file for an assignment file (set_mesh). */
+/* Whether --sbp is a list of per-axis strategies ("data,tensor": one of data, tensor per mesh axis). */
+static bool sbp_is_axes(const char *sbp) {
+  if (!strchr(sbp, ',')) return false;
+  for (const char *c = sbp;;) {
+    size_t len = strcspn(c, ",");
+    if (!((len == 4 && strncmp(c, "data", 4) == 0) || (len == 6 && strncmp(c, "tensor", 6) == 0))) return false;
+    if (!c[len]) return true;
+    c += len + 1;
+  }
+}
+
+/* The sbp pass of --sbp X: sbp_auto, sbp_data, sbp_tensor, sbp_axes for a per-axis list, or sbp_file for an
+ * assignment file (set_mesh). */
 static const char *sbp_pass_mode(const char *sbp) {
+  if (sbp_is_axes(sbp)) return "axes";
   return strcmp(sbp, "auto") == 0 || strcmp(sbp, "data") == 0 || strcmp(sbp, "tensor") == 0 ? sbp : "file";
 }
 
@@ -441,6 +455,12 @@ static int check_sbp_options(Cli *c) {
   if (prod != c->ranks)
     return usage_error(c, "--mesh has %lld ranks in all, but --ranks is %lld", (long long)prod, (long long)c->ranks);
   if (!c->sbp) c->sbp = "data";
+  if (sbp_is_axes(c->sbp)) {
+    int n = 1;
+    for (const char *q = c->sbp; *q; q++) n += *q == ',';
+    if (n != c->n_mesh)
+      return usage_error(c, "--sbp %s names %d strategies, one per mesh axis, but --mesh has %d axes", c->sbp, n, c->n_mesh);
+  }
   if (c->int8_static) return usage_error(c, "--ranks with --quantize int8 is not supported (calibration runs one process)");
   if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--ranks with --emit onnx: ONNX has no collective ops");
   if (c->split) return usage_error(c, "--ranks does not apply to --split-input-file");
@@ -1100,6 +1120,7 @@ static FcStatus set_mesh(const Cli *c, FcModule *m, FcDiag *d) {
   FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh), file = FC_AV_STRING(c->sbp);
   fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MESH), &mesh);
   if (strcmp(sbp_pass_mode(c->sbp), "file") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_FILE), &file);
+  if (strcmp(sbp_pass_mode(c->sbp), "axes") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_AXES), &file);
   return FC_OK;
 }
 

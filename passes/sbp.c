@@ -19,9 +19,11 @@
  * flow.sbp (one entry per mesh axis); an op that runs on whole tensors although an operand arrived split
  * gets flow.sbp_note, which flowc info lists.
  *
- * The group of every boxing op is all ranks (mesh_axis -1: G = the product of the mesh, row-major rank
- * order), so on a 2-D mesh a split is over all its ranks and the annotation repeats the signature per axis
- * (splitting dim d along axis 0 and then along axis 1 gives the same chunks in the same order). Graph
+ * A flat plan's boxing ops have all ranks as their group (mesh_axis -1: G = the product of the mesh, row-major
+ * rank order), so on a 2-D mesh a split is over all its ranks and the annotation repeats the signature per
+ * axis (splitting dim d along axis 0 and then along axis 1 gives the same chunks in the same order). A
+ * per-axis plan (sbp_axes: `--sbp data,tensor`) boxes one axis at a time in the steps of fc_sbp_steps
+ * (sbp_axes.c), each op over one axis's group (mesh_axis = k), and writes one signature per axis. Graph
  * inputs arrive whole on every rank (frt_main broadcasts them) and every graph output is gathered to B, so
  * rank 0 writes whole outputs.
  *
@@ -39,67 +41,96 @@
 
 /* ---- plans ---------------------------------------------------------------------------------------------- */
 
-FcStatus fc_sbp_plan_init(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag) {
+static FcStatus plan_alloc(FcSbpPlan *p, FcModule *m, FcArena *a, bool per_axis, FcDiag *diag) {
   memset(p, 0, sizeof *p);
   p->m = m;
   p->g = m->graph;
-  if (fc_module_mesh(m, NULL) == 0)
+  const int64_t *mesh;
+  int n_mesh = fc_module_mesh(m, &mesh);
+  if (n_mesh == 0)
     return fc_error(diag, FC_ERR_INPUT, "an SBP plan needs the module's mesh (flow.mesh: flowc build --ranks N)");
   if (!fc_mesh_group_size(m, -1, &p->group)) return fc_error(diag, FC_ERR_INPUT, "the mesh has too many ranks");
+  if (per_axis && n_mesh > FC_SBP_MAX_AXES)
+    return fc_error(diag, FC_ERR_INPUT, "a per-axis SBP plan takes at most %d mesh axes", FC_SBP_MAX_AXES);
+  p->n_axes = per_axis ? n_mesh : 1;
+  for (int i = 0; i < p->n_axes; i++) p->axis_group[i] = per_axis ? mesh[i] : p->group;
+  size_t na = (size_t)p->n_axes;
   FcGraph *g = p->g;
   fc_graph_for_each_op(g, op) p->n_ops++;
   p->ops = FC_NEW_ARRAY(a, FcOp *, (size_t)p->n_ops + 1);
   p->need = FC_NEW_ARRAY(a, FcSbp *, (size_t)p->n_ops + 1);
   p->out = FC_NEW_ARRAY(a, FcSbp *, (size_t)p->n_ops + 1);
-  p->input = FC_NEW_ARRAY(a, FcSbp, (size_t)g->n_inputs + 1);
+  p->input = FC_NEW_ARRAY(a, FcSbp, ((size_t)g->n_inputs + 1) * na);
   p->n_ids = g->next_value_id;
   p->op_of = FC_NEW_ARRAY(a, int32_t, (size_t)p->n_ids + 1);
   for (uint32_t i = 0; i < p->n_ids; i++) p->op_of[i] = -1;
-  for (int i = 0; i < g->n_inputs; i++) p->input[i] = FC_SBP_BCAST;
+  for (size_t i = 0; i < (size_t)g->n_inputs * na; i++) p->input[i] = FC_SBP_BCAST;
   p->n_op_ids = g->next_op_id;
   p->index_of = FC_NEW_ARRAY(a, int32_t, (size_t)p->n_op_ids + 1);
   int k = 0;
   fc_graph_for_each_op(g, op) {
     p->ops[k] = op;
     p->index_of[op->id] = k;
-    p->need[k] = FC_NEW_ARRAY(a, FcSbp, (size_t)op->n_operands + 1);
-    p->out[k] = FC_NEW_ARRAY(a, FcSbp, (size_t)op->n_results + 1);
-    for (int i = 0; i < op->n_operands; i++) p->need[k][i] = FC_SBP_BCAST;
-    for (int j = 0; j < op->n_results; j++) {
-      p->out[k][j] = FC_SBP_BCAST;
-      p->op_of[op->results[j].id] = k;
-    }
+    p->need[k] = FC_NEW_ARRAY(a, FcSbp, ((size_t)op->n_operands + 1) * na);
+    p->out[k] = FC_NEW_ARRAY(a, FcSbp, ((size_t)op->n_results + 1) * na);
+    for (size_t i = 0; i < (size_t)op->n_operands * na; i++) p->need[k][i] = FC_SBP_BCAST;
+    for (size_t j = 0; j < (size_t)op->n_results * na; j++) p->out[k][j] = FC_SBP_BCAST;
+    for (int j = 0; j < op->n_results; j++) p->op_of[op->results[j].id] = k;
     k++;
   }
   return FC_OK;
 }
 
-FcSbp fc_sbp_plan_sig(const FcSbpPlan *p, const FcValue *v) {
-  if (v->id >= p->n_ids) return FC_SBP_BCAST;
-  if (!v->def) return v->index < p->g->n_inputs ? p->input[v->index] : FC_SBP_BCAST;
-  int32_t k = p->op_of[v->id];
-  return k >= 0 ? p->out[k][v->index] : FC_SBP_BCAST;
+FcStatus fc_sbp_plan_init(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag) { return plan_alloc(p, m, a, false, diag); }
+
+FcStatus fc_sbp_plan_init_axes(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag) {
+  return plan_alloc(p, m, a, true, diag);
 }
 
-void fc_sbp_plan_ctx(const FcSbpPlan *p, int k, FcArena *a, FcSbpRuleCtx *c) {
+/* v's signatures under p (n_axes of them), or NULL for B everywhere. */
+static const FcSbp *plan_sigs(const FcSbpPlan *p, const FcValue *v) {
+  if (v->id >= p->n_ids) return NULL;
+  if (!v->def) return v->index < p->g->n_inputs ? &p->input[(size_t)v->index * (size_t)p->n_axes] : NULL;
+  int32_t k = p->op_of[v->id];
+  return k >= 0 ? &p->out[k][(size_t)v->index * (size_t)p->n_axes] : NULL;
+}
+
+FcSbp fc_sbp_plan_sig_at(const FcSbpPlan *p, const FcValue *v, int axis) {
+  const FcSbp *s = plan_sigs(p, v);
+  return s ? s[axis] : FC_SBP_BCAST;
+}
+
+FcSbp fc_sbp_plan_sig(const FcSbpPlan *p, const FcValue *v) { return fc_sbp_plan_sig_at(p, v, 0); }
+
+void fc_sbp_plan_ctx_at(const FcSbpPlan *p, int k, int axis, FcArena *a, FcSbpRuleCtx *c) {
   const FcOp *op = p->ops[k];
-  int n_in = op->n_operands, n_out = op->n_results;
+  int n_in = op->n_operands, n_out = op->n_results, na = p->n_axes;
   const FcType **in_type = FC_NEW_ARRAY(a, const FcType *, (size_t)n_in + 1);
   FcSbp *in = FC_NEW_ARRAY(a, FcSbp, (size_t)n_in + 1), *need = FC_NEW_ARRAY(a, FcSbp, (size_t)n_in + 1);
   FcType *out_type = FC_NEW_ARRAY(a, FcType, (size_t)n_out + 1);
   FcSbp *out = FC_NEW_ARRAY(a, FcSbp, (size_t)n_out + 1);
   for (int i = 0; i < n_in; i++) {
     const FcValue *v = op->operands[i].value;
-    in_type[i] = v ? &v->type : NULL;
-    in[i] = v ? fc_sbp_plan_sig(p, v) : FC_SBP_BCAST;
+    in_type[i] = NULL;
+    if (v && axis == 0) in_type[i] = &v->type;
+    else if (v) {
+      /* As op k takes it on the axes before this one. */
+      FcType *t = FC_NEW(a, FcType);
+      *t = fc_sbp_local_type(p, &v->type, &p->need[k][(size_t)i * (size_t)na], axis, a);
+      in_type[i] = t;
+    }
+    in[i] = v ? fc_sbp_plan_sig_at(p, v, axis) : FC_SBP_BCAST;
     need[i] = FC_SBP_BCAST;
   }
   for (int j = 0; j < n_out; j++) {
-    out_type[j] = op->results[j].type;
+    out_type[j] = axis == 0 ? op->results[j].type
+                            : fc_sbp_local_type(p, &op->results[j].type, &p->out[k][(size_t)j * (size_t)na], axis, a);
     out[j] = FC_SBP_BCAST;
   }
-  *c = (FcSbpRuleCtx){op, p->group, in_type, out_type, in, need, out};
+  *c = (FcSbpRuleCtx){op, p->axis_group[axis], in_type, out_type, in, need, out};
 }
+
+void fc_sbp_plan_ctx(const FcSbpPlan *p, int k, FcArena *a, FcSbpRuleCtx *c) { fc_sbp_plan_ctx_at(p, k, 0, a, c); }
 
 /* Whether the rules may split op at all: regions run whole on every rank (their loop or if has no rule), and
  * quantised ops keep B (their scales are per tensor, not per chunk). */
@@ -136,9 +167,13 @@ static void add_probe(FcSbpRuleCtx *c, bool start, FcArena *a, FcSbpChoice *list
 }
 
 int fc_sbp_candidates(const FcSbpPlan *p, int k, FcArena *a, FcSbpChoice **out) {
+  return fc_sbp_candidates_at(p, k, 0, a, out);
+}
+
+int fc_sbp_candidates_at(const FcSbpPlan *p, int k, int axis, FcArena *a, FcSbpChoice **out) {
   const FcOp *op = p->ops[k];
   FcSbpRuleCtx c;
-  fc_sbp_plan_ctx(p, k, a, &c);
+  fc_sbp_plan_ctx_at(p, k, axis, a, &c);
   FcSbp *in = (FcSbp *)c.in;
   int n_in = op->n_operands, cap = 2;
   for (int i = 0; i < n_in; i++) cap += (c.in_type[i] ? c.in_type[i]->rank : 0) + 1;
@@ -171,75 +206,100 @@ int fc_sbp_candidates(const FcSbpPlan *p, int k, FcArena *a, FcSbpChoice **out) 
   return n;
 }
 
-/* The signature a graph input may be sliced to: a split of a dim that divides by G (P never). */
-static bool input_sig_ok(const FcSbpPlan *p, const FcValue *x, FcSbp s) {
+/* The signature graph input x may be sliced to on plan axis `axis` (the axes before it as planned): a split of
+ * a dim that divides by the axis's group there (P never). */
+static bool input_sig_ok(const FcSbpPlan *p, const FcValue *x, int input, int axis, FcSbp s) {
   if (s.kind == FC_SBP_B) return true;
   if (s.kind != FC_SBP_S || s.dim < 0 || s.dim >= x->type.rank) return false;
-  int64_t n = x->type.dims[s.dim];
-  return n >= p->group && n % p->group == 0;
+  int64_t dims[FC_DEFAULT_MAX_RANK + 1];
+  if (x->type.rank > FC_DEFAULT_MAX_RANK) return false;
+  fc_sbp_local_dims(p, &x->type, &p->input[(size_t)input * (size_t)p->n_axes], axis, dims);
+  int64_t n = dims[s.dim], g = p->axis_group[axis];
+  return n >= g && n % g == 0;
 }
 
-static bool wanted(const FcSbp *want, const FcValue *v) { return want && (int)want[v->id].kind >= 0; }
+/* want[id * n_axes + axis], kind -1: none. */
+static const FcSbp *wanted(const FcSbpPlan *p, const FcSbp *want, const FcValue *v, int axis) {
+  if (!want || v->id >= p->n_ids) return NULL;
+  const FcSbp *w = &want[(size_t)v->id * (size_t)p->n_axes + (size_t)axis];
+  return (int)w->kind >= 0 ? w : NULL;
+}
 
-FcStatus fc_sbp_plan_forward(FcSbpPlan *p, FcSbpStrategy s, const FcSbp *want, FcArena *a, FcDiag *diag) {
+/* Op k on plan axis `axis`, forced to the candidate that gives the wanted signatures of its results with the
+ * fewest operands boxed. */
+static FcStatus plan_forced(FcSbpPlan *p, int k, int axis, int forced, const FcSbp *want, FcArena *a, FcDiag *diag) {
+  FcOp *op = p->ops[k];
+  size_t na = (size_t)p->n_axes;
+  FcSbpChoice *list;
+  int n = fc_sbp_candidates_at(p, k, axis, a, &list), best = -1, best_boxed = 0;
+  for (int c = 0; c < n; c++) {
+    bool ok = true;
+    for (int j = 0; j < op->n_results && ok; j++) {
+      const FcSbp *w = wanted(p, want, &op->results[j], axis);
+      if (w && !fc_sbp_equal(list[c].out[j], *w)) ok = false;
+    }
+    if (!ok) continue;
+    int boxed = 0;
+    for (int i = 0; i < op->n_operands; i++)
+      if (op->operands[i].value && !fc_sbp_equal(list[c].need[i], fc_sbp_plan_sig_at(p, op->operands[i].value, axis))) boxed++;
+    if (best < 0 || boxed < best_boxed) best = c, best_boxed = boxed;
+  }
+  if (best < 0) {
+    char b[32];
+    return fc_error_node(diag, FC_ERR_INPUT, fc_op_name(op), fc_op_info(op->kind)->name,
+                         "no SBP rule of this op gives its result %d as %s%s", forced,
+                         fc_sbp_str(*wanted(p, want, &op->results[forced], axis), b, sizeof b),
+                         p->n_axes > 1 ? fc_arena_printf(a, " on mesh axis %d", axis) : "");
+  }
+  for (int i = 0; i < op->n_operands; i++) p->need[k][(size_t)i * na + (size_t)axis] = list[best].need[i];
+  for (int j = 0; j < op->n_results; j++) p->out[k][(size_t)j * na + (size_t)axis] = list[best].out[j];
+  return FC_OK;
+}
+
+FcStatus fc_sbp_plan_forward(FcSbpPlan *p, const FcSbpStrategy *strategy, const FcSbp *want, FcArena *a, FcDiag *diag) {
   FcGraph *g = p->g;
+  size_t na = (size_t)p->n_axes;
   for (int i = 0; i < g->n_inputs; i++) {
     FcValue *x = g->inputs[i];
-    FcSbp sig = FC_SBP_BCAST;
-    if (wanted(want, x)) sig = want[x->id];
-    else if (s == FC_SBP_DATA && x->type.rank >= 1 && fc_value_has_uses(x)) sig = FC_SBP_SPLIT(0);
-    if (!input_sig_ok(p, x, sig)) {
-      if (wanted(want, x)) {
-        char b[32];
-        return fc_error(diag, FC_ERR_INPUT, "graph input '%s' cannot be %s on %lld ranks", x->name ? x->name : "?",
-                        fc_sbp_str(sig, b, sizeof b), (long long)p->group);
+    for (int ax = 0; ax < p->n_axes; ax++) {
+      const FcSbp *w = wanted(p, want, x, ax);
+      FcSbp sig = FC_SBP_BCAST;
+      if (w) sig = *w;
+      else if (strategy[ax] == FC_SBP_DATA && x->type.rank >= 1 && fc_value_has_uses(x)) sig = FC_SBP_SPLIT(0);
+      if (!input_sig_ok(p, x, i, ax, sig)) {
+        if (w) {
+          char b[32];
+          return fc_error(diag, FC_ERR_INPUT, "graph input '%s' cannot be %s on %lld ranks%s", x->name ? x->name : "?",
+                          fc_sbp_str(sig, b, sizeof b), (long long)p->axis_group[ax],
+                          p->n_axes > 1 ? fc_arena_printf(a, " (mesh axis %d)", ax) : "");
+        }
+        sig = FC_SBP_BCAST; /* an indivisible batch runs whole on every rank */
       }
-      sig = FC_SBP_BCAST; /* an indivisible batch runs whole on every rank */
+      p->input[(size_t)i * na + (size_t)ax] = sig;
     }
-    p->input[i] = sig;
   }
   for (int k = 0; k < p->n_ops; k++) {
     FcOp *op = p->ops[k];
     if (op->kind == FC_OP_CONSTANT) continue; /* B; the apply path slices a constant a consumer takes split */
     if (op->kind == FC_OP_RETURN) continue;   /* takes B: outputs are written whole */
-    int forced = -1;
-    for (int j = 0; j < op->n_results && forced < 0; j++)
-      if (wanted(want, &op->results[j])) forced = j;
-    if (forced >= 0) {
-      /* The candidate that gives the wanted signature with the fewest operands boxed. */
-      FcSbpChoice *list;
-      int n = fc_sbp_candidates(p, k, a, &list), best = -1, best_boxed = 0;
-      for (int c = 0; c < n; c++) {
-        bool ok = true;
-        for (int j = 0; j < op->n_results && ok; j++)
-          if (wanted(want, &op->results[j]) && !fc_sbp_equal(list[c].out[j], want[op->results[j].id])) ok = false;
-        if (!ok) continue;
-        int boxed = 0;
-        for (int i = 0; i < op->n_operands; i++)
-          if (op->operands[i].value && !fc_sbp_equal(list[c].need[i], fc_sbp_plan_sig(p, op->operands[i].value))) boxed++;
-        if (best < 0 || boxed < best_boxed) best = c, best_boxed = boxed;
+    for (int ax = 0; ax < p->n_axes; ax++) {
+      int forced = -1;
+      for (int j = 0; j < op->n_results && forced < 0; j++)
+        if (wanted(p, want, &op->results[j], ax)) forced = j;
+      if (forced >= 0) {
+        FcStatus st = plan_forced(p, k, ax, forced, want, a, diag);
+        if (st != FC_OK) return st;
+        continue;
       }
-      if (best < 0) {
-        char b[32];
-        return fc_error_node(diag, FC_ERR_INPUT, fc_op_name(op), fc_op_info(op->kind)->name,
-                             "no SBP rule of this op gives its result %d as %s", forced,
-                             fc_sbp_str(want[op->results[forced].id], b, sizeof b));
-      }
-      memcpy(p->need[k], list[best].need, (size_t)op->n_operands * sizeof *p->need[k]);
-      memcpy(p->out[k], list[best].out, (size_t)op->n_results * sizeof *p->out[k]);
-      continue;
-    }
-    if (!splittable(op)) continue;
-    FcSbpRuleCtx c;
-    fc_sbp_plan_ctx(p, k, a, &c);
-    c.need = p->need[k];
-    c.out = p->out[k];
-    bool kept = s == FC_SBP_TENSOR && fc_sbp_tensor_start(&c);
-    FcSbpRuleFn rule = fc_sbp_rule(op->kind);
-    if (!kept && rule) kept = rule(&c);
-    if (!kept) {
-      for (int i = 0; i < op->n_operands; i++) c.need[i] = FC_SBP_BCAST;
-      for (int j = 0; j < op->n_results; j++) c.out[j] = FC_SBP_BCAST;
+      if (!splittable(op)) continue;
+      FcSbpRuleCtx c;
+      fc_sbp_plan_ctx_at(p, k, ax, a, &c);
+      bool kept = strategy[ax] == FC_SBP_TENSOR && fc_sbp_tensor_start(&c);
+      FcSbpRuleFn rule = fc_sbp_rule(op->kind);
+      if (!kept && rule) kept = rule(&c);
+      if (!kept) continue; /* the plan's B stands */
+      for (int i = 0; i < op->n_operands; i++) p->need[k][(size_t)i * na + (size_t)ax] = c.need[i];
+      for (int j = 0; j < op->n_results; j++) p->out[k][(size_t)j * na + (size_t)ax] = c.out[j];
     }
   }
   return FC_OK;
@@ -248,16 +308,16 @@ FcStatus fc_sbp_plan_forward(FcSbpPlan *p, FcSbpStrategy s, const FcSbp *want, F
 /* ---- applying a plan ------------------------------------------------------------------------------------ */
 
 typedef struct Boxed {
-  FcSbp to;
+  FcSbp to[FC_SBP_MAX_AXES];
   FcValue *y;
   struct Boxed *next;
 } Boxed;
 
 typedef struct ValueInfo {
-  FcSbp sig;
-  FcType global; /* the value's type in the one-process program */
+  FcSbp sig[FC_SBP_MAX_AXES]; /* per plan axis */
+  FcType global;              /* the value's type in the one-process program */
   bool set;
-  Boxed *boxed;  /* the value boxed to other signatures so far */
+  Boxed *boxed;               /* the value boxed to other signatures so far */
 } ValueInfo;
 
 typedef struct Sbp {
@@ -266,8 +326,7 @@ typedef struct Sbp {
   FcGraph *g;
   FcDiag *diag;
   FcArena *scratch;
-  int64_t group; /* G: every rank */
-  int n_axes;    /* of the mesh: entries per flow.sbp */
+  int n_mesh;    /* axes of the mesh: entries per flow.sbp */
   ValueInfo *info;
   uint32_t cap;
 } Sbp;
@@ -284,22 +343,33 @@ static ValueInfo *info_of(Sbp *s, const FcValue *v) {
   return &s->info[v->id];
 }
 
-/* Records v's signature and global type; result 0 of an op and a graph input carry it as flow.sbp. */
-static void set_sig(Sbp *s, FcValue *v, FcSbp sig, const FcType *global) {
+/* Records v's signatures (one per plan axis) and global type; result 0 of an op and a graph input carry
+ * them as flow.sbp (a flat plan's one signature repeated per mesh axis). */
+static void set_sig(Sbp *s, FcValue *v, const FcSbp *sig, const FcType *global) {
   ValueInfo *vi = info_of(s, v);
-  vi->sig = sig;
+  memcpy(vi->sig, sig, (size_t)s->p->n_axes * sizeof *sig);
   vi->global = *global;
   vi->set = true;
-  char buf[32];
-  fc_sbp_str(sig, buf, sizeof buf);
-  FcAnnotValue *e = FC_NEW_ARRAY(s->scratch, FcAnnotValue, (size_t)s->n_axes);
-  for (int i = 0; i < s->n_axes; i++) e[i] = FC_AV_STRING(buf);
-  FcAnnotValue list = FC_AV_LIST(e, s->n_axes);
+  FcAnnotValue *e = FC_NEW_ARRAY(s->scratch, FcAnnotValue, (size_t)s->n_mesh);
+  for (int i = 0; i < s->n_mesh; i++) {
+    char buf[32];
+    fc_sbp_str(sig[s->p->n_axes == 1 ? 0 : i], buf, sizeof buf);
+    e[i] = FC_AV_STRING(fc_arena_strdup(s->scratch, buf));
+  }
+  FcAnnotValue list = FC_AV_LIST(e, s->n_mesh);
   if (!v->def) fc_input_set_annot(s->g, v, fc_annot_name(FC_ANNOT_SBP), &list);
   else if (v->index == 0) fc_op_set_annot(v->def, fc_annot_name(FC_ANNOT_SBP), &list);
 }
 
-static FcValue *boxing_op(FcBuilder *b, FcOpKind kind, FcValue *x, int64_t dim, int64_t dim2, FcSbpReduce r) {
+/* The same signature on every plan axis. */
+static const FcSbp *all_axes(Sbp *s, FcSbp sig) {
+  FcSbp *v = FC_NEW_ARRAY(s->scratch, FcSbp, FC_SBP_MAX_AXES);
+  for (int i = 0; i < FC_SBP_MAX_AXES; i++) v[i] = sig;
+  return v;
+}
+
+static FcValue *boxing_op(FcBuilder *b, FcOpKind kind, FcValue *x, int64_t dim, int64_t dim2, FcSbpReduce r,
+                          int mesh_axis) {
   FcAttr attrs[3];
   int n = 0;
   switch (kind) {
@@ -316,18 +386,19 @@ static FcValue *boxing_op(FcBuilder *b, FcOpKind kind, FcValue *x, int64_t dim, 
     break;
   default: FC_UNREACHABLE();
   }
-  attrs[n++] = FC_A_INT(MESH_AXIS, -1);
+  attrs[n++] = FC_A_INT(MESH_AXIS, mesh_axis);
   return fc_b_op1(b, kind, &x, 1, attrs, n);
 }
 
-/* A constant taken S(d), d > 0: a constant [G, D0.., D(d)/G, ..] holding rank r's chunk at index r, its
- * local_slice along dim 0 and a reshape to the local type. NULL: take the plain local_slice. */
-static FcValue *split_constant(Sbp *s, FcBuilder *b, FcValue *v, int d) {
+/* A constant taken S(d), d > 0, along plan axis `axis` (group g): a constant [g, D0.., D(d)/g, ..] holding
+ * coordinate r's chunk at index r, its local_slice along dim 0 and a reshape to the local type. `after` is
+ * the signature the value has then (the constant's, with `axis` split). NULL: take the plain local_slice. */
+static FcValue *split_constant(Sbp *s, FcBuilder *b, FcValue *v, int d, int axis, const FcSbp *after) {
   const FcTensor *t = fc_value_const(v);
   /* nbytes > 0: every dim is positive, so the products below are at most the element count. */
   if (!t || t->type.quant || d == 0 || t->type.rank >= FC_DEFAULT_MAX_RANK || t->nbytes <= 0) return NULL;
   const FcType *ty = &t->type;
-  int64_t g = s->group, c = ty->dims[d] / g, outer = 1, inner = 1;
+  int64_t g = s->p->axis_group[axis], c = ty->dims[d] / g, outer = 1, inner = 1;
   for (int i = 0; i < d; i++) outer *= ty->dims[i];
   for (int i = d + 1; i < ty->rank; i++) inner *= ty->dims[i];
   int64_t dims[FC_DEFAULT_MAX_RANK + 1], local[FC_DEFAULT_MAX_RANK];
@@ -341,75 +412,88 @@ static FcValue *split_constant(Sbp *s, FcBuilder *b, FcValue *v, int d) {
              (const char *)t->data + (size_t)((o * ty->dims[d] + r * c) * inner) * es, run);
   FcValue *k = fc_b_const_tensor(b, nt);
   if (!k) return NULL;
-  set_sig(s, k, FC_SBP_BCAST, &k->type);
-  FcValue *sl = boxing_op(b, FC_OP_LOCAL_SLICE, k, 0, 0, FC_SBP_SUM);
+  set_sig(s, k, all_axes(s, FC_SBP_BCAST), &k->type);
+  FcValue *sl = boxing_op(b, FC_OP_LOCAL_SLICE, k, 0, 0, FC_SBP_SUM, fc_sbp_plan_mesh_axis(s->p, axis));
   if (!sl) return NULL;
-  set_sig(s, sl, FC_SBP_SPLIT(0), &k->type);
+  FcSbp *ss = FC_NEW_ARRAY(s->scratch, FcSbp, FC_SBP_MAX_AXES);
+  memcpy(ss, all_axes(s, FC_SBP_BCAST), FC_SBP_MAX_AXES * sizeof *ss);
+  ss[axis] = FC_SBP_SPLIT(0);
+  set_sig(s, sl, ss, &k->type);
   FcValue *y = fc_b_reshape(b, sl, ty->rank, local);
-  if (y) set_sig(s, y, FC_SBP_SPLIT(d), ty);
+  if (y) set_sig(s, y, after, ty);
   return y;
 }
 
-static FcValue *box_new(Sbp *s, FcValue *v, FcSbp from, FcSbp to, FcOp *before);
+static FcValue *box_new(Sbp *s, FcValue *v, const FcSbp *from, const FcSbp *to, FcOp *before);
 
-/* v (signature `from`) as signature `to`, boxed in front of `before`; NULL after an error. */
-static FcValue *box(Sbp *s, FcValue *v, FcSbp from, FcSbp to, FcOp *before) {
-  if (fc_sbp_equal(from, to)) return v;
+/* v (signatures `from`) as signatures `to`, boxed in front of `before`; NULL after an error. */
+static FcValue *box(Sbp *s, FcValue *v, const FcSbp *from, const FcSbp *to, FcOp *before) {
+  if (fc_sbp_sigs_equal(s->p, from, to)) return v;
   /* Boxed for an earlier op already: that op precedes `before`, so the boxed value dominates it. */
   for (Boxed *bx = info_of(s, v)->boxed; bx; bx = bx->next)
-    if (fc_sbp_equal(bx->to, to)) return bx->y;
+    if (fc_sbp_sigs_equal(s->p, bx->to, to)) return bx->y;
   FcValue *y = box_new(s, v, from, to, before);
   if (y) {
     Boxed *bx = FC_NEW(s->scratch, Boxed);
-    *bx = (Boxed){to, y, info_of(s, v)->boxed};
+    *bx = (Boxed){.y = y, .next = info_of(s, v)->boxed};
+    memcpy(bx->to, to, (size_t)s->p->n_axes * sizeof *to);
     info_of(s, v)->boxed = bx;
   }
   return y;
 }
 
-static FcValue *box_new(Sbp *s, FcValue *v, FcSbp from, FcSbp to, FcOp *before) {
+/* One step: v (signatures cur, which step changes on its axis) boxed along that axis. */
+static FcValue *box_step(Sbp *s, FcBuilder *b, FcValue *v, const FcSbpStep *st, const FcSbp *after) {
+  int ax = fc_sbp_plan_mesh_axis(s->p, st->axis);
+  FcSbp from = st->from, to = st->to;
+  switch (from.kind) {
+  case FC_SBP_B: {
+    FcValue *y = split_constant(s, b, v, to.dim, st->axis, after);
+    if (y || fc_b_status(b) != FC_OK) return y;
+    return boxing_op(b, FC_OP_LOCAL_SLICE, v, to.dim, 0, FC_SBP_SUM, ax);
+  }
+  case FC_SBP_S:
+    return to.kind == FC_SBP_B ? boxing_op(b, FC_OP_ALL_GATHER, v, from.dim, 0, FC_SBP_SUM, ax)
+                               : boxing_op(b, FC_OP_ALL_TO_ALL, v, to.dim, from.dim, FC_SBP_SUM, ax);
+  case FC_SBP_P:
+    return to.kind == FC_SBP_B ? boxing_op(b, FC_OP_ALL_REDUCE, v, 0, 0, from.reduce, ax)
+                               : boxing_op(b, FC_OP_REDUCE_SCATTER, v, to.dim, 0, from.reduce, ax);
+  }
+  return NULL;
+}
+
+static FcValue *box_new(Sbp *s, FcValue *v, const FcSbp *from, const FcSbp *to, FcOp *before) {
   FcBuilder b;
   fc_rw_builder_before(&b, before, s->diag);
   FcType global = info_of(s, v)->global;
-  FcValue *y = NULL;
-  if (to.kind == FC_SBP_P) {
+  FcSbpStep steps[2 * FC_SBP_MAX_AXES];
+  int n = fc_sbp_steps(s->p, from, to, steps);
+  if (n < 0) {
     /* No rule asks for a partial operand that does not arrive partial. */
     fc_error(s->diag, FC_ERR_INTERNAL, "sbp: node '%s': cannot box to a partial value", fc_op_name(before));
     return NULL;
   }
-  switch (from.kind) {
-  case FC_SBP_B:
-    if ((y = split_constant(s, &b, v, to.dim))) return y;
-    if (fc_b_status(&b) != FC_OK) return NULL;
-    y = boxing_op(&b, FC_OP_LOCAL_SLICE, v, to.dim, 0, FC_SBP_SUM);
-    break;
-  case FC_SBP_S:
-    y = to.kind == FC_SBP_B ? boxing_op(&b, FC_OP_ALL_GATHER, v, from.dim, 0, FC_SBP_SUM)
-                            : boxing_op(&b, FC_OP_ALL_TO_ALL, v, to.dim, from.dim, FC_SBP_SUM);
-    break;
-  case FC_SBP_P:
-    y = to.kind == FC_SBP_B ? boxing_op(&b, FC_OP_ALL_REDUCE, v, 0, 0, from.reduce)
-                            : boxing_op(&b, FC_OP_REDUCE_SCATTER, v, to.dim, 0, from.reduce);
-    break;
+  FcSbp cur[FC_SBP_MAX_AXES];
+  for (int a = 0; a < FC_SBP_MAX_AXES; a++) cur[a] = a < s->p->n_axes ? from[a] : FC_SBP_BCAST;
+  FcValue *y = v;
+  for (int i = 0; i < n; i++) {
+    cur[steps[i].axis] = steps[i].to;
+    FcSbp *after = FC_NEW_ARRAY(s->scratch, FcSbp, FC_SBP_MAX_AXES);
+    memcpy(after, cur, sizeof cur);
+    y = box_step(s, &b, y, &steps[i], after);
+    if (!y) return NULL;
+    if (!info_of(s, y)->set || !fc_sbp_sigs_equal(s->p, info_of(s, y)->sig, after)) set_sig(s, y, after, &global);
   }
-  if (!y) return NULL;
-  set_sig(s, y, to, &global);
   return y;
 }
 
-/* The local type of a value of global type t with signature sig. */
-static FcType local_type(Sbp *s, const FcType *t, FcSbp sig) {
-  if (sig.kind != FC_SBP_S) return *t;
-  int64_t *d = FC_NEW_ARRAY(s->scratch, int64_t, (size_t)(t->rank > 0 ? t->rank : 1));
-  memcpy(d, t->dims, (size_t)t->rank * sizeof *d);
-  d[sig.dim] /= s->group;
-  FcType l = *t;
-  l.dims = d;
-  return l;
+/* The local type of a value of global type t with signatures sig. */
+static FcType local_type(Sbp *s, const FcType *t, const FcSbp *sig) {
+  return fc_sbp_local_type(s->p, t, sig, s->p->n_axes, s->scratch);
 }
 
-/* Shape attributes that spell the result's dims, rewritten to the local result. */
-static void localize_attrs(Sbp *s, FcOp *op, const FcType *local, int split) {
+/* Shape attributes that spell the result's dims, rewritten to the local result (split on the dims of sig). */
+static void localize_attrs(Sbp *s, FcOp *op, const FcType *local, const FcSbp *sig) {
   if (op->kind == FC_OP_RESHAPE) {
     fc_op_set_attr(op, FC_A_INTS(SHAPE, local->dims, local->rank));
   } else if (op->kind == FC_OP_SLICE) {
@@ -419,27 +503,34 @@ static void localize_attrs(Sbp *s, FcOp *op, const FcType *local, int split) {
     if (n) memcpy(e, ends, (size_t)n * sizeof *e);
     /* rule_slice keeps a split only through a whole dim (start 0, step 1), whose end is then the local dim;
      * the other dims are sliced as before. */
-    if (split < n) e[split] = local->dims[split];
+    for (int a = 0; a < s->p->n_axes; a++)
+      if (sig[a].kind == FC_SBP_S && sig[a].dim < n) e[sig[a].dim] = local->dims[sig[a].dim];
     fc_op_set_attr(op, FC_A_INTS(ENDS, e, n));
   }
+}
+
+static bool any_kind(const FcSbp *sig, int n, FcSbpKind kind) {
+  for (int a = 0; a < n; a++)
+    if (sig[a].kind == kind) return true;
+  return false;
 }
 
 static FcStatus distribute_op(Sbp *s, int k) {
   FcOp *op = s->p->ops[k];
   const FcSbp *need = s->p->need[k], *out = s->p->out[k];
-  int n_in = op->n_operands, n_out = op->n_results;
+  int n_in = op->n_operands, n_out = op->n_results, na = s->p->n_axes;
   FcType *global = FC_NEW_ARRAY(s->scratch, FcType, (size_t)n_out + 1);
   bool any_split_in = false, kept = false;
   for (int i = 0; i < n_in; i++) {
     FcValue *v = op->operands[i].value;
     if (!v) continue;
     FC_ASSERT(info_of(s, v)->set);
-    any_split_in |= info_of(s, v)->sig.kind == FC_SBP_S;
-    kept |= need[i].kind != FC_SBP_B;
+    any_split_in |= any_kind(info_of(s, v)->sig, na, FC_SBP_S);
+    kept |= any_kind(&need[i * na], na, FC_SBP_S) || any_kind(&need[i * na], na, FC_SBP_P);
   }
   for (int j = 0; j < n_out; j++) {
     global[j] = op->results[j].type;
-    kept |= out[j].kind != FC_SBP_B;
+    kept |= any_kind(&out[j * na], na, FC_SBP_S) || any_kind(&out[j * na], na, FC_SBP_P);
   }
   if (op->kind != FC_OP_RETURN && !kept && any_split_in) {
     /* Only a gathered split is worth a note: reducing partial sums before a non-linear op (a bias add after a
@@ -450,15 +541,15 @@ static FcStatus distribute_op(Sbp *s, int k) {
   }
   for (int i = 0; i < n_in; i++) {
     FcValue *v = op->operands[i].value;
-    if (!v || fc_sbp_equal(info_of(s, v)->sig, need[i])) continue;
-    FcValue *y = box(s, v, info_of(s, v)->sig, need[i], op);
+    if (!v || fc_sbp_sigs_equal(s->p, info_of(s, v)->sig, &need[i * na])) continue;
+    FcValue *y = box(s, v, info_of(s, v)->sig, &need[i * na], op);
     if (!y) return s->diag->status != FC_OK ? s->diag->status : FC_ERR_INTERNAL;
     fc_op_set_operand(op, i, y);
   }
   if (op->kind == FC_OP_RETURN) return FC_OK;
   FcType *local = FC_NEW_ARRAY(s->scratch, FcType, (size_t)n_out + 1);
-  for (int j = 0; j < n_out; j++) local[j] = local_type(s, &global[j], out[j]);
-  if (n_out && out[0].kind == FC_SBP_S) localize_attrs(s, op, &local[0], out[0].dim);
+  for (int j = 0; j < n_out; j++) local[j] = local_type(s, &global[j], &out[j * na]);
+  if (n_out && any_kind(out, na, FC_SBP_S)) localize_attrs(s, op, &local[0], out);
   FcStatus st = fc_op_infer_results(op, &s->m->arena, s->diag);
   if (st != FC_OK) return st;
   for (int j = 0; j < n_out; j++) {
@@ -468,34 +559,42 @@ static FcStatus distribute_op(Sbp *s, int k) {
                            "sbp: result %d is %s on a rank, expected %s", j, fc_type_str(&op->results[j].type, a, sizeof a),
                            fc_type_str(&local[j], b, sizeof b));
     }
-    set_sig(s, &op->results[j], out[j], &global[j]);
+    set_sig(s, &op->results[j], &out[j * na], &global[j]);
   }
   return FC_OK;
 }
 
 FcStatus fc_sbp_apply(const FcSbpPlan *p, FcPassContext *pc) {
   FcModule *m = p->m;
-  Sbp s = {.p = p, .m = m, .g = p->g, .diag = pc->diag, .scratch = &pc->scratch, .group = p->group};
-  s.n_axes = fc_module_mesh(m, NULL);
-  if (s.group == 1) return FC_OK; /* one rank: the program is the one-process program */
+  Sbp s = {.p = p, .m = m, .g = p->g, .diag = pc->diag, .scratch = &pc->scratch};
+  s.n_mesh = fc_module_mesh(m, NULL);
+  if (p->group == 1) return FC_OK; /* one rank: the program is the one-process program */
   FcGraph *g = p->g;
   FC_ASSERT(g->next_value_id == p->n_ids); /* the plan is for this graph as it is */
+  const FcSbp *whole = all_axes(&s, FC_SBP_BCAST);
   for (int i = 0; i < g->n_inputs; i++) {
     FcValue *x = g->inputs[i];
-    set_sig(&s, x, FC_SBP_BCAST, &x->type);
+    set_sig(&s, x, whole, &x->type);
   }
   for (int k = 0; k < p->n_ops; k++)
-    if (p->ops[k]->kind == FC_OP_CONSTANT) set_sig(&s, &p->ops[k]->results[0], FC_SBP_BCAST, &p->ops[k]->results[0].type);
+    if (p->ops[k]->kind == FC_OP_CONSTANT) set_sig(&s, &p->ops[k]->results[0], whole, &p->ops[k]->results[0].type);
   /* Inputs planned split are sliced once, at the top, named after the input (not after the op they went in
    * front of). */
   for (int i = 0; i < g->n_inputs && g->first; i++) {
     FcValue *x = g->inputs[i];
-    if (p->input[i].kind == FC_SBP_B || !fc_value_has_uses(x)) continue;
-    FcValue *y = box(&s, x, FC_SBP_BCAST, p->input[i], g->first);
+    const FcSbp *want = &p->input[(size_t)i * (size_t)p->n_axes];
+    if (fc_sbp_sigs_equal(p, want, whole) || !fc_value_has_uses(x)) continue;
+    FcValue *y = box(&s, x, whole, want, g->first);
     if (!y) return pc->diag->status != FC_OK ? pc->diag->status : FC_ERR_INTERNAL;
+    /* The slices (one per split axis, a chain from x to y) take x; every other use takes y. */
     fc_value_replace_all_uses(x, y);
-    fc_op_set_operand(y->def, 0, x);
-    y->def->loc = x->name;
+    FcOp *top = y->def;
+    while (top->operands[0].value != y) top = top->operands[0].value->def;
+    fc_op_set_operand(top, 0, x);
+    for (FcOp *o = y->def;; o = o->operands[0].value->def) {
+      o->loc = x->name;
+      if (o == top) break;
+    }
   }
   for (int k = 0; k < p->n_ops; k++) {
     if (p->ops[k]->kind == FC_OP_CONSTANT) continue;
@@ -513,9 +612,47 @@ static FcStatus run_fixed(FcModule *m, FcPassContext *pc, FcSbpStrategy strategy
     return fc_error(pc->diag, FC_ERR_INPUT, "pass %s needs the module's mesh (flow.mesh: flowc build --ranks N)", name);
   FcSbpPlan p;
   FcStatus st = fc_sbp_plan_init(&p, m, &pc->scratch, pc->diag);
-  if (st == FC_OK && p.group > 1) st = fc_sbp_plan_forward(&p, strategy, NULL, &pc->scratch, pc->diag);
+  if (st == FC_OK && p.group > 1) st = fc_sbp_plan_forward(&p, &strategy, NULL, &pc->scratch, pc->diag);
   if (st == FC_OK) st = fc_sbp_apply(&p, pc);
   return st;
+}
+
+FcStatus fc_sbp_axes_plan(FcModule *m, const char *list, FcArena *a, FcSbpPlan *plan, FcDiag *diag) {
+  int n_mesh = fc_module_mesh(m, NULL);
+  FcStatus st = fc_sbp_plan_init_axes(plan, m, a, diag);
+  if (st != FC_OK) return st;
+  FcSbpStrategy s[FC_SBP_MAX_AXES];
+  int n = 0;
+  for (const char *c = list; n <= n_mesh;) {
+    size_t len = strcspn(c, ",");
+    if (n < n_mesh) {
+      if (len == 4 && strncmp(c, "data", 4) == 0) s[n] = FC_SBP_DATA;
+      else if (len == 6 && strncmp(c, "tensor", 6) == 0) s[n] = FC_SBP_TENSOR;
+      else return fc_error(diag, FC_ERR_INPUT, "sbp axes '%s': '%.*s' is not data or tensor", list, (int)len, c);
+    }
+    n++;
+    if (!c[len]) break;
+    c += len + 1;
+  }
+  if (n != n_mesh)
+    return fc_error(diag, FC_ERR_INPUT, "sbp axes '%s': %d strateg%s for a mesh of %d axes", list, n, n == 1 ? "y" : "ies",
+                    n_mesh);
+  return plan->group > 1 ? fc_sbp_plan_forward(plan, s, NULL, a, diag) : FC_OK;
+}
+
+/* Pass sbp_axes: one strategy per mesh axis, from the module attribute flow.sbp_axes (which it drops). */
+FcStatus fc_pass_sbp_axes(FcModule *m, FcPassContext *pc) {
+  if (m->graph->parent) return FC_OK;
+  const FcAnnotValue *v = fc_annots_get(&m->annots, fc_annot_name(FC_ANNOT_SBP_AXES));
+  if (!v || v->kind != FC_AV_STR || !v->s)
+    return fc_error(pc->diag, FC_ERR_INPUT, "pass sbp_axes needs the module attribute flow.sbp_axes (flowc build --sbp data,tensor)");
+  const char *list = fc_arena_strdup(&pc->scratch, v->s);
+  fc_annots_remove(&m->annots, fc_annot_name(FC_ANNOT_SBP_AXES));
+  if (fc_module_mesh(m, NULL) == 0)
+    return fc_error(pc->diag, FC_ERR_INPUT, "pass sbp_axes needs the module's mesh (flow.mesh: flowc build --ranks N)");
+  FcSbpPlan p;
+  FcStatus st = fc_sbp_axes_plan(m, list, &pc->scratch, &p, pc->diag);
+  return st == FC_OK ? fc_sbp_apply(&p, pc) : st;
 }
 
 FcStatus fc_pass_sbp_data(FcModule *m, FcPassContext *pc) { return run_fixed(m, pc, FC_SBP_DATA, "sbp_data"); }

@@ -12,12 +12,14 @@
  * consumer's candidate is chosen against it (what it would box from). That is the heuristic on joins. A
  * local search then tries every candidate of every op against the whole plan's cost (the change of that op's
  * time and of the boxing of its operands and results: fc_sbp_value_seconds), keeping improvements, for a
- * few sweeps. Finally the plans of data and tensor are priced by the same model and the cheapest plan that
- * fits the memory cap is taken, so auto is never predicted slower than either.
+ * few sweeps. Finally the plans of data and tensor (and on a mesh of several axes the per-axis data x tensor
+ * plan, sbp_axes) are priced by the same model and the cheapest plan that fits the memory cap is taken, so
+ * auto is never predicted slower than any of them. The search itself is flat (one group of all ranks).
  */
 #include "sbp_cost.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct State {
@@ -227,8 +229,8 @@ FcStatus fc_sbp_auto_plan(FcModule *m, const FcSbpCosts *k, FcArena *a, FcSbpPla
   if (st == FC_OK) st = fc_sbp_plan_init(plan, m, a, diag);
   if (st == FC_OK) st = fc_sbp_plan_init(&data, m, a, diag);
   if (st == FC_OK) st = fc_sbp_plan_init(&tensor, m, a, diag);
-  if (st == FC_OK) st = fc_sbp_plan_forward(&data, FC_SBP_DATA, NULL, a, diag);
-  if (st == FC_OK) st = fc_sbp_plan_forward(&tensor, FC_SBP_TENSOR, NULL, a, diag);
+  if (st == FC_OK) st = fc_sbp_plan_forward(&data, &(FcSbpStrategy){FC_SBP_DATA}, NULL, a, diag);
+  if (st == FC_OK) st = fc_sbp_plan_forward(&tensor, &(FcSbpStrategy){FC_SBP_TENSOR}, NULL, a, diag);
   if (st != FC_OK) return st;
   Search s = {.k = k, .p = plan, .a = a};
   s.states = FC_NEW_ARRAY(a, State *, (size_t)plan->n_ids + 1);
@@ -258,12 +260,27 @@ FcStatus fc_sbp_auto_plan(FcModule *m, const FcSbpCosts *k, FcArena *a, FcSbpPla
   r->taken = "search";
   if (r->data.fits && (!best || r->data.total_s < best->total_s)) best = &r->data, r->taken = "data";
   if (r->tensor.fits && (!best || r->tensor.total_s < best->total_s)) best = &r->tensor, r->taken = "tensor";
+  /* A mesh of several axes: data parallelism over every axis but the last, tensor over the last, each axis
+   * its own group (sbp_axes), priced by the same model. */
+  int n_mesh = fc_module_mesh(m, NULL);
+  r->axes_list = NULL;
+  if (n_mesh >= 2 && n_mesh <= FC_SBP_MAX_AXES) {
+    char list[8 * FC_SBP_MAX_AXES] = "";
+    for (int i = 0, len = 0; i < n_mesh; i++)
+      len += snprintf(list + len, sizeof list - (size_t)len, "%s%s", i ? "," : "", i == n_mesh - 1 ? "tensor" : "data");
+    st = fc_sbp_axes_plan(m, list, a, &r->axes_plan, diag);
+    if (st != FC_OK) return st;
+    r->axes_list = fc_arena_strdup(a, list);
+    fc_sbp_estimate(k, &r->axes_plan, a, &r->axes);
+    if (r->axes.fits && (!best || r->axes.total_s < best->total_s)) best = &r->axes, r->taken = r->axes_list;
+  }
   if (!best)
     return fc_error(diag, FC_ERR_INPUT, "sbp auto: no plan fits in %.2f GiB a rank (data needs %.2f GiB, tensor %.2f GiB)",
                     (double)k->mem_cap_bytes / (1 << 30), (double)(r->data.weight_bytes + r->data.peak_bytes) / (1 << 30),
                     (double)(r->tensor.weight_bytes + r->tensor.peak_bytes) / (1 << 30));
   if (best == &r->data) copy_plan(plan, &data);
   else if (best == &r->tensor) copy_plan(plan, &tensor);
+  else if (best == &r->axes) *plan = r->axes_plan; /* per axis: another shape of plan, its arrays from a */
   r->chosen = *best;
   return FC_OK;
 }

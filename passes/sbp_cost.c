@@ -12,7 +12,10 @@
  * A collective over G ranks of a tensor of n bytes costs steps * latency + factor * n / link bandwidth, with
  * the ring algorithm's steps and factors: all_reduce 2(G-1) steps, 2(G-1)/G; all_gather and reduce_scatter
  * G-1, (G-1)/G; all_to_all G-1, (G-1)/G^2 (each rank's chunk is n/G). A local slice (B -> S) copies n/G bytes.
- * When the ranks outnumber the cores they share (FcSbpCosts.cores), everything slows by ranks / cores.
+ * When the ranks outnumber the cores they share (FcSbpCosts.cores), everything slows by ranks / cores. A
+ * per-axis plan boxes in steps (fc_sbp_steps), each priced as one collective over its axis's group on the
+ * tensor as that group sees it (cut by the other axes); an op's work divides by the group of every axis on
+ * which it is split.
  *
  * Memory: every constant whole (a rank's program stores all weights; a split weight's slice is a copy made
  * per run) plus the peak of the values live at once in op order, each at its local size, boxed copies
@@ -35,7 +38,6 @@ static double bytes_of(const FcType *t) {
   return fc_type_nbytes(t, &b) ? (double)b : 1e30;
 }
 
-static double local_bytes(const FcType *t, FcSbp s, int64_t g) { return s.kind == FC_SBP_S ? bytes_of(t) / (double)g : bytes_of(t); }
 
 /* Ranks beyond the cores they share take turns. */
 static double crowding(const FcSbpCosts *k, int64_t g) { return k->cores > 0 && g > k->cores ? (double)g / k->cores : 1.0; }
@@ -51,54 +53,72 @@ static double prod_dims(const FcType *t, int from, int to) {
   return p;
 }
 
+/* Bytes one rank holds of a value of type t under signatures sig (one per plan axis). */
+static double plan_local_bytes(const FcSbpPlan *p, const FcType *t, const FcSbp *sig) {
+  double b = bytes_of(t);
+  for (int a = 0; a < p->n_axes; a++)
+    if (sig[a].kind == FC_SBP_S) b /= (double)p->axis_group[a];
+  return b;
+}
+
 double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int idx, const FcSbp *need, const FcSbp *out,
                          int64_t *flops) {
   const FcOp *op = p->ops[idx];
-  int64_t g = p->group;
+  int na = p->n_axes;
   if (flops) *flops = 0;
   if (op->kind == FC_OP_CONSTANT || op->kind == FC_OP_RETURN || op->kind == FC_OP_RESHAPE) return 0;
-  double bytes = 0;
-  bool split = false;
+  double bytes = 0, share = 1; /* share: the ranks among which the op's work is split */
+  bool split[FC_SBP_MAX_AXES] = {false};
   for (int i = 0; i < op->n_operands; i++) {
     if (!op->operands[i].value) continue;
-    bytes += local_bytes(&op->operands[i].value->type, need[i], g);
-    split |= need[i].kind != FC_SBP_B;
+    bytes += plan_local_bytes(p, &op->operands[i].value->type, &need[i * na]);
+    for (int a = 0; a < na; a++) split[a] |= need[i * na + a].kind != FC_SBP_B;
   }
   for (int j = 0; j < op->n_results; j++) {
-    bytes += local_bytes(&op->results[j].type, out[j], g);
-    split |= out[j].kind != FC_SBP_B;
+    bytes += plan_local_bytes(p, &op->results[j].type, &out[j * na]);
+    for (int a = 0; a < na; a++) split[a] |= out[j * na + a].kind != FC_SBP_B;
   }
+  for (int a = 0; a < na; a++)
+    if (split[a]) share *= (double)p->axis_group[a];
   double t = bytes / (k->mem_gbps * 1e9);
   int64_t macs = 0;
   if ((op->kind == FC_OP_MATMUL || op->kind == FC_OP_CONV) && fc_op_macs(op, &macs) && macs > 0) {
     double m, n, kk;
     const FcType *a = &op->operands[0].value->type, *b = &op->operands[1].value->type, *r = &op->results[0].type;
     int rr = r->rank;
+    bool rows_fold = op->kind == FC_OP_MATMUL && b->rank <= 2;
     if (op->kind == FC_OP_MATMUL) {
       /* A 2-D right operand is shared by every matrix of a batched left one, so the kernel runs one
        * product whose rows are all of the left operand's leading dims (a [128, 1, 256] by [256, 768] is 128
        * rows, not 128 products of one row); a split of any of those dims splits the rows. */
-      bool rows_fold = b->rank <= 2;
       m = rows_fold ? prod_dims(a, 0, a->rank - 1) : a->rank >= 2 ? (double)a->dims[a->rank - 2] : 1;
       kk = a->rank >= 1 ? (double)a->dims[a->rank - 1] : 1;
       n = b->rank >= 2 ? (double)b->dims[b->rank - 1] : 1;
-      if (out[0].kind == FC_SBP_S && out[0].dim == rr - 1) n /= (double)g;
-      else if (out[0].kind == FC_SBP_S && (out[0].dim == rr - 2 || (rows_fold && out[0].dim < rr - 1))) m /= (double)g;
     } else {
       m = b->rank >= 1 ? (double)b->dims[0] : 1;
       kk = prod_dims(b, 1, b->rank);
       n = prod_dims(r, 0, 1) * prod_dims(r, 2, rr);
-      if (out[0].kind == FC_SBP_S && out[0].dim == 1) m /= (double)g;
-      else if (out[0].kind == FC_SBP_S && out[0].dim == 0) n /= (double)g;
     }
-    if (out[0].kind == FC_SBP_P) kk /= (double)g;
-    /* Every rule that keeps a split of a matmul or conv gives each rank 1/G of the products. */
-    double local = split ? (double)macs / (double)g : (double)macs;
+    for (int ax = 0; ax < na; ax++) {
+      FcSbp o = out[ax];
+      double g = (double)p->axis_group[ax];
+      if (op->kind == FC_OP_MATMUL) {
+        if (o.kind == FC_SBP_S && o.dim == rr - 1) n /= g;
+        else if (o.kind == FC_SBP_S && (o.dim == rr - 2 || (rows_fold && o.dim < rr - 1))) m /= g;
+      } else {
+        if (o.kind == FC_SBP_S && o.dim == 1) m /= g;
+        else if (o.kind == FC_SBP_S && o.dim == 0) n /= g;
+      }
+      if (o.kind == FC_SBP_P) kk /= g;
+    }
+    /* Every rule that keeps a split of a matmul or conv on an axis gives each rank of its group 1/G of the
+     * products. */
+    double local = (double)macs / share;
     double tf = 2 * local / (k->gemm_gflops * 1e9 * gemm_efficiency(m, n, kk));
     if (tf > t) t = tf;
     if (flops) *flops = (int64_t)(2 * local);
   }
-  return (t + k->op_us * 1e-6) * crowding(k, g);
+  return (t + k->op_us * 1e-6) * crowding(k, p->group);
 }
 
 /* The collective that boxes from -> to (FC_OP_LOCAL_SLICE for B -> S), or FC_OP_COUNT for none. */
@@ -109,12 +129,14 @@ static FcOpKind box_kind(FcSbp from, FcSbp to) {
   return to.kind == FC_SBP_B ? FC_OP_ALL_REDUCE : FC_OP_REDUCE_SCATTER;
 }
 
-double fc_sbp_box_seconds(const FcSbpCosts *k, int64_t g, const FcType *t, FcSbp from, FcSbp to, int64_t *sent) {
+/* A 1-D box over a group of g ranks (of `ranks` in all, for the crowding) of a tensor of n bytes (whole, as
+ * the group sees it). */
+static double box1(const FcSbpCosts *k, int64_t g, int64_t ranks, double n, FcSbp from, FcSbp to, int64_t *sent) {
   if (sent) *sent = 0;
   if (fc_sbp_equal(from, to)) return 0;
   FcOpKind kind = box_kind(from, to);
   if (kind == FC_OP_COUNT) return HUGE_VAL;
-  double n = bytes_of(t), gg = (double)g, steps, factor, copied = 0;
+  double gg = (double)g, steps, factor, copied = 0;
   switch (kind) {
   case FC_OP_LOCAL_SLICE: steps = 0, factor = 0, copied = 2 * n / gg; break;
   case FC_OP_ALL_GATHER:
@@ -125,10 +147,38 @@ double fc_sbp_box_seconds(const FcSbpCosts *k, int64_t g, const FcType *t, FcSbp
   if (sent) *sent = (int64_t)(factor * n);
   double s = k->op_us * 1e-6 + steps * k->link_latency_us * 1e-6 + factor * n / (k->link_gbps * 1e9) +
              copied / (k->mem_gbps * 1e9);
-  return s * crowding(k, g);
+  return s * crowding(k, ranks);
 }
 
-/* The signature consumer use u takes its value in under p (or the override). */
+double fc_sbp_box_seconds(const FcSbpCosts *k, int64_t g, const FcType *t, FcSbp from, FcSbp to, int64_t *sent) {
+  return box1(k, g, g, bytes_of(t), from, to, sent);
+}
+
+double fc_sbp_box_plan_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcType *t, const FcSbp *from,
+                               const FcSbp *to, int64_t *sent) {
+  if (sent) *sent = 0;
+  if (p->n_axes == 1) return fc_sbp_box_seconds(k, p->group, t, from[0], to[0], sent);
+  FcSbpStep steps[2 * FC_SBP_MAX_AXES];
+  int n = fc_sbp_steps(p, from, to, steps);
+  if (n < 0) return HUGE_VAL;
+  FcSbp cur[FC_SBP_MAX_AXES];
+  memcpy(cur, from, (size_t)p->n_axes * sizeof *cur);
+  double s = 0;
+  for (int i = 0; i < n; i++) {
+    /* The tensor as the step's group sees it: cut by every other axis, whole along its own. */
+    FcSbp other[FC_SBP_MAX_AXES];
+    memcpy(other, cur, (size_t)p->n_axes * sizeof *other);
+    other[steps[i].axis] = FC_SBP_BCAST;
+    double bytes = plan_local_bytes(p, t, other);
+    int64_t g = p->axis_group[steps[i].axis], st;
+    s += box1(k, g, p->group, bytes, steps[i].from, steps[i].to, &st);
+    if (sent) *sent += st;
+    cur[steps[i].axis] = steps[i].to;
+  }
+  return s;
+}
+
+/* The signature consumer use u takes its value in under a flat p (or the override). */
 static FcSbp use_need(const FcSbpPlan *p, const FcUse *u, int ov_op, const FcSbp *ov_need) {
   if (u->user->id >= p->n_op_ids) return FC_SBP_BCAST;
   int ku = p->index_of[u->user->id];
@@ -136,8 +186,17 @@ static FcSbp use_need(const FcSbpPlan *p, const FcUse *u, int ov_op, const FcSbp
   return ku == ov_op ? ov_need[u->index] : p->need[ku][u->index];
 }
 
+/* The same for any plan: the signatures (one per plan axis), NULL for B everywhere. */
+static const FcSbp *use_needs(const FcSbpPlan *p, const FcUse *u) {
+  if (u->user->id >= p->n_op_ids) return NULL;
+  int ku = p->index_of[u->user->id];
+  if (ku < 0 || ku >= p->n_ops || p->ops[ku] != u->user) return NULL;
+  return &p->need[ku][(size_t)u->index * (size_t)p->n_axes];
+}
+
 double fc_sbp_value_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, FcSbp sig, int ov_op,
                             const FcSbp *ov_need) {
+  FC_ASSERT(p->n_axes == 1); /* the local search runs on flat plans */
   FcSbp seen[16];
   int n_seen = 0;
   double s = 0;
@@ -155,59 +214,67 @@ double fc_sbp_value_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcVal
 
 /* One boxed copy of a value: the consumers' span in op order. */
 typedef struct Copy {
-  FcSbp to;
+  const FcSbp *to;
   int first, last;
 } Copy;
 
 /* Adds v's boxes to e and their copies' and v's own live spans to the difference array live[]. */
-static void value_estimate(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, FcSbp sig, int def,
+static void value_estimate(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, const FcSbp *sig, int def,
                            double *live, FcSbpEstimate *e) {
+  static const FcSbp whole[FC_SBP_MAX_AXES] = {{0}}; /* FC_SBP_B is 0 */
   Copy copies[16];
   int n_copies = 0, last = def;
   for (const FcUse *u = v->first_use; u; u = u->next_use) {
     int ku = u->user->id < p->n_op_ids ? p->index_of[u->user->id] : def;
     if (ku > last) last = ku;
-    FcSbp need = use_need(p, u, -1, NULL);
-    if (fc_sbp_equal(need, sig)) continue;
+    const FcSbp *need = use_needs(p, u);
+    if (!need) need = whole;
+    if (fc_sbp_sigs_equal(p, need, sig)) continue;
     int c = 0;
-    while (c < n_copies && !fc_sbp_equal(copies[c].to, need)) c++;
+    while (c < n_copies && !fc_sbp_sigs_equal(p, copies[c].to, need)) c++;
     if (c < n_copies) {
       if (ku < copies[c].first) copies[c].first = ku;
       if (ku > copies[c].last) copies[c].last = ku;
       continue;
     }
     int64_t sent;
-    e->comm_s += fc_sbp_box_seconds(k, p->group, &v->type, sig, need, &sent);
+    e->comm_s += fc_sbp_box_plan_seconds(k, p, &v->type, sig, need, &sent);
     e->sent_bytes += sent;
-    if (box_kind(sig, need) == FC_OP_LOCAL_SLICE) e->n_slices++;
+    bool slice_only = true;
+    for (int a = 0; a < p->n_axes; a++)
+      if (!fc_sbp_equal(sig[a], need[a])) slice_only &= box_kind(sig[a], need[a]) == FC_OP_LOCAL_SLICE;
+    if (slice_only) e->n_slices++;
     else e->n_collectives++;
     if (n_copies < 16) copies[n_copies++] = (Copy){need, ku, ku};
   }
   bool is_const = v->def && v->def->kind == FC_OP_CONSTANT;
   if (!is_const) {
-    double b = local_bytes(&v->type, sig, p->group);
+    double b = plan_local_bytes(p, &v->type, sig);
     live[def] += b;
     live[last + 1] -= b;
   }
   for (int c = 0; c < n_copies; c++) {
-    double b = local_bytes(&v->type, copies[c].to, p->group);
+    double b = plan_local_bytes(p, &v->type, copies[c].to);
     live[copies[c].first] += b;
     live[copies[c].last + 1] -= b;
   }
 }
 
 void fc_sbp_estimate(const FcSbpCosts *k, const FcSbpPlan *p, FcArena *scratch, FcSbpEstimate *e) {
+  static const FcSbp whole[FC_SBP_MAX_AXES] = {{0}};
   memset(e, 0, sizeof *e);
+  size_t na = (size_t)p->n_axes;
   double *live = FC_NEW_ARRAY(scratch, double, (size_t)p->n_ops + 2);
   for (int i = 0; i <= p->n_ops + 1; i++) live[i] = 0;
   FcGraph *g = p->g;
   for (int i = 0; i < g->n_inputs; i++) {
     FcValue *x = g->inputs[i];
-    if (p->input[i].kind != FC_SBP_B && fc_value_has_uses(x)) {
-      e->comm_s += fc_sbp_box_seconds(k, p->group, &x->type, FC_SBP_BCAST, p->input[i], NULL);
+    const FcSbp *in = &p->input[(size_t)i * na];
+    if (!fc_sbp_sigs_equal(p, in, whole) && fc_value_has_uses(x)) {
+      e->comm_s += fc_sbp_box_plan_seconds(k, p, &x->type, whole, in, NULL);
       e->n_slices++;
     }
-    value_estimate(k, p, x, p->input[i], 0, live, e);
+    value_estimate(k, p, x, in, 0, live, e);
   }
   for (int idx = 0; idx < p->n_ops; idx++) {
     const FcOp *op = p->ops[idx];
@@ -215,7 +282,8 @@ void fc_sbp_estimate(const FcSbpCosts *k, const FcSbpPlan *p, FcArena *scratch, 
     e->compute_s += fc_sbp_op_seconds(k, p, idx, p->need[idx], p->out[idx], &f);
     e->flops += f;
     if (op->kind == FC_OP_CONSTANT) e->weight_bytes += (int64_t)bytes_of(&op->results[0].type);
-    for (int j = 0; j < op->n_results; j++) value_estimate(k, p, &op->results[j], p->out[idx][j], idx, live, e);
+    for (int j = 0; j < op->n_results; j++)
+      value_estimate(k, p, &op->results[j], &p->out[idx][(size_t)j * na], idx, live, e);
   }
   double cur = 0, peak = 0;
   for (int i = 0; i <= p->n_ops; i++) {

@@ -24,13 +24,18 @@ typedef struct FcSbpEstimate {
 /* False (with a message) when the target has no SBP constants. */
 FcStatus fc_sbp_costs_check(const FcSbpCosts *k, FcDiag *diag);
 
-/* Seconds of op `k` of p run as choice (need, out) on one rank; *flops (may be NULL) its FLOPs there. */
+/* Seconds of op `k` of p run as choice (need, out: p->n_axes signatures per operand and result, as in the
+ * plan) on one rank; *flops (may be NULL) its FLOPs there. */
 double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int op, const FcSbp *need, const FcSbp *out,
                          int64_t *flops);
 /* Seconds to box a value of global type t from `from` to `to` over p's group (a collective or a local
  * slice); *sent (may be NULL) the bytes a rank sends. HUGE_VAL for a box that does not exist (to P). */
 double fc_sbp_box_seconds(const FcSbpCosts *k, int64_t group, const FcType *t, FcSbp from, FcSbp to, int64_t *sent);
-/* Seconds of boxing value v: one box per distinct signature its consumers take it in (sbp.c reuses a boxed
+/* The same for signatures `from` and `to` of plan p (one per plan axis; per axis the steps of fc_sbp_steps,
+ * each over its axis's group, crowded by all of p's ranks). */
+double fc_sbp_box_plan_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcType *t, const FcSbp *from,
+                               const FcSbp *to, int64_t *sent);
+/* Seconds of boxing value v (a flat plan's): one box per distinct signature its consumers take it in (sbp.c reuses a boxed
  * value), v having signature `sig`. The consumer op `ov_op` (-1: none) is taken as choosing `ov_need`. */
 double fc_sbp_value_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, FcSbp sig, int ov_op,
                             const FcSbp *ov_need);
@@ -45,12 +50,16 @@ void fc_sbp_estimate(const FcSbpCosts *k, const FcSbpPlan *p, FcArena *scratch, 
 /* The strategies compared for one module: the plan --sbp auto applies and what each would cost. */
 typedef struct FcSbpChoiceReport {
   FcSbpEstimate data, tensor, searched; /* the fixed strategies and the search's own plan */
-  FcSbpEstimate chosen;                 /* the plan taken: the cheapest of the three that fits */
-  const char *taken;                    /* "search", "data" or "tensor" */
+  FcSbpEstimate axes;                   /* on a mesh of 2+ axes: the per-axis plan of axes_list */
+  const char *axes_list;                /* "data,tensor" (data on every axis but the last); NULL: none */
+  FcSbpPlan axes_plan;                  /* that plan (valid when axes_list is set) */
+  FcSbpEstimate chosen;                 /* the plan taken: the cheapest that fits */
+  const char *taken;                    /* "search", "data", "tensor" or axes_list */
 } FcSbpChoiceReport;
 
 /* Plans m's top-level graph (which has a mesh of more than one rank) for the least predicted time under k:
- * the search's plan, or data's or tensor's where the model predicts one of them no slower, so auto is never
- * predicted slower than either. FC_ERR_INPUT when no plan fits the memory cap. */
+ * the search's plan (flat: one group of all ranks), or data's or tensor's, or on a mesh of 2+ axes the
+ * per-axis data x tensor plan, where the model predicts one of them no slower, so auto is never predicted
+ * slower than any of them. FC_ERR_INPUT when no plan fits the memory cap. */
 FcStatus fc_sbp_auto_plan(FcModule *m, const FcSbpCosts *k, FcArena *a, FcSbpPlan *plan, FcSbpChoiceReport *r,
                           FcDiag *diag);

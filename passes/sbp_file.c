@@ -10,10 +10,13 @@
  *
  * A name is a graph input's, a graph output's (the op that computes it) or a node's (its first result),
  * as `flowc build --emit ir` prints them. A signature is B, S(k) or P(sum|max|min), spelt as flow.sbp and
- * checked by the verifier's check of flow.sbp (the axis exists); on a 2-D mesh every entry must be the same,
- * because every boxing op's group is all ranks (sbp.c). Unassigned values take what the rules give them
- * (as sbp_data without the input split). An op whose rules cannot give the assigned signature, a dim that
- * does not divide by the ranks, a bad line or an unknown name is an error naming FILE:LINE.
+ * checked by the verifier's check of flow.sbp (the axis exists). When every line gives one signature (or the
+ * same one per axis), the plan is flat: each split is over all ranks. When a line gives the mesh axes
+ * different signatures ("x: S(0), S(1)"), the plan is per axis (sbp_axes.c): each entry is that axis's, and
+ * every line's single signature stands for all axes. Unassigned values take what the rules give them (as
+ * sbp_data without the input split). An op whose rules cannot give the assigned signature, a dim that does
+ * not divide by the ranks, a bad line or an unknown name is an error naming FILE:LINE (for a per-axis plan,
+ * an op's refusal names the node and the mesh axis instead).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -58,7 +61,7 @@ static FcValue *lookup(FcGraph *g, const char *name) {
 
 /* One line "name: sig[, sig...]" into want[]; FC_ERR_INPUT naming path:line. */
 static FcStatus parse_line(const FcSbpPlan *p, int n_axes, char *text, const char *path, int line, FcSbp *want,
-                           Assign *assigned, FcDiag *diag) {
+                           Assign *assigned, bool *differ, FcDiag *diag) {
   char *colon = strrchr(text, ':');
   if (!colon) return fc_error(diag, FC_ERR_INPUT, "%s:%d: expected 'name: signature' (such as 'x: S(0)')", path, line);
   *colon = '\0';
@@ -68,8 +71,9 @@ static FcStatus parse_line(const FcSbpPlan *p, int n_axes, char *text, const cha
   if (!v) return fc_error(diag, FC_ERR_INPUT, "%s:%d: no graph input, output or node named '%s'", path, line, name);
   if (assigned[v->id].v)
     return fc_error(diag, FC_ERR_INPUT, "%s:%d: '%s' is assigned already on line %d", path, line, name, assigned[v->id].line);
-  FcSbp sig = FC_SBP_BCAST;
+  FcSbp sig = FC_SBP_BCAST, per_axis[16];
   FcAnnotValue entries[16];
+  bool same = true;
   int n = 0;
   for (char *tok = strtok(sigs, ","); tok; tok = strtok(NULL, ",")) {
     char *t = trim(tok);
@@ -77,10 +81,9 @@ static FcStatus parse_line(const FcSbpPlan *p, int n_axes, char *text, const cha
     if (!parse_sig(t, &s))
       return fc_error(diag, FC_ERR_INPUT, "%s:%d: '%s' is not a signature (B, S(k), P(sum), P(max) or P(min))", path, line, t);
     if (n == 16) return fc_error(diag, FC_ERR_INPUT, "%s:%d: more signatures than mesh axes", path, line);
-    if (n > 0 && !fc_sbp_equal(s, sig))
-      return fc_error(diag, FC_ERR_INPUT, "%s:%d: the axes' signatures differ: every boxing group is all ranks, so "
-                      "each axis takes the same signature", path, line);
-    sig = s;
+    if (n > 0 && !fc_sbp_equal(s, sig)) same = false;
+    if (n == 0) sig = s;
+    per_axis[n] = s;
     entries[n++] = FC_AV_STRING(t);
   }
   if (n == 0) return fc_error(diag, FC_ERR_INPUT, "%s:%d: '%s' has no signature", path, line, name);
@@ -91,6 +94,17 @@ static FcStatus parse_line(const FcSbpPlan *p, int n_axes, char *text, const cha
   char why[256] = "";
   if (!fc_annot_check(fc_annot_name(FC_ANNOT_SBP), &list, &v->type, why, sizeof why))
     return fc_error(diag, FC_ERR_INPUT, "%s:%d: '%s': %s", path, line, name, *why ? why : "not a valid flow.sbp");
+  for (int a = 0; a < n_axes; a++) want[(size_t)v->id * (size_t)n_axes + (size_t)a] = per_axis[n == 1 ? 0 : a];
+  assigned[v->id] = (Assign){v, line};
+  if (!same) {
+    /* Per axis: nested divisibility and the rules are checked when the plan is made (fc_sbp_plan_forward). */
+    for (int a = 0; a < n; a++)
+      if (per_axis[a].kind == FC_SBP_P && !v->def)
+        return fc_error(diag, FC_ERR_INPUT, "%s:%d: graph input '%s' arrives whole: it can be B or S(k), not partial",
+                        path, line, name);
+    *differ = true;
+    return FC_OK;
+  }
   if (sig.kind == FC_SBP_S && (v->type.dims[sig.dim] < p->group || v->type.dims[sig.dim] % p->group))
     return fc_error(diag, FC_ERR_INPUT, "%s:%d: '%s': dim %d (%lld) does not divide into %lld equal chunks", path, line,
                     name, sig.dim, (long long)v->type.dims[sig.dim], (long long)p->group);
@@ -111,8 +125,6 @@ static FcStatus parse_line(const FcSbpPlan *p, int n_axes, char *text, const cha
       return fc_error(diag, FC_ERR_INPUT, "%s:%d: '%s': no SBP rule of %s gives its result as %s", path, line, name,
                       fc_op_info(v->def->kind)->name, fc_sbp_str(sig, b, sizeof b));
   }
-  want[v->id] = sig;
-  assigned[v->id] = (Assign){v, line};
   return FC_OK;
 }
 
@@ -127,12 +139,12 @@ FcStatus fc_sbp_file_plan(FcModule *m, FcArena *a, FcSbpPlan *plan, FcDiag *diag
   FcSbpPlan p;
   FcStatus st = fc_sbp_plan_init(&p, m, a, diag);
   if (st != FC_OK) return st;
-  FcSbp *want = FC_NEW_ARRAY(a, FcSbp, (size_t)p.n_ids + 1);
+  size_t na = (size_t)n_axes;
+  FcSbp *want = FC_NEW_ARRAY(a, FcSbp, ((size_t)p.n_ids + 1) * na);
   Assign *assigned = FC_NEW_ARRAY(a, Assign, (size_t)p.n_ids + 1);
-  for (uint32_t i = 0; i <= p.n_ids; i++) {
-    want[i].kind = (FcSbpKind)-1;
-    assigned[i] = (Assign){NULL, 0};
-  }
+  bool differ = false;
+  for (size_t i = 0; i < ((size_t)p.n_ids + 1) * na; i++) want[i].kind = (FcSbpKind)-1;
+  for (uint32_t i = 0; i <= p.n_ids; i++) assigned[i] = (Assign){NULL, 0};
   FILE *f = fopen(path, "r");
   if (!f) return fc_error(diag, FC_ERR_IO, "%s: %s", path, strerror(errno));
   char buf[4096];
@@ -147,11 +159,21 @@ FcStatus fc_sbp_file_plan(FcModule *m, FcArena *a, FcSbpPlan *plan, FcDiag *diag
     char *hash = strchr(buf, '#');
     if (hash) *hash = '\0';
     char *t = trim(buf);
-    if (*t) st = parse_line(&p, n_axes, t, path, line, want, assigned, diag);
+    if (*t) st = parse_line(&p, n_axes, t, path, line, want, assigned, &differ, diag);
   }
   if (st == FC_OK && ferror(f)) st = fc_error(diag, FC_ERR_IO, "%s: read error", path);
   fclose(f);
-  if (st == FC_OK && p.group > 1) st = fc_sbp_plan_forward(&p, FC_SBP_ASSIGNED, want, a, diag);
+  if (st == FC_OK && differ) {
+    /* Per axis: the plan with one signature per axis; want is indexed so already. */
+    FcSbpStrategy s[FC_SBP_MAX_AXES];
+    for (int i = 0; i < FC_SBP_MAX_AXES; i++) s[i] = FC_SBP_ASSIGNED;
+    st = fc_sbp_plan_init_axes(&p, m, a, diag);
+    if (st == FC_OK && p.group > 1) st = fc_sbp_plan_forward(&p, s, want, a, diag);
+  } else if (st == FC_OK && p.group > 1) {
+    /* Flat: axis 0's entries (all axes alike) in a want of one entry per value. */
+    for (uint32_t i = 0; i < p.n_ids; i++) want[i] = want[(size_t)i * na];
+    st = fc_sbp_plan_forward(&p, &(FcSbpStrategy){FC_SBP_ASSIGNED}, want, a, diag);
+  }
   *plan = p;
   return st;
 }

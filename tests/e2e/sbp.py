@@ -7,7 +7,8 @@ under `mpirun -np RANKS` (oversubscribed: 4 ranks on this 2-core machine), rank 
 output must equal the one-process output within rtol 1e-5 (atol 1e-5 for elements near 0: the ranks sum in
 another order), and PyTorch's output within the e2e tolerance (rtol 1e-4, atol 1e-5). The run must also have
 done what the mode promises: the IR of the distributed build has the collectives the mode implies (data: the
-batch split and gathered; tensor: an all_reduce of partial sums), so a pass that silently kept everything
+batch split and gathered; tensor: an all_reduce of partial sums; a per-axis list such as data,tensor: boxing ops
+over each mesh axis and none over all ranks), so a pass that silently kept everything
 whole would fail here. Exits 77 (skipped) when mpirun is missing.
 
 With --device cuda the distributed program is built for the GPU too (flowc build --device cuda --ranks N: its
@@ -81,6 +82,16 @@ def check_case(args, spec):
         # The cost model may take any plan, but a model this size is worth distributing: some op must run split.
         if not re.search(r'flow\.sbp = \["S\(', ir):
             sys.exit(f"FAIL {spec}: the --sbp auto program splits nothing")
+    elif "," in mode:
+        # One strategy per mesh axis: boxing ops over single axes (each tensor axis has its own; a data axis
+        # has none where the batch does not divide), and no group of all ranks.
+        for axis, strategy in enumerate(mode.split(",")):
+            if strategy == "tensor" and f"mesh_axis = {axis} : i64" not in ir:
+                sys.exit(f"FAIL {spec}: the --sbp {mode} program has no boxing op over mesh axis {axis}")
+        if "mesh_axis = -1" in ir:
+            sys.exit(f"FAIL {spec}: the --sbp {mode} program has a boxing op over all ranks")
+        if "tensor" in mode and "flow.all_reduce" not in ir:
+            sys.exit(f"FAIL {spec}: the --sbp {mode} program has no all_reduce of partial sums")
     else:
         want = ["flow.local_slice", "flow.all_gather"] if mode == "data" else ["flow.all_reduce"]
         for op in want:
@@ -134,7 +145,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="cuda: build the distributed program with --device cuda (see above)")
-    ap.add_argument("cases", nargs="+", help="MODEL:RANKS:data|tensor|auto[:MESH]")
+    ap.add_argument("cases", nargs="+", help="MODEL:RANKS:data|tensor|auto|data,tensor[:MESH]")
     args = ap.parse_args()
     if not shutil.which("mpirun"):
         print("mpirun is missing (Debian openmpi-bin): skipped")
