@@ -53,6 +53,9 @@
 #pragma weak frt_gpu_close
 #pragma weak frt_gpu_device_name
 #pragma weak frt_gpu_set_profile
+/* The NCCL collectives come with the GPU runner (gpu.c uses them); a CPU-only SBP program has MPI's alone. */
+#pragma weak frt_coll_nccl
+#pragma weak frt_coll_nccl_keep_mpi
 
 #define EXIT_INPUT 1
 #define EXIT_USAGE 2
@@ -573,7 +576,7 @@ static int start_ranks(Cli *c, int argc, char **argv) {
   FrtDevice want = c->gpu_model ? device_option(argc, argv, FRT_DEVICE_AUTO) : FRT_DEVICE_CPU;
   FrtError cerr = {0};
   FrtStatus st;
-  bool nccl = want == FRT_DEVICE_CUDA || want == FRT_DEVICE_AUTO;
+  bool nccl = (want == FRT_DEVICE_CUDA || want == FRT_DEVICE_AUTO) && &frt_coll_nccl;
   if (nccl) {
     /* MPI is kept through a failed start: auto starts the MPI backend on it, cuda ends it only after this
      * rank's line is out (MPI_Finalize waits for every rank: mpirun kills the job at the first exit). */
