@@ -105,16 +105,23 @@ FcStatus fc_simt_compile(FcModule *m, const FcPipelineOptions *po, int precision
     fc_simt_free(s);
     return st;
   }
-  /* The same kernels for NVPTX, through LLVM's backend and ptxas (when installed): a kernel the GPU would
-   * refuse fails here too, not only in `flowc build --device cuda`. */
-  FcGpuPlan pplan;
-  char *ptx = NULL;
-  FcTarget *gpu80 = NULL;
-  st = fc_target_resolve(&go, &gpu80, diag);
-  if (st == FC_OK) st = fc_gpu_compile(m, gpu80, opt_level, &pplan, &ptx, diag);
-  if (st == FC_OK) fc_gpu_plan_free(&pplan);
-  free(ptx);
-  fc_target_free(gpu80);
+  /* The same kernels for NVPTX, sm_80 and sm_90, through LLVM's backend and ptxas (when installed): a kernel
+   * a GPU would refuse fails here too, not only in `flowc build --device cuda`. */
+  static const char *const archs[] = {"sm_80", "sm_90"};
+  for (size_t a = 0; a < sizeof archs / sizeof archs[0] && st == FC_OK; a++) {
+    FcGpuPlan pplan;
+    char *ptx = NULL;
+    FcTarget *arch = NULL;
+    go.cpu = archs[a];
+    st = fc_target_resolve(&go, &arch, diag);
+    if (st == FC_OK) {
+      arch->gpu.precision = (FcGpuPrecision)precision;
+      st = fc_gpu_compile(m, arch, opt_level, &pplan, &ptx, diag);
+    }
+    if (st == FC_OK) fc_gpu_plan_free(&pplan);
+    free(ptx);
+    fc_target_free(arch);
+  }
   if (st != FC_OK) {
     fc_simt_free(s);
     return st;
