@@ -151,6 +151,7 @@ typedef struct FcGpuDesc {
 typedef struct FcSbpCosts {
   double gemm_gflops;      /* f32 matmul/conv GFLOP/s of one rank (one thread) on large products */
   double mem_gbps;         /* GB/s of bytes touched by memory-bound ops (element-wise, copies, slices) */
+  double mem_cold_gbps;    /* GB/s of bytes touched out of cache: a split weight's slice, copied and packed per run */
   double op_us;            /* fixed cost of one kernel or collective */
   double link_latency_us;  /* per step of a collective's algorithm */
   double link_gbps;        /* GB/s a rank sends or receives over the link */

@@ -117,6 +117,16 @@ double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int idx, const
     double tf = 2 * local / (k->gemm_gflops * 1e9 * gemm_efficiency(m, n, kk));
     if (tf > t) t = tf;
     if (flops) *flops = (int64_t)(2 * local);
+    /* A constant weight taken split is no compile-time constant of the rank's program: each run copies its
+     * slice out of cache (the boxing prices the copy as cache-resident; the difference is added here) and
+     * the GEMM packs it again, reading and writing it once more. */
+    const FcValue *w = op->operands[1].value;
+    bool w_split = false;
+    for (int ax = 0; ax < na; ax++) w_split |= need[na + ax].kind != FC_SBP_B;
+    if (w && w->def && w->def->kind == FC_OP_CONSTANT && w_split && k->mem_cold_gbps > 0) {
+      double wb = plan_local_bytes(p, &w->type, &need[na]);
+      t += 2 * wb / (k->mem_cold_gbps * 1e9) + 2 * wb * (1 / (k->mem_cold_gbps * 1e9) - 1 / (k->mem_gbps * 1e9));
+    }
   }
   return (t + k->op_us * 1e-6) * crowding(k, p->group);
 }
