@@ -10,7 +10,9 @@
  *
  * A CPU emitter that needs what a GPU thread cannot have is refused: per-task scratch memory (a slot per
  * CPU thread), weights re-laid at compile time into a new global (fc_kernel_substitute_operand: the GPU's
- * weights are one uploaded blob), or a call into libflowrt. The refusal names the reason and the op is then
+ * weights are one uploaded blob), weights kept in 16 bits (the CPU's run function expands them), or a call
+ * into libflowrt. Small tables an emitter builds at compile time (fc_cg_const_bytes) become globals of the
+ * kernel's own module. The refusal names the reason and the op is then
  * listed as having no GPU kernel.
  */
 #include <string.h>
@@ -75,6 +77,7 @@ FcStatus fc_gpu_fallback(FcGpuKernel *g) {
   cg->scratch_base = slot[op->n_operands + op->n_results + 1];
   cg->kernel_scratch = 0;
   memset(cg->kernel_subst, 0, sizeof cg->kernel_subst);
+  int stored = cg->n_stored;
   FcStatus st = cpu_emitters[op->kind](&k);
   LLVMBuildRetVoid(b);
   LLVMDisposeBuilder(b);
@@ -89,6 +92,8 @@ FcStatus fc_gpu_fallback(FcGpuKernel *g) {
     st = fc_gpu_error(g, FC_ERR_UNSUPPORTED, "its CPU kernel re-lays its weights at compile time");
   else if (st == FC_OK && call)
     st = fc_gpu_error(g, FC_ERR_UNSUPPORTED, "its CPU kernel calls %s", call);
+  else if (st == FC_OK && cg->n_stored != stored) /* expanded by the CPU's run function, which the GPU has not */
+    st = fc_gpu_error(g, FC_ERR_UNSUPPORTED, "its CPU kernel keeps weights in 16 bits");
   if (st != FC_OK) {
     LLVMDeleteFunction(body);
     return st == FC_ERR_UNSUPPORTED || st == FC_ERR_LIMIT || st == FC_ERR_INPUT ? st : FC_ERR_UNSUPPORTED;

@@ -333,7 +333,10 @@ FcStatus fc_gpu_codegen_module(FcModule *m, const FcTarget *t, bool host, LLVMTa
 
   GpuCg g = {.t = t, .host = host, .plan = plan};
   g.scratch_at = (plan->workspace_bytes + FC_MEMPLAN_ALIGN - 1) / FC_MEMPLAN_ALIGN * FC_MEMPLAN_ALIGN;
-  g.cg = (FcCg){.m = m, .ctx = ctx, .mod = mod, .tm = tm, .target = t, .arena = arena, .plan = plan->mem};
+  /* Options CPU emitters may read when the fallback runs them (gpu_fallback.c): no content-addressed sharing. */
+  static const FcCodegenOptions fallback_opts = {.opt_level = 2};
+  g.cg = (FcCg){.m = m, .opts = &fallback_opts, .ctx = ctx, .mod = mod, .tm = tm, .target = t, .arena = arena,
+                .plan = plan->mem};
   g.cg.ptr = LLVMPointerTypeInContext(ctx, 0);
   g.cg.i8 = LLVMInt8TypeInContext(ctx);
   g.cg.i32 = LLVMInt32TypeInContext(ctx);
