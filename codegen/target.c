@@ -450,7 +450,8 @@ static FcStatus create_machine(const FcCodegenOptions *o, LLVMTargetMachineRef *
     char line[512];
     first_line(printed, line, sizeof line);
     st = strstr(printed, "not a recognized processor")
-             ? fc_error(diag, FC_ERR_INPUT, "unknown CPU '%s' for target '%s'", cpu, triple)
+             ? fc_error(diag, FC_ERR_INPUT, "unknown %s '%s' for target '%s'", kind->arch_of == nvptx_arch ? "GPU" : "CPU",
+                        cpu, triple)
              : fc_error(diag, FC_ERR_INPUT, "unknown CPU feature in '%s' for target '%s' (%s)", features, triple, line);
     LLVMDisposeTargetMachine(tm);
   } else {
