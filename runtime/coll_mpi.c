@@ -18,7 +18,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,16 +92,6 @@ static struct {
   MPI_OBJECTS(FIELD_OBJ)
 } mpi;
 
-static int fail(char *msg, size_t cap, const char *fmt, ...) FRT_PRINTF(3, 4);
-
-static int fail(char *msg, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, cap, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
 /* "MPI_Bcast failed: <Open MPI's words>" */
 static int mpi_fail(char *msg, size_t cap, const char *call, int rc) {
   char s[MPI_MAX_ERROR_STRING + 1] = "";
@@ -111,7 +100,7 @@ static int mpi_fail(char *msg, size_t cap, const char *call, int rc) {
     snprintf(s, sizeof s, "error %d", rc);
   else
     s[len] = 0;
-  return fail(msg, cap, "%s failed: %s", call, s);
+  return frt_coll_fail(msg, cap, "%s failed: %s", call, s);
 }
 
 static MpiDatatype datatype(FrtDtype dt) {
@@ -132,7 +121,7 @@ static MpiDatatype datatype(FrtDtype dt) {
 
 static int reduction(FrtDtype dt, FrtReduceOp op, MpiOp *out, char *msg, size_t cap) {
   if (dt == FRT_F16 || dt == FRT_BF16)
-    return fail(msg, cap, "MPI cannot reduce %s (no such MPI type); reduce in f32", frt_dtype_name(dt));
+    return frt_coll_fail(msg, cap, "MPI cannot reduce %s (no such MPI type); reduce in f32", frt_dtype_name(dt));
   *out = op == FRT_REDUCE_SUM ? mpi.op_sum : op == FRT_REDUCE_MAX ? mpi.op_max : mpi.op_min;
   return 0;
 }
@@ -142,11 +131,11 @@ static int reduction(FrtDtype dt, FrtReduceOp op, MpiOp *out, char *msg, size_t 
 static int resolve(char *msg, size_t cap) {
 #define LOAD_FN(ret, field, params, sym)                                                                          \
   if (!(mpi.field = (ret(*) params)dlsym(mpi.lib, sym)))                                                         \
-    return fail(msg, cap, MPI_LIBRARY " lacks %s: not Open MPI 4 or later?", sym);
+    return frt_coll_fail(msg, cap, MPI_LIBRARY " lacks %s: not Open MPI 4 or later?", sym);
   MPI_FUNCTIONS(LOAD_FN)
 #define LOAD_OBJ(field, sym)                                                                                     \
   if (!(mpi.field = dlsym(mpi.lib, sym)))                                                                        \
-    return fail(msg, cap, MPI_LIBRARY " lacks %s: not Open MPI 4 or later?", sym);
+    return frt_coll_fail(msg, cap, MPI_LIBRARY " lacks %s: not Open MPI 4 or later?", sym);
   MPI_OBJECTS(LOAD_OBJ)
   return 0;
 }
@@ -160,7 +149,7 @@ static int read_max_count(char *msg, size_t cap) {
   errno = 0;
   long long v = strtoll(s, &end, 10);
   if (errno || end == s || *end || v < 1 || v > INT_MAX)
-    return fail(msg, cap, "FLOWRT_COLL_MPI_MAX_COUNT wants a count from 1 to %d, got '%s'", INT_MAX, s);
+    return frt_coll_fail(msg, cap, "FLOWRT_COLL_MPI_MAX_COUNT wants a count from 1 to %d, got '%s'", INT_MAX, s);
   mpi.max_count = v;
   return 0;
 }
@@ -169,7 +158,7 @@ static int mpi_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world,
   /* Open MPI's mpirun sets these in every rank it starts; without them MPI_Init would start a lone
    * "singleton" rank, which can never be what a program compiled for N ranks wants. */
   if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK"))
-    return fail(msg, cap, "this program was compiled for %d ranks: run it with mpirun -np %d", (int)n_ranks,
+    return frt_coll_fail(msg, cap, "this program was compiled for %d ranks: run it with mpirun -np %d", (int)n_ranks,
                 (int)n_ranks);
   if (read_max_count(msg, cap) != 0)
     return -1;
@@ -178,7 +167,7 @@ static int mpi_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world,
     path = MPI_LIBRARY;
   if (!mpi.lib && !(mpi.lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL))) {
     const char *why = dlerror();
-    return fail(msg, cap,
+    return frt_coll_fail(msg, cap,
                 "this program was compiled for %d ranks and needs Open MPI, which cannot be loaded: %s "
                 "(Debian: apt-get install openmpi-bin; FLOWRT_MPI_LIBRARY=PATH names another libmpi.so.40)",
                 (int)n_ranks, why ? why : path);
@@ -187,7 +176,7 @@ static int mpi_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world,
     return -1;
   int flag = 0, rc;
   if ((rc = mpi.finalized(&flag)) != MPI_SUCCESS || flag)
-    return fail(msg, cap, "MPI was already finalized in this process");
+    return frt_coll_fail(msg, cap, "MPI was already finalized in this process");
   if ((rc = mpi.initialized(&flag)) != MPI_SUCCESS)
     return mpi_fail(msg, cap, "MPI_Initialized", rc);
   if (!flag) {
@@ -195,7 +184,7 @@ static int mpi_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world,
      * and the watchdog's threads never call MPI. */
     int provided = 0;
     if ((rc = mpi.init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided)) != MPI_SUCCESS)
-      return fail(msg, cap, "MPI_Init_thread failed (error %d)", rc);
+      return frt_coll_fail(msg, cap, "MPI_Init_thread failed (error %d)", rc);
     mpi.owned = true;
   }
   int r = 0, n = 0;
@@ -211,7 +200,7 @@ static int mpi_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world,
 
 static int mpi_split(void *world, int32_t color, int32_t key, void **group, char *msg, size_t cap) {
   if (mpi.n_groups == (int)(sizeof mpi.groups / sizeof mpi.groups[0]))
-    return fail(msg, cap, "too many groups");
+    return frt_coll_fail(msg, cap, "too many groups");
   MpiComm c = NULL;
   int rc = mpi.comm_split(world, color, key, &c);
   if (rc != MPI_SUCCESS)
@@ -259,7 +248,7 @@ static void mpi_abort(int status) {
 /* ---- the collectives ------------------------------------------------------------------------------------ */
 
 static int too_many(char *msg, size_t cap, const char *call, int64_t count) {
-  return fail(msg, cap, "%lld elements a rank are more than one %s takes (%lld); split the tensor",
+  return frt_coll_fail(msg, cap, "%lld elements a rank are more than one %s takes (%lld); split the tensor",
               (long long)count, call, (long long)mpi.max_count);
 }
 
@@ -344,7 +333,7 @@ static int mpi_recv(void *world, void *buf, int64_t count, FrtDtype dt, int32_t 
     if ((rc = mpi.get_count(&st, datatype(dt), &got)) != MPI_SUCCESS)
       return mpi_fail(msg, cap, "MPI_Get_count", rc);
     if (got != n)
-      return fail(msg, cap, "rank %d sent %lld elements of %s with tag %d, %lld were expected", (int)peer,
+      return frt_coll_fail(msg, cap, "rank %d sent %lld elements of %s with tag %d, %lld were expected", (int)peer,
                   (long long)(at + got), frt_dtype_name(dt), (int)tag, (long long)count);
     at += n;
   } while (at < count);

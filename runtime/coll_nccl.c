@@ -22,7 +22,6 @@
  */
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,20 +81,10 @@ void frt_coll_nccl_keep_mpi(bool keep) { nccl.keep_mpi = keep; }
 
 static void *nccl_host_world(void) { return nccl.mpi_world; }
 
-static int fail(char *msg, size_t cap, const char *fmt, ...) FRT_PRINTF(3, 4);
-
-static int fail(char *msg, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, cap, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
 /* "ncclAllReduce failed: unhandled cuda error (run with NCCL_DEBUG=INFO for details)" */
 static int nccl_fail(char *msg, size_t cap, const char *call, NcclResult r) {
   const char *s = nccl.get_error_string ? nccl.get_error_string(r) : NULL;
-  return s ? fail(msg, cap, "%s failed: %s", call, s) : fail(msg, cap, "%s failed: NCCL error %d", call, (int)r);
+  return s ? frt_coll_fail(msg, cap, "%s failed: %s", call, s) : frt_coll_fail(msg, cap, "%s failed: NCCL error %d", call, (int)r);
 }
 
 /* Queues nothing more: waits for what the call queued, so its result is in place. */
@@ -104,7 +93,7 @@ static int finish(NcclResult r, const char *call, char *msg, size_t cap) {
     return nccl_fail(msg, cap, call, r);
   char why[300];
   if (frt_cuda_stream_sync(nccl.stream, why, sizeof why) != 0)
-    return fail(msg, cap, "%s: %s", call, why);
+    return frt_coll_fail(msg, cap, "%s: %s", call, why);
   return 0;
 }
 
@@ -119,7 +108,7 @@ static int load(char *msg, size_t cap) {
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *why = dlerror();
-    return fail(msg, cap,
+    return frt_coll_fail(msg, cap,
                 "this program's ranks need NCCL, which cannot be loaded: %s (FLOWRT_NCCL_LIBRARY=PATH names "
                 "another libnccl.so.2)",
                 why ? why : path);
@@ -127,7 +116,7 @@ static int load(char *msg, size_t cap) {
 #define LOAD(ret, field, params, sym)                                                                            \
   if (!(nccl.field = (ret(*) params)dlsym(lib, sym))) {                                                          \
     dlclose(lib);                                                                                                \
-    return fail(msg, cap, "%s lacks %s: not NCCL 2.12 or later", path, sym);                                     \
+    return frt_coll_fail(msg, cap, "%s lacks %s: not NCCL 2.12 or later", path, sym);                                     \
   }
   NCCL_FUNCTIONS(LOAD)
   nccl.version = 0;
@@ -153,16 +142,16 @@ static int agree(int rc, char *msg, size_t cap) {
   int32_t first = rc == 0 ? INT32_MAX : nccl.rank;
   char why[400];
   if (frt_coll_mpi.all_reduce(nccl.mpi_world, &first, 1, FRT_I32, FRT_REDUCE_MIN, why, sizeof why) != 0)
-    return fail(msg, cap, "agreeing on NCCL's start over MPI: %s", why);
+    return frt_coll_fail(msg, cap, "agreeing on NCCL's start over MPI: %s", why);
   if (first == INT32_MAX)
     return 0;
   char text[400];
   snprintf(text, sizeof text, "%s", first == nccl.rank ? msg : "");
   if (frt_coll_mpi.broadcast(nccl.mpi_world, text, (int64_t)sizeof text, FRT_U8, first, why, sizeof why) != 0)
-    return fail(msg, cap, "agreeing on NCCL's start over MPI: %s", why);
+    return frt_coll_fail(msg, cap, "agreeing on NCCL's start over MPI: %s", why);
   text[sizeof text - 1] = 0;
   if (first != nccl.rank)
-    fail(msg, cap, "rank %d: %s", (int)first, text);
+    frt_coll_fail(msg, cap, "rank %d: %s", (int)first, text);
   return -1;
 }
 
@@ -181,7 +170,7 @@ static int nccl_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world
   char ver[32], why[400];
   int rc = load(msg, cap);
   if (rc == 0 && frt_cuda_bind_device(local_rank(), why, sizeof why) != 0)
-    rc = fail(msg, cap, "NCCL %s needs a GPU: %s", version_text(ver, sizeof ver), why);
+    rc = frt_coll_fail(msg, cap, "NCCL %s needs a GPU: %s", version_text(ver, sizeof ver), why);
   if (agree(rc, msg, cap) != 0)
     goto failed;
   NcclUniqueId id;
@@ -191,7 +180,7 @@ static int nccl_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world
   if (agree(rc, msg, cap) != 0)
     goto failed;
   if (frt_coll_mpi.broadcast(nccl.mpi_world, &id, (int64_t)sizeof id, FRT_U8, 0, why, sizeof why) != 0) {
-    fail(msg, cap, "broadcasting NCCL's unique id over MPI: %s", why);
+    frt_coll_fail(msg, cap, "broadcasting NCCL's unique id over MPI: %s", why);
     goto failed;
   }
   nccl.world = NULL;
@@ -215,7 +204,7 @@ failed:
 
 static int nccl_split(void *world, int32_t color, int32_t key, void **group, char *msg, size_t cap) {
   if (nccl.n_groups == MAX_GROUPS)
-    return fail(msg, cap, "too many groups");
+    return frt_coll_fail(msg, cap, "too many groups");
   NcclComm c = NULL;
   NcclResult r = nccl.comm_split((NcclComm)world, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &c, NULL);
   if (r != 0)
@@ -273,7 +262,7 @@ static int reduce_type(FrtDtype dt) {
 
 static int reduction(FrtDtype dt, FrtReduceOp op, int *type, int *nop, char *msg, size_t cap) {
   if ((*type = reduce_type(dt)) < 0)
-    return fail(msg, cap, "NCCL cannot reduce %s (no such NCCL type); reduce in i32", frt_dtype_name(dt));
+    return frt_coll_fail(msg, cap, "NCCL cannot reduce %s (no such NCCL type); reduce in i32", frt_dtype_name(dt));
   *nop = op == FRT_REDUCE_SUM ? NCCL_SUM : op == FRT_REDUCE_MAX ? NCCL_MAX : NCCL_MIN;
   return 0;
 }
@@ -309,7 +298,7 @@ static int nccl_reduce_scatter(void *group, const void *send, void *recv, int64_
 static int group_size(void *group, int *n, char *msg, size_t cap) {
   static NcclResult (*comm_count)(NcclComm, int *);
   if (!comm_count && !(comm_count = (NcclResult(*)(NcclComm, int *))dlsym(nccl.lib, "ncclCommCount")))
-    return fail(msg, cap, "the NCCL library lacks ncclCommCount");
+    return frt_coll_fail(msg, cap, "the NCCL library lacks ncclCommCount");
   NcclResult r = comm_count((NcclComm)group, n);
   return r == 0 ? 0 : nccl_fail(msg, cap, "ncclCommCount", r);
 }

@@ -32,6 +32,9 @@
 FrtStatus frt_errorf(FrtError *err, FrtStatus st, const char *fmt, ...) FRT_PRINTF(3, 4);
 /* Makes s one line in place: control characters and DEL become '?'. */
 void frt_one_line(char *s);
+/* A collective backend's failure: formats one line into msg (cap bytes) and returns -1, the backends'
+ * failure value (coll_mpi.c, coll_nccl.c). */
+int frt_coll_fail(char *msg, size_t cap, const char *fmt, ...) FRT_PRINTF(3, 4);
 
 bool frt_mul_overflows(size_t a, size_t b, size_t *out);
 bool frt_add_overflows(size_t a, size_t b, size_t *out);

@@ -134,3 +134,11 @@ float frt_bf16_to_f32(uint16_t h) {
   memcpy(&f, &bits, sizeof f);
   return f;
 }
+
+int frt_coll_fail(char *msg, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, cap, fmt, ap);
+  va_end(ap);
+  return -1;
+}
