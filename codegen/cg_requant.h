@@ -68,4 +68,8 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
  * 2 u16 of a with 2 s16 of b), by the target's instruction; a, b: any 32·lanes-bit vectors, acc <lanes x i32>. */
 LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b);
 
+/* kernel_matmul_i8.c: the plain form's (MatMulInteger lowered: u8 A x i8 B -> i32) constant B as a
+ * product without zero points or corrections (xmax 255), for the integer GEMM kernels. */
+void fc_i8_plain_weights(const FcOp *op, int64_t K, int64_t N, FcQuantProduct *q);
+
 #endif /* FLOWC_CG_REQUANT_H */

@@ -170,6 +170,9 @@ FcStatus fc_matmul_gemm(FcKernel *k);
 /* kernel_matmul_i8.c: u8 A × constant i8 2-D B → i32 on x86 (vpdpbusd, vpmaddubsw or vpmaddwd). */
 bool fc_matmul_i8_applies(const FcKernel *k);
 FcStatus fc_matmul_i8(FcKernel *k);
+/* kernel_matmul_amx.c: the same on AMX tiles (targets with AMX-INT8; u8 A, K a multiple of 4). */
+bool fc_matmul_amx_applies(const FcKernel *k);
+FcStatus fc_matmul_amx(FcKernel *k);
 /* kernel_conv_i8.c: quantised 1-D/2-D conv (qspec §2) with at least mr/2 channels per group on x86, as an
  * integer GEMM over im2col blocks with the requantisation in the store. Other quantised convs take the
  * direct loop nest of kernel_nn.c. */

@@ -113,7 +113,7 @@ static void tile_step(FcKernel *k, const I8Tile *t, LLVMValueRef *a32, LLVMValue
 
 /* The weights as int16 [K, N] and, for the quantised form, the folded corrections (q->w8 and the pair test
  * decide the dot kind). The plain form is its own w' with xmax 255 and no corrections. */
-static void plain_weights(const FcOp *op, int64_t K, int64_t N, FcQuantProduct *q) {
+void fc_i8_plain_weights(const FcOp *op, int64_t K, int64_t N, FcQuantProduct *q) {
   const int8_t *B = fc_value_const(op->operands[1].value)->data;
   *q = (FcQuantProduct){.xmax = 255, .K = K, .channels = N, .chan_axis = 1, .w8 = true, .out = FC_DT_I32};
   q->w = malloc((size_t)(K * N) * sizeof *q->w);
@@ -133,7 +133,7 @@ FcStatus fc_matmul_i8(FcKernel *k) {
     FcStatus st = fc_qp_init(k, 1, K, N, &q);
     if (st != FC_OK) return st;
   } else {
-    plain_weights(op, K, N, &q);
+    fc_i8_plain_weights(op, K, N, &q);
   }
   I8Tile t;
   fc_target_i8_gemm(k->target, &t.g);

@@ -145,6 +145,7 @@ static FcStatus matmul_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
   if (fc_matmul_gemm_applies(k)) return fc_matmul_gemm(k);
+  if (fc_matmul_amx_applies(k)) return fc_matmul_amx(k);
   if (fc_matmul_i8_applies(k)) return fc_matmul_i8(k);
   FcQuantProduct qp, *q = NULL;
   int64_t qtab = 0;

@@ -310,6 +310,10 @@ void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g) {
   }
 }
 
+bool fc_target_i8_amx(const FcTarget *t) {
+  return t->arch == FC_ARCH_X86_64 && fc_target_has(t, FC_FEAT_AMXTILE) && fc_target_has(t, FC_FEAT_AMXINT8);
+}
+
 bool fc_layout_block_supported(int64_t b) { return b == 8 || b == FC_LAYOUT_MAX_BLOCK; }
 
 bool fc_conv_shape_of(const FcOp *op, FcConvShape *s) {

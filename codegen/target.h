@@ -35,6 +35,8 @@
   X(AVX512VNNI, "avx512vnni")                                                                                        \
   X(AVX512BF16, "avx512bf16")                                                                                        \
   X(AVXVNNI, "avxvnni")                                                                                              \
+  X(AMXTILE, "amx-tile")                                                                                             \
+  X(AMXINT8, "amx-int8")                                                                                             \
   X(NEON, "neon")                                                                                                    \
   X(FULLFP16, "fullfp16")                                                                                            \
   X(DOTPROD, "dotprod")
@@ -258,6 +260,9 @@ typedef struct FcI8Gemm {
   int64_t col_bytes; /* packed activations a task builds and re-reads from L2 (kernel_conv_i8.c's im2col block) */
 } FcI8Gemm;
 void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g);
+/* Whether the target has AMX tiles with 8-bit dot products (Sapphire Rapids and later): the integer GEMMs
+ * then run on tile registers (cg_amx.h); the runtime also asks the OS for the tile state (runtime/cpu.c). */
+bool fc_target_i8_amx(const FcTarget *t);
 /* The same for the quantised conv (kernel_conv_i8.c), whose register tile may differ from the matmul's. */
 void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM

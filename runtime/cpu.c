@@ -7,7 +7,10 @@
  *
  * The host's features come from CPUID, and a feature whose registers need OS support (AVX's ymm,
  * AVX-512's zmm and opmasks, AMX's tiles) counts only when XGETBV says the OS saves that state: a CPU
- * with AVX-512 under a kernel that does not enable it faults just the same. The matching itself
+ * with AVX-512 under a kernel that does not enable it faults just the same. AMX's tile data is also off
+ * for a process until it asks (Linux's arch_prctl ARCH_REQ_XCOMP_PERM, since 5.16: the state is 8 KiB a
+ * thread, so the kernel allocates it only for processes that opt in), so the first detection asks for
+ * it, once for the whole process, and AMX counts only when the kernel grants it. The matching itself
  * (frt_cpu_missing) is a pure function of the list and a host bit set, so tests give it made-up hosts.
  * Parsing a model's list costs about a microsecond, a visible share of a small model's run, so the
  * per-run callers use frt_cpu_check_const, which remembers the addresses of constant lists that passed.
@@ -17,6 +20,11 @@
 #include <string.h>
 
 #include "flowrt_internal.h"
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -47,6 +55,17 @@ int frt_cpu_feature_index(const char *name, size_t len) {
   return -1;
 }
 
+/* Asks Linux for the AMX tile-data state (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); false where the kernel
+ * refuses or is not Linux, and the tile instructions would fault. */
+static bool amx_permitted(void) {
+#if defined(__linux__) && defined(__x86_64__) && defined(SYS_arch_prctl)
+  enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+  return false;
+#endif
+}
+
 /* CPUID is slow (a VM exit under virtualisation) and a run checks every time: the set is computed once
  * and kept; racing first callers compute the same value. */
 static uint64_t detect(void) {
@@ -74,6 +93,10 @@ static uint64_t detect(void) {
     if ((r[f->reg] >> f->bit & 1) && (xcr0 & state_bits[f->state]) == state_bits[f->state])
       have |= (uint64_t)1 << i;
   }
+  uint64_t amx = 0;
+  for (int i = 0; i < N_FEATURES; i++)
+    if (features[i].state == 3) amx |= (uint64_t)1 << i;
+  if ((have & amx) && !amx_permitted()) have &= ~amx;
 #endif
   return have;
 }
