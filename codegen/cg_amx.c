@@ -5,6 +5,10 @@
  * slots that mem2reg makes loop phis) converted with llvm.x86.cast.{tile.to.vector,vector.to.tile}, which
  * LLVM's X86LowerAMXCast folds away, so they stay in tile registers. A function that uses tiles gets its
  * ldtilecfg from LLVM and a tilerelease at its return, so a thread holds no tile state between kernels.
+ * LLVM also reloads the configuration after every call in such a function (a callee may have changed it),
+ * about 50 ns each: an im2col's border fills, which LoopIdiomRecognize turns into memset calls, made ResNet's
+ * convs 15x slower. So a function with tiles is marked "no-builtins" (its fill and copy loops stay loops,
+ * vectorised) and callers emit no calls of their own there.
  * Within a chunk the B tiles are loaded first and then one A tile at a time: 4 accumulators, 2 B tiles and
  * 1 A tile are 7 of the 8 tile registers.
  */
@@ -52,6 +56,9 @@ static void chunk_step(FcKernel *k, const FcAmxGemm *g, LLVMValueRef *acc, LLVMV
 void fc_amx_gemm(FcKernel *k, const FcAmxGemm *g) {
   FC_ASSERT(g->na >= 1 && g->na <= FC_AMX_MAX_TILES && g->nb >= 1 && g->nb <= FC_AMX_MAX_TILES && g->chunks >= 1);
   LLVMBuilderRef b = k->b;
+  static const char nb[] = "no-builtins";
+  LLVMAddAttributeAtIndex(k->fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(k->ctx, nb, sizeof nb - 1, "", 0));
   LLVMTypeRef vt = tile_vec(k);
   LLVMValueRef acc[FC_AMX_MAX_TILES * FC_AMX_MAX_TILES];
   for (int i = 0; i < g->na * g->nb; i++) {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg_amx.h"
 #include "cg_requant.h"
 #include "codegen.h"
 
@@ -352,6 +353,97 @@ static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
   return pk;
 }
 
+/* AMX (targets with AMX-INT8): the weights as tdpbsud's A tiles, [G][MT][KG/16][16 channels][64 bytes of k]
+ * (KG padded to whole chunks of 16 groups, zeros past K and Mg), followed by the same tables. */
+static int8_t *pack_weights_amx(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
+  const Conv2 *c = &t->c;
+  *bytes = wbytes + 8 * c->M;
+  int8_t *pk = calloc((size_t)*bytes, 1);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t m = 0; m < c->M; m++) {
+    int64_t grp = m / c->Mg, ml = m % c->Mg;
+    for (int64_t kk = 0; kk < c->K; kk++) {
+      int64_t q = kk / 4;
+      int64_t at = ((((grp * t->MT + ml / 16) * (t->KG / 16) + q / 16) * 16 + ml % 16) * 64) + (q % 16) * 4 + kk % 4;
+      pk[at] = (int8_t)t->q.w[m * c->K + kk];
+    }
+  }
+  memcpy(pk + wbytes, t->q.corr, (size_t)c->M * 4);
+  memcpy(pk + wbytes + 4 * c->M, t->q.mult, (size_t)c->M * 4);
+  return pk;
+}
+
+typedef struct AmxBlock {
+  LLVMValueRef wp, cols, grp, ybase, pcol, npix, ctile, edge;
+  LLVMTypeRef et;
+  int64_t wbytes;
+} AmxBlock;
+
+/* Channels ct0 * 16 .. of tiles na (1 or 2) x pixels pcol .. pcol + 31 of the block: the tile product of the
+ * weight rows and the interleaved Col (a B tile is 16 groups x 16 pixels, rows PB * 4 bytes apart), then each
+ * channel row requantised and stored like the vector tiles. */
+static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValueRef ct0, int na) {
+  LLVMBuilderRef b = k->b;
+  const Conv2 *c = &t->c;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vi = LLVMVectorType(i32, 16);
+  int64_t nh = t->KG / 16;
+  FcAmxGemm g = {.dot = FC_AMX_BSUD, .na = na, .nb = 2, .chunks = nh, .c = a->ctile};
+  g.a.stride = FC_AMX_ROW_BYTES;
+  g.a.chunk_step = FC_AMX_ROWS * FC_AMX_ROW_BYTES;
+  for (int i = 0; i < na; i++) {
+    LLVMValueRef tile = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, t->MT), fc_cg_iadd(k, ct0, c64(k, i)));
+    LLVMValueRef off = fc_cg_imulc(k, tile, nh * FC_AMX_ROWS * FC_AMX_ROW_BYTES);
+    g.a.base[i] = LLVMBuildGEP2(b, i8, a->wp, &off, 1, "");
+  }
+  g.b.stride = t->PB * 4;
+  g.b.chunk_step = FC_AMX_ROWS * t->PB * 4;
+  for (int j = 0; j < 2; j++) {
+    LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, a->pcol, c64(k, 16 * j)), 4);
+    g.b.base[j] = LLVMBuildGEP2(b, i8, a->cols, &off, 1, "");
+  }
+  fc_amx_gemm(k, &g);
+  LLVMValueRef m0 = fc_cg_imulc(k, ct0, 16), outv[64];
+  for (int i = 0; i < 16 * na; i++) {
+    LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, c->Mg - 1));
+    LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, c->Mg), ml);
+    LLVMValueRef co = fc_cg_iadd(k, c64(k, a->wbytes), fc_cg_imulc(k, m, 4)), mo = fc_cg_iadd(k, co, c64(k, 4 * c->M));
+    LLVMValueRef corr = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, a->wp, &co, 1, ""), "");
+    LLVMValueRef mult = LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, i8, a->wp, &mo, 1, ""), "");
+    LLVMSetAlignment(corr, 4);
+    LLVMSetAlignment(mult, 4);
+    corr = fc_cg_splat(k, corr, 16);
+    mult = fc_cg_splat(k, mult, 16);
+    for (int v = 0; v < 2; v++) {
+      int64_t off = ((int64_t)((i / 16) * 2 + v) * 16 + i % 16) * FC_AMX_ROW_BYTES;
+      LLVMValueRef acc = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, a->ctile, (LLVMValueRef[]){c64(k, off)}, 1, ""), "");
+      LLVMSetAlignment(acc, 64);
+      outv[i * 2 + v] = fc_qp_finish(k, &t->q, acc, corr, mult);
+    }
+  }
+  LLVMValueRef nrows = fc_cg_smin(k, c64(k, 16 * na), fc_cg_isub(k, c64(k, c->Mg), m0));
+  LLVMValueRef ncols = fc_cg_smin(k, c64(k, 32), fc_cg_isub(k, a->npix, a->pcol));
+  fc_qp_store_tile(k, a->et, outv, 16 * na, 2, 16, a->edge, a->ybase, m0, nrows, c->P, a->pcol, ncols);
+}
+
+/* The block's tiles on AMX: 32-pixel panels, and in each pairs of 16-channel tiles (the last one alone where
+ * MT is odd: tile shapes are fixed, cg_amx.h). */
+static void amx_tiles(FcKernel *k, const ConvI8 *t, AmxBlock *a) {
+  LLVMBuilderRef b = k->b;
+  LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, 31)), c64(k, 32), "");
+  FcLoop lp, lc;
+  LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+  a->pcol = fc_cg_imulc(k, pn, 32);
+  int64_t pairs = t->MT / 2;
+  if (pairs > 0) {
+    LLVMValueRef cp = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, pairs), 1, "ctiles");
+    amx_block(k, t, a, fc_cg_imulc(k, cp, 2), 2);
+    fc_cg_loop_end(k, &lc);
+  }
+  if (t->MT % 2) amx_block(k, t, a, c64(k, t->MT - 1), 1);
+  fc_cg_loop_end(k, &lp);
+}
+
 FcStatus fc_conv_i8(FcKernel *k) {
   ConvI8 t;
   FC_ASSERT(conv2_of(k->op, &t.c));
@@ -359,11 +451,14 @@ FcStatus fc_conv_i8(FcKernel *k) {
   FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);
   if (st != FC_OK) return st;
   fc_target_i8_conv(k->target, &t.g);
+  /* AMX's tdpbsud multiplies s8 weights by u8 Col bytes exactly: 2 x 2 tiles of 16 channels x 16 pixels */
+  bool amx = fc_target_i8_amx(k->target) && t.q.w8;
+  if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, t.g.col_bytes};
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed
    * CNN's 14x14 = 196 against 64-pixel panels): the weights are packed by channel rows, so this choice is
    * free per conv, and 2 vectors of 4 channels still keep the dot unit busier than the loads. */
-  for (int v = t.g.nv - 1; v >= 2; v--) {
+  for (int v = t.g.nv - 1; !amx && v >= 2; v--) {
     int64_t cur = (int64_t)t.g.nv * t.g.lanes, alt = (int64_t)v * t.g.lanes;
     if ((c->P + alt - 1) / alt * alt < (c->P + cur - 1) / cur * cur) t.g.nv = v;
   }
@@ -371,6 +466,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.nr = (int64_t)nv * w;
   t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
   t.KG = (c->K + t.kg - 1) / t.kg;
+  if (amx) t.KG = (t.KG + 15) / 16 * 16; /* whole chunks of k: the rows past K are zx, their weights 0 */
   t.MT = (c->Mg + mr - 1) / mr;
   int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
   t.PB = t.g.col_bytes / per_px / t.nr * t.nr; /* the interleaved Col of a block stays in L2 (target.c) */
@@ -383,7 +479,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
   }
   int64_t bytes;
-  int8_t *pk = pack_weights(&t, wbytes, &bytes);
+  int8_t *pk = amx ? pack_weights_amx(&t, wbytes, &bytes) : pack_weights(&t, wbytes, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB);
@@ -450,6 +546,14 @@ FcStatus fc_conv_i8(FcKernel *k) {
 
   /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */
   LLVMValueRef ybase = fc_cg_iadd(k, fc_cg_imulc(k, ng, c->Mg * c->P), p0);
+  if (amx) {
+    AmxBlock ab = {.wp = wp, .cols = cols, .grp = grp, .ybase = ybase, .npix = npix, .et = et, .wbytes = wbytes,
+                   .ctile = fc_cg_tile_new(k, i32, 4 * 16 * 16, "amx_c"), .edge = fc_cg_tile_new(k, et, 32 * 32, "edge")};
+    amx_tiles(k, &t, &ab);
+    fc_cg_loop_end(k, &lo);
+    fc_qp_free(&t.q);
+    return FC_OK;
+  }
   LLVMValueRef wgrp = fc_cg_imulc(k, grp, t.MT * t.KG * mr * 4);
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, t.nr - 1)), c64(k, t.nr), "");
   FcLoop lp, lt;

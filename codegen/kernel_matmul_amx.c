@@ -41,6 +41,27 @@ typedef struct AmxMatmul {
   LLVMTypeRef et;
 } AmxMatmul;
 
+/* dst [32 rows][width bytes] = the first n bytes of `rows` rows of src (src_stride apart), zeros elsewhere: byte
+ * loops LLVM vectorises (no memcpy/memset calls in a tile function: cg_amx.c). */
+static void copy_padded(FcKernel *k, LLVMValueRef dst, int64_t width, LLVMValueRef src, int64_t src_stride, int rows,
+                        int64_t n) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  FcLoop lr, lj;
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, BLOCK), 1, "cr");
+  LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, r, c64(k, rows), "");
+  LLVMValueRef srow = fc_cg_imulc(k, fc_cg_smin(k, r, c64(k, rows - 1)), src_stride);
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, width), 1, "cj");
+  LLVMValueRef take = LLVMBuildAnd(b, in, LLVMBuildICmp(b, LLVMIntSLT, j, c64(k, n), ""), "");
+  LLVMValueRef sj = fc_cg_iadd(k, srow, fc_cg_smin(k, j, c64(k, n - 1)));
+  LLVMValueRef v = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
+  v = LLVMBuildSelect(b, take, v, LLVMConstInt(i8, 0, 0), "");
+  LLVMValueRef dj = fc_cg_iadd(k, fc_cg_imulc(k, r, width), j);
+  LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &dj, 1, ""));
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lr);
+}
+
 /* One 32 x 32 block (or the static shape of a last one) at rows m0, columns n0: the tile product, then the
  * requantised (or plain) rows stored. */
 static void block(FcKernel *k, const AmxMatmul *t, LLVMValueRef m0, LLVMValueRef n0, int rows, int nb) {
@@ -51,20 +72,15 @@ static void block(FcKernel *k, const AmxMatmul *t, LLVMValueRef m0, LLVMValueRef
   LLVMValueRef a0 = LLVMBuildGEP2(b, i8, k->in[0], (LLVMValueRef[]){fc_cg_imulc(k, m0, t->K)}, 1, "");
   int64_t kp = t->chunks * FC_AMX_ROW_BYTES;
   if (rows < BLOCK) { /* the last rows: all of them from a zero-padded copy, rows kp bytes apart */
-    LLVMBuildMemSet(b, t->scratch, LLVMConstInt(i8, 0, 0), c64(k, BLOCK * kp), 64);
-    for (int r = 0; r < rows; r++)
-      LLVMBuildMemCpy(b, LLVMBuildGEP2(b, i8, t->scratch, (LLVMValueRef[]){c64(k, r * kp)}, 1, ""), 1,
-                      LLVMBuildGEP2(b, i8, a0, (LLVMValueRef[]){c64(k, r * t->K)}, 1, ""), 1, c64(k, t->K));
+    copy_padded(k, t->scratch, kp, a0, t->K, rows, t->K);
     a0 = t->scratch;
     g.a.stride = kp;
   } else {
     g.a.stride = t->K;
     if (t->K % FC_AMX_ROW_BYTES) { /* the last chunk of each row from a zero-padded copy, rows 64 bytes apart */
-      int64_t from = (t->chunks - 1) * FC_AMX_ROW_BYTES, n = t->K - from;
-      LLVMBuildMemSet(b, t->scratch, LLVMConstInt(i8, 0, 0), c64(k, BLOCK * FC_AMX_ROW_BYTES), 64);
-      for (int r = 0; r < BLOCK; r++)
-        LLVMBuildMemCpy(b, LLVMBuildGEP2(b, i8, t->scratch, (LLVMValueRef[]){c64(k, r * FC_AMX_ROW_BYTES)}, 1, ""), 1,
-                        LLVMBuildGEP2(b, i8, a0, (LLVMValueRef[]){c64(k, r * t->K + from)}, 1, ""), 1, c64(k, n));
+      int64_t from = (t->chunks - 1) * FC_AMX_ROW_BYTES;
+      copy_padded(k, t->scratch, FC_AMX_ROW_BYTES, LLVMBuildGEP2(b, i8, a0, (LLVMValueRef[]){c64(k, from)}, 1, ""), t->K,
+                  BLOCK, t->K - from);
       for (int i = 0; i < g.na; i++)
         g.a_last[i] = LLVMBuildGEP2(b, i8, t->scratch, (LLVMValueRef[]){c64(k, i * FC_AMX_ROWS * FC_AMX_ROW_BYTES)}, 1, "");
       g.a_last_stride = FC_AMX_ROW_BYTES;
