@@ -148,8 +148,10 @@ static const char *cpu_default_artefact(const char *triple) {
   return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4" : NULL;
 }
 
+/* Quantised models add the integer dot products' generations: AVX512-VNNI (vpdpbusd, cascadelake) and AMX
+ * tiles (sapphirerapids: tdpbusd/tdpbsud, several times VNNI's rate: cg_amx.h). */
 static const char *cpu_default_int8_artefact(const char *triple) {
-  return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4,cascadelake" : NULL;
+  return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4,cascadelake,sapphirerapids" : NULL;
 }
 
 /* The architecture of a triple this kind generates for; false for others. */
