@@ -452,7 +452,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   if (st != FC_OK) return st;
   fc_target_i8_conv(k->target, &t.g);
   /* AMX's tdpbsud multiplies s8 weights by u8 Col bytes exactly: 2 x 2 tiles of 16 channels x 16 pixels */
-  bool amx = fc_target_i8_amx(k->target) && t.q.w8;
+  bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
   if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, t.g.col_bytes};
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed

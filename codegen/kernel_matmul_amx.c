@@ -30,7 +30,9 @@ bool fc_matmul_amx_applies(const FcKernel *k) {
   const FcOp *op = k->op;
   if (!fc_target_i8_amx(k->target) || !fc_matmul_i8_applies(k)) return false;
   const FcType *at = &op->operands[0].value->type, *bt = &op->operands[1].value->type;
-  return at->dtype == FC_DT_U8 && bt->dims[0] % 4 == 0;
+  int64_t numel;
+  if (at->dtype != FC_DT_U8 || bt->dims[0] % 4 || !fc_type_numel(at, &numel)) return false;
+  return fc_target_i8_amx_worth(k->target, numel / bt->dims[0], bt->dims[0]);
 }
 
 typedef struct AmxMatmul {

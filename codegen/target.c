@@ -316,6 +316,12 @@ bool fc_target_i8_amx(const FcTarget *t) {
   return t->arch == FC_ARCH_X86_64 && fc_target_has(t, FC_FEAT_AMXTILE) && fc_target_has(t, FC_FEAT_AMXINT8);
 }
 
+bool fc_target_i8_amx_worth(const FcTarget *t, int64_t rows, int64_t k) {
+  if (!fc_target_i8_amx(t) || rows < 16 || k < 64) return false;
+  double padded = (double)((rows + 15) / 16 * 16) * (double)((k + 63) / 64 * 64);
+  return padded <= 1.5 * (double)rows * (double)k;
+}
+
 bool fc_layout_block_supported(int64_t b) { return b == 8 || b == FC_LAYOUT_MAX_BLOCK; }
 
 bool fc_conv_shape_of(const FcOp *op, FcConvShape *s) {

@@ -263,6 +263,10 @@ void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g);
 /* Whether the target has AMX tiles with 8-bit dot products (Sapphire Rapids and later): the integer GEMMs
  * then run on tile registers (cg_amx.h); the runtime also asks the OS for the tile state (runtime/cpu.c). */
 bool fc_target_i8_amx(const FcTarget *t);
+/* Whether an integer product of `rows` x k (both padded to whole tiles: 16 rows, 64 bytes of k) gains from the
+ * tiles: enough rows and k that the padding wastes at most a third of the tile work. Small products (a GEMV,
+ * a pointwise conv of 16 channels) stay on the vector kernels, which pad nothing. */
+bool fc_target_i8_amx_worth(const FcTarget *t, int64_t rows, int64_t k);
 /* The same for the quantised conv (kernel_conv_i8.c), whose register tile may differ from the matmul's. */
 void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
