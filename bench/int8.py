@@ -51,7 +51,7 @@ import report_int8  # noqa: E402
 QDQ_MODELS = {"qdq_resnet18": "ResNet-18, 1x3x224x224", "qdq_mobilenet_v2": "MobileNetV2, 1x3x224x224",
               "qdq_cnn_b64": "seed CNN (trained), batch 64"}
 DYNAMIC_MODELS = {"mlp_b64": "MLP 784-1024-1024-10, batch 64", "transformer": "2-layer encoder, d 256, seq 128"}
-INT8_CHAINS, INT8_UNROLL, VNNI_CHAINS = 6, 4, 12  # bench/int8_peak.c's loop bodies
+INT8_CHAINS, INT8_UNROLL, VNNI_CHAINS, AMX_CHAINS = 6, 4, 12, 4  # bench/int8_peak.c's loop bodies
 CPU_ARGS = ()  # ("--cpu", LIST) from the command line, for every flowc build
 
 
@@ -73,7 +73,8 @@ def check_int8_asm(exe):
     """Each kernel's loop must hold CHAINS x UNROLL multiplies (else its op count, and so its peak, is wrong)."""
     text = bench.run(["objdump", "-d", "--no-show-raw-insn", exe])
     for func, insn, want in (("madd_chains_avx2", "vpmaddubsw", INT8_CHAINS * INT8_UNROLL),
-                             ("madd_chains_vnni", "vpdpbusd", VNNI_CHAINS * INT8_UNROLL)):
+                             ("madd_chains_vnni", "vpdpbusd", VNNI_CHAINS * INT8_UNROLL),
+                             ("madd_chains_amx", "tdpbusd", AMX_CHAINS * INT8_UNROLL)):
         body = re.search(rf"<{func}>:\n(.*?)\n\n", text, re.S)
         got = len(re.findall(rf"\s{insn}\s", body.group(1))) if body else 0
         if got != want:
@@ -81,7 +82,7 @@ def check_int8_asm(exe):
 
 
 def int8_peak(exe, reps, previous=None):
-    """Best GOP/s per kernel (avx2, vnni) and thread count, merged (max) with a previous measurement."""
+    """Best GOP/s per kernel (avx2, vnni, amx) and thread count, merged (max) with a previous measurement."""
     result = dict(previous or {})
     for threads in bench.THREADS:
         out = bench.run([exe, "--threads", str(threads), "--reps", str(reps)])
@@ -89,6 +90,7 @@ def int8_peak(exe, reps, previous=None):
             key = f"{kernel}_{threads}t"
             result[key] = max(float(gops), result.get(key, 0.0))
         result["vnni"] = "vnni unsupported" not in out
+        result["amx"] = "amx unsupported" not in out
     return result
 
 
@@ -195,7 +197,8 @@ def main(argv=None):
     i8_probe = build_int8_probe(probe_dir.name)
     peak, ipeak = bench.fma_peak(fma_probe, cfg["peak_reps"]), int8_peak(i8_probe, cfg["peak_reps"])
     log(f"peaks on 1 thread: f32 FMA {peak['gflops_1t']:.1f} GFLOP/s, int8 (AVX2) {ipeak['avx2_1t']:.1f} GOP/s"
-        + (f", int8 (VNNI) {ipeak['vnni_1t']:.1f} GOP/s" if ipeak["vnni"] else ""))
+        + (f", int8 (VNNI) {ipeak['vnni_1t']:.1f} GOP/s" if ipeak["vnni"] else "")
+        + (f", int8 (AMX) {ipeak['amx_1t']:.1f} GOP/s" if ipeak.get("amx") else ""))
     qdq = [n for n in names if n in QDQ_MODELS]
     dynamic = [n for n in names if n in DYNAMIC_MODELS]
     export(models_dir, qdq, dynamic)

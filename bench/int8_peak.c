@@ -8,7 +8,11 @@
  *         summed to i16) + vpmaddwd against ones (pairs of i16 summed to i32) + vpaddd into the accumulator:
  *         3 instructions per 32 MACs, of which the two multiplies share the vector multiply ports;
  *   vnni  vpdpbusd (AVX512-VNNI on ymm, with AVX512VL): 32 MACs into 8 i32 lanes in one instruction; run
- *         only when the CPU has it ("vnni unsupported" otherwise).
+ *         only when the CPU has it ("vnni unsupported" otherwise);
+ *   amx   tdpbusd on AMX tiles (Sapphire Rapids and later): 16 x 16 x 64 = 16384 MACs per instruction into a
+ *         16 x 16 i32 tile, 4 accumulator tiles from 2 A and 2 B tiles as flowc's tile kernels block them
+ *         (codegen/cg_amx.h); run only when the CPU has AMX-INT8 and Linux grants the tile state
+ *         ("amx unsupported" otherwise).
  * CHAINS independent accumulators, UNROLL steps per loop iteration in one inline-asm block each, so the
  * compiler can neither merge nor drop chains; every chain starts from a different value and the results
  * are folded into a printed checksum. Best of --reps repetitions (the peak is the fastest the core goes),
@@ -18,6 +22,7 @@
  * target attribute). Usage: int8_peak [--threads N] [--iters N] [--reps N]; prints one line per kernel,
  * "kernel avx2 threads N gops G per_core G median M", and "checksum X".
  */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -26,6 +31,11 @@
 #include <string.h>
 
 #include "probe_util.h"
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #define CHAINS 6 /* avx2: 6 accumulators + 6 temporaries + 3 operands fit the 16 ymm registers */
 #define UNROLL 4
@@ -92,6 +102,74 @@ __attribute__((noinline, target("avx512vnni,avx512vl"))) static int64_t madd_cha
 	return sum;
 }
 
+/* AMX: 4 accumulator tiles (tmm0-3) fed by A tiles tmm4, tmm5 and B tiles tmm6, tmm7, as flowc's 2 x 2 tile
+ * blocks; each thread configures its own tiles and releases them after. */
+#define AMX_CHAINS 4
+#define AMX_MACS 16384 /* 16 x 16 x 64 */
+#define AMX_ROUND                                                                                      \
+	"tdpbusd %%tmm6, %%tmm4, %%tmm0\n\t"                                                            \
+	"tdpbusd %%tmm7, %%tmm4, %%tmm1\n\t"                                                            \
+	"tdpbusd %%tmm6, %%tmm5, %%tmm2\n\t"                                                            \
+	"tdpbusd %%tmm7, %%tmm5, %%tmm3\n\t"
+
+struct tile_config {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+};
+
+__attribute__((noinline, target("amx-tile,amx-int8"))) static int64_t madd_chains_amx(long iters)
+{
+	struct tile_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.palette = 1;
+	for (int t = 0; t < 8; t++) {
+		cfg.colsb[t] = 64;
+		cfg.rows[t] = 16;
+	}
+	static int8_t a[1024], b[1024];
+	for (int i = 0; i < 1024; i++) {
+		a[i] = (int8_t)(i % 7 + 1);
+		b[i] = (int8_t)(i % 5 - 2);
+	}
+	_tile_loadconfig(&cfg);
+	_tile_zero(0);
+	_tile_zero(1);
+	_tile_zero(2);
+	_tile_zero(3);
+	_tile_loadd(4, a, 64);
+	_tile_loadd(5, b, 64);
+	_tile_loadd(6, b, 64);
+	_tile_loadd(7, a, 64);
+	for (long i = 0; i < iters; i++)
+		__asm__ volatile(AMX_ROUND AMX_ROUND AMX_ROUND AMX_ROUND ::: "memory");
+	static _Thread_local int32_t c[4][256];
+	_tile_stored(0, c[0], 64);
+	_tile_stored(1, c[1], 64);
+	_tile_stored(2, c[2], 64);
+	_tile_stored(3, c[3], 64);
+	_tile_release();
+	int64_t sum = 0;
+	for (int t = 0; t < 4; t++)
+		for (int l = 0; l < 256; l++)
+			sum += c[t][l];
+	return sum;
+}
+
+/* Whether this CPU has AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25) and Linux lets the process use the tile
+ * data (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), as flowc's runtime asks (runtime/cpu.c). */
+static int amx_usable(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1))
+		return 0;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+	return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+	return 0;
+#endif
+}
+
 struct probe {
 	int64_t (*kernel)(long iters);
 	long iters;
@@ -112,8 +190,8 @@ static void *probe_thread(void *arg)
 
 /* Best and median GOP/s of `kernel` over reps repetitions on `threads` threads; adds to *checksum.
  * Returns 0, or 1 when a thread cannot be started. */
-static int measure(int64_t (*kernel)(long), long chains, long threads, long iters, long reps, double *best,
-		   double *median, int64_t *checksum)
+static int measure(int64_t (*kernel)(long), long chains, double macs_per_step, long threads, long iters, long reps,
+		   double *best, double *median, int64_t *checksum)
 {
 	struct probe *probes = calloc((size_t)threads, sizeof *probes);
 	pthread_t *tids = calloc((size_t)threads, sizeof *tids);
@@ -144,7 +222,7 @@ static int measure(int64_t (*kernel)(long), long chains, long threads, long iter
 				slowest = probes[t].seconds;
 			*checksum += probes[t].checksum;
 		}
-		double ops = 2.0 * MACS_PER_STEP * (double)chains * UNROLL * (double)iters * (double)threads;
+		double ops = 2.0 * macs_per_step * (double)chains * UNROLL * (double)iters * (double)threads;
 		rate[r] = ops / slowest * 1e-9;
 		if (rate[r] > *best)
 			*best = rate[r];
@@ -183,17 +261,26 @@ int main(int argc, char **argv)
 	}
 	int64_t checksum = 0;
 	double best, median;
-	if (measure(madd_chains_avx2, CHAINS, threads, iters, reps, &best, &median, &checksum))
+	if (measure(madd_chains_avx2, CHAINS, MACS_PER_STEP, threads, iters, reps, &best, &median, &checksum))
 		return 1;
 	printf("kernel avx2 threads %ld gops %.2f per_core %.2f median %.2f\n", threads, best,
 	       best / (double)threads, median);
 	if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) {
-		if (measure(madd_chains_vnni, VNNI_CHAINS, threads, iters, reps, &best, &median, &checksum))
+		if (measure(madd_chains_vnni, VNNI_CHAINS, MACS_PER_STEP, threads, iters, reps, &best, &median, &checksum))
 			return 1;
 		printf("kernel vnni threads %ld gops %.2f per_core %.2f median %.2f\n", threads, best,
 		       best / (double)threads, median);
 	} else {
 		printf("kernel vnni unsupported\n");
+	}
+	if (amx_usable()) {
+		/* a tile instruction takes ~16 cycles: fewer iterations for the same time */
+		if (measure(madd_chains_amx, AMX_CHAINS, AMX_MACS, threads, iters / 64 + 1, reps, &best, &median, &checksum))
+			return 1;
+		printf("kernel amx threads %ld gops %.2f per_core %.2f median %.2f\n", threads, best,
+		       best / (double)threads, median);
+	} else {
+		printf("kernel amx unsupported\n");
 	}
 	printf("checksum %lld\n", (long long)checksum);
 	return 0;

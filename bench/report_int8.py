@@ -57,6 +57,9 @@ def section_int8(add, d):
     add("")
     vnni = (f"; with VNNI (vpdpbusd on ymm) {ip['vnni_1t']:.1f} on 1 thread, {ip['vnni_2t']:.1f} on 2"
             if ip.get("vnni") else "; this CPU has no VNNI")
+    if ip.get("amx"):
+        vnni += (f"; with AMX tiles (tdpbusd, 2 x 2 tiles as flowc's tile kernels block them) {ip['amx_1t']:.1f} on "
+                 f"1 thread, {ip['amx_2t']:.1f} on 2")
     add(f"Peaks (bench/int8_peak.c, disassembly checked; best of short repetitions at the start and the end): "
         f"u8 × s8 through AVX2's vpmaddubsw + vpmaddwd + vpaddd {ip['avx2_1t']:.1f} GOP/s on 1 thread, "
         f"{ip['avx2_2t']:.1f} on 2 (2 ops per multiply-accumulate){vnni}; the f32 FMA peak of the same run "
