@@ -67,5 +67,11 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
 /* kernel_matmul_i8.c: acc + the products of 4 bytes of u8 a with 4 bytes of s8 b per i32 lane (for WIDEN:
  * 2 u16 of a with 2 s16 of b), by the target's instruction; a, b: any 32·lanes-bit vectors, acc <lanes x i32>. */
 LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b);
+/* WIDEN from s8 packings: the 4 bytes of the i32 q32 sign- (sign) or zero-extended to 4 i16 and repeated
+ * over <2·lanes x i16> (vpbroadcastd + vpmovsxbw / vpmovzxbw), the operand that meets a vector of
+ * lanes/2 quads widened to i16: vpmaddwd then leaves each quad's two partial sums in adjacent i32 lanes. */
+LLVMValueRef fc_i8_quad_widen(FcKernel *k, LLVMValueRef q32, int lanes, bool sign);
+/* The <lanes x i32> of those partial sums added pairwise: lane j = (lo ++ hi)[2j] + (lo ++ hi)[2j + 1]. */
+LLVMValueRef fc_i8_pair_sums(FcKernel *k, int lanes, LLVMValueRef lo, LLVMValueRef hi);
 
 #endif /* FLOWC_CG_REQUANT_H */

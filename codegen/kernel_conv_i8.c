@@ -85,8 +85,12 @@ typedef struct ConvI8 {
   Conv2 c;
   FcQuantProduct q;
   FcI8Gemm g;
-  int kg;                 /* k per 4-byte group: 4, or 2 for the 16-bit dot */
-  int64_t KG, MT, PB;     /* k groups, channel tiles per group, pixels per block (a multiple of nr) */
+  bool sext;              /* WIDEN from the s8 packing: Col as u16, weights sign-extended in registers */
+  bool wide16;            /* WIDEN16: w' outside s8, weights packed as i16 pairs by tiles of mr channels */
+  int kg;                 /* k per 4-byte group of a column: 4, or 2 for WIDEN16 */
+  int64_t KG, MT, PB;     /* k groups, channel tiles per group (of 16 channels; WIDEN16: of mr), pixels per
+                           * block (a multiple of nr) */
+  int64_t NH;             /* 64-byte chunks (16 quads) of a channel's K in the s8 packing */
   int64_t nr;
   LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
 } ConvI8;
@@ -277,7 +281,8 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
 static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
                             LLVMValueRef cols);
 
-/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step). */
+/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step); for WIDEN the 4 bytes
+ * zero-extended to u16 (8 bytes a pixel and quad). */
 static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
   interleave_from(k, t, rows, t->PB, false, cols);
 }
@@ -320,30 +325,33 @@ static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int
     }
     out = LLVMBuildShuffleVector(b, two, LLVMConstNull(v32), LLVMConstVector(m64, 64), "");
   }
-  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), 4);
+  if (t->sext) out = LLVMBuildZExt(b, out, LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 64), "");
+  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), t->sext ? 8 : 4);
   LLVMValueRef st = LLVMBuildStore(b, out, LLVMBuildGEP2(b, i8, cols, &off, 1, ""));
   LLVMSetAlignment(st, 64);
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lg);
 }
 
-/* The packed weights and tables: [G][MT][KG][mr][4] bytes | corr: i32 × M | mult: f32 × M. */
+/* The packed weights and tables: the s8 packing ([G][MT][NH][16 channels][64 bytes], see the top comment)
+ * or WIDEN16's [G][MT][KG][mr][4] bytes of i16 pairs | corr: i32 × M | mult: f32 × M. */
 static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
   const Conv2 *c = &t->c;
-  int mr = t->g.mr, kg = t->kg;
+  int mr = t->g.mr;
   *bytes = wbytes + 8 * c->M;
   int8_t *pk = calloc((size_t)*bytes, 1);
   if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t m = 0; m < c->M; m++) {
-    int64_t grp = m / c->Mg, ml = m % c->Mg, ct = ml / mr, i = ml % mr;
+    int64_t grp = m / c->Mg, ml = m % c->Mg;
     for (int64_t kk = 0; kk < c->K; kk++) {
       int16_t v = t->q.w[m * c->K + kk];
-      int64_t at = (((grp * t->MT + ct) * t->KG + kk / kg) * mr + i) * 4;
-      if (kg == 2) {
+      if (t->wide16) {
+        int64_t at = (((grp * t->MT + ml / mr) * t->KG + kk / 2) * mr + ml % mr) * 4;
         pk[at + 2 * (kk % 2)] = (int8_t)(v & 0xff);
         pk[at + 2 * (kk % 2) + 1] = (int8_t)(v >> 8);
       } else {
-        pk[at + kk % 4] = (int8_t)v;
+        int64_t q = kk / 4;
+        pk[((((grp * t->MT + ml / 16) * t->NH + q / 16) * 16 + ml % 16) * 64) + (q % 16) * 4 + kk % 4] = (int8_t)v;
       }
     }
   }
@@ -360,6 +368,11 @@ FcStatus fc_conv_i8(FcKernel *k) {
   if (st != FC_OK) return st;
   fc_target_i8_conv(k->target, &t.g);
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
+  t.wide16 = !t.q.w8;
+  t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;
+  /* WIDEN's accumulators hold half a pixel each: half the channels keep the register count */
+  if (t.sext) t.g.mr /= 2;
+  FC_ASSERT(t.g.mr >= 1 && 16 % t.g.mr == 0);
   /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed
    * CNN's 14x14 = 196 against 64-pixel panels): the weights are packed by channel rows, so this choice is
    * free per conv, and 2 vectors of 4 channels still keep the dot unit busier than the loads. */
@@ -369,16 +382,18 @@ FcStatus fc_conv_i8(FcKernel *k) {
   }
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
   t.nr = (int64_t)nv * w;
-  t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
+  t.kg = t.wide16 ? 2 : 4;
   t.KG = (c->K + t.kg - 1) / t.kg;
-  t.MT = (c->Mg + mr - 1) / mr;
-  int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
+  t.MT = t.wide16 ? (c->Mg + mr - 1) / mr : (c->Mg + 15) / 16;
+  t.NH = (t.KG + 15) / 16;
+  int nbv = t.sext ? 2 * nv : nv; /* Col vectors (accumulators) per channel of the tile */
+  int64_t per_px = t.KG * (t.sext ? 8 : 4), ppad = (c->P + t.nr - 1) / t.nr * t.nr;
   t.PB = t.g.col_bytes / per_px / t.nr * t.nr; /* the interleaved Col of a block stays in L2 (target.c) */
   if (t.PB < t.nr) t.PB = t.nr;
   if (t.PB > ppad) t.PB = ppad;
   int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes;
   if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_checked_mul(per_px, t.PB, &col_bytes) ||
-      !fc_checked_mul(t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * t.KG, (int64_t)mr * 4 * c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
+      !fc_checked_mul(t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
   }
@@ -407,7 +422,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMValueRef cols = scr, rows = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes)}, 1, "rows");
   LLVMValueRef pad = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes + row_bytes + 64)}, 1, "pad");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
-  LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
+  LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nbv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
   LLVMValueRef ctile = fc_cg_tile_new(k, et, mr * t.nr, "edge");
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t.q.zx, 0);
@@ -450,37 +465,51 @@ FcStatus fc_conv_i8(FcKernel *k) {
 
   /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */
   LLVMValueRef ybase = fc_cg_iadd(k, fc_cg_imulc(k, ng, c->Mg * c->P), p0);
-  LLVMValueRef wgrp = fc_cg_imulc(k, grp, t.MT * t.KG * mr * 4);
+  LLVMValueRef wgrp = fc_cg_imulc(k, grp, wbytes / c->G);
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, t.nr - 1)), c64(k, t.nr), "");
   FcLoop lp, lt;
   LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
   LLVMValueRef pcol = fc_cg_imulc(k, pn, t.nr);
-  LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t.MT), 1, "ctile");
-  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
-  LLVMValueRef wtile = fc_cg_iadd(k, wgrp, fc_cg_imulc(k, ct, t.KG * mr * 4));
+  LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, (c->Mg + mr - 1) / mr), 1, "ctile");
+  for (int i = 0; i < mr * nbv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
+  /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
+  LLVMValueRef wtile, ml0 = fc_cg_imulc(k, ct, mr);
+  if (t.wide16) {
+    wtile = fc_cg_iadd(k, wgrp, fc_cg_imulc(k, ct, t.KG * mr * 4));
+  } else {
+    LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
+    wtile = fc_cg_iadd(k, wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t.NH * 1024), fc_cg_imulc(k, r16, 64)));
+  }
   FcLoop lk;
   LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t.KG), 1, "kg");
-  LLVMValueRef cv[4];
-  for (int v = 0; v < nv; v++) {
-    LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t.PB), fc_cg_iadd(k, pcol, c64(k, v * w))), 4);
+  LLVMValueRef cv[8];
+  int pxv = t.sext ? w / 2 : w; /* pixels per Col vector (4w bytes) */
+  for (int v = 0; v < nbv; v++) {
+    LLVMValueRef px = fc_cg_iadd(k, fc_cg_imulc(k, g, t.PB), fc_cg_iadd(k, pcol, c64(k, v * pxv)));
+    LLVMValueRef off = fc_cg_imulc(k, px, t.sext ? 8 : 4);
     cv[v] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, cols, &off, 1, ""), "");
     LLVMSetAlignment(cv[v], 32);
   }
-  LLVMValueRef wrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4));
+  /* channel i's 4 bytes of this group: WIDEN16's [mr][4] rows, or the s8 packing's chunk g/16, byte (g%16)·4
+   * of the channel's 64-byte row */
+  LLVMValueRef wrow =
+      t.wide16 ? fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4))
+               : fc_cg_iadd(k, wtile, fc_cg_iadd(k, fc_cg_imulc(k, LLVMBuildAShr(b, g, c64(k, 4), ""), 1024),
+                                                 fc_cg_imulc(k, LLVMBuildAnd(b, g, c64(k, 15), ""), 4)));
   for (int i = 0; i < mr; i++) {
-    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, 4 * i));
+    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, t.wide16 ? 4 * i : 64 * i));
     LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, wp, &off, 1, ""), "");
     LLVMSetAlignment(w32, 4);
-    LLVMValueRef wv = LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), vb, "");
-    for (int v = 0; v < nv; v++) {
-      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v));
+    LLVMValueRef wv = t.sext ? fc_i8_quad_widen(k, w32, w, true) : LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), vb, "");
+    for (int v = 0; v < nbv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + v));
       LLVMBuildStore(b, fc_i8_dot(k, t.g.dot, w, LLVMBuildLoad2(b, vi, p, ""), cv[v], wv), p);
     }
   }
   fc_cg_loop_end(k, &lk);
 
   /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
-  LLVMValueRef m0 = fc_cg_imulc(k, ct, mr), outv[64];
+  LLVMValueRef m0 = ml0, outv[64];
   for (int i = 0; i < mr; i++) {
     LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, c->Mg - 1));
     LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, grp, c->Mg), ml);
@@ -492,7 +521,12 @@ FcStatus fc_conv_i8(FcKernel *k) {
     corr = fc_cg_splat(k, corr, (unsigned)w);
     mult = fc_cg_splat(k, mult, (unsigned)w);
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
+      LLVMValueRef a;
+      if (t.sext) /* WIDEN: each pixel's two partial sums in adjacent lanes of two accumulators */
+        a = fc_i8_pair_sums(k, w, LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + 2 * v)), ""),
+                            LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + 2 * v + 1)), ""));
+      else
+        a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
       outv[i * nv + v] = fc_qp_finish(k, &t.q, a, corr, mult);
     }
   }
