@@ -8,16 +8,32 @@
  *      each output row the block touches, the taps outside the input read zx (the real 0: that keeps the
  *      folded correction exact at the borders) and the rest copy x (xor 0x80 for i8 x), a loop LLVM
  *      vectorises (strided for stride 2);
- *   2. interleave: 4 rows at a time become [k/4][p][4] (2 rows as u16 pairs for the exact 16-bit dot), so 4
- *      consecutive k of one pixel are adjacent, by vector shuffles.
+ *   2. interleave: 4 rows at a time become [k/4][p][4] (zero-extended to u16 for WIDEN; 2 rows as u16 pairs
+ *      for WIDEN16), so the consecutive k of one pixel are adjacent, by vector shuffles.
  * A pointwise conv (1x1, stride 1, no padding) skips step 1 for full blocks: its rows are x's channel planes.
  * The register tile is mr output channels × nv vectors of pixels: each weight group of 4 bytes (one channel,
  * 4 k) is broadcast and meets nv vectors of Col with the target's dot (vpdpbusd; vpmaddubsw + vpmaddwd where
- * no weight pair can saturate it, given the activation range; else vpmaddwd on 16-bit pairs) — the same
- * steps as kernel_matmul_i8.c with the broadcast and the vector operands swapped. The weights are packed at
- * compile time as [group][channel tile][k/4][mr][4] bytes, followed in the same constant by the channels'
- * corrections and multipliers. A finished tile is requantised per channel (one multiplier per output row) and
- * stored as whole vectors of output pixels; the last channel tile and pixel panel go through a stack tile.
+ * no weight pair can saturate it, given the activation range) — the same steps as kernel_matmul_i8.c with the
+ * broadcast and the vector operands swapped.
+ * The weights (s8 after the zero points) are packed at compile time in ONE layout that every CPU variant
+ * reads, so a multiversioned artefact stores them once (content-hashed blobs, cg_module.c): per group, tiles
+ * of 16 output channels, K in chunks of 64 bytes (16 quads), each chunk 16 rows (channels) × 64 bytes: byte
+ * ((((g·MT + m/16)·NH + q/16)·16 + m%16)·64 + (q%16)·4 + k%4 holds W'[g][m][k] (q = k/4, MT = ceil(Mg/16),
+ * NH = ceil(KG/16), zeros for m >= Mg and k >= K), followed in the same constant by the channels'
+ * corrections (i32 × M) and multipliers (f32 × M). A register tile of mr (a divisor of 16) channels is rows
+ * m%16 .. +mr-1 of one 16-channel tile, 64 bytes apart; the k loop runs over the chunks and the real quads of
+ * each (not the padding of the last), so its addresses are increments.
+ * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
+ * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 (4 k of a pixel zero-extended,
+ * 8 bytes), each channel's 4 weight bytes are sign-extended to 4 i16 and broadcast as 64 bits (vpbroadcastd +
+ * vpmovsxbw), and vpmaddwd leaves per pixel two i32 partial sums (k0k1, k2k3) in adjacent lanes; the tile
+ * keeps twice the accumulators for half the channels (mr/2) and adds the lane pairs once before the
+ * requantisation (u8·s8 products fit i16, their pair sums i32: exact).
+ * WIDEN16, the one case outside s8 (an asymmetric weight zero point leaves w - zw in [-255, 255], rare): the
+ * weights are packed as i16 pairs by tiles of mr channels ([G][ceil(Mg/mr)][KG2][mr][4] bytes) and Col as
+ * u16 pairs of 2 k, one vpmaddwd per vector; that packing depends on the tile, so it is not shared.
+ * A finished tile is requantised per channel (one multiplier per output row) and stored as whole vectors of
+ * output pixels; the last channel tile and pixel panel go through a stack tile.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -360,6 +376,42 @@ static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
   return pk;
 }
 
+/* What one k step of the register tile reads: the tile, the block's Col, the packed weights. */
+typedef struct KStep {
+  const ConvI8 *t;
+  LLVMValueRef acc, cols, wp, pcol;
+  LLVMTypeRef vi, vb;
+  int nbv; /* Col vectors (accumulators) per channel of the tile */
+} KStep;
+
+/* One k group g (a quad; WIDEN16: a pair) of the tile: nbv Col vectors of the panel at pcol against the
+ * 4 bytes of each of the mr channels, channel i's at wp + wrow + i·(64, WIDEN16: 4). */
+static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wrow) {
+  const ConvI8 *t = s->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  int w = t->g.lanes, mr = t->g.mr;
+  LLVMValueRef cv[8];
+  int pxv = t->sext ? w / 2 : w; /* pixels per Col vector (4w bytes) */
+  for (int v = 0; v < s->nbv; v++) {
+    LLVMValueRef px = fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), fc_cg_iadd(k, s->pcol, c64(k, v * pxv)));
+    LLVMValueRef off = fc_cg_imulc(k, px, t->sext ? 8 : 4);
+    cv[v] = LLVMBuildLoad2(b, s->vb, LLVMBuildGEP2(b, i8, s->cols, &off, 1, ""), "");
+    LLVMSetAlignment(cv[v], 32);
+  }
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, t->wide16 ? 4 * i : 64 * i));
+    LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, s->wp, &off, 1, ""), "");
+    LLVMSetAlignment(w32, 4);
+    LLVMValueRef wv = t->sext ? fc_i8_quad_widen(k, w32, w, true)
+                              : LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), s->vb, "");
+    for (int v = 0; v < s->nbv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, s->vi, s->acc, c64(k, i * s->nbv + v));
+      LLVMBuildStore(b, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(b, s->vi, p, ""), cv[v], wv), p);
+    }
+  }
+}
+
 FcStatus fc_conv_i8(FcKernel *k) {
   ConvI8 t;
   FC_ASSERT(conv2_of(k->op, &t.c));
@@ -480,33 +532,32 @@ FcStatus fc_conv_i8(FcKernel *k) {
     LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
     wtile = fc_cg_iadd(k, wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t.NH * 1024), fc_cg_imulc(k, r16, 64)));
   }
-  FcLoop lk;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t.KG), 1, "kg");
-  LLVMValueRef cv[8];
-  int pxv = t.sext ? w / 2 : w; /* pixels per Col vector (4w bytes) */
-  for (int v = 0; v < nbv; v++) {
-    LLVMValueRef px = fc_cg_iadd(k, fc_cg_imulc(k, g, t.PB), fc_cg_iadd(k, pcol, c64(k, v * pxv)));
-    LLVMValueRef off = fc_cg_imulc(k, px, t.sext ? 8 : 4);
-    cv[v] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, cols, &off, 1, ""), "");
-    LLVMSetAlignment(cv[v], 32);
-  }
-  /* channel i's 4 bytes of this group: WIDEN16's [mr][4] rows, or the s8 packing's chunk g/16, byte (g%16)·4
-   * of the channel's 64-byte row */
-  LLVMValueRef wrow =
-      t.wide16 ? fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4))
-               : fc_cg_iadd(k, wtile, fc_cg_iadd(k, fc_cg_imulc(k, LLVMBuildAShr(b, g, c64(k, 4), ""), 1024),
-                                                 fc_cg_imulc(k, LLVMBuildAnd(b, g, c64(k, 15), ""), 4)));
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, t.wide16 ? 4 * i : 64 * i));
-    LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, wp, &off, 1, ""), "");
-    LLVMSetAlignment(w32, 4);
-    LLVMValueRef wv = t.sext ? fc_i8_quad_widen(k, w32, w, true) : LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), vb, "");
-    for (int v = 0; v < nbv; v++) {
-      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + v));
-      LLVMBuildStore(b, fc_i8_dot(k, t.g.dot, w, LLVMBuildLoad2(b, vi, p, ""), cv[v], wv), p);
+  /* The k loop: WIDEN16 over its pairs; the s8 packing over its chunks of 16 quads and the quads of a chunk
+   * (the last chunk only over the real ones), so the addresses are plain increments. */
+  KStep ks = {&t, acc, cols, wp, pcol, vi, vb, nbv};
+  if (t.wide16) {
+    FcLoop lk;
+    LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t.KG), 1, "kg");
+    k_step(k, &ks, g, fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4)));
+    fc_cg_loop_end(k, &lk);
+  } else {
+    if (t.KG >= 16) {
+      FcLoop lh, lq;
+      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t.KG / 16), 1, "chunk");
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
+      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, 16), 1, "quad");
+      k_step(k, &ks, fc_cg_iadd(k, fc_cg_imulc(k, h, 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+      fc_cg_loop_end(k, &lq);
+      fc_cg_loop_end(k, &lh);
+    }
+    if (t.KG % 16) {
+      FcLoop lq;
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, c64(k, t.KG / 16 * 1024));
+      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, t.KG % 16), 1, "quad");
+      k_step(k, &ks, fc_cg_iadd(k, c64(k, t.KG / 16 * 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+      fc_cg_loop_end(k, &lq);
     }
   }
-  fc_cg_loop_end(k, &lk);
 
   /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
   LLVMValueRef m0 = ml0, outv[64];
