@@ -67,9 +67,22 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
 /* kernel_matmul_i8.c: acc + the products of 4 bytes of u8 a with 4 bytes of s8 b per i32 lane (for WIDEN:
  * 2 u16 of a with 2 s16 of b), by the target's instruction; a, b: any 32·lanes-bit vectors, acc <lanes x i32>. */
 LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b);
+/* WIDEN from s8 packings: the 4 bytes of the i32 q32 sign- (sign) or zero-extended to 4 i16 and repeated
+ * over <2·lanes x i16> (vpbroadcastd + vpmovsxbw / vpmovzxbw), the operand that meets a vector of
+ * lanes/2 quads widened to i16: vpmaddwd then leaves each quad's two partial sums in adjacent i32 lanes. */
+LLVMValueRef fc_i8_quad_widen(FcKernel *k, LLVMValueRef q32, int lanes, bool sign);
+/* The <lanes x i32> of those partial sums added pairwise: lane j = (lo ++ hi)[2j] + (lo ++ hi)[2j + 1]. */
+LLVMValueRef fc_i8_pair_sums(FcKernel *k, int lanes, LLVMValueRef lo, LLVMValueRef hi);
 
 /* kernel_matmul_i8.c: the plain form's (MatMulInteger lowered: u8 A x i8 B -> i32) constant B as a
  * product without zero points or corrections (xmax 255), for the integer GEMM kernels. */
 void fc_i8_plain_weights(const FcOp *op, int64_t K, int64_t N, FcQuantProduct *q);
+/* kernel_matmul_i8.c: the one s8 packing of a constant B [K, N] (w' of q) that every integer GEMM variant
+ * reads: unit panels of 16 columns, fc_i8_panel_groups(K) groups of 4 k each (ceil(K/4) rounded up to whole
+ * 64-byte chunks), then the quantised form's corrections and multipliers over the npad padded columns. NULL
+ * when a size overflows; *bytes is the panels' size. */
+int64_t fc_i8_panel_groups(int64_t K);
+int8_t *fc_i8_pack_panels(const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t *bytes, int64_t *npad,
+                          int64_t *total);
 
 #endif /* FLOWC_CG_REQUANT_H */

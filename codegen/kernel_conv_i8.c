@@ -8,16 +8,32 @@
  *      each output row the block touches, the taps outside the input read zx (the real 0: that keeps the
  *      folded correction exact at the borders) and the rest copy x (xor 0x80 for i8 x), a loop LLVM
  *      vectorises (strided for stride 2);
- *   2. interleave: 4 rows at a time become [k/4][p][4] (2 rows as u16 pairs for the exact 16-bit dot), so 4
- *      consecutive k of one pixel are adjacent, by vector shuffles.
+ *   2. interleave: 4 rows at a time become [k/4][p][4] (zero-extended to u16 for WIDEN; 2 rows as u16 pairs
+ *      for WIDEN16), so the consecutive k of one pixel are adjacent, by vector shuffles.
  * A pointwise conv (1x1, stride 1, no padding) skips step 1 for full blocks: its rows are x's channel planes.
  * The register tile is mr output channels × nv vectors of pixels: each weight group of 4 bytes (one channel,
  * 4 k) is broadcast and meets nv vectors of Col with the target's dot (vpdpbusd; vpmaddubsw + vpmaddwd where
- * no weight pair can saturate it, given the activation range; else vpmaddwd on 16-bit pairs) — the same
- * steps as kernel_matmul_i8.c with the broadcast and the vector operands swapped. The weights are packed at
- * compile time as [group][channel tile][k/4][mr][4] bytes, followed in the same constant by the channels'
- * corrections and multipliers. A finished tile is requantised per channel (one multiplier per output row) and
- * stored as whole vectors of output pixels; the last channel tile and pixel panel go through a stack tile.
+ * no weight pair can saturate it, given the activation range) — the same steps as kernel_matmul_i8.c with the
+ * broadcast and the vector operands swapped.
+ * The weights (s8 after the zero points) are packed at compile time in ONE layout that every CPU variant
+ * reads, so a multiversioned artefact stores them once (content-hashed blobs, cg_module.c): per group, tiles
+ * of 16 output channels, K in chunks of 64 bytes (16 quads), each chunk 16 rows (channels) × 64 bytes: byte
+ * ((((g·MT + m/16)·NH + q/16)·16 + m%16)·64 + (q%16)·4 + k%4 holds W'[g][m][k] (q = k/4, MT = ceil(Mg/16),
+ * NH = ceil(KG/16), zeros for m >= Mg and k >= K), followed in the same constant by the channels'
+ * corrections (i32 × M) and multipliers (f32 × M). A register tile of mr (a divisor of 16) channels is rows
+ * m%16 .. +mr-1 of one 16-channel tile, 64 bytes apart; the k loop runs over the chunks and the real quads of
+ * each (not the padding of the last), so its addresses are increments.
+ * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
+ * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 (4 k of a pixel zero-extended,
+ * 8 bytes), each channel's 4 weight bytes are sign-extended to 4 i16 and broadcast as 64 bits (vpbroadcastd +
+ * vpmovsxbw), and vpmaddwd leaves per pixel two i32 partial sums (k0k1, k2k3) in adjacent lanes; the tile
+ * keeps twice the accumulators for half the channels (mr/2) and adds the lane pairs once before the
+ * requantisation (u8·s8 products fit i16, their pair sums i32: exact).
+ * WIDEN16, the one case outside s8 (an asymmetric weight zero point leaves w - zw in [-255, 255], rare): the
+ * weights are packed as i16 pairs by tiles of mr channels ([G][ceil(Mg/mr)][KG2][mr][4] bytes) and Col as
+ * u16 pairs of 2 k, one vpmaddwd per vector; that packing depends on the tile, so it is not shared.
+ * A finished tile is requantised per channel (one multiplier per output row) and stored as whole vectors of
+ * output pixels; the last channel tile and pixel panel go through a stack tile.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +102,12 @@ typedef struct ConvI8 {
   Conv2 c;
   FcQuantProduct q;
   FcI8Gemm g;
-  int kg;                 /* k per 4-byte group: 4, or 2 for the 16-bit dot */
-  int64_t KG, MT, PB;     /* k groups, channel tiles per group, pixels per block (a multiple of nr) */
+  bool sext;              /* WIDEN from the s8 packing: Col as u16, weights sign-extended in registers */
+  bool wide16;            /* WIDEN16: w' outside s8, weights packed as i16 pairs by tiles of mr channels */
+  int kg;                 /* k per 4-byte group of a column: 4, or 2 for WIDEN16 */
+  int64_t KG, MT, PB;     /* k groups, channel tiles per group (of 16 channels; WIDEN16: of mr), pixels per
+                           * block (a multiple of nr) */
+  int64_t NH;             /* 64-byte chunks (16 quads) of a channel's K in the s8 packing */
   int64_t nr;
   LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
 } ConvI8;
@@ -278,7 +298,8 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
 static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
                             LLVMValueRef cols);
 
-/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step). */
+/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step); for WIDEN the 4 bytes
+ * zero-extended to u16 (8 bytes a pixel and quad). */
 static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
   interleave_from(k, t, rows, t->PB, false, cols);
 }
@@ -321,30 +342,33 @@ static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int
     }
     out = LLVMBuildShuffleVector(b, two, LLVMConstNull(v32), LLVMConstVector(m64, 64), "");
   }
-  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), 4);
+  if (t->sext) out = LLVMBuildZExt(b, out, LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 64), "");
+  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), t->sext ? 8 : 4);
   LLVMValueRef st = LLVMBuildStore(b, out, LLVMBuildGEP2(b, i8, cols, &off, 1, ""));
   LLVMSetAlignment(st, 64);
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lg);
 }
 
-/* The packed weights and tables: [G][MT][KG][mr][4] bytes | corr: i32 × M | mult: f32 × M. */
+/* The packed weights and tables: the s8 packing ([G][MT][NH][16 channels][64 bytes], see the top comment)
+ * or WIDEN16's [G][MT][KG][mr][4] bytes of i16 pairs | corr: i32 × M | mult: f32 × M. */
 static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
   const Conv2 *c = &t->c;
-  int mr = t->g.mr, kg = t->kg;
+  int mr = t->g.mr;
   *bytes = wbytes + 8 * c->M;
   int8_t *pk = calloc((size_t)*bytes, 1);
   if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t m = 0; m < c->M; m++) {
-    int64_t grp = m / c->Mg, ml = m % c->Mg, ct = ml / mr, i = ml % mr;
+    int64_t grp = m / c->Mg, ml = m % c->Mg;
     for (int64_t kk = 0; kk < c->K; kk++) {
       int16_t v = t->q.w[m * c->K + kk];
-      int64_t at = (((grp * t->MT + ct) * t->KG + kk / kg) * mr + i) * 4;
-      if (kg == 2) {
+      if (t->wide16) {
+        int64_t at = (((grp * t->MT + ml / mr) * t->KG + kk / 2) * mr + ml % mr) * 4;
         pk[at + 2 * (kk % 2)] = (int8_t)(v & 0xff);
         pk[at + 2 * (kk % 2) + 1] = (int8_t)(v >> 8);
       } else {
-        pk[at + kk % 4] = (int8_t)v;
+        int64_t q = kk / 4;
+        pk[((((grp * t->MT + ml / 16) * t->NH + q / 16) * 16 + ml % 16) * 64) + (q % 16) * 4 + kk % 4] = (int8_t)v;
       }
     }
   }
@@ -353,24 +377,40 @@ static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
   return pk;
 }
 
-/* AMX (targets with AMX-INT8): the weights as tdpbsud's A tiles, [G][MT][KG/16][16 channels][64 bytes of k]
- * (KG padded to whole chunks of 16 groups, zeros past K and Mg), followed by the same tables. */
-static int8_t *pack_weights_amx(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
-  const Conv2 *c = &t->c;
-  *bytes = wbytes + 8 * c->M;
-  int8_t *pk = calloc((size_t)*bytes, 1);
-  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
-  for (int64_t m = 0; m < c->M; m++) {
-    int64_t grp = m / c->Mg, ml = m % c->Mg;
-    for (int64_t kk = 0; kk < c->K; kk++) {
-      int64_t q = kk / 4;
-      int64_t at = ((((grp * t->MT + ml / 16) * (t->KG / 16) + q / 16) * 16 + ml % 16) * 64) + (q % 16) * 4 + kk % 4;
-      pk[at] = (int8_t)t->q.w[m * c->K + kk];
+/* What one k step of the register tile reads: the tile, the block's Col, the packed weights. */
+typedef struct KStep {
+  const ConvI8 *t;
+  LLVMValueRef acc, cols, wp, pcol;
+  LLVMTypeRef vi, vb;
+  int nbv; /* Col vectors (accumulators) per channel of the tile */
+} KStep;
+
+/* One k group g (a quad; WIDEN16: a pair) of the tile: nbv Col vectors of the panel at pcol against the
+ * 4 bytes of each of the mr channels, channel i's at wp + wrow + i·(64, WIDEN16: 4). */
+static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wrow) {
+  const ConvI8 *t = s->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  int w = t->g.lanes, mr = t->g.mr;
+  LLVMValueRef cv[8];
+  int pxv = t->sext ? w / 2 : w; /* pixels per Col vector (4w bytes) */
+  for (int v = 0; v < s->nbv; v++) {
+    LLVMValueRef px = fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), fc_cg_iadd(k, s->pcol, c64(k, v * pxv)));
+    LLVMValueRef off = fc_cg_imulc(k, px, t->sext ? 8 : 4);
+    cv[v] = LLVMBuildLoad2(b, s->vb, LLVMBuildGEP2(b, i8, s->cols, &off, 1, ""), "");
+    LLVMSetAlignment(cv[v], 32);
+  }
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, t->wide16 ? 4 * i : 64 * i));
+    LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, s->wp, &off, 1, ""), "");
+    LLVMSetAlignment(w32, 4);
+    LLVMValueRef wv = t->sext ? fc_i8_quad_widen(k, w32, w, true)
+                              : LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), s->vb, "");
+    for (int v = 0; v < s->nbv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, s->vi, s->acc, c64(k, i * s->nbv + v));
+      LLVMBuildStore(b, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(b, s->vi, p, ""), cv[v], wv), p);
     }
   }
-  memcpy(pk + wbytes, t->q.corr, (size_t)c->M * 4);
-  memcpy(pk + wbytes + 4 * c->M, t->q.mult, (size_t)c->M * 4);
-  return pk;
 }
 
 typedef struct AmxBlock {
@@ -387,7 +427,7 @@ static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValue
   const Conv2 *c = &t->c;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vi = LLVMVectorType(i32, 16);
-  int64_t nh = t->KG / 16;
+  int64_t nh = t->NH;
   FcAmxGemm g = {.dot = FC_AMX_BSUD, .na = na, .nb = 2, .chunks = nh, .c = a->ctile};
   g.a.stride = FC_AMX_ROW_BYTES;
   g.a.chunk_step = FC_AMX_ROWS * FC_AMX_ROW_BYTES;
@@ -455,6 +495,11 @@ FcStatus fc_conv_i8(FcKernel *k) {
   bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
   if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, t.g.col_bytes};
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
+  t.wide16 = !t.q.w8;
+  t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;
+  /* WIDEN's accumulators hold half a pixel each: half the channels keep the register count */
+  if (t.sext) t.g.mr /= 2;
+  FC_ASSERT(t.g.mr >= 1 && 16 % t.g.mr == 0);
   /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed
    * CNN's 14x14 = 196 against 64-pixel panels): the weights are packed by channel rows, so this choice is
    * free per conv, and 2 vectors of 4 channels still keep the dot unit busier than the loads. */
@@ -464,22 +509,24 @@ FcStatus fc_conv_i8(FcKernel *k) {
   }
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
   t.nr = (int64_t)nv * w;
-  t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
+  t.kg = t.wide16 ? 2 : 4;
   t.KG = (c->K + t.kg - 1) / t.kg;
-  if (amx) t.KG = (t.KG + 15) / 16 * 16; /* whole chunks of k: the rows past K are zx, their weights 0 */
-  t.MT = (c->Mg + mr - 1) / mr;
-  int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
+  t.MT = t.wide16 ? (c->Mg + mr - 1) / mr : (c->Mg + 15) / 16;
+  t.NH = (t.KG + 15) / 16;
+  if (amx) t.KG = t.NH * 16; /* AMX: whole chunks of k; the rows past K are zx, their weights 0 */
+  int nbv = t.sext ? 2 * nv : nv; /* Col vectors (accumulators) per channel of the tile */
+  int64_t per_px = t.KG * (t.sext ? 8 : 4), ppad = (c->P + t.nr - 1) / t.nr * t.nr;
   t.PB = t.g.col_bytes / per_px / t.nr * t.nr; /* the interleaved Col of a block stays in L2 (target.c) */
   if (t.PB < t.nr) t.PB = t.nr;
   if (t.PB > ppad) t.PB = ppad;
   int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes;
   if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_checked_mul(per_px, t.PB, &col_bytes) ||
-      !fc_checked_mul(t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * t.KG, (int64_t)mr * 4 * c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
+      !fc_checked_mul(t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
   }
   int64_t bytes;
-  int8_t *pk = amx ? pack_weights_amx(&t, wbytes, &bytes) : pack_weights(&t, wbytes, &bytes);
+  int8_t *pk = pack_weights(&t, wbytes, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB);
@@ -503,7 +550,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMValueRef cols = scr, rows = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes)}, 1, "rows");
   LLVMValueRef pad = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes + row_bytes + 64)}, 1, "pad");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
-  LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
+  LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nbv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
   LLVMValueRef ctile = fc_cg_tile_new(k, et, mr * t.nr, "edge");
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t.q.zx, 0);
@@ -554,37 +601,50 @@ FcStatus fc_conv_i8(FcKernel *k) {
     fc_qp_free(&t.q);
     return FC_OK;
   }
-  LLVMValueRef wgrp = fc_cg_imulc(k, grp, t.MT * t.KG * mr * 4);
+  LLVMValueRef wgrp = fc_cg_imulc(k, grp, wbytes / c->G);
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, t.nr - 1)), c64(k, t.nr), "");
   FcLoop lp, lt;
   LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
   LLVMValueRef pcol = fc_cg_imulc(k, pn, t.nr);
-  LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t.MT), 1, "ctile");
-  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
-  LLVMValueRef wtile = fc_cg_iadd(k, wgrp, fc_cg_imulc(k, ct, t.KG * mr * 4));
-  FcLoop lk;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t.KG), 1, "kg");
-  LLVMValueRef cv[4];
-  for (int v = 0; v < nv; v++) {
-    LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t.PB), fc_cg_iadd(k, pcol, c64(k, v * w))), 4);
-    cv[v] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, cols, &off, 1, ""), "");
-    LLVMSetAlignment(cv[v], 32);
+  LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, (c->Mg + mr - 1) / mr), 1, "ctile");
+  for (int i = 0; i < mr * nbv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
+  /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
+  LLVMValueRef wtile, ml0 = fc_cg_imulc(k, ct, mr);
+  if (t.wide16) {
+    wtile = fc_cg_iadd(k, wgrp, fc_cg_imulc(k, ct, t.KG * mr * 4));
+  } else {
+    LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
+    wtile = fc_cg_iadd(k, wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t.NH * 1024), fc_cg_imulc(k, r16, 64)));
   }
-  LLVMValueRef wrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4));
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, 4 * i));
-    LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, wp, &off, 1, ""), "");
-    LLVMSetAlignment(w32, 4);
-    LLVMValueRef wv = LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), vb, "");
-    for (int v = 0; v < nv; v++) {
-      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v));
-      LLVMBuildStore(b, fc_i8_dot(k, t.g.dot, w, LLVMBuildLoad2(b, vi, p, ""), cv[v], wv), p);
+  /* The k loop: WIDEN16 over its pairs; the s8 packing over its chunks of 16 quads and the quads of a chunk
+   * (the last chunk only over the real ones), so the addresses are plain increments. */
+  KStep ks = {&t, acc, cols, wp, pcol, vi, vb, nbv};
+  if (t.wide16) {
+    FcLoop lk;
+    LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t.KG), 1, "kg");
+    k_step(k, &ks, g, fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4)));
+    fc_cg_loop_end(k, &lk);
+  } else {
+    if (t.KG >= 16) {
+      FcLoop lh, lq;
+      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t.KG / 16), 1, "chunk");
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
+      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, 16), 1, "quad");
+      k_step(k, &ks, fc_cg_iadd(k, fc_cg_imulc(k, h, 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+      fc_cg_loop_end(k, &lq);
+      fc_cg_loop_end(k, &lh);
+    }
+    if (t.KG % 16) {
+      FcLoop lq;
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, c64(k, t.KG / 16 * 1024));
+      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, t.KG % 16), 1, "quad");
+      k_step(k, &ks, fc_cg_iadd(k, c64(k, t.KG / 16 * 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+      fc_cg_loop_end(k, &lq);
     }
   }
-  fc_cg_loop_end(k, &lk);
 
   /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
-  LLVMValueRef m0 = fc_cg_imulc(k, ct, mr), outv[64];
+  LLVMValueRef m0 = ml0, outv[64];
   for (int i = 0; i < mr; i++) {
     LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, c->Mg - 1));
     LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, grp, c->Mg), ml);
@@ -596,7 +656,12 @@ FcStatus fc_conv_i8(FcKernel *k) {
     corr = fc_cg_splat(k, corr, (unsigned)w);
     mult = fc_cg_splat(k, mult, (unsigned)w);
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
+      LLVMValueRef a;
+      if (t.sext) /* WIDEN: each pixel's two partial sums in adjacent lanes of two accumulators */
+        a = fc_i8_pair_sums(k, w, LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + 2 * v)), ""),
+                            LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + 2 * v + 1)), ""));
+      else
+        a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
       outv[i * nv + v] = fc_qp_finish(k, &t.q, a, corr, mult);
     }
   }

@@ -1,11 +1,10 @@
 /* kernel_matmul_amx.c — the integer GEMM of kernel_matmul_i8.c (u8 A [.., M, K] × constant 8-bit B [K, N],
  * plain i32 or quantised with the requantising store) on AMX tiles (cg_amx.h), for targets with AMX-INT8.
  *
- * B is packed at compile time in unit panels of 16 columns with 4 consecutive k of a column adjacent: byte
- * ((n/16 · KG + k/4) · 16 + n%16) · 4 + k%4 holds B[k][n], KG = K/4 rounded up to whole chunks of 16
- * groups, zeros past K and N, then the per-column corrections (i32) and multipliers (f32) of the quantised
- * form over the padded columns — so 16 groups of a unit panel are one 1 KiB B tile with 64-byte rows, read
- * in place. A is read in place too (a row tile is 16 rows at stride K), except where a tile would reach
+ * B has the one s8 packing every variant reads (fc_i8_pack_panels: unit panels of 16 columns with 4
+ * consecutive k of a column adjacent, k padded to whole 64-byte chunks, then the per-column corrections and
+ * multipliers), so a multiversioned artefact stores it once and 16 groups of a unit panel are one 1 KiB B
+ * tile with 64-byte rows, read in place. A is read in place too (a row tile is 16 rows at stride K), except where a tile would reach
  * past a row's K or past row M: the last chunk of a row that is not a multiple of 64 bytes comes from a
  * zero-padded copy of the block's tails, and a last block of fewer than 32 rows from a zero-padded copy of
  * its rows (every tile is 16 x 64 bytes: cg_amx.h). One outer iteration is a block of 32 rows x 32 columns
@@ -161,22 +160,13 @@ FcStatus fc_matmul_amx(FcKernel *k) {
     fc_qp_free(&t.q);
     return fc_matmul_i8(k);
   }
-  t.chunks = (t.K / 4 + 15) / 16;
-  t.KG = t.chunks * 16;
-  int64_t units = (t.N + 15) / 16;
-  t.npad = units * 16;
-  if (!fc_checked_mul(units * t.KG, 64, &t.wbytes) || t.wbytes > INT64_MAX / 2 - 8 * t.npad) {
+  t.KG = fc_i8_panel_groups(t.K);
+  t.chunks = t.KG / 16;
+  int64_t units = (t.N + 15) / 16, total;
+  int8_t *pk = fc_i8_pack_panels(&t.q, t.quant, t.K, t.N, &t.wbytes, &t.npad, &total);
+  if (!pk) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
-  }
-  int64_t total = t.wbytes + (t.quant ? 8 * t.npad : 0);
-  int8_t *pk = calloc((size_t)total, 1);
-  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
-  for (int64_t kk = 0; kk < t.K; kk++)
-    for (int64_t j = 0; j < t.N; j++) pk[((j / 16 * t.KG + kk / 4) * 16 + j % 16) * 4 + kk % 4] = (int8_t)t.q.w[kk * t.N + j];
-  if (t.quant) {
-    memcpy(pk + t.wbytes, t.q.corr, (size_t)t.N * 4);
-    memcpy(pk + t.wbytes + 4 * t.npad, t.q.mult, (size_t)t.N * 4);
   }
   t.bp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)total, "packed_b_i8"));
   free(pk);

@@ -7,26 +7,40 @@
  *     i32 correction per column; B's zero points are subtracted from B at compile time).
  *
  * The x86 instructions that multiply bytes (vpdpbusd, vpmaddubsw) take 4 (2) adjacent bytes of u8 A against
- * 4 (2) adjacent bytes of s8 B and add their products into one i32 (i16) lane. So B is packed at compile time
- * into panels of nr = nv·lanes columns in which the 4 consecutive k of a column are adjacent: byte
- * ((panel·KG + g)·nr + j)·4 + t holds B[4g + t, panel·nr + j], zeros past K and N (KG = ceil(K / 4)). A is
- * read in place: 4 bytes of a row (one i32) broadcast to every lane meet one panel row of nv vectors; an i8 A
- * is flipped to u8 on the way (xor 0x80). The register tile is mr rows × nv vectors of i32 accumulators (the
+ * 4 (2) adjacent bytes of s8 B and add their products into one i32 (i16) lane. So B (s8 after its zero point)
+ * is packed at compile time in ONE layout that every CPU variant (AVX2, AVX-512, VNNI or not, and a later AMX
+ * kernel) reads, so that a multiversioned artefact stores it once (content-hashed blobs, cg_module.c): unit
+ * panels of 16 columns in which the 4 consecutive k of a column are adjacent, byte
+ * ((n/16 · KG + k/4) · 16 + n%16) · 4 + k%4 holds B[k][n] (KG = ceil(K/4) rounded up to a multiple of 16,
+ * whole 64-byte rows of AMX tiles: kernel_matmul_amx.c; zeros past K and past N, which is padded to a
+ * multiple of 16). A register tile of nr = 16 or 32 columns reads one or two unit panels (its
+ * vector of columns c.. at unit panel c/16, byte (c%16)·4 of the panel's 64-byte row); the second unit panel
+ * of the last 32-wide tile may not exist, it then reads the first again (those columns are dropped). A is
+ * read in place: 4 bytes of a row (one i32) broadcast to every lane meet one row of B vectors; an i8 A is
+ * flipped to u8 on the way (xor 0x80). The register tile is mr rows × nv vectors of i32 accumulators (the
  * target's: fc_target_i8_gemm), kept in a stack tile indexed by constants, which LLVM promotes to registers.
  * The dot step per target:
  *   VNNI:     vpdpbusd (AVX512-VNNI 512-bit, AVX-VNNI 256-bit), exact.
  *   MADDUBS:  vpmaddubsw (pair sums saturate at i16) then vpmaddwd by ones. B is known here, so this is
  *             chosen only when no pair of it can saturate (fc_qp_pairs_exact: every |b| <= 64 is enough,
  *             2·255·64 = 32640; a narrowed A range admits more).
- *   WIDEN:    exact for any B within i16 (also the quantised B - zb outside s8): B is packed as i16 with 2
- *             consecutive k of a column adjacent (the same 4 bytes per column and group, half the k), 2 bytes
- *             of A are zero-extended to an i16 pair, and one vpmaddwd per vector adds both products into
- *             the i32 lane: as many instructions per k as MADDUBS, no shuffles.
+ *   WIDEN:    exact for any s8 B, from the same bytes: a vector of w/2 columns' quads (2w bytes) is sign-
+ *             extended to i16 (vpmovsxbw), A's 4 bytes are zero-extended to 4 u16 and broadcast as 64 bits
+ *             (vpbroadcastd + vpmovzxbw), and one vpmaddwd gives per column two i32 partial sums in adjacent
+ *             lanes (k0k1, k2k3; u8·s8 products fit i16, their pair sums i32). The tile keeps twice the
+ *             accumulator vectors for half the rows (mr/2) and adds the lane pairs once, before the
+ *             requantisation.
+ *   WIDEN16:  the one case outside s8: an asymmetric weight zero point can leave B - zb in [-255, 255]. Then
+ *             B is packed as i16 in panels of the tile's nr columns with 2 consecutive k of a column
+ *             adjacent (byte ((panel·KG2 + k/2)·nr + j)·4 + 2·(k%2), KG2 = ceil(K/2)), 2 bytes of A are
+ *             zero-extended to an i16 pair and one vpmaddwd per vector adds both products (every variant
+ *             packs these by its own nr: rare, so not shared).
  * Rows past M read row M-1 (their results are dropped); a K that is not a multiple of the group ends with
  * one group assembled from its remaining bytes. Outer iterations are (panel, row tile) pairs, row tiles fastest, so
  * a thread's consecutive tiles reuse one B panel and the threads split N. The quantised form's per-column
- * corrections and multipliers follow the packed panels in the same constant (so kernels of equal shape and
- * zero points are shared), and each finished vector is requantised before its one store.
+ * corrections (i32) and multipliers (f32), one per column up to the padded N, follow the packed panels in the
+ * same constant (so kernels of equal shape and zero points are shared, and equal in every variant), and each
+ * finished vector is requantised before its one store.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,13 +70,7 @@ bool fc_matmul_i8_applies(const FcKernel *k) {
   return g.dot != FC_I8DOT_NONE;
 }
 
-typedef struct I8Tile {
-  FcI8Gemm g;
-  LLVMTypeRef vi, vb, vw; /* <lanes x i32>, <4·lanes x i8>, <2·lanes x i16> */
-  LLVMValueRef acc;       /* stack tile of mr·nv accumulator vectors */
-} I8Tile;
 
-static LLVMValueRef acc_at(FcKernel *k, const I8Tile *t, int i) { return fc_cg_tile_at(k, t->vi, t->acc, c64(k, i)); }
 
 LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef bld = k->b;
@@ -92,21 +100,58 @@ LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LL
   }
 }
 
-/* One k group for every row of the tile: a32[i] (i32, 4 bytes of row i) against the panel row at bp. */
-static void tile_step(FcKernel *k, const I8Tile *t, LLVMValueRef *a32, LLVMValueRef bp) {
+LLVMValueRef fc_i8_quad_widen(FcKernel *k, LLVMValueRef q32, int lanes, bool sign) {
   LLVMBuilderRef bld = k->b;
-  int nv = t->g.nv, w = t->g.lanes;
-  LLVMValueRef bv[4];
-  for (int v = 0; v < nv; v++) {
-    LLVMValueRef off = c64(k, (int64_t)v * 4 * w);
-    bv[v] = LLVMBuildLoad2(bld, t->vb, LLVMBuildGEP2(bld, LLVMInt8TypeInContext(k->ctx), bp, &off, 1, ""), "");
-    LLVMSetAlignment(bv[v], (unsigned)(4 * w));
+  LLVMTypeRef vb = LLVMVectorType(LLVMInt8TypeInContext(k->ctx), (unsigned)(2 * lanes));
+  LLVMTypeRef vw = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)(2 * lanes));
+  LLVMValueRef bytes = LLVMBuildBitCast(bld, fc_cg_splat(k, q32, (unsigned)(lanes / 2)), vb, "");
+  return sign ? LLVMBuildSExt(bld, bytes, vw, "") : LLVMBuildZExt(bld, bytes, vw, "");
+}
+
+LLVMValueRef fc_i8_pair_sums(FcKernel *k, int lanes, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMValueRef ev[16], od[16];
+  for (int j = 0; j < lanes; j++) {
+    ev[j] = LLVMConstInt(i32, (unsigned)(2 * j), 0);
+    od[j] = LLVMConstInt(i32, (unsigned)(2 * j + 1), 0);
+  }
+  LLVMValueRef e = LLVMBuildShuffleVector(k->b, lo, hi, LLVMConstVector(ev, (unsigned)lanes), "");
+  LLVMValueRef o = LLVMBuildShuffleVector(k->b, lo, hi, LLVMConstVector(od, (unsigned)lanes), "");
+  return LLVMBuildAdd(k->b, e, o, "");
+}
+
+/* How the kernel reads B: the dot, the tile and the packing (see the top comment). */
+typedef struct I8Tile {
+  FcI8Gemm g;
+  bool sext;              /* WIDEN from the s8 packing */
+  bool wide16;            /* WIDEN16: B - zb outside s8, packed as i16 pairs */
+  int nb, cb;             /* B vectors per k step of the tile, and the bytes of one */
+  int kg;                 /* k per step: 4, or 2 for WIDEN16 */
+  int64_t kstride;        /* bytes from one k step of a B vector to the next */
+  LLVMTypeRef vi;         /* <lanes x i32> */
+  LLVMValueRef acc;       /* stack tile of mr·nb accumulator vectors */
+} I8Tile;
+
+static LLVMValueRef acc_at(FcKernel *k, const I8Tile *t, int i) { return fc_cg_tile_at(k, t->vi, t->acc, c64(k, i)); }
+
+/* One k step for every row of the tile: a32[i] (i32: 4 bytes of row i, or a u16 pair for WIDEN16) against the
+ * B vectors at bvec[c] + off. */
+static void tile_step(FcKernel *k, const I8Tile *t, LLVMValueRef *a32, LLVMValueRef *bvec, LLVMValueRef off) {
+  LLVMBuilderRef bld = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  int w = t->g.lanes;
+  LLVMValueRef bv[8];
+  for (int c = 0; c < t->nb; c++) {
+    LLVMTypeRef vt = LLVMVectorType(i8, (unsigned)t->cb);
+    bv[c] = LLVMBuildLoad2(bld, vt, LLVMBuildGEP2(bld, i8, bvec[c], &off, 1, ""), "");
+    LLVMSetAlignment(bv[c], (unsigned)(t->cb < 64 ? t->cb : 64));
+    if (t->sext) bv[c] = LLVMBuildSExt(bld, bv[c], LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)t->cb), "");
   }
   for (int i = 0; i < t->g.mr; i++) {
-    LLVMValueRef a = LLVMBuildBitCast(bld, fc_cg_splat(k, a32[i], (unsigned)w), t->vb, "");
-    for (int v = 0; v < nv; v++) {
-      LLVMValueRef p = acc_at(k, t, i * nv + v);
-      LLVMBuildStore(bld, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(bld, t->vi, p, ""), a, bv[v]), p);
+    LLVMValueRef a = t->sext ? fc_i8_quad_widen(k, a32[i], w, false) : fc_cg_splat(k, a32[i], (unsigned)w);
+    for (int c = 0; c < t->nb; c++) {
+      LLVMValueRef p = acc_at(k, t, i * t->nb + c);
+      LLVMBuildStore(bld, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(bld, t->vi, p, ""), a, bv[c]), p);
     }
   }
 }
@@ -119,6 +164,54 @@ void fc_i8_plain_weights(const FcOp *op, int64_t K, int64_t N, FcQuantProduct *q
   q->w = malloc((size_t)(K * N) * sizeof *q->w);
   if (!q->w) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t i = 0; i < K * N; i++) q->w[i] = B[i];
+}
+
+int64_t fc_i8_panel_groups(int64_t K) { return (K + 63) / 64 * 16; }
+
+int8_t *fc_i8_pack_panels(const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t *bytes, int64_t *npad,
+                          int64_t *total) {
+  int64_t kgp = fc_i8_panel_groups(K), units = (N + 15) / 16;
+  if (!fc_checked_mul(units, kgp, bytes) || !fc_checked_mul(*bytes, 64, bytes) || !fc_checked_mul(units, 16, npad) ||
+      *bytes > INT64_MAX / 2 - 8 * *npad)
+    return NULL;
+  *total = *bytes + (quant ? 8 * *npad : 0);
+  int8_t *pk = calloc((size_t)*total, 1);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t kk = 0; kk < K; kk++)
+    for (int64_t j = 0; j < N; j++) pk[((j / 16 * kgp + kk / 4) * 16 + j % 16) * 4 + kk % 4] = (int8_t)q->w[kk * N + j];
+  if (quant) {
+    memcpy(pk + *bytes, q->corr, (size_t)N * 4);
+    memcpy(pk + *bytes + 4 * *npad, q->mult, (size_t)N * 4);
+  }
+  return pk;
+}
+
+/* The packed constant: the shared s8 layout (fc_i8_pack_panels), or for WIDEN16 (w' outside s8) panels of nr
+ * columns of little-endian s16 pairs; then [corr: i32 × npad | mult: f32 × npad] (the quantised form only).
+ * *bytes gets the size of the B part; NULL when a size overflows. */
+static int8_t *pack_b(const I8Tile *t, const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t *bytes,
+                      int64_t *npad, int64_t *total) {
+  if (!t->wide16) return fc_i8_pack_panels(q, quant, K, N, bytes, npad, total);
+  int64_t unit = (int64_t)t->g.nv * t->g.lanes; /* columns per panel */
+  int64_t KGs = (K + 1) / 2, panels = (N + unit - 1) / unit;
+  if (!fc_checked_mul(panels, KGs, bytes) || !fc_checked_mul(*bytes, 4 * unit, bytes) ||
+      !fc_checked_mul(panels, unit, npad) || *bytes > INT64_MAX / 2 - 8 * *npad)
+    return NULL;
+  *total = *bytes + (quant ? 8 * *npad : 0);
+  int8_t *pk = calloc((size_t)*total, 1);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t kk = 0; kk < K; kk++)
+    for (int64_t j = 0; j < N; j++) {
+      int64_t at = (((j / unit) * KGs + kk / 2) * unit + j % unit) * 4;
+      int16_t v = q->w[kk * N + j]; /* little-endian s16 */
+      pk[at + 2 * (kk % 2)] = (int8_t)(v & 0xff);
+      pk[at + 2 * (kk % 2) + 1] = (int8_t)(v >> 8);
+    }
+  if (quant) {
+    memcpy(pk + *bytes, q->corr, (size_t)N * 4);
+    memcpy(pk + *bytes + 4 * *npad, q->mult, (size_t)N * 4);
+  }
+  return pk;
 }
 
 FcStatus fc_matmul_i8(FcKernel *k) {
@@ -135,36 +228,26 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   } else {
     fc_i8_plain_weights(op, K, N, &q);
   }
-  I8Tile t;
+  I8Tile t = {0};
   fc_target_i8_gemm(k->target, &t.g);
   if (!q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&q))) t.g.dot = FC_I8DOT_WIDEN;
+  t.wide16 = !q.w8;
+  t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;
+  /* WIDEN's accumulators hold half a column each: half the rows keep the register count */
+  if (t.sext && t.g.mr > 1) t.g.mr /= 2;
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv, nr = nv * w;
-  bool widen = t.g.dot == FC_I8DOT_WIDEN;
-  int kg = widen ? 2 : 4; /* k per 4-byte group of a column */
-  int64_t KG = (K + kg - 1) / kg, panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr, bytes, npad;
-  if (!fc_checked_mul(panels, KG, &bytes) || !fc_checked_mul(bytes, 4 * (int64_t)nr, &bytes) ||
-      !fc_checked_mul(panels, nr, &npad) || bytes > INT64_MAX / 2 - 8 * npad) {
+  FC_ASSERT(t.wide16 || nr % 16 == 0);
+  t.kg = t.wide16 ? 2 : 4;
+  t.nb = t.sext ? 2 * nv : nv;
+  t.cb = t.sext ? 2 * w : 4 * w;
+  int64_t KG = (K + t.kg - 1) / t.kg, panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr;
+  int64_t units = (N + 15) / 16; /* unit panels of the s8 packing */
+  t.kstride = t.wide16 ? (int64_t)nr * 4 : 64;
+  int64_t bytes, npad, total;
+  int8_t *pk = pack_b(&t, &q, quant, K, N, &bytes, &npad, &total);
+  if (!pk) {
     fc_qp_free(&q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
-  }
-  /* [packed B | corr: i32 × npad | mult: f32 × npad] (the tables only for the quantised form) */
-  int64_t total = bytes + (quant ? 8 * npad : 0);
-  int8_t *pk = calloc((size_t)total, 1);
-  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
-  for (int64_t kk = 0; kk < K; kk++)
-    for (int64_t j = 0; j < N; j++) {
-      int64_t at = (((j / nr) * KG + kk / kg) * nr + j % nr) * 4;
-      int16_t v = q.w[kk * N + j];
-      if (widen) { /* little-endian s16 */
-        pk[at + 2 * (kk % 2)] = (int8_t)(v & 0xff);
-        pk[at + 2 * (kk % 2) + 1] = (int8_t)(v >> 8);
-      } else {
-        pk[at + kk % 4] = (int8_t)v;
-      }
-    }
-  if (quant) {
-    memcpy(pk + bytes, q.corr, (size_t)N * 4);
-    memcpy(pk + bytes + 4 * npad, q.mult, (size_t)N * 4);
   }
   LLVMValueRef bp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)total, "packed_b_i8"));
   free(pk);
@@ -174,9 +257,7 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   t.vi = LLVMVectorType(i32, (unsigned)w);
-  t.vb = LLVMVectorType(i8, (unsigned)(4 * w));
-  t.vw = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)(2 * w));
-  t.acc = fc_cg_tile_new(k, t.vi, mr * nv, "acc");
+  t.acc = fc_cg_tile_new(k, t.vi, mr * t.nb, "acc");
   /* the result's element: i32 (plain), the storage byte (requantised) or f32 */
   FcDtype odt = quant ? q.out : FC_DT_I32;
   LLVMTypeRef et = odt == FC_DT_I32 ? i32 : odt == FC_DT_F32 ? f32 : i8;
@@ -192,49 +273,60 @@ FcStatus fc_matmul_i8(FcKernel *k) {
     LLVMValueRef off = fc_cg_imulc(k, row, K);
     arow[i] = LLVMBuildGEP2(bld, i8, k->in[0], &off, 1, "");
   }
-  LLVMValueRef poff = fc_cg_imulc(k, qp, KG * nr * 4);
-  LLVMValueRef panel = LLVMBuildGEP2(bld, i8, bp, &poff, 1, "");
-  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(bld, LLVMConstNull(t.vi), acc_at(k, &t, i));
+  /* each B vector's first byte: its columns' panel (a unit panel clamped to the last one) and row offset */
+  LLVMValueRef bvec[8];
+  for (int c = 0; c < t.nb; c++) {
+    int64_t cw = t.cb / 4, col = (int64_t)c * cw; /* columns per vector, first column within the tile */
+    LLVMValueRef off;
+    if (t.wide16) {
+      off = fc_cg_iadd(k, fc_cg_imulc(k, qp, KG * nr * 4), c64(k, col * 4));
+    } else {
+      LLVMValueRef u = fc_cg_smin(k, fc_cg_iadd(k, fc_cg_imulc(k, qp, nr / 16), c64(k, col / 16)), c64(k, units - 1));
+      off = fc_cg_iadd(k, fc_cg_imulc(k, u, fc_i8_panel_groups(K) * 64), c64(k, col % 16 * 4));
+    }
+    bvec[c] = LLVMBuildGEP2(bld, i8, bp, &off, 1, "");
+  }
+  for (int i = 0; i < mr * t.nb; i++) LLVMBuildStore(bld, LLVMConstNull(t.vi), acc_at(k, &t, i));
 
   LLVMValueRef a32[16];
   FcLoop lk;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / kg), 1, "kg");
-  LLVMValueRef koff = fc_cg_imulc(k, g, kg);
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / t.kg), 1, "kg");
+  LLVMValueRef koff = fc_cg_imulc(k, g, t.kg);
   LLVMTypeRef v2i8 = LLVMVectorType(i8, 2), v2i16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2);
-  LLVMValueRef flip = widen ? fc_cg_splat_const(v2i8, LLVMConstInt(i8, 0x80, 0)) : LLVMConstInt(i32, 0x80808080u, 0);
+  LLVMValueRef flip = t.wide16 ? fc_cg_splat_const(v2i8, LLVMConstInt(i8, 0x80, 0)) : LLVMConstInt(i32, 0x80808080u, 0);
   for (int i = 0; i < mr; i++) {
-    a32[i] = LLVMBuildLoad2(bld, widen ? v2i8 : i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
+    a32[i] = LLVMBuildLoad2(bld, t.wide16 ? v2i8 : i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
     LLVMSetAlignment(a32[i], 1);
     if (q.flip) a32[i] = LLVMBuildXor(bld, a32[i], flip, "");
-    if (widen) a32[i] = LLVMBuildBitCast(bld, LLVMBuildZExt(bld, a32[i], v2i16, ""), i32, "");
+    if (t.wide16) a32[i] = LLVMBuildBitCast(bld, LLVMBuildZExt(bld, a32[i], v2i16, ""), i32, "");
   }
-  LLVMValueRef boff = fc_cg_imulc(k, g, (int64_t)nr * 4);
-  tile_step(k, &t, a32, LLVMBuildGEP2(bld, i8, panel, &boff, 1, ""));
+  tile_step(k, &t, a32, bvec, fc_cg_imulc(k, g, t.kstride));
   fc_cg_loop_end(k, &lk);
-  if (K % kg) {
+  if (K % t.kg) {
     /* The last group's bytes one by one (the row may end there), zero-extended to 32 / kg bits each; B is
      * zero past K. */
     for (int i = 0; i < mr; i++) {
       a32[i] = LLVMConstInt(i32, 0, 0);
-      for (int64_t b = 0; b < K % kg; b++) {
-        LLVMValueRef off = c64(k, K / kg * kg + b);
+      for (int64_t b = 0; b < K % t.kg; b++) {
+        LLVMValueRef off = c64(k, K / t.kg * t.kg + b);
         LLVMValueRef p = LLVMBuildGEP2(bld, i8, arow[i], &off, 1, "");
         LLVMValueRef byte = LLVMBuildLoad2(bld, i8, p, "");
         if (q.flip) byte = LLVMBuildXor(bld, byte, LLVMConstInt(i8, 0x80, 0), "");
-        LLVMValueRef sh = LLVMConstInt(i32, (unsigned)(32 / kg * b), 0);
+        LLVMValueRef sh = LLVMConstInt(i32, (unsigned)(32 / t.kg * b), 0);
         a32[i] = LLVMBuildOr(bld, a32[i], LLVMBuildShl(bld, LLVMBuildZExt(bld, byte, i32, ""), sh, ""), "");
       }
     }
-    LLVMValueRef off = c64(k, K / kg * nr * 4);
-    tile_step(k, &t, a32, LLVMBuildGEP2(bld, i8, panel, &off, 1, ""));
+    tile_step(k, &t, a32, bvec, c64(k, K / t.kg * t.kstride));
   }
 
-  /* The finished vectors: requantised (corrections and multipliers of the panel's columns) or as they are. */
+  /* The finished vectors (WIDEN: the lane pairs of two accumulators added), requantised (corrections and
+   * multipliers of the vector's columns, clamped into the tables for a dropped vector past them) or as
+   * they are. */
   LLVMValueRef outv[64];
   for (int v = 0; v < nv; v++) {
     LLVMValueRef corr = NULL, mult = NULL;
     if (quant) {
-      LLVMValueRef col = fc_cg_iadd(k, n0, c64(k, v * w));
+      LLVMValueRef col = fc_cg_smin(k, fc_cg_iadd(k, n0, c64(k, v * w)), c64(k, npad - w));
       LLVMValueRef co = fc_cg_iadd(k, c64(k, bytes), fc_cg_imulc(k, col, 4));
       LLVMValueRef mo = fc_cg_iadd(k, co, c64(k, 4 * npad));
       corr = LLVMBuildLoad2(bld, t.vi, LLVMBuildGEP2(bld, i8, bp, &co, 1, ""), "");
@@ -243,7 +335,12 @@ FcStatus fc_matmul_i8(FcKernel *k) {
       LLVMSetAlignment(mult, 4);
     }
     for (int i = 0; i < mr; i++) {
-      LLVMValueRef a = LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * nv + v), "");
+      LLVMValueRef a;
+      if (t.sext)
+        a = fc_i8_pair_sums(k, w, LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * t.nb + 2 * v), ""),
+                            LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * t.nb + 2 * v + 1), ""));
+      else
+        a = LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * t.nb + v), "");
       outv[i * nv + v] = quant ? fc_qp_finish(k, &q, a, corr, mult) : a;
     }
   }

@@ -525,9 +525,9 @@ void fc_target_free(FcTarget *t) {
 LLVMTargetMachineRef fc_target_tm(const FcTarget *t) { return (LLVMTargetMachineRef)t->llvm_tm; }
 
 /* The conv's tile keeps 4 output channels at every vector width (512-bit: 4 × 4 vectors of pixels, as fast
- * as 8 × 2 on ResNet-18 and MobileNetV2): the weights are packed by rows of the tile, so an AVX2 and an
- * AVX-512 variant of one artefact pack them into the same bytes, which the artefact then stores once
- * (cg_module.c). */
+ * as 8 × 2 on ResNet-18 and MobileNetV2; the exact vpmaddwd path halves it). The weights' packing does not
+ * depend on the tile (kernel_conv_i8.c: 16-channel tiles that a tile of any divisor of 16 reads), so every
+ * variant of one artefact packs them into the same bytes, which the artefact then stores once (cg_module.c). */
 void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g) {
   fc_target_i8_gemm(t, g);
   if (g->lanes == 16) {

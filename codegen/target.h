@@ -251,7 +251,8 @@ typedef enum FcI8Dot {
   FC_I8DOT_VNNI,    /* vpdpbusd (AVX512-VNNI at 512 bits, AVX-VNNI at 256): exact, one instruction */
   FC_I8DOT_MADDUBS, /* vpmaddubsw + vpmaddwd by ones: saturates i16 pair sums, exact while no pair of B can
                      * (every |b| <= 64, say); the kernel falls back to FC_I8DOT_WIDEN otherwise */
-  FC_I8DOT_WIDEN,   /* B packed as i16 pairs, A's bytes zero-extended, vpmaddwd: exact for every B */
+  FC_I8DOT_WIDEN,   /* vpmaddwd on bytes widened to i16 in registers (the same s8 packing; i16 pairs only
+                     * where B - zb leaves s8): exact for every B */
 } FcI8Dot;
 typedef struct FcI8Gemm {
   FcI8Dot dot;
