@@ -158,6 +158,7 @@ static void cli_free(Cli *c) {
   for (int i = 0; i < c->n_variants; i++) fc_target_free(c->variants[i]);
   c->target = NULL;
   c->n_variants = 0;
+  c->quant_opt.int8_target = NULL;
 }
 
 /* Appends to a NULL-terminated malloc'd array of strings. */
@@ -491,6 +492,7 @@ static FcStatus resolve_variants(Cli *c, const char *cpus, FcDiag *d) {
   FcCodegenOptions co = {.triple = c->aot_triple, .opt_level = c->opt_level};
   for (int i = 0; i < c->n_variants; i++) fc_target_free(c->variants[i]);
   c->n_variants = 0;
+  c->quant_opt.int8_target = NULL;
   for (const char *p = cpus;; p += strcspn(p, ",") + 1) {
     size_t n = strcspn(p, ",");
     char cpu[128];
@@ -505,6 +507,7 @@ static FcStatus resolve_variants(Cli *c, const char *cpus, FcDiag *d) {
   }
   if (fc_emit_order_variants(c->variants, c->n_variants, d) != FC_OK) return d->status;
   c->target = c->variants[0];
+  c->quant_opt.int8_target = c->variants[c->n_variants - 1]; /* quantised alike for every variant */
   return FC_OK;
 }
 

@@ -35,6 +35,10 @@ typedef struct FcQuantOptions {
   FcQuantReduce reduce;           /* what gives up a bit where the target's int8 dot saturates */
   const char *const *skip;        /* node names (op loc) kept in float */
   int n_skip;
+  /* The CPU whose integer dot the quantisation choices follow (the reduced weight or activation range where
+   * vpmaddubsw saturates): a multiversioned artefact's most portable variant, so that every variant computes
+   * the same model and stores its weights once. NULL: the module's own target. */
+  const FcTarget *int8_target;
 } FcQuantOptions;
 
 typedef struct FcPassContext {

@@ -15,7 +15,10 @@
  * GEMM is exact for every i8 (vpdpbusd with VNNI, or the generic loop nest): vpmaddubsw adds two u8·i8
  * products into a saturating i16, and 255·64·2 < 32767 keeps every pair exact, so the fast AVX2/AVX-512
  * path applies instead of the widening one (onnxruntime's reduce_range is the same trade). A dynamic
- * range of 128 levels per column instead of 255 costs one bit of weight precision.
+ * range of 128 levels per column instead of 255 costs one bit of weight precision. A multiversioned
+ * artefact decides by its most portable variant (FcQuantOptions.int8_target): one model for all variants,
+ * the same results on every CPU and one copy of the weights (the AVX2 variant's exact 16-bit path for
+ * ±127 weights is 1.6x slower than vpmaddubsw on them, which would leave int8 slower than f32 there).
  *
  * Only matmuls without an epilogue are rewritten (the pass runs before fuse_epilogue, which then fuses
  * the bias and activations onto the ops that end the new chain), with a rank >= 2 f32 A, and B large
@@ -103,7 +106,7 @@ static FcStatus rewrite(FcModule *m, FcOp *op, int qmax, FcOpStack *scratch, FcD
 FcStatus fc_pass_quantize_dynamic(FcModule *m, FcPassContext *pc) {
   FcOpStack scratch;
   fc_op_stack_init(&scratch, &m->arena);
-  int qmax = weight_qmax(pc->target);
+  int qmax = weight_qmax(pc->quant && pc->quant->int8_target ? pc->quant->int8_target : pc->target);
   FcStatus st = FC_OK;
   fc_graph_for_each_op_safe(m->graph, op, next) {
     if (st == FC_OK && rewritable(op)) st = rewrite(m, op, qmax, &scratch, pc->diag);
