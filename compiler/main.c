@@ -1168,9 +1168,13 @@ static FcStatus specialise_decide(Cli *c, FcDiag *d) {
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, d);
   if (st == FC_OK) st = fc_verify(m, d);
   if (st == FC_OK) st = set_mesh(c, m, 0, d);
+  /* flowc info has no target of its own: the default one (the plan does not depend on it). */
+  FcTarget *own = NULL;
+  FcCodegenOptions co = {.opt_level = c->opt_level};
+  if (st == FC_OK && !c->target) st = fc_target_resolve(&co, &own, d);
   FcPipelineOptions po;
   fc_pipeline_options_default(&po);
-  po.target = c->target;
+  po.target = c->target ? c->target : own;
   po.opt_level = c->opt_level;
   po.passes = c->sbp_prefix;
   po.quant = &c->quant_opt;
@@ -1182,6 +1186,7 @@ static FcStatus specialise_decide(Cli *c, FcDiag *d) {
     }
   }
   fc_module_destroy(m);
+  fc_target_free(own);
   if (st == FC_OK && c->specialised && c->ranks * (c->n_variants ? c->n_variants : 1) > FC_MULTI_MAX_VARIANTS)
     st = fc_error(d, FC_ERR_INPUT, "--rank-specialise=on: %lld ranks x %d CPUs is more than %d programs; use fewer "
                   "CPUs (--cpu) or --rank-specialise=off", (long long)c->ranks, c->n_variants ? c->n_variants : 1,
@@ -1467,9 +1472,22 @@ static int run_info(Cli *c) {
   /* Where the build would specialise per rank, rank 0's program: the cost model then prices the slices of
    * constants as the build has them (folded), and the summary counts what is left. */
   if (st == FC_OK) st = set_mesh(c, m, specialise_allowed(c) ? 0 : -1, &d);
+  /* What flowc build with these options would compile: one program per rank or one for all. */
+  if (st == FC_OK && c->ranks > 1) st = specialise_decide(c, &d);
   if (st == FC_OK) {
     blame = BLAME_OUTPUT;
     st = fc_info_print(stdout, m, c->model, fmt, c->ranks ? c->passes : NULL, &d);
+  }
+  if (st == FC_OK && c->ranks > 1) {
+    if (c->specialised)
+      printf("rank builds    one program per rank (%lld, each for every CPU of the artefact): the --sbp %s plan "
+             "splits constant weights, folded to each rank's chunk at compile time (--rank-specialise)\n",
+             (long long)c->ranks, c->sbp);
+    else
+      printf("rank builds    one program for all ranks%s\n",
+             specialise_allowed(c) ? ": the plan slices no constant" :
+             c->rank_specialise == RANK_SPECIALISE_OFF ? " (--rank-specialise=off)" :
+             " (more than 8 ranks: --rank-specialise=on to compile one per rank)");
   }
   fc_module_destroy(m);
   int status = 0;
