@@ -17,6 +17,11 @@
  * one object without a linker, so there every variant is linked into the last one's LLVM module instead
  * and emitted as one object by one target machine.
  *
+ * A rank-specialised SBP program (flowc build --ranks N, each rank's module folded with its rank, flow.rank)
+ * is the same machinery with more variants: one per CPU and rank, CPU-major, each descriptor carrying its
+ * rank (FrtModel.rank), and frt_model_variant takes the first whose CPU this machine has and whose rank is
+ * the process's. Weights the ranks share are content-hashed weak symbols (share_constants), stored once.
+ *
  * The public descriptor NAME_model (runtime/flowrt.h) lists the variants best first and describes the
  * model as a whole: the largest workspace of any variant, the CPUs, the last (most portable) variant's
  * features as the least the model needs. Its run function (also NAME_run for obj/lib/so) asks the
@@ -48,10 +53,9 @@ enum {
   FIELD_CPU_FEATURES = 12,
   FIELD_N_VARIANTS = 13,
   FIELD_VARIANTS = 14,
-  N_FIELDS = 19 /* n_ranks, n_mesh_axes, mesh and gpu (15-18) are the last variant's, like its other fields */
+  FIELD_RANK = 19,
+  N_FIELDS = 20 /* n_ranks, n_mesh_axes, mesh and gpu (15-18) are the last variant's, like its other fields */
 };
-
-#define FC_MULTI_MAX_VARIANTS 8
 
 /* A variant compiled apart: its module, optimised and emitted to `obj` by a thread of its own. */
 typedef struct VariantJob {
@@ -77,7 +81,7 @@ struct FcMultiBuild {
   int max_running;                /* worker threads at once */
   char *tmp;                      /* the folder of the workers' objects */
   VariantJob *apart[FC_MULTI_MAX_VARIANTS]; /* NULL: the variant is in mod */
-  char cpus[FC_MULTI_MAX_VARIANTS * 64]; /* "x86-64-v4,x86-64-v3" */
+  char cpus[FC_MULTI_MAX_VARIANTS * 64]; /* "x86-64-v4,x86-64-v3", each once */
 };
 
 static int count_features(const FcTarget *t) {
@@ -89,9 +93,9 @@ static int count_features(const FcTarget *t) {
 }
 
 FcStatus fc_emit_order_variants(FcTarget **t, int n, FcDiag *diag) {
-  if (n > FC_MULTI_MAX_VARIANTS)
-    return fc_error(diag, FC_ERR_INPUT, "--cpu lists %d CPUs, at most %d", n, FC_MULTI_MAX_VARIANTS);
-  int count[FC_MULTI_MAX_VARIANTS];
+  if (n > FC_MULTI_MAX_CPUS)
+    return fc_error(diag, FC_ERR_INPUT, "--cpu lists %d CPUs, at most %d", n, FC_MULTI_MAX_CPUS);
+  int count[FC_MULTI_MAX_CPUS];
   for (int i = 0; i < n; i++) {
     if (t[i]->arch != FC_ARCH_X86_64)
       return fc_error(diag, FC_ERR_INPUT, "--cpu lists several CPUs, which needs an x86-64 target (the run-time "
@@ -125,7 +129,7 @@ FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, int n_varian
   if (!o->model_name && kind != FC_EMIT_EXE)
     return fc_error(diag, FC_ERR_INTERNAL, "--emit obj/lib without a model name");
   if (n_variants < 1 || n_variants > FC_MULTI_MAX_VARIANTS)
-    return fc_error(diag, FC_ERR_INTERNAL, "%d CPU variants", n_variants);
+    return fc_error(diag, FC_ERR_INTERNAL, "%d variants", n_variants);
   FcMultiBuild *mb = calloc(1, sizeof *mb);
   if (!mb) fc_die(__FILE__, __LINE__, "out of memory");
   mb->o = *o;
@@ -133,7 +137,7 @@ FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, int n_varian
   mb->kind = kind;
   mb->total = n_variants;
   int cpus = frt_default_threads();
-  mb->max_running = cpus > FC_MULTI_MAX_VARIANTS ? FC_MULTI_MAX_VARIANTS : cpus - 1;
+  mb->max_running = cpus > FC_MULTI_MAX_CPUS ? FC_MULTI_MAX_CPUS : cpus - 1;
   mb->ctx = LLVMContextCreate();
   FcStatus st = kind != FC_EMIT_OBJ && n_variants > 1 ? fc_emit_tmpdir_make(&mb->tmp, diag) : FC_OK;
   if (st != FC_OK) {
@@ -296,8 +300,12 @@ FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *
   if (mod) LLVMDisposeModule(mod);
   if (apart && ctx) LLVMContextDispose(ctx);
   if (st != FC_OK) return st;
-  size_t used = strlen(mb->cpus);
-  snprintf(mb->cpus + used, sizeof mb->cpus - used, "%s%s", used ? "," : "", t->cpu);
+  /* Each CPU once, though a rank-specialised build has a variant per CPU and rank. */
+  size_t used = strlen(mb->cpus), len = strlen(t->cpu);
+  bool listed = false;
+  for (const char *p = mb->cpus; *p && !listed; p += strcspn(p, ","), p += *p == ',')
+    listed = strncmp(p, t->cpu, len) == 0 && (p[len] == ',' || p[len] == '\0');
+  if (!listed) snprintf(mb->cpus + used, sizeof mb->cpus - used, "%s%s", used ? "," : "", t->cpu);
   mb->last = t;
   mb->n++;
   return FC_OK;
@@ -431,6 +439,7 @@ static FcStatus build_model(FcMultiBuild *mb, FcDiag *diag) {
   f[FIELD_CPU] = private_const(mod, LLVMConstStringInContext2(ctx, mb->cpus, strlen(mb->cpus), 0), ".cpus");
   f[FIELD_N_VARIANTS] = LLVMConstInt(i32, (unsigned long long)mb->n, 0);
   f[FIELD_VARIANTS] = private_const(mod, LLVMConstArray2(ptr, variants, (uint64_t)mb->n), ".variants");
+  f[FIELD_RANK] = LLVMConstInt(i32, (unsigned long long)-1, 1); /* the whole: any rank, each variant its own */
   LLVMSetInitializer(model, LLVMConstNamedStruct(model_ty, f, N_FIELDS));
   LLVMSetGlobalConstant(model, 1);
   LLVMSetAlignment(model, 8);

@@ -87,7 +87,11 @@ void fc_emit_tmpdir_remove(char **path);
  * order with a module that went through the pass pipeline for it (the module may be freed after the
  * call; the variants but the last compile on worker threads meanwhile), fc_multi_finish to write
  * `out` as fc_emit_artifact would (`m`: any variant's module, for the header); fc_multi_finish frees the
- * build whatever happens, fc_multi_abort frees one that is not finished. */
+ * build whatever happens, fc_multi_abort frees one that is not finished. A rank-specialised SBP program
+ * adds one module per CPU and rank (CPU-major, each with its flow.rank), at most FC_MULTI_MAX_VARIANTS; a
+ * single target may be one CPU then, of any architecture. */
+#define FC_MULTI_MAX_CPUS 8
+#define FC_MULTI_MAX_VARIANTS 64 /* CPUs x ranks */
 typedef struct FcMultiBuild FcMultiBuild;
 FcStatus fc_emit_order_variants(FcTarget **targets, int n, FcDiag *diag);
 FcStatus fc_multi_begin(const FcCodegenOptions *o, FcEmitKind kind, int n_variants, FcMultiBuild **out,

@@ -816,16 +816,18 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
   LLVMTypeRef model_ty = LLVMStructTypeInContext(
       cg->ctx,
       (LLVMTypeRef[]){cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i64, cg->ptr, cg->i32, cg->ptr, cg->ptr,
-                      cg->ptr, cg->ptr, cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr},
-      19, 0);
+                      cg->ptr, cg->ptr, cg->i32, cg->ptr, cg->i32, cg->i32, cg->ptr, cg->ptr, cg->i32},
+      20, 0);
   /* The GPU half (--device cuda) is its own object defining FrtGpuModel `gpu_symbol` (codegen/gpu_emit.c). */
   LLVMValueRef gpu = LLVMConstNull(cg->ptr);
   if (cg->opts->gpu_symbol) {
     gpu = LLVMGetNamedGlobal(cg->mod, cg->opts->gpu_symbol);
     if (!gpu) gpu = LLVMAddGlobal(cg->mod, LLVMInt8TypeInContext(cg->ctx), cg->opts->gpu_symbol);
   }
-  LLVMValueRef f[19] = {
-      LLVMConstInt(cg->i32, 7, 0), /* FRT_ABI_VERSION */
+  /* A rank-specialised program (flow.rank) runs on its rank only (frt_model_variant, frt_main). */
+  int64_t rank = n_axes > 0 ? fc_module_rank(cg->m) : -1;
+  LLVMValueRef f[20] = {
+      LLVMConstInt(cg->i32, 8, 0), /* FRT_ABI_VERSION */
       string_global(cg, model_display_name(cg)),
       LLVMConstInt(cg->i32, (unsigned long long)g->n_inputs, 0),
       LLVMConstInt(cg->i32, (unsigned long long)n_out, 0),
@@ -844,11 +846,12 @@ static void build_model(FcCg *cg, const CgKernel *ks, int n_kernels, LLVMValueRe
       LLVMConstInt(cg->i32, (unsigned long long)n_axes, 0),
       mesh_global,
       gpu,
+      LLVMConstInt(cg->i32, (unsigned long long)rank, 1), /* -1: any rank */
   };
   char name[256];
   snprintf(name, sizeof name, "%s_model", prefix);
   LLVMValueRef gm = LLVMAddGlobal(cg->mod, model_ty, name);
-  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 19));
+  LLVMSetInitializer(gm, LLVMConstNamedStruct(model_ty, f, 20));
   LLVMSetGlobalConstant(gm, 1);
   LLVMSetAlignment(gm, 8);
 }

@@ -66,6 +66,12 @@ static const QuantizeMode *quantize_mode(const char *name) {
   return NULL;
 }
 
+/* --rank-specialise: whether a --ranks build compiles one program per rank (when its plan splits a constant:
+ * specialise_decide). auto stops at RANK_SPECIALISE_MAX_RANKS ranks, since the build compiles the model once
+ * per rank and CPU; beyond it the ranks slice their weights at run time. */
+typedef enum RankSpecialise { RANK_SPECIALISE_AUTO, RANK_SPECIALISE_ON, RANK_SPECIALISE_OFF } RankSpecialise;
+#define RANK_SPECIALISE_MAX_RANKS 8
+
 typedef struct Cli {
   const char *cmd;   /* "build", "info", "run" or "check" */
   Cmd kind;
@@ -116,6 +122,10 @@ typedef struct Cli {
   int n_mesh;
   const char *sbp;          /* "data" (default) or "tensor" */
   char sbp_passes[2048];    /* the pipeline with the sbp pass in it */
+  char sbp_prefix[2048];    /* its start, through the sbp pass: what decides whether the build specialises */
+  RankSpecialise rank_specialise; /* --rank-specialise */
+  bool rank_specialise_given;
+  bool specialised;         /* build: one program per rank (decided once, by specialise_decide) */
   /* build --device cuda [--gpu sm_XX]: the GPU half beside the CPU code (gpu_build.c); run, check --device simt */
   const char *device;       /* "cpu" (default), "cuda" (build), "simt" (run, check) */
   const char *gpu_arch;     /* --gpu */
@@ -328,6 +338,10 @@ static void print_build_help(void) {
        "                         0 writes whole outputs (the sbp_data or sbp_tensor pass runs after the\n"
        "                         first clean-up round of -O2, before any fusion)\n"
        "  --mesh AxB...          the ranks as a mesh (product N; default a 1-D mesh of N)\n"
+       "  --rank-specialise=auto|on|off\n"
+       "                         compile one program per rank where the plan splits a constant weight, its\n"
+       "                         chunk then a compile-time constant (packed once, not copied per run): auto\n"
+       "                         (default) up to 8 ranks, on for any number, off never\n"
        "  --sbp data|tensor|auto|A,B|FILE\n"
        "                         data (default): inputs split along dim 0 (batch), weights whole; tensor:\n"
        "                         matmul/conv weights split (Megatron: columns, then rows and one all-reduce);\n"
@@ -446,7 +460,8 @@ static const char *sbp_pass_mode(const char *sbp) {
  * later pass then works on the local graph). Returns -1 to go on or the usage error's exit status. */
 static int check_sbp_options(Cli *c) {
   if (!c->ranks) {
-    if (c->n_mesh || c->sbp) return usage_error(c, "%s needs --ranks N", c->n_mesh ? "--mesh" : "--sbp");
+    if (c->n_mesh || c->sbp || c->rank_specialise_given)
+      return usage_error(c, "%s needs --ranks N", c->n_mesh ? "--mesh" : c->sbp ? "--sbp" : "--rank-specialise");
     return -1;
   }
   if (!c->n_mesh) c->mesh[c->n_mesh++] = c->ranks;
@@ -471,9 +486,11 @@ static int check_sbp_options(Cli *c) {
   const char *list = c->passes ? c->passes : fc_pipeline_for_level(c->opt_level);
   static const char round[] = "shapes,canonicalize,fold,cse,";
   size_t cut = strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
-  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssbp_%s%s%s", (int)cut, list, sbp_pass_mode(c->sbp),
-                   list[cut] ? "," : "", list + cut);
+  /* fold_rank right after: in a rank's own program (flow.rank) the slices of constants become constants. */
+  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssbp_%s,fold_rank%s%s", (int)cut, list,
+                   sbp_pass_mode(c->sbp), list[cut] ? "," : "", list + cut);
   if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
+  snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*ssbp_%s", (int)cut, list, sbp_pass_mode(c->sbp));
   c->passes = c->sbp_passes;
   return -1;
 }
@@ -822,6 +839,12 @@ static int parse_args(Cli *c, int argc, char **argv) {
         c->mesh[c->n_mesh++] = n;
         if (!p[len]) break;
       }
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--rank-specialise", &v)) != 0) {
+      if (r > 0 && strcmp(v, "auto") == 0) c->rank_specialise = RANK_SPECIALISE_AUTO;
+      else if (r > 0 && strcmp(v, "on") == 0) c->rank_specialise = RANK_SPECIALISE_ON;
+      else if (r > 0 && strcmp(v, "off") == 0) c->rank_specialise = RANK_SPECIALISE_OFF;
+      else return usage_error(c, "--rank-specialise needs auto, on or off");
+      c->rank_specialise_given = true;
     } else if ((build || info) && (r = take_value(argc, argv, &i, "--sbp", &v)) != 0) {
       if (r < 0 || !*v) return usage_error(c, "--sbp needs auto, data, tensor or an assignment file");
       c->sbp = v;
@@ -1115,16 +1138,63 @@ static FcStatus run_pipeline(Cli *c, FcModule *m, const FcTarget *t, FcDiag *d) 
   return st;
 }
 
-/* --ranks: the mesh (flow.mesh) that the sbp pass and codegen read, on a module that has none yet. */
-static FcStatus set_mesh(const Cli *c, FcModule *m, FcDiag *d) {
+/* --ranks: the mesh (flow.mesh) that the sbp pass and codegen read, on a module that has none yet; rank >= 0
+ * makes it that rank's own program (flow.rank: a rank-specialised build). */
+static FcStatus set_mesh(const Cli *c, FcModule *m, int64_t rank, FcDiag *d) {
   if (!c->ranks) return FC_OK;
   if (fc_module_mesh(m, NULL))
     return fc_error(d, FC_ERR_INPUT, "the module is an SBP program already (flow.mesh): compile it without --ranks");
-  FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh), file = FC_AV_STRING(c->sbp);
+  FcAnnotValue mesh = FC_AV_I64S(c->mesh, c->n_mesh), file = FC_AV_STRING(c->sbp), r = FC_AV_I64(rank);
   fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MESH), &mesh);
+  if (rank >= 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_RANK), &r);
   if (strcmp(sbp_pass_mode(c->sbp), "file") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_FILE), &file);
   if (strcmp(sbp_pass_mode(c->sbp), "axes") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_AXES), &file);
   return FC_OK;
+}
+
+/* Whether --rank-specialise lets this build compile one program per rank (its plan permitting). */
+static bool specialise_allowed(const Cli *c) {
+  /* The GPU half of --device cuda is one program for every rank (its slices run on the device). */
+  return c->ranks > 1 && !c->gpu_target && c->rank_specialise != RANK_SPECIALISE_OFF &&
+         (c->rank_specialise == RANK_SPECIALISE_ON || c->ranks <= RANK_SPECIALISE_MAX_RANKS);
+}
+
+/* c->specialised: whether the build compiles one program per rank, which pays only where the plan slices a
+ * constant (a weight split by tensor parallelism). The plan is made on a copy of the model, loaded and put
+ * through the pipeline up to the sbp pass silently, as rank 0's program (the cost model then knows the
+ * slices of constants are free, as they will be, so sbp_auto chooses as it will in the build); nothing in
+ * the planning depends on the rank, so every rank's program has that plan. */
+static FcStatus specialise_decide(Cli *c, FcDiag *d) {
+  c->specialised = false;
+  if (!specialise_allowed(c)) return FC_OK;
+  FcModule *m = NULL;
+  FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, d);
+  if (st == FC_OK) st = fc_verify(m, d);
+  if (st == FC_OK) st = set_mesh(c, m, 0, d);
+  /* flowc info has no target of its own: the default one (the plan does not depend on it). */
+  FcTarget *own = NULL;
+  FcCodegenOptions co = {.opt_level = c->opt_level};
+  if (st == FC_OK && !c->target) st = fc_target_resolve(&co, &own, d);
+  FcPipelineOptions po;
+  fc_pipeline_options_default(&po);
+  po.target = c->target ? c->target : own;
+  po.opt_level = c->opt_level;
+  po.passes = c->sbp_prefix;
+  po.quant = &c->quant_opt;
+  if (st == FC_OK) st = fc_pipeline_run(m, &po, d);
+  if (st == FC_OK) {
+    fc_graph_for_each_op(m->graph, op) {
+      const FcValue *x = op->kind == FC_OP_LOCAL_SLICE ? op->operands[0].value : NULL;
+      if (x && x->def && x->def->kind == FC_OP_CONSTANT) c->specialised = true;
+    }
+  }
+  fc_module_destroy(m);
+  fc_target_free(own);
+  if (st == FC_OK && c->specialised && c->ranks * (c->n_variants ? c->n_variants : 1) > FC_MULTI_MAX_VARIANTS)
+    st = fc_error(d, FC_ERR_INPUT, "--rank-specialise=on: %lld ranks x %d CPUs is more than %d programs; use fewer "
+                  "CPUs (--cpu) or --rank-specialise=off", (long long)c->ranks, c->n_variants ? c->n_variants : 1,
+                  FC_MULTI_MAX_VARIANTS);
+  return st;
 }
 
 /* Verifies, runs the pipeline and emits one module. Does not free it. */
@@ -1132,7 +1202,8 @@ static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcD
   *blame = BLAME_MODEL;
   FcStatus st = fc_verify(m, d);
   if (st != FC_OK) return st;
-  st = set_mesh(c, m, d);
+  /* A rank-specialised build's IR, graph or single artefact is rank 0's program. */
+  st = set_mesh(c, m, c->specialised ? 0 : -1, d);
   if (st != FC_OK) return st;
   /* The target the passes ask is the one codegen then generates for. */
   int kind = emit_kind(c->emit);
@@ -1160,6 +1231,10 @@ static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcD
   if (strcmp(c->emit, "dot") == 0) st = fc_dot_print(out->f, m, d);
   else if (strcmp(c->emit, "onnx") == 0) st = fc_onnx_export(out->f, m, d);
   else {
+    if (c->specialised)
+      fprintf(out->f, "// rank 0's program of %lld (flow.rank): the build compiles one per rank, each with its own "
+              "chunks of the split constants (--rank-specialise=off: the one program of every rank)\n",
+              (long long)c->ranks);
     FcPrintOptions pr = {.weights = c->weights, .inline_limit = FC_PRINT_INLINE_LIMIT_DEFAULT};
     st = fc_print_module(out->f, m, &pr, d);
   }
@@ -1205,8 +1280,10 @@ static int run_build_one(Cli *c, Output *out) {
 }
 
 /* --cpu A,B,...: the model is loaded and put through the pipeline once per CPU (the layout, memory plan and
- * packed constants differ), each variant joining one artefact (cg_dispatch.c). A failure is the model's
- * unless the artefact could not be written. */
+ * packed constants differ), each variant joining one artefact (cg_dispatch.c); a rank-specialised build
+ * (c->specialised) once per CPU and rank, CPU-major, each rank's module with its flow.rank (the IR dumps
+ * of --print-before/after are rank 0's). A failure is the model's unless the artefact could not be
+ * written. */
 static int run_build_multi(Cli *c) {
   FcDiag d;
   fc_diag_init(&d);
@@ -1221,9 +1298,19 @@ static int run_build_multi(Cli *c) {
   bool int8 = st == FC_OK && (module_is_quantised(m) || (c->quantize && strncmp(c->quantize->name, "int8", 4) == 0));
   if (st == FC_OK && c->default_variants && int8)
     st = resolve_variants(c, fc_target_default_int8_artefact_cpus(c->aot_triple), &d);
-  if (st == FC_OK) st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), c->n_variants, &mb, &d);
-  for (int i = 0; st == FC_OK && i < c->n_variants; i++) {
-    if (i > 0) {
+  /* A single-CPU build that specialises per rank has its one target. */
+  int n_cpus = c->n_variants ? c->n_variants : 1;
+  FcTarget *const *cpus = c->n_variants ? c->variants : &c->target;
+  int64_t n_ranks = c->specialised ? c->ranks : 1;
+  int total = n_cpus * (int)n_ranks;
+  if (st == FC_OK) st = fc_multi_begin(&co, (FcEmitKind)emit_kind(c->emit), total, &mb, &d);
+  const char *print_before = c->print_before, *print_after = c->print_after;
+  for (int k = 0; st == FC_OK && k < total; k++) {
+    const FcTarget *t = cpus[k / n_ranks];
+    int64_t rank = c->specialised ? k % n_ranks : -1;
+    c->print_before = rank <= 0 ? print_before : NULL;
+    c->print_after = rank <= 0 ? print_after : NULL;
+    if (k > 0) {
       fc_module_destroy(m);
       m = NULL;
       fc_progress_line_phase(c->progress, "import");
@@ -1231,10 +1318,12 @@ static int run_build_multi(Cli *c) {
       model_failed = st != FC_OK;
     }
     if (st == FC_OK) st = fc_verify(m, &d);
-    if (st == FC_OK) st = set_mesh(c, m, &d);
-    if (st == FC_OK) st = run_pipeline(c, m, c->variants[i], &d);
-    if (st == FC_OK) st = fc_multi_add(mb, m, c->variants[i], &d);
+    if (st == FC_OK) st = set_mesh(c, m, rank, &d);
+    if (st == FC_OK) st = run_pipeline(c, m, t, &d);
+    if (st == FC_OK) st = fc_multi_add(mb, m, t, &d);
   }
+  c->print_before = print_before;
+  c->print_after = print_after;
   if (st == FC_OK) {
     st = fc_multi_finish(mb, m, c->output, &d);
     mb = NULL;
@@ -1338,7 +1427,7 @@ static int build_gpu_half(Cli *c) {
   fc_progress_line_phase(c->progress, "import");
   FcStatus st = fc_load_model(c->model, &c->imp, &c->gpu_module, NULL, &d);
   if (st == FC_OK) st = fc_verify(c->gpu_module, &d);
-  if (st == FC_OK) st = set_mesh(c, c->gpu_module, &d); /* --ranks: the same SBP program as the CPU half's */
+  if (st == FC_OK) st = set_mesh(c, c->gpu_module, -1, &d); /* --ranks: the same SBP program as the CPU half's */
   if (st == FC_OK) st = run_pipeline(c, c->gpu_module, c->gpu_target, &d);
   if (st == FC_OK) {
     fc_progress_line_phase(c->progress, "GPU codegen");
@@ -1356,8 +1445,19 @@ static int run_build(Cli *c) {
   if (!c->split && !c->print_before && !c->print_after) progress_start(c);
   int status = check_output_paths(c, &out);
   if (status < 0 && c->gpu_target && emit_kind(c->emit) >= 0) status = build_gpu_half(c);
+  if (status < 0) {
+    FcDiag d;
+    fc_diag_init(&d);
+    if (specialise_decide(c, &d) != FC_OK) {
+      fc_progress_line_finish(c->progress);
+      report(c->model, &d);
+      status = EXIT_INPUT;
+    }
+  }
+  /* One program per rank is a multiversioned artefact even for one CPU; IR and graphs are rank 0's. */
+  bool multi = c->n_variants || (c->specialised && emit_kind(c->emit) >= 0);
   if (status < 0 && c->split) status = run_build_split(c, &out);
-  else if (status < 0) status = c->n_variants ? run_build_multi(c) : run_build_one(c, &out);
+  else if (status < 0) status = multi ? run_build_multi(c) : run_build_one(c, &out);
   cli_free(c);
   return status;
 }
@@ -1372,10 +1472,25 @@ static int run_info(Cli *c) {
   Blame blame = BLAME_MODEL;
   FcStatus st = fc_load_model(c->model, &c->imp, &m, &fmt, &d);
   if (st == FC_OK) st = fc_verify(m, &d);
-  if (st == FC_OK) st = set_mesh(c, m, &d);
+  /* Where the build would specialise per rank, rank 0's program: the cost model then prices the slices of
+   * constants as the build has them (folded), and the summary counts what is left. */
+  if (st == FC_OK) st = set_mesh(c, m, specialise_allowed(c) ? 0 : -1, &d);
+  /* What flowc build with these options would compile: one program per rank or one for all. */
+  if (st == FC_OK && c->ranks > 1) st = specialise_decide(c, &d);
   if (st == FC_OK) {
     blame = BLAME_OUTPUT;
     st = fc_info_print(stdout, m, c->model, fmt, c->ranks ? c->passes : NULL, &d);
+  }
+  if (st == FC_OK && c->ranks > 1) {
+    if (c->specialised)
+      printf("rank builds    one program per rank (%lld, each for every CPU of the artefact): the --sbp %s plan "
+             "splits constant weights, folded to each rank's chunk at compile time (--rank-specialise)\n",
+             (long long)c->ranks, c->sbp);
+    else
+      printf("rank builds    one program for all ranks%s\n",
+             specialise_allowed(c) ? ": the plan slices no constant" :
+             c->rank_specialise == RANK_SPECIALISE_OFF ? " (--rank-specialise=off)" :
+             " (more than 8 ranks: --rank-specialise=on to compile one per rank)");
   }
   fc_module_destroy(m);
   int status = 0;

@@ -63,8 +63,8 @@ class FlowcModel:
         self.lib = ctypes.CDLL(os.path.abspath(path))
         name = name or model_name(path)
         desc = FrtModel.in_dll(self.lib, name + "_model")
-        if desc.abi_version != 7:
-            raise RuntimeError(f"{path}: runtime ABI {desc.abi_version}, this script reads ABI 7")
+        if desc.abi_version != 8:
+            raise RuntimeError(f"{path}: runtime ABI {desc.abi_version}, this script reads ABI 8")
         # A library built for features this CPU lacks refuses to run; say why before the first run.
         check_cpu = getattr(self.lib, name + "_check_cpu")
         check_cpu.restype = ctypes.c_int

@@ -89,6 +89,14 @@ static bool check_mesh(const FcAnnotValue *v, const FcType *subject, char *why, 
   return true;
 }
 
+/* A rank number; that it is below the mesh's product is checked with the module (fc_verify). */
+static bool check_rank(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
+  (void)subject;
+  if (v->kind != FC_AV_INT) return false;
+  if (v->i < 0 || v->i > INT32_MAX) return fail(why, cap, "rank %" PRId64 " is out of range", v->i);
+  return true;
+}
+
 static bool check_placement(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
   (void)subject;
   if (v->kind != FC_AV_DENSE || v->dtype != FC_DT_I64 || v->ints.n < 1) return false;
@@ -179,6 +187,7 @@ static const CheckFn checks[FC_ANNOT_COUNT] = {
     [FC_ANNOT_PRUNE_MASK] = check_prune_mask,
     [FC_ANNOT_QUANT] = check_quant,
     [FC_ANNOT_QUANT_NOTE] = check_quant_note,
+    [FC_ANNOT_RANK] = check_rank,
     [FC_ANNOT_SBP] = check_sbp,
     [FC_ANNOT_SBP_AXES] = check_quant_note,
     [FC_ANNOT_SBP_FILE] = check_quant_note,

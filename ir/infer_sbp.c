@@ -20,6 +20,27 @@ int fc_module_mesh(const FcModule *m, const int64_t **dims) {
   return v->ints.n;
 }
 
+int64_t fc_module_rank(const FcModule *m) {
+  const FcAnnotValue *v = m ? fc_annots_get(&m->annots, fc_annot_name(FC_ANNOT_RANK)) : NULL;
+  return v && v->kind == FC_AV_INT && v->i >= 0 ? v->i : -1;
+}
+
+bool fc_mesh_rank_coord(const FcModule *m, int64_t rank, int64_t axis, int64_t *coord) {
+  const int64_t *dims;
+  int n = fc_module_mesh(m, &dims);
+  int64_t all;
+  if (n == 0 || axis < -1 || axis >= n || rank < 0 || !fc_mesh_group_size(m, -1, &all) || rank >= all) return false;
+  if (axis == -1) {
+    *coord = rank;
+    return true;
+  }
+  /* Row-major, the last axis fastest, as the runtime numbers them (runtime/coll.c). */
+  int64_t stride = 1;
+  for (int i = n - 1; i > axis; i--) stride *= dims[i];
+  *coord = rank / stride % dims[axis];
+  return true;
+}
+
 bool fc_mesh_group_size(const FcModule *m, int64_t axis, int64_t *out) {
   const int64_t *dims;
   int n = fc_module_mesh(m, &dims);

@@ -627,6 +627,11 @@ int fc_module_mesh(const FcModule *m, const int64_t **dims);
 /* The size of the group of mesh axis `axis` (-1: every rank, the mesh's product); false when the module
  * has no mesh or the axis is out of range. */
 bool fc_mesh_group_size(const FcModule *m, int64_t axis, int64_t *out);
+/* The rank whose program m is (its flow.rank: a rank-specialised build), or -1 for every rank's. */
+int64_t fc_module_rank(const FcModule *m);
+/* Rank `rank`'s coordinate along mesh axis `axis` of m's mesh (axis -1: the rank itself), numbered as the
+ * runtime numbers them (row-major, the last axis fastest); false when the mesh has no such axis or rank. */
+bool fc_mesh_rank_coord(const FcModule *m, int64_t rank, int64_t axis, int64_t *coord);
 
 /* ---- eval_*.c: reference evaluators named in ops.def ---------------------------------------------- */
 

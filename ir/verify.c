@@ -99,8 +99,9 @@ static bool check_annots(Verifier *vr, const FcOp *op, int input, const FcAnnots
     if (!l->v[i].name) snprintf(why, sizeof why, "an annotation has no name");
     else if (ok && i > 0 && strcmp(l->v[i - 1].name, l->v[i].name) >= 0)
       ok = false, snprintf(why, sizeof why, "annotations are not sorted by name at '%s'", l->v[i].name);
-    else if (ok && strcmp(l->v[i].name, fc_annot_name(FC_ANNOT_MESH)) == 0)
-      ok = false, snprintf(why, sizeof why, "flow.mesh belongs on the module, not on a value");
+    else if (ok && (strcmp(l->v[i].name, fc_annot_name(FC_ANNOT_MESH)) == 0 ||
+                    strcmp(l->v[i].name, fc_annot_name(FC_ANNOT_RANK)) == 0))
+      ok = false, snprintf(why, sizeof why, "%s belongs on the module, not on a value", l->v[i].name);
     else if (ok && strcmp(l->v[i].name, fc_annot_name(FC_ANNOT_SBP)) == 0) {
       /* One signature per axis of the module's mesh (when it has one: a hand-annotated module without a
        * mesh is only checked for spelling), so a boxing op's mesh_axis names the entry it changes. */
@@ -392,6 +393,11 @@ FcStatus fc_verify(FcModule *m, FcDiag *diag) {
     if (!fc_annot_check(m->annots.v[i].name, &m->annots.v[i].value, NULL, why, sizeof why))
       return fc_error(diag, FC_ERR_INPUT, "module attribute: %s", why);
   }
+  const FcAnnotValue *rank = fc_annots_get(&m->annots, fc_annot_name(FC_ANNOT_RANK));
+  int64_t ranks;
+  if (rank && (!fc_mesh_group_size(m, -1, &ranks) || rank->i >= ranks))
+    return fc_error(diag, FC_ERR_INPUT, "module attribute: flow.rank = %lld needs a flow.mesh of more ranks",
+                    (long long)rank->i);
   if (run_verifier(m->graph, 0, &local)) return FC_OK;
   return fc_error(diag, local.status, "%s", local.msg);
 }

@@ -31,7 +31,10 @@
  * contiguous at r * chunk), so its local_slice is one contiguous copy of 1/G of the weight per run, not a
  * strided gather; a dim-0 split is contiguous already. (A view at offset rank*chunk would save that copy,
  * but then the GEMM kernels could no longer pack the weight at compile time either way; a per-rank build
- * would, and is left for later.)
+ * would.) A rank-specialised build (flowc build --ranks N: the module attribute flow.rank, one program per
+ * rank) does that: there the constant is sliced plainly and pass fold_rank folds the slice to the rank's
+ * chunk, so the kernels pack it at compile time; the plan is the same for every rank (nothing in the
+ * planning depends on the rank), so the ranks' collectives still match.
  */
 #include "sbp.h"
 
@@ -45,6 +48,7 @@ static FcStatus plan_alloc(FcSbpPlan *p, FcModule *m, FcArena *a, bool per_axis,
   memset(p, 0, sizeof *p);
   p->m = m;
   p->g = m->graph;
+  p->rank = fc_module_rank(m);
   const int64_t *mesh;
   int n_mesh = fc_module_mesh(m, &mesh);
   if (n_mesh == 0)
@@ -448,7 +452,8 @@ static FcValue *box_step(Sbp *s, FcBuilder *b, FcValue *v, const FcSbpStep *st, 
   FcSbp from = st->from, to = st->to;
   switch (from.kind) {
   case FC_SBP_B: {
-    FcValue *y = split_constant(s, b, v, to.dim, st->axis, after);
+    /* In one rank's program (flow.rank) pass fold_rank folds the plain slice of a constant: no re-layout. */
+    FcValue *y = s->p->rank < 0 ? split_constant(s, b, v, to.dim, st->axis, after) : NULL;
     if (y || fc_b_status(b) != FC_OK) return y;
     return boxing_op(b, FC_OP_LOCAL_SLICE, v, to.dim, 0, FC_SBP_SUM, ax);
   }

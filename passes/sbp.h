@@ -34,6 +34,8 @@ typedef struct FcSbpPlan {
   int32_t *op_of; /* value id -> index of its defining op in ops, -1 for a graph input */
   uint32_t n_op_ids;
   int32_t *index_of; /* op id -> index in ops */
+  int64_t rank;      /* the module's flow.rank (a rank's own program: fold_rank folds a slice of a constant
+                        to its chunk at compile time, so the cost model prices none per run), else -1 */
 } FcSbpPlan;
 
 /* A flat plan for m's top-level graph with every op on whole tensors (all B). FC_ERR_INPUT when m has no

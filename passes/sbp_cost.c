@@ -17,8 +17,13 @@
  * tensor as that group sees it (cut by the other axes); an op's work divides by the group of every axis on
  * which it is split.
  *
+ * A rank-specialised build (the plan's module names its rank, flow.rank) folds a constant's local slices
+ * at compile time (pass fold_rank): they cost nothing per run, and the split weight is no longer copied and
+ * repacked by its GEMM on each run. flowc info sets flow.rank where the build would specialise, so it
+ * predicts what the build does.
+ *
  * Memory: every constant whole (a rank's program stores all weights; a split weight's slice is a copy made
- * per run) plus the peak of the values live at once in op order, each at its local size, boxed copies
+ * per run; a rank-specialised program holds only the chunks of a weight no op takes whole) plus the peak of the values live at once in op order, each at its local size, boxed copies
  * from their first to their last consumer. It is an upper bound of what the memory planner lays out (that
  * one reuses buffers in place too).
  */
@@ -119,11 +124,13 @@ double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int idx, const
     if (flops) *flops = (int64_t)(2 * local);
     /* A constant weight taken split is no compile-time constant of the rank's program: each run copies its
      * slice out of cache (the boxing prices the copy as cache-resident; the difference is added here) and
-     * the GEMM packs it again, reading and writing it once more. */
+     * the GEMM packs it again, reading and writing it once more. Not so in a rank's own program (p->rank:
+     * a rank-specialised build), where fold_rank makes the slice a constant that the GEMM packs at compile
+     * time. */
     const FcValue *w = op->operands[1].value;
     bool w_split = false;
     for (int ax = 0; ax < na; ax++) w_split |= need[na + ax].kind != FC_SBP_B;
-    if (w && w->def && w->def->kind == FC_OP_CONSTANT && w_split && k->mem_cold_gbps > 0) {
+    if (w && w->def && w->def->kind == FC_OP_CONSTANT && w_split && k->mem_cold_gbps > 0 && p->rank < 0) {
       double wb = plan_local_bytes(p, &w->type, &need[na]);
       t += 2 * wb / (k->mem_cold_gbps * 1e9) + 2 * wb * (1 / (k->mem_cold_gbps * 1e9) - 1 / (k->mem_gbps * 1e9));
     }
@@ -204,6 +211,15 @@ static const FcSbp *use_needs(const FcSbpPlan *p, const FcUse *u) {
   return &p->need[ku][(size_t)u->index * (size_t)p->n_axes];
 }
 
+/* Whether boxing constant-or-not v from `from` to `to` is folded away at compile time: v is a constant, the
+ * boxes are local slices only, and the program is one rank's (fold_rank). */
+static bool folded_box(const FcSbpPlan *p, const FcValue *v, const FcSbp *from, const FcSbp *to) {
+  if (p->rank < 0 || !v->def || v->def->kind != FC_OP_CONSTANT) return false;
+  for (int a = 0; a < p->n_axes; a++)
+    if (!fc_sbp_equal(from[a], to[a]) && box_kind(from[a], to[a]) != FC_OP_LOCAL_SLICE) return false;
+  return true;
+}
+
 double fc_sbp_value_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, FcSbp sig, int ov_op,
                             const FcSbp *ov_need) {
   FC_ASSERT(p->n_axes == 1); /* the local search runs on flat plans */
@@ -217,7 +233,7 @@ double fc_sbp_value_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcVal
     for (int i = 0; i < n_seen && !dup; i++) dup = fc_sbp_equal(seen[i], need);
     if (dup) continue;
     if (n_seen < 16) seen[n_seen++] = need;
-    s += fc_sbp_box_seconds(k, p->group, &v->type, sig, need, NULL);
+    if (!folded_box(p, v, &sig, &need)) s += fc_sbp_box_seconds(k, p->group, &v->type, sig, need, NULL);
   }
   return s;
 }
@@ -228,23 +244,36 @@ typedef struct Copy {
   int first, last;
 } Copy;
 
-/* Adds v's boxes to e and their copies' and v's own live spans to the difference array live[]. */
+/* Adds v's boxes to e and their copies' and v's own live spans to the difference array live[]. A constant's
+ * own bytes go to e->weight_bytes: whole, or in a rank's own program (p->rank) only the chunks its consumers
+ * take when none takes it whole (its slices are constants there, and the whole weight is not kept). */
 static void value_estimate(const FcSbpCosts *k, const FcSbpPlan *p, const FcValue *v, const FcSbp *sig, int def,
                            double *live, FcSbpEstimate *e) {
   static const FcSbp whole[FC_SBP_MAX_AXES] = {{0}}; /* FC_SBP_B is 0 */
   Copy copies[16];
   int n_copies = 0, last = def;
+  bool is_const = v->def && v->def->kind == FC_OP_CONSTANT, taken_whole = !fc_value_has_uses(v);
+  double folded_bytes = 0;
   for (const FcUse *u = v->first_use; u; u = u->next_use) {
     int ku = u->user->id < p->n_op_ids ? p->index_of[u->user->id] : def;
     if (ku > last) last = ku;
     const FcSbp *need = use_needs(p, u);
     if (!need) need = whole;
-    if (fc_sbp_sigs_equal(p, need, sig)) continue;
+    if (fc_sbp_sigs_equal(p, need, sig)) {
+      taken_whole = true;
+      continue;
+    }
     int c = 0;
     while (c < n_copies && !fc_sbp_sigs_equal(p, copies[c].to, need)) c++;
     if (c < n_copies) {
       if (ku < copies[c].first) copies[c].first = ku;
       if (ku > copies[c].last) copies[c].last = ku;
+      continue;
+    }
+    if (folded_box(p, v, sig, need)) {
+      /* A constant chunk: neither a run-time box nor a live copy. */
+      folded_bytes += plan_local_bytes(p, &v->type, need);
+      if (n_copies < 16) copies[n_copies++] = (Copy){need, -1, -1};
       continue;
     }
     int64_t sent;
@@ -257,13 +286,14 @@ static void value_estimate(const FcSbpCosts *k, const FcSbpPlan *p, const FcValu
     else e->n_collectives++;
     if (n_copies < 16) copies[n_copies++] = (Copy){need, ku, ku};
   }
-  bool is_const = v->def && v->def->kind == FC_OP_CONSTANT;
+  if (is_const) e->weight_bytes += (int64_t)(p->rank < 0 || taken_whole ? bytes_of(&v->type) + folded_bytes : folded_bytes);
   if (!is_const) {
     double b = plan_local_bytes(p, &v->type, sig);
     live[def] += b;
     live[last + 1] -= b;
   }
   for (int c = 0; c < n_copies; c++) {
+    if (copies[c].first < 0) continue; /* folded */
     double b = plan_local_bytes(p, &v->type, copies[c].to);
     live[copies[c].first] += b;
     live[copies[c].last + 1] -= b;
@@ -291,7 +321,6 @@ void fc_sbp_estimate(const FcSbpCosts *k, const FcSbpPlan *p, FcArena *scratch, 
     int64_t f;
     e->compute_s += fc_sbp_op_seconds(k, p, idx, p->need[idx], p->out[idx], &f);
     e->flops += f;
-    if (op->kind == FC_OP_CONSTANT) e->weight_bytes += (int64_t)bytes_of(&op->results[0].type);
     for (int j = 0; j < op->n_results; j++)
       value_estimate(k, p, &op->results[j], &p->out[idx][(size_t)j * na], idx, live, e);
   }

@@ -101,9 +101,10 @@ typedef struct FrtModel {
                                       spelling ("avx,avx2,fma,..."), checked by frt_cpu_check; NULL or
                                       "": none checked (other architectures) */
   int32_t n_variants;              /* 0, or a multiversioned model (flowc build --cpu A,B,...): the model
-                                      compiled once per CPU, best first; this descriptor's run calls the
-                                      one frt_model_variant picks, its workspace_size is the largest
-                                      variant's, cpu lists them all and cpu_features is the last's */
+                                      compiled once per CPU (and per rank, for a rank-specialised SBP
+                                      program), best CPU first; this descriptor's run calls the one
+                                      frt_model_variant picks, its workspace_size is the largest variant's,
+                                      cpu lists the CPUs and cpu_features is the last's */
   const struct FrtModel *const *variants;
   int32_t n_ranks;                 /* 0 or 1: one process; N: an SBP program for N ranks (flowc build
                                       --ranks N), which frt_main runs under mpirun -np N */
@@ -111,9 +112,12 @@ typedef struct FrtModel {
   const int32_t *mesh;             /* mesh dims, row-major (last axis fastest), product n_ranks */
   const struct FrtGpuModel *gpu;   /* NULL, or the model's GPU code (flowc build --device cuda): frt_main
                                       runs it with --device cuda|auto (runtime/gpu.c) */
+  int32_t rank;                    /* -1: any rank's program; r >= 0: rank r's own program of an SBP program
+                                      built per rank (flowc build --ranks N: its split constant weights are
+                                      rank r's chunks), a variant that frt_model_variant gives rank r only */
 } FrtModel;
 
-#define FRT_ABI_VERSION 7
+#define FRT_ABI_VERSION 8
 
 /* ---- the GPU half of a model (flowc build --device cuda) -------------------------------------------- *
  *
@@ -199,8 +203,10 @@ size_t frt_model_workspace_size(const FrtModel *m);
 /* The descriptor that runs m on this CPU: m itself without variants; for a multiversioned model the
  * variant that $FLOWRT_CPU_VARIANT names (by its cpu, for tests and comparisons), else the first (the
  * best) whose cpu_features this CPU has. Never a variant this CPU lacks features for: NULL then, with
- * frt_cpu_check's message in err (which may be NULL), as for an unknown FLOWRT_CPU_VARIANT. Its kernel_names
- * are the ones a non-zero return of m->run indexes. */
+ * frt_cpu_check's message in err (which may be NULL), as for an unknown FLOWRT_CPU_VARIANT. Of an SBP
+ * program built per rank (FrtModel.rank), only this process's rank's variants are candidates: the rank of
+ * the started collectives (frt_coll_init), else 0; NULL when there is none. Its kernel_names are the ones a
+ * non-zero return of m->run indexes. */
 const FrtModel *frt_model_variant(const FrtModel *m, FrtError *err);
 /* 0 when m (or a variant of it) can run on this CPU, else -1 and frt_model_variant's or frt_cpu_check's
  * message in msg (cap bytes, NUL-terminated; msg may be NULL). The generated NAME_check_cpu of a

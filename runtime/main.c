@@ -34,7 +34,8 @@
  * device memory (frt_main's own agreement and broadcast stay on MPI's host memory: frt_coll_host_*); where
  * NCCL cannot start on every rank, auto falls back to the CPU program over the MPI already running, rank 0
  * saying why once, and cuda fails with one line on every rank. The collectives start before the arguments
- * are parsed (so that rank 0 alone reports usage errors): --device is read ahead (device_option).
+ * are parsed (so that rank 0 alone reports usage errors): --device is read ahead (device_option). The
+ * variant of a program built per rank (FrtModel.rank) is chosen once the collectives know this rank.
  */
 #include <errno.h>
 #include <limits.h>
@@ -664,6 +665,17 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
   c.gpu_model = c.top->gpu ? c.top : m->gpu ? m : NULL;
   if (m->n_ranks > 1 && !asks_help(argc, argv) && (rc = start_ranks(&c, argc, argv)) >= 0)
     return rc;
+  /* An SBP program built per rank runs this rank's variant: chosen again now that the collectives know the
+   * rank (check_model's choice, made before, was rank 0's). A failure is agreed on below, so all ranks end. */
+  int rank_rc = -1;
+  if (c.ranked) {
+    FrtError verr;
+    const FrtModel *v = frt_model_variant(c.top, &verr);
+    if (v)
+      m = c.m = v;
+    else
+      rank_rc = fail(&c, EXIT_INPUT, "%s", verr.msg);
+  }
 
   int32_t ni = m->n_inputs, no = m->n_outputs;
   FrtTensor *ins = calloc((size_t)ni + 1, sizeof *ins);
@@ -681,6 +693,8 @@ int frt_main(int argc, char **argv, const FrtModel *m) {
     rc = fail(&c, EXIT_INPUT, "out of memory");
     goto allocated;
   }
+  if ((rc = rank_rc) >= 0)
+    goto allocated;
   c.shared = true;
   if ((rc = parse_args(&c, argc, argv)) >= 0 || (rc = check_bound(&c)) >= 0)
     goto allocated; /* the same on every rank, but a rank short of memory above may not have got here */

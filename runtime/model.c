@@ -17,22 +17,38 @@ size_t frt_model_workspace_size(const FrtModel *m) {
   return (size_t)m->workspace_size;
 }
 
-/* A multiversioned model's variants are listed best first, so the first this CPU can run is the one to take.
- * The choice is made again at each call (a getenv and one remembered check per variant tried): it costs
- * well under a microsecond, and the generated NAME_run keeps its own choice. */
+/* The rank whose program runs in this process: the collectives' (frt_coll_rank) once started, else 0 (a
+ * process without collectives is rank 0, as frt_coll_rank says). */
+static int32_t calling_rank(void) { return frt_coll_active() ? frt_coll_rank(-1) : 0; }
+
+/* A multiversioned model's variants are listed best CPU first (a rank-specialised SBP program has one per
+ * CPU and rank, each carrying its rank), so the first this CPU can run and that is this rank's (or any
+ * rank's) is the one to take. The choice is made again at each call (a getenv and one remembered check per
+ * variant tried): it costs well under a microsecond, and the generated NAME_run keeps its own choice, so an
+ * SBP program's collectives must be started (frt_coll_init) before its first run. */
 const FrtModel *frt_model_variant(const FrtModel *m, FrtError *err) {
   if (!m)
     return frt_errorf(err, FRT_ERR_INPUT, "frt_model_variant: NULL model"), NULL;
-  if (m->n_variants <= 0)
+  int32_t rank = calling_rank();
+  if (m->n_variants <= 0) {
+    if (m->n_ranks > 1 && m->rank >= 0 && m->rank != rank)
+      return frt_errorf(err, FRT_ERR_INPUT,
+                        "this is rank %d's program of an SBP program built per rank; it cannot run as rank %d",
+                        (int)m->rank, (int)rank), NULL;
     return m;
+  }
   if (!m->variants)
     return frt_errorf(err, FRT_ERR_INPUT, "malformed model description"), NULL;
   const char *force = getenv("FLOWRT_CPU_VARIANT");
   char msg[512] = "";
+  bool rank_seen = false;
   for (int32_t i = 0; i < m->n_variants; i++) {
     const FrtModel *v = m->variants[i];
     if (!v)
       return frt_errorf(err, FRT_ERR_INPUT, "malformed model description"), NULL;
+    if (m->n_ranks > 1 && v->rank >= 0 && v->rank != rank)
+      continue;
+    rank_seen = true;
     if (force && *force && (!v->cpu || strcmp(v->cpu, force) != 0))
       continue;
     if (frt_cpu_check_const(v->cpu_features, v->cpu, msg, sizeof msg) == 0)
@@ -40,6 +56,9 @@ const FrtModel *frt_model_variant(const FrtModel *m, FrtError *err) {
     if (force && *force)
       break;
   }
+  if (!rank_seen)
+    return frt_errorf(err, FRT_ERR_INPUT, "the model has no program for rank %d (it was built per rank for %d ranks)",
+                      (int)rank, (int)m->n_ranks), NULL;
   if (force && *force && !msg[0])
     return frt_errorf(err, FRT_ERR_INPUT, "FLOWRT_CPU_VARIANT=%s names none of the model's CPUs (%s)", force,
                       m->cpu ? m->cpu : "?"), NULL;

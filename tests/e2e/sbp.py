@@ -16,6 +16,12 @@ PTX assembled by ptxas during the build, `--emit ptx` must show kernels) and run
 GPU every rank runs the CPU program over MPI, rank 0 saying so in one line, and the outputs are checked as
 above; `--device cuda` must then fail on every rank (exit 1) with one line each naming the missing GPU or
 driver. On a machine with fewer than N GPUs (nvidia-smi) the run on GPUs is not attempted.
+
+--rank-specialise auto|on|off is passed to the distributed build. A build that specialises per rank (its plan
+slices a constant weight: tensor parallelism) must show it: its --emit ir is rank 0's program (a comment line
+saying so and flow.rank = 0) with no local_slice of a constant left (pass fold_rank folded them), and its
+program still refuses to start with the wrong number of ranks; one that does not (off, or a data plan) must
+have neither.
 """
 import argparse
 import os
@@ -63,6 +69,22 @@ def check_no_gpu(spec, dist, inp, ranks, work):
         sys.exit(f"FAIL {spec}: --device cuda without GPUs does not say what is missing: {lines[0]}")
 
 
+def check_specialised(spec, ir):
+    """Whether --emit ir shows rank 0's program of a rank-specialised build; fails when it says so but a
+    local_slice still takes a constant."""
+    comment = ir.startswith("// rank 0's program of")
+    attr = re.search(r"flow\.rank = 0 : i64", ir) is not None
+    if comment != attr:
+        sys.exit(f"FAIL {spec}: the IR's rank comment ({comment}) and flow.rank ({attr}) disagree")
+    if not attr:
+        return False
+    constants = set(re.findall(r'(%\w+) = "flow\.constant"', ir))
+    for operand in re.findall(r'"flow\.local_slice"\((%\w+)\)', ir):
+        if operand in constants:
+            sys.exit(f"FAIL {spec}: rank 0's program still slices constant {operand} at run time")
+    return True
+
+
 def check_case(args, spec):
     parts = spec.split(":")
     model, ranks, mode = parts[0], int(parts[1]), parts[2]
@@ -76,8 +98,14 @@ def check_case(args, spec):
     data = os.path.join(case, "test_data_set_0")
     inp = os.path.join(data, "input_0.pb")
     sbp = ["--ranks", str(ranks), "--sbp", mode] + (["--mesh", mesh] if mesh else [])
+    sbp += ["--rank-specialise", args.rank_specialise]
 
     ir = run([args.flowc, "build", onnx_path, "--emit", "ir"] + sbp).stdout
+    specialised = check_specialised(spec, ir)
+    if args.rank_specialise == "off" and specialised:
+        sys.exit(f"FAIL {spec}: --rank-specialise off built one program per rank")
+    if args.rank_specialise == "on" and "tensor" in mode and not specialised:
+        sys.exit(f"FAIL {spec}: --rank-specialise on with a tensor plan built one program for all ranks")
     if mode == "auto":
         # The cost model may take any plan, but a model this size is worth distributing: some op must run split.
         if not re.search(r'flow\.sbp = \["S\(', ir):
@@ -112,6 +140,14 @@ def check_case(args, spec):
         else:
             check_no_gpu(spec, dist, inp, ranks, work)
     r = run(MPIRUN + ["-np", str(ranks), dist, inp, "--threads", "1", "--output-dir", os.path.join(work, "outN")])
+    if specialised:
+        # One program per rank, chosen by rank: the wrong number of ranks is still refused before that.
+        few = ranks // 2
+        w = subprocess.run(MPIRUN + ["-np", str(few), dist, inp, "--threads", "1"], capture_output=True, text=True,
+                           timeout=600)
+        want = f"compiled for {ranks} ranks; it was started with {few}: run it with mpirun -np {ranks}"
+        if w.returncode == 0 or want not in w.stderr:
+            sys.exit(f"FAIL {spec}: started on {few} rank(s) it exited {w.returncode}, wanted '{want}':\n{w.stderr}")
     if gpu and gpus() < ranks:
         said = [l for l in r.stderr.splitlines() if "running the CPU code over MPI" in l]
         if len(said) != 1:
@@ -134,7 +170,8 @@ def check_case(args, spec):
             t = numpy_helper.to_array(onnx.load_tensor(pb))
             if not np.allclose(b, t, rtol=1e-4, atol=1e-5):
                 sys.exit(f"FAIL {spec}: {name} differs from PyTorch's output by up to {np.abs(t - b).max():.3g}")
-    print(f"{spec}: {len(ref)} output(s) equal the one-process run (worst error/tolerance {worst:.2f})")
+    how = "one program per rank" if specialised else "one program for all ranks"
+    print(f"{spec}: {len(ref)} output(s) equal the one-process run (worst error/tolerance {worst:.2f}; {how})")
 
 
 def main():
@@ -145,6 +182,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="cuda: build the distributed program with --device cuda (see above)")
+    ap.add_argument("--rank-specialise", choices=["auto", "on", "off"], default="auto",
+                    help="passed to the distributed build (see above)")
     ap.add_argument("cases", nargs="+", help="MODEL:RANKS:data|tensor|auto|data,tensor[:MESH]")
     args = ap.parse_args()
     if not shutil.which("mpirun"):

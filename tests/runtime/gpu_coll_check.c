@@ -75,7 +75,7 @@ static const char *const names[8] = {"node 'scale' (test)",       "node 'ar' (fl
 static const FrtGpuModel gpu = {"simt", NULL, NULL, 0, WORKSPACE, 8, launches, 8, names, host_kernels};
 static const FrtModel model = {.abi_version = FRT_ABI_VERSION, .name = "gpu_coll_check", .n_inputs = 1,
                                .n_outputs = 2, .inputs = inputs, .outputs = outputs, .workspace_size = 0,
-                               .n_ranks = 2, .gpu = &gpu};
+                               .n_ranks = 2, .gpu = &gpu, .rank = -1};
 
 static int alone(void) {
   FrtGpuSession *s = NULL;

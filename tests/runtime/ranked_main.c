@@ -41,6 +41,7 @@ int main(int argc, char **argv) {
       .abi_version = FRT_ABI_VERSION, .name = "ranked", .n_inputs = 1, .n_outputs = 1, .inputs = x_desc,
       .outputs = y_desc, .workspace_size = 0, .run = run, .n_kernels = 2, .kernel_names = kernels,
       .cpu = "generic", .n_ranks = ranks ? atoi(ranks) : 2, .n_mesh_axes = n_axes, .mesh = n_axes ? mesh : NULL,
+      .rank = -1, /* every rank's program */
   };
   return frt_main(argc, argv, &model);
 }

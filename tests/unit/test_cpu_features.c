@@ -216,12 +216,74 @@ static void test_variant(void **state) {
   assert_string_equal(msg, want);
 }
 
+/* A collectives backend that only says which rank this process is (no collective is called here). */
+static int32_t fake_rank;
+static int fake_init(int32_t n_ranks, int32_t *rank, int32_t *size, void **world, char *msg, size_t cap) {
+  (void)msg, (void)cap;
+  static int token;
+  *rank = fake_rank;
+  *size = n_ranks;
+  *world = &token;
+  return 0;
+}
+static int32_t fake_launch_rank(void) { return fake_rank; }
+static void fake_finalize(void) {}
+static const FrtCollBackend fake_coll = {.name = "fake", .init = fake_init, .launch_rank = fake_launch_rank,
+                                         .finalize = fake_finalize};
+
+/* An SBP program built per rank (FrtModel.rank): variants per CPU and rank, best CPU first; the choice is
+ * the first of this process's rank that the CPU runs: rank 0 without collectives, else the started ones'. */
+static void test_variant_rank(void **state) {
+  (void)state;
+  unsetenv("FLOWRT_CPU_VARIANT");
+  /* Two CPUs this host runs (no features), "best" listed first, each with rank 0's and rank 1's program. */
+  FrtModel b0 = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_plain, .cpu = "best", .cpu_features = "",
+                 .n_ranks = 2, .rank = 0};
+  FrtModel b1 = b0, p0 = b0, p1 = b0, any = b0;
+  b1.rank = p1.rank = 1;
+  p0.cpu = p1.cpu = "plain";
+  any.rank = -1;
+  const FrtModel *list[] = {&b0, &b1, &p0, &p1};
+  FrtModel top = {.abi_version = FRT_ABI_VERSION, .name = "m", .run = run_plain, .cpu = "best,plain", .n_variants = 4,
+                  .variants = list, .n_ranks = 2, .rank = -1};
+  FrtError err;
+  /* No collectives: this process is rank 0. */
+  assert_ptr_equal(frt_model_variant(&top, &err), &b0);
+  /* A single program of rank 0 runs as rank 0 only; one of any rank anywhere. */
+  assert_ptr_equal(frt_model_variant(&b0, &err), &b0);
+  assert_ptr_equal(frt_model_variant(&any, &err), &any);
+  setenv("FLOWRT_COLL_TIMEOUT", "0", 1);
+  fake_rank = 1;
+  assert_int_equal(frt_coll_init_with(&fake_coll, 2, 0, NULL, &err), FRT_OK);
+  assert_int_equal(frt_coll_rank(-1), 1);
+  assert_ptr_equal(frt_model_variant(&top, &err), &b1);
+  assert_null(frt_model_variant(&b0, &err));
+  assert_int_equal(err.status, FRT_ERR_INPUT);
+  assert_string_equal(err.msg, "this is rank 0's program of an SBP program built per rank; it cannot run as rank 1");
+  assert_ptr_equal(frt_model_variant(&any, &err), &any);
+  /* FLOWRT_CPU_VARIANT picks among this rank's. */
+  setenv("FLOWRT_CPU_VARIANT", "plain", 1);
+  assert_ptr_equal(frt_model_variant(&top, &err), &p1);
+  unsetenv("FLOWRT_CPU_VARIANT");
+  /* A model without this rank's program says so. */
+  top.variants = (const FrtModel *[]){&b0, &p0};
+  top.n_variants = 2;
+  assert_null(frt_model_variant(&top, &err));
+  assert_int_equal(err.status, FRT_ERR_INPUT);
+  assert_string_equal(err.msg, "the model has no program for rank 1 (it was built per rank for 2 ranks)");
+  frt_coll_finalize();
+  unsetenv("FLOWRT_COLL_TIMEOUT");
+  /* Collectives ended: rank 0 again. */
+  assert_ptr_equal(frt_model_variant(&top, &err), &b0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_missing),
       cmocka_unit_test(test_check_host),
       cmocka_unit_test(test_recorded),
       cmocka_unit_test(test_variant),
+      cmocka_unit_test(test_variant_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

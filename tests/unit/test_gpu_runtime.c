@@ -525,7 +525,7 @@ static void test_no_gpu_code(void **state) {
   assert_int_equal(frt_gpu_open(NULL, FRT_DEVICE_CUDA, &s, &err), FRT_ERR_INPUT);
   m.abi_version = 5;
   assert_int_equal(frt_gpu_open(&m, FRT_DEVICE_CUDA, &s, &err), FRT_ERR_INPUT);
-  assert_string_equal(err.msg, "model 'gpu_add' was built for runtime ABI 5, this runtime is ABI 7");
+  assert_string_equal(err.msg, "model 'gpu_add' was built for runtime ABI 5, this runtime is ABI 8");
   frt_gpu_close(NULL);
 }
 

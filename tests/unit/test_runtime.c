@@ -1259,7 +1259,7 @@ static void test_main_errors(void **state) {
   m = add_model;
   m.abi_version = 1;
   expect_fail(&m, ARGS(tmp("x.npy"), tmp("n.pb")), 1,
-              "model: error: the model was built for runtime ABI 1, this runtime is ABI 7\n");
+              "model: error: the model was built for runtime ABI 1, this runtime is ABI 8\n");
   static const int64_t neg[] = {-1};
   static const FrtTensorDesc bad_out[] = {{"o", FRT_F32, 1, neg}};
   m = const_model;

@@ -158,3 +158,22 @@ func.func @main() -> tensor<2xi32> {
   %0 = "flow.constant"() {value = dense<[1, 2]> : tensor<2xi32>, flow.storage = "f16"} : () -> tensor<2xi32>
   return %0 : tensor<2xi32>
 }
+
+// -----
+// flow.rank names a rank of the module's mesh
+// CHECK: error: {{.*}}module attribute: flow.rank = 2 needs a flow.mesh of more ranks
+module attributes {flow.mesh = array<i64: 2>, flow.rank = 2 : i64} {
+  func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    return %arg0 : tensor<2x3xf32>
+  }
+}
+
+// -----
+// flow.rank belongs on the module
+// CHECK: error: {{.*}}flow.rank belongs on the module, not on a value
+module attributes {flow.mesh = array<i64: 2>} {
+  func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %0 = "flow.relu"(%arg0) {flow.rank = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    return %0 : tensor<2x3xf32>
+  }
+}
