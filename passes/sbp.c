@@ -151,11 +151,31 @@ static bool choice_equal(const FcOp *op, const FcSbp *na, const FcSbp *oa, const
 }
 
 /* Adds the rule's answer for the probe in c->in (and resets need/out to B for the next probe). */
+/* Whether every split a choice asks of its operands and gives its results falls on a dim the group divides
+ * (a rule probed with a candidate split of a dim too small to take it, a [1]-shaped index say, must not
+ * become a plan that cannot be applied). */
+static bool choice_fits(const FcSbpRuleCtx *c) {
+  const FcOp *op = c->op;
+  for (int i = 0; i < op->n_operands; i++) {
+    const FcType *t = c->in_type[i];
+    if (c->need[i].kind == FC_SBP_S && (!t || c->need[i].dim >= t->rank || t->dims[c->need[i].dim] < c->g ||
+                                        t->dims[c->need[i].dim] % c->g))
+      return false;
+  }
+  for (int j = 0; j < op->n_results; j++) {
+    const FcType *t = &c->out_type[j];
+    if (c->out[j].kind == FC_SBP_S && (c->out[j].dim >= t->rank || t->dims[c->out[j].dim] < c->g ||
+                                       t->dims[c->out[j].dim] % c->g))
+      return false;
+  }
+  return true;
+}
+
 static void add_probe(FcSbpRuleCtx *c, bool start, FcArena *a, FcSbpChoice *list, int *n) {
   const FcOp *op = c->op;
   FcSbpRuleFn rule = fc_sbp_rule(op->kind);
   bool kept = start ? fc_sbp_tensor_start(c) : rule && rule(c);
-  if (kept) {
+  if (kept && choice_fits(c)) {
     bool dup = false;
     for (int i = 0; i < *n && !dup; i++) dup = choice_equal(op, list[i].need, list[i].out, c->need, c->out);
     if (!dup) {

@@ -236,15 +236,19 @@ static int64_t prod(const int64_t *d, int n) {
   return p;
 }
 
+/* A split of dim d of x = [pre, n, inner] (pre, inner: the products of the dims before and after d) gives
+ * each rank (n/G)·inner consecutive elements of every one of the pre rows. An output dim e after exactly pre
+ * elements, [pre, m, inner'] with m·inner' = n·inner, split into G chunks cuts every row at the same places
+ * when G divides m: the split dim may keep its size, or be cut into (heads, head_dim) or merged back (m = 4
+ * heads of a 256-wide projection split in 2: each rank holds 2 heads). */
 static bool rule_reshape(FcSbpRuleCtx *c) {
   if (!is_split(c->in[0])) return false;
   const FcType *x = c->in_type[0], *r = &c->out_type[0];
   int d = c->in[0].dim;
   int64_t before = prod(x->dims, d);
+  if (!divides(c, x->dims[d])) return false; /* (a planner's candidate split the dim cannot take) */
   for (int e = 0; before >= 0 && e < r->rank; e++)
-    if (prod(r->dims, e) == before && r->dims[e] == x->dims[d]) {
-      /* Same elements before the dim, and the dim itself: chunk r of the dim is the same block of
-       * elements on both sides. */
+    if (prod(r->dims, e) == before && divides(c, r->dims[e])) {
       c->need[0] = c->in[0];
       c->out[0] = FC_SBP_SPLIT(e);
       return true;
