@@ -30,8 +30,9 @@
  * K = 1152 on 4 channels, 36 KiB at ResNet's largest K = 4608, so it stays in L1/L2). The inner loop is then
  * that of stored i16 weights: per pair of k one broadcast i16 pair per channel and one vpmaddwd per Col
  * vector, on the full mr (u8·s8 products fit i16, their pair sums i32: exact). Its loop order is block ->
- * channel tile (widened) -> pixel panels, so widening costs about 1/PB of the tile's work; the other dots
- * keep panels -> channel tiles (a panel's Col stays in L1 while the weights stream).
+ * channel tile (widened) -> pixel panels, so widening costs about 2/PB of the tile's work (and its Col
+ * gets twice the L2 budget for more pixels a block); the other dots keep panels -> channel tiles (a panel's
+ * Col stays in L1 while the weights stream).
  * WIDEN16, the one case outside s8 (an asymmetric weight zero point leaves w - zw in [-255, 255], rare): the
  * weights are packed as i16 pairs by tiles of mr channels ([G][ceil(Mg/mr)][KG2][mr][4] bytes) and Col as
  * u16 pairs of 2 k, one vpmaddwd per vector; that packing depends on the tile, so it is not shared.
@@ -619,7 +620,11 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.wrow = t.NH * 128;
   if (amx) t.KG = t.NH * 16; /* AMX: whole chunks of k; the rows past K are zx, their weights 0 */
   int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
-  t.PB = t.g.col_bytes / per_px / t.nr * t.nr; /* the interleaved Col of a block stays in L2 (target.c) */
+  /* The interleaved Col of a block stays in L2 (target.c). WIDEN's doubles that budget: its Col takes 2 bytes
+   * a k, and each block widens every channel tile once (about 2/PB of the tile's work, measured 5-15% at
+   * PB = 16..64), so more pixels a block pay for it; 256 KiB stays well inside the 1-2 MiB L2 of the
+   * AVX-512 and recent AVX2 cores this path runs on. */
+  t.PB = (t.sext ? 2 * t.g.col_bytes : t.g.col_bytes) / per_px / t.nr * t.nr;
   if (t.PB < t.nr) t.PB = t.nr;
   if (t.PB > ppad) t.PB = ppad;
   int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes, wide_bytes = 0;
