@@ -8,8 +8,8 @@
  *      each output row the block touches, the taps outside the input read zx (the real 0: that keeps the
  *      folded correction exact at the borders) and the rest copy x (xor 0x80 for i8 x), a loop LLVM
  *      vectorises (strided for stride 2);
- *   2. interleave: 4 rows at a time become [k/4][p][4] (zero-extended to u16 for WIDEN; 2 rows as u16 pairs
- *      for WIDEN16), so the consecutive k of one pixel are adjacent, by vector shuffles.
+ *   2. interleave: 4 rows at a time become [k/4][p][4] (2 rows as u16 pairs for WIDEN and WIDEN16), so the
+ *      consecutive k of one pixel are adjacent, by vector shuffles.
  * A pointwise conv (1x1, stride 1, no padding) skips step 1 for full blocks: its rows are x's channel planes.
  * The register tile is mr output channels × nv vectors of pixels: each weight group of 4 bytes (one channel,
  * 4 k) is broadcast and meets nv vectors of Col with the target's dot (vpdpbusd; vpmaddubsw + vpmaddwd where
@@ -19,16 +19,20 @@
  * reads, so a multiversioned artefact stores them once (content-hashed blobs, cg_module.c): per group, tiles
  * of 16 output channels, K in chunks of 64 bytes (16 quads), each chunk 16 rows (channels) × 64 bytes: byte
  * ((((g·MT + m/16)·NH + q/16)·16 + m%16)·64 + (q%16)·4 + k%4 holds W'[g][m][k] (q = k/4, MT = ceil(Mg/16),
- * NH = ceil(KG/16), zeros for m >= Mg and k >= K), followed in the same constant by the channels'
+ * NH = ceil(ceil(K/4)/16), zeros for m >= Mg and k >= K), followed in the same constant by the channels'
  * corrections (i32 × M) and multipliers (f32 × M). A register tile of mr (a divisor of 16) channels is rows
  * m%16 .. +mr-1 of one 16-channel tile, 64 bytes apart; the k loop runs over the chunks and the real quads of
  * each (not the padding of the last), so its addresses are increments.
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
- * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 (4 k of a pixel zero-extended,
- * 8 bytes), each channel's 4 weight bytes are sign-extended to 4 i16 and broadcast as 64 bits (vpbroadcastd +
- * vpmovsxbw), and vpmaddwd leaves per pixel two i32 partial sums (k0k1, k2k3) in adjacent lanes; the tile
- * keeps twice the accumulators for half the channels (mr/2) and adds the lane pairs once before the
- * requantisation (u8·s8 products fit i16, their pair sums i32: exact).
+ * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 pairs (2 k of a pixel
+ * zero-extended, 4 bytes), and each channel tile's weights are sign-extended from the s8 packing ONCE per
+ * block into the task's scratch (widen_tile: mr rows of NH·64 i16 in k order, mr·NH·128 bytes: 9 KiB for
+ * K = 1152 on 4 channels, 36 KiB at ResNet's largest K = 4608, so it stays in L1/L2). The inner loop is then
+ * that of stored i16 weights: per pair of k one broadcast i16 pair per channel and one vpmaddwd per Col
+ * vector, on the full mr (u8·s8 products fit i16, their pair sums i32: exact). Its loop order is block ->
+ * channel tile (widened) -> pixel panels, so widening costs about 2/PB of the tile's work (and its Col
+ * gets twice the L2 budget for more pixels a block); the other dots keep panels -> channel tiles (a panel's
+ * Col stays in L1 while the weights stream).
  * WIDEN16, the one case outside s8 (an asymmetric weight zero point leaves w - zw in [-255, 255], rare): the
  * weights are packed as i16 pairs by tiles of mr channels ([G][ceil(Mg/mr)][KG2][mr][4] bytes) and Col as
  * u16 pairs of 2 k, one vpmaddwd per vector; that packing depends on the tile, so it is not shared.
@@ -102,12 +106,14 @@ typedef struct ConvI8 {
   Conv2 c;
   FcQuantProduct q;
   FcI8Gemm g;
-  bool sext;              /* WIDEN from the s8 packing: Col as u16, weights sign-extended in registers */
+  bool sext;              /* WIDEN from the s8 packing: Col as u16 pairs, each channel tile's weights widened
+                           * to i16 pairs in the task's scratch once per block */
   bool wide16;            /* WIDEN16: w' outside s8, weights packed as i16 pairs by tiles of mr channels */
-  int kg;                 /* k per 4-byte group of a column: 4, or 2 for WIDEN16 */
+  int kg;                 /* k per 4-byte group of a column: 4, or 2 (u16 pairs) for WIDEN and WIDEN16 */
   int64_t KG, MT, PB;     /* k groups, channel tiles per group (of 16 channels; WIDEN16: of mr), pixels per
                            * block (a multiple of nr) */
   int64_t NH;             /* 64-byte chunks (16 quads) of a channel's K in the s8 packing */
+  int64_t wrow;           /* WIDEN: bytes of one channel's widened row (NH chunks of 64 i16) */
   int64_t nr;
   LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
 } ConvI8;
@@ -298,8 +304,8 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
 static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
                             LLVMValueRef cols);
 
-/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step); for WIDEN the 4 bytes
- * zero-extended to u16 (8 bytes a pixel and quad). */
+/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step): 4 bytes of a quad, or
+ * (WIDEN, WIDEN16) 2 bytes of a pair each zero-extended to u16. */
 static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
   interleave_from(k, t, rows, t->PB, false, cols);
 }
@@ -342,8 +348,7 @@ static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int
     }
     out = LLVMBuildShuffleVector(b, two, LLVMConstNull(v32), LLVMConstVector(m64, 64), "");
   }
-  if (t->sext) out = LLVMBuildZExt(b, out, LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 64), "");
-  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), t->sext ? 8 : 4);
+  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), 4);
   LLVMValueRef st = LLVMBuildStore(b, out, LLVMBuildGEP2(b, i8, cols, &off, 1, ""));
   LLVMSetAlignment(st, 64);
   fc_cg_loop_end(k, &lp);
@@ -377,40 +382,141 @@ static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
   return pk;
 }
 
-/* What one k step of the register tile reads: the tile, the block's Col, the packed weights. */
+/* What one k step of the register tile reads: the tile, the block's Col, and the weights: the tile's first
+ * channel at wp + wrow, the next ones wchan bytes apart (64 in the s8 packing, 4 in WIDEN16's, a widened row
+ * in WIDEN's scratch). */
 typedef struct KStep {
   const ConvI8 *t;
   LLVMValueRef acc, cols, wp, pcol;
   LLVMTypeRef vi, vb;
-  int nbv; /* Col vectors (accumulators) per channel of the tile */
+  int64_t wchan;
 } KStep;
 
-/* One k group g (a quad; WIDEN16: a pair) of the tile: nbv Col vectors of the panel at pcol against the
- * 4 bytes of each of the mr channels, channel i's at wp + wrow + i·(64, WIDEN16: 4). */
+/* One k group g (a quad; WIDEN and WIDEN16: a pair) of the tile: nv Col vectors of the panel at pcol against
+ * the 4 bytes of each of the mr channels, broadcast. */
 static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wrow) {
   const ConvI8 *t = s->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  int w = t->g.lanes, mr = t->g.mr;
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
   LLVMValueRef cv[8];
-  int pxv = t->sext ? w / 2 : w; /* pixels per Col vector (4w bytes) */
-  for (int v = 0; v < s->nbv; v++) {
-    LLVMValueRef px = fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), fc_cg_iadd(k, s->pcol, c64(k, v * pxv)));
-    LLVMValueRef off = fc_cg_imulc(k, px, t->sext ? 8 : 4);
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef px = fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), fc_cg_iadd(k, s->pcol, c64(k, v * w)));
+    LLVMValueRef off = fc_cg_imulc(k, px, 4);
     cv[v] = LLVMBuildLoad2(b, s->vb, LLVMBuildGEP2(b, i8, s->cols, &off, 1, ""), "");
     LLVMSetAlignment(cv[v], 32);
   }
   for (int i = 0; i < mr; i++) {
-    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, t->wide16 ? 4 * i : 64 * i));
+    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, s->wchan * i));
     LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, s->wp, &off, 1, ""), "");
     LLVMSetAlignment(w32, 4);
-    LLVMValueRef wv = t->sext ? fc_i8_quad_widen(k, w32, w, true)
-                              : LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), s->vb, "");
-    for (int v = 0; v < s->nbv; v++) {
-      LLVMValueRef p = fc_cg_tile_at(k, s->vi, s->acc, c64(k, i * s->nbv + v));
+    LLVMValueRef wv = LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), s->vb, "");
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, s->vi, s->acc, c64(k, i * nv + v));
       LLVMBuildStore(b, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(b, s->vi, p, ""), cv[v], wv), p);
     }
   }
+}
+
+/* What the vector register tiles of one block share. */
+typedef struct VecBlock {
+  LLVMValueRef wp, wide, cols, acc, grp, wgrp, ybase, npix, edge;
+  LLVMTypeRef vi, vb, et;
+  int64_t wbytes;
+} VecBlock;
+
+/* WIDEN: the channel tile ct (channels ct·mr .. + mr - 1 of the group) sign-extended from the s8 packing
+ * into the scratch: channel i's row of i16 at wide + i·wrow in k order (so pair g, k = 2g and 2g + 1, is the
+ * 4 bytes at 4g), by whole 64-byte chunks (vpmovsxbw). Channels past Mg read the packing's zero rows. */
+static void widen_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValueRef ct) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v64 = LLVMVectorType(i8, 64);
+  LLVMTypeRef w64 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 64);
+  LLVMValueRef ml0 = fc_cg_imulc(k, ct, t->g.mr);
+  LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
+  LLVMValueRef src0 = fc_cg_iadd(k, a->wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t->NH * 1024), fc_cg_imulc(k, r16, 64)));
+  FcLoop lh;
+  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->NH), 1, "widen");
+  for (int i = 0; i < t->g.mr; i++) {
+    LLVMValueRef so = fc_cg_iadd(k, src0, fc_cg_iadd(k, fc_cg_imulc(k, h, 1024), c64(k, 64 * i)));
+    LLVMValueRef v = LLVMBuildLoad2(b, v64, LLVMBuildGEP2(b, i8, a->wp, &so, 1, ""), "");
+    LLVMSetAlignment(v, 64);
+    LLVMValueRef dof = fc_cg_iadd(k, fc_cg_imulc(k, h, 128), c64(k, t->wrow * i));
+    LLVMValueRef st = LLVMBuildStore(b, LLVMBuildSExt(b, v, w64, ""), LLVMBuildGEP2(b, i8, a->wide, &dof, 1, ""));
+    LLVMSetAlignment(st, 64);
+  }
+  fc_cg_loop_end(k, &lh);
+}
+
+/* One register tile: channel tile ct of the group against the pixel panel at pcol of the block, over the
+ * whole K, then requantised and stored. */
+static void vec_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValueRef ct, LLVMValueRef pcol) {
+  LLVMBuilderRef b = k->b;
+  const Conv2 *c = &t->c;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
+  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(a->vi), fc_cg_tile_at(k, a->vi, a->acc, c64(k, i)));
+  /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
+  LLVMValueRef ml0 = fc_cg_imulc(k, ct, mr);
+  KStep ks = {t, a->acc, a->cols, a->wp, pcol, a->vi, a->vb, t->wide16 ? 4 : 64};
+  if (t->sext) {
+    /* WIDEN: the tile's widened rows (widen_tile), one pair of k per step */
+    ks.wp = a->wide;
+    ks.wchan = t->wrow;
+    FcLoop lk;
+    LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t->KG), 1, "kg");
+    k_step(k, &ks, g, fc_cg_imulc(k, g, 4));
+    fc_cg_loop_end(k, &lk);
+  } else if (t->wide16) {
+    LLVMValueRef wtile = fc_cg_iadd(k, a->wgrp, fc_cg_imulc(k, ct, t->KG * mr * 4));
+    FcLoop lk;
+    LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t->KG), 1, "kg");
+    k_step(k, &ks, g, fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4)));
+    fc_cg_loop_end(k, &lk);
+  } else {
+    /* the s8 packing: over its chunks of 16 quads and the quads of a chunk (the last chunk only over the
+     * real ones), so the addresses are plain increments */
+    LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
+    LLVMValueRef wtile = fc_cg_iadd(k, a->wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t->NH * 1024), fc_cg_imulc(k, r16, 64)));
+    if (t->KG >= 16) {
+      FcLoop lh, lq;
+      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
+      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, 16), 1, "quad");
+      k_step(k, &ks, fc_cg_iadd(k, fc_cg_imulc(k, h, 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+      fc_cg_loop_end(k, &lq);
+      fc_cg_loop_end(k, &lh);
+    }
+    if (t->KG % 16) {
+      FcLoop lq;
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024));
+      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, t->KG % 16), 1, "quad");
+      k_step(k, &ks, fc_cg_iadd(k, c64(k, t->KG / 16 * 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+      fc_cg_loop_end(k, &lq);
+    }
+  }
+
+  /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
+  LLVMValueRef outv[64];
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, ml0, c64(k, i)), c64(k, c->Mg - 1));
+    LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, c->Mg), ml);
+    LLVMValueRef co = fc_cg_iadd(k, c64(k, a->wbytes), fc_cg_imulc(k, m, 4)), mo = fc_cg_iadd(k, co, c64(k, 4 * c->M));
+    LLVMValueRef corr = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, a->wp, &co, 1, ""), "");
+    LLVMValueRef mult = LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, i8, a->wp, &mo, 1, ""), "");
+    LLVMSetAlignment(corr, 4);
+    LLVMSetAlignment(mult, 4);
+    corr = fc_cg_splat(k, corr, (unsigned)w);
+    mult = fc_cg_splat(k, mult, (unsigned)w);
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef acc = LLVMBuildLoad2(b, a->vi, fc_cg_tile_at(k, a->vi, a->acc, c64(k, i * nv + v)), "");
+      outv[i * nv + v] = fc_qp_finish(k, &t->q, acc, corr, mult);
+    }
+  }
+  LLVMValueRef nrows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->Mg), ml0));
+  LLVMValueRef ncols = fc_cg_smin(k, c64(k, t->nr), fc_cg_isub(k, a->npix, pcol));
+  fc_qp_store_tile(k, a->et, outv, mr, nv, w, a->edge, a->ybase, ml0, nrows, c->P, pcol, ncols);
 }
 
 typedef struct AmxBlock {
@@ -497,8 +603,6 @@ FcStatus fc_conv_i8(FcKernel *k) {
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   t.wide16 = !t.q.w8;
   t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;
-  /* WIDEN's accumulators hold half a pixel each: half the channels keep the register count */
-  if (t.sext) t.g.mr /= 2;
   FC_ASSERT(t.g.mr >= 1 && 16 % t.g.mr == 0);
   /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed
    * CNN's 14x14 = 196 against 64-pixel panels): the weights are packed by channel rows, so this choice is
@@ -509,18 +613,23 @@ FcStatus fc_conv_i8(FcKernel *k) {
   }
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
   t.nr = (int64_t)nv * w;
-  t.kg = t.wide16 ? 2 : 4;
+  t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
   t.KG = (c->K + t.kg - 1) / t.kg;
   t.MT = t.wide16 ? (c->Mg + mr - 1) / mr : (c->Mg + 15) / 16;
-  t.NH = (t.KG + 15) / 16;
+  t.NH = ((c->K + 3) / 4 + 15) / 16;
+  t.wrow = t.NH * 128;
   if (amx) t.KG = t.NH * 16; /* AMX: whole chunks of k; the rows past K are zx, their weights 0 */
-  int nbv = t.sext ? 2 * nv : nv; /* Col vectors (accumulators) per channel of the tile */
-  int64_t per_px = t.KG * (t.sext ? 8 : 4), ppad = (c->P + t.nr - 1) / t.nr * t.nr;
-  t.PB = t.g.col_bytes / per_px / t.nr * t.nr; /* the interleaved Col of a block stays in L2 (target.c) */
+  int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
+  /* The interleaved Col of a block stays in L2 (target.c). WIDEN's doubles that budget: its Col takes 2 bytes
+   * a k, and each block widens every channel tile once (about 2/PB of the tile's work, measured 5-15% at
+   * PB = 16..64), so more pixels a block pay for it; 256 KiB stays well inside the 1-2 MiB L2 of the
+   * AVX-512 and recent AVX2 cores this path runs on. */
+  t.PB = (t.sext ? 2 * t.g.col_bytes : t.g.col_bytes) / per_px / t.nr * t.nr;
   if (t.PB < t.nr) t.PB = t.nr;
   if (t.PB > ppad) t.PB = ppad;
-  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes;
+  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes, wide_bytes = 0;
   if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_checked_mul(per_px, t.PB, &col_bytes) ||
+      (t.sext && !fc_checked_mul(t.wrow, mr, &wide_bytes)) ||
       !fc_checked_mul(t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
@@ -543,14 +652,17 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   /* cols | rows | 64 bytes of slack (build_rows_padded's last spill) | the padded planes | 64 bytes of slack
-   * (the spills' reads past the last plane: bytes that only reach the spilled-over positions) */
+   * (the spills' reads past the last plane: bytes that only reach the spilled-over positions) | WIDEN's
+   * widened channel tile (mr rows of NH·128 bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) */
   bool padded = rows_from_padded(&t);
   int64_t pad_bytes = padded ? c->Cg * padded_h(c) * padded_w(c) + 64 : 0; /* below the input's plane bytes */
-  LLVMValueRef scr = fc_kernel_scratch(k, col_bytes + row_bytes + 64 + pad_bytes);
+  int64_t wide_at = (col_bytes + row_bytes + 64 + pad_bytes + 63) / 64 * 64;
+  LLVMValueRef scr = fc_kernel_scratch(k, wide_at + wide_bytes);
   LLVMValueRef cols = scr, rows = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes)}, 1, "rows");
   LLVMValueRef pad = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes + row_bytes + 64)}, 1, "pad");
+  LLVMValueRef wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at)}, 1, "wide");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
-  LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nbv, "acc");
+  LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
   LLVMValueRef ctile = fc_cg_tile_new(k, et, mr * t.nr, "edge");
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t.q.zx, 0);
@@ -601,75 +713,28 @@ FcStatus fc_conv_i8(FcKernel *k) {
     fc_qp_free(&t.q);
     return FC_OK;
   }
-  LLVMValueRef wgrp = fc_cg_imulc(k, grp, wbytes / c->G);
+  /* The vector tiles: for each pixel panel every channel tile (the panel's Col stays in L1 while the
+   * weights stream), except for WIDEN, which widens each channel tile once (widen_tile) and runs every
+   * panel of the block against it: block -> channel tile -> panels. */
+  VecBlock vb_ = {.wp = wp, .wide = wide, .cols = cols, .acc = acc, .grp = grp, .wgrp = fc_cg_imulc(k, grp, wbytes / c->G),
+                  .ybase = ybase, .npix = npix, .edge = ctile, .vi = vi, .vb = vb, .et = et, .wbytes = wbytes};
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, t.nr - 1)), c64(k, t.nr), "");
+  LLVMValueRef ctiles = c64(k, (c->Mg + mr - 1) / mr);
   FcLoop lp, lt;
-  LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
-  LLVMValueRef pcol = fc_cg_imulc(k, pn, t.nr);
-  LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, (c->Mg + mr - 1) / mr), 1, "ctile");
-  for (int i = 0; i < mr * nbv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
-  /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
-  LLVMValueRef wtile, ml0 = fc_cg_imulc(k, ct, mr);
-  if (t.wide16) {
-    wtile = fc_cg_iadd(k, wgrp, fc_cg_imulc(k, ct, t.KG * mr * 4));
+  if (t.sext) {
+    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
+    widen_tile(k, &t, &vb_, ct);
+    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+    vec_tile(k, &t, &vb_, ct, fc_cg_imulc(k, pn, t.nr));
+    fc_cg_loop_end(k, &lp);
+    fc_cg_loop_end(k, &lt);
   } else {
-    LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
-    wtile = fc_cg_iadd(k, wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t.NH * 1024), fc_cg_imulc(k, r16, 64)));
+    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
+    vec_tile(k, &t, &vb_, ct, fc_cg_imulc(k, pn, t.nr));
+    fc_cg_loop_end(k, &lt);
+    fc_cg_loop_end(k, &lp);
   }
-  /* The k loop: WIDEN16 over its pairs; the s8 packing over its chunks of 16 quads and the quads of a chunk
-   * (the last chunk only over the real ones), so the addresses are plain increments. */
-  KStep ks = {&t, acc, cols, wp, pcol, vi, vb, nbv};
-  if (t.wide16) {
-    FcLoop lk;
-    LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t.KG), 1, "kg");
-    k_step(k, &ks, g, fc_cg_iadd(k, wtile, fc_cg_imulc(k, g, mr * 4)));
-    fc_cg_loop_end(k, &lk);
-  } else {
-    if (t.KG >= 16) {
-      FcLoop lh, lq;
-      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t.KG / 16), 1, "chunk");
-      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
-      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, 16), 1, "quad");
-      k_step(k, &ks, fc_cg_iadd(k, fc_cg_imulc(k, h, 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
-      fc_cg_loop_end(k, &lq);
-      fc_cg_loop_end(k, &lh);
-    }
-    if (t.KG % 16) {
-      FcLoop lq;
-      LLVMValueRef hrow = fc_cg_iadd(k, wtile, c64(k, t.KG / 16 * 1024));
-      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, t.KG % 16), 1, "quad");
-      k_step(k, &ks, fc_cg_iadd(k, c64(k, t.KG / 16 * 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
-      fc_cg_loop_end(k, &lq);
-    }
-  }
-
-  /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
-  LLVMValueRef m0 = ml0, outv[64];
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, c->Mg - 1));
-    LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, grp, c->Mg), ml);
-    LLVMValueRef co = fc_cg_iadd(k, c64(k, wbytes), fc_cg_imulc(k, m, 4)), mo = fc_cg_iadd(k, co, c64(k, 4 * c->M));
-    LLVMValueRef corr = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, wp, &co, 1, ""), "");
-    LLVMValueRef mult = LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, i8, wp, &mo, 1, ""), "");
-    LLVMSetAlignment(corr, 4);
-    LLVMSetAlignment(mult, 4);
-    corr = fc_cg_splat(k, corr, (unsigned)w);
-    mult = fc_cg_splat(k, mult, (unsigned)w);
-    for (int v = 0; v < nv; v++) {
-      LLVMValueRef a;
-      if (t.sext) /* WIDEN: each pixel's two partial sums in adjacent lanes of two accumulators */
-        a = fc_i8_pair_sums(k, w, LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + 2 * v)), ""),
-                            LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nbv + 2 * v + 1)), ""));
-      else
-        a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
-      outv[i * nv + v] = fc_qp_finish(k, &t.q, a, corr, mult);
-    }
-  }
-  LLVMValueRef nrows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->Mg), m0));
-  LLVMValueRef ncols = fc_cg_smin(k, c64(k, t.nr), fc_cg_isub(k, npix, pcol));
-  fc_qp_store_tile(k, et, outv, mr, nv, w, ctile, ybase, m0, nrows, c->P, pcol, ncols);
-  fc_cg_loop_end(k, &lt);
-  fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lo);
   fc_qp_free(&t.q);
   return FC_OK;
