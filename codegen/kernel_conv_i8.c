@@ -599,7 +599,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   fc_target_i8_conv(k->target, &t.g);
   /* AMX's tdpbsud multiplies s8 weights by u8 Col bytes exactly: 2 x 2 tiles of 16 channels x 16 pixels */
   bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
-  if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, t.g.col_bytes};
+  if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, fc_target_i8_amx_col_bytes(k->target)};
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   t.wide16 = !t.q.w8;
   t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;

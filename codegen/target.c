@@ -322,6 +322,11 @@ bool fc_target_i8_amx_worth(const FcTarget *t, int64_t rows, int64_t k) {
   return padded <= 1.5 * (double)rows * (double)k;
 }
 
+int64_t fc_target_i8_amx_col_bytes(const FcTarget *t) {
+  (void)t;
+  return 4 << 20; /* twice a Sapphire Rapids core's L2: the tiles stream the block once per channel-tile pair */
+}
+
 bool fc_layout_block_supported(int64_t b) { return b == 8 || b == FC_LAYOUT_MAX_BLOCK; }
 
 bool fc_conv_shape_of(const FcOp *op, FcConvShape *s) {

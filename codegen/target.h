@@ -268,6 +268,10 @@ bool fc_target_i8_amx(const FcTarget *t);
  * tiles: enough rows and k that the padding wastes at most a third of the tile work. Small products (a GEMV,
  * a pointwise conv of 16 channels) stay on the vector kernels, which pad nothing. */
 bool fc_target_i8_amx_worth(const FcTarget *t, int64_t rows, int64_t k);
+/* The im2col block a task of the AMX conv builds (bytes of interleaved columns): far larger than the vector
+ * kernels' L2-sized one, because with products at tile speed the block's per-row set-up dominates unless a
+ * block spans many pixels (a whole small map: its rows then come from padded planes). */
+int64_t fc_target_i8_amx_col_bytes(const FcTarget *t);
 /* The same for the quantised conv (kernel_conv_i8.c), whose register tile may differ from the matmul's. */
 void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
