@@ -38,6 +38,12 @@
  * u16 pairs of 2 k, one vpmaddwd per vector; that packing depends on the tile, so it is not shared.
  * A finished tile is requantised per channel (one multiplier per output row) and stored as whole vectors of
  * output pixels; the last channel tile and pixel panel go through a stack tile.
+ * AMX (targets with AMX-INT8, where the padding to whole tiles is cheap: fc_target_i8_amx_worth): the s8
+ * packing's 16-channel × 64-byte chunks are tdpbsud's A tiles as they are, and the block's Col (k padded to
+ * whole chunks, the rows past K zx) gives B tiles of 16 quads × 16 pixels at a row stride of PB·4 bytes; each
+ * block runs 32-pixel panels against pairs of channel tiles on 2 × 2 tiles (cg_amx.h; an odd last tile alone)
+ * and requantises the stored accumulators like the vector tiles. Its blocks are far larger
+ * (fc_target_i8_amx_col_bytes): at tile speed the im2col's per-row work is what costs.
  */
 #include <stdlib.h>
 #include <string.h>
