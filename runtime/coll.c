@@ -187,6 +187,20 @@ FrtStatus frt_coll_init(int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mes
   return frt_coll_init_with(&frt_coll_mpi, n_ranks, n_mesh_axes, mesh, err);
 }
 
+/* A refused process count (frt_coll_init_with) leaves the backend running when deferred, so that the program's
+ * rank 0 prints the refusal before any rank finalizes: MPI_Finalize waits for every rank, and mpirun ends the
+ * whole job (rank 0 with it, its line unwritten) as soon as one rank exits non-zero. */
+static bool defer_refusal;
+static const FrtCollBackend *refused_be;
+
+void frt_coll_defer_refusal(bool defer) { defer_refusal = defer; }
+
+void frt_coll_end_refused(void) {
+  if (refused_be)
+    refused_be->finalize();
+  refused_be = NULL;
+}
+
 FrtStatus frt_coll_init_with(const FrtCollBackend *be, int32_t n_ranks, int32_t n_mesh_axes, const int32_t *mesh,
                              FrtError *err) {
   if (coll.be)
@@ -220,7 +234,10 @@ FrtStatus frt_coll_init_with(const FrtCollBackend *be, int32_t n_ranks, int32_t 
     return frt_errorf(err, FRT_ERR_UNSUPPORTED, "%s", msg);
   /* Every rank sees the same size, so every rank refuses alike and none waits for another. */
   if (size != n_ranks) {
-    be->finalize();
+    if (defer_refusal)
+      refused_be = be; /* ended by frt_coll_end_refused once rank 0 has said why */
+    else
+      be->finalize();
     return frt_errorf(err, FRT_ERR_INPUT,
                       "this program was compiled for %d ranks; it was started with %d: run it with mpirun -np %d",
                       (int)n_ranks, (int)size, (int)n_ranks);

@@ -131,6 +131,9 @@ void frt_coll_nccl_set_stream(void *stream); /* a CUstream of the GPU the rank i
  * start), so that frt_coll_init can start the MPI backend instead: frt_main's --device auto on ranks
  * without a usable GPU. The ranks agree on NCCL's failure, so all of them fall back together. */
 void frt_coll_nccl_keep_mpi(bool keep);
+/* frt_main: keep the backend through a refused process count until frt_coll_end_refused (coll.c). */
+void frt_coll_defer_refusal(bool defer);
+void frt_coll_end_refused(void);
 /* frt_main's own collectives over all ranks on host memory (agreeing on a status, broadcasting the inputs):
  * the backend's own, or its host backend's (NCCL: MPI). Same contract as frt_coll_all_reduce and
  * frt_coll_broadcast with axis -1. */

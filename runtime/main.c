@@ -578,6 +578,7 @@ static int start_ranks(Cli *c, int argc, char **argv) {
   FrtError cerr = {0};
   FrtStatus st;
   bool nccl = (want == FRT_DEVICE_CUDA || want == FRT_DEVICE_AUTO) && &frt_coll_nccl;
+  frt_coll_defer_refusal(true);
   if (nccl) {
     /* MPI is kept through a failed start: auto starts the MPI backend on it, cuda ends it only after this
      * rank's line is out (MPI_Finalize waits for every rank: mpirun kills the job at the first exit). */
@@ -606,12 +607,15 @@ static int start_ranks(Cli *c, int argc, char **argv) {
     st = frt_coll_init(m->n_ranks, m->n_mesh_axes, m->mesh, &cerr);
   }
   if (st != FRT_OK) {
-    /* Every rank meets these alike (no MPI, the wrong number of ranks, a bad setting): rank 0 says it. */
+    /* Every rank meets these alike (no MPI, the wrong number of ranks, a bad setting): rank 0 says it, and
+     * only then does any rank end MPI (frt_coll_end_refused) and exit. */
     int32_t launched = frt_coll_launch_rank();
     if (cerr.status == FRT_ERR_RESOURCE && launched >= 0)
       fprintf(stderr, "rank %d: %s: error: %s\n", (int)launched, c->prog, cerr.msg);
     else if (launched <= 0)
       fail(c, EXIT_INPUT, "%s", cerr.msg);
+    fflush(stderr);
+    frt_coll_end_refused();
     return EXIT_INPUT;
   }
   c->ranked = true;
