@@ -388,6 +388,24 @@ static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
   return pk;
 }
 
+/* Channel ml0 + i of group grp's correction and multiplier (a row past the group reads its last channel's),
+ * from the tables after the packed weights (wp + wbytes: i32 × M, then f32 × M), splat to `lanes`. */
+static void channel_scales(FcKernel *k, const ConvI8 *t, LLVMValueRef wp, int64_t wbytes, LLVMValueRef grp,
+                           LLVMValueRef ml0, int i, unsigned lanes, LLVMValueRef *corr, LLVMValueRef *mult) {
+  LLVMBuilderRef b = k->b;
+  const Conv2 *c = &t->c;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, ml0, c64(k, i)), c64(k, c->Mg - 1));
+  LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, grp, c->Mg), ml);
+  LLVMValueRef co = fc_cg_iadd(k, c64(k, wbytes), fc_cg_imulc(k, m, 4)), mo = fc_cg_iadd(k, co, c64(k, 4 * c->M));
+  *corr = LLVMBuildLoad2(b, LLVMInt32TypeInContext(k->ctx), LLVMBuildGEP2(b, i8, wp, &co, 1, ""), "");
+  *mult = LLVMBuildLoad2(b, LLVMFloatTypeInContext(k->ctx), LLVMBuildGEP2(b, i8, wp, &mo, 1, ""), "");
+  LLVMSetAlignment(*corr, 4);
+  LLVMSetAlignment(*mult, 4);
+  *corr = fc_cg_splat(k, *corr, lanes);
+  *mult = fc_cg_splat(k, *mult, lanes);
+}
+
 /* What one k step of the register tile reads: the tile, the block's Col, and the weights: the tile's first
  * channel at wp + wrow, the next ones wchan bytes apart (64 in the s8 packing, 4 in WIDEN16's, a widened row
  * in WIDEN's scratch). */
@@ -459,8 +477,6 @@ static void widen_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValu
 static void vec_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValueRef ct, LLVMValueRef pcol) {
   LLVMBuilderRef b = k->b;
   const Conv2 *c = &t->c;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
   for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(a->vi), fc_cg_tile_at(k, a->vi, a->acc, c64(k, i)));
   /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
@@ -506,15 +522,8 @@ static void vec_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValueR
   /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
   LLVMValueRef outv[64];
   for (int i = 0; i < mr; i++) {
-    LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, ml0, c64(k, i)), c64(k, c->Mg - 1));
-    LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, c->Mg), ml);
-    LLVMValueRef co = fc_cg_iadd(k, c64(k, a->wbytes), fc_cg_imulc(k, m, 4)), mo = fc_cg_iadd(k, co, c64(k, 4 * c->M));
-    LLVMValueRef corr = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, a->wp, &co, 1, ""), "");
-    LLVMValueRef mult = LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, i8, a->wp, &mo, 1, ""), "");
-    LLVMSetAlignment(corr, 4);
-    LLVMSetAlignment(mult, 4);
-    corr = fc_cg_splat(k, corr, (unsigned)w);
-    mult = fc_cg_splat(k, mult, (unsigned)w);
+    LLVMValueRef corr, mult;
+    channel_scales(k, t, a->wp, a->wbytes, a->grp, ml0, i, (unsigned)w, &corr, &mult);
     for (int v = 0; v < nv; v++) {
       LLVMValueRef acc = LLVMBuildLoad2(b, a->vi, fc_cg_tile_at(k, a->vi, a->acc, c64(k, i * nv + v)), "");
       outv[i * nv + v] = fc_qp_finish(k, &t->q, acc, corr, mult);
@@ -538,7 +547,7 @@ static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValue
   LLVMBuilderRef b = k->b;
   const Conv2 *c = &t->c;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vi = LLVMVectorType(i32, 16);
+  LLVMTypeRef vi = LLVMVectorType(i32, 16);
   int64_t nh = t->NH;
   FcAmxGemm g = {.dot = FC_AMX_BSUD, .na = na, .nb = 2, .chunks = nh, .c = a->ctile};
   g.a.stride = FC_AMX_ROW_BYTES;
@@ -557,15 +566,8 @@ static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValue
   fc_amx_gemm(k, &g);
   LLVMValueRef m0 = fc_cg_imulc(k, ct0, 16), outv[64];
   for (int i = 0; i < 16 * na; i++) {
-    LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, c->Mg - 1));
-    LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, c->Mg), ml);
-    LLVMValueRef co = fc_cg_iadd(k, c64(k, a->wbytes), fc_cg_imulc(k, m, 4)), mo = fc_cg_iadd(k, co, c64(k, 4 * c->M));
-    LLVMValueRef corr = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, a->wp, &co, 1, ""), "");
-    LLVMValueRef mult = LLVMBuildLoad2(b, f32, LLVMBuildGEP2(b, i8, a->wp, &mo, 1, ""), "");
-    LLVMSetAlignment(corr, 4);
-    LLVMSetAlignment(mult, 4);
-    corr = fc_cg_splat(k, corr, 16);
-    mult = fc_cg_splat(k, mult, 16);
+    LLVMValueRef corr, mult;
+    channel_scales(k, t, a->wp, a->wbytes, a->grp, m0, i, 16, &corr, &mult);
     for (int v = 0; v < 2; v++) {
       int64_t off = ((int64_t)((i / 16) * 2 + v) * 16 + i % 16) * FC_AMX_ROW_BYTES;
       LLVMValueRef acc = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, a->ctile, (LLVMValueRef[]){c64(k, off)}, 1, ""), "");

@@ -488,11 +488,12 @@ static int check_sbp_options(Cli *c) {
   size_t cut = strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
   /* fold_rank right after: in a rank's own program (flow.rank) the slices of constants become constants. */
   /* split_sliced_matmul right before: a fused q/k/v projection becomes three matmuls the plan splits by heads. */
-  int n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%.*ssplit_sliced_matmul,sbp_%s,fold_rank%s%s", (int)cut,
-                   list, sbp_pass_mode(c->sbp), list[cut] ? "," : "", list + cut);
+  int n = snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*ssplit_sliced_matmul,sbp_%s", (int)cut, list,
+                   sbp_pass_mode(c->sbp));
+  if (n >= 0 && (size_t)n < sizeof c->sbp_prefix)
+    n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%s,fold_rank%s%s", c->sbp_prefix, list[cut] ? "," : "",
+                 list + cut);
   if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
-  snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*ssplit_sliced_matmul,sbp_%s", (int)cut, list,
-           sbp_pass_mode(c->sbp));
   c->passes = c->sbp_passes;
   return -1;
 }

@@ -49,6 +49,11 @@ typedef struct FcPassContext {
   FcArena scratch;        /* released after each pass: temporary tables, never IR */
 } FcPassContext;
 
+/* The target whose integer dot the quantisation passes follow (FcQuantOptions.int8_target, else pc's own). */
+static inline const FcTarget *fc_pass_int8_target(const FcPassContext *pc) {
+  return pc->quant && pc->quant->int8_target ? pc->quant->int8_target : pc->target;
+}
+
 typedef FcStatus (*FcPassFn)(FcModule *m, FcPassContext *pc);
 
 typedef struct FcPassInfo {

@@ -106,7 +106,7 @@ static FcStatus rewrite(FcModule *m, FcOp *op, int qmax, FcOpStack *scratch, FcD
 FcStatus fc_pass_quantize_dynamic(FcModule *m, FcPassContext *pc) {
   FcOpStack scratch;
   fc_op_stack_init(&scratch, &m->arena);
-  int qmax = weight_qmax(pc->quant && pc->quant->int8_target ? pc->quant->int8_target : pc->target);
+  int qmax = weight_qmax(fc_pass_int8_target(pc));
   FcStatus st = FC_OK;
   fc_graph_for_each_op_safe(m->graph, op, next) {
     if (st == FC_OK && rewritable(op)) st = rewrite(m, op, qmax, &scratch, pc->diag);

@@ -228,7 +228,7 @@ static FcStatus quantize_op(FcModule *m, FcOp *op, const FcQuantOptions *o, bool
 FcStatus fc_pass_quantize_static(FcModule *m, FcPassContext *pc) {
   const FcQuantOptions *o = pc->quant ? pc->quant : &default_options;
   FcI8Gemm g;
-  fc_target_i8_gemm(o->int8_target ? o->int8_target : pc->target, &g);
+  fc_target_i8_gemm(fc_pass_int8_target(pc), &g);
   bool saturates = g.dot == FC_I8DOT_MADDUBS;
   bool reduce_acts = saturates && o->reduce == FC_QREDUCE_ACTIVATIONS;
   int weight_qmax = saturates && o->reduce == FC_QREDUCE_WEIGHTS ? 64 : 127;
