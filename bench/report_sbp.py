@@ -35,7 +35,11 @@ def within(predicted, measured):
 
 
 def fmt_pred(pred):
-    return "—" if not pred else f"{rp.fmt_ms(pred['ms'])} ({pred['compute_ms']:.3f} + {pred['comm_ms']:.3f})"
+    if not pred:
+        return "—"
+    if "compute_ms" not in pred:  # a pipeline: its replayed schedule
+        return f"{rp.fmt_ms(pred['ms'])} (schedule of {pred.get('stages', '?')} stages)"
+    return f"{rp.fmt_ms(pred['ms'])} ({pred['compute_ms']:.3f} + {pred['comm_ms']:.3f})"
 
 
 def prediction_verdicts(m, n, progs):
@@ -114,6 +118,13 @@ def section_sbp(add, d):
                                 f"and no slower than 2 threads: {speed:.2f}×, {t['median_ms'] / two:.2f}× the 2-thread "
                                 f"time — {rp.verdict(ok)}")
             verdicts += prediction_verdicts(m, n, by_ranks[n])
+            pp = by_ranks[n].get("pipeline")
+            if pp and pp.get("predicted"):
+                good = within(pp["predicted"]["ms"], pp["median_ms"])
+                verdicts.append(f"- {m['name']}, {n} ranks: the pipeline's prediction (not one of issue 15's targets) "
+                                f"{rp.fmt_ms(pp['predicted']['ms'])} against {rp.fmt_ms(pp['median_ms'])} ms measured "
+                                f"({pp['median_ms'] / pp['predicted']['ms']:.2f}×): "
+                                f"{'within' if good else 'not within'} {PREDICTION_TOLERANCE:.0%}")
     add("")
     add("### Distribution targets")
     add("")

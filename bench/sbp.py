@@ -14,6 +14,7 @@ side, in interleaved rounds (each round visits the programs in the same order, w
   N ranks data      `--ranks N --sbp data` under `mpirun -np N`, one thread per rank,
   N ranks tensor    `--ranks N --sbp tensor`, likewise,
   N ranks auto      `--ranks N --sbp auto` (the cost model's plan), likewise,
+  N ranks pipeline  `--ranks N --sbp pipeline` (N stages, micro-batches auto), likewise,
 for each N of --ranks. Ranks beyond the machine's cores run oversubscribed (mpirun --oversubscribe: 4 ranks on
 2 cores take turns), so their programs are visited in fewer rounds (half, at least 2) to keep a default run
 within a few minutes. rank 0's `--profile` gives the time a run spends in collectives; every distributed output
@@ -22,7 +23,8 @@ is compared with the one-process output (max |Δ|).
 Predictions: for each distributed program, `flowc info model.onnx --ranks N --sbp X` prints the cost model's
 "sbp predicted" block: one line per strategy (data, tensor, auto), each "0.859 ms (compute 0.840,
 communication 0.019)". The program's own strategy's line is its prediction; the three lines of the auto call
-are kept for the check that auto is never predicted slower than data or tensor.
+are kept for the check that auto is never predicted slower than data or tensor. A pipeline's prediction is
+the "pipeline" row of `flowc info --sbp pipeline` (its replayed schedule).
 
 Issue 15's targets, judged by bench/report_sbp.py: `tensor` on 2 ranks at least 1.6× faster than 1 thread and
 no slower than 2 threads; every prediction within 25% of the measured time, for 2 and 4 ranks; auto's
@@ -46,6 +48,7 @@ import report  # noqa: E402
 
 MODELS = {"mlp_b64": "MLP 784-1024-1024-10, batch 64", "transformer": "2-layer encoder, d 256, seq 128"}
 STRATEGIES = ["data", "tensor", "auto"]
+PROGRAMS = STRATEGIES + ["pipeline"]  # pipeline: its stages, default micro-batches, its own prediction row
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 LATENCY = re.compile(r"latency: min ([0-9.]+) ms, median ([0-9.]+) ms")
 COMM = re.compile(r"communication: ([0-9.]+) ms")
@@ -53,6 +56,8 @@ COMM = re.compile(r"communication: ([0-9.]+) ms")
 PREDICTED = re.compile(r"^\s+(data|tensor|auto)\s+([0-9.]+) ms \(compute ([0-9.]+), communication ([0-9.]+)\)"
                        r"(?:.*; (the search's plan|\w+'s plan[^;]*))?", re.M)
 PREDICTED_ON = re.compile(r"^sbp predicted\s+(.*)$", re.M)
+# "pipeline     2 stages: predicted 1.000 ms a run on this host (avx512; ...), the same ops on one rank 1.436 ms"
+PIPELINE = re.compile(r"^pipeline\s+(\d+) stages: predicted ([0-9.]+) ms a run on this host \((.*)\), the same ops", re.M)
 
 
 def parse_predictions(text):
@@ -71,7 +76,13 @@ def parse_predictions(text):
 
 
 def predict(flowc, onnx_path, ranks, strategy):
-    return parse_predictions(bench.run([flowc, "info", onnx_path, "--ranks", str(ranks), "--sbp", strategy]))
+    text = bench.run([flowc, "info", onnx_path, "--ranks", str(ranks), "--sbp", strategy])
+    if strategy != "pipeline":
+        return parse_predictions(text)
+    m = PIPELINE.search(text)
+    if not m:
+        sys.exit(f"sbp.py: flowc info printed no pipeline prediction:\n{text[-2000:]}")
+    return {"pipeline": {"ms": float(m.group(2)), "stages": int(m.group(1))}}, m.group(3)
 
 
 def program_rounds(ranks, rounds):
@@ -89,7 +100,7 @@ def runners(flowc, name, models_dir, work, ranks_list, rounds):
     onnx_path = os.path.join(models_dir, name, "model.onnx")
     specs = [("1 thread", [], 1, None, None), ("2 threads", [], 2, None, None)]
     for n in ranks_list:
-        specs += [(f"{n} ranks {s}", ["--ranks", str(n), "--sbp", s], 1, n, s) for s in STRATEGIES]
+        specs += [(f"{n} ranks {s}", ["--ranks", str(n), "--sbp", s], 1, n, s) for s in PROGRAMS]
     out = []
     for label, opts, threads, ranks, sbp in specs:
         exe = os.path.join(work, f"{name}-{'-'.join(opts) or 'one'}".replace("--", ""))
@@ -115,7 +126,7 @@ def bench_model(flowc, name, models_dir, work, ranks_list, cfg):
     progs = runners(flowc, name, models_dir, work, ranks_list, cfg["rounds"])
     predictions = {}
     for n in ranks_list:
-        predictions[str(n)] = {s: predict(flowc, onnx_path, n, s) for s in STRATEGIES}
+        predictions[str(n)] = {s: predict(flowc, onnx_path, n, s) for s in PROGRAMS}
     bench.log(f"{name}: timing ({cfg['rounds']} rounds, load average {os.getloadavg()[0]:.2f})")
     # runs per batch: about cfg["seconds"] at the one-thread latency
     first = time_once(progs[0]["prefix"], 1, inp, 3)

@@ -1,5 +1,6 @@
-/* kernel_collective.c — the SBP boxing ops (ops.def, last section) as calls of libflowrt's collectives
- * (frt_coll_*, runtime/flowrt.h "collectives"; declared here by name like the runtime's other functions).
+/* kernel_collective.c — the SBP boxing ops and the pipeline transfers (ops.def, last section) as calls of
+ * libflowrt's collectives (frt_coll_*, runtime/flowrt.h "collectives"; declared here by name like the
+ * runtime's other functions).
  *
  * The collectives move contiguous buffers in group order, so each kernel views its tensors as
  * [outer, n, inner] around the dim it splits or joins. A split of dim 0 (outer = 1) is already contiguous:
@@ -9,6 +10,9 @@
  * scratch and spreads the G blocks into the rows of the result; reduce_scatter and all_to_all pack the
  * send side block by block first (all_to_all also receives into scratch and spreads). local_slice needs no
  * communication: it copies this rank's rows (frt_coll_rank), one memcpy per outer row.
+ *
+ * send and recv (the transfers between pipeline stages, passes/split_stages.c) are frt_coll_send and
+ * frt_coll_recv of the whole buffer with a global peer rank.
  *
  * A kernel runs once per run (one outer iteration: never split over threads, so each rank calls each
  * collective exactly once and in op order, as the collectives require). A non-zero return from frt_coll_*
@@ -195,3 +199,34 @@ FcStatus fc_kernel_all_to_all(FcKernel *k) {
   relayout(&c, k->out[0], recv, c_outer, x->dims[cd] * c_inner, true);
   return FC_OK;
 }
+
+/* send and recv (pipeline stages): one blocking transfer with a global peer rank, on the calling thread. */
+static FcStatus p2p_begin(FcKernel *k, Coll *c, const FcType *t, int64_t *count) {
+  c->k = k;
+  c->i8 = LLVMInt8TypeInContext(k->ctx);
+  c->i32 = LLVMInt32TypeInContext(k->ctx);
+  c->i64 = LLVMInt64TypeInContext(k->ctx);
+  c->ptr = LLVMPointerTypeInContext(k->ctx, 0);
+  c->group = 1;
+  c->axis = -1;
+  c->es = fc_dtype_size(t->dtype);
+  if (!fc_type_numel(t, count)) return fc_cg_error(k, FC_ERR_LIMIT, "tensor too large");
+  /* An empty tensor is empty on both ranks: neither side calls. */
+  fc_kernel_set_outer(k, *count ? 1 : 0, 0.0);
+  return FC_OK;
+}
+
+static FcStatus p2p(FcKernel *k, const char *fn, LLVMValueRef buf, const FcType *t) {
+  Coll c;
+  int64_t count;
+  FcStatus st = p2p_begin(k, &c, t, &count);
+  if (st != FC_OK || !count) return st;
+  int64_t peer = fc_op_attr_int(k->op, FC_ATTR_PEER, -1), tag = fc_op_attr_int(k->op, FC_ATTR_TAG, 0);
+  LLVMTypeRef p[5] = {c.ptr, c.i64, c.i32, c.i32, c.i32};
+  LLVMValueRef a[5] = {buf, c64(&c, count), dtype_code(&c, t), c32(&c, peer), c32(&c, tag)};
+  check(&c, call_rt(&c, fn, p, 5, a));
+  return FC_OK;
+}
+
+FcStatus fc_kernel_send(FcKernel *k) { return p2p(k, "frt_coll_send", k->in[0], &k->op->operands[0].value->type); }
+FcStatus fc_kernel_recv(FcKernel *k) { return p2p(k, "frt_coll_recv", k->out[0], &k->op->results[0].type); }

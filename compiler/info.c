@@ -274,19 +274,61 @@ static void plan_rows(Rows *rows, FcArena *a, const char *label, const FcSbpPlan
   if (more) add_row(rows, 2, "...", fc_arena_printf(a, "%d more boxing op%s (flowc build --emit ir shows them)", more, more == 1 ? "" : "s"));
 }
 
+/* This host's cost-model constants (its CPU's, its cores); NULL with d's message when it cannot tell. */
+static FcTarget *host_costs(FcSbpCosts *k, FcDiag *d) {
+  FcCodegenOptions co = {.cpu = "native"};
+  FcTarget *host = NULL;
+  if (fc_target_resolve(&co, &host, d) != FC_OK) return NULL;
+  *k = host->sbp;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  k->cores = cores > 0 && cores < 1 << 20 ? (int)cores : 0;
+  return host;
+}
+
+/* The prediction of a pipeline placement, on m with its stages placed and micro-batches cut. */
+static void stage_rows(Rows *rows, FcArena *a, FcModule *m) {
+  FcDiag d;
+  fc_diag_init(&d);
+  FcSbpCosts k;
+  FcTarget *host = host_costs(&k, &d);
+  FcStageEstimate e;
+  if (!host || fc_stage_estimate(&k, m, a, &e, &d) != FC_OK) {
+    add_row(rows, 0, "pipeline", fc_arena_printf(a, "not predicted: %s", d.msg));
+    fc_target_free(host);
+    return;
+  }
+  int64_t all = 1;
+  fc_mesh_group_size(m, -1, &all);
+  int64_t per = all / e.n_stages;
+  add_row(rows, 0, "pipeline", fc_arena_printf(a, "%d stages: predicted %.3f ms a run on this host (%s; link %.1f GB/s, "
+                                                  "%.1f us a step), the same ops on one rank %.3f ms",
+                                               e.n_stages, e.total_s * 1e3, host->level, k.link_gbps, k.link_latency_us,
+                                               e.one_rank_s * 1e3));
+  for (int s = 0; s < e.n_stages; s++) {
+    const FcStageCost *c = &e.stage[s];
+    const char *ranks = per == 1 ? fc_arena_printf(a, "rank %lld", (long long)s)
+                                 : fc_arena_printf(a, "ranks %lld-%lld", (long long)(s * per), (long long)(s * per + per - 1));
+    add_row(rows, 2, fc_arena_printf(a, "stage %d", s),
+            c->n_ops == 0 ? fc_arena_printf(a, "%s: no ops", ranks)
+                          : fc_arena_printf(a, "%s: %d ops from '%s' to '%s', busy %.3f ms, weights %s, sends %s in %d transfer%s",
+                                            ranks, c->n_ops, clean_name(a, fc_op_name(c->first)),
+                                            clean_name(a, fc_op_name(c->last)), c->busy_s * 1e3,
+                                            human_bytes(a, c->weight_bytes), human_bytes(a, c->sent_bytes), c->sends,
+                                            c->sends == 1 ? "" : "s"));
+  }
+  fc_target_free(host);
+}
+
 /* The predictions of an SBP build, on m after the clean-up round (the caller runs it). */
 static void predict_rows(Rows *rows, FcArena *a, FcModule *m, const char *strategy) {
   FcDiag d;
   fc_diag_init(&d);
-  FcCodegenOptions co = {.cpu = "native"};
-  FcTarget *host = NULL;
-  if (fc_target_resolve(&co, &host, &d) != FC_OK) {
+  FcSbpCosts k;
+  FcTarget *host = host_costs(&k, &d);
+  if (!host) {
     add_row(rows, 0, "sbp predicted", fc_arena_printf(a, "not predicted: %s", d.msg));
     return;
   }
-  FcSbpCosts k = host->sbp;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  k.cores = cores > 0 && cores < 1 << 20 ? (int)cores : 0;
   int64_t ranks = 1;
   fc_mesh_group_size(m, -1, &ranks);
   FcSbpPlan plan, file;
@@ -412,6 +454,14 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
     planned = fc_pipeline_run(m, &po, &pd) == FC_OK;
     if (planned) predict_rows(&rows, a, m, fc_arena_printf(a, "%.*s", (int)strcspn(sbp + 4, ","), sbp + 4));
     po.passes = sbp;
+  }
+  /* A pipeline placement: the passes through microbatch (stages placed, micro-batches cut), its prediction. */
+  const char *stages = passes ? strstr(passes, "split_stages") : NULL;
+  if (planned && stages && stages > passes && fc_module_mesh(m, NULL)) {
+    po.passes = fc_arena_printf(a, "%.*s", (int)(stages - passes - 1), passes);
+    planned = fc_pipeline_run(m, &po, &pd) == FC_OK;
+    if (planned) stage_rows(&rows, a, m);
+    po.passes = stages;
   }
   planned = planned && fc_pipeline_run(m, &po, &pd) == FC_OK && fc_memplan(m, NULL, a, &plan, &pd) == FC_OK;
   fc_target_free(target);

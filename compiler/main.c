@@ -124,6 +124,8 @@ typedef struct Cli {
   char sbp_passes[2048];    /* the pipeline with the sbp pass in it */
   char sbp_prefix[2048];    /* its start, through the sbp pass: what decides whether the build specialises */
   RankSpecialise rank_specialise; /* --rank-specialise */
+  int64_t micro_batches;    /* --micro-batches M of --sbp pipeline; 0: auto (the stages, where the batch divides) */
+  bool micro_batches_given;
   bool rank_specialise_given;
   bool specialised;         /* build: one program per rank (decided once, by specialise_decide) */
   /* build --device cuda [--gpu sm_XX]: the GPU half beside the CPU code (gpu_build.c); run, check --device simt */
@@ -342,11 +344,15 @@ static void print_build_help(void) {
        "                         compile one program per rank where the plan splits a constant weight, its\n"
        "                         chunk then a compile-time constant (packed once, not copied per run): auto\n"
        "                         (default) up to 8 ranks, on for any number, off never\n"
-       "  --sbp data|tensor|auto|A,B|FILE\n"
+       "  --sbp data|tensor|auto|pipeline|A,B|FILE\n"
        "                         data (default): inputs split along dim 0 (batch), weights whole; tensor:\n"
        "                         matmul/conv weights split (Megatron: columns, then rows and one all-reduce);\n"
-       "                         auto: the cost model's plan; A,B: one of data/tensor per mesh axis, such as\n"
-       "                         --mesh 2x2 --sbp data,tensor; FILE: 'name: S(0)' lines (README)\n"
+       "                         auto: the cost model's plan; pipeline: rank s runs stage s of N consecutive\n"
+       "                         ranges of layers (balanced by the cost model), send/recv between them, one\n"
+       "                         program per rank; A,B: one of data/tensor per mesh axis, such as --mesh 2x2\n"
+       "                         --sbp data,tensor; FILE: 'name: S(0)' lines (README)\n"
+       "  --micro-batches auto|M with --sbp pipeline: the batch cut into M micro-batches so that the stages\n"
+       "                         overlap (auto, the default: as many as stages where the batch divides, else 1)\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
        "  --print-after=NAME     dump the IR after each run of pass NAME ('all': after every pass)\n"
        "  --verify-each          run the verifier after every pass\n"
@@ -426,7 +432,7 @@ static void print_info_help(void) {
        "(2 per multiply-accumulate of conv, conv_transpose and matmul).\n"
        "\n"
        "distribution:\n"
-       "  --ranks N [--mesh AxB] [--sbp data|tensor|auto|FILE]\n"
+       "  --ranks N [--mesh AxB] [--sbp data|tensor|auto|pipeline|FILE]\n"
        "                         as for flowc build: the sbp rows predict each strategy's time, FLOPs, bytes\n"
        "                         moved and memory per rank, list the collectives and the ops left on whole\n"
        "                         tensors; the workspace is per rank\n"
@@ -450,11 +456,15 @@ static bool sbp_is_axes(const char *sbp) {
 }
 
 /* The sbp pass of --sbp X: sbp_auto, sbp_data, sbp_tensor, sbp_axes for a per-axis list, or sbp_file for an
- * assignment file (set_mesh). */
+ * assignment file (set_mesh); "pipeline" for --sbp pipeline (place_stages and split_stages, no sbp pass). */
 static const char *sbp_pass_mode(const char *sbp) {
   if (sbp_is_axes(sbp)) return "axes";
-  return strcmp(sbp, "auto") == 0 || strcmp(sbp, "data") == 0 || strcmp(sbp, "tensor") == 0 ? sbp : "file";
+  return strcmp(sbp, "auto") == 0 || strcmp(sbp, "data") == 0 || strcmp(sbp, "tensor") == 0 || strcmp(sbp, "pipeline") == 0
+             ? sbp
+             : "file";
 }
+
+static bool is_pipeline(const Cli *c) { return c->sbp && strcmp(c->sbp, "pipeline") == 0; }
 
 /* --ranks, --mesh, --sbp: checked against each other, and the sbp pass put early in the pipeline (every
  * later pass then works on the local graph). Returns -1 to go on or the usage error's exit status. */
@@ -478,6 +488,17 @@ static int check_sbp_options(Cli *c) {
       return usage_error(c, "--sbp %s names %d strategies, one per mesh axis, but --mesh has %d axes", c->sbp, n, c->n_mesh);
   }
   if (c->int8_static) return usage_error(c, "--ranks with --quantize int8 is not supported (calibration runs one process)");
+  if (c->micro_batches_given && !is_pipeline(c)) return usage_error(c, "--micro-batches needs --sbp pipeline");
+  if (is_pipeline(c)) {
+    if (c->n_mesh > 1)
+      return usage_error(c, "--sbp pipeline takes a 1-D mesh (--ranks N: N stages); pipeline stages combined with "
+                         "data or tensor parallelism on a 2-D mesh are not supported yet");
+    if (c->rank_specialise == RANK_SPECIALISE_OFF)
+      return usage_error(c, "--sbp pipeline compiles one program per rank (each its own stage): it cannot be "
+                         "--rank-specialise=off");
+    if (c->device && strcmp(c->device, "cuda") == 0)
+      return usage_error(c, "--sbp pipeline with --device cuda is not supported yet (the GPU half is one program for every rank)");
+  }
   if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--ranks with --emit onnx: ONNX has no collective ops");
   if (c->split) return usage_error(c, "--ranks does not apply to --split-input-file");
   /* After the first clean-up round of -O2/-O3 (a Gemm's transposed weight is a constant by then, which
@@ -488,11 +509,14 @@ static int check_sbp_options(Cli *c) {
   size_t cut = strncmp(list, round, strlen(round)) == 0 ? strlen(round) : 0;
   /* fold_rank right after: in a rank's own program (flow.rank) the slices of constants become constants. */
   /* split_sliced_matmul right before: a fused q/k/v projection becomes three matmuls the plan splits by heads. */
-  int n = snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*ssplit_sliced_matmul,sbp_%s", (int)cut, list,
-                   sbp_pass_mode(c->sbp));
+  /* --sbp pipeline: the stages placed on the whole graph, then its micro-batches (the copies keep their
+   * placement), and each rank's own program cut out right away, before any fusion. */
+  int n = is_pipeline(c) ? snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*splace_stages,microbatch", (int)cut, list)
+                         : snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*ssplit_sliced_matmul,sbp_%s", (int)cut,
+                                    list, sbp_pass_mode(c->sbp));
   if (n >= 0 && (size_t)n < sizeof c->sbp_prefix)
-    n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%s,fold_rank%s%s", c->sbp_prefix, list[cut] ? "," : "",
-                 list + cut);
+    n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%s,%s%s%s", c->sbp_prefix, is_pipeline(c) ? "split_stages" : "fold_rank",
+                 list[cut] ? "," : "", list + cut);
   if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
   c->passes = c->sbp_passes;
   return -1;
@@ -849,8 +873,14 @@ static int parse_args(Cli *c, int argc, char **argv) {
       else return usage_error(c, "--rank-specialise needs auto, on or off");
       c->rank_specialise_given = true;
     } else if ((build || info) && (r = take_value(argc, argv, &i, "--sbp", &v)) != 0) {
-      if (r < 0 || !*v) return usage_error(c, "--sbp needs auto, data, tensor or an assignment file");
+      if (r < 0 || !*v) return usage_error(c, "--sbp needs auto, data, tensor, pipeline or an assignment file");
       c->sbp = v;
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--micro-batches", &v)) != 0) {
+      int64_t n = 0;
+      if (r < 0 || (strcmp(v, "auto") != 0 && (!parse_count(v, false, INT32_MAX, &n) || n < 1)))
+        return usage_error(c, "--micro-batches needs auto or a count >= 1");
+      c->micro_batches = n;
+      c->micro_batches_given = true;
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0))
         return usage_error(c, "--device needs simt (the GPU kernels on the SIMT host emulator) or cpu");
@@ -1152,6 +1182,10 @@ static FcStatus set_mesh(const Cli *c, FcModule *m, int64_t rank, FcDiag *d) {
   if (rank >= 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_RANK), &r);
   if (strcmp(sbp_pass_mode(c->sbp), "file") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_FILE), &file);
   if (strcmp(sbp_pass_mode(c->sbp), "axes") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_AXES), &file);
+  if (is_pipeline(c)) {
+    FcAnnotValue mb = FC_AV_I64(c->micro_batches);
+    fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MICRO_BATCHES), &mb);
+  }
   return FC_OK;
 }
 
@@ -1169,6 +1203,13 @@ static bool specialise_allowed(const Cli *c) {
  * the planning depends on the rank, so every rank's program has that plan. */
 static FcStatus specialise_decide(Cli *c, FcDiag *d) {
   c->specialised = false;
+  if (is_pipeline(c) && c->ranks > 1) { /* each rank runs its own stage: always one program per rank */
+    c->specialised = true;
+    if (c->ranks * (c->n_variants ? c->n_variants : 1) > FC_MULTI_MAX_VARIANTS)
+      return fc_error(d, FC_ERR_INPUT, "--sbp pipeline: %lld ranks x %d CPUs is more than %d programs; use fewer CPUs (--cpu)",
+                      (long long)c->ranks, c->n_variants ? c->n_variants : 1, FC_MULTI_MAX_VARIANTS);
+    return FC_OK;
+  }
   if (!specialise_allowed(c)) return FC_OK;
   FcModule *m = NULL;
   FcStatus st = fc_load_model(c->model, &c->imp, &m, NULL, d);
@@ -1234,7 +1275,10 @@ static FcStatus build_module(Cli *c, FcModule *m, Output *out, Blame *blame, FcD
   if (strcmp(c->emit, "dot") == 0) st = fc_dot_print(out->f, m, d);
   else if (strcmp(c->emit, "onnx") == 0) st = fc_onnx_export(out->f, m, d);
   else {
-    if (c->specialised)
+    if (c->specialised && is_pipeline(c))
+      fprintf(out->f, "// rank 0's program of %lld (flow.rank): the build compiles one per rank, each its own pipeline "
+              "stage\n", (long long)c->ranks);
+    else if (c->specialised)
       fprintf(out->f, "// rank 0's program of %lld (flow.rank): the build compiles one per rank, each with its own "
               "chunks of the split constants (--rank-specialise=off: the one program of every rank)\n",
               (long long)c->ranks);
@@ -1485,7 +1529,10 @@ static int run_info(Cli *c) {
     st = fc_info_print(stdout, m, c->model, fmt, c->ranks ? c->passes : NULL, &d);
   }
   if (st == FC_OK && c->ranks > 1) {
-    if (c->specialised)
+    if (c->specialised && is_pipeline(c))
+      printf("rank builds    one program per rank (%lld, each for every CPU of the artefact): each rank runs its own "
+             "pipeline stage\n", (long long)c->ranks);
+    else if (c->specialised)
       printf("rank builds    one program per rank (%lld, each for every CPU of the artefact): the --sbp %s plan "
              "splits constant weights, folded to each rank's chunk at compile time (--rank-specialise)\n",
              (long long)c->ranks, c->sbp);

@@ -97,6 +97,13 @@ static bool check_rank(const FcAnnotValue *v, const FcType *subject, char *why, 
   return true;
 }
 
+static bool check_micro_batches(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
+  (void)subject;
+  if (v->kind != FC_AV_INT) return false;
+  if (v->i < 0 || v->i > INT32_MAX) return fail(why, cap, "%" PRId64 " micro-batches is out of range", v->i);
+  return true;
+}
+
 static bool check_placement(const FcAnnotValue *v, const FcType *subject, char *why, size_t cap) {
   (void)subject;
   if (v->kind != FC_AV_DENSE || v->dtype != FC_DT_I64 || v->ints.n < 1) return false;
@@ -183,6 +190,7 @@ typedef bool (*CheckFn)(const FcAnnotValue *v, const FcType *subject, char *why,
 static const CheckFn checks[FC_ANNOT_COUNT] = {
     [FC_ANNOT_CALIB_RANGE] = check_calib_range,
     [FC_ANNOT_MESH] = check_mesh,
+    [FC_ANNOT_MICRO_BATCHES] = check_micro_batches,
     [FC_ANNOT_PLACEMENT] = check_placement,
     [FC_ANNOT_PRUNE_MASK] = check_prune_mask,
     [FC_ANNOT_QUANT] = check_quant,

@@ -136,3 +136,41 @@ FcStatus fc_infer_all_to_all(FcOp *op, FcArena *arena, FcDiag *diag) {
   fc_ih_set(op, 0, arena, x->dtype, x->rank, dims);
   return FC_OK;
 }
+
+/* send and recv: a peer among the mesh's ranks (not the module's own rank: a transfer to oneself would wait
+ * for ever) and a tag MPI accepts everywhere (its guaranteed bound is 32767). */
+static FcStatus check_peer(const FcOp *op, FcDiag *diag) {
+  int64_t peer, tag, all;
+  FC_ITRY(fc_ih_int(op, FC_ATTR_PEER, &peer, diag));
+  FC_ITRY(fc_ih_int(op, FC_ATTR_TAG, &tag, diag));
+  const FcModule *m = op->graph ? op->graph->module : NULL;
+  if (!fc_mesh_group_size(m, -1, &all)) return fc_ih_fail(op, diag, "the module has no flow.mesh (compile with --ranks N)");
+  if (peer < 0 || peer >= all) return fc_ih_fail(op, diag, "peer %lld is not a rank of the %lld-rank mesh", (long long)peer, (long long)all);
+  if (peer == fc_module_rank(m)) return fc_ih_fail(op, diag, "peer %lld is this program's own rank", (long long)peer);
+  if (tag < 0 || tag > 32767) return fc_ih_fail(op, diag, "tag %lld is not in 0..32767", (long long)tag);
+  return FC_OK;
+}
+
+FcStatus fc_infer_send(FcOp *op, FcArena *arena, FcDiag *diag) {
+  (void)arena;
+  FC_ITRY(fc_ih_counts(op, diag));
+  return check_peer(op, diag);
+}
+
+FcStatus fc_infer_recv(FcOp *op, FcArena *arena, FcDiag *diag) {
+  FC_ITRY(fc_ih_counts(op, diag));
+  FC_ITRY(check_peer(op, diag));
+  const FcAttr *dt = fc_op_attr(op, FC_ATTR_DTYPE);
+  if (!dt || dt->kind != FC_AK_TYPE || (unsigned)dt->type >= FC_DT_COUNT)
+    return fc_ih_fail(op, diag, "attribute 'dtype' must be an element type");
+  const int64_t *shape;
+  int n;
+  FC_ITRY(fc_ih_ints(op, FC_ATTR_SHAPE, &shape, &n, diag));
+  int64_t numel = 1;
+  for (int i = 0; i < n; i++) {
+    if (shape[i] < 0) return fc_ih_fail(op, diag, "shape dim %d is negative (%lld)", i, (long long)shape[i]);
+    if (!fc_checked_mul(numel, shape[i], &numel)) return fc_ih_fail(op, diag, "shape has too many elements");
+  }
+  fc_ih_set(op, 0, arena, dt->type, n, shape);
+  return FC_OK;
+}

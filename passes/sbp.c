@@ -44,16 +44,23 @@
 
 /* ---- plans ---------------------------------------------------------------------------------------------- */
 
-static FcStatus plan_alloc(FcSbpPlan *p, FcModule *m, FcArena *a, bool per_axis, FcDiag *diag) {
+/* group > 0: a flat plan over that many parts, whatever the module's mesh (microbatch.c's micro-batches). */
+static FcStatus plan_alloc(FcSbpPlan *p, FcModule *m, FcArena *a, bool per_axis, int64_t group, FcDiag *diag) {
   memset(p, 0, sizeof *p);
   p->m = m;
   p->g = m->graph;
   p->rank = fc_module_rank(m);
   const int64_t *mesh;
   int n_mesh = fc_module_mesh(m, &mesh);
-  if (n_mesh == 0)
+  if (group > 0) {
+    p->group = group;
+    mesh = &p->group;
+    n_mesh = 1;
+  } else if (n_mesh == 0) {
     return fc_error(diag, FC_ERR_INPUT, "an SBP plan needs the module's mesh (flow.mesh: flowc build --ranks N)");
-  if (!fc_mesh_group_size(m, -1, &p->group)) return fc_error(diag, FC_ERR_INPUT, "the mesh has too many ranks");
+  } else if (!fc_mesh_group_size(m, -1, &p->group)) {
+    return fc_error(diag, FC_ERR_INPUT, "the mesh has too many ranks");
+  }
   if (per_axis && n_mesh > FC_SBP_MAX_AXES)
     return fc_error(diag, FC_ERR_INPUT, "a per-axis SBP plan takes at most %d mesh axes", FC_SBP_MAX_AXES);
   p->n_axes = per_axis ? n_mesh : 1;
@@ -85,10 +92,15 @@ static FcStatus plan_alloc(FcSbpPlan *p, FcModule *m, FcArena *a, bool per_axis,
   return FC_OK;
 }
 
-FcStatus fc_sbp_plan_init(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag) { return plan_alloc(p, m, a, false, diag); }
+FcStatus fc_sbp_plan_init(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag) { return plan_alloc(p, m, a, false, 0, diag); }
 
 FcStatus fc_sbp_plan_init_axes(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag) {
-  return plan_alloc(p, m, a, true, diag);
+  return plan_alloc(p, m, a, true, 0, diag);
+}
+
+FcStatus fc_sbp_plan_init_group(FcSbpPlan *p, FcModule *m, int64_t group, FcArena *a, FcDiag *diag) {
+  FC_ASSERT(group > 0);
+  return plan_alloc(p, m, a, false, group, diag);
 }
 
 /* v's signatures under p (n_axes of them), or NULL for B everywhere. */
@@ -517,19 +529,18 @@ static FcType local_type(Sbp *s, const FcType *t, const FcSbp *sig) {
   return fc_sbp_local_type(s->p, t, sig, s->p->n_axes, s->scratch);
 }
 
-/* Shape attributes that spell the result's dims, rewritten to the local result (split on the dims of sig). */
-static void localize_attrs(Sbp *s, FcOp *op, const FcType *local, const FcSbp *sig) {
+void fc_sbp_localize_attrs(FcOp *op, const FcType *local, const FcSbp *sig, int n_axes, FcArena *a) {
   if (op->kind == FC_OP_RESHAPE) {
     fc_op_set_attr(op, FC_A_INTS(SHAPE, local->dims, local->rank));
   } else if (op->kind == FC_OP_SLICE) {
     const int64_t *ends;
     int n = fc_op_attr_ints(op, FC_ATTR_ENDS, &ends);
-    int64_t *e = FC_NEW_ARRAY(s->scratch, int64_t, (size_t)(n > 0 ? n : 1));
+    int64_t *e = FC_NEW_ARRAY(a, int64_t, (size_t)(n > 0 ? n : 1));
     if (n) memcpy(e, ends, (size_t)n * sizeof *e);
     /* rule_slice keeps a split only through a whole dim (start 0, step 1), whose end is then the local dim;
      * the other dims are sliced as before. */
-    for (int a = 0; a < s->p->n_axes; a++)
-      if (sig[a].kind == FC_SBP_S && sig[a].dim < n) e[sig[a].dim] = local->dims[sig[a].dim];
+    for (int ax = 0; ax < n_axes; ax++)
+      if (sig[ax].kind == FC_SBP_S && sig[ax].dim < n) e[sig[ax].dim] = local->dims[sig[ax].dim];
     fc_op_set_attr(op, FC_A_INTS(ENDS, e, n));
   }
 }
@@ -574,7 +585,7 @@ static FcStatus distribute_op(Sbp *s, int k) {
   if (op->kind == FC_OP_RETURN) return FC_OK;
   FcType *local = FC_NEW_ARRAY(s->scratch, FcType, (size_t)n_out + 1);
   for (int j = 0; j < n_out; j++) local[j] = local_type(s, &global[j], &out[j * na]);
-  if (n_out && any_kind(out, na, FC_SBP_S)) localize_attrs(s, op, &local[0], out);
+  if (n_out && any_kind(out, na, FC_SBP_S)) fc_sbp_localize_attrs(op, &local[0], out, na, s->scratch);
   FcStatus st = fc_op_infer_results(op, &s->m->arena, s->diag);
   if (st != FC_OK) return st;
   for (int j = 0; j < n_out; j++) {

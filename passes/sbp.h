@@ -43,6 +43,9 @@ typedef struct FcSbpPlan {
 FcStatus fc_sbp_plan_init(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag);
 /* The same, per axis: one signature per value and mesh axis (n_axes = the mesh's axes). */
 FcStatus fc_sbp_plan_init_axes(FcSbpPlan *p, FcModule *m, FcArena *a, FcDiag *diag);
+/* A flat plan over `group` parts whatever the module's mesh (it may have none): microbatch.c plans the
+ * micro-batches of a pipeline as data parallelism over them. */
+FcStatus fc_sbp_plan_init_group(FcSbpPlan *p, FcModule *m, int64_t group, FcArena *a, FcDiag *diag);
 /* The signature v has under p on plan axis 0 (its defining op's out, or the graph input's). */
 FcSbp fc_sbp_plan_sig(const FcSbpPlan *p, const FcValue *v);
 /* The same on plan axis `axis`. */
@@ -77,6 +80,10 @@ int fc_sbp_candidates_at(const FcSbpPlan *p, int k, int axis, FcArena *a, FcSbpC
  * that take an operand in another signature (one per value and signature), local shapes, flow.sbp on
  * every result. */
 FcStatus fc_sbp_apply(const FcSbpPlan *p, FcPassContext *pc);
+
+/* The shape attributes of op that spell its result's dims (reshape's shape, slice's ends) rewritten to its
+ * local result `local`, split as the n_axes signatures sig say; arrays from a. */
+void fc_sbp_localize_attrs(FcOp *op, const FcType *local, const FcSbp *sig, int n_axes, FcArena *a);
 
 /* sbp_file.c: the plan of the assignment file named by the module attribute flow.sbp_file (left in place). */
 FcStatus fc_sbp_file_plan(FcModule *m, FcArena *a, FcSbpPlan *plan, FcDiag *diag);

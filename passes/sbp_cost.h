@@ -43,6 +43,28 @@ double fc_sbp_value_seconds(const FcSbpCosts *k, const FcSbpPlan *p, const FcVal
 /* The whole plan's prediction. */
 void fc_sbp_estimate(const FcSbpCosts *k, const FcSbpPlan *p, FcArena *scratch, FcSbpEstimate *e);
 
+/* ---- stage_cost.c: pipeline placements ------------------------------------------------------------------ */
+
+typedef struct FcStageCost {
+  double busy_s;          /* the stage's ops, per run */
+  int n_ops;
+  const FcOp *first, *last; /* its first and last op in graph order */
+  int64_t weight_bytes;   /* the constants its ops read (what its ranks hold) */
+  int64_t sent_bytes;     /* to other stages, per run */
+  int sends;
+} FcStageCost;
+
+typedef struct FcStageEstimate {
+  int n_stages;           /* the mesh's axis 0 */
+  FcStageCost *stage;
+  double total_s;         /* a run: the replayed schedule's end */
+  double one_rank_s;      /* the same ops one after another on one rank */
+} FcStageEstimate;
+
+/* The prediction for m's pipeline placement (ops annotated flow.placement by place_stages, micro-batches
+ * already cut): the schedule the ranks run, replayed with k's op and link costs. Arrays from a. */
+FcStatus fc_stage_estimate(const FcSbpCosts *k, FcModule *m, FcArena *a, FcStageEstimate *e, FcDiag *diag);
+
 #endif /* FLOWC_PASSES_SBP_COST_H */
 
 /* ---- sbp_auto.c: the search ------------------------------------------------------------------------------ */

@@ -8,7 +8,8 @@ output must equal the one-process output within rtol 1e-5 (atol 1e-5 for element
 another order), and PyTorch's output within the e2e tolerance (rtol 1e-4, atol 1e-5). The run must also have
 done what the mode promises: the IR of the distributed build has the collectives the mode implies (data: the
 batch split and gathered; tensor: an all_reduce of partial sums; a per-axis list such as data,tensor: boxing ops
-over each mesh axis and none over all ranks), so a pass that silently kept everything
+over each mesh axis and none over all ranks; pipeline[-M]: rank 0's own stage with its sends and recvs, no
+collective, a send per micro-batch), so a pass that silently kept everything
 whole would fail here. Exits 77 (skipped) when mpirun is missing.
 
 With --device cuda the distributed program is built for the GPU too (flowc build --device cuda --ranks N: its
@@ -97,8 +98,11 @@ def check_case(args, spec):
     onnx_path = os.path.join(case, "model.onnx")
     data = os.path.join(case, "test_data_set_0")
     inp = os.path.join(data, "input_0.pb")
+    micro = None
+    if mode.startswith("pipeline-"):  # pipeline-M: M micro-batches
+        mode, micro = "pipeline", mode.split("-")[1]
     sbp = ["--ranks", str(ranks), "--sbp", mode] + (["--mesh", mesh] if mesh else [])
-    sbp += ["--rank-specialise", args.rank_specialise]
+    sbp += ["--rank-specialise", args.rank_specialise] + (["--micro-batches", micro] if micro else [])
 
     ir = run([args.flowc, "build", onnx_path, "--emit", "ir"] + sbp).stdout
     specialised = check_specialised(spec, ir)
@@ -106,7 +110,16 @@ def check_case(args, spec):
         sys.exit(f"FAIL {spec}: --rank-specialise off built one program per rank")
     if args.rank_specialise == "on" and "tensor" in mode and not specialised:
         sys.exit(f"FAIL {spec}: --rank-specialise on with a tensor plan built one program for all ranks")
-    if mode == "auto":
+    if mode == "pipeline":
+        # Rank 0's own stage: its ops placed on it, transfers to the next stage, no collective.
+        for op in ["flow.placement = array<i64: 0>", "flow.send", "flow.recv"]:
+            if op not in ir:
+                sys.exit(f"FAIL {spec}: the --sbp pipeline program of rank 0 has no {op}")
+        if re.search(r"flow\.(all_reduce|all_gather|local_slice)", ir):
+            sys.exit(f"FAIL {spec}: the --sbp pipeline program has a collective")
+        if micro and int(micro) > 1 and ir.count("flow.send") < int(micro):
+            sys.exit(f"FAIL {spec}: {micro} micro-batches but rank 0 sends {ir.count('flow.send')} times")
+    elif mode == "auto":
         # The cost model may take any plan, but a model this size is worth distributing: some op must run split.
         if not re.search(r'flow\.sbp = \["S\(', ir):
             sys.exit(f"FAIL {spec}: the --sbp auto program splits nothing")
@@ -184,7 +197,7 @@ def main():
                     help="cuda: build the distributed program with --device cuda (see above)")
     ap.add_argument("--rank-specialise", choices=["auto", "on", "off"], default="auto",
                     help="passed to the distributed build (see above)")
-    ap.add_argument("cases", nargs="+", help="MODEL:RANKS:data|tensor|auto|data,tensor[:MESH]")
+    ap.add_argument("cases", nargs="+", help="MODEL:RANKS:data|tensor|auto|pipeline[-M]|data,tensor[:MESH]")
     args = ap.parse_args()
     if not shutil.which("mpirun"):
         print("mpirun is missing (Debian openmpi-bin): skipped")

@@ -94,3 +94,43 @@ module attributes {flow.mesh = array<i64: 2>} {
     return %0 : tensor<4xf32>
   }
 }
+
+// -----
+// send and recv: the peer is a rank of the mesh
+// CHECK: send: peer 2 is not a rank of the 2-rank mesh
+module attributes {flow.mesh = array<i64: 2>} {
+  func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    "flow.send"(%arg0) {peer = 2, tag = 0} : (tensor<4xf32>) -> ()
+    return %arg0 : tensor<4xf32>
+  }
+}
+
+// -----
+// ... and not the program's own rank
+// CHECK: recv: peer 1 is this program's own rank
+module attributes {flow.mesh = array<i64: 2>, flow.rank = 1} {
+  func.func @main() -> tensor<4xf32> {
+    %0 = "flow.recv"() {dtype = f32, peer = 1, shape = array<i64: 4>, tag = 0} : () -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+// tags are 0 .. 32767 (MPI's guaranteed bound)
+// CHECK: recv: tag 40000 is not in 0..32767
+module attributes {flow.mesh = array<i64: 2>} {
+  func.func @main() -> tensor<4xf32> {
+    %0 = "flow.recv"() {dtype = f32, peer = 1, shape = array<i64: 4>, tag = 40000} : () -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+// a recv's type is its dtype and shape
+// CHECK: recv: shape dim 0 is negative (-4)
+module attributes {flow.mesh = array<i64: 2>} {
+  func.func @main() -> tensor<4xf32> {
+    %0 = "flow.recv"() {dtype = f32, peer = 1, shape = array<i64: -4>, tag = 0} : () -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
