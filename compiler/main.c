@@ -351,6 +351,7 @@ static void print_build_help(void) {
        "                         ranges of layers (balanced by the cost model), send/recv between them, one\n"
        "                         program per rank; A,B: one of data/tensor per mesh axis, such as --mesh 2x2\n"
        "                         --sbp data,tensor; FILE: 'name: S(0)' lines (README)\n"
+       "                         (--mesh SxT --sbp pipeline,data|tensor: S stages, each split over T ranks)\n"
        "  --micro-batches auto|M with --sbp pipeline: the batch cut into M micro-batches so that the stages\n"
        "                         overlap (auto, the default: as many as stages where the batch divides, else 1)\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
@@ -444,12 +445,15 @@ static void print_info_help(void) {
 
 /* ---- option parsing -------------------------------------------------------------------------------- */
 
-/* Whether --sbp is a list of per-axis strategies ("data,tensor": one of data, tensor per mesh axis). */
+/* Whether --sbp is a list of per-axis strategies ("data,tensor": one of data, tensor per mesh axis; the first
+ * may be pipeline: the stages on mesh axis 0). */
 static bool sbp_is_axes(const char *sbp) {
   if (!strchr(sbp, ',')) return false;
   for (const char *c = sbp;;) {
     size_t len = strcspn(c, ",");
-    if (!((len == 4 && strncmp(c, "data", 4) == 0) || (len == 6 && strncmp(c, "tensor", 6) == 0))) return false;
+    if (!((len == 4 && strncmp(c, "data", 4) == 0) || (len == 6 && strncmp(c, "tensor", 6) == 0) ||
+          (c == sbp && len == 8 && strncmp(c, "pipeline", 8) == 0)))
+      return false;
     if (!c[len]) return true;
     c += len + 1;
   }
@@ -464,7 +468,10 @@ static const char *sbp_pass_mode(const char *sbp) {
              : "file";
 }
 
-static bool is_pipeline(const Cli *c) { return c->sbp && strcmp(c->sbp, "pipeline") == 0; }
+/* --sbp pipeline, or pipeline,X on a mesh: stages on mesh axis 0 (and X within each stage). */
+static bool is_pipeline(const Cli *c) {
+  return c->sbp && (strcmp(c->sbp, "pipeline") == 0 || (strncmp(c->sbp, "pipeline,", 9) == 0 && sbp_is_axes(c->sbp)));
+}
 
 /* --ranks, --mesh, --sbp: checked against each other, and the sbp pass put early in the pipeline (every
  * later pass then works on the local graph). Returns -1 to go on or the usage error's exit status. */
@@ -489,10 +496,12 @@ static int check_sbp_options(Cli *c) {
   }
   if (c->int8_static) return usage_error(c, "--ranks with --quantize int8 is not supported (calibration runs one process)");
   if (c->micro_batches_given && !is_pipeline(c)) return usage_error(c, "--micro-batches needs --sbp pipeline");
+  if (strchr(c->sbp, ',') && strstr(c->sbp, "pipeline") && !is_pipeline(c))
+    return usage_error(c, "--sbp %s: pipeline can only be the first strategy (the stages are on mesh axis 0)", c->sbp);
   if (is_pipeline(c)) {
-    if (c->n_mesh > 1)
-      return usage_error(c, "--sbp pipeline takes a 1-D mesh (--ranks N: N stages); pipeline stages combined with "
-                         "data or tensor parallelism on a 2-D mesh are not supported yet");
+    if (c->n_mesh > 1 && !strchr(c->sbp, ','))
+      return usage_error(c, "--sbp pipeline on a mesh of %d axes: name a strategy for each axis after it, such as "
+                         "--mesh 2x2 --sbp pipeline,data", c->n_mesh);
     if (c->rank_specialise == RANK_SPECIALISE_OFF)
       return usage_error(c, "--sbp pipeline compiles one program per rank (each its own stage): it cannot be "
                          "--rank-specialise=off");
@@ -511,12 +520,16 @@ static int check_sbp_options(Cli *c) {
   /* split_sliced_matmul right before: a fused q/k/v projection becomes three matmuls the plan splits by heads. */
   /* --sbp pipeline: the stages placed on the whole graph, then its micro-batches (the copies keep their
    * placement), and each rank's own program cut out right away, before any fusion. */
-  int n = is_pipeline(c) ? snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*splace_stages,microbatch", (int)cut, list)
+  /* pipeline,X: the plan of the other axes within each stage (sbp_axes) before the ranks' programs are cut. */
+  bool axes = strchr(c->sbp, ',') != NULL;
+  int n = is_pipeline(c) ? snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*splace_stages,microbatch%s", (int)cut, list,
+                                    axes ? ",split_sliced_matmul,sbp_axes" : "")
                          : snprintf(c->sbp_prefix, sizeof c->sbp_prefix, "%.*ssplit_sliced_matmul,sbp_%s", (int)cut,
                                     list, sbp_pass_mode(c->sbp));
   if (n >= 0 && (size_t)n < sizeof c->sbp_prefix)
-    n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%s,%s%s%s", c->sbp_prefix, is_pipeline(c) ? "split_stages" : "fold_rank",
-                 list[cut] ? "," : "", list + cut);
+    n = snprintf(c->sbp_passes, sizeof c->sbp_passes, "%s,%s%s%s", c->sbp_prefix,
+                 is_pipeline(c) ? (axes ? "split_stages,fold_rank" : "split_stages") : "fold_rank", list[cut] ? "," : "",
+                 list + cut);
   if (n < 0 || (size_t)n >= sizeof c->sbp_passes) return usage_error(c, "--passes list too long for --ranks");
   c->passes = c->sbp_passes;
   return -1;

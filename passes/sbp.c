@@ -664,6 +664,8 @@ FcStatus fc_sbp_axes_plan(FcModule *m, const char *list, FcArena *a, FcSbpPlan *
     if (n < n_mesh) {
       if (len == 4 && strncmp(c, "data", 4) == 0) s[n] = FC_SBP_DATA;
       else if (len == 6 && strncmp(c, "tensor", 6) == 0) s[n] = FC_SBP_TENSOR;
+      /* Pipeline stages on axis 0 (place_stages placed the ops): whole tensors along it, no boxing over it. */
+      else if (n == 0 && len == 8 && strncmp(c, "pipeline", 8) == 0) s[n] = FC_SBP_ASSIGNED;
       else return fc_error(diag, FC_ERR_INPUT, "sbp axes '%s': '%.*s' is not data or tensor", list, (int)len, c);
     }
     n++;

@@ -9,7 +9,7 @@ another order), and PyTorch's output within the e2e tolerance (rtol 1e-4, atol 1
 done what the mode promises: the IR of the distributed build has the collectives the mode implies (data: the
 batch split and gathered; tensor: an all_reduce of partial sums; a per-axis list such as data,tensor: boxing ops
 over each mesh axis and none over all ranks; pipeline[-M]: rank 0's own stage with its sends and recvs, no
-collective, a send per micro-batch), so a pass that silently kept everything
+collective, a send per micro-batch; pipeline,X on a mesh: a split within the stage), so a pass that silently kept everything
 whole would fail here. Exits 77 (skipped) when mpirun is missing.
 
 With --device cuda the distributed program is built for the GPU too (flowc build --device cuda --ranks N: its
@@ -110,13 +110,16 @@ def check_case(args, spec):
         sys.exit(f"FAIL {spec}: --rank-specialise off built one program per rank")
     if args.rank_specialise == "on" and "tensor" in mode and not specialised:
         sys.exit(f"FAIL {spec}: --rank-specialise on with a tensor plan built one program for all ranks")
-    if mode == "pipeline":
-        # Rank 0's own stage: its ops placed on it, transfers to the next stage, no collective.
-        for op in ["flow.placement = array<i64: 0>", "flow.send", "flow.recv"]:
+    if mode.startswith("pipeline"):
+        # Rank 0's own stage: its ops placed on it, transfers to the next stage; no collective unless the
+        # stage is split over the mesh's other axes (pipeline,data|tensor), where some value is split.
+        for op in ["flow.placement = array<i64: 0", "flow.send", "flow.recv"]:
             if op not in ir:
-                sys.exit(f"FAIL {spec}: the --sbp pipeline program of rank 0 has no {op}")
-        if re.search(r"flow\.(all_reduce|all_gather|local_slice)", ir):
+                sys.exit(f"FAIL {spec}: the --sbp {mode} program of rank 0 has no {op}")
+        if "," not in mode and re.search(r"flow\.(all_reduce|all_gather|local_slice)", ir):
             sys.exit(f"FAIL {spec}: the --sbp pipeline program has a collective")
+        if "," in mode and '"S(' not in ir:
+            sys.exit(f"FAIL {spec}: the --sbp {mode} program of rank 0 splits nothing within its stage")
         if micro and int(micro) > 1 and ir.count("flow.send") < int(micro):
             sys.exit(f"FAIL {spec}: {micro} micro-batches but rank 0 sends {ir.count('flow.send')} times")
     elif mode == "auto":
