@@ -301,7 +301,7 @@ static void stage_rows(Rows *rows, FcArena *a, FcModule *m) {
   fc_mesh_group_size(m, -1, &all);
   int64_t per = all / e.n_stages;
   add_row(rows, 0, "pipeline", fc_arena_printf(a, "%d stages: predicted %.3f ms a run on this host (%s; link %.1f GB/s, "
-                                                  "%.1f us a step), the same ops on one rank %.3f ms",
+                                                  "%.1f us a step); the same ops back to back on one rank %.3f ms",
                                                e.n_stages, e.total_s * 1e3, host->level, k.link_gbps, k.link_latency_us,
                                                e.one_rank_s * 1e3));
   for (int s = 0; s < e.n_stages; s++) {
@@ -362,7 +362,8 @@ static void predict_rows(Rows *rows, FcArena *a, FcModule *m, const char *strate
       }
     }
     const FcAnnotValue *axes = fc_annots_get(&m->annots, fc_annot_name(FC_ANNOT_SBP_AXES));
-    if (strcmp(strategy, "axes") == 0 && axes && axes->kind == FC_AV_STR && axes->s) {
+    /* pipeline,X: the stages' prediction follows (stage_rows), not a plan over every rank. */
+    if (strcmp(strategy, "axes") == 0 && axes && axes->kind == FC_AV_STR && axes->s && strncmp(axes->s, "pipeline,", 9) != 0) {
       /* --sbp A,B: that per-axis plan, its prediction and what it does. */
       FcSbpPlan ap;
       FcSbpEstimate ae;
@@ -455,11 +456,14 @@ FcStatus fc_info_print(FILE *out, FcModule *m, const char *path, FcModelFormat f
     if (planned) predict_rows(&rows, a, m, fc_arena_printf(a, "%.*s", (int)strcspn(sbp + 4, ","), sbp + 4));
     po.passes = sbp;
   }
-  /* A pipeline placement: the passes through microbatch (stages placed, micro-batches cut), its prediction. */
-  const char *stages = passes ? strstr(passes, "split_stages") : NULL;
-  if (planned && stages && stages > passes && fc_module_mesh(m, NULL)) {
-    po.passes = fc_arena_printf(a, "%.*s", (int)(stages - passes - 1), passes);
-    planned = fc_pipeline_run(m, &po, &pd) == FC_OK;
+  /* A pipeline placement: the passes up to split_stages (stages placed, micro-batches cut, a 2-D mesh's other
+   * axes planned), its prediction. */
+  const char *rest = po.passes, *stages = rest ? strstr(rest, "split_stages") : NULL;
+  if (planned && stages && fc_module_mesh(m, NULL)) {
+    if (stages > rest) {
+      po.passes = fc_arena_printf(a, "%.*s", (int)(stages - rest - 1), rest);
+      planned = fc_pipeline_run(m, &po, &pd) == FC_OK;
+    }
     if (planned) stage_rows(&rows, a, m);
     po.passes = stages;
   }

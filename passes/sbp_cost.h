@@ -58,7 +58,7 @@ typedef struct FcStageEstimate {
   int n_stages;           /* the mesh's axis 0 */
   FcStageCost *stage;
   double total_s;         /* a run: the replayed schedule's end */
-  double one_rank_s;      /* the same ops one after another on one rank */
+  double one_rank_s;      /* the same ops back to back on one uncrowded rank (a 2-D mesh: a stage's rank's local ops) */
 } FcStageEstimate;
 
 /* The prediction for m's pipeline placement (ops annotated flow.placement by place_stages, micro-batches
