@@ -12,7 +12,9 @@
  * kept; a whole operand it takes split is cut by a static slice (a graph input: once per micro-batch). Each
  * output is the copies' results concatenated along their split dim. An op that would need the whole batch of
  * a split operand (a reduction over the batch, a reshape that mixes it with another dim) makes the pass fail
- * naming it, as does a loop or if on split values: micro-batches would change their results.
+ * naming it, as does a loop or if on split values: micro-batches would change their results (auto then
+ * keeps one micro-batch instead). Quantised ops keep whole tensors in the SBP rules, so a quantised model's
+ * batch is not cut either.
  */
 #include "passes.h"
 #include "rewrite.h"
@@ -120,6 +122,28 @@ static FcStatus copy_op(Micro *mc, int k, int64_t mb) {
   return FC_OK;
 }
 
+/* The data plan over the micro-batches and which ops run per micro-batch (*per, by plan op), or the error
+ * that says why the graph cannot be cut. */
+static FcStatus plan(Micro *mc, bool **per) {
+  FcGraph *g = mc->m->graph;
+  FcStatus st = fc_sbp_plan_init_group(&mc->p, mc->m, mc->n, mc->a, mc->diag);
+  if (st != FC_OK) return st;
+  FcSbpStrategy data = FC_SBP_DATA;
+  if ((st = fc_sbp_plan_forward(&mc->p, &data, NULL, mc->a, mc->diag)) != FC_OK) return st;
+  bool any = false;
+  for (int i = 0; i < g->n_inputs; i++) any |= !whole(mc->p.input[i]);
+  if (!any)
+    return fc_error(mc->diag, FC_ERR_INPUT, "%lld micro-batches: no graph input has a batch (dim 0) that divides into %lld",
+                    (long long)mc->n, (long long)mc->n);
+  *per = FC_NEW_ARRAY(mc->a, bool, (size_t)mc->p.n_ops + 1);
+  for (int k = 0; k < mc->p.n_ops; k++) {
+    const FcOp *op = mc->p.ops[k];
+    if (op->kind == FC_OP_CONSTANT || op->kind == FC_OP_RETURN) continue;
+    if ((st = per_micro_batch(mc, k, &(*per)[k])) != FC_OK) return st;
+  }
+  return FC_OK;
+}
+
 /* flow.micro_batches = 0 (auto): as many micro-batches as pipeline stages (mesh axis 0) where some graph
  * input's batch divides by that, else none. */
 static int64_t auto_count(const FcModule *m) {
@@ -141,25 +165,18 @@ FcStatus fc_pass_microbatch(FcModule *m, FcPassContext *pc) {
     return fc_error(pc->diag, FC_ERR_INPUT, "pass microbatch needs the module attribute flow.micro_batches (flowc build --sbp pipeline --micro-batches M)");
   int64_t n = attr->i;
   fc_annots_remove(&m->annots, fc_annot_name(FC_ANNOT_MICRO_BATCHES));
-  if (n == 0) n = auto_count(m);
+  bool automatic = n == 0;
+  if (automatic) n = auto_count(m);
   if (n <= 1) return FC_OK;
-  Micro mc = {.m = m, .diag = pc->diag, .a = &pc->scratch, .ret = fc_graph_return(g), .n = n};
-  FcStatus st = fc_sbp_plan_init_group(&mc.p, m, n, mc.a, pc->diag);
-  if (st != FC_OK) return st;
-  FcSbpStrategy data = FC_SBP_DATA;
-  st = fc_sbp_plan_forward(&mc.p, &data, NULL, mc.a, pc->diag);
-  if (st != FC_OK) return st;
-  bool any = false;
-  for (int i = 0; i < g->n_inputs; i++) any |= !whole(mc.p.input[i]);
-  if (!any)
-    return fc_error(pc->diag, FC_ERR_INPUT, "%lld micro-batches: no graph input has a batch (dim 0) that divides into %lld",
-                    (long long)n, (long long)n);
-  bool *per = FC_NEW_ARRAY(mc.a, bool, (size_t)mc.p.n_ops + 1);
-  for (int k = 0; k < mc.p.n_ops; k++) {
-    const FcOp *op = mc.p.ops[k];
-    if (op->kind == FC_OP_CONSTANT || op->kind == FC_OP_RETURN) continue;
-    if ((st = per_micro_batch(&mc, k, &per[k])) != FC_OK) return st;
-  }
+  /* auto: one micro-batch where the graph cannot be cut (an op mixes the rows of the batch): the plan is
+   * tried with diagnostics of its own. */
+  FcDiag quiet;
+  fc_diag_init(&quiet);
+  Micro mc = {.m = m, .diag = automatic ? &quiet : pc->diag, .a = &pc->scratch, .ret = fc_graph_return(g), .n = n};
+  bool *per = NULL;
+  FcStatus st = plan(&mc, &per);
+  if (st != FC_OK) return automatic ? FC_OK : st;
+  mc.diag = pc->diag;
   mc.copy = FC_NEW_ARRAY(mc.a, FcValue **, (size_t)n);
   for (int64_t mb = 0; mb < n; mb++) mc.copy[mb] = FC_NEW_ARRAY(mc.a, FcValue *, (size_t)mc.p.n_ids + 1);
   for (int64_t mb = 0; mb < n; mb++)

@@ -15,7 +15,8 @@
  * An op without a placement (the boxing ops of the sbp pass, the slices and concats of others) runs where
  * its first placed consumer runs, else where the producer of its first operand runs, else on every rank.
  * Graph outputs are read by every rank (frt_main's rank 0 writes them; a library user has them on each
- * rank). A quantised value cannot cross (a recv has a plain element type): the pass says so.
+ * rank). A quantised value crosses as its storage integers: scast to them before the send, and back to the
+ * quantised type after the recv (a recv's type is a plain element type).
  */
 #include "passes.h"
 #include "rewrite.h"
@@ -110,19 +111,19 @@ static FcStatus transfer(Split *s, FcOp *op) {
       int64_t from = p->ranks[q % p->n];
       int tag = s->tag++ % 32768;
       if (from != s->rank && q != s->rank) continue;
-      if (v->type.quant)
-        return fc_error_node(s->diag, FC_ERR_INPUT, fc_op_name(op), fc_op_info(op->kind)->name,
-                             "a quantised value cannot cross between pipeline stages (result %d)", j);
       FcBuilder b;
       fc_rw_builder_before(&b, mine ? after : op, s->diag);
       b.loc = op->loc;
       if (mine) {
+        /* A quantised value travels as its storage integers (scast: a view) and is cast back on arrival. */
+        FcValue *x = v->type.quant ? fc_b_scast(&b, v, NULL) : v;
         FcAttr at[2] = {FC_A_INT(PEER, q), FC_A_INT(TAG, tag)};
-        fc_b_op(&b, FC_OP_SEND, &v, 1, 0, at, 2);
+        if (x) fc_b_op(&b, FC_OP_SEND, &x, 1, 0, at, 2);
       } else {
         FcAttr at[4] = {FC_A_TYPE(DTYPE, v->type.dtype), FC_A_INT(PEER, from), FC_A_INTS(SHAPE, v->type.dims, v->type.rank),
                         FC_A_INT(TAG, tag)};
         FcValue *y = fc_b_op1(&b, FC_OP_RECV, NULL, 0, at, 4);
+        if (y && v->type.quant) y = fc_b_scast(&b, y, v->type.quant);
         if (y) fc_value_replace_all_uses(v, y);
       }
       if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);

@@ -61,3 +61,31 @@ module attributes {flow.mesh = array<i64: 3>, flow.rank = 2 : i64} {
     "func.return"(%c) : (tensor<4xf32>) -> ()
   }
 }
+
+// -----
+// A quantised value crosses as its storage bytes: scast before the send, scast back after the recv.
+// CHECK-LABEL: flow.mesh = array<i64: 2>, flow.rank = 1 : i64
+// CHECK: %[[R:.*]] = "flow.recv"() {dtype = ui8, peer = 0 : i64, shape = array<i64: 4>, tag = 0 : i64} : () -> tensor<4xui8>
+// CHECK-NEXT: %[[Q:.*]] = "flow.scast"(%[[R]]) {qtype = !quant.uniform<u8:f32, 5.000000e-01:128>}
+// CHECK-NEXT: "flow.dequantize"(%[[Q]])
+module attributes {flow.mesh = array<i64: 2>, flow.rank = 1 : i64} {
+  func.func @main(%x: tensor<4xf32> {flow.name = "x"}) -> (tensor<4xf32> {flow.name = "y"}) {
+    %q = "flow.quantize"(%x) {qtype = !quant.uniform<u8:f32, 0.5:128>, flow.placement = array<i64: 0>} : (tensor<4xf32>) -> tensor<4x!quant.uniform<u8:f32, 0.5:128>> loc("q")
+    %d = "flow.dequantize"(%q) {flow.placement = array<i64: 1>} : (tensor<4x!quant.uniform<u8:f32, 0.5:128>>) -> tensor<4xf32> loc("d")
+    "func.return"(%d) : (tensor<4xf32>) -> ()
+  }
+}
+
+// -----
+// ... and on the sending rank.
+// CHECK-LABEL: flow.mesh = array<i64: 2>, flow.rank = 0 : i64
+// CHECK: %[[Q:.*]] = "flow.quantize"
+// CHECK-NEXT: %[[S:.*]] = "flow.scast"(%[[Q]]) {qtype = ui8}
+// CHECK-NEXT: "flow.send"(%[[S]]) {peer = 1 : i64, tag = 0 : i64} : (tensor<4xui8>) -> ()
+module attributes {flow.mesh = array<i64: 2>, flow.rank = 0 : i64} {
+  func.func @main(%x: tensor<4xf32> {flow.name = "x"}) -> (tensor<4xf32> {flow.name = "y"}) {
+    %q = "flow.quantize"(%x) {qtype = !quant.uniform<u8:f32, 0.5:128>, flow.placement = array<i64: 0>} : (tensor<4xf32>) -> tensor<4x!quant.uniform<u8:f32, 0.5:128>> loc("q")
+    %d = "flow.dequantize"(%q) {flow.placement = array<i64: 1>} : (tensor<4x!quant.uniform<u8:f32, 0.5:128>>) -> tensor<4xf32> loc("d")
+    "func.return"(%d) : (tensor<4xf32>) -> ()
+  }
+}
