@@ -125,6 +125,7 @@ typedef struct Cli {
   char sbp_prefix[2048];    /* its start, through the sbp pass: what decides whether the build specialises */
   RankSpecialise rank_specialise; /* --rank-specialise */
   int64_t micro_batches;    /* --micro-batches M of --sbp pipeline; 0: auto (the stages, where the batch divides) */
+  const char *stage_starts; /* --stages A,B,...: the nodes that begin stages 1.. (NULL: the cost model's cut) */
   bool micro_batches_given;
   bool rank_specialise_given;
   bool specialised;         /* build: one program per rank (decided once, by specialise_decide) */
@@ -352,6 +353,8 @@ static void print_build_help(void) {
        "                         program per rank; A,B: one of data/tensor per mesh axis, such as --mesh 2x2\n"
        "                         --sbp data,tensor; FILE: 'name: S(0)' lines (README)\n"
        "                         (--mesh SxT --sbp pipeline,data|tensor: S stages, each split over T ranks)\n"
+       "  --stages A,B,...       with --sbp pipeline: the nodes that begin stages 1, 2, ... (the user's cut;\n"
+       "                         default: the cost model's)\n"
        "  --micro-batches auto|M with --sbp pipeline: the batch cut into M micro-batches so that the stages\n"
        "                         overlap (auto, the default: as many as stages where the batch divides, else 1)\n"
        "  --print-before=NAME    dump the IR before each run of pass NAME ('all': before every pass)\n"
@@ -496,6 +499,7 @@ static int check_sbp_options(Cli *c) {
   }
   if (c->int8_static) return usage_error(c, "--ranks with --quantize int8 is not supported (calibration runs one process)");
   if (c->micro_batches_given && !is_pipeline(c)) return usage_error(c, "--micro-batches needs --sbp pipeline");
+  if (c->stage_starts && !is_pipeline(c)) return usage_error(c, "--stages needs --sbp pipeline");
   if (strchr(c->sbp, ',') && strstr(c->sbp, "pipeline") && !is_pipeline(c))
     return usage_error(c, "--sbp %s: pipeline can only be the first strategy (the stages are on mesh axis 0)", c->sbp);
   if (is_pipeline(c)) {
@@ -894,6 +898,10 @@ static int parse_args(Cli *c, int argc, char **argv) {
         return usage_error(c, "--micro-batches needs auto or a count >= 1");
       c->micro_batches = n;
       c->micro_batches_given = true;
+    } else if ((build || info) && (r = take_value(argc, argv, &i, "--stages", &v)) != 0) {
+      if (r < 0 || !*v || v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+        return usage_error(c, "--stages needs node names joined by ',' (the first node of each stage after the first)");
+      c->stage_starts = v;
     } else if ((run || check) && (r = take_value(argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0 || (strcmp(v, "simt") != 0 && strcmp(v, "cpu") != 0))
         return usage_error(c, "--device needs simt (the GPU kernels on the SIMT host emulator) or cpu");
@@ -1196,8 +1204,9 @@ static FcStatus set_mesh(const Cli *c, FcModule *m, int64_t rank, FcDiag *d) {
   if (strcmp(sbp_pass_mode(c->sbp), "file") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_FILE), &file);
   if (strcmp(sbp_pass_mode(c->sbp), "axes") == 0) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_SBP_AXES), &file);
   if (is_pipeline(c)) {
-    FcAnnotValue mb = FC_AV_I64(c->micro_batches);
+    FcAnnotValue mb = FC_AV_I64(c->micro_batches), starts = FC_AV_STRING(c->stage_starts);
     fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_MICRO_BATCHES), &mb);
+    if (c->stage_starts) fc_annots_set(&m->arena, &m->annots, fc_annot_name(FC_ANNOT_STAGE_STARTS), &starts);
   }
   return FC_OK;
 }

@@ -200,6 +200,7 @@ static const CheckFn checks[FC_ANNOT_COUNT] = {
     [FC_ANNOT_SBP_AXES] = check_quant_note,
     [FC_ANNOT_SBP_FILE] = check_quant_note,
     [FC_ANNOT_SBP_NOTE] = check_quant_note,
+    [FC_ANNOT_STAGE_STARTS] = check_quant_note,
     [FC_ANNOT_STORAGE] = check_storage,
 };
 

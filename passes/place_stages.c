@@ -45,6 +45,46 @@ static void crossing_bytes(FcOp **ops, int n, const int32_t *pos_of, FcArena *a,
   for (int q = 0; q <= n; q++) cross[q] = run += delta[q];
 }
 
+/* Ops cut[s] .. cut[s + 1] - 1 placed on stage s's ranks. */
+static FcStatus place(FcOp **ops, int64_t stages, int64_t all, const int *cut, FcArena *a) {
+  int64_t per_stage = all / stages;
+  int64_t *ranks = FC_NEW_ARRAY(a, int64_t, (size_t)per_stage + 1);
+  for (int64_t s = 0; s < stages; s++) {
+    /* Row-major ranks: stage s holds ranks s * per_stage .. + per_stage - 1 (coordinate 0 is the slowest). */
+    for (int64_t r = 0; r < per_stage; r++) ranks[r] = s * per_stage + r;
+    FcAnnotValue v = FC_AV_I64S(ranks, (int)per_stage);
+    for (int i = cut[s]; i < cut[s + 1]; i++) fc_op_set_annot(ops[i], fc_annot_name(FC_ANNOT_PLACEMENT), &v);
+  }
+  return FC_OK;
+}
+
+/* The user's cut (flowc build --stages A,B,...): stage s >= 1 begins at the first op named by the s-th name,
+ * in graph order after the previous stage's start. */
+static FcStatus given_cuts(char *list, FcOp **ops, int n, int64_t stages, int *cut, FcDiag *diag) {
+  int64_t s = 1;
+  for (char *name = list, *next; name; name = next, s++) {
+    next = strchr(name, ',');
+    if (next) *next++ = '\0';
+    if (s >= stages)
+      return fc_error(diag, FC_ERR_INPUT, "--stages names more than the %lld stage starts of %lld stages ('%s')",
+                      (long long)(stages - 1), (long long)stages, name);
+    int q = cut[s - 1] + 1;
+    while (q < n && strcmp(fc_op_name(ops[q]), name) != 0) q++;
+    if (q >= n) {
+      for (int i = 0; i < n; i++)
+        if (strcmp(fc_op_name(ops[i]), name) == 0)
+          return fc_error(diag, FC_ERR_INPUT, "--stages: node '%s' does not come after the start of stage %lld", name,
+                          (long long)(s - 1));
+      return fc_error(diag, FC_ERR_INPUT, "--stages: no node named '%s'", name);
+    }
+    cut[s] = q;
+  }
+  if (s != stages)
+    return fc_error(diag, FC_ERR_INPUT, "--stages names %lld stage start%s; %lld stages need %lld", (long long)(s - 1),
+                    s == 2 ? "" : "s", (long long)stages, (long long)(stages - 1));
+  return FC_OK;
+}
+
 FcStatus fc_pass_place_stages(FcModule *m, FcPassContext *pc) {
   FcGraph *g = m->graph;
   if (g->parent) return FC_OK;
@@ -75,6 +115,18 @@ FcStatus fc_pass_place_stages(FcModule *m, FcPassContext *pc) {
   if (n < stages)
     return fc_error(pc->diag, FC_ERR_INPUT, "a pipeline of %lld stages needs at least as many ops; the model has %d",
                     (long long)stages, n);
+  /* cut[s]: the first op of stage s (cut[0] = 0, cut[stages] = n) */
+  int *cut = FC_NEW_ARRAY(a, int, (size_t)stages + 1);
+  cut[stages] = n;
+  const FcAnnotValue *given = fc_annots_get(&m->annots, fc_annot_name(FC_ANNOT_STAGE_STARTS));
+  if (given && given->kind == FC_AV_STR && given->s) {
+    size_t len = strlen(given->s);
+    char *list = FC_NEW_ARRAY(a, char, len + 1);
+    memcpy(list, given->s, len + 1);
+    fc_annots_remove(&m->annots, fc_annot_name(FC_ANNOT_STAGE_STARTS));
+    if ((st = given_cuts(list, ops, n, stages, cut, pc->diag)) != FC_OK) return st;
+    return place(ops, stages, all, cut, a);
+  }
   double *sum = FC_NEW_ARRAY(a, double, (size_t)n + 1);
   for (int i = 0; i < n; i++) {
     const FcOp *op = ops[i];
@@ -85,9 +137,6 @@ FcStatus fc_pass_place_stages(FcModule *m, FcPassContext *pc) {
   }
   int64_t *cross = FC_NEW_ARRAY(a, int64_t, (size_t)n + 1);
   crossing_bytes(ops, n, pos_of, a, cross);
-  /* cut[s]: the first op of stage s (cut[0] = 0, cut[stages] = n) */
-  int *cut = FC_NEW_ARRAY(a, int, (size_t)stages + 1);
-  cut[stages] = n;
   double share = sum[n] / (double)stages;
   for (int64_t s = 1; s < stages; s++) {
     double target = share * (double)s, slack = share / 10;
@@ -102,13 +151,5 @@ FcStatus fc_pass_place_stages(FcModule *m, FcPassContext *pc) {
       if (q == hi || fabs(sum[q + 1] - target) > fabs(sum[q] - target)) best = q;
     cut[s] = best;
   }
-  int64_t per_stage = all / stages;
-  int64_t *ranks = FC_NEW_ARRAY(a, int64_t, (size_t)per_stage + 1);
-  for (int64_t s = 0; s < stages; s++) {
-    /* Row-major ranks: stage s holds ranks s * per_stage .. + per_stage - 1 (coordinate 0 is the slowest). */
-    for (int64_t r = 0; r < per_stage; r++) ranks[r] = s * per_stage + r;
-    FcAnnotValue v = FC_AV_I64S(ranks, (int)per_stage);
-    for (int i = cut[s]; i < cut[s + 1]; i++) fc_op_set_annot(ops[i], fc_annot_name(FC_ANNOT_PLACEMENT), &v);
-  }
-  return FC_OK;
+  return place(ops, stages, all, cut, a);
 }
