@@ -18,13 +18,8 @@ FcStatus fc_infer_fused(FcOp *op, FcArena *arena, FcDiag *diag) {
     return fc_ih_fail(op, diag, "attribute 'dtype' must be an element type");
   const int64_t *shape;
   int n;
-  FC_ITRY(fc_ih_ints(op, FC_ATTR_SHAPE, &shape, &n, diag));
+  FC_ITRY(fc_ih_shape(op, &shape, &n, diag));
   if (n > FC_DEFAULT_MAX_RANK) return fc_ih_fail(op, diag, "rank %d is too large", n);
-  int64_t numel = 1;
-  for (int i = 0; i < n; i++) {
-    if (shape[i] < 0) return fc_ih_fail(op, diag, "shape dim %d is negative (%lld)", i, (long long)shape[i]);
-    if (!fc_checked_mul(numel, shape[i], &numel)) return fc_ih_fail(op, diag, "shape has too many elements");
-  }
   FcType rt = {.dtype = dt->type, .rank = n, .dims = shape};
   for (int i = 0; i < op->n_operands; i++) {
     const FcType *t = fc_ih_in(op, i);

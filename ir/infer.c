@@ -78,6 +78,24 @@ FcStatus fc_ih_ints(const FcOp *op, FcAttrName n, const int64_t **v, int *count,
   return FC_OK;
 }
 
+FcStatus fc_ih_shape(const FcOp *op, const int64_t **shape, int *rank, FcDiag *diag) {
+  FC_ITRY(fc_ih_ints(op, FC_ATTR_SHAPE, shape, rank, diag));
+  int64_t numel = 1;
+  for (int i = 0; i < *rank; i++) {
+    if ((*shape)[i] < 0) return fc_ih_fail(op, diag, "shape dim %d is negative (%lld)", i, (long long)(*shape)[i]);
+    if (!fc_checked_mul(numel, (*shape)[i], &numel)) return fc_ih_fail(op, diag, "shape has too many elements");
+  }
+  return FC_OK;
+}
+
+FcStatus fc_ih_dtype(const FcOp *op, FcAttrName n, FcDtype *out, FcDiag *diag) {
+  const FcAttr *a = fc_op_attr(op, n);
+  if (!a || a->kind != FC_AK_TYPE || (unsigned)a->type >= FC_DT_COUNT)
+    return fc_ih_fail(op, diag, "attribute '%s' must be an element type", fc_attr_name_str(n));
+  *out = a->type;
+  return FC_OK;
+}
+
 FcStatus fc_ih_floats(const FcOp *op, FcAttrName n, const float **v, int *count, FcDiag *diag) {
   const FcAttr *a = NULL;
   FC_ITRY(get_attr(op, n, FC_AK_FLOATS, &a, diag));
@@ -205,12 +223,7 @@ FcStatus fc_infer_random(FcOp *op, FcArena *arena, FcDiag *diag) {
   if (!(low <= high)) return fc_ih_fail(op, diag, "low %g is above high %g", (double)low, (double)high);
   const int64_t *shape;
   int n;
-  FC_ITRY(fc_ih_ints(op, FC_ATTR_SHAPE, &shape, &n, diag));
-  int64_t numel = 1;
-  for (int i = 0; i < n; i++) {
-    if (shape[i] < 0) return fc_ih_fail(op, diag, "shape dim %d is negative (%lld)", i, (long long)shape[i]);
-    if (!fc_checked_mul(numel, shape[i], &numel)) return fc_ih_fail(op, diag, "shape has too many elements");
-  }
+  FC_ITRY(fc_ih_shape(op, &shape, &n, diag));
   fc_ih_set(op, 0, arena, dt->type, n, shape);
   return FC_OK;
 }

@@ -50,12 +50,7 @@ FcStatus fc_infer_broadcast(FcOp *op, FcArena *arena, FcDiag *diag) {
   const FcType *x = fc_ih_in(op, 0);
   const int64_t *shape;
   int n;
-  FC_ITRY(fc_ih_ints(op, FC_ATTR_SHAPE, &shape, &n, diag));
-  int64_t numel = 1;
-  for (int i = 0; i < n; i++) {
-    if (shape[i] < 0) return fc_ih_fail(op, diag, "shape dim %d is negative (%lld)", i, (long long)shape[i]);
-    if (!fc_checked_mul(numel, shape[i], &numel)) return fc_ih_fail(op, diag, "shape has too many elements");
-  }
+  FC_ITRY(fc_ih_shape(op, &shape, &n, diag));
   bool ok = x->rank <= n;
   for (int i = 0; ok && i < x->rank; i++) {
     int64_t xd = x->dims[x->rank - 1 - i], td = shape[n - 1 - i];

@@ -26,6 +26,10 @@ FcStatus fc_ih_counts(const FcOp *op, FcDiag *diag);
 FcStatus fc_ih_int(const FcOp *op, FcAttrName n, int64_t *out, FcDiag *diag);
 FcStatus fc_ih_flag(const FcOp *op, FcAttrName n, int64_t *out, FcDiag *diag); /* int, 0 or 1 */
 FcStatus fc_ih_ints(const FcOp *op, FcAttrName n, const int64_t **v, int *count, FcDiag *diag);
+/* Attribute n as a plain element type. */
+FcStatus fc_ih_dtype(const FcOp *op, FcAttrName n, FcDtype *out, FcDiag *diag);
+/* The `shape` attribute: dims >= 0 whose product fits in int64. */
+FcStatus fc_ih_shape(const FcOp *op, const int64_t **shape, int *rank, FcDiag *diag);
 FcStatus fc_ih_floats(const FcOp *op, FcAttrName n, const float **v, int *count, FcDiag *diag);
 FcStatus fc_ih_float(const FcOp *op, FcAttrName n, float *out, FcDiag *diag);
 FcStatus fc_ih_str(const FcOp *op, FcAttrName n, const char **out, FcDiag *diag);

@@ -160,17 +160,11 @@ FcStatus fc_infer_send(FcOp *op, FcArena *arena, FcDiag *diag) {
 FcStatus fc_infer_recv(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   FC_ITRY(check_peer(op, diag));
-  const FcAttr *dt = fc_op_attr(op, FC_ATTR_DTYPE);
-  if (!dt || dt->kind != FC_AK_TYPE || (unsigned)dt->type >= FC_DT_COUNT)
-    return fc_ih_fail(op, diag, "attribute 'dtype' must be an element type");
+  FcDtype dt;
   const int64_t *shape;
   int n;
-  FC_ITRY(fc_ih_ints(op, FC_ATTR_SHAPE, &shape, &n, diag));
-  int64_t numel = 1;
-  for (int i = 0; i < n; i++) {
-    if (shape[i] < 0) return fc_ih_fail(op, diag, "shape dim %d is negative (%lld)", i, (long long)shape[i]);
-    if (!fc_checked_mul(numel, shape[i], &numel)) return fc_ih_fail(op, diag, "shape has too many elements");
-  }
-  fc_ih_set(op, 0, arena, dt->type, n, shape);
+  FC_ITRY(fc_ih_dtype(op, FC_ATTR_DTYPE, &dt, diag));
+  FC_ITRY(fc_ih_shape(op, &shape, &n, diag));
+  fc_ih_set(op, 0, arena, dt, n, shape);
   return FC_OK;
 }
