@@ -511,6 +511,10 @@ static int check_sbp_options(Cli *c) {
                          "--rank-specialise=off");
     if (c->device && strcmp(c->device, "cuda") == 0)
       return usage_error(c, "--sbp pipeline with --device cuda is not supported yet (the GPU half is one program for every rank)");
+    /* int8-dynamic takes each activation's range per run over the whole tensor: per micro-batch it would take
+     * another range, and the outputs would differ from the one-process program's. auto keeps one; a given
+     * count is the user's choice (README). */
+    if (!c->micro_batches_given && c->quantize && strcmp(c->quantize->name, "int8-dynamic") == 0) c->micro_batches = 1;
   }
   if (strcmp(c->emit, "onnx") == 0) return usage_error(c, "--ranks with --emit onnx: ONNX has no collective ops");
   if (c->split) return usage_error(c, "--ranks does not apply to --split-input-file");
