@@ -249,6 +249,258 @@ static void emit_step(DwCtx *c, LLVMValueRef pp, LLVMValueRef bp, LLVMValueRef r
   fc_qp_store_tile(k, et, out, 1, d->nv, d->lanes, c->edge, yrow, c64(k, 0), c64(k, 1), 0, ox0, cols);
 }
 
+/* ---- the byte-permute path (AVX512-VBMI + VNNI) ----------------------------------------------------------- */
+
+enum {
+  PERM_LANES = 16,   /* i32 lanes of a zmm: output pixels per vector */
+  PERM_MAX_ROWS = 4, /* vectors stacked per block (sharing the quads of their common input rows) */
+  PERM_MAX_WIN = 128 /* bytes one permute gathers from (vpermt2b's two registers) */
+};
+
+/* The geometry of the byte-permute path: vectors of k whole output rows (OW <= 8) or of `cols` columns of one
+ * row, R of them stacked per block. */
+typedef struct DwPerm {
+  int64_t k, cols, R;  /* output rows per vector, columns per vector, vectors per block */
+  int64_t blocks;      /* blocks per plane (the last one moved up to end at the plane's last row) */
+  int64_t col_steps;   /* vectors across a row (the last one moved left to end at the row's end) */
+  int64_t qrow, nq;    /* tap quads per kernel row, in all */
+  int64_t win;         /* bytes loaded per quad vector: 64 (vpermb) or 128 (vpermt2b) */
+  bool vbmi;           /* vpermb; else each 128-bit lane's bytes come from one vpermd and vpshufb */
+  int64_t Hp, Wp;      /* the padded byte plane */
+} DwPerm;
+
+/* The bytes a vector of k rows x cols columns spans for one quad: where the gather's window must reach. */
+static int64_t perm_span(const DwI8 *d, int64_t Wp, int64_t k, int64_t cols) {
+  return (k - 1) * d->sh * Wp + (cols - 1) * d->sw + (d->KW - 1) * d->dw + 1;
+}
+
+/* The input rows (of the padded plane, relative to the block's first) that a block of R vectors reads. */
+static int64_t perm_rows(const DwI8 *d, int64_t k, int64_t R) {
+  bool seen[4 * PERM_MAX_ROWS * 8 + 256] = {false};
+  int64_t n = 0, lim = (int64_t)(sizeof seen / sizeof seen[0]);
+  for (int64_t v = 0; v < R; v++)
+    for (int64_t kh = 0; kh < d->KH; kh++) {
+      int64_t r = v * k * d->sh + kh * d->dh;
+      if (r >= lim) return R * d->KH; /* sparse (large dilation): count every use */
+      if (!seen[r]) seen[r] = true, n++;
+    }
+  return n;
+}
+
+/* The byte of the window (which starts at tap 4qi of the vector's first pixel) that lane i's byte t reads:
+ * tap 4qi + t of its pixel (past the kernel row: tap 4qi again, which meets weight 0); lanes past the
+ * vector's pixels read what its last pixel reads. */
+static int64_t quad_byte(const DwI8 *d, const DwPerm *p, int64_t qi, int64_t i, int64_t t) {
+  if (i >= p->k * p->cols) i = p->k * p->cols - 1;
+  int64_t r = i / p->cols, c = i % p->cols, kw = 4 * qi + t < d->KW ? t : 0;
+  return r * d->sh * p->Wp + c * d->sw + kw * d->dw;
+}
+
+/* Without VBMI: the first dword of the window that each 128-bit lane's vpermd takes (start[4]), so that the
+ * lane's 4 pixels x 4 taps lie in its 16 bytes; false when they do not fit. */
+static bool lane_starts(const DwI8 *d, const DwPerm *p, int64_t qi, int64_t *start) {
+  for (int64_t l = 0; l < PERM_LANES / 4; l++) {
+    int64_t lo = INT64_MAX, hi = 0;
+    for (int64_t i = 4 * l; i < 4 * l + 4; i++)
+      for (int64_t t = 0; t < 4; t++) {
+        int64_t at = quad_byte(d, p, qi, i, t);
+        lo = at < lo ? at : lo;
+        hi = at > hi ? at : hi;
+      }
+    if (hi - lo / 4 * 4 >= 16 || lo / 4 + 4 > 16) return false;
+    if (start) start[l] = lo / 4;
+  }
+  return true;
+}
+
+/* Whether the byte-permute path takes this conv: the target, s8 weights (vpdpbusd's signed operand), a window
+ * of at most 128 bytes, and the plane in the scratch limit. */
+static bool perm_geometry(const FcKernel *k, const DwI8 *d, const FcQuantProduct *q, DwPerm *p) {
+  if (!fc_target_i8_byte_permute(k->target) || !q->w8) return false;
+  int64_t span_w = (d->OW - 1) * d->sw + (d->KW - 1) * d->dw + 1, span_h = (d->OH - 1) * d->sh + (d->KH - 1) * d->dh + 1;
+  *p = (DwPerm){.Wp = d->pw + d->W > span_w ? d->pw + d->W : span_w, .Hp = d->ph + d->H > span_h ? d->ph + d->H : span_h};
+  int64_t row_bytes; /* several rows per vector only when a row step of the plane fits the window */
+  p->vbmi = fc_target_has(k->target, FC_FEAT_AVX512VBMI);
+  p->k = d->OW <= PERM_LANES / 2 && p->vbmi ? PERM_LANES / d->OW : 1;
+  if (p->k > d->OH) p->k = d->OH;
+  if (!fc_checked_mul(d->sh, p->Wp, &row_bytes) || row_bytes > PERM_MAX_WIN) p->k = 1;
+  p->cols = d->OW < PERM_LANES ? d->OW : PERM_LANES;
+  while (p->k > 1 && perm_span(d, p->Wp, p->k, p->cols) > PERM_MAX_WIN) p->k--;
+  int64_t span = perm_span(d, p->Wp, p->k, p->cols), bytes;
+  if (span > PERM_MAX_WIN) return false;
+  p->win = span <= 64 ? 64 : 128;
+  p->qrow = (d->KW + 3) / 4;
+  if (!p->vbmi && (p->win > 64 || !lane_starts(d, p, 0, NULL) || !lane_starts(d, p, p->qrow - 1, NULL)))
+    return false;
+  p->nq = d->KH * p->qrow;
+  p->col_steps = (d->OW + p->cols - 1) / p->cols;
+  /* R by a cost per block in instructions: a dot per quad and ~8 to requantise and store per vector, one
+   * load and permute per distinct input row and quad; blocks of the plane's last rows overlap the one before */
+  double best = 0;
+  for (int64_t R = 1; R <= PERM_MAX_ROWS && R * p->k <= d->OH; R++) {
+    int64_t blocks = (d->OH + R * p->k - 1) / (R * p->k);
+    double gather = p->vbmi ? 1 : 2;
+    double cost = (double)blocks * ((double)R * (double)(p->nq + 8) + gather * (double)(perm_rows(d, p->k, R) * p->qrow));
+    if (R == 1 || cost < best) best = cost, p->R = R, p->blocks = blocks;
+  }
+  return fc_checked_mul(p->Hp, p->Wp, &bytes) && bytes + PERM_MAX_WIN <= MAX_SCRATCH;
+}
+
+/* [M][nq] i32 of 4 s8 weights (taps 4i .. 4i + 3 of a kernel row, 0 past it) | corr: i32 × M | mult: f32 × M.
+ * The corrections are the u8 view's (an i8 x is flipped as it is gathered). */
+static int32_t *perm_pack(const DwI8 *d, const DwPerm *p, const FcQuantProduct *q, int64_t *bytes) {
+  int64_t words = d->M * p->nq + 2 * d->M;
+  *bytes = words * 4;
+  int32_t *pk = calloc((size_t)words, 4);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  int32_t *corr = pk + d->M * p->nq;
+  float *mult = (float *)(corr + d->M);
+  for (int64_t m = 0; m < d->M; m++) {
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t kw = 0; kw < d->KW; kw++) {
+        uint32_t *word = (uint32_t *)&pk[m * p->nq + kh * p->qrow + kw / 4];
+        *word |= (uint32_t)(uint8_t)(int8_t)q->w[m * d->KK + kh * d->KW + kw] << (8 * (kw % 4));
+      }
+    corr[m] = q->corr[m];
+    mult[m] = q->mult[m];
+  }
+  return pk;
+}
+
+/* The quad vector of tap quad qi for the vector whose window starts at byte `at` of the plane: lane i holds
+ * the bytes of taps 4qi .. 4qi + 3 (past the row: tap 4qi again, which meets weight 0) for its output pixel,
+ * in the u8 view. */
+static LLVMValueRef perm_quad(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q, LLVMValueRef bp,
+                              LLVMValueRef at, int64_t qi) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef v64 = LLVMVectorType(i8, 64);
+  LLVMValueRef half[2];
+  for (int h = 0; h < (p->win > 64 ? 2 : 1); h++) {
+    LLVMValueRef off = fc_cg_iadd(k, at, c64(k, 64 * h));
+    half[h] = LLVMBuildLoad2(b, v64, LLVMBuildGEP2(b, i8, bp, &off, 1, ""), "");
+    LLVMSetAlignment(half[h], 1);
+  }
+  LLVMValueRef mask[64], v;
+  if (p->vbmi) {
+    for (int64_t i = 0; i < PERM_LANES; i++)
+      for (int64_t t = 0; t < 4; t++) mask[4 * i + t] = LLVMConstInt(i32, (unsigned long long)quad_byte(d, p, qi, i, t), 0);
+    v = LLVMBuildShuffleVector(b, half[0], p->win > 64 ? half[1] : LLVMGetPoison(v64), LLVMConstVector(mask, 64),
+                               "quad");
+  } else {
+    /* vpermd brings each 128-bit lane the 16 bytes its pixels read, vpshufb picks them within the lane */
+    int64_t start[PERM_LANES / 4];
+    FC_ASSERT(lane_starts(d, p, qi, start));
+    LLVMTypeRef vd = LLVMVectorType(i32, PERM_LANES);
+    for (int64_t l = 0; l < PERM_LANES / 4; l++)
+      for (int64_t j = 0; j < 4; j++) mask[4 * l + j] = LLVMConstInt(i32, (unsigned long long)(start[l] + j), 0);
+    LLVMValueRef dw = LLVMBuildShuffleVector(b, LLVMBuildBitCast(b, half[0], vd, ""), LLVMGetPoison(vd),
+                                             LLVMConstVector(mask, PERM_LANES), "");
+    for (int64_t i = 0; i < PERM_LANES; i++)
+      for (int64_t t = 0; t < 4; t++)
+        mask[4 * i + t] = LLVMConstInt(i8, (unsigned long long)(quad_byte(d, p, qi, i, t) - 4 * start[i / 4]), 0);
+    LLVMValueRef args[2] = {LLVMBuildBitCast(b, dw, v64, ""), LLVMConstVector(mask, 64)};
+    v = fc_cg_intrinsic(k, "llvm.x86.avx512.pshuf.b.512", NULL, args, 2);
+  }
+  if (q->flip) v = LLVMBuildXor(b, v, fc_cg_splat_const(v64, LLVMConstInt(i8, 0x80, 0)), "");
+  return LLVMBuildBitCast(b, v, LLVMVectorType(i32, PERM_LANES), "");
+}
+
+/* A byte (or f32) store of the first n lanes of v at p, n < lanes (vmovdqu8 / vmovups under a constant mask). */
+static void perm_store_first(FcKernel *k, LLVMValueRef v, LLVMValueRef ptr, int64_t n) {
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
+  LLVMValueRef bits[PERM_LANES];
+  for (int64_t i = 0; i < PERM_LANES; i++) bits[i] = LLVMConstInt(i1, i < n, 0);
+  static const char name[] = "llvm.masked.store";
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  FC_ASSERT(id != 0);
+  LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(ptr)};
+  LLVMValueRef args[4] = {v, ptr, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 1, 0), LLVMConstVector(bits, PERM_LANES)};
+  LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), LLVMGetIntrinsicDeclaration(k->mod, id, over, 2),
+                 args, 4, "");
+}
+
+static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q) {
+  int64_t bytes;
+  int32_t *pk = perm_pack(d, p, q, &bytes);
+  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8q"));
+  free(pk);
+  fc_kernel_set_outer(k, d->N * d->M, (2.0 * (double)d->KK + 4.0) * (double)d->OH * (double)d->OW);
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMTypeRef et = q->out == FC_DT_F32 ? f32 : i8;
+  int64_t plane_bytes = p->Hp * p->Wp + PERM_MAX_WIN; /* a window may reach past the last row */
+  LLVMValueRef bp = fc_kernel_scratch(k, plane_bytes);
+  int zx = q->zx - (q->flip ? 128 : 0); /* the padding, once per call: zx in x's storage type */
+  LLVMBuildMemSet(b, bp, LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), c64(k, plane_bytes), 16);
+
+  FcLoop lt;
+  LLVMValueRef plane = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "plane"); /* n·M + m */
+  LLVMValueRef m = LLVMBuildURem(b, plane, c64(k, d->M), "m");
+  LLVMValueRef n = LLVMBuildUDiv(b, plane, c64(k, d->M), "n");
+  LLVMValueRef xch = fc_cg_iadd(k, fc_cg_imulc(k, n, d->C), LLVMBuildUDiv(b, m, c64(k, d->mult), ""));
+  LLVMValueRef xplane = fc_cg_imulc(k, xch, d->H * d->W);
+  FcLoop lr;
+  LLVMValueRef ih = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, d->H), 1, "ih");
+  LLVMValueRef src = fc_cg_iadd(k, xplane, fc_cg_imulc(k, ih, d->W));
+  LLVMValueRef dst = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, ih, c64(k, d->ph)), p->Wp), c64(k, d->pw));
+  LLVMBuildMemCpy(b, LLVMBuildGEP2(b, i8, bp, &dst, 1, ""), 1, LLVMBuildGEP2(b, i8, k->in[0], &src, 1, ""), 1,
+                  c64(k, d->W));
+  fc_cg_loop_end(k, &lr);
+  LLVMValueRef w[MAX_PAIRS];
+  for (int64_t i = 0; i < p->nq; i++)
+    w[i] = fc_cg_splat(k, fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, fc_cg_imulc(k, m, p->nq), c64(k, i))),
+                       PERM_LANES);
+  LLVMValueRef corr = fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, c64(k, d->M * p->nq), m));
+  LLVMValueRef mbits = fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, c64(k, d->M * p->nq + d->M), m));
+  corr = fc_cg_splat(k, corr, PERM_LANES);
+  LLVMValueRef mult = fc_cg_splat(k, LLVMBuildBitCast(b, mbits, f32, ""), PERM_LANES);
+  LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(corr));
+  LLVMValueRef yplane = fc_cg_imulc(k, plane, d->OH * d->OW);
+
+  FcLoop lb, lc;
+  LLVMValueRef blk = fc_cg_loop_begin(k, &lb, c64(k, 0), c64(k, p->blocks), 1, "blk");
+  LLVMValueRef oy0 = fc_cg_smin(k, fc_cg_imulc(k, blk, p->R * p->k), c64(k, d->OH - p->R * p->k));
+  LLVMValueRef step = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, p->col_steps), 1, "cs");
+  LLVMValueRef ox0 = fc_cg_smin(k, fc_cg_imulc(k, step, p->cols), c64(k, d->OW - p->cols));
+  LLVMValueRef base = fc_cg_iadd(k, fc_cg_imulc(k, oy0, d->sh * p->Wp), fc_cg_imulc(k, ox0, d->sw));
+  /* quads by (input row of the block, quad): each gathered once for every vector that reads it */
+  enum { MEMO = PERM_MAX_ROWS * MAX_PAIRS };
+  int64_t memo_row[MEMO], memo_q[MEMO];
+  LLVMValueRef memo_v[MEMO];
+  int nmemo = 0;
+  for (int64_t v = 0; v < p->R; v++) {
+    LLVMValueRef acc = corr; /* the correction is the accumulator's start (the same i32 sum, wrapping) */
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t qi = 0; qi < p->qrow; qi++) {
+        int64_t row = v * p->k * d->sh + kh * d->dh;
+        LLVMValueRef quad = NULL;
+        for (int i = 0; i < nmemo && !quad; i++)
+          if (memo_row[i] == row && memo_q[i] == qi) quad = memo_v[i];
+        if (!quad) {
+          LLVMValueRef at = fc_cg_iadd(k, base, c64(k, row * p->Wp + 4 * qi * d->dw));
+          quad = perm_quad(k, d, p, q, bp, at, qi);
+          FC_ASSERT(nmemo < MEMO);
+          memo_row[nmemo] = row, memo_q[nmemo] = qi, memo_v[nmemo++] = quad;
+        }
+        acc = fc_i8_dot(k, FC_I8DOT_VNNI, PERM_LANES, acc, quad, w[kh * p->qrow + qi]);
+      }
+    LLVMValueRef out = fc_qp_finish(k, q, acc, zero, mult);
+    LLVMValueRef at = fc_cg_iadd(k, yplane, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, oy0, c64(k, v * p->k)), d->OW), ox0));
+    LLVMValueRef ptr = LLVMBuildGEP2(b, et, k->out[0], &at, 1, "");
+    if (p->k * p->cols == PERM_LANES) {
+      LLVMValueRef st = LLVMBuildStore(b, out, ptr);
+      LLVMSetAlignment(st, 1);
+    } else {
+      perm_store_first(k, out, ptr, p->k * p->cols);
+    }
+  }
+  fc_cg_loop_end(k, &lc);
+  fc_cg_loop_end(k, &lb);
+  fc_cg_loop_end(k, &lt);
+  return FC_OK;
+}
+
 FcStatus fc_conv_dw_i8(FcKernel *k) {
   DwI8 d;
   FC_ASSERT(dw_geometry(k, &d));
@@ -256,6 +508,12 @@ FcStatus fc_conv_dw_i8(FcKernel *k) {
   FcQuantProduct q;
   FcStatus st = fc_qp_init(k, 0, d.KK, d.M, &q);
   if (st != FC_OK) return st;
+  DwPerm perm;
+  if (perm_geometry(k, &d, &q, &perm)) {
+    st = conv_dw_i8_perm(k, &d, &perm, &q);
+    fc_qp_free(&q);
+    return st;
+  }
   int64_t bytes;
   int32_t *pk = pack(&d, &q, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8"));
