@@ -26,7 +26,22 @@
  *      plane's next row (rewritten right after), else it goes through fc_qp_store_tile's stack tile.
  * Rows of at most 8 output pixels use 8 lanes even where the target has 16.
  * The packed constant holds per channel the weight pairs as i32 words, then the corrections and multipliers.
- * Each output element is computed once in a fixed order, so results do not depend on the thread count.
+ *
+ * On AVX512-VNNI targets (fc_target_i8_byte_permute) the pair planes give way to quads of taps gathered from
+ * bytes: with s8 weights (every w' in [-128, 127]) and x in its u8 view (an i8 x flipped by one xor after the
+ * gather, so the u8 view's correction applies), vpdpbusd adds four exact products per i32 lane, 3 instructions
+ * for a 3x3 filter where vpmaddwd takes 6 and an add each. Lane i of the quad vector for kernel row kh and
+ * quad qi holds the bytes of taps 4qi .. 4qi + 3 of its output pixel (a tap past the row repeats tap 4qi and
+ * meets weight 0): one vpermb from a 64-byte window (vpermt2b from 128; without VBMI a vpermd gives each
+ * 128-bit lane the 16 bytes its 4 pixels read and a vpshufb picks them). A block of R vectors (R output rows
+ * of 16 pixels, or of whole rows when they are at most 4 wide) gathers each input row's quads once for every
+ * output row that reads them (stride 1, 3x3, R = 4: 6 gathers for 12 products); the correction is the
+ * accumulator's start. The last block of a plane and the last column step of a row move back to end at the
+ * plane's last row and the row's end (recomputing a few outputs, identically), so every store is whole; only
+ * vectors narrower than 16 pixels store under a constant mask. The windows come from the padded plane of
+ * step 1, or, for strided convs and rows of one vector (where the copy costs most per output), straight from
+ * x: plain loads inside it and loads under a mask at its borders, whose masked-off bytes read zx.
+ * Each output element is computed in a fixed order, so results do not depend on the thread count.
  */
 #include <stdlib.h>
 
@@ -266,6 +281,8 @@ typedef struct DwPerm {
   int64_t qrow, nq;    /* tap quads per kernel row, in all */
   int64_t win;         /* bytes loaded per quad vector: 64 (vpermb) or 128 (vpermt2b) */
   bool vbmi;           /* vpermb; else each 128-bit lane's bytes come from one vpermd and vpshufb */
+  bool direct;         /* one row per vector and 64-byte windows: read x itself, no padded plane */
+  int64_t used;        /* the bytes of a window that a vector's quads read */
   int64_t Hp, Wp;      /* the padded byte plane */
 } DwPerm;
 
@@ -321,7 +338,10 @@ static bool perm_geometry(const FcKernel *k, const DwI8 *d, const FcQuantProduct
   *p = (DwPerm){.Wp = d->pw + d->W > span_w ? d->pw + d->W : span_w, .Hp = d->ph + d->H > span_h ? d->ph + d->H : span_h};
   int64_t row_bytes; /* several rows per vector only when a row step of the plane fits the window */
   p->vbmi = fc_target_has(k->target, FC_FEAT_AVX512VBMI);
-  p->k = d->OW <= PERM_LANES / 2 && p->vbmi ? PERM_LANES / d->OW : 1;
+  /* Whole rows per vector only for rows of at most 4 pixels: at 7 wide, one row per vector read from x itself
+   * measured 26% faster than two rows per vector from the padded plane (MobileNetV2's 960 x 7 x 7: 17.7 vs
+   * 23.9 us); narrower rows would waste three quarters of each vector or more. */
+  p->k = d->OW <= PERM_LANES / 4 && p->vbmi ? PERM_LANES / d->OW : 1;
   if (p->k > d->OH) p->k = d->OH;
   if (!fc_checked_mul(d->sh, p->Wp, &row_bytes) || row_bytes > PERM_MAX_WIN) p->k = 1;
   p->cols = d->OW < PERM_LANES ? d->OW : PERM_LANES;
@@ -329,11 +349,17 @@ static bool perm_geometry(const FcKernel *k, const DwI8 *d, const FcQuantProduct
   int64_t span = perm_span(d, p->Wp, p->k, p->cols), bytes;
   if (span > PERM_MAX_WIN) return false;
   p->win = span <= 64 ? 64 : 128;
+  p->used = span;
   p->qrow = (d->KW + 3) / 4;
+  p->col_steps = (d->OW + p->cols - 1) / p->cols;
+  /* x itself, where its copy would cost the most per output: strided convs (sh·sw input pixels copied per
+   * output) and rows of one vector (a copy per row as dear as the row's vectors). Elsewhere (stride 1, rows of
+   * 2-3 vectors: MobileNetV2's 28- and 56-wide maps) most column steps touch the padding, whose masked loads
+   * measured 10-15% slower than the copy (the 112-wide map: even). */
+  p->direct = p->k == 1 && p->win == 64 && (d->sh > 1 || d->sw > 1 || p->col_steps == 1);
   if (!p->vbmi && (p->win > 64 || !lane_starts(d, p, 0, NULL) || !lane_starts(d, p, p->qrow - 1, NULL)))
     return false;
   p->nq = d->KH * p->qrow;
-  p->col_steps = (d->OW + p->cols - 1) / p->cols;
   /* R by a cost per block in instructions: a dot per quad and ~8 to requantise and store per vector, one
    * load and permute per distinct input row and quad; blocks of the plane's last rows overlap the one before */
   double best = 0;
@@ -343,7 +369,7 @@ static bool perm_geometry(const FcKernel *k, const DwI8 *d, const FcQuantProduct
     double cost = (double)blocks * ((double)R * (double)(p->nq + 8) + gather * (double)(perm_rows(d, p->k, R) * p->qrow));
     if (R == 1 || cost < best) best = cost, p->R = R, p->blocks = blocks;
   }
-  return fc_checked_mul(p->Hp, p->Wp, &bytes) && bytes + PERM_MAX_WIN <= MAX_SCRATCH;
+  return p->direct || (fc_checked_mul(p->Hp, p->Wp, &bytes) && bytes + PERM_MAX_WIN <= MAX_SCRATCH);
 }
 
 /* [M][nq] i32 of 4 s8 weights (taps 4i .. 4i + 3 of a kernel row, 0 past it) | corr: i32 × M | mult: f32 × M.
@@ -370,16 +396,27 @@ static int32_t *perm_pack(const DwI8 *d, const DwPerm *p, const FcQuantProduct *
 /* The quad vector of tap quad qi for the vector whose window starts at byte `at` of the plane: lane i holds
  * the bytes of taps 4qi .. 4qi + 3 (past the row: tap 4qi again, which meets weight 0) for its output pixel,
  * in the u8 view. */
-static LLVMValueRef perm_quad(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q, LLVMValueRef bp,
-                              LLVMValueRef at, int64_t qi) {
+static LLVMValueRef perm_quad(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q, LLVMValueRef at,
+                              LLVMValueRef valid, LLVMValueRef pad, int64_t qi) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef v64 = LLVMVectorType(i8, 64);
   LLVMValueRef half[2];
   for (int h = 0; h < (p->win > 64 ? 2 : 1); h++) {
-    LLVMValueRef off = fc_cg_iadd(k, at, c64(k, 64 * h));
-    half[h] = LLVMBuildLoad2(b, v64, LLVMBuildGEP2(b, i8, bp, &off, 1, ""), "");
-    LLVMSetAlignment(half[h], 1);
+    LLVMValueRef ptr = h ? LLVMBuildGEP2(b, i8, at, (LLVMValueRef[]){c64(k, 64)}, 1, "") : at;
+    if (valid) {
+      /* the bytes outside x's row read the padding value (vmovdqu8 under a mask: the others are not touched) */
+      static const char name[] = "llvm.masked.load";
+      unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+      FC_ASSERT(id != 0);
+      LLVMTypeRef over[2] = {v64, LLVMTypeOf(ptr)};
+      LLVMValueRef args[4] = {ptr, LLVMConstInt(i32, 1, 0), valid, pad};
+      half[h] = LLVMBuildCall2(b, LLVMIntrinsicGetType(k->ctx, id, over, 2),
+                               LLVMGetIntrinsicDeclaration(k->mod, id, over, 2), args, 4, "");
+    } else {
+      half[h] = LLVMBuildLoad2(b, v64, ptr, "");
+      LLVMSetAlignment(half[h], 1);
+    }
   }
   LLVMValueRef mask[64], v;
   if (p->vbmi) {
@@ -420,6 +457,100 @@ static void perm_store_first(FcKernel *k, LLVMValueRef v, LLVMValueRef ptr, int6
                  args, 4, "");
 }
 
+/* What one block's emission needs: the channel's splat weights, correction and multiplier. */
+typedef struct PermEmit {
+  FcKernel *k;
+  const DwI8 *d;
+  const DwPerm *p;
+  const FcQuantProduct *q;
+  LLVMValueRef w[MAX_PAIRS], corr, mult, zero, pad; /* pad: x's zero point in its storage type, every byte */
+  LLVMValueRef yplane; /* the output plane's first element */
+  LLVMTypeRef et;      /* the output element type */
+} PermEmit;
+
+/* Where the window of (block input row `row`, quad qi) starts and, for a border block of the direct path, which
+ * of its bytes lie in x (NULL: all of them). Plane: bp[(oy0·sh + row)·Wp + ox0·sw + 4qi·dw]. Direct: x's
+ * row iy = oy0·sh - ph + row at column ix = ox0·sw - pw + 4qi·dw, bytes j with 0 <= ix + j < W (j < used) of
+ * a row 0 <= iy < H. */
+typedef struct PermSrc {
+  LLVMValueRef base;   /* plane: bp; direct: x's plane */
+  LLVMValueRef oy0, ox0;
+  bool masked;
+} PermSrc;
+
+static LLVMValueRef perm_window(PermEmit *e, const PermSrc *src, int64_t row, int64_t qi, LLVMValueRef *mask) {
+  FcKernel *k = e->k;
+  const DwI8 *d = e->d;
+  const DwPerm *p = e->p;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = fc_cg_i64(k);
+  *mask = NULL;
+  if (!p->direct) {
+    LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, src->oy0, d->sh * p->Wp), fc_cg_imulc(k, src->ox0, d->sw));
+    at = fc_cg_iadd(k, at, c64(k, row * p->Wp + 4 * qi * d->dw));
+    return LLVMBuildGEP2(b, i8, src->base, &at, 1, "");
+  }
+  LLVMValueRef iy = fc_cg_iadd(k, fc_cg_imulc(k, src->oy0, d->sh), c64(k, row - d->ph));
+  LLVMValueRef ix = fc_cg_iadd(k, fc_cg_imulc(k, src->ox0, d->sw), c64(k, 4 * qi * d->dw - d->pw));
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, iy, d->W), ix);
+  if (src->masked) {
+    /* bits [lo, hi) of 64: lo = max(0, -ix), hi = min(used, W - ix), none when the row is padding */
+    LLVMValueRef ones = LLVMConstAllOnes(i64);
+    LLVMValueRef lo = fc_cg_smin(k, fc_cg_smax(k, LLVMBuildNeg(b, ix, ""), c64(k, 0)), c64(k, 64));
+    LLVMValueRef hi = fc_cg_smax(k, fc_cg_smin(k, fc_cg_isub(k, c64(k, d->W), ix), c64(k, p->used)), c64(k, 0));
+    LLVMValueRef below_hi = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGE, hi, c64(k, 64), ""), ones,
+                                         LLVMBuildSub(b, LLVMBuildShl(b, c64(k, 1), fc_cg_smin(k, hi, c64(k, 63)), ""),
+                                                      c64(k, 1), ""));
+    LLVMValueRef from_lo = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGE, lo, c64(k, 64), ""), c64(k, 0),
+                                        LLVMBuildShl(b, ones, fc_cg_smin(k, lo, c64(k, 63)), ""));
+    LLVMValueRef in_rows = LLVMBuildICmp(b, LLVMIntULT, iy, c64(k, d->H), "");
+    LLVMValueRef bits = fc_cg_select(k, in_rows, LLVMBuildAnd(b, below_hi, from_lo, ""), c64(k, 0));
+    *mask = LLVMBuildBitCast(b, bits, LLVMVectorType(LLVMInt1TypeInContext(k->ctx), 64), "");
+    at = fc_cg_select(k, in_rows, at, c64(k, 0)); /* nothing is read from a padding row: keep the address sane */
+  }
+  return LLVMBuildGEP2(b, i8, src->base, &at, 1, "");
+}
+
+/* The R vectors of one block at output row oy0, column ox0: quads gathered once per (input row, quad) and
+ * shared by every vector that reads them, vpdpbusd, requantised and stored. */
+static void perm_block(PermEmit *e, const PermSrc *src) {
+  FcKernel *k = e->k;
+  const DwI8 *d = e->d;
+  const DwPerm *p = e->p;
+  LLVMBuilderRef b = k->b;
+  enum { MEMO = PERM_MAX_ROWS * MAX_PAIRS };
+  int64_t memo_row[MEMO], memo_q[MEMO];
+  LLVMValueRef memo_v[MEMO];
+  int nmemo = 0;
+  for (int64_t v = 0; v < p->R; v++) {
+    LLVMValueRef acc = e->corr; /* the correction is the accumulator's start (the same i32 sum, wrapping) */
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t qi = 0; qi < p->qrow; qi++) {
+        int64_t row = v * p->k * d->sh + kh * d->dh;
+        LLVMValueRef quad = NULL;
+        for (int i = 0; i < nmemo && !quad; i++)
+          if (memo_row[i] == row && memo_q[i] == qi) quad = memo_v[i];
+        if (!quad) {
+          LLVMValueRef mask, at = perm_window(e, src, row, qi, &mask);
+          quad = perm_quad(k, d, p, e->q, at, mask, e->pad, qi);
+          FC_ASSERT(nmemo < MEMO);
+          memo_row[nmemo] = row, memo_q[nmemo] = qi, memo_v[nmemo++] = quad;
+        }
+        acc = fc_i8_dot(k, FC_I8DOT_VNNI, PERM_LANES, acc, quad, e->w[kh * p->qrow + qi]);
+      }
+    LLVMValueRef out = fc_qp_finish(k, e->q, acc, e->zero, e->mult);
+    LLVMValueRef row = fc_cg_iadd(k, src->oy0, c64(k, v * p->k));
+    LLVMValueRef at = fc_cg_iadd(k, e->yplane, fc_cg_iadd(k, fc_cg_imulc(k, row, d->OW), src->ox0));
+    LLVMValueRef ptr = LLVMBuildGEP2(b, e->et, k->out[0], &at, 1, "");
+    if (p->k * p->cols == PERM_LANES) {
+      LLVMValueRef st = LLVMBuildStore(b, out, ptr);
+      LLVMSetAlignment(st, 1);
+    } else {
+      perm_store_first(k, out, ptr, p->k * p->cols);
+    }
+  }
+}
+
 static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q) {
   int64_t bytes;
   int32_t *pk = perm_pack(d, p, q, &bytes);
@@ -428,11 +559,15 @@ static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, con
   fc_kernel_set_outer(k, d->N * d->M, (2.0 * (double)d->KK + 4.0) * (double)d->OH * (double)d->OW);
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
-  LLVMTypeRef et = q->out == FC_DT_F32 ? f32 : i8;
+  PermEmit e = {.k = k, .d = d, .p = p, .q = q, .et = q->out == FC_DT_F32 ? f32 : i8};
+  int zx = q->zx - (q->flip ? 128 : 0); /* the padding: zx in x's storage type */
+  LLVMValueRef zx8 = LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), bp = NULL;
+  e.pad = fc_cg_splat_const(LLVMVectorType(i8, 64), zx8);
   int64_t plane_bytes = p->Hp * p->Wp + PERM_MAX_WIN; /* a window may reach past the last row */
-  LLVMValueRef bp = fc_kernel_scratch(k, plane_bytes);
-  int zx = q->zx - (q->flip ? 128 : 0); /* the padding, once per call: zx in x's storage type */
-  LLVMBuildMemSet(b, bp, LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), c64(k, plane_bytes), 16);
+  if (!p->direct) {
+    bp = fc_kernel_scratch(k, plane_bytes);
+    LLVMBuildMemSet(b, bp, zx8, c64(k, plane_bytes), 16); /* the padding, once per call */
+  }
 
   FcLoop lt;
   LLVMValueRef plane = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "plane"); /* n·M + m */
@@ -440,60 +575,58 @@ static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, con
   LLVMValueRef n = LLVMBuildUDiv(b, plane, c64(k, d->M), "n");
   LLVMValueRef xch = fc_cg_iadd(k, fc_cg_imulc(k, n, d->C), LLVMBuildUDiv(b, m, c64(k, d->mult), ""));
   LLVMValueRef xplane = fc_cg_imulc(k, xch, d->H * d->W);
-  FcLoop lr;
-  LLVMValueRef ih = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, d->H), 1, "ih");
-  LLVMValueRef src = fc_cg_iadd(k, xplane, fc_cg_imulc(k, ih, d->W));
-  LLVMValueRef dst = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, ih, c64(k, d->ph)), p->Wp), c64(k, d->pw));
-  LLVMBuildMemCpy(b, LLVMBuildGEP2(b, i8, bp, &dst, 1, ""), 1, LLVMBuildGEP2(b, i8, k->in[0], &src, 1, ""), 1,
-                  c64(k, d->W));
-  fc_cg_loop_end(k, &lr);
-  LLVMValueRef w[MAX_PAIRS];
+  if (!p->direct) {
+    FcLoop lr;
+    LLVMValueRef ih = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, d->H), 1, "ih");
+    LLVMValueRef from = fc_cg_iadd(k, xplane, fc_cg_imulc(k, ih, d->W));
+    LLVMValueRef to = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, ih, c64(k, d->ph)), p->Wp), c64(k, d->pw));
+    LLVMBuildMemCpy(b, LLVMBuildGEP2(b, i8, bp, &to, 1, ""), 1, LLVMBuildGEP2(b, i8, k->in[0], &from, 1, ""), 1,
+                    c64(k, d->W));
+    fc_cg_loop_end(k, &lr);
+  }
   for (int64_t i = 0; i < p->nq; i++)
-    w[i] = fc_cg_splat(k, fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, fc_cg_imulc(k, m, p->nq), c64(k, i))),
-                       PERM_LANES);
+    e.w[i] = fc_cg_splat(k, fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, fc_cg_imulc(k, m, p->nq), c64(k, i))),
+                         PERM_LANES);
   LLVMValueRef corr = fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, c64(k, d->M * p->nq), m));
   LLVMValueRef mbits = fc_cg_load(k, FC_DT_I32, wp, fc_cg_iadd(k, c64(k, d->M * p->nq + d->M), m));
-  corr = fc_cg_splat(k, corr, PERM_LANES);
-  LLVMValueRef mult = fc_cg_splat(k, LLVMBuildBitCast(b, mbits, f32, ""), PERM_LANES);
-  LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(corr));
-  LLVMValueRef yplane = fc_cg_imulc(k, plane, d->OH * d->OW);
+  e.corr = fc_cg_splat(k, corr, PERM_LANES);
+  e.mult = fc_cg_splat(k, LLVMBuildBitCast(b, mbits, f32, ""), PERM_LANES);
+  e.zero = LLVMConstNull(LLVMTypeOf(e.corr));
+  e.yplane = fc_cg_imulc(k, plane, d->OH * d->OW);
 
   FcLoop lb, lc;
   LLVMValueRef blk = fc_cg_loop_begin(k, &lb, c64(k, 0), c64(k, p->blocks), 1, "blk");
   LLVMValueRef oy0 = fc_cg_smin(k, fc_cg_imulc(k, blk, p->R * p->k), c64(k, d->OH - p->R * p->k));
   LLVMValueRef step = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, p->col_steps), 1, "cs");
   LLVMValueRef ox0 = fc_cg_smin(k, fc_cg_imulc(k, step, p->cols), c64(k, d->OW - p->cols));
-  LLVMValueRef base = fc_cg_iadd(k, fc_cg_imulc(k, oy0, d->sh * p->Wp), fc_cg_imulc(k, ox0, d->sw));
-  /* quads by (input row of the block, quad): each gathered once for every vector that reads it */
-  enum { MEMO = PERM_MAX_ROWS * MAX_PAIRS };
-  int64_t memo_row[MEMO], memo_q[MEMO];
-  LLVMValueRef memo_v[MEMO];
-  int nmemo = 0;
-  for (int64_t v = 0; v < p->R; v++) {
-    LLVMValueRef acc = corr; /* the correction is the accumulator's start (the same i32 sum, wrapping) */
-    for (int64_t kh = 0; kh < d->KH; kh++)
-      for (int64_t qi = 0; qi < p->qrow; qi++) {
-        int64_t row = v * p->k * d->sh + kh * d->dh;
-        LLVMValueRef quad = NULL;
-        for (int i = 0; i < nmemo && !quad; i++)
-          if (memo_row[i] == row && memo_q[i] == qi) quad = memo_v[i];
-        if (!quad) {
-          LLVMValueRef at = fc_cg_iadd(k, base, c64(k, row * p->Wp + 4 * qi * d->dw));
-          quad = perm_quad(k, d, p, q, bp, at, qi);
-          FC_ASSERT(nmemo < MEMO);
-          memo_row[nmemo] = row, memo_q[nmemo] = qi, memo_v[nmemo++] = quad;
-        }
-        acc = fc_i8_dot(k, FC_I8DOT_VNNI, PERM_LANES, acc, quad, w[kh * p->qrow + qi]);
-      }
-    LLVMValueRef out = fc_qp_finish(k, q, acc, zero, mult);
-    LLVMValueRef at = fc_cg_iadd(k, yplane, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, oy0, c64(k, v * p->k)), d->OW), ox0));
-    LLVMValueRef ptr = LLVMBuildGEP2(b, et, k->out[0], &at, 1, "");
-    if (p->k * p->cols == PERM_LANES) {
-      LLVMValueRef st = LLVMBuildStore(b, out, ptr);
-      LLVMSetAlignment(st, 1);
-    } else {
-      perm_store_first(k, out, ptr, p->k * p->cols);
-    }
+  if (!p->direct) {
+    perm_block(&e, &(PermSrc){.base = bp, .oy0 = oy0, .ox0 = ox0});
+  } else {
+    /* A block whose windows lie inside x's rows (and whose 64-byte loads end inside x) reads x with plain
+     * loads; one that touches the padding or x's end takes masked loads. */
+    LLVMValueRef xbase = LLVMBuildGEP2(b, i8, k->in[0], &xplane, 1, "");
+    LLVMValueRef iy0 = fc_cg_iadd(k, fc_cg_imulc(k, oy0, d->sh), c64(k, -d->ph));
+    LLVMValueRef ix0 = fc_cg_iadd(k, fc_cg_imulc(k, ox0, d->sw), c64(k, -d->pw));
+    int64_t rows = (p->R - 1) * d->sh + (d->KH - 1) * d->dh; /* the block's last input row, from its first */
+    int64_t reach = 4 * (p->qrow - 1) * d->dw + 64;           /* the last quad's load, from the first's */
+    LLVMValueRef iy1 = fc_cg_iadd(k, iy0, c64(k, rows)), ix1 = fc_cg_iadd(k, ix0, c64(k, 4 * (p->qrow - 1) * d->dw));
+    LLVMValueRef end = fc_cg_iadd(k, fc_cg_iadd(k, xplane, fc_cg_imulc(k, iy1, d->W)), fc_cg_iadd(k, ix0, c64(k, reach)));
+    LLVMValueRef inside = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, iy0, c64(k, 0), ""),
+                                       LLVMBuildICmp(b, LLVMIntSLT, iy1, c64(k, d->H), ""), "");
+    inside = LLVMBuildAnd(b, inside, LLVMBuildICmp(b, LLVMIntSGE, ix0, c64(k, 0), ""), "");
+    inside = LLVMBuildAnd(b, inside, LLVMBuildICmp(b, LLVMIntSLE, fc_cg_iadd(k, ix1, c64(k, p->used)), c64(k, d->W), ""), "");
+    inside = LLVMBuildAnd(b, inside, LLVMBuildICmp(b, LLVMIntSLE, end, c64(k, d->N * d->C * d->H * d->W), ""), "");
+    LLVMBasicBlockRef in_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pin");
+    LLVMBasicBlockRef edge_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pedge");
+    LLVMBasicBlockRef done_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pdone");
+    LLVMBuildCondBr(b, inside, in_bb, edge_bb);
+    LLVMPositionBuilderAtEnd(b, in_bb);
+    perm_block(&e, &(PermSrc){.base = xbase, .oy0 = oy0, .ox0 = ox0});
+    LLVMBuildBr(b, done_bb);
+    LLVMPositionBuilderAtEnd(b, edge_bb);
+    perm_block(&e, &(PermSrc){.base = xbase, .oy0 = oy0, .ox0 = ox0, .masked = true});
+    LLVMBuildBr(b, done_bb);
+    LLVMPositionBuilderAtEnd(b, done_bb);
   }
   fc_cg_loop_end(k, &lc);
   fc_cg_loop_end(k, &lb);
