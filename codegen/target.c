@@ -554,3 +554,9 @@ bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, i
   return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && taps >= 1 && taps <= MAX_TAPS &&
          plane >= 1 && plane <= MAX_PLANE;
 }
+
+bool fc_target_i8_byte_permute(const FcTarget *t) {
+  FcI8Gemm g;
+  fc_target_i8_gemm(t, &g);
+  return g.dot == FC_I8DOT_VNNI && g.lanes == 16;
+}
