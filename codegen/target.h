@@ -282,8 +282,9 @@ void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group);
 /* Whether a quantised depthwise 1-D/2-D conv (one input channel per group) with `taps` kernel taps over input
  * planes of `plane` pixels runs on the integer depthwise kernel (kernel_dwconv_i8.c): the 16-bit dot
- * (vpmaddwd; vpdpbusd on byte quads where fc_target_i8_byte_permute holds), at most 81 taps (its weights stay in registers) and planes of at most 256 × 256 pixels (a padded
- * copy of one sits in each task's scratch). fold_qdq folds such convs into their quantised form. */
+ * (vpmaddwd; vpdpbusd on byte quads where fc_target_i8_byte_permute holds), at most 81 taps (its weights stay
+ * in registers) and planes of at most 256 × 256 pixels (a padded copy of one sits in each task's scratch).
+ * fold_qdq folds such convs into their quantised form. */
 bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane);
 /* Whether that kernel gathers each output pixel's byte quad of taps straight from the padded plane and multiplies
  * it with vpdpbusd (AVX512-VNNI: Cascade Lake, Ice Lake server, Sapphire Rapids): one vpermb / vpermt2b per
