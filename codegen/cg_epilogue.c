@@ -91,16 +91,6 @@ static void classify(FcCgEpilogue *e, EpOperand *o, const int64_t *s) {
   o->row_mode = lzero ? 0 : lcontig ? 1 : 2;
 }
 
-/* The value of a one-element constant as an LLVM constant of the compute type, or NULL: scalars such
- * as clip bounds then cost no load and LLVM folds them into the instructions that use them. */
-static LLVMValueRef immediate(FcKernel *k, FcDtype dt, const FcTensor *t) {
-  int64_t n;
-  if (!t || !fc_type_numel(&t->type, &n) || n != 1 || t->type.dtype != dt || dt == FC_DT_BOOL) return NULL;
-  LLVMTypeRef ct = fc_cg_compute_type(k, dt);
-  if (fc_dtype_is_float(dt)) return LLVMConstReal(ct, fc_tensor_get_f64(t, 0));
-  return LLVMConstInt(ct, (unsigned long long)fc_tensor_get_i64(t, 0), 1);
-}
-
 FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
   *out = NULL;
   FcOp *op = k->op;
@@ -164,7 +154,7 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
       o->index = r;
       classify(e, o, fc_cg_broadcast_strides(arena, t, rt));
       const FcTensor *c = fc_value_const(op->operands[r].value);
-      o->imm = immediate(k, e->dt, c);
+      o->imm = fc_cg_immediate(k, e->dt, c);
       if (o->imm && fc_dtype_is_float(e->dt)) o->imm_value = fc_tensor_get_f64(c, 0);
       e->slot_of[r] = e->n_ops++;
     }

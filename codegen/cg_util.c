@@ -70,6 +70,14 @@ static LLVMTypeRef scalar_of(LLVMTypeRef t) {
   return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
 }
 
+LLVMValueRef fc_cg_immediate(FcKernel *k, FcDtype dt, const FcTensor *t) {
+  int64_t n;
+  if (!t || !fc_type_numel(&t->type, &n) || n != 1 || t->type.dtype != dt || dt == FC_DT_BOOL) return NULL;
+  LLVMTypeRef ct = fc_cg_compute_type(k, dt);
+  if (fc_dtype_is_float(dt)) return LLVMConstReal(ct, fc_tensor_get_f64(t, 0));
+  return LLVMConstInt(ct, (unsigned long long)fc_tensor_get_i64(t, 0), 1);
+}
+
 LLVMValueRef fc_cg_splat_const(LLVMTypeRef ty, LLVMValueRef c) {
   if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind) return c;
   unsigned n = LLVMGetVectorSize(ty);

@@ -189,6 +189,10 @@ LLVMTypeRef fc_cg_i64(FcKernel *k);
 LLVMValueRef fc_cg_const_i64(FcKernel *k, int64_t v);
 /* The constant c in every lane of vector type ty (c itself when ty is a scalar type). */
 LLVMValueRef fc_cg_splat_const(LLVMTypeRef ty, LLVMValueRef c);
+/* The value of a one-element constant of dtype dt as an LLVM constant of its compute type, or NULL (another
+ * dtype, more elements, bool): scalars such as clip bounds then cost no load, and LLVM folds them into the
+ * instructions that use them. */
+LLVMValueRef fc_cg_immediate(FcKernel *k, FcDtype dt, const FcTensor *t);
 /* The run-time scalar v in each of n lanes (v itself when n == 1). */
 LLVMValueRef fc_cg_splat(FcKernel *k, LLVMValueRef v, unsigned n);
 /* Integer shortcuts for index arithmetic in loop nests (signed min/max; imulc returns a for c == 1). */

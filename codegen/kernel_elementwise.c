@@ -79,8 +79,33 @@ static LLVMValueRef math1(FcKernel *k, FcMathFn fn, LLVMValueRef x) {
 /* ---- floats --------------------------------------------------------------------------------------- */
 
 /* max/min as the evaluator: NaN if either is NaN; of +0 and -0, max is +0 and min is -0. */
+/* A float constant's value (a splat's: every lane the same), or NaN where v is none. */
+static double const_value(LLVMValueRef v) {
+  if (!LLVMIsConstant(v)) return NAN;
+  bool vec = LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind;
+  unsigned lanes = vec ? LLVMGetVectorSize(LLVMTypeOf(v)) : 1;
+  double first = NAN;
+  for (unsigned i = 0; i < lanes; i++) {
+    LLVMValueRef c = vec ? LLVMGetAggregateElement(v, i) : v;
+    LLVMBool loses;
+    double x = c && LLVMIsAConstantFP(c) ? LLVMConstRealGetDouble(c, &loses) : NAN;
+    if (isnan(x) || (i && (x != first || signbit(x) != signbit(first)))) return NAN;
+    first = x;
+  }
+  return first;
+}
+
 static LLVMValueRef fmaxmin(FcKernel *k, bool is_max, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef B = k->b;
+  /* Against a constant bound c that is not NaN (the clamp of a quantize, a clip): "x > c or x is NaN"
+   * picks x, one compare and one select, which is the whole op unless c is a zero of the wrong sign (of
+   * two zeros max takes +0, min -0). */
+  for (int j = 0; j < 2; j++) {
+    LLVMValueRef x = j ? b : a, cv = j ? a : b;
+    double c = const_value(cv);
+    if (isnan(c) || (c == 0 && (signbit(c) != 0) == is_max)) continue;
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, is_max ? LLVMRealUGT : LLVMRealULT, x, cv, ""), x, cv, "");
+  }
   LLVMValueRef better = LLVMBuildFCmp(B, is_max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
   LLVMValueRef eq = LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
   bool f64 = LLVMGetTypeKind(elem_of(LLVMTypeOf(a))) == LLVMDoubleTypeKind;

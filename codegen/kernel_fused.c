@@ -199,10 +199,12 @@ static void emit_nest(FcKernel *k, const Fused *f, Nest *n) {
       if (f->cs[j][a] != 0)
         n->off[j] = LLVMBuildAdd(B, n->off[j], LLVMBuildMul(B, idx, fc_cg_const_i64(k, f->cs[j][a]), ""), "");
   }
-  /* row-constant operands: one load per row */
+  /* row-constant operands: one load per row, none for a one-element constant (an immediate) */
   for (int j = 0; j < f->n_in; j++) {
     if (f->cs[j][cr - 1] != 0) continue;
-    n->fixed[j] = fc_cg_convert(k, fc_cg_load(k, f->odt[j], n->ptrs[j], n->off[j]), f->odt[j], f->dt);
+    n->fixed[j] = fc_cg_immediate(k, f->dt, fc_value_const(k->op->operands[j].value));
+    if (!n->fixed[j])
+      n->fixed[j] = fc_cg_convert(k, fc_cg_load(k, f->odt[j], n->ptrs[j], n->off[j]), f->odt[j], f->dt);
     if (f->vw > 1) n->vfixed[j] = fc_cg_splat(k, n->fixed[j], (unsigned)f->vw);
   }
   n->base = LLVMBuildMul(B, row, fc_cg_const_i64(k, f->inner), "base");
