@@ -11,6 +11,8 @@
  *   2. interleave: 4 rows at a time become [k/4][p][4] (2 rows as u16 pairs for WIDEN and WIDEN16), so the
  *      consecutive k of one pixel are adjacent, by vector shuffles.
  * A pointwise conv (1x1, stride 1, no padding) skips step 1 for full blocks: its rows are x's channel planes.
+ * A conv of small K (the stems: K <= 256) with output rows of 16 pixels or more skips both steps: its blocks
+ * are whole output rows, built in one pass from phase planes (build_cols_direct).
  * The register tile is mr output channels × nv vectors of pixels: each weight group of 4 bytes (one channel,
  * 4 k) is broadcast and meets nv vectors of Col with the target's dot (vpdpbusd; vpmaddubsw + vpmaddwd where
  * no weight pair can saturate it, given the activation range) — the same steps as kernel_matmul_i8.c with the
@@ -43,7 +45,8 @@
  * whole chunks, the rows past K zx) gives B tiles of 16 quads × 16 pixels at a row stride of PB·4 bytes; each
  * block runs 32-pixel panels against pairs of channel tiles on 2 × 2 tiles (cg_amx.h; an odd last tile alone)
  * and requantises the stored accumulators like the vector tiles. Its blocks are far larger
- * (fc_target_i8_amx_col_bytes): at tile speed the im2col's per-row work is what costs.
+ * (fc_target_i8_amx_col_bytes): at tile speed the im2col's per-row work is what costs. A conv that is one
+ * block in all is split in two outer iterations by channel tiles, so 2 threads share it (see `splits`).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -794,21 +797,23 @@ static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValue
   fc_qp_store_tile(k, a->et, outv, 16 * na, 2, 16, a->edge, a->ybase, m0, nrows, c->P, a->pcol, ncols);
 }
 
-/* The block's tiles on AMX: 32-pixel panels, and in each pairs of 16-channel tiles (the last one alone where
- * MT is odd: tile shapes are fixed, cg_amx.h). */
-static void amx_tiles(FcKernel *k, const ConvI8 *t, AmxBlock *a) {
+/* The block's tiles on AMX: 32-pixel panels, and in each the 16-channel tiles [ct0, ct1) by pairs (the last
+ * one alone where their count is odd: tile shapes are fixed, cg_amx.h; `odd`: whether it can be). */
+static void amx_tiles(FcKernel *k, const ConvI8 *t, AmxBlock *a, LLVMValueRef ct0, LLVMValueRef ct1, bool odd) {
   LLVMBuilderRef b = k->b;
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, 31)), c64(k, 32), "");
   FcLoop lp, lc;
   LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
   a->pcol = fc_cg_imulc(k, pn, 32);
-  int64_t pairs = t->MT / 2;
-  if (pairs > 0) {
-    LLVMValueRef cp = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, pairs), 1, "ctiles");
-    amx_block(k, t, a, fc_cg_imulc(k, cp, 2), 2);
-    fc_cg_loop_end(k, &lc);
+  LLVMValueRef n = fc_cg_isub(k, ct1, ct0);
+  LLVMValueRef cp = fc_cg_loop_begin(k, &lc, c64(k, 0), LLVMBuildSDiv(b, n, c64(k, 2), ""), 1, "ctiles");
+  amx_block(k, t, a, fc_cg_iadd(k, ct0, fc_cg_imulc(k, cp, 2)), 2);
+  fc_cg_loop_end(k, &lc);
+  if (odd) {
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, n, c64(k, 2), ""), c64(k, 0), ""));
+    amx_block(k, t, a, fc_cg_isub(k, ct1, c64(k, 1)), 1);
+    fc_cg_if_end(k, cont);
   }
-  if (t->MT % 2) amx_block(k, t, a, c64(k, t->MT - 1), 1);
   fc_cg_loop_end(k, &lp);
 }
 
@@ -872,11 +877,18 @@ FcStatus fc_conv_i8(FcKernel *k) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
   }
+  /* AMX: a conv of one block in all (a small map of a batch of 1: ResNet-18's at 28x28 and below) is two
+   * outer iterations, each half the channel tiles, so 2 threads share it. Both build the block's Col; the
+   * second iteration of a task reuses the first's (they are adjacent: the pool's chunks are contiguous), so
+   * one thread builds it once, as before. Only where that Col stays in L2 for the second half's tiles
+   * (ResNet's 56x56 3x3 convs, 1.8 MB: 3% slower on 1 thread, 10% faster on 2; 14x14: 40% faster on 2). */
+  int64_t splits = amx && outer == 1 && t.MT >= 2 && col_bytes <= (1 << 20) ? 2 : 1;
+  outer *= splits;
   int64_t bytes;
   int8_t *pk = pack_weights(&t, wbytes, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
   free(pk);
-  fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB);
+  fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);
 
   int64_t *vlo = malloc((size_t)c->KW * sizeof *vlo), *vhi = malloc((size_t)c->KW * sizeof *vhi);
   if (!vlo || !vhi) fc_die(__FILE__, __LINE__, "out of memory");
@@ -912,8 +924,9 @@ FcStatus fc_conv_i8(FcKernel *k) {
 
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
-  LLVMValueRef blk = LLVMBuildSRem(b, it, c64(k, blocks), "");
-  LLVMValueRef ng = LLVMBuildSDiv(b, it, c64(k, blocks), ""); /* n·G + grp */
+  LLVMValueRef split = LLVMBuildSRem(b, it, c64(k, splits), ""), bit = LLVMBuildSDiv(b, it, c64(k, splits), "");
+  LLVMValueRef blk = LLVMBuildSRem(b, bit, c64(k, blocks), "");
+  LLVMValueRef ng = LLVMBuildSDiv(b, bit, c64(k, blocks), ""); /* n·G + grp */
   LLVMValueRef grp = LLVMBuildSRem(b, ng, c64(k, c->G), "");
   LLVMValueRef p0 = fc_cg_imulc(k, blk, t.direct ? t.RB * c->OW : t.PB);
   LLVMValueRef npix = fc_cg_smin(k, c64(k, t.direct ? t.RB * c->OW : t.PB), fc_cg_isub(k, c64(k, c->P), p0));
@@ -922,6 +935,9 @@ FcStatus fc_conv_i8(FcKernel *k) {
   /* A pointwise conv's Col rows are x's channel planes: a full block interleaves them in place (a partial
    * last block would read past the plane, so it copies them like any other conv). */
   LLVMBasicBlockRef done_cols = NULL;
+  /* the block's Col is already in the scratch on a task's later channel splits */
+  LLVMBasicBlockRef built = fc_cg_if_begin(k, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, it, k->begin, ""),
+                                                          LLVMBuildICmp(b, LLVMIntEQ, split, c64(k, 0), ""), ""));
   if (pointwise) {
     LLVMValueRef full_blk = LLVMBuildICmp(b, LLVMIntEQ, npix, c64(k, t.PB), "");
     LLVMBasicBlockRef in_place = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_in_place");
@@ -950,13 +966,18 @@ FcStatus fc_conv_i8(FcKernel *k) {
     LLVMBuildBr(b, done_cols);
     LLVMPositionBuilderAtEnd(b, done_cols);
   }
+  fc_cg_if_end(k, built);
 
   /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */
   LLVMValueRef ybase = fc_cg_iadd(k, fc_cg_imulc(k, ng, c->Mg * c->P), p0);
   if (amx) {
     AmxBlock ab = {.wp = wp, .cols = cols, .grp = grp, .ybase = ybase, .npix = npix, .et = et, .wbytes = wbytes,
                    .ctile = fc_cg_tile_new(k, i32, 4 * 16 * 16, "amx_c"), .edge = fc_cg_tile_new(k, et, 32 * 32, "edge")};
-    amx_tiles(k, &t, &ab);
+    /* split s of S: channel tiles [s·MT / S, (s + 1)·MT / S) */
+    LLVMValueRef ct0 = LLVMBuildSDiv(b, fc_cg_imulc(k, split, t.MT), c64(k, splits), "");
+    LLVMValueRef ct1 = LLVMBuildSDiv(b, fc_cg_imulc(k, fc_cg_iadd(k, split, c64(k, 1)), t.MT), c64(k, splits), "");
+    bool odd = t.MT % 2 || (splits == 2 && (t.MT / 2) % 2);
+    amx_tiles(k, &t, &ab, ct0, ct1, odd);
     fc_cg_loop_end(k, &lo);
     fc_qp_free(&t.q);
     return FC_OK;
