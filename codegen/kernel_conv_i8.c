@@ -11,6 +11,8 @@
  *   2. interleave: 4 rows at a time become [k/4][p][4] (2 rows as u16 pairs for WIDEN and WIDEN16), so the
  *      consecutive k of one pixel are adjacent, by vector shuffles.
  * A pointwise conv (1x1, stride 1, no padding) skips step 1 for full blocks: its rows are x's channel planes.
+ * A conv of small K (the stems: K <= 256) with output rows of 16 pixels or more skips both steps: its blocks
+ * are whole output rows, built in one pass from phase planes (build_cols_direct).
  * The register tile is mr output channels × nv vectors of pixels: each weight group of 4 bytes (one channel,
  * 4 k) is broadcast and meets nv vectors of Col with the target's dot (vpdpbusd; vpmaddubsw + vpmaddwd where
  * no weight pair can saturate it, given the activation range) — the same steps as kernel_matmul_i8.c with the
@@ -43,7 +45,8 @@
  * whole chunks, the rows past K zx) gives B tiles of 16 quads × 16 pixels at a row stride of PB·4 bytes; each
  * block runs 32-pixel panels against pairs of channel tiles on 2 × 2 tiles (cg_amx.h; an odd last tile alone)
  * and requantises the stored accumulators like the vector tiles. Its blocks are far larger
- * (fc_target_i8_amx_col_bytes): at tile speed the im2col's per-row work is what costs.
+ * (fc_target_i8_amx_col_bytes): at tile speed the im2col's per-row work is what costs. A conv that is one
+ * block in all is split in two outer iterations by channel tiles, so 2 threads share it (see `splits`).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,9 @@
 #include "cg_amx.h"
 #include "cg_requant.h"
 #include "codegen.h"
+
+/* the direct im2col's bound on K (build_cols_direct: stems of up to 3 channels of 9x9 taps, say) */
+enum { DIRECT_MAX_K = 256 };
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
@@ -122,6 +128,9 @@ typedef struct ConvI8 {
   int64_t wrow;           /* WIDEN: bytes of one channel's widened row (NH chunks of 64 i16) */
   int64_t nr;
   LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
+  bool direct;            /* Col built in one pass from phase planes (build_cols_direct), blocks of RB rows */
+  int64_t RB, Rin, Wph;   /* direct: output rows per block, padded input rows and phase-row bytes it reads */
+  LLVMValueRef tab_src;   /* direct: per k (KG·kg of them), its tap's offset in the phase planes */
 } ConvI8;
 
 /* dst[j .. j + n) = src[j .. j + n) (xor 0x80 where flip: an i8 x): one unaligned vector. */
@@ -216,6 +225,83 @@ static void build_rows_padded(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, L
   fc_cg_loop_end(k, &lk);
 }
 
+/* dst[j] = src[j·sw] (xor 0x80 where flip: an i8 x) for j in [lo, hi): one run of a tap's row (build_rows) or
+ * a phase row (build_phases), every read inside [src + lo·sw, src + (hi - 1)·sw]. */
+static void copy_run(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef lo,
+                     LLVMValueRef hi) {
+  const Conv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef len = fc_cg_isub(k, hi, lo);
+  LLVMValueRef lo_scalar = lo;
+  if (c->sw == 1) {
+    /* Runs of 16 bytes or more (a row of a 56-wide map): 16-byte copies, the last one overlapping the one
+     * before it (it rewrites the same bytes) instead of a scalar tail. Runs of 4 to 15 bytes (the rows of
+     * 7- and 14-wide maps, which a batch repeats for every tap) are two overlapping copies of 8 or 4 bytes;
+     * only shorter ones take the byte loop. */
+    LLVMValueRef long_run = LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 16), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, long_run);
+    FcLoop lv;
+    LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo, fc_cg_isub(k, hi, c64(k, 15)), 16, "ow16");
+    copy_vec(k, t->q.flip, src, dst, j, 16);
+    fc_cg_loop_end(k, &lv);
+    copy_vec(k, t->q.flip, src, dst, fc_cg_isub(k, hi, c64(k, 16)), 16);
+    fc_cg_if_end(k, cont);
+    for (unsigned n = 8; n >= 4; n /= 2) {
+      LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, n), ""),
+                                       LLVMBuildICmp(b, LLVMIntSLT, len, c64(k, 2 * n), ""), "");
+      cont = fc_cg_if_begin(k, fits);
+      copy_vec(k, t->q.flip, src, dst, lo, n);
+      copy_vec(k, t->q.flip, src, dst, fc_cg_isub(k, hi, c64(k, n)), n);
+      fc_cg_if_end(k, cont);
+    }
+    lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 4), ""), hi, lo);
+  } else if (c->sw == 2) {
+    /* Stride 2 (the stems of ResNet and MobileNet: a 224-wide image, every tap): 16 outputs from one
+     * 32-byte load, its even bytes kept. Only while column j + 16 is inside too, so the load's last byte
+     * (input 2j + 31, one short of j + 16's) stays inside the row; the rest takes the byte loop. */
+    LLVMTypeRef v32 = LLVMVectorType(i8, 32);
+    LLVMValueRef even[16];
+    for (int l = 0; l < 16; l++) even[l] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)(2 * l), 0);
+    LLVMValueRef end = fc_cg_isub(k, hi, c64(k, 16));
+    FcLoop lv;
+    LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo, end, 16, "ow2x16");
+    LLVMValueRef sj = fc_cg_imulc(k, j, 2);
+    LLVMValueRef w = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
+    LLVMSetAlignment(w, 1);
+    LLVMValueRef v = LLVMBuildShuffleVector(b, w, LLVMGetUndef(v32), LLVMConstVector(even, 16), "");
+    if (t->q.flip) v = LLVMBuildXor(b, v, fc_cg_splat_const(LLVMTypeOf(v), LLVMConstInt(i8, 0x80, 0)), "");
+    LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &j, 1, ""));
+    LLVMSetAlignment(st, 1);
+    fc_cg_loop_end(k, &lv);
+    LLVMValueRef done = fc_cg_iadd(k, lo, LLVMBuildAnd(b, fc_cg_iadd(k, fc_cg_isub(k, end, lo), c64(k, 15)), c64(k, ~(int64_t)15), ""));
+    lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGT, end, lo, ""), done, lo);
+    /* The last 16 outputs of a run of 17 or more: one more load, ending at the run's last input (2hi - 2)
+     * and starting one past an input of the run (2hi - 33 >= 2lo + 1), its odd bytes kept; it rewrites
+     * the loop's last bytes with the same values instead of up to 16 byte copies. */
+    LLVMValueRef tail = LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 17), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, tail);
+    LLVMValueRef odd[16];
+    for (int l = 0; l < 16; l++) odd[l] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)(2 * l + 1), 0);
+    LLVMValueRef jt = fc_cg_isub(k, hi, c64(k, 16)), st0 = fc_cg_isub(k, fc_cg_imulc(k, jt, 2), c64(k, 1));
+    LLVMValueRef wt = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, src, &st0, 1, ""), "");
+    LLVMSetAlignment(wt, 1);
+    LLVMValueRef vt = LLVMBuildShuffleVector(b, wt, LLVMGetUndef(v32), LLVMConstVector(odd, 16), "");
+    if (t->q.flip) vt = LLVMBuildXor(b, vt, fc_cg_splat_const(LLVMTypeOf(vt), LLVMConstInt(i8, 0x80, 0)), "");
+    LLVMValueRef stt = LLVMBuildStore(b, vt, LLVMBuildGEP2(b, i8, dst, &jt, 1, ""));
+    LLVMSetAlignment(stt, 1);
+    fc_cg_if_end(k, cont);
+    lo_scalar = fc_cg_select(k, tail, hi, lo_scalar);
+  }
+  FcLoop lj;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, lo_scalar, hi, 1, "ow");
+  LLVMValueRef sj = fc_cg_imulc(k, j, c->sw);
+  LLVMValueRef v = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
+  if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
+  LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &j, 1, ""));
+  fc_cg_loop_end(k, &lj);
+}
+
 /* Step 1 for the block [p0, p0 + npix) of image n, group grp: rows[k][0 .. PB) (pixels past npix: zx). */
 static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef xg, LLVMValueRef p0,
                        LLVMValueRef npix) {
@@ -249,58 +335,7 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
   fill_bytes(k, dst, hi_, e, zx);
   LLVMValueRef src = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->H), fc_cg_smin(k, ih, c64(k, c->H - 1))), c->W), woff);
   src = LLVMBuildGEP2(b, i8, xg, &src, 1, "");
-  LLVMValueRef len = fc_cg_isub(k, hi_, lo_);
-  LLVMValueRef lo_scalar = lo_;
-  if (c->sw == 1) {
-    /* Runs of 16 bytes or more (a row of a 56-wide map): 16-byte copies, the last one overlapping the one
-     * before it (it rewrites the same bytes) instead of a scalar tail. Runs of 4 to 15 bytes (the rows of
-     * 7- and 14-wide maps, which a batch repeats for every tap) are two overlapping copies of 8 or 4 bytes;
-     * only shorter ones take the byte loop. */
-    LLVMValueRef long_run = LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 16), "");
-    LLVMBasicBlockRef cont = fc_cg_if_begin(k, long_run);
-    FcLoop lv;
-    LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo_, fc_cg_isub(k, hi_, c64(k, 15)), 16, "ow16");
-    copy_vec(k, t->q.flip, src, dst, j, 16);
-    fc_cg_loop_end(k, &lv);
-    copy_vec(k, t->q.flip, src, dst, fc_cg_isub(k, hi_, c64(k, 16)), 16);
-    fc_cg_if_end(k, cont);
-    for (unsigned n = 8; n >= 4; n /= 2) {
-      LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, n), ""),
-                                       LLVMBuildICmp(b, LLVMIntSLT, len, c64(k, 2 * n), ""), "");
-      cont = fc_cg_if_begin(k, fits);
-      copy_vec(k, t->q.flip, src, dst, lo_, n);
-      copy_vec(k, t->q.flip, src, dst, fc_cg_isub(k, hi_, c64(k, n)), n);
-      fc_cg_if_end(k, cont);
-    }
-    lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 4), ""), hi_, lo_);
-  } else if (c->sw == 2) {
-    /* Stride 2 (the stems of ResNet and MobileNet: a 224-wide image, every tap): 16 outputs from one
-     * 32-byte load, its even bytes kept. Only while column j + 16 is inside too, so the load's last byte
-     * (input 2j + 31, one short of j + 16's) stays inside the row; the rest takes the byte loop. */
-    LLVMTypeRef v32 = LLVMVectorType(i8, 32);
-    LLVMValueRef even[16];
-    for (int l = 0; l < 16; l++) even[l] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)(2 * l), 0);
-    LLVMValueRef end = fc_cg_isub(k, hi_, c64(k, 16));
-    FcLoop lv;
-    LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo_, end, 16, "ow2x16");
-    LLVMValueRef sj = fc_cg_imulc(k, j, 2);
-    LLVMValueRef w = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
-    LLVMSetAlignment(w, 1);
-    LLVMValueRef v = LLVMBuildShuffleVector(b, w, LLVMGetUndef(v32), LLVMConstVector(even, 16), "");
-    if (t->q.flip) v = LLVMBuildXor(b, v, fc_cg_splat_const(LLVMTypeOf(v), LLVMConstInt(i8, 0x80, 0)), "");
-    LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &j, 1, ""));
-    LLVMSetAlignment(st, 1);
-    fc_cg_loop_end(k, &lv);
-    LLVMValueRef done = fc_cg_iadd(k, lo_, LLVMBuildAnd(b, fc_cg_iadd(k, fc_cg_isub(k, end, lo_), c64(k, 15)), c64(k, ~(int64_t)15), ""));
-    lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGT, end, lo_, ""), done, lo_);
-  }
-  FcLoop lj;
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, lo_scalar, hi_, 1, "ow");
-  LLVMValueRef sj = fc_cg_imulc(k, j, c->sw);
-  LLVMValueRef v = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
-  if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
-  LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &j, 1, ""));
-  fc_cg_loop_end(k, &lj);
+  copy_run(k, t, src, dst, lo_, hi_);
   fc_cg_loop_end(k, &lo);
   fc_cg_loop_end(k, &lw);
   fc_cg_loop_end(k, &lh);
@@ -310,31 +345,12 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
 static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
                             LLVMValueRef cols);
 
-/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step): 4 bytes of a quad, or
- * (WIDEN, WIDEN16) 2 bytes of a pair each zero-extended to u16. */
-static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
-  interleave_from(k, t, rows, t->PB, false, cols);
-}
-
-/* The same from rows of `stride` bytes: the block's rows themselves, or (from_x) x's channel planes of a
- * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here. */
-static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
-                            LLVMValueRef cols) {
+/* The 64 bytes of 16 pixels' group from the kg vectors r[] of 16 pixels (one per k of the group): 4 bytes
+ * of a quad, or (WIDEN, WIDEN16) 2 bytes of a pair each zero-extended to u16. */
+static LLVMValueRef interleave_vecs(FcKernel *k, const ConvI8 *t, const LLVMValueRef *r) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef v16 = LLVMVectorType(i8, 16), v32 = LLVMVectorType(i8, 32);
-  FcLoop lg, lp;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, t->KG), 1, "g");
-  LLVMValueRef pp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->PB), 16, "pp");
-  LLVMValueRef r[4];
-  for (int i = 0; i < t->kg; i++) {
-    LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, g, t->kg), c64(k, i));
-    if (from_x) row = fc_cg_smin(k, row, c64(k, t->c.K - 1));
-    LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, row, stride), pp);
-    r[i] = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, rows, &off, 1, ""), "");
-    LLVMSetAlignment(r[i], from_x ? 1 : 16);
-    if (from_x && t->q.flip) r[i] = LLVMBuildXor(b, r[i], fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
-  }
+  LLVMTypeRef v32 = LLVMVectorType(i8, 32);
   LLVMValueRef m32[32], m64[64];
   for (int i = 0; i < 32; i++) m32[i] = LLVMConstInt(i32, (unsigned)i, 0);
   LLVMValueRef out;
@@ -354,11 +370,212 @@ static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int
     }
     out = LLVMBuildShuffleVector(b, two, LLVMConstNull(v32), LLVMConstVector(m64, 64), "");
   }
+  return out;
+}
+
+/* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step): 4 bytes of a quad, or
+ * (WIDEN, WIDEN16) 2 bytes of a pair each zero-extended to u16. */
+static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
+  interleave_from(k, t, rows, t->PB, false, cols);
+}
+
+/* The same from rows of `stride` bytes: the block's rows themselves, or (from_x) x's channel planes of a
+ * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here. */
+static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
+                            LLVMValueRef cols) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
+  FcLoop lg, lp;
+  LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, t->KG), 1, "g");
+  LLVMValueRef pp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->PB), 16, "pp");
+  LLVMValueRef r[4];
+  for (int i = 0; i < t->kg; i++) {
+    LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, g, t->kg), c64(k, i));
+    if (from_x) row = fc_cg_smin(k, row, c64(k, t->c.K - 1));
+    LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, row, stride), pp);
+    r[i] = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, rows, &off, 1, ""), "");
+    LLVMSetAlignment(r[i], from_x ? 1 : 16);
+    if (from_x && t->q.flip) r[i] = LLVMBuildXor(b, r[i], fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
+  }
+  LLVMValueRef out = interleave_vecs(k, t, r);
   LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), 4);
   LLVMValueRef st = LLVMBuildStore(b, out, LLVMBuildGEP2(b, i8, cols, &off, 1, ""));
   LLVMSetAlignment(st, 64);
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lg);
+}
+
+/* The direct im2col (small K with output rows of 16 pixels or more: the stems, C = 1..3 into 7x7 or 3x3
+ * taps at stride 2, where the two passes of build_rows and interleave cost several times the product).
+ * A block is RB whole output rows. Its input rows (Rin of them, padding included) are first split by the
+ * column's phase modulo sw into phase planes ([Cg][sw][Rin][Wph] bytes, zx around the image, i8 x flipped):
+ * padded column col = j·sw + φ goes to phase φ, byte j. Tap (c, kh, kw) of output (oh, ow) then reads
+ * phase (kw·dw) % sw at row oh·sh + kh·dh, byte ow + (kw·dw) / sw: for one tap and output row a contiguous
+ * run of OW bytes (a stride-2 deinterleave done once per input row instead of once per tap). So Col's group
+ * g of 16 pixels is kg 16-byte loads (from a per-k table of offsets) and one interleave, stored in place:
+ * one pass, no byte rows. */
+
+/* The phase planes of the block whose first output row is oh0 (see above). */
+static void build_phases(FcKernel *k, const ConvI8 *t, LLVMValueRef planes, LLVMValueRef xg, LLVMValueRef oh0) {
+  const Conv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
+  FcLoop lc, lr;
+  LLVMValueRef ci = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->Cg), 1, "phc");
+  LLVMValueRef rl = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, t->Rin), 1, "phr");
+  LLVMValueRef ih = fc_cg_iadd(k, fc_cg_iadd(k, fc_cg_imulc(k, oh0, c->sh), rl), c64(k, -c->ph));
+  LLVMValueRef inside = LLVMBuildICmp(b, LLVMIntULT, ih, c64(k, c->H), "");
+  /* x's row ih (a clamped row where outside: not read then) */
+  LLVMValueRef xrow = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->H), fc_cg_smin(k, fc_cg_smax(k, ih, c64(k, 0)), c64(k, c->H - 1))), c->W);
+  for (int64_t ph = 0; ph < c->sw; ph++) {
+    LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->sw * t->Rin), fc_cg_iadd(k, c64(k, ph * t->Rin), rl)), t->Wph);
+    LLVMValueRef dst = LLVMBuildGEP2(b, i8, planes, &at, 1, "");
+    int64_t lo, hi; /* bytes j of this phase whose column j·sw + ph - pw lies inside x's row */
+    stride_range(t->Wph, c->sw, ph - c->pw, c->W, &lo, &hi);
+    fill_bytes(k, dst, c64(k, 0), c64(k, lo), zx);
+    fill_bytes(k, dst, c64(k, hi), c64(k, t->Wph), zx);
+    if (hi > lo) { /* x's bytes, or zx in a padding row */
+      fill_bytes(k, dst, fc_cg_select(k, inside, c64(k, hi), c64(k, lo)), c64(k, hi), zx);
+      LLVMValueRef so = fc_cg_iadd(k, xrow, c64(k, ph - c->pw));
+      copy_run(k, t, LLVMBuildGEP2(b, i8, xg, &so, 1, ""), dst, fc_cg_select(k, inside, c64(k, lo), c64(k, hi)), c64(k, hi));
+    }
+  }
+  fc_cg_loop_end(k, &lr);
+  fc_cg_loop_end(k, &lc);
+}
+
+/* shufflevector with a constant mask of n indices */
+static LLVMValueRef shuffle_idx(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
+  LLVMValueRef m[256];
+  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
+  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
+}
+
+/* The group's quads of 16·nl pixels (nl = 2 or 4 128-bit lanes a vector) from 4 vectors r[] of 16·nl bytes,
+ * as 4 vectors out[] of 16·nl bytes (pixels in order): the in-lane unpacks of bytes and then of 16-bit pairs
+ * (vpunpck[lh]bw, vpunpck[lh]wd: lane L of q[s] holds the quads of pixels 16L + 4s .. + 3), then a transpose of
+ * 128-bit lanes (vshufi64x2 / vperm2i128): 4 shuffles a 64-byte store instead of the 11 that 16 pixels at a
+ * time take. */
+static void interleave_lanes(FcKernel *k, LLVMValueRef const *r, int nl, LLVMValueRef *out) {
+  LLVMBuilderRef b = k->b;
+  int n = 16 * nl, idx[64];
+  LLVMTypeRef v16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)(n / 2));
+  LLVMTypeRef v64 = LLVMVectorType(LLVMInt64TypeInContext(k->ctx), (unsigned)(n / 8));
+  LLVMTypeRef vb = LLVMVectorType(LLVMInt8TypeInContext(k->ctx), (unsigned)n);
+  LLVMValueRef p[4], q[4];
+  for (int h = 0; h < 2; h++) { /* bytes: pairs (r0, r1) and (r2, r3), low and high halves of each lane */
+    for (int L = 0; L < nl; L++)
+      for (int i = 0; i < 8; i++) {
+        idx[16 * L + 2 * i] = 16 * L + 8 * h + i;
+        idx[16 * L + 2 * i + 1] = n + 16 * L + 8 * h + i;
+      }
+    p[h] = LLVMBuildBitCast(b, shuffle_idx(k, r[0], r[1], idx, n), v16, "");
+    p[2 + h] = LLVMBuildBitCast(b, shuffle_idx(k, r[2], r[3], idx, n), v16, "");
+  }
+  for (int s = 0; s < 4; s++) { /* 16-bit pairs: q[s] = pixels 4s .. 4s + 3 of each lane */
+    int h = s / 2, hw = s % 2;
+    for (int L = 0; L < nl; L++)
+      for (int i = 0; i < 4; i++) {
+        idx[8 * L + 2 * i] = 8 * L + 4 * hw + i;
+        idx[8 * L + 2 * i + 1] = n / 2 + 8 * L + 4 * hw + i;
+      }
+    q[s] = LLVMBuildBitCast(b, shuffle_idx(k, p[h], p[2 + h], idx, n / 2), v64, "");
+  }
+  /* out[m] chunk c (128 bits) = 4-pixel group g = m·nl + c: q[g % 4]'s lane g / 4 */
+  if (nl == 2) {
+    for (int m = 0; m < 4; m++) {
+      int s0 = (2 * m) % 4, L = m / 2;
+      int id[4] = {2 * L, 2 * L + 1, 4 + 2 * L, 4 + 2 * L + 1};
+      out[m] = LLVMBuildBitCast(b, shuffle_idx(k, q[s0], q[s0 + 1], id, 4), vb, "");
+    }
+  } else {
+    LLVMValueRef t[4]; /* t[2j + u]: lanes 2u, 2u + 1 of q[2j] and q[2j + 1], interleaved by lane */
+    for (int j = 0; j < 2; j++)
+      for (int u = 0; u < 2; u++) {
+        int id[8] = {4 * u, 4 * u + 1, 8 + 4 * u, 8 + 4 * u + 1, 4 * u + 2, 4 * u + 3, 8 + 4 * u + 2, 8 + 4 * u + 3};
+        t[2 * j + u] = shuffle_idx(k, q[2 * j], q[2 * j + 1], id, 8);
+      }
+    for (int m = 0; m < 4; m++) { /* lane m: (q0, q1) from t[m / 2], (q2, q3) from t[2 + m / 2] */
+      int o = 4 * (m % 2), id[8] = {o, o + 1, o + 2, o + 3, 8 + o, 8 + o + 1, 8 + o + 2, 8 + o + 3};
+      out[m] = LLVMBuildBitCast(b, shuffle_idx(k, t[m / 2], t[2 + m / 2], id, 8), vb, "");
+    }
+  }
+}
+
+/* Col of the block (nrow output rows from the phase planes, npix = nrow·OW pixels): for each group of k and
+ * output row, 16 pixels at a time (the last 16 of a row overlap the ones before: same bytes again); the
+ * pixels [npix, PB) get zx. */
+static void build_cols_direct(FcKernel *k, const ConvI8 *t, LLVMValueRef cols, LLVMValueRef planes,
+                              LLVMValueRef nrow, LLVMValueRef npix) {
+  const Conv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
+  FcLoop lg, lr, lp;
+  int64_t real = (c->K + t->kg - 1) / t->kg; /* the groups past it (AMX's whole chunks) meet zero weights */
+  LLVMValueRef pad_at = c64(k, real * t->PB * 4);
+  fill_bytes(k, LLVMBuildGEP2(b, i8, cols, &pad_at, 1, ""), c64(k, 0), c64(k, (t->KG - real) * t->PB * 4),
+             LLVMConstInt(i8, (unsigned)t->q.zx, 0));
+  LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, real), 1, "dg");
+  LLVMValueRef src[4];
+  for (int i = 0; i < t->kg; i++) {
+    LLVMValueRef off = fc_cg_load(k, FC_DT_I64, t->tab_src, fc_cg_iadd(k, fc_cg_imulc(k, g, t->kg), c64(k, i)));
+    src[i] = LLVMBuildGEP2(b, i8, planes, &off, 1, "");
+  }
+  LLVMValueRef grow = fc_cg_imulc(k, g, t->PB * 4);
+  grow = LLVMBuildGEP2(b, i8, cols, &grow, 1, "");
+  /* pixels a step: 16 per 128-bit lane of the target's vectors, where the row holds that many */
+  int nl = t->g.lanes / 4;
+  if (nl < 2 || c->OW < 16 * nl) nl = 1;
+  int64_t n = 16 * nl;
+  LLVMTypeRef vn = LLVMVectorType(i8, (unsigned)n);
+  LLVMValueRef ol = fc_cg_loop_begin(k, &lr, c64(k, 0), nrow, 1, "dr");
+  LLVMValueRef rin = fc_cg_imulc(k, ol, c->sh * t->Wph), pout = fc_cg_imulc(k, ol, c->OW);
+  LLVMValueRef jj = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, c->OW), n, "dp");
+  LLVMValueRef ow = fc_cg_smin(k, jj, c64(k, c->OW - n)), r[4];
+  LLVMValueRef so = fc_cg_iadd(k, rin, ow);
+  for (int i = 0; i < t->kg; i++) {
+    r[i] = LLVMBuildLoad2(b, nl == 1 ? v16 : vn, LLVMBuildGEP2(b, i8, src[i], &so, 1, ""), "");
+    LLVMSetAlignment(r[i], 1);
+  }
+  LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, pout, ow), 4);
+  LLVMValueRef dst = LLVMBuildGEP2(b, i8, grow, &off, 1, "");
+  if (nl == 1) {
+    LLVMValueRef st = LLVMBuildStore(b, interleave_vecs(k, t, r), dst);
+    LLVMSetAlignment(st, 4);
+  } else {
+    /* WIDEN's u16 pairs [r0, 0, r1, 0] are the quads of (r0, 0, r1, 0) */
+    LLVMValueRef quad[4] = {r[0], r[1], r[2], r[3]}, out[4];
+    if (t->kg == 2) {
+      quad[1] = quad[3] = LLVMConstNull(vn);
+      quad[2] = r[1];
+    }
+    interleave_lanes(k, quad, nl, out);
+    for (int m = 0; m < 4; m++) {
+      LLVMValueRef at = c64(k, m * n);
+      LLVMValueRef st = LLVMBuildStore(b, out[m], LLVMBuildGEP2(b, i8, dst, &at, 1, ""));
+      LLVMSetAlignment(st, 4);
+    }
+  }
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lr);
+  fill_bytes(k, grow, fc_cg_imulc(k, npix, 4), c64(k, t->PB * 4), LLVMConstInt(i8, (unsigned)t->q.zx, 0));
+  fc_cg_loop_end(k, &lg);
+}
+
+/* The phase-plane offset of each k's tap for output (0, 0), k = (c, kh, kw); the k past K (the last group's
+ * padding, zero weights) repeat K - 1's. */
+static int64_t *direct_offsets(const ConvI8 *t) {
+  const Conv2 *c = &t->c;
+  int64_t n = t->KG * t->kg, *off = malloc((size_t)n * sizeof *off);
+  if (!off) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t kk = 0; kk < n; kk++) {
+    int64_t q = kk < c->K ? kk : c->K - 1;
+    int64_t ci = q / (c->KH * c->KW), kh = q / c->KW % c->KH, kw = q % c->KW;
+    int64_t col = kw * c->dw;
+    off[kk] = ((ci * c->sw + col % c->sw) * t->Rin + kh * c->dh) * t->Wph + col / c->sw;
+  }
+  return off;
 }
 
 /* The packed weights and tables: the s8 packing ([G][MT][NH][16 channels][64 bytes], see the top comment)
@@ -580,21 +797,23 @@ static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValue
   fc_qp_store_tile(k, a->et, outv, 16 * na, 2, 16, a->edge, a->ybase, m0, nrows, c->P, a->pcol, ncols);
 }
 
-/* The block's tiles on AMX: 32-pixel panels, and in each pairs of 16-channel tiles (the last one alone where
- * MT is odd: tile shapes are fixed, cg_amx.h). */
-static void amx_tiles(FcKernel *k, const ConvI8 *t, AmxBlock *a) {
+/* The block's tiles on AMX: 32-pixel panels, and in each the 16-channel tiles [ct0, ct1) by pairs (the last
+ * one alone where their count is odd: tile shapes are fixed, cg_amx.h; `odd`: whether it can be). */
+static void amx_tiles(FcKernel *k, const ConvI8 *t, AmxBlock *a, LLVMValueRef ct0, LLVMValueRef ct1, bool odd) {
   LLVMBuilderRef b = k->b;
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, 31)), c64(k, 32), "");
   FcLoop lp, lc;
   LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
   a->pcol = fc_cg_imulc(k, pn, 32);
-  int64_t pairs = t->MT / 2;
-  if (pairs > 0) {
-    LLVMValueRef cp = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, pairs), 1, "ctiles");
-    amx_block(k, t, a, fc_cg_imulc(k, cp, 2), 2);
-    fc_cg_loop_end(k, &lc);
+  LLVMValueRef n = fc_cg_isub(k, ct1, ct0);
+  LLVMValueRef cp = fc_cg_loop_begin(k, &lc, c64(k, 0), LLVMBuildSDiv(b, n, c64(k, 2), ""), 1, "ctiles");
+  amx_block(k, t, a, fc_cg_iadd(k, ct0, fc_cg_imulc(k, cp, 2)), 2);
+  fc_cg_loop_end(k, &lc);
+  if (odd) {
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, n, c64(k, 2), ""), c64(k, 0), ""));
+    amx_block(k, t, a, fc_cg_isub(k, ct1, c64(k, 1)), 1);
+    fc_cg_if_end(k, cont);
   }
-  if (t->MT % 2) amx_block(k, t, a, c64(k, t->MT - 1), 1);
   fc_cg_loop_end(k, &lp);
 }
 
@@ -606,6 +825,8 @@ FcStatus fc_conv_i8(FcKernel *k) {
   if (st != FC_OK) return st;
   fc_target_i8_conv(k->target, &t.g);
   /* AMX's tdpbsud multiplies s8 weights by u8 Col bytes exactly: 2 x 2 tiles of 16 channels x 16 pixels */
+  bool pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
+  t.direct = !pointwise && c->K <= DIRECT_MAX_K && c->OW >= 16;
   bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
   if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, fc_target_i8_amx_col_bytes(k->target)};
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
@@ -635,22 +856,48 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.PB = (t.sext ? 2 * t.g.col_bytes : t.g.col_bytes) / per_px / t.nr * t.nr;
   if (t.PB < t.nr) t.PB = t.nr;
   if (t.PB > ppad) t.PB = ppad;
-  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes, wide_bytes = 0;
+  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes, wide_bytes = 0, phase_bytes = 0;
+  if (t.direct) {
+    /* whole output rows a block, its Col in L2 also for AMX (fc_target_i8_amx_direct_col_bytes): the
+     * one-pass build has no per-row set-up to amortise, and more blocks spread over the threads */
+    int64_t budget = amx ? fc_target_i8_amx_direct_col_bytes(k->target) : t.sext ? 2 * t.g.col_bytes : t.g.col_bytes;
+    int64_t row_col;
+    t.RB = fc_checked_mul(per_px, c->OW, &row_col) ? budget / row_col : 1;
+    if (t.RB < 1) t.RB = 1;
+    if (t.RB > c->OH) t.RB = c->OH;
+    t.PB = (t.RB * c->OW + t.nr - 1) / t.nr * t.nr;
+    blocks = (c->OH + t.RB - 1) / t.RB;
+    t.Rin = (t.RB - 1) * c->sh + (c->KH - 1) * c->dh + 1;
+    t.Wph = c->OW + (c->KW - 1) * c->dw / c->sw;
+  }
   if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_checked_mul(per_px, t.PB, &col_bytes) ||
       (t.sext && !fc_checked_mul(t.wrow, mr, &wide_bytes)) ||
-      !fc_checked_mul(t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
+      (t.direct && (!fc_checked_mul(c->Cg * c->sw, t.Rin, &phase_bytes) || !fc_checked_mul(phase_bytes, t.Wph, &phase_bytes))) ||
+      !fc_checked_mul(t.direct ? 0 : t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
   }
+  /* AMX: a conv of one block in all (a small map of a batch of 1: ResNet-18's at 28x28 and below) is two
+   * outer iterations, each half the channel tiles, so 2 threads share it. Both build the block's Col; the
+   * second iteration of a task reuses the first's (they are adjacent: the pool's chunks are contiguous), so
+   * one thread builds it once, as before. Only where that Col stays in L2 for the second half's tiles
+   * (ResNet's 56x56 3x3 convs, 1.8 MB: 3% slower on 1 thread, 10% faster on 2; 14x14: 40% faster on 2). */
+  int64_t splits = amx && outer == 1 && t.MT >= 2 && col_bytes <= (1 << 20) ? 2 : 1;
+  outer *= splits;
   int64_t bytes;
   int8_t *pk = pack_weights(&t, wbytes, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
   free(pk);
-  fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB);
+  fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);
 
   int64_t *vlo = malloc((size_t)c->KW * sizeof *vlo), *vhi = malloc((size_t)c->KW * sizeof *vhi);
   if (!vlo || !vhi) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t kw = 0; kw < c->KW; kw++) stride_range(c->OW, c->sw, kw * c->dw - c->pw, c->W, &vlo[kw], &vhi[kw]);
+  if (t.direct) {
+    int64_t *off = direct_offsets(&t);
+    t.tab_src = fc_cg_i64_table(k, off, t.KG * t.kg, "tap_src");
+    free(off);
+  }
   t.tab_lo = fc_cg_i64_table(k, vlo, c->KW, "tap_lo");
   t.tab_hi = fc_cg_i64_table(k, vhi, c->KW, "tap_hi");
   free(vlo);
@@ -662,8 +909,8 @@ FcStatus fc_conv_i8(FcKernel *k) {
   /* cols | rows | 64 bytes of slack (build_rows_padded's last spill) | the padded planes | 64 bytes of slack
    * (the spills' reads past the last plane: bytes that only reach the spilled-over positions) | WIDEN's
    * widened channel tile (mr rows of NH·128 bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) */
-  bool padded = rows_from_padded(&t);
-  int64_t pad_bytes = padded ? c->Cg * padded_h(c) * padded_w(c) + 64 : 0; /* below the input's plane bytes */
+  bool padded = !t.direct && rows_from_padded(&t);
+  int64_t pad_bytes = padded ? c->Cg * padded_h(c) * padded_w(c) + 64 : phase_bytes; /* below x's plane bytes */
   int64_t wide_at = (col_bytes + row_bytes + 64 + pad_bytes + 63) / 64 * 64;
   LLVMValueRef scr = fc_kernel_scratch(k, wide_at + wide_bytes);
   LLVMValueRef cols = scr, rows = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes)}, 1, "rows");
@@ -677,17 +924,20 @@ FcStatus fc_conv_i8(FcKernel *k) {
 
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
-  LLVMValueRef blk = LLVMBuildSRem(b, it, c64(k, blocks), "");
-  LLVMValueRef ng = LLVMBuildSDiv(b, it, c64(k, blocks), ""); /* n·G + grp */
+  LLVMValueRef split = LLVMBuildSRem(b, it, c64(k, splits), ""), bit = LLVMBuildSDiv(b, it, c64(k, splits), "");
+  LLVMValueRef blk = LLVMBuildSRem(b, bit, c64(k, blocks), "");
+  LLVMValueRef ng = LLVMBuildSDiv(b, bit, c64(k, blocks), ""); /* n·G + grp */
   LLVMValueRef grp = LLVMBuildSRem(b, ng, c64(k, c->G), "");
-  LLVMValueRef p0 = fc_cg_imulc(k, blk, t.PB);
-  LLVMValueRef npix = fc_cg_smin(k, c64(k, t.PB), fc_cg_isub(k, c64(k, c->P), p0));
+  LLVMValueRef p0 = fc_cg_imulc(k, blk, t.direct ? t.RB * c->OW : t.PB);
+  LLVMValueRef npix = fc_cg_smin(k, c64(k, t.direct ? t.RB * c->OW : t.PB), fc_cg_isub(k, c64(k, c->P), p0));
   LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
   LLVMValueRef xg = LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, "");
   /* A pointwise conv's Col rows are x's channel planes: a full block interleaves them in place (a partial
    * last block would read past the plane, so it copies them like any other conv). */
-  bool pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
   LLVMBasicBlockRef done_cols = NULL;
+  /* the block's Col is already in the scratch on a task's later channel splits */
+  LLVMBasicBlockRef built = fc_cg_if_begin(k, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, it, k->begin, ""),
+                                                          LLVMBuildICmp(b, LLVMIntEQ, split, c64(k, 0), ""), ""));
   if (pointwise) {
     LLVMValueRef full_blk = LLVMBuildICmp(b, LLVMIntEQ, npix, c64(k, t.PB), "");
     LLVMBasicBlockRef in_place = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_in_place");
@@ -699,6 +949,11 @@ FcStatus fc_conv_i8(FcKernel *k) {
     LLVMBuildBr(b, done_cols);
     LLVMPositionBuilderAtEnd(b, copied);
   }
+  if (t.direct) {
+    LLVMValueRef oh0 = fc_cg_imulc(k, blk, t.RB);
+    build_phases(k, &t, pad, xg, oh0);
+    build_cols_direct(k, &t, cols, pad, fc_cg_smin(k, c64(k, t.RB), fc_cg_isub(k, c64(k, c->OH), oh0)), npix);
+  } else {
   if (padded) build_rows_padded(k, &t, rows, pad, xg);
   else build_rows(k, &t, rows, xg, p0, npix);
   if (t.KG * t.kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
@@ -706,17 +961,23 @@ FcStatus fc_conv_i8(FcKernel *k) {
     fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t.KG * t.kg - c->K) * t.PB), zx);
   }
   interleave(k, &t, rows, cols);
+  }
   if (pointwise) {
     LLVMBuildBr(b, done_cols);
     LLVMPositionBuilderAtEnd(b, done_cols);
   }
+  fc_cg_if_end(k, built);
 
   /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */
   LLVMValueRef ybase = fc_cg_iadd(k, fc_cg_imulc(k, ng, c->Mg * c->P), p0);
   if (amx) {
     AmxBlock ab = {.wp = wp, .cols = cols, .grp = grp, .ybase = ybase, .npix = npix, .et = et, .wbytes = wbytes,
                    .ctile = fc_cg_tile_new(k, i32, 4 * 16 * 16, "amx_c"), .edge = fc_cg_tile_new(k, et, 32 * 32, "edge")};
-    amx_tiles(k, &t, &ab);
+    /* split s of S: channel tiles [s·MT / S, (s + 1)·MT / S) */
+    LLVMValueRef ct0 = LLVMBuildSDiv(b, fc_cg_imulc(k, split, t.MT), c64(k, splits), "");
+    LLVMValueRef ct1 = LLVMBuildSDiv(b, fc_cg_imulc(k, fc_cg_iadd(k, split, c64(k, 1)), t.MT), c64(k, splits), "");
+    bool odd = t.MT % 2 || (splits == 2 && (t.MT / 2) % 2);
+    amx_tiles(k, &t, &ab, ct0, ct1, odd);
     fc_cg_loop_end(k, &lo);
     fc_qp_free(&t.q);
     return FC_OK;

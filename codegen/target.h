@@ -273,6 +273,9 @@ bool fc_target_i8_amx_worth(const FcTarget *t, int64_t rows, int64_t k);
  * kernels' L2-sized one, because with products at tile speed the block's per-row set-up dominates unless a
  * block spans many pixels (a whole small map: its rows then come from padded planes). */
 int64_t fc_target_i8_amx_col_bytes(const FcTarget *t);
+/* The same for the AMX conv's direct im2col of small K (kernel_conv_i8.c's stems, built in one pass from
+ * phase planes): L2-sized, like the vector kernels' blocks. */
+int64_t fc_target_i8_amx_direct_col_bytes(const FcTarget *t);
 /* The same for the quantised conv (kernel_conv_i8.c), whose register tile may differ from the matmul's. */
 void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
