@@ -159,8 +159,10 @@ static int resolve(char *msg, size_t cap) {
   if (!(mpi.field = (ret(*) params)dlsym(mpi.lib, sym)))                                                         \
     return frt_coll_fail(msg, cap, MPI_LIBRARY " lacks %s: not Open MPI 4 or later?", sym);
   MPI_FUNCTIONS(LOAD_FN)
+  /* Objects are looked up in the global scope first: a program linked against libmpi itself (which may
+   * have called MPI_Init) holds copies of them (copy relocations), and those are the ones libmpi uses. */
 #define LOAD_OBJ(field, sym)                                                                                     \
-  if (!(mpi.field = dlsym(mpi.lib, sym)))                                                                        \
+  if (!(mpi.field = dlsym(RTLD_DEFAULT, sym)) && !(mpi.field = dlsym(mpi.lib, sym)))                             \
     return frt_coll_fail(msg, cap, MPI_LIBRARY " lacks %s: not Open MPI 4 or later?", sym);
   MPI_OBJECTS(LOAD_OBJ)
   return 0;

@@ -108,7 +108,7 @@ static double seconds_now(void) {
 /* Until *f >= e. Spins (long where every rank has a core, briefly where they share), yields for a
  * millisecond, then naps 50 us at a time: a hung peer (the watchdog's case) then costs no CPU. */
 static void wait_for(const FrtShm *s, _Atomic uint64_t *f, uint64_t e) {
-  int spins = s->crowded ? 64 : 20000;
+  int spins = s->crowded ? 64 : 4000;
   for (int i = 0; i < spins; i++) {
     if (atomic_load_explicit(f, memory_order_acquire) >= e)
       return;
