@@ -15,8 +15,9 @@
  * types. Errors return (MPI_ERRORS_RETURN on the world, inherited by the groups split from it) and become
  * the message of MPI_Error_string.
  *
- * Ranks on one machine: Open MPI moves data between processes there at ~5 GB/s, and a 256 KiB
- * all_reduce costs ~85 us, so a group whose members all share a node (MPI_Comm_split_type
+ * Ranks on one machine: Open MPI's MPI_Allreduce of 256 KiB on 2 ranks takes 45-60 us here (its reduction
+ * copies through the vader BTL at ~5 GB/s; the shared segment's takes 31-35 us, bench/mpi_link.c on the
+ * loaded 2-core machine), so a group whose members all share a node (MPI_Comm_split_type
  * MPI_COMM_TYPE_SHARED gives the node's part of it) runs all_reduce, all_gather, reduce_scatter,
  * all_to_all and broadcast through a shared segment of its own (coll_shm.c) instead: reductions in a fixed
  * order, rank 0 to G-1, the same bits on every rank. The segment is made at the group's first collective
