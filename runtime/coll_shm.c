@@ -10,10 +10,14 @@
  *
  * Reductions run in a fixed order, the same on every rank: element i of the result is
  * ((x_0 op x_1) op x_2) ... op x_{G-1} over the group's ranks in their order, computed once, by the rank
- * that owns i's part of the chunk, and copied by the others — so every rank holds the same bits. all_reduce:
+ * that owns i's part of the chunk, and copied by the others (or, for a small all_reduce, computed by every
+ * rank by the same code in the same order) — so every rank holds the same bits. all_reduce:
  * rank r copies the parts of its buffer other than part r into its slot (its own part it reads from its own
  * buffer), reduces part r of every slot into part r of slot 0, a second barrier, and every rank copies the
- * reduced chunk out of slot 0. Integer sums wrap (computed unsigned), as MPI's do; max and min are
+ * reduced chunk out of slot 0; an all_reduce of at most FRT_SHM_REPLICATED_MAX_BYTES instead copies its whole
+ * buffer into its slot and, after one barrier, every rank reduces all of it, in the same order (bench/mpi_link.c,
+ * 2 ranks: 1 KiB 0.71 us against 0.90 for the two-barrier way, 4 KiB 1.7 against 1.9, 16 KiB 4.8 against
+ * 4.3). Integer sums wrap (computed unsigned), as MPI's do; max and min are
  * `a > b ? a : b` and `a < b ? a : b` with a the lower ranks' value. Today's MPI path gives the same
  * values up to the order of a floating-point sum (Open MPI picks it by size and rank count).
  *
@@ -209,10 +213,25 @@ static void reduce_ranks(const FrtShm *s, Kernel k, uint64_t chunk, size_t off, 
 
 /* ---- the collectives ------------------------------------------------------------------------------------ */
 
+/* A small all_reduce as an all_gather into the slots and the same reduction, in the same order, on every
+ * rank: one barrier instead of two, which is what a few KiB cost. */
+static void all_reduce_replicated(FrtShm *s, Kernel k, unsigned char *buf, int64_t n, size_t es) {
+  uint64_t c = s->chunks++;
+  unsigned char *own = slot(s, c, s->rank);
+  memcpy(own, buf, (size_t)n * es);
+  barrier(s);
+  /* This rank's values from its slot, not from buf, which the reduction overwrites as it goes. */
+  reduce_ranks(s, k, c, 0, own, buf, n);
+}
+
 int frt_shm_all_reduce(FrtShm *s, void *buf, int64_t count, FrtDtype dt, FrtReduceOp op) {
   Kernel k = kernel_of(dt, op);
   size_t es = frt_dtype_size(dt);
   int64_t per = (int64_t)(s->slot_bytes / es);
+  if ((size_t)count * es <= FRT_SHM_REPLICATED_MAX_BYTES && count <= per) {
+    all_reduce_replicated(s, k, buf, count, es);
+    return 0;
+  }
   for (int64_t at = 0; at < count; at += per) {
     int64_t n = count - at < per ? count - at : per, lo, len;
     unsigned char *mine = (unsigned char *)buf + (size_t)at * es;

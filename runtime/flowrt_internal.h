@@ -153,6 +153,9 @@ int32_t frt_coll_launch_rank(void);
 
 /* ---- coll_shm.c: the MPI backend's path among the ranks of one machine ------------------------------- */
 
+/* The largest all_reduce that every rank of a segment reduces whole (coll_shm.c's top comment). */
+#define FRT_SHM_REPLICATED_MAX_BYTES (8u << 10)
+
 /* A group's shared segment (coll_shm.c's top comment has its layout and protocol), mapped by each member. */
 typedef struct FrtShm {
   unsigned char *base; /* the mapping: NULL when none */
