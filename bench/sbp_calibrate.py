@@ -18,7 +18,9 @@ What each constant is measured from (each timing is repeated --repeats times; th
                counts for it (two operands and the result) over its latency less op_us. R = 128 (the
                transformer's largest activations, 512 KiB a tensor: cache-resident, as in the bench models) is
                the proposed value; R = 4096 (16 MiB a tensor, out of cache) is printed beside it.
-  link         bench/mpi_link.c under `mpirun -np 2`. The cost model prices a collective over G ranks of n
+  link         bench/mpi_link.c under `mpirun -np 2`, linked with BUILD's libflowrt: its rows for libflowrt's
+               collectives, the path a built program takes (on one machine, the shared segment of
+               runtime/coll_shm.c; FLOWRT_COLL_SHM=0 in the environment measures MPI's instead). The cost model prices a collective over G ranks of n
                bytes as op_us + steps × link_latency_us + factor × n / link_gbps (+ the repacking of an
                all_to_all at mem_gbps), with the ring's steps and factors (all_reduce 2(G-1), 2(G-1)/G;
                all_gather G-1, (G-1)/G; all_to_all G-1, (G-1)/G²). Each of the three at 256 KiB, less its 16 B
@@ -197,12 +199,13 @@ def collective_us(kind, g, nbytes, k, cores):
             copied * nbytes / (k["mem_gbps"] * 1e3)) * crowd
 
 
-def measure_link(work, op_us, mem_gbps):
+def measure_link(work, op_us, mem_gbps, build_dir):
     """link_gbps: the geometric mean over all_reduce, all_gather and all_to_all of the bandwidth each implies
     at FIT bytes on 2 ranks (its time less its 16 B time and its repacking, over the bytes the ring sends);
     link_latency_us: from the 16 B all-reduce."""
     exe = os.path.join(work, "mpi_link")
-    bench.run(["mpicc", "-O2", os.path.join(BENCH, "mpi_link.c"), "-o", exe])
+    bench.run(["mpicc", "-O2", os.path.join(BENCH, "mpi_link.c"), "-I", os.path.join(bench.ROOT, "runtime"),
+               os.path.join(build_dir, "runtime", "libflowrt.a"), "-lm", "-lpthread", "-o", exe])
     two = link_times(exe, 2)
     missing = [f"{k} {n} B" for k in KINDS for n in (SMALL, FIT) if (k, n) not in two]
     if missing:
@@ -221,7 +224,7 @@ def measure_link(work, op_us, mem_gbps):
     how_gbps = (f"bench/mpi_link.c, 2 ranks, {FIT >> 10} KiB: " +
                 ", ".join(f"{k} {two[(k, FIT)]:.1f} us ({implied[k]:.2f} GB/s)" for k in KINDS) +
                 "; their geometric mean")
-    how_lat = (f"bench/mpi_link.c, 2 ranks: MPI_Allreduce of {SMALL} B {t_small:.2f} us; (that - op_us) over its 2 "
+    how_lat = (f"bench/mpi_link.c, 2 ranks: libflowrt's all_reduce of {SMALL} B {t_small:.2f} us; (that - op_us) over its 2 "
                "steps, at least 0")
     return gbps, lat, how_gbps, how_lat, exe, two
 
@@ -252,7 +255,7 @@ def main(argv=None):
     op_us, how_op = measure_op_us(flowc, work, cfg)
     gemm, how_gemm = measure_gemm(flowc, models_dir, work, cfg)
     mem, how_mem = measure_mem(flowc, work, cfg, op_us)
-    gbps, lat, how_gbps, how_lat, exe, two = measure_link(work, op_us, mem)
+    gbps, lat, how_gbps, how_lat, exe, two = measure_link(work, op_us, mem, build_dir)
     four = link_times(exe, 4)
     level, current = current_constants(flowc, models_dir)
 

@@ -151,6 +151,38 @@ void frt_coll_clear_error(void);
  * ranks) from rank 0 alone. */
 int32_t frt_coll_launch_rank(void);
 
+/* ---- coll_shm.c: the MPI backend's path among the ranks of one machine ------------------------------- */
+
+/* The largest all_reduce that every rank of a segment reduces whole (coll_shm.c's top comment). */
+#define FRT_SHM_REPLICATED_MAX_BYTES (8u << 10)
+
+/* A group's shared segment (coll_shm.c's top comment has its layout and protocol), mapped by each member. */
+typedef struct FrtShm {
+  unsigned char *base; /* the mapping: NULL when none */
+  size_t map_bytes;
+  size_t slot_bytes;   /* one rank's slot in one of the two regions: a chunk's bytes, a multiple of 64 */
+  int32_t rank, size;  /* this process's place in the group, and the group's size (>= 2) */
+  uint64_t epoch;      /* barriers this rank has passed on the segment */
+  uint64_t chunks;     /* chunks run: chunk k uses region k % 2 */
+  bool crowded;        /* more ranks on the machine than CPUs: wait by yielding soon, not by spinning */
+} FrtShm;
+
+/* Bytes of a segment for `size` ranks and slots of slot_bytes; true on overflow. */
+bool frt_shm_map_bytes(int32_t size, size_t slot_bytes, size_t *out);
+/* Creates (create: O_EXCL, its pages reserved) or opens the POSIX shared-memory object `name` and maps it;
+ * 0, or -1 with one line in msg. The creator unlinks it (frt_shm_unlink) once every member has mapped it. */
+int frt_shm_map(FrtShm *s, const char *name, bool create, int32_t rank, int32_t size, size_t slot_bytes,
+                bool crowded, char *msg, size_t cap);
+void frt_shm_unlink(const char *name);
+void frt_shm_unmap(FrtShm *s);
+/* The collectives of FrtCollBackend on a segment, every member calling with the same arguments (no f16 or
+ * bf16 reductions: the caller refuses them, as MPI does); they cannot fail (a member that never arrives is the watchdog's). Reductions in rank order on every rank. */
+int frt_shm_all_reduce(FrtShm *s, void *buf, int64_t count, FrtDtype dt, FrtReduceOp op);
+int frt_shm_all_gather(FrtShm *s, const void *send, void *recv, int64_t count, FrtDtype dt);
+int frt_shm_reduce_scatter(FrtShm *s, const void *send, void *recv, int64_t count, FrtDtype dt, FrtReduceOp op);
+int frt_shm_all_to_all(FrtShm *s, const void *send, void *recv, int64_t count, FrtDtype dt);
+int frt_shm_broadcast(FrtShm *s, void *buf, int64_t count, FrtDtype dt, int32_t root);
+
 /* ---- gpu_simt_mma.c --------------------------------------------------------------------------------- */
 
 /* One warp's tensor-core mma (gpu_simt.h: frt_simt_mma, whose fragment layouts it implements): kind

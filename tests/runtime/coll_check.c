@@ -3,7 +3,7 @@
  *   mpirun -np N coll_check N [AxB...]   every collective, on every mesh axis and on all ranks
  *   coll_check 1                         the same without MPI: every group has one member
  *   mpirun -np N coll_check loop DIR     all_reduce for ever, after writing DIR/pid.<rank> (tests/runtime/faults.sh)
- *   mpirun -np N coll_check hang         rank 1 stops itself before the first all_reduce (the watchdog's test)
+ *   mpirun -np N coll_check hang         rank 1 stops itself before the second all_reduce (the watchdog's test)
  *   mpirun -np N coll_check slow         rank 1 sleeps 2 s before an all_reduce: slow, not hung, so it passes
  *
  * Every rank fills its buffers from a formula of (global rank, index), and computes what each collective
@@ -12,6 +12,14 @@
  * every reduction is exact in every dtype and the order of a sum does not matter. Counts 0, 1, odd and
  * larger than a small $FLOWRT_COLL_MPI_MAX_COUNT (which makes the MPI backend split or refuse calls: the
  * checks expect either). Besides the results, every refusal the API promises is checked for its message.
+ *
+ * Floating-point sums whose order matters (check_order): values of mixed sign and magnitude, so a sum
+ * rounds differently in another order. On the shared-memory path ($FLOWRT_COLL_SHM not 0) all_reduce and
+ * reduce_scatter must give, bit for bit, the sum in the group's rank order, ((x_0 + x_1) + x_2) + ...,
+ * computed here; on either path every member of a group must hold the same bits (a hash of the result,
+ * compared through max and min all_reduces of it). Counts 1, 7 (not a multiple of the ranks), 1000 and
+ * 300001 (more than a default 1 MiB slot; with $FLOWRT_COLL_SHM_BYTES, which the tests set to 64 so
+ * that every count past a few elements runs in chunks, not 300001).
  * Prints `rank K: N checks passed` or one line per failure; exit status 0 only when all passed.
  */
 #include <limits.h>
@@ -27,6 +35,7 @@
 
 static int me_world, n_world, n_axes = 1, dims[8], checks, failures;
 static long long max_count = INT_MAX; /* FLOWRT_COLL_MPI_MAX_COUNT */
+static bool shm_path = true;          /* FLOWRT_COLL_SHM is not 0: reductions in rank order */
 
 static void failf(const char *fmt, ...) {
   va_list ap;
@@ -281,6 +290,131 @@ static void check_refusals(void) {
   }
 }
 
+/* ---- the order of floating-point sums ---------------------------------------------------------------- */
+
+/* Mixed signs and magnitudes 2^-20..2^20 with 11 significant bits, from a hash of (rank, i): sums of them
+ * round, so their order shows in the bits. */
+static double fvalue(int rank, int64_t i) {
+  uint64_t h = (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)i * 0xC2B2AE3D27D4EB4Full;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  double m = (double)(int64_t)(h % 4095) - 2047.0;
+  int e = (int)((h >> 12) % 41) - 20;
+  return m * (e < 0 ? 1.0 / (double)(1LL << -e) : (double)(1LL << e));
+}
+
+static void fput(int32_t dt, void *p, int64_t i, double v) {
+  if (dt == FRT_F32)
+    ((float *)p)[i] = (float)v;
+  else
+    ((double *)p)[i] = v;
+}
+
+static uint64_t hash_bytes(const void *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The same bits on every member of the group of axis: the max and the min of a hash of them agree. */
+static void expect_same_bits(const char *what, int32_t dt, int64_t count, int axis, const void *p, size_t bytes) {
+  int64_t h = (int64_t)(hash_bytes(p, bytes) >> 1), hi = h, lo = h;
+  checks++;
+  if (frt_coll_all_reduce(axis, &hi, 1, FRT_I64, FRT_REDUCE_MAX) != 0 ||
+      frt_coll_all_reduce(axis, &lo, 1, FRT_I64, FRT_REDUCE_MIN) != 0)
+    failf("%s %s count %lld axis %d: comparing across ranks: %s", what, dt_name(dt), (long long)count, axis,
+          frt_coll_last_error());
+  else if (hi != lo)
+    failf("%s %s count %lld axis %d: the ranks of the group hold different bits", what, dt_name(dt), (long long)count,
+          axis);
+}
+
+/* want[i] (as the dtype's bits) against got[i]. */
+static void compare_bits(const char *what, int32_t dt, int64_t count, int axis, const void *got, const void *want) {
+  checks++;
+  size_t es = dt == FRT_F32 ? 4 : 8;
+  for (int64_t i = 0; i < count; i++)
+    if (memcmp((const char *)got + (size_t)i * es, (const char *)want + (size_t)i * es, es) != 0) {
+      double g = dt == FRT_F32 ? ((const float *)got)[i] : ((const double *)got)[i];
+      double w = dt == FRT_F32 ? ((const float *)want)[i] : ((const double *)want)[i];
+      failf("%s %s count %lld axis %d: element %lld is %.17g, the sum in rank order is %.17g", what, dt_name(dt),
+            (long long)count, axis, (long long)i, g, w);
+      return;
+    }
+}
+
+/* The sum in rank order of fvalue over the group's members at index `at + i`, in dt, into want. */
+static void ordered_sum(int32_t dt, int axis, int64_t at, int64_t count, void *want) {
+  int n = group_size(axis);
+  for (int64_t i = 0; i < count; i++) {
+    if (dt == FRT_F32) {
+      float w = (float)fvalue(member(axis, 0), at + i);
+      for (int c = 1; c < n; c++)
+        w += (float)fvalue(member(axis, c), at + i);
+      ((float *)want)[i] = w;
+    } else {
+      double w = fvalue(member(axis, 0), at + i);
+      for (int c = 1; c < n; c++)
+        w += fvalue(member(axis, c), at + i);
+      ((double *)want)[i] = w;
+    }
+  }
+}
+
+static int check_order(void) {
+  static const int64_t counts[] = {1, 7, 1000, 300001};
+  static const int32_t dtypes[] = {FRT_F32, FRT_F64};
+  int64_t most = 300001 * (int64_t)n_world;
+  unsigned char *a = malloc((size_t)most * 8), *b = malloc((size_t)most * 8), *want = malloc((size_t)most * 8);
+  if (!a || !b || !want) {
+    fprintf(stderr, "rank %d: out of memory\n", me_world);
+    free(a);
+    free(b);
+    free(want);
+    return -1;
+  }
+  /* With slots of a few bytes ($FLOWRT_COLL_SHM_BYTES), 7 and 1000 are past the segment already, and
+   * 300001 would take tens of thousands of chunks. */
+  const char *slot = getenv("FLOWRT_COLL_SHM_BYTES");
+  size_t n_counts = slot && *slot ? 3 : 4;
+  for (size_t d = 0; d < 2; d++)
+    for (size_t c = 0; c < n_counts; c++)
+      for (int axis = -1; axis < n_axes; axis++) {
+        int32_t dt = dtypes[d];
+        int64_t count = counts[c];
+        size_t es = dt == FRT_F32 ? 4 : 8;
+        int n = group_size(axis), me = my_index(axis);
+        /* all_reduce: the same bits everywhere, and (shared memory) the sum in rank order */
+        for (int64_t i = 0; i < count; i++)
+          fput(dt, a, i, fvalue(me_world, i));
+        expect_ok(frt_coll_all_reduce(axis, a, count, dt, FRT_REDUCE_SUM), "all_reduce (order)", dt, count, axis);
+        expect_same_bits("all_reduce sum", dt, count, axis, a, (size_t)count * es);
+        if (shm_path) {
+          ordered_sum(dt, axis, 0, count, want);
+          compare_bits("all_reduce sum", dt, count, axis, a, want);
+        }
+        /* reduce_scatter: this rank's section, summed in rank order */
+        for (int64_t i = 0; i < n * count; i++)
+          fput(dt, a, i, fvalue(me_world, i));
+        int rc = frt_coll_reduce_scatter(axis, a, b, count, dt, FRT_REDUCE_SUM);
+        if (split_refused(count, axis)) {
+          expect_refused(rc, "more than one MPI_Reduce_scatter_block takes", "reduce_scatter over max count");
+          continue;
+        }
+        expect_ok(rc, "reduce_scatter (order)", dt, count, axis);
+        if (shm_path || n == 1) {
+          ordered_sum(dt, axis, (int64_t)me * count, count, want);
+          compare_bits("reduce_scatter sum", dt, count, axis, b, want);
+        }
+      }
+  free(a);
+  free(b);
+  free(want);
+  return 0;
+}
+
 static int run_checks(void) {
   static const int32_t dtypes[] = {FRT_F32, FRT_I32, FRT_I64, FRT_U8, FRT_F64, FRT_I8, FRT_I16, FRT_F16, FRT_BF16,
                                    FRT_BOOL};
@@ -293,6 +427,8 @@ static int run_checks(void) {
     return 1;
   }
   check_refusals();
+  if (check_order() != 0)
+    return 1;
   for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
       for (int axis = -1; axis < n_axes; axis++)
@@ -331,9 +467,15 @@ static int loop(const char *dir) {
 }
 
 static int hang(void) {
+  /* One collective first, so that the one that hangs waits where a running program would: on the shared
+   * segment made by the first (or in MPI, with FLOWRT_COLL_SHM=0). */
+  float x = 1;
+  if (frt_coll_all_reduce(-1, &x, 1, FRT_F32, FRT_REDUCE_SUM) != 0) {
+    fprintf(stderr, "rank %d: error: %s\n", me_world, frt_coll_last_error());
+    return 1;
+  }
   if (me_world == 1)
     raise(SIGSTOP); /* hung, not dead: mpirun sees nothing */
-  float x = 1;
   if (frt_coll_all_reduce(-1, &x, 1, FRT_F32, FRT_REDUCE_SUM) != 0)
     fprintf(stderr, "rank %d: error: %s\n", me_world, frt_coll_last_error());
   return 1; /* the watchdog should have ended this rank */
@@ -365,6 +507,8 @@ int main(int argc, char **argv) {
   const char *s = getenv("FLOWRT_COLL_MPI_MAX_COUNT");
   if (s && *s)
     max_count = atoll(s);
+  s = getenv("FLOWRT_COLL_SHM");
+  shm_path = !(s && strcmp(s, "0") == 0);
   int32_t ranks = fault ? 2 : atoi(mode), mesh[8];
   n_axes = 1;
   dims[0] = ranks;

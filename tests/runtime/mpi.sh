@@ -3,8 +3,11 @@
 # (tests/runtime/meson.build runs each mode). Exit 77 (skipped) when mpirun is missing.
 #
 #   checks NP ARGS...        mpirun -np NP coll_check ARGS: every rank must report its checks passed
-#   checks-split NP ARGS...  the same with FLOWRT_COLL_MPI_MAX_COUNT=3: the MPI backend splits large calls
-#                            or refuses them, which coll_check expects
+#   checks-mpi NP ARGS...    the same with FLOWRT_COLL_SHM=0: on MPI, not the shared segment of one machine
+#   checks-chunked NP ARGS...  the same with FLOWRT_COLL_SHM_BYTES=64: every call of more than a few elements
+#                            runs through the shared segment in chunks
+#   checks-split NP ARGS...  the same with FLOWRT_COLL_MPI_MAX_COUNT=3 on MPI (FLOWRT_COLL_SHM=0): the MPI
+#                            backend splits large calls or refuses them, which coll_check expects
 #   main WORK                ranked_main (frt_main with a hand-built 2- or 4-rank descriptor): results printed
 #                            and written by rank 0 alone, the wrong number of ranks, no mpirun, no libmpi, a
 #                            collective failing on one rank, a bad input file on rank 0, --help, --profile
@@ -14,7 +17,7 @@
 #   faults WORK              coll_check loop with one rank killed (kill -9) mid-collective, and coll_check hang
 #                            with one rank stopped: every rank gone and mpirun non-zero within 60 s, and a
 #                            message naming the rank; a rank slower than its peers but within the timeout
-#                            is waited for
+#                            is waited for. On the path the caller's FLOWRT_COLL_SHM picks (meson runs both)
 set -u
 mode=$1 prog=$2
 shift 2
@@ -27,10 +30,14 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 expect() { grep -qF -- "$2" "$1" || { fail "$3: no '$2' in:"; cat "$1"; }; }
 
 case "$mode" in
-checks | checks-split)
+checks | checks-mpi | checks-chunked | checks-split)
   np=$1
   shift
-  [ "$mode" = checks ] || export FLOWRT_COLL_MPI_MAX_COUNT=3
+  case "$mode" in
+  checks-mpi) export FLOWRT_COLL_SHM=0 ;;
+  checks-chunked) export FLOWRT_COLL_SHM_BYTES=64 ;;
+  checks-split) export FLOWRT_COLL_MPI_MAX_COUNT=3 FLOWRT_COLL_SHM=0 ;;
+  esac
   out=$(mktemp)
   timeout 240 $MPIRUN -np "$np" "$prog" "$@" >"$out" 2>&1
   rc=$?
@@ -200,7 +207,7 @@ faults)
   ;;
 
 *)
-  echo "usage: mpi.sh checks|checks-split|main|faults PROGRAM ARGS..." >&2
+  echo "usage: mpi.sh checks|checks-mpi|checks-chunked|checks-split|main|faults PROGRAM ARGS..." >&2
   exit 2
   ;;
 esac
