@@ -292,6 +292,25 @@ static FcStatus plan_forced(FcSbpPlan *p, int k, int axis, int forced, const FcS
   return FC_OK;
 }
 
+/* Tensor parallelism: a partial sum (a row-parallel matmul's P(sum)) that an element-wise op takes (its bias,
+ * its activation) is offered to the rule as rows S(0), so it is reduce-scattered rather than all-reduced
+ * where the rows divide (Megatron's sequence parallelism): half the bytes of an all_reduce, the element-wise
+ * work split, and what follows keeps the rows: a thin product after the block (a classifier) runs on each
+ * rank's rows instead of a column split of a few columns, and a next block's column split gathers them back
+ * (reduce-scatter + all-gather: the bytes of the all_reduce). Rows that do not divide (a batch of 1) keep the
+ * all_reduce. */
+static void rows_from_partial(FcSbpRuleCtx *c) {
+  const FcOp *op = c->op;
+  if (!(fc_op_info(op->kind)->flags & FC_OPF_ELEMENTWISE) || op->n_results != 1 || c->out_type[0].rank < 1) return;
+  FcSbp *in = (FcSbp *)c->in;
+  for (int i = 0; i < op->n_operands; i++) {
+    const FcType *t = c->in_type[i];
+    if (!t || in[i].kind != FC_SBP_P || in[i].reduce != FC_SBP_SUM || t->rank != c->out_type[0].rank) continue;
+    int64_t n = t->dims[0];
+    if (n == c->out_type[0].dims[0] && n >= c->g && n % c->g == 0) in[i] = FC_SBP_SPLIT(0);
+  }
+}
+
 FcStatus fc_sbp_plan_forward(FcSbpPlan *p, const FcSbpStrategy *strategy, const FcSbp *want, FcArena *a, FcDiag *diag) {
   FcGraph *g = p->g;
   size_t na = (size_t)p->n_axes;
@@ -330,6 +349,7 @@ FcStatus fc_sbp_plan_forward(FcSbpPlan *p, const FcSbpStrategy *strategy, const 
       if (!splittable(op)) continue;
       FcSbpRuleCtx c;
       fc_sbp_plan_ctx_at(p, k, ax, a, &c);
+      if (strategy[ax] == FC_SBP_TENSOR) rows_from_partial(&c);
       bool kept = strategy[ax] == FC_SBP_TENSOR && fc_sbp_tensor_start(&c);
       FcSbpRuleFn rule = fc_sbp_rule(op->kind);
       if (!kept && rule) kept = rule(&c);

@@ -7,7 +7,7 @@ under `mpirun -np RANKS` (oversubscribed: 4 ranks on this 2-core machine), rank 
 output must equal the one-process output within rtol 1e-5 (atol 1e-5 for elements near 0: the ranks sum in
 another order), and PyTorch's output within the e2e tolerance (rtol 1e-4, atol 1e-5). The run must also have
 done what the mode promises: the IR of the distributed build has the collectives the mode implies (data: the
-batch split and gathered; tensor: an all_reduce of partial sums; a per-axis list such as data,tensor: boxing ops
+batch split and gathered; tensor: an all_reduce or reduce_scatter of partial sums; a per-axis list such as data,tensor: boxing ops
 over each mesh axis and none over all ranks; pipeline[-M]: rank 0's own stage with its sends and recvs, no
 collective, a send per micro-batch; pipeline,X on a mesh: a split within the stage), so a pass that silently kept everything
 whole would fail here. Exits 77 (skipped) when mpirun is missing.
@@ -134,12 +134,12 @@ def check_case(args, spec):
                 sys.exit(f"FAIL {spec}: the --sbp {mode} program has no boxing op over mesh axis {axis}")
         if "mesh_axis = -1" in ir:
             sys.exit(f"FAIL {spec}: the --sbp {mode} program has a boxing op over all ranks")
-        if "tensor" in mode and "flow.all_reduce" not in ir:
-            sys.exit(f"FAIL {spec}: the --sbp {mode} program has no all_reduce of partial sums")
+        if "tensor" in mode and not re.search(r"flow\.(all_reduce|reduce_scatter)", ir):
+            sys.exit(f"FAIL {spec}: the --sbp {mode} program reduces no partial sums")
     else:
-        want = ["flow.local_slice", "flow.all_gather"] if mode == "data" else ["flow.all_reduce"]
+        want = ["flow.local_slice", "flow.all_gather"] if mode == "data" else ["flow.all_reduce|flow.reduce_scatter"]
         for op in want:
-            if op not in ir:
+            if not re.search(op.replace(".", "\\."), ir):
                 sys.exit(f"FAIL {spec}: the --sbp {mode} program has no {op}: nothing was distributed")
 
     one, dist = os.path.join(work, "one"), os.path.join(work, "dist")

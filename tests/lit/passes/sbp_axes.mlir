@@ -4,7 +4,8 @@
 // RUN: %flowc build %s -O0 --passes=sbp_axes --verify-each --emit ir --split-input-file | FileCheck %s
 
 // data x tensor on 2x2: the batch sliced over axis 0, the first weight's columns over axis 1 (its bias too),
-// the second weight's rows into P(sum) over axis 1, one all_reduce over axis 1, the output gathered over axis 0.
+// the second weight's rows into P(sum) over axis 1, reduce-scattered into the rows over axis 1 (they divide),
+// the second bias added to those rows, the output gathered over axis 1 and then axis 0.
 // CHECK-LABEL: module attributes {flow.mesh = array<i64: 2, 2>}
 // CHECK: %arg0: tensor<8x6xf32> {flow.name = "x", flow.sbp = ["B", "B"]}
 // CHECK-NEXT: %0 = "flow.local_slice"(%arg0) {dim = 0 : i64, mesh_axis = 0 : i64, flow.sbp = ["S(0)", "B"]} : (tensor<8x6xf32>) -> tensor<4x6xf32> loc("x")
@@ -14,9 +15,10 @@
 // CHECK: "flow.relu"({{.*}}) {flow.sbp = ["S(0)", "S(1)"]} : (tensor<4x2xf32>) -> tensor<4x2xf32>
 // CHECK: "flow.local_slice"({{.*}}) {dim = 0 : i64, mesh_axis = 1 : i64, flow.sbp = ["B", "S(0)"]} : (tensor<4x3xf32>) -> tensor<2x3xf32>
 // CHECK: %[[P:.*]] = "flow.matmul"({{.*}}) {flow.sbp = ["S(0)", "P(sum)"]} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
-// CHECK-NEXT: %[[R:.*]] = "flow.all_reduce"(%[[P]]) {mesh_axis = 1 : i64, reduce = "sum", flow.sbp = ["S(0)", "B"]} : (tensor<4x3xf32>) -> tensor<4x3xf32>
-// CHECK-NEXT: %[[Y:.*]] = "flow.add"(%[[R]], {{.*}}) {flow.sbp = ["S(0)", "B"]}
-// CHECK-NEXT: %[[G:.*]] = "flow.all_gather"(%[[Y]]) {dim = 0 : i64, mesh_axis = 0 : i64, flow.sbp = ["B", "B"]} : (tensor<4x3xf32>) -> tensor<8x3xf32>
+// CHECK-NEXT: %[[R:.*]] = "flow.reduce_scatter"(%[[P]]) {dim = 0 : i64, mesh_axis = 1 : i64, reduce = "sum", flow.sbp = ["S(0)", "S(0)"]} : (tensor<4x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: %[[Y:.*]] = "flow.add"(%[[R]], {{.*}}) {flow.sbp = ["S(0)", "S(0)"]}
+// CHECK-NEXT: %[[G1:.*]] = "flow.all_gather"(%[[Y]]) {dim = 0 : i64, mesh_axis = 1 : i64, flow.sbp = ["S(0)", "B"]} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT: %[[G:.*]] = "flow.all_gather"(%[[G1]]) {dim = 0 : i64, mesh_axis = 0 : i64, flow.sbp = ["B", "B"]} : (tensor<4x3xf32>) -> tensor<8x3xf32>
 // CHECK-NEXT: "func.return"(%[[G]])
 // CHECK-NOT: mesh_axis = -1
 module attributes {flow.mesh = array<i64: 2, 2>, flow.sbp_axes = "data,tensor"} {
