@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/sbp_calibrate.py — measures, on this machine, the constants of the SBP cost model (FcSbpCosts in
-codegen/target.c: gemm_gflops, mem_gbps, op_us, link_latency_us, link_gbps) and prints them with how each was
-obtained, so they can be set from a run on an idle machine. It changes nothing itself.
+codegen/target.c: gemm_gflops, mem_gbps, op_us, link_latency_us, link_gbps, crowd_extra) and prints them with
+how each was obtained, so they can be set from a run on an idle machine. It changes nothing itself.
 
     python3 bench/sbp_calibrate.py [--quick] [--build DIR] [--models-dir DIR] [--no-build] [--repeats N]
 
@@ -30,11 +30,15 @@ What each constant is measured from (each timing is repeated --repeats times; th
                link_latency_us = (t(all_reduce of 16 B) - op_us) / 2(G-1), at least 0. The proposed constants
                then predict all three at 1 KiB, 256 KiB and 16 MiB on 2 ranks and on 4 ranks oversubscribed (the
                model's crowding: ranks / cores), printed beside what was measured.
+  crowd_extra  the MLP and the transformer at 1 thread alone and as 2 × cores copies at once: the copies' wall
+               time over the alone one, over copies / cores (the share a crowded rank gets), is what each loses
+               beyond its share to shared caches and switches; the geometric mean of the two (at least 1).
 The current constants of this host's level are read from codegen/target.c for comparison. Runs are short
 (a minute or two with --quick), but every number is only as good as the machine is idle: run it on an idle
 machine and look at the load averages it prints.
 """
 import argparse
+import math
 import os
 import re
 import shutil
@@ -164,6 +168,42 @@ def measure_gemm(flowc, models_dir, work, cfg):
                                       "run); the median")
 
 
+def measure_crowding(flowc, models_dir, work, cfg):
+    """crowd_extra: the one-process MLP and transformer at 1 thread, a batch of runs alone and then as
+    2 × cores copies at once (what oversubscribed ranks are): the wall time of the copies' batches over the
+    alone one's, over copies / cores (the share a crowded process gets), is how much more each loses to the
+    shared caches and the switches between them. Wall times, not run latencies: a run shorter than the
+    scheduler's slice often finishes unpreempted, which ranks that wait on each other in collectives do
+    not get to do. The geometric mean of the two, at least 1."""
+    import subprocess
+    import time as _time
+    cores = os.cpu_count() or 1
+    copies = 2 * cores
+    ratios, parts = [], []
+    for name in ("mlp_b64", "transformer"):
+        exe = os.path.join(work, f"{name}-crowd")
+        bench.run([flowc, "build", os.path.join(models_dir, name, "model.onnx"), "-o", exe])
+        cmd = [exe, os.path.join(models_dir, name, "test_data_set_0", "input_0.pb"), "--threads", "1", "--bench",
+               str(cfg["mlp_runs"] * 2)]
+        alone, crowd = [], []
+        for _ in range(cfg["repeats"]):
+            t0 = _time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+            alone.append(_time.perf_counter() - t0)
+            t0 = _time.perf_counter()
+            procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL) for _ in range(copies)]
+            for pr in procs:
+                pr.wait()
+            crowd.append(_time.perf_counter() - t0)
+        r = statistics.median(crowd) / statistics.median(alone) / (copies / cores)
+        ratios.append(r)
+        parts.append(f"{name} {statistics.median(alone):.3f} s alone, {statistics.median(crowd):.3f} s crowded ({r:.2f})")
+    extra = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    return max(1.0, extra), (f"{copies} copies at 1 thread on {cores} cores against one alone, batches of "
+                             f"{cfg['mlp_runs'] * 2} runs, wall-time medians over {cfg['repeats']} rounds: "
+                             f"{'; '.join(parts)}; the geometric mean, at least 1")
+
+
 def measure_mem(flowc, work, cfg, op_us):
     out = {}
     for rows in (128, 4096):
@@ -194,7 +234,7 @@ def ring(kind, g):
 def collective_us(kind, g, nbytes, k, cores):
     """The cost model's time of one collective (passes/sbp_cost.c) under constants k, microseconds."""
     steps, factor, copied = ring(kind, g)
-    crowd = g / cores if cores and g > cores else 1.0
+    crowd = g / cores * k.get("crowd_extra", 1.0) if cores and g > cores else 1.0
     return (k["op_us"] + steps * k["link_latency_us"] + factor * nbytes / (k["link_gbps"] * 1e3) +
             copied * nbytes / (k["mem_gbps"] * 1e3)) * crowd
 
@@ -248,7 +288,7 @@ def main(argv=None):
     os.makedirs(work)
     flowc = os.path.join(build_dir, "tools", "flowc") if args.no_build else bench.build_flowc(build_dir)
     bench.run([sys.executable, os.path.join(bench.ROOT, "tools", "export_e2e_models.py"), models_dir,
-               "--models", "mlp_b64"])
+               "--models", "mlp_b64,transformer"])
     load_start = os.getloadavg()[0]
     bench.log(f"calibrating on {bench.machine_info()['model']}, {os.cpu_count()} cores, load average {load_start:.2f}")
 
@@ -256,21 +296,23 @@ def main(argv=None):
     gemm, how_gemm = measure_gemm(flowc, models_dir, work, cfg)
     mem, how_mem = measure_mem(flowc, work, cfg, op_us)
     gbps, lat, how_gbps, how_lat, exe, two = measure_link(work, op_us, mem, build_dir)
+    crowd, how_crowd = measure_crowding(flowc, models_dir, work, cfg)
     four = link_times(exe, 4)
     level, current = current_constants(flowc, models_dir)
 
     bench.log(f"load average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end\n")
     bench.log(f"FcSbpCosts for this host (level {level}; codegen/target.c's values in brackets):")
     for name, value, how in (("gemm_gflops", gemm, how_gemm), ("mem_gbps", mem, how_mem), ("op_us", op_us, how_op),
-                             ("link_latency_us", lat, how_lat), ("link_gbps", gbps, how_gbps)):
+                             ("link_latency_us", lat, how_lat), ("link_gbps", gbps, how_gbps),
+                             ("crowd_extra", crowd, how_crowd)):
         was = current.get(name)
         bench.log(f"  .{name} = {value:.3g}  [{'?' if was is None else f'{was:g}'}]  — {how}")
     bench.log(f"\n    .gemm_gflops = {gemm:.0f}, .mem_gbps = {mem:.0f}, .op_us = {op_us:.2f}, "
-              f".link_latency_us = {lat:.2f}, .link_gbps = {gbps:.1f},")
+              f".link_latency_us = {lat:.2f}, .link_gbps = {gbps:.1f}, .crowd_extra = {crowd:.2f},")
     bench.log("\nThe link so set against bench/mpi_link.c (model: passes/sbp_cost.c's collective cost, "
-              "crowded by ranks / cores):")
+              "crowded by ranks / cores × crowd_extra):")
     cores = os.cpu_count() or 1
-    k = {"op_us": op_us, "link_latency_us": lat, "link_gbps": gbps, "mem_gbps": mem}
+    k = {"op_us": op_us, "link_latency_us": lat, "link_gbps": gbps, "mem_gbps": mem, "crowd_extra": crowd}
     for g, times in ((2, two), (4, four)):
         for kind in KINDS:
             for nbytes in (SMALL * 64, FIT, BIG):

@@ -82,24 +82,28 @@ static const FcLayoutCosts layout_avx512_narrow = {
 };
 
 /* The SBP cost model (passes/sbp_cost.c) on one core of the machine of bench/RESULTS.md (Xeon, AVX-512), as
- * bench/sbp_calibrate.py measured it on the idle machine (2026-12-03): the GEMM at one thread on the bench
- * MLP's large matmuls (175 GFLOP/s), an element-wise op's bytes per second on cache-resident tensors (94 GB/s;
- * 29 out of cache, which a split weight's per-run slice copy and packing see), a kernel's fixed cost inline (0.02 us), and the link from bench/mpi_link.c at 2 ranks
- * through libflowrt, as programs run it (the shared segment of runtime/coll_shm.c for all_reduce, MPI's single-copy
- * transfers for all_gather and all_to_all of 256 KiB; the geometric mean of the three at 256 KiB: 12.2 GB/s; 0.16 us
- * a step, from a 16 B all_reduce of 0.33 us; re-measured 2026-12-03 15:44 at load average 2). AVX2 and the
- * others: the GEMM at half the lanes, the same memory and link. The cap: 16 GiB a rank. */
+ * bench/sbp_calibrate.py measured it on the idle machine (2026-12-03): the GEMM at one thread on the bench MLP's
+ * large matmuls (175 GFLOP/s), an element-wise op's bytes per second on cache-resident tensors (94 GB/s; 29 out of
+ * cache, which a split weight's per-run slice copy and packing see), a kernel's fixed cost inline (0.02 us), and
+ * the link from bench/mpi_link.c at 2 ranks through libflowrt, as programs run it (the shared segment of
+ * runtime/coll_shm.c for all_reduce, MPI's single-copy transfers for all_gather and all_to_all of 256 KiB; the
+ * geometric mean of the three at 256 KiB: 12.2 GB/s; 0.16 us a step, from a 16 B all_reduce of 0.33 us; re-measured
+ * 2026-12-03 15:44 at load average 2). AVX2 and the others: the GEMM at half the lanes, the same memory and link.
+ * Crowded ranks (more than the cores) lose 4% beyond their share (crowd_extra: 4 copies of the MLP and of the
+ * transformer on the 2 cores against one alone, wall time, 2026-12-03 16:08, load average 2). The cap: 16 GiB a
+ * rank.
+ */
 static const FcSbpCosts sbp_avx512 = {
     .gemm_gflops = 175, .mem_gbps = 94, .mem_cold_gbps = 29, .op_us = 0.02, .link_latency_us = 0.16, .link_gbps = 12.2,
-    .mem_cap_bytes = (int64_t)16 << 30,
+    .crowd_extra = 1.04, .mem_cap_bytes = (int64_t)16 << 30,
 };
 static const FcSbpCosts sbp_avx2 = {
     .gemm_gflops = 88, .mem_gbps = 94, .mem_cold_gbps = 29, .op_us = 0.02, .link_latency_us = 0.16, .link_gbps = 12.2,
-    .mem_cap_bytes = (int64_t)16 << 30,
+    .crowd_extra = 1.04, .mem_cap_bytes = (int64_t)16 << 30,
 };
 static const FcSbpCosts sbp_narrow = {
     .gemm_gflops = 44, .mem_gbps = 47, .mem_cold_gbps = 15, .op_us = 0.02, .link_latency_us = 0.16, .link_gbps = 12.2,
-    .mem_cap_bytes = (int64_t)16 << 30,
+    .crowd_extra = 1.04, .mem_cap_bytes = (int64_t)16 << 30,
 };
 
 /* A CPU vector level: the first row whose arch matches and whose features the target has all of wins.

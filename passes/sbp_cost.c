@@ -44,8 +44,11 @@ static double bytes_of(const FcType *t) {
 }
 
 
-/* Ranks beyond the cores they share take turns. */
-static double crowding(const FcSbpCosts *k, int64_t g) { return k->cores > 0 && g > k->cores ? (double)g / k->cores : 1.0; }
+/* Ranks beyond the cores they share take turns, and lose more to the shared caches and the switches
+ * between them (crowd_extra, measured). */
+static double crowding(const FcSbpCosts *k, int64_t g) {
+  return k->cores > 0 && g > k->cores ? (double)g / k->cores * (k->crowd_extra >= 1 ? k->crowd_extra : 1) : 1.0;
+}
 
 static double fill(double n, double full) { return n >= full ? 1.0 : n > 0 ? n / full : 1.0 / full; }
 

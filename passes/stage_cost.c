@@ -69,7 +69,7 @@ FcStatus fc_stage_estimate(const FcSbpCosts *k, FcModule *m, FcArena *a, FcStage
   FcStatus st = fc_sbp_costs_check(k, diag);
   if (st != FC_OK) return st;
   int n = (int)mesh[0];
-  double crowded = k->cores > 0 && all > k->cores ? (double)all / k->cores : 1.0;
+  double crowded = k->cores > 0 && all > k->cores ? (double)all / k->cores * (k->crowd_extra >= 1 ? k->crowd_extra : 1) : 1.0;
   int64_t per_stage = all / mesh[0];
   FcSbpPlan p;
   if ((st = fc_sbp_plan_init_group(&p, m, 1, a, diag)) != FC_OK) return st;
