@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """bench/sbp_calibrate.py — measures, on this machine, the constants of the SBP cost model (FcSbpCosts in
-codegen/target.c: gemm_gflops, mem_gbps, op_us, link_latency_us, link_gbps, crowd_extra) and prints them with
-how each was obtained, so they can be set from a run on an idle machine. It changes nothing itself.
+codegen/target.c: gemm_gflops, mem_gbps, op_us, link_latency_us, link_gbps, crowd_extra, crowd_sync_us) and
+prints them with how each was obtained, so they can be set from a run on an idle machine. It changes nothing
+itself.
 
     python3 bench/sbp_calibrate.py [--quick] [--build DIR] [--models-dir DIR] [--no-build] [--repeats N]
 
@@ -33,6 +34,9 @@ What each constant is measured from (each timing is repeated --repeats times; th
   crowd_extra  the MLP and the transformer at 1 thread alone and as 2 × cores copies at once: the copies' wall
                time over the alone one, over copies / cores (the share a crowded rank gets), is what each loses
                beyond its share to shared caches and switches; the geometric mean of the two (at least 1).
+  crowd_sync_us  libflowrt's all_reduce of 16 B on 4 ranks on this machine's cores (when it has fewer than 4),
+               less what the model gives it crowded without this constant: how long a collective of crowded
+               ranks waits for the scheduler to run each of them up to it.
 The current constants of this host's level are read from codegen/target.c for comparison. Runs are short
 (a minute or two with --quick), but every number is only as good as the machine is idle: run it on an idle
 machine and look at the load averages it prints.
@@ -235,8 +239,9 @@ def collective_us(kind, g, nbytes, k, cores):
     """The cost model's time of one collective (passes/sbp_cost.c) under constants k, microseconds."""
     steps, factor, copied = ring(kind, g)
     crowd = g / cores * k.get("crowd_extra", 1.0) if cores and g > cores else 1.0
+    sync = k.get("crowd_sync_us", 0.0) if cores and g > cores else 0.0
     return (k["op_us"] + steps * k["link_latency_us"] + factor * nbytes / (k["link_gbps"] * 1e3) +
-            copied * nbytes / (k["mem_gbps"] * 1e3)) * crowd
+            copied * nbytes / (k["mem_gbps"] * 1e3)) * crowd + sync
 
 
 def measure_link(work, op_us, mem_gbps, build_dir):
@@ -298,21 +303,30 @@ def main(argv=None):
     gbps, lat, how_gbps, how_lat, exe, two = measure_link(work, op_us, mem, build_dir)
     crowd, how_crowd = measure_crowding(flowc, models_dir, work, cfg)
     four = link_times(exe, 4)
+    cores = os.cpu_count() or 1
+    k0 = {"op_us": op_us, "link_latency_us": lat, "link_gbps": gbps, "mem_gbps": mem, "crowd_extra": crowd}
+    if cores < 4 and ("allreduce", SMALL) in four:
+        t4 = four[("allreduce", SMALL)]
+        sync = max(0.0, t4 - collective_us("allreduce", 4, SMALL, k0, cores))
+        how_sync = (f"bench/mpi_link.c, 4 ranks on {cores} cores: libflowrt's all_reduce of {SMALL} B {t4:.1f} us, less "
+                    "the model's crowded time for it without this wait")
+    else:
+        sync, how_sync = 0.0, f"not measured: {cores} cores take 4 ranks without crowding"
     level, current = current_constants(flowc, models_dir)
 
     bench.log(f"load average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end\n")
     bench.log(f"FcSbpCosts for this host (level {level}; codegen/target.c's values in brackets):")
     for name, value, how in (("gemm_gflops", gemm, how_gemm), ("mem_gbps", mem, how_mem), ("op_us", op_us, how_op),
                              ("link_latency_us", lat, how_lat), ("link_gbps", gbps, how_gbps),
-                             ("crowd_extra", crowd, how_crowd)):
+                             ("crowd_extra", crowd, how_crowd), ("crowd_sync_us", sync, how_sync)):
         was = current.get(name)
         bench.log(f"  .{name} = {value:.3g}  [{'?' if was is None else f'{was:g}'}]  — {how}")
     bench.log(f"\n    .gemm_gflops = {gemm:.0f}, .mem_gbps = {mem:.0f}, .op_us = {op_us:.2f}, "
-              f".link_latency_us = {lat:.2f}, .link_gbps = {gbps:.1f}, .crowd_extra = {crowd:.2f},")
+              f".link_latency_us = {lat:.2f}, .link_gbps = {gbps:.1f}, .crowd_extra = {crowd:.2f}, "
+              f".crowd_sync_us = {sync:.1f},")
     bench.log("\nThe link so set against bench/mpi_link.c (model: passes/sbp_cost.c's collective cost, "
               "crowded by ranks / cores × crowd_extra):")
-    cores = os.cpu_count() or 1
-    k = {"op_us": op_us, "link_latency_us": lat, "link_gbps": gbps, "mem_gbps": mem, "crowd_extra": crowd}
+    k = dict(k0, crowd_sync_us=sync)
     for g, times in ((2, two), (4, four)):
         for kind in KINDS:
             for nbytes in (SMALL * 64, FIT, BIG):

@@ -161,6 +161,7 @@ typedef struct FcSbpCosts {
   int64_t mem_cap_bytes;   /* memory a rank may hold (weights + peak activations): larger plans are refused */
   int cores;               /* cores the ranks share (0: one each); more ranks than cores slow down in proportion */
   double crowd_extra;      /* and by this factor more (>= 1: caches and the scheduler shared, bench/sbp_calibrate.py) */
+  double crowd_sync_us;    /* and each collective among them waits this long for its ranks to be scheduled */
 } FcSbpCosts;
 
 typedef struct FcTarget FcTarget;

@@ -167,7 +167,10 @@ static double box1(const FcSbpCosts *k, int64_t g, int64_t ranks, double n, FcSb
   if (sent) *sent = (int64_t)(factor * n);
   double s = k->op_us * 1e-6 + steps * k->link_latency_us * 1e-6 + factor * n / (k->link_gbps * 1e9) +
              copied / (k->mem_gbps * 1e9);
-  return s * crowding(k, ranks);
+  /* Crowded ranks meet in a collective only when the scheduler has run each of them up to it: a wait of its
+   * own per collective (crowd_sync_us, measured), beyond the shared cores' slowdown. */
+  double sync = steps > 0 && k->cores > 0 && ranks > k->cores ? k->crowd_sync_us * 1e-6 : 0;
+  return s * crowding(k, ranks) + sync;
 }
 
 double fc_sbp_box_seconds(const FcSbpCosts *k, int64_t g, const FcType *t, FcSbp from, FcSbp to, int64_t *sent) {

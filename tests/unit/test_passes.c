@@ -102,7 +102,8 @@ static void test_registry(void **state) {
                                 "hoist_avg_pool",  "sink_constants",  "fold_qdq",
                                 "lower_quant",     "quantize_dynamic", "quantize_static",
                                 "store_weights_f16", "store_weights_bf16", "sbp_data",
-                                "sbp_tensor",      "sbp_auto",        "sbp_axes",        "split_sliced_matmul", "fold_rank",       "sbp_file"};
+                                "sbp_tensor",      "sbp_auto",        "sbp_axes",        "split_sliced_matmul", "fold_rank",
+                                "place_stages",    "microbatch",      "split_stages",    "sbp_file"};
   enum { N = sizeof names / sizeof names[0] };
   assert_int_equal(fc_pass_count(), N);
   for (int i = 0; i < N; i++) {
