@@ -311,6 +311,23 @@ static void rows_from_partial(FcSbpRuleCtx *c) {
   }
 }
 
+/* Tensor parallelism after a block whose partial sum went to rows (rows_from_partial): a matmul by a constant
+ * weight with at least a GEMM panel of columns a rank (64) still starts a column split, its input gathered
+ * back to whole (the all_gather of Megatron's sequence parallelism), so every block's weights stay split; a
+ * thinner one (a classifier's 10 columns) keeps the rows. */
+static void gather_for_columns(FcSbpRuleCtx *c) {
+  const FcOp *op = c->op;
+  if (op->kind != FC_OP_MATMUL || op->n_operands != 2 || !c->in_type[0] || !c->in_type[1] ||
+      !fc_value_const(op->operands[1].value) || c->in_type[1]->rank != 2)
+    return;
+  int64_t n = c->in_type[1]->dims[1];
+  FcSbp *in = (FcSbp *)c->in;
+  /* a split of any dim but the reduced last one: rows of the product */
+  if (in[0].kind == FC_SBP_S && in[0].dim < c->in_type[0]->rank - 1 && in[1].kind == FC_SBP_B && n % c->g == 0 &&
+      n / c->g >= 64)
+    in[0] = FC_SBP_BCAST;
+}
+
 FcStatus fc_sbp_plan_forward(FcSbpPlan *p, const FcSbpStrategy *strategy, const FcSbp *want, FcArena *a, FcDiag *diag) {
   FcGraph *g = p->g;
   size_t na = (size_t)p->n_axes;
@@ -349,7 +366,7 @@ FcStatus fc_sbp_plan_forward(FcSbpPlan *p, const FcSbpStrategy *strategy, const 
       if (!splittable(op)) continue;
       FcSbpRuleCtx c;
       fc_sbp_plan_ctx_at(p, k, ax, a, &c);
-      if (strategy[ax] == FC_SBP_TENSOR) rows_from_partial(&c);
+      if (strategy[ax] == FC_SBP_TENSOR) rows_from_partial(&c), gather_for_columns(&c);
       bool kept = strategy[ax] == FC_SBP_TENSOR && fc_sbp_tensor_start(&c);
       FcSbpRuleFn rule = fc_sbp_rule(op->kind);
       if (!kept && rule) kept = rule(&c);
