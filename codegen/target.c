@@ -90,8 +90,9 @@ static const FcLayoutCosts layout_avx512_narrow = {
  * geometric mean of the three at 256 KiB: 12.2 GB/s; 0.16 us a step, from a 16 B all_reduce of 0.33 us; re-measured
  * 2026-12-03 15:44 at load average 2). AVX2 and the others: the GEMM at half the lanes, the same memory and link.
  * Crowded ranks (more than the cores) lose 4% beyond their share (crowd_extra: 4 copies of the MLP and of the
- * transformer on the 2 cores against one alone, wall time, 2026-12-03 16:08, load average 2). The cap: 16 GiB a
- * rank.
+ * transformer on the 2 cores against one alone, wall time, 2026-12-03 16:08, load average 2); crowd_sync_us, a
+ * crowded collective's wait for its ranks, stays 0 until sbp_calibrate.py measures it on an idle machine. The cap:
+ * 16 GiB a rank.
  */
 static const FcSbpCosts sbp_avx512 = {
     .gemm_gflops = 175, .mem_gbps = 94, .mem_cold_gbps = 29, .op_us = 0.02, .link_latency_us = 0.16, .link_gbps = 12.2,
