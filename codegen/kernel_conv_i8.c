@@ -174,6 +174,22 @@ static int64_t padded_w(const Conv2 *c) { return c->OW + (c->KW - 1) * c->dw; }
 
 static void fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef a, LLVMValueRef b, LLVMValueRef v);
 
+/* dst[at .. at + 15] = bytes first, first + 2, .. first + 30 of src + from (one 32-byte load and a shuffle;
+ * i8 x flipped): 16 outputs of a stride-2 row. */
+static void copy_every_other(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef from, int first, LLVMValueRef dst,
+                             LLVMValueRef at) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v32 = LLVMVectorType(i8, 32);
+  LLVMValueRef lanes[16];
+  for (int l = 0; l < 16; l++) lanes[l] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)(2 * l + first), 0);
+  LLVMValueRef w = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, src, &from, 1, ""), "");
+  LLVMSetAlignment(w, 1);
+  LLVMValueRef v = LLVMBuildShuffleVector(b, w, LLVMGetUndef(v32), LLVMConstVector(lanes, 16), "");
+  if (flip) v = LLVMBuildXor(b, v, fc_cg_splat_const(LLVMTypeOf(v), LLVMConstInt(i8, 0x80, 0)), "");
+  LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &at, 1, ""));
+  LLVMSetAlignment(st, 1);
+}
+
 /* Step 1 for a whole image (small maps: 7x7 to ~20x20, where a row is a few bytes and the bounds logic of
  * build_rows would cost more than the copies). The group's Cg planes first go to `pad` with zx around
  * them (Hp x Wp bytes each, i8 x flipped here); then row k = (c, kh, kw) is OH copies of OW bytes at fixed
@@ -260,19 +276,10 @@ static void copy_run(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRe
     /* Stride 2 (the stems of ResNet and MobileNet: a 224-wide image, every tap): 16 outputs from one
      * 32-byte load, its even bytes kept. Only while column j + 16 is inside too, so the load's last byte
      * (input 2j + 31, one short of j + 16's) stays inside the row; the rest takes the byte loop. */
-    LLVMTypeRef v32 = LLVMVectorType(i8, 32);
-    LLVMValueRef even[16];
-    for (int l = 0; l < 16; l++) even[l] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)(2 * l), 0);
     LLVMValueRef end = fc_cg_isub(k, hi, c64(k, 16));
     FcLoop lv;
     LLVMValueRef j = fc_cg_loop_begin(k, &lv, lo, end, 16, "ow2x16");
-    LLVMValueRef sj = fc_cg_imulc(k, j, 2);
-    LLVMValueRef w = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, src, &sj, 1, ""), "");
-    LLVMSetAlignment(w, 1);
-    LLVMValueRef v = LLVMBuildShuffleVector(b, w, LLVMGetUndef(v32), LLVMConstVector(even, 16), "");
-    if (t->q.flip) v = LLVMBuildXor(b, v, fc_cg_splat_const(LLVMTypeOf(v), LLVMConstInt(i8, 0x80, 0)), "");
-    LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildGEP2(b, i8, dst, &j, 1, ""));
-    LLVMSetAlignment(st, 1);
+    copy_every_other(k, t->q.flip, src, fc_cg_imulc(k, j, 2), 0, dst, j);
     fc_cg_loop_end(k, &lv);
     LLVMValueRef done = fc_cg_iadd(k, lo, LLVMBuildAnd(b, fc_cg_iadd(k, fc_cg_isub(k, end, lo), c64(k, 15)), c64(k, ~(int64_t)15), ""));
     lo_scalar = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSGT, end, lo, ""), done, lo);
@@ -281,15 +288,8 @@ static void copy_run(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRe
      * the loop's last bytes with the same values instead of up to 16 byte copies. */
     LLVMValueRef tail = LLVMBuildICmp(b, LLVMIntSGE, len, c64(k, 17), "");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, tail);
-    LLVMValueRef odd[16];
-    for (int l = 0; l < 16; l++) odd[l] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)(2 * l + 1), 0);
-    LLVMValueRef jt = fc_cg_isub(k, hi, c64(k, 16)), st0 = fc_cg_isub(k, fc_cg_imulc(k, jt, 2), c64(k, 1));
-    LLVMValueRef wt = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, src, &st0, 1, ""), "");
-    LLVMSetAlignment(wt, 1);
-    LLVMValueRef vt = LLVMBuildShuffleVector(b, wt, LLVMGetUndef(v32), LLVMConstVector(odd, 16), "");
-    if (t->q.flip) vt = LLVMBuildXor(b, vt, fc_cg_splat_const(LLVMTypeOf(vt), LLVMConstInt(i8, 0x80, 0)), "");
-    LLVMValueRef stt = LLVMBuildStore(b, vt, LLVMBuildGEP2(b, i8, dst, &jt, 1, ""));
-    LLVMSetAlignment(stt, 1);
+    LLVMValueRef jt = fc_cg_isub(k, hi, c64(k, 16));
+    copy_every_other(k, t->q.flip, src, fc_cg_isub(k, fc_cg_imulc(k, jt, 2), c64(k, 1)), 1, dst, jt);
     fc_cg_if_end(k, cont);
     lo_scalar = fc_cg_select(k, tail, hi, lo_scalar);
   }
