@@ -54,7 +54,7 @@ LATENCY = re.compile(r"latency: min ([0-9.]+) ms, median ([0-9.]+) ms")
 COMM = re.compile(r"communication: ([0-9.]+) ms")
 # flowc info's prediction lines: "  data         0.859 ms (compute 0.840, communication 0.019); ..."
 PREDICTED = re.compile(r"^\s+(data|tensor|auto)\s+([0-9.]+) ms \(compute ([0-9.]+), communication ([0-9.]+)\)"
-                       r"(?:.*; (the search's plan|\w+'s plan[^;]*))?", re.M)
+                       r"(?:.*; (the search's plan|\w+'s plan[^;\n]*))?", re.M)
 PREDICTED_ON = re.compile(r"^sbp predicted\s+(.*)$", re.M)
 # "pipeline     2 stages: predicted 1.000 ms a run on this host (avx512; ...); the same ops back to back on one rank 1.436 ms"
 PIPELINE = re.compile(r"^pipeline\s+(\d+) stages: predicted ([0-9.]+) ms a run on this host \((.*)\); the same ops", re.M)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """bench/sbp_calibrate.py — measures, on this machine, the constants of the SBP cost model (FcSbpCosts in
-codegen/target.c: gemm_gflops, mem_gbps, op_us, link_latency_us, link_gbps, crowd_extra, crowd_sync_us) and
+codegen/target.c: gemm_gflops, weight_gbps, pack_gbps, transcendental_ns, mem_gbps, op_us, link_latency_us,
+link_gbps, crowd_extra, crowd_sync_us) and
 prints them with how each was obtained, so they can be set from a run on an idle machine. It changes nothing
 itself.
 
@@ -10,11 +11,17 @@ What each constant is measured from (each timing is repeated --repeats times; th
   op_us        the fixed cost of a kernel: two chains of tiny MatMuls (1x8 by 8x8 constants, which nothing
                fuses), of 1 and 257 links, at 1 thread; the difference of their median latencies over the
                difference of their kernel counts (from --profile).
-  gemm_gflops  the bench MLP (batch 64, 784-1024-1024-10) at 1 thread with --profile: the FLOPs of its large
-               GEMM kernels (each ≥ 10% of the FLOPs) over their share of the profile times the batch's median
-               latency. (The profile's times are means over the runs, which a preempted run inflates on a
-               busy machine; the shares and the median are not.) These products are full-width (M 64, N 1024,
-               K ≥ 784), which is what the model's gemm_gflops stands for.
+  gemm_gflops  one MatMul of [512, K] by a constant [K, 256] at 1 thread for K = 64 .. 1024. The model
+               prices it 2·M·N·K / gemm_gflops plus the weights' stream (below): a line in K, whose slope (less
+               the stream) gives gemm_gflops, free of the fixed costs in its intercept.
+  pack_gbps    the same product at K = 256 with the right operand a constant (packed at compile time) and an
+               input (packed on each run), interleaved: the operand's bytes over the difference.
+  weight_gbps  a chain of two MatMuls by [1024, 1024] constants (8 MiB of weights, beyond L2, as a model's
+               weights are) on 8, 16, 32 and 64 rows at 1 thread: the products grow with the rows, the
+               weights' stream does not; the least-squares line's value at 0 rows is the time to read the
+               weights once per run.
+  transcendental_ns  Softmax of [4, 128, 128] (the transformer's attention) at 1 thread: its time less its
+               bytes at mem_gbps and op_us, per element (Exp and Tanh printed beside it).
   mem_gbps     one element-wise Add of a [R, 1024] input and a constant, at 1 thread: the bytes the cost model
                counts for it (two operands and the result) over its latency less op_us. R = 128 (the
                transformer's largest activations, 512 KiB a tensor: cache-resident, as in the bench models) is
@@ -34,9 +41,11 @@ What each constant is measured from (each timing is repeated --repeats times; th
   crowd_extra  the MLP and the transformer at 1 thread alone and as 2 × cores copies at once: the copies' wall
                time over the alone one, over copies / cores (the share a crowded rank gets), is what each loses
                beyond its share to shared caches and switches; the geometric mean of the two (at least 1).
-  crowd_sync_us  libflowrt's all_reduce of 16 B on 4 ranks on this machine's cores (when it has fewer than 4),
-               less what the model gives it crowded without this constant: how long a collective of crowded
-               ranks waits for the scheduler to run each of them up to it.
+  crowd_sync_us  bench/mpi_link.c's crowd rows on 4 ranks on this machine's cores (when it has fewer than 4):
+               each rank computes (work timed alone, 60 us to 1 ms) then all_reduces 16 B or 128 KiB, in a
+               loop; the iteration's time less the work crowded (× ranks / cores × crowd_extra) and less the
+               model's crowded all_reduce is what a collective of crowded ranks waits for the scheduler to
+               run each of them up to it; the median of the rows.
 The current constants of this host's level are read from codegen/target.c for comparison. Runs are short
 (a minute or two with --quick), but every number is only as good as the machine is idle: run it on an idle
 machine and look at the load averages it prints.
@@ -58,6 +67,7 @@ LATENCY = re.compile(r"latency: min ([0-9.]+) ms, median ([0-9.]+) ms")
 PROFILE_HEAD = re.compile(r"^profile: (\d+) kernels", re.M)
 PROFILE_ROW = re.compile(r"^\s*([0-9.]+)\s+([0-9.]+)%\s+([0-9.]+)%\s+([0-9.]+|-)\s+(.*)$", re.M)
 LINK_ROW = re.compile(r"^(allreduce|allgather|alltoall) (\d+) (\d+) ([0-9.]+)$", re.M)
+CROWD_ROW = re.compile(r"^crowd (\d+) (\d+) ([0-9.]+) ([0-9.]+)$", re.M)
 HOST = re.compile(r"^sbp predicted\s+per rank and run on this host \((\w+),", re.M)
 BIG = 16 << 20  # the largest buffer of bench/mpi_link.c, bytes
 FIT = 256 << 10  # the size the link is fitted at: what the bench models' collectives move (64-256 KiB each)
@@ -150,26 +160,120 @@ def measure_op_us(flowc, work, cfg):
                    f"{t_long * 1e3:.2f} us a run at 1 thread (medians of {cfg['repeats']})")
 
 
-def measure_gemm(flowc, models_dir, work, cfg):
-    onnx_path = os.path.join(models_dir, "mlp_b64", "model.onnx")
-    exe = os.path.join(work, "mlp_b64")
-    bench.run([flowc, "build", onnx_path, "-o", exe])
-    cmd = [exe, os.path.join(models_dir, "mlp_b64", "test_data_set_0", "input_0.pb")]
-    rates, names = [], set()
-    for _ in range(cfg["repeats"]):
-        _, rows, median_ms = profile(cmd, cfg["mlp_runs"])
-        total = sum(us for us, _, _ in rows)
-        all_flops = sum(us * 1e-6 * rate * 1e9 for us, rate, _ in rows if rate)
-        # large by FLOPs (the profile's us × GFLOP/s is the kernel's FLOP count), which no preempted run moves
-        big = [(us, rate, name) for us, rate, name in rows if rate and us * rate * 1e3 >= 0.1 * all_flops]
-        flops = sum(us * 1e-6 * rate * 1e9 for us, rate, _ in big)
-        share = sum(us for us, _, _ in big) / total
-        rates.append(flops / (share * median_ms * 1e-3) / 1e9)
-        names.update(name for _, _, name in big)
-    return statistics.median(rates), (f"MLP b64 --profile at 1 thread, kernels {', '.join(sorted(names))}: "
-                                      f"{', '.join(f'{r:.1f}' for r in rates)} GFLOP/s over {cfg['repeats']} batches "
-                                      f"of {cfg['mlp_runs']} runs (their FLOPs over their share of the median "
-                                      "run); the median")
+def matmul_model(flowc, work, name, m, dims):
+    """x[m, dims[0]] · W1[dims[0], dims[1]] · W2 ... (constants, seeded): a chain of len(dims) - 1 MatMuls."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(m * 7919 + sum(dims))
+    nodes, inits, prev = [], [], "x"
+    for i in range(len(dims) - 1):
+        w = (rng.standard_normal((dims[i], dims[i + 1])) / math.sqrt(dims[i])).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        out = "y" if i == len(dims) - 2 else f"h{i}"
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [out]))
+        prev = out
+    path = os.path.join(work, name)
+    save_model(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, dims[0]])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, dims[-1]])], inits,
+               rng.standard_normal((m, dims[0])).astype(np.float32))
+    return build(flowc, path)
+
+
+def line_fit(xs, ys):
+    """(slope, intercept) of the least-squares line through (xs, ys)."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    a = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return a, my - a * mx
+
+
+GEMM_M, GEMM_N, GEMM_KS = 512, 256, (64, 128, 256, 512, 1024)
+STREAM_WIDTH, STREAM_ROWS = 1024, (8, 16, 32, 64)
+
+
+def measure_gemm(flowc, work, cfg, weight_gbps):
+    """gemm_gflops: one MatMul of [512, K] by a constant [K, 256] for K = 64 .. 1024 at 1 thread. The model's
+    time, 2·M·N·K / gemm_gflops plus the weights' stream (4·K·N bytes at weight_gbps), is a line in K: its
+    slope, less the stream, gives gemm_gflops, free of the fixed costs (its intercept, printed)."""
+    ts = []
+    for kk in GEMM_KS:
+        cmd = matmul_model(flowc, work, f"gemm_k{kk}", GEMM_M, [kk, GEMM_N])
+        ts.append(median_latency(cmd, 200, cfg["repeats"]) * 1e-3)  # seconds
+    slope, icpt = line_fit(GEMM_KS, ts)
+    stream = 4 * GEMM_N / (weight_gbps * 1e9) if weight_gbps > 0 else 0.0
+    gflops = 2 * GEMM_M * GEMM_N / (slope - stream) / 1e9
+    return gflops, (f"MatMul [{GEMM_M}, K] x [K, {GEMM_N}] at 1 thread, K = {', '.join(map(str, GEMM_KS))}: "
+                    f"{', '.join(f'{t * 1e6:.0f}' for t in ts)} us (medians of {cfg['repeats']}); the line through "
+                    f"them: slope less the weights' stream (intercept {icpt * 1e6:.1f} us)")
+
+
+def measure_pack(flowc, work, cfg):
+    """pack_gbps: MatMul [512, 256] x [256, 256] at 1 thread with the right operand a constant (packed at
+    compile time) and a second input (packed on each run): the difference over its bytes."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    m, kk, n = GEMM_M, 256, 256
+    const_cmd = matmul_model(flowc, work, "pack_const", m, [kk, n])
+    path = os.path.join(work, "pack_runtime")
+    rng = np.random.default_rng(5)
+    save_model(path, [helper.make_node("MatMul", ["x", "b"], ["y"])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, kk]),
+                helper.make_tensor_value_info("b", TensorProto.FLOAT, [kk, n])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [],
+               rng.standard_normal((m, kk)).astype(np.float32))
+    with open(path + "_b.pb", "wb") as f:
+        f.write(numpy_helper.from_array(rng.standard_normal((kk, n)).astype(np.float32), "b").SerializeToString())
+    runtime_cmd = build(flowc, path) + [path + "_b.pb"]
+    tc, tr = [], []
+    for _ in range(cfg["repeats"]):  # interleaved: the two are compared
+        tc.append(median_latency(const_cmd, 500, 1) * 1e-3)
+        tr.append(median_latency(runtime_cmd, 500, 1) * 1e-3)
+    c, r = statistics.median(tc), statistics.median(tr)
+    nbytes = 4 * kk * n
+    gbps = nbytes / (r - c) / 1e9 if r > c else float("nan")
+    return gbps, (f"MatMul [{m}, {kk}] x [{kk}, {n}] at 1 thread: {c * 1e6:.1f} us with a constant right operand, "
+                  f"{r * 1e6:.1f} us with an input one (medians of {cfg['repeats']}, interleaved); "
+                  f"{nbytes >> 10} KiB over the difference")
+
+
+def measure_weight_stream(flowc, work, cfg):
+    """weight_gbps: a chain of two MatMuls by [1024, 1024] constants (8 MiB of weights, beyond L2) on 8 .. 64
+    rows at 1 thread. The products grow with the rows, the weights' stream does not: the line's value at
+    0 rows, less two kernels' op_us-scale fixed cost, is the time to stream the weights once."""
+    ts = []
+    for m in STREAM_ROWS:
+        cmd = matmul_model(flowc, work, f"stream_m{m}", m, [STREAM_WIDTH] * 3)
+        ts.append(median_latency(cmd, 500, cfg["repeats"]) * 1e-3)
+    _, icpt = line_fit(STREAM_ROWS, ts)
+    wbytes = 2 * STREAM_WIDTH * STREAM_WIDTH * 4
+    gbps = wbytes / icpt / 1e9 if icpt > 0 else float("nan")
+    return gbps, (f"two MatMuls by [{STREAM_WIDTH}, {STREAM_WIDTH}] constants ({wbytes >> 20} MiB) on "
+                  f"{', '.join(map(str, STREAM_ROWS))} rows at 1 thread: "
+                  f"{', '.join(f'{t * 1e6:.0f}' for t in ts)} us; the line's value at 0 rows "
+                  f"({icpt * 1e6:.0f} us) is the weights' stream")
+
+
+def unary_model(flowc, work, op, shape, **attrs):
+    import numpy as np
+    from onnx import TensorProto, helper
+    path = os.path.join(work, op.lower())
+    save_model(path, [helper.make_node(op, ["x"], ["y"], **attrs)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [],
+               np.random.default_rng(1).standard_normal(shape).astype(np.float32))
+    return build(flowc, path)
+
+
+def measure_transcendental(flowc, work, cfg, op_us, mem_gbps):
+    """transcendental_ns: Softmax over the last axis of [4, 128, 128] (the transformer's attention) at 1 thread,
+    less its bytes at mem_gbps and op_us, per element. Exp and Tanh of the same shape are printed beside it."""
+    shape, n = [4, 128, 128], 4 * 128 * 128
+    per = {}
+    for op, attrs in (("Softmax", {"axis": -1}), ("Exp", {}), ("Tanh", {})):
+        t = median_latency(unary_model(flowc, work, op, shape, **attrs), 2000, cfg["repeats"]) * 1e-3
+        per[op] = (t - op_us * 1e-6 - 2 * n * 4 / (mem_gbps * 1e9)) / n * 1e9
+    return per["Softmax"], ("[4, 128, 128] at 1 thread, ns an element beyond the bytes at mem_gbps: " +
+                            ", ".join(f"{op} {v:.2f}" for op, v in per.items()) + "; Softmax's")
 
 
 def measure_crowding(flowc, models_dir, work, cfg):
@@ -221,9 +325,13 @@ def measure_mem(flowc, work, cfg, op_us):
 
 
 def link_times(exe, ranks):
-    """{(kind, bytes): us} of bench/mpi_link.c on `ranks` ranks."""
+    """bench/mpi_link.c on `ranks` ranks: ({(kind, bytes): us}, [(bytes, work us alone, iteration us)] of
+    its crowd rows)."""
     text = bench.run(MPIRUN + ["-np", str(ranks), exe])
-    return {(k, int(b)): float(us) for k, g, b, us in LINK_ROW.findall(text) if int(g) == ranks}
+    return ({(k, int(b)): float(us) for k, g, b, us in LINK_ROW.findall(text) if int(g) == ranks},
+            [(int(b), float(w), float(it)) for g, b, w, it in CROWD_ROW.findall(text) if int(g) == ranks])
+
+
 
 
 KINDS = ("allreduce", "allgather", "alltoall")
@@ -251,7 +359,7 @@ def measure_link(work, op_us, mem_gbps, build_dir):
     exe = os.path.join(work, "mpi_link")
     bench.run(["mpicc", "-O2", os.path.join(BENCH, "mpi_link.c"), "-I", os.path.join(bench.ROOT, "runtime"),
                os.path.join(build_dir, "runtime", "libflowrt.a"), "-lm", "-lpthread", "-o", exe])
-    two = link_times(exe, 2)
+    two = link_times(exe, 2)[0]
     missing = [f"{k} {n} B" for k in KINDS for n in (SMALL, FIT) if (k, n) not in two]
     if missing:
         sys.exit(f"sbp_calibrate.py: bench/mpi_link.c printed no {', '.join(missing)}")
@@ -298,30 +406,39 @@ def main(argv=None):
     bench.log(f"calibrating on {bench.machine_info()['model']}, {os.cpu_count()} cores, load average {load_start:.2f}")
 
     op_us, how_op = measure_op_us(flowc, work, cfg)
-    gemm, how_gemm = measure_gemm(flowc, models_dir, work, cfg)
     mem, how_mem = measure_mem(flowc, work, cfg, op_us)
+    wgbps, how_w = measure_weight_stream(flowc, work, cfg)
+    gemm, how_gemm = measure_gemm(flowc, work, cfg, wgbps)
+    pack, how_pack = measure_pack(flowc, work, cfg)
+    trans, how_trans = measure_transcendental(flowc, work, cfg, op_us, mem)
     gbps, lat, how_gbps, how_lat, exe, two = measure_link(work, op_us, mem, build_dir)
     crowd, how_crowd = measure_crowding(flowc, models_dir, work, cfg)
-    four = link_times(exe, 4)
+    four, crowd_rows = link_times(exe, 4)
     cores = os.cpu_count() or 1
     k0 = {"op_us": op_us, "link_latency_us": lat, "link_gbps": gbps, "mem_gbps": mem, "crowd_extra": crowd}
-    if cores < 4 and ("allreduce", SMALL) in four:
-        t4 = four[("allreduce", SMALL)]
-        sync = max(0.0, t4 - collective_us("allreduce", 4, SMALL, k0, cores))
-        how_sync = (f"bench/mpi_link.c, 4 ranks on {cores} cores: libflowrt's all_reduce of {SMALL} B {t4:.1f} us, less "
-                    "the model's crowded time for it without this wait")
+    if cores < 4 and crowd_rows:
+        extras = [it - work_us * 4 / cores * crowd - collective_us("allreduce", 4, nbytes, k0, cores)
+                  for nbytes, work_us, it in crowd_rows]
+        sync = max(0.0, statistics.median(extras))
+        how_sync = (f"bench/mpi_link.c, 4 ranks on {cores} cores computing between all_reduces (work us alone, "
+                    "bytes: iteration us, less the work crowded and the model's crowded all_reduce): " +
+                    "; ".join(f"{w:.0f}, {b} B: {it:.0f} ({e:+.0f})" for (b, w, it), e in zip(crowd_rows, extras)) +
+                    "; the median")
     else:
         sync, how_sync = 0.0, f"not measured: {cores} cores take 4 ranks without crowding"
     level, current = current_constants(flowc, models_dir)
 
     bench.log(f"load average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end\n")
     bench.log(f"FcSbpCosts for this host (level {level}; codegen/target.c's values in brackets):")
-    for name, value, how in (("gemm_gflops", gemm, how_gemm), ("mem_gbps", mem, how_mem), ("op_us", op_us, how_op),
+    for name, value, how in (("gemm_gflops", gemm, how_gemm), ("pack_gbps", pack, how_pack),
+                             ("weight_gbps", wgbps, how_w), ("transcendental_ns", trans, how_trans),
+                             ("mem_gbps", mem, how_mem), ("op_us", op_us, how_op),
                              ("link_latency_us", lat, how_lat), ("link_gbps", gbps, how_gbps),
                              ("crowd_extra", crowd, how_crowd), ("crowd_sync_us", sync, how_sync)):
         was = current.get(name)
         bench.log(f"  .{name} = {value:.3g}  [{'?' if was is None else f'{was:g}'}]  — {how}")
-    bench.log(f"\n    .gemm_gflops = {gemm:.0f}, .mem_gbps = {mem:.0f}, .op_us = {op_us:.2f}, "
+    bench.log(f"\n    .gemm_gflops = {gemm:.0f}, .weight_gbps = {wgbps:.0f}, .pack_gbps = {pack:.1f}, "
+              f".transcendental_ns = {trans:.2f}, .mem_gbps = {mem:.0f}, .op_us = {op_us:.2f}, "
               f".link_latency_us = {lat:.2f}, .link_gbps = {gbps:.1f}, .crowd_extra = {crowd:.2f}, "
               f".crowd_sync_us = {sync:.1f},")
     bench.log("\nThe link so set against bench/mpi_link.c (model: passes/sbp_cost.c's collective cost, "

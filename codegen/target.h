@@ -153,6 +153,9 @@ typedef struct FcGpuDesc {
  * ranks, measured on the machine bench/RESULTS.md names (the link: MPI over shared memory, bench/mpi_link.c). */
 typedef struct FcSbpCosts {
   double gemm_gflops;      /* f32 matmul/conv GFLOP/s of one rank (one thread) on large products */
+  double weight_gbps;      /* GB/s at which a matmul/conv reads its constant weights from beyond L2, per run */
+  double pack_gbps;        /* GB/s at which a matmul packs a right operand that is no constant, per run */
+  double transcendental_ns; /* per element of an op that evaluates exp, log, tanh, erf ... (softmax included) */
   double mem_gbps;         /* GB/s of bytes touched by memory-bound ops (element-wise, copies, slices) */
   double mem_cold_gbps;    /* GB/s of bytes touched out of cache: a split weight's slice, copied and packed per run */
   double op_us;            /* fixed cost of one kernel or collective */

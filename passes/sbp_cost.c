@@ -3,8 +3,12 @@
  *
  * Compute: a matmul or conv runs at the GEMM's speed scaled down where the local product is thin (fewer than
  * 8 rows, 64 columns or 64 reduction steps: the register tile and the vector lanes go part empty), or at the
- * memory bandwidth over the bytes it touches if that is longer (a roofline); every other op touches its
- * local operands and results at the memory bandwidth; each op also pays a fixed cost. A reshape is a view.
+ * memory bandwidth over the bytes it touches if that is longer (a roofline); on top of that it reads its
+ * constant weights once per run from beyond L2 (weight_gbps: the kernels overlap little of that stream with
+ * their FMAs, which is what makes a product of few rows slower than its FLOPs say), or packs a right operand
+ * computed at run time (pack_gbps: attention's keys and values). Every other op touches its local operands
+ * and results at the memory bandwidth, and one that evaluates exp, tanh, erf ... (softmax too) pays
+ * transcendental_ns an element of its result; each op also pays a fixed cost. A reshape is a view.
  * The model sees the graph before fusion, so a chain of element-wise ops is priced op by op: mem_gbps is
  * fitted to whole programs (target.c) rather than to one kernel.
  *
@@ -12,7 +16,9 @@
  * A collective over G ranks of a tensor of n bytes costs steps * latency + factor * n / link bandwidth, with
  * the ring algorithm's steps and factors: all_reduce 2(G-1) steps, 2(G-1)/G; all_gather and reduce_scatter
  * G-1, (G-1)/G; all_to_all G-1, (G-1)/G^2 (each rank's chunk is n/G). A local slice (B -> S) copies n/G bytes.
- * When the ranks outnumber the cores they share (FcSbpCosts.cores), everything slows by ranks / cores. A
+ * When the ranks outnumber the cores they share (FcSbpCosts.cores), everything slows by ranks / cores (and
+ * crowd_extra), and each collective waits crowd_sync_us more for the scheduler to have run every rank up to
+ * it (a rank that arrives yields its core to the one it waits for, which may sit on the other core). A
  * per-axis plan boxes in steps (fc_sbp_steps), each priced as one collective over its axis's group on the
  * tensor as that group sees it (cut by the other axes); an op's work divides by the group of every axis on
  * which it is split.
@@ -55,6 +61,17 @@ static double fill(double n, double full) { return n >= full ? 1.0 : n > 0 ? n /
 /* The GEMM's efficiency at local sizes rows M, columns N, reduction K. */
 static double gemm_efficiency(double m, double n, double kk) { return fill(m, 8) * fill(n, 64) * fill(kk, 64); }
 
+/* Ops that evaluate a transcendental function per element of their result (softmax an exp). */
+static bool transcendental(FcOpKind kind) {
+  switch (kind) {
+  case FC_OP_EXP: case FC_OP_LOG: case FC_OP_SIN: case FC_OP_COS: case FC_OP_TAN: case FC_OP_ASIN:
+  case FC_OP_ACOS: case FC_OP_ATAN: case FC_OP_SINH: case FC_OP_COSH: case FC_OP_TANH: case FC_OP_ASINH:
+  case FC_OP_ACOSH: case FC_OP_ATANH: case FC_OP_ERF: case FC_OP_SIGMOID: case FC_OP_SOFTPLUS:
+  case FC_OP_SOFTMAX: case FC_OP_LOG_SOFTMAX: return true;
+  default: return false;
+  }
+}
+
 static double prod_dims(const FcType *t, int from, int to) {
   double p = 1;
   for (int i = from; i < to && i < t->rank; i++) p *= (double)t->dims[i];
@@ -89,6 +106,9 @@ double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int idx, const
   for (int a = 0; a < na; a++)
     if (split[a]) share *= (double)p->axis_group[a];
   double t = bytes / (k->mem_gbps * 1e9);
+  if (transcendental(op->kind) && op->n_results == 1)
+    t += plan_local_bytes(p, &op->results[0].type, out) / (double)fc_dtype_size(op->results[0].type.dtype) *
+         k->transcendental_ns * 1e-9;
   int64_t macs = 0;
   if ((op->kind == FC_OP_MATMUL || op->kind == FC_OP_CONV) && fc_op_macs(op, &macs) && macs > 0) {
     double m, n, kk;
@@ -125,15 +145,23 @@ double fc_sbp_op_seconds(const FcSbpCosts *k, const FcSbpPlan *p, int idx, const
     double tf = 2 * local / (k->gemm_gflops * 1e9 * gemm_efficiency(m, n, kk));
     if (tf > t) t = tf;
     if (flops) *flops = (int64_t)(2 * local);
+    const FcValue *w = op->operands[1].value;
+    bool w_const = w && w->def && w->def->kind == FC_OP_CONSTANT;
+    /* The weights are read once per run from beyond L2 (a model's weights rarely fit it), on top of the
+     * products: the kernels overlap little of that stream with their FMAs (bench/sbp_calibrate.py measures
+     * it as the time a chain of matmuls takes at no rows). */
+    if (w_const && k->weight_gbps > 0) t += plan_local_bytes(p, &w->type, &need[na]) / (k->weight_gbps * 1e9);
+    /* A right operand computed at run time (attention's keys and values) is packed on each run. */
+    if (w && !w_const && op->kind == FC_OP_MATMUL && k->pack_gbps > 0)
+      t += plan_local_bytes(p, &w->type, &need[na]) / (k->pack_gbps * 1e9);
     /* A constant weight taken split is no compile-time constant of the rank's program: each run copies its
      * slice out of cache (the boxing prices the copy as cache-resident; the difference is added here) and
      * the GEMM packs it again, reading and writing it once more. Not so in a rank's own program (p->rank:
      * a rank-specialised build), where fold_rank makes the slice a constant that the GEMM packs at compile
      * time. */
-    const FcValue *w = op->operands[1].value;
     bool w_split = false;
     for (int ax = 0; ax < na; ax++) w_split |= need[na + ax].kind != FC_SBP_B;
-    if (w && w->def && w->def->kind == FC_OP_CONSTANT && w_split && k->mem_cold_gbps > 0 && p->rank < 0) {
+    if (w_const && w_split && k->mem_cold_gbps > 0 && p->rank < 0) {
       double wb = plan_local_bytes(p, &w->type, &need[na]);
       t += 2 * wb / (k->mem_cold_gbps * 1e9) + 2 * wb * (1 / (k->mem_cold_gbps * 1e9) - 1 / (k->mem_gbps * 1e9));
     }

@@ -9,7 +9,8 @@
 
 /* A plan's prediction, per rank and per run. */
 typedef struct FcSbpEstimate {
-  double compute_s;      /* ops: FLOPs over the GEMM speed or bytes over memory bandwidth, whichever is longer */
+  double compute_s;      /* ops: FLOPs over the GEMM speed or bytes over memory bandwidth, whichever is longer,
+                            plus weights streamed, run-time operands packed and transcendental elements */
   double comm_s;         /* collectives (latency steps + bytes over the link) and local slices */
   double total_s;        /* compute_s + comm_s */
   int64_t flops;         /* 2 per multiply-accumulate of matmul and conv, on this rank */

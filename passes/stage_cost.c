@@ -7,8 +7,10 @@
  * stage is its collective over the link, fc_sbp_box_seconds). A value read on another stage moves at its producer's place in the order,
  * as split_stages.c puts the send and recv there: a blocking transfer, which starts when both the sender and
  * the receiver have reached it and holds both for the link's latency plus bytes over its bandwidth. Graph
- * outputs go to every other stage. Ranks beyond the cores they share slow everything in proportion (as in
- * sbp_cost.c). The run's time is the last clock. Beside it: each stage's busy time, ops,
+ * outputs go to every other stage. Ranks beyond the cores they share slow down in proportion (as in
+ * sbp_cost.c), but only as many as compute at once: a stage waiting for its inputs leaves its core to the
+ * others, so the schedule is replayed once uncrowded, and again slowed by its busy ranks on average over
+ * the cores. The run's time is the last clock. Beside it: each stage's busy time, ops,
  * the weights it holds (the constants its ops read) and the bytes it sends, and the same ops on one rank.
  */
 #include "sbp_cost.h"
@@ -60,28 +62,23 @@ static double collective_seconds(const FcSbpCosts *k, const FcModule *m, const F
   }
 }
 
-FcStatus fc_stage_estimate(const FcSbpCosts *k, FcModule *m, FcArena *a, FcStageEstimate *e, FcDiag *diag) {
-  memset(e, 0, sizeof *e);
-  const int64_t *mesh;
-  int64_t all;
-  if (fc_module_mesh(m, &mesh) == 0 || !fc_mesh_group_size(m, -1, &all))
-    return fc_error(diag, FC_ERR_INPUT, "a pipeline estimate needs the module's mesh");
-  FcStatus st = fc_sbp_costs_check(k, diag);
-  if (st != FC_OK) return st;
-  int n = (int)mesh[0];
-  double crowded = k->cores > 0 && all > k->cores ? (double)all / k->cores * (k->crowd_extra >= 1 ? k->crowd_extra : 1) : 1.0;
-  int64_t per_stage = all / mesh[0];
-  FcSbpPlan p;
-  if ((st = fc_sbp_plan_init_group(&p, m, 1, a, diag)) != FC_OK) return st;
+/* One replay of the schedule with every op and transfer slowed by `crowded`; fills e. */
+static void replay(const FcSbpCosts *k, FcModule *m, FcSbpPlan *p, const int *stage_by_id, int n, double crowded,
+                   FcArena *a, FcStageEstimate *e) {
   e->n_stages = n;
+  e->total_s = e->one_rank_s = 0;
   e->stage = FC_NEW_ARRAY(a, FcStageCost, (size_t)n);
-  double *clock = FC_NEW_ARRAY(a, double, (size_t)n), *ready = FC_NEW_ARRAY(a, double, (size_t)p.n_ids + 1);
-  int *stage_by_id = FC_NEW_ARRAY(a, int, (size_t)m->graph->next_op_id + 1);
-  stages_of(m->graph, per_stage, n, stage_by_id, FC_NEW_ARRAY(a, bool, (size_t)m->graph->next_op_id + 1));
+  memset(e->stage, 0, (size_t)n * sizeof *e->stage);
+  double *clock = FC_NEW_ARRAY(a, double, (size_t)n), *ready = FC_NEW_ARRAY(a, double, (size_t)p->n_ids + 1);
+  for (int s = 0; s < n; s++) clock[s] = 0;
+  for (uint32_t i = 0; i <= p->n_ids; i++) ready[i] = 0;
   bool **reads = FC_NEW_ARRAY(a, bool *, (size_t)n); /* reads[s][constant op id] */
-  for (int s = 0; s < n; s++) reads[s] = FC_NEW_ARRAY(a, bool, (size_t)m->graph->next_op_id + 1);
-  for (int i = 0; i < p.n_ops; i++) {
-    const FcOp *op = p.ops[i];
+  for (int s = 0; s < n; s++) {
+    reads[s] = FC_NEW_ARRAY(a, bool, (size_t)m->graph->next_op_id + 1);
+    memset(reads[s], 0, (size_t)m->graph->next_op_id + 1);
+  }
+  for (int i = 0; i < p->n_ops; i++) {
+    const FcOp *op = p->ops[i];
     if (op->kind == FC_OP_CONSTANT) continue;
     bool ret = op->kind == FC_OP_RETURN;
     int s = ret ? 0 : stage_by_id[op->id];
@@ -111,7 +108,7 @@ FcStatus fc_stage_estimate(const FcSbpCosts *k, FcModule *m, FcArena *a, FcStage
     if (ret) continue;
     for (int j = 0; j < op->n_results; j++) out[j] = FC_SBP_BCAST;
     double t = collective_seconds(k, m, op);
-    if (t < 0) t = fc_sbp_op_seconds(k, &p, i, need, out, NULL);
+    if (t < 0) t = fc_sbp_op_seconds(k, p, i, need, out, NULL);
     t *= crowded; /* ranks beyond the cores take turns, as sbp_cost.c prices them */
     clock[s] = start + t;
     e->stage[s].busy_s += t;
@@ -142,5 +139,30 @@ FcStatus fc_stage_estimate(const FcSbpCosts *k, FcModule *m, FcArena *a, FcStage
   }
   for (int s = 0; s < n; s++)
     if (clock[s] > e->total_s) e->total_s = clock[s];
+}
+
+FcStatus fc_stage_estimate(const FcSbpCosts *k, FcModule *m, FcArena *a, FcStageEstimate *e, FcDiag *diag) {
+  memset(e, 0, sizeof *e);
+  const int64_t *mesh;
+  int64_t all;
+  if (fc_module_mesh(m, &mesh) == 0 || !fc_mesh_group_size(m, -1, &all))
+    return fc_error(diag, FC_ERR_INPUT, "a pipeline estimate needs the module's mesh");
+  FcStatus st = fc_sbp_costs_check(k, diag);
+  if (st != FC_OK) return st;
+  int n = (int)mesh[0];
+  int64_t per_stage = all / mesh[0];
+  FcSbpPlan p;
+  if ((st = fc_sbp_plan_init_group(&p, m, 1, a, diag)) != FC_OK) return st;
+  int *stage_by_id = FC_NEW_ARRAY(a, int, (size_t)m->graph->next_op_id + 1);
+  stages_of(m->graph, per_stage, n, stage_by_id, FC_NEW_ARRAY(a, bool, (size_t)m->graph->next_op_id + 1));
+  /* Ranks beyond the cores slow down only while they compute at once, and a stage waiting for its inputs
+   * computes nothing: the uncrowded replay's busy ranks on average (each stage's busy time times its ranks,
+   * over the run) are what share the cores; the replay again slowed by that many over the cores. */
+  replay(k, m, &p, stage_by_id, n, 1.0, a, e);
+  double busy = 0;
+  for (int s = 0; s < n; s++) busy += e->stage[s].busy_s * (double)per_stage;
+  double at_once = e->total_s > 0 ? busy / e->total_s : 1;
+  if (k->cores > 0 && at_once > k->cores)
+    replay(k, m, &p, stage_by_id, n, at_once / k->cores * (k->crowd_extra >= 1 ? k->crowd_extra : 1), a, e);
   return FC_OK;
 }

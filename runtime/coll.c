@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -292,6 +293,40 @@ void frt_coll_abort(int status) {
 /* ---- the collectives ------------------------------------------------------------------------------------ */
 
 /* A group by axis; *g NULL: a group of this process alone. */
+/* More ranks on this machine than CPUs (mpirun --oversubscribe), at the model's first collective: bind the
+ * rank to one CPU of those it may use, its rank modulo their count, unless the launcher bound it already
+ * (one CPU allowed) or FLOWRT_BIND=0. Unbound, the scheduler now and then stacks three crowded ranks on one
+ * core while the other idles, and a collective then waits for all three in turn; bound, the ranks of a core
+ * take turns at each collective (coll_shm.c's waiters yield to them): 4 ranks on 2 cores ran 10-30% faster
+ * and far steadier (2026-12-03, the bench MLP and transformer, data and tensor). Not at start, nor for
+ * frt_main's own collectives: a pipeline's stages only send and receive, and ran 30% slower bound (the MLP
+ * on 4 stages), the stages busy at once being stuck on one core. */
+static bool host_call; /* frt_main's own collectives on the model's path (a backend without host ones) */
+
+static void bind_if_crowded(void) {
+  static bool done;
+  if (done)
+    return;
+  done = true;
+  const char *env = getenv("FLOWRT_BIND");
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if ((env && strcmp(env, "0") == 0) || cpus < 1 || frt_coll_local_size() <= cpus ||
+      sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2)
+    return;
+  int want = (int)(coll.rank % CPU_COUNT(&allowed));
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, &allowed) || want-- > 0)
+      continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    sched_setaffinity(0, sizeof one, &one); /* a refusal leaves the rank unbound, as before */
+    return;
+  }
+}
+
 static int group_of(const char *what, int32_t axis, void **g, int32_t *size, int32_t *rank) {
   if (axis < -1 || (coll.be && axis >= coll.n_axes))
     return coll.be ? set_error("%s: mesh axis %d does not exist (the mesh has %d)", what, (int)axis, (int)coll.n_axes)
@@ -310,6 +345,8 @@ static int group_of(const char *what, int32_t axis, void **g, int32_t *size, int
   }
   if (*size == 1)
     *g = NULL;
+  if (*g && !host_call)
+    bind_if_crowded();
   return 0;
 }
 
@@ -470,8 +507,12 @@ int frt_coll_broadcast(int32_t axis, void *buf, int64_t count, int32_t dtype, in
 /* ---- host memory among the ranks (frt_main) --------------------------------------------------------------- */
 
 int frt_coll_host_all_reduce(void *buf, int64_t count, int32_t dtype, int32_t op) {
-  if (!coll.be || !coll.be->host)
-    return frt_coll_all_reduce(-1, buf, count, dtype, op);
+  if (!coll.be || !coll.be->host) {
+    host_call = true;
+    int rc = frt_coll_all_reduce(-1, buf, count, dtype, op);
+    host_call = false;
+    return rc;
+  }
   const char *what = "all_reduce (host)";
   size_t bytes;
   if (check_buffer(what, count, dtype, 1, &bytes) || check_op(what, dtype, op))
@@ -487,8 +528,12 @@ int frt_coll_host_all_reduce(void *buf, int64_t count, int32_t dtype, int32_t op
 }
 
 int frt_coll_host_broadcast(void *buf, int64_t count, int32_t dtype, int32_t root) {
-  if (!coll.be || !coll.be->host)
-    return frt_coll_broadcast(-1, buf, count, dtype, root);
+  if (!coll.be || !coll.be->host) {
+    host_call = true;
+    int rc = frt_coll_broadcast(-1, buf, count, dtype, root);
+    host_call = false;
+    return rc;
+  }
   const char *what = "broadcast (host)";
   size_t bytes;
   if (check_buffer(what, count, dtype, 1, &bytes))
