@@ -169,44 +169,6 @@ static void prefetch_l2(FcKernel *k, LLVMValueRef p) {
   fc_cg_intrinsic(k, "llvm.prefetch", ptr, args, 4);
 }
 
-/* shufflevector of a and b (equal types) with the constant mask idx[0 .. n) */
-static LLVMValueRef shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
-  LLVMValueRef m[256];
-  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
-  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
-}
-
-/* A full tile's results (outv[i·nv + v]: pixel i, channels v·lanes ..) stored to Y transposed: channel j's
- * mr pixels are adjacent in Y (at yat + j·P), so per vector of channels the mr vectors are concatenated
- * (a tree of shuffles, padded to a power of two), reordered channel-major by one shuffle, and each channel's
- * mr elements stored as one small vector. */
-static void store_transposed(FcKernel *k, const FewPx *f, const LLVMValueRef *outv, LLVMValueRef yat) {
-  const FcConvI8 *t = &f->t;
-  LLVMBuilderRef b = k->b;
-  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv, n2 = 1, idx[256];
-  while (n2 < mr) n2 *= 2;
-  LLVMTypeRef et = LLVMGetElementType(LLVMTypeOf(outv[0]));
-  for (int v = 0; v < nv; v++) {
-    LLVMValueRef part[16];
-    for (int i = 0; i < n2; i++) part[i] = i < mr ? outv[i * nv + v] : LLVMGetUndef(LLVMTypeOf(outv[0]));
-    for (int len = w; len < n2 * w; len *= 2) { /* pairs of len-element parts into 2·len */
-      for (int e = 0; e < 2 * len; e++) idx[e] = e;
-      for (int i = 0; 2 * i * len < n2 * w; i++) part[i] = shuffle(k, part[2 * i], part[2 * i + 1], idx, 2 * len);
-    }
-    /* part[0][i·w + j] = pixel i, channel j  ->  channel-major [j·mr + i] */
-    for (int j = 0; j < w; j++)
-      for (int i = 0; i < mr; i++) idx[j * mr + i] = i * w + j;
-    LLVMValueRef tr = shuffle(k, part[0], LLVMGetUndef(LLVMTypeOf(part[0])), idx, w * mr);
-    for (int j = 0; j < w; j++) {
-      for (int i = 0; i < mr; i++) idx[i] = j * mr + i;
-      LLVMValueRef px = mr == 1 ? LLVMBuildExtractElement(b, tr, c64(k, j), "") : shuffle(k, tr, LLVMGetUndef(LLVMTypeOf(tr)), idx, mr);
-      LLVMValueRef at = fc_cg_iadd(k, yat, c64(k, ((int64_t)v * w + j) * t->c.P));
-      LLVMValueRef st = LLVMBuildStore(b, px, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
-      LLVMSetAlignment(st, 1);
-    }
-  }
-}
-
 /* One k group g of a tile: mr pixels' quads (pairs) at arow + 4i broadcast against the nv weight vectors at
  * wbase[v] + g·wstep. */
 static void k_step(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
@@ -302,31 +264,7 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
     }
   LLVMValueRef npx = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->P), p0));
   LLVMValueRef nch = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, c->Mg), c0));
-  LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, npx, c64(k, mr), ""),
-                                   LLVMBuildICmp(b, LLVMIntEQ, nch, c64(k, nr), ""), "");
-  LLVMBasicBlockRef full_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "fp_full");
-  LLVMBasicBlockRef edge_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "fp_edge");
-  LLVMBasicBlockRef done_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "fp_done");
-  LLVMBuildCondBr(b, full, full_bb, edge_bb);
-  LLVMPositionBuilderAtEnd(b, full_bb);
-  store_transposed(k, f, outv, fc_cg_iadd(k, ybase, fc_cg_iadd(k, fc_cg_imulc(k, c0, c->P), p0)));
-  LLVMBuildBr(b, done_bb);
-  /* an edge tile: Y[c0 + j][p0 + i] = edge[i][j] for its pixels and channels inside the map and the group */
-  LLVMPositionBuilderAtEnd(b, edge_bb);
-  for (int i = 0; i < mr * nv; i++) {
-    LLVMValueRef st = LLVMBuildStore(b, outv[i], fc_cg_tile_at(k, et, edge, c64(k, (int64_t)i * w)));
-    LLVMSetAlignment(st, 1);
-  }
-  FcLoop lj, li;
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), nch, 1, "ch");
-  LLVMValueRef yrow = fc_cg_iadd(k, ybase, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, c0, j), c->P), p0));
-  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), npx, 1, "px");
-  LLVMValueRef v = LLVMBuildLoad2(b, et, fc_cg_tile_at(k, et, edge, fc_cg_iadd(k, fc_cg_imulc(k, i, nr), j)), "");
-  LLVMBuildStore(b, v, LLVMBuildGEP2(b, et, k->out[0], (LLVMValueRef[]){fc_cg_iadd(k, yrow, i)}, 1, ""));
-  fc_cg_loop_end(k, &li);
-  fc_cg_loop_end(k, &lj);
-  LLVMBuildBr(b, done_bb);
-  LLVMPositionBuilderAtEnd(b, done_bb);
+  fc_qp_store_tile_transposed(k, et, outv, mr, nv, w, edge, ybase, p0, npx, c->P, c0, nch);
 }
 
 FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
