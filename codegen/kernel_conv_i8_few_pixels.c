@@ -1,17 +1,18 @@
 /* kernel_conv_i8_few_pixels.c — the quantised flow.conv of qspec §2 on a small output map (ResNet's and
- * MobileNetV2's 7×7 stages), with the output CHANNELS in the vector lanes: per group Y[Mg, P]ᵀ =
+ * MobileNetV2's 7×7 and 14×14 stages), with the output CHANNELS in the vector lanes: per group Y[Mg, P]ᵀ =
  * Col[K, P]ᵀ · W'[Mg, K]ᵀ, the f32 few-pixel conv's orientation (kernel_conv_few_pixels.c) on the integer dots.
  *
  * kernel_conv_i8.c puts the pixels in the lanes: 49 pixels fill four 16-pixel panels (a quarter padding),
  * and its L2-sized im2col blocks of 16 pixels make the weights (2.4 MB at ResNet's layer4) stream from memory
  * once per block. Here a tile is mr pixels × nv vectors of channels (fc_target_i8_conv_few_pixels_tile: 7 × 1
- * or 5 × 2 on AVX2, 7 × 2 on AVX-512 for 49 pixels: no padding, as channel counts are multiples of 16 in real
- * networks). Each k step broadcasts a pixel's 4-byte quad of Col (i32) and meets nv vectors of channels'
- * quads with the target's dot — kernel_matmul_i8.c's orientation, a pixel being an A row. Col is the pixel
- * kernel's interleaved im2col (cg_conv_i8.h: Col[k/kg][p][4 bytes]), built once per image and group for all
- * its pixels (a task keeps it for its following channel panels: fc_kernel_cached_key), so the weights are
+ * or 5 × 2 on AVX2, 7 × 2 on AVX-512 for 49 pixels: almost no padding, as channel counts are multiples of 16
+ * in real networks). Each k step broadcasts a pixel's 4-byte quad of Col (i32) and meets nv vectors of
+ * channels' quads with the target's dot — kernel_matmul_i8.c's orientation, a pixel being an A row. Col is
+ * the pixel kernel's interleaved im2col (cg_conv_i8.h: Col[k/kg][p][4 bytes]), built once per image and group
+ * for all its pixels (a task keeps it for its following channel panels: fc_kernel_cached_key), so the weights are
  * read once per image. A task is one panel of 16·U channels (U = the 16-channel units a tile spans) against
- * every pixel tile: the panel's weights stay in L2 while the tiles stream Col from it.
+ * every pixel tile: the panel's weights stay in L2 while the tiles stream Col from it, and each tile prefetches
+ * its share of the next panel's weights into L2.
  * Weights: per group, units of 16 channels, K quads major, channels inner: byte
  * ((g·MT + m/16)·KQ + k/4)·64 + (m%16)·4 + k%4 holds W'[g][m][k] (MT = ceil(Mg/16), KQ = ceil(K/4), zeros
  * past Mg and K), then the corrections (i32) and multipliers (f32) of the G·MT·16 padded channels, so a
@@ -24,7 +25,8 @@
  * and one vpmaddwd per pixel and vector. All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
  * lanes, so the results are bit-identical. Weights outside s8 (an asymmetric weight zero point) stay on the
- * pixel kernel. A finished tile goes through a stack tile to Y (NCHW): each channel's mr pixels are adjacent.
+ * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
+ * channel's mr pixels are adjacent there.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -216,8 +218,8 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
   LLVMValueRef cv[4], wbase[4];
   for (int v = 0; v < nv; v++) {
     cv[v] = fc_cg_smin(k, fc_cg_iadd(k, c0, c64(k, (int64_t)v * w)), c64(k, f->MT * 16 - w));
-    if (t->sext) { /* slot cs + v·w of the widened panel, or its clamped twin */
-      LLVMValueRef slot = fc_cg_isub(k, cv[v], fc_cg_imulc(k, fc_cg_smin(k, pn, c64(k, (f->MT - 1) / f->U)), f->PW));
+    if (t->sext) { /* its slot in the widened panel (a clamped vector's too: the panel holds unit MT - 1) */
+      LLVMValueRef slot = fc_cg_isub(k, cv[v], fc_cg_imulc(k, pn, f->PW));
       wbase[v] = LLVMBuildGEP2(b, i8, f->wide, (LLVMValueRef[]){fc_cg_imulc(k, slot, 4)}, 1, "");
     } else {
       LLVMValueRef u = LLVMBuildSDiv(b, cv[v], c64(k, 16), ""), r = LLVMBuildSRem(b, cv[v], c64(k, 16), "");
