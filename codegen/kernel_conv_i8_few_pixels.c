@@ -308,7 +308,7 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   f.pf_every = t->KG / f.pf_lines > 1 ? t->KG / f.pf_lines : 1;
   int64_t outer, end, wide_bytes = 0, bytes;
   if (!fc_checked_mul(c->N * c->G, f.NP, &outer) || !fc_conv_i8_cols_layout(t, &end) ||
-      (t->sext && !fc_checked_mul(f.KQ * 8, f.PW, &wide_bytes)) || wide_bytes > INT64_MAX - end ||
+      (t->sext && !fc_checked_mul(f.KQ * 8, f.PW, &wide_bytes)) || wide_bytes > INT64_MAX - t->col_bytes ||
       !fc_checked_mul(c->G * f.MT * 64, f.KQ, &f.wbytes) || f.wbytes > INT64_MAX / 2 - 8 * c->G * f.MT * 16) {
     fc_qp_free(&t->q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the few-pixel int8 conv's blocks are too large");
@@ -322,10 +322,12 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
 
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  /* the Col build's scratch (fc_conv_i8_cols_layout) | WIDEN's widened panel (2·KQ pairs × PW × 4 bytes) */
-  LLVMValueRef scr = fc_kernel_scratch(k, end + wide_bytes);
+  /* the Col build's scratch (fc_conv_i8_cols_layout); WIDEN's widened panel (2·KQ pairs × PW × 4 bytes)
+   * after the Col, over the byte rows and planes: they are dead once the Col is built, and each panel is
+   * widened after that */
+  LLVMValueRef scr = fc_kernel_scratch(k, end > t->col_bytes + wide_bytes ? end : t->col_bytes + wide_bytes);
   fc_conv_i8_cols_at(k, t, scr);
-  f.wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, end)}, 1, "wide");
+  f.wide = t->rows;
   LLVMValueRef cached = fc_kernel_cached_key(k); /* the (image, group) whose Col the scratch holds */
   LLVMValueRef acc = fc_cg_tile_new(k, LLVMVectorType(i32, (unsigned)w), mr * nv, "acc");
   LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
