@@ -146,9 +146,50 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
   return LLVMBuildTrunc(b, iv, vec ? LLVMVectorType(i8, n) : i8, "");
 }
 
-void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
-                      LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
-                      LLVMValueRef cols) {
+/* shufflevector of a and b (equal types) with the constant mask idx[0 .. n) */
+static LLVMValueRef shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
+  LLVMValueRef m[256];
+  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
+  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
+}
+
+/* A full tile stored transposed: output row col0 + c gets the tile's column c (mr elements, adjacent there).
+ * Per vector of columns the mr vectors are concatenated (a tree of shuffles, padded to a power of two),
+ * reordered column-major by one shuffle, and each column's mr elements stored as one small vector. */
+static void store_columns(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef base,
+                          LLVMValueRef row0, int64_t row_stride, LLVMValueRef col0) {
+  LLVMBuilderRef b = k->b;
+  int n2 = 1, idx[256];
+  while (n2 < mr) n2 *= 2;
+  FC_ASSERT(n2 * w <= 256);
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef part[16];
+    for (int i = 0; i < n2; i++) part[i] = i < mr ? out[i * nv + v] : LLVMGetUndef(LLVMTypeOf(out[0]));
+    for (int len = w; len < n2 * w; len *= 2) { /* pairs of len-element parts into 2·len */
+      for (int e = 0; e < 2 * len; e++) idx[e] = e;
+      for (int i = 0; 2 * i * len < n2 * w; i++) part[i] = shuffle(k, part[2 * i], part[2 * i + 1], idx, 2 * len);
+    }
+    /* part[0][i·w + j] = row i, column j  ->  column-major [j·mr + i] */
+    for (int j = 0; j < w; j++)
+      for (int i = 0; i < mr; i++) idx[j * mr + i] = i * w + j;
+    LLVMValueRef tr = shuffle(k, part[0], LLVMGetUndef(LLVMTypeOf(part[0])), idx, w * mr);
+    for (int j = 0; j < w; j++) {
+      for (int i = 0; i < mr; i++) idx[i] = j * mr + i;
+      LLVMValueRef px = mr == 1 ? LLVMBuildExtractElement(b, tr, fc_cg_const_i64(k, j), "")
+                                : shuffle(k, tr, LLVMGetUndef(LLVMTypeOf(tr)), idx, mr);
+      LLVMValueRef col = fc_cg_iadd(k, col0, fc_cg_const_i64(k, (int64_t)v * w + j));
+      LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, col, row_stride), row0));
+      LLVMValueRef st = LLVMBuildStore(b, px, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
+      LLVMSetAlignment(st, 1);
+    }
+  }
+}
+
+/* fc_qp_store_tile and its transposed form: `stride` is the output's row stride, or (transposed) the stride
+ * of its rows that the tile's columns are. */
+static void store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
+                       LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
+                       LLVMValueRef cols, bool transposed) {
   LLVMBuilderRef b = k->b;
   int64_t nr = (int64_t)nv * w;
   LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rows, fc_cg_const_i64(k, mr), ""),
@@ -158,7 +199,8 @@ void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int 
   LLVMBasicBlockRef done_bb = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "qdone");
   LLVMBuildCondBr(b, full, full_bb, edge_bb);
   LLVMPositionBuilderAtEnd(b, full_bb);
-  for (int i = 0; i < mr; i++)
+  if (transposed) store_columns(k, et, out, mr, nv, w, base, row0, row_stride, col0);
+  for (int i = 0; i < mr && !transposed; i++)
     for (int v = 0; v < nv; v++) {
       LLVMValueRef row = fc_cg_iadd(k, row0, fc_cg_const_i64(k, i));
       LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, row, row_stride),
@@ -176,11 +218,23 @@ void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int 
   LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), rows, 1, "er");
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), cols, 1, "ec");
   LLVMValueRef v = LLVMBuildLoad2(b, et, fc_cg_tile_at(k, et, edge, fc_cg_iadd(k, fc_cg_imulc(k, i, nr), j)), "");
-  LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, row0, i), row_stride),
-                                                    fc_cg_iadd(k, col0, j)));
+  LLVMValueRef r = fc_cg_iadd(k, row0, i), c = fc_cg_iadd(k, col0, j);
+  LLVMValueRef at = fc_cg_iadd(k, base, transposed ? fc_cg_iadd(k, fc_cg_imulc(k, c, row_stride), r)
+                                                   : fc_cg_iadd(k, fc_cg_imulc(k, r, row_stride), c));
   LLVMBuildStore(b, v, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &li);
   LLVMBuildBr(b, done_bb);
   LLVMPositionBuilderAtEnd(b, done_bb);
+}
+void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
+                      LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
+                      LLVMValueRef cols) {
+  store_tile(k, et, out, mr, nv, w, edge, base, row0, rows, row_stride, col0, cols, false);
+}
+
+void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w,
+                                 LLVMValueRef edge, LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows,
+                                 int64_t col_stride, LLVMValueRef col0, LLVMValueRef cols) {
+  store_tile(k, et, out, mr, nv, w, edge, base, row0, rows, col_stride, col0, cols, true);
 }

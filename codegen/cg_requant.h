@@ -54,6 +54,12 @@ void fc_qp_free(FcQuantProduct *q);
 void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
                       LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
                       LLVMValueRef cols);
+/* The same for a tile whose columns are output rows: tile element (i, j) goes to base + (col0 + j) · col_stride
+ * + row0 + i (the few-pixel conv's pixels × channels into NCHW); a full tile by shuffles, each output row's
+ * mr elements one small vector. */
+void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w,
+                                 LLVMValueRef edge, LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows,
+                                 int64_t col_stride, LLVMValueRef col0, LLVMValueRef cols);
 
 /* Whether vpmaddubsw's i16 pair sums a1·w1 + a2·w2 (a in [0, xmax]) can never saturate for pairs of
  * consecutive k (2p, 2p + 1) of every channel. */

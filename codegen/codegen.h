@@ -178,6 +178,10 @@ FcStatus fc_matmul_amx(FcKernel *k);
  * direct loop nest of kernel_nn.c. */
 bool fc_conv_i8_applies(const FcKernel *k);
 FcStatus fc_conv_i8(FcKernel *k);
+/* kernel_conv_i8_few_pixels.c: such a conv on a small output map (7×7) with the output channels in the
+ * vector lanes, where that pads its tiles less (the shape decides; AMX targets keep their tiles). */
+bool fc_conv_i8_few_pixels_applies(const FcKernel *k);
+FcStatus fc_conv_i8_few_pixels(FcKernel *k);
 /* kernel_dwconv_i8.c: quantised depthwise 1-D/2-D conv (group == C, any channel multiplier) on x86, vectorised
  * over the output pixels of a row with vpmaddwd on pairs of taps (fc_target_i8_depthwise). */
 bool fc_conv_dw_i8_applies(const FcKernel *k);

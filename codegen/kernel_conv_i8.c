@@ -52,21 +52,14 @@
 #include <string.h>
 
 #include "cg_amx.h"
-#include "cg_requant.h"
-#include "codegen.h"
+#include "cg_conv_i8.h"
 
 /* the direct im2col's bound on K (build_cols_direct: stems of up to 3 channels of 9x9 taps, say) */
 enum { DIRECT_MAX_K = 256 };
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
-/* The conv as 2-D: x [N, C, H, W], w [M, Cg, KH, KW], y [N, M, OH, OW] (1-D has H = KH = OH = 1). */
-typedef struct Conv2 {
-  int64_t N, C, H, W, M, KH, KW, OH, OW, G, Cg, Mg, K, P;
-  int64_t sh, sw, dh, dw, ph, pw;
-} Conv2;
-
-static bool conv2_of(const FcOp *op, Conv2 *c) {
+bool fc_conv2_of(const FcOp *op, FcConv2 *c) {
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
   int n = x->rank - 2;
   const int64_t *s, *d, *p;
@@ -74,7 +67,7 @@ static bool conv2_of(const FcOp *op, Conv2 *c) {
       fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != n || fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 2 * n)
     return false;
   bool two = n == 2;
-  *c = (Conv2){.N = x->dims[0], .C = x->dims[1], .H = two ? x->dims[2] : 1, .W = x->dims[n + 1],
+  *c = (FcConv2){.N = x->dims[0], .C = x->dims[1], .H = two ? x->dims[2] : 1, .W = x->dims[n + 1],
                .M = w->dims[0], .Cg = w->dims[1], .KH = two ? w->dims[2] : 1, .KW = w->dims[n + 1],
                .OH = two ? y->dims[2] : 1, .OW = y->dims[n + 1], .G = fc_op_attr_int(op, FC_ATTR_GROUP, 1),
                .sh = two ? s[0] : 1, .sw = s[n - 1], .dh = two ? d[0] : 1, .dw = d[n - 1],
@@ -89,8 +82,8 @@ static bool conv2_of(const FcOp *op, Conv2 *c) {
 
 bool fc_conv_i8_applies(const FcKernel *k) {
   const FcOp *op = k->op;
-  Conv2 c;
-  if (!op->operands[0].value->type.quant || !fc_qp_applies(op, 0, NULL, 0) || !conv2_of(op, &c)) return false;
+  FcConv2 c;
+  if (!op->operands[0].value->type.quant || !fc_qp_applies(op, 0, NULL, 0) || !fc_conv2_of(op, &c)) return false;
   /* a group of fewer channels than half a register tile (depthwise above all) wastes most of the tile: the
    * direct loop nest (kernel_nn.c) vectorises over pixels instead */
   return fc_target_i8_conv_tiles(k->target, op->results[0].type.rank - 2, c.Mg);
@@ -113,25 +106,6 @@ static void fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef a, LLVMValueR
   LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, dst, &j, 1, ""));
   fc_cg_loop_end(k, &l);
 }
-
-typedef struct ConvI8 {
-  Conv2 c;
-  FcQuantProduct q;
-  FcI8Gemm g;
-  bool sext;              /* WIDEN from the s8 packing: Col as u16 pairs, each channel tile's weights widened
-                           * to i16 pairs in the task's scratch once per block */
-  bool wide16;            /* WIDEN16: w' outside s8, weights packed as i16 pairs by tiles of mr channels */
-  int kg;                 /* k per 4-byte group of a column: 4, or 2 (u16 pairs) for WIDEN and WIDEN16 */
-  int64_t KG, MT, PB;     /* k groups, channel tiles per group (of 16 channels; WIDEN16: of mr), pixels per
-                           * block (a multiple of nr) */
-  int64_t NH;             /* 64-byte chunks (16 quads) of a channel's K in the s8 packing */
-  int64_t wrow;           /* WIDEN: bytes of one channel's widened row (NH chunks of 64 i16) */
-  int64_t nr;
-  LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
-  bool direct;            /* Col built in one pass from phase planes (build_cols_direct), blocks of RB rows */
-  int64_t RB, Rin, Wph;   /* direct: output rows per block, padded input rows and phase-row bytes it reads */
-  LLVMValueRef tab_src;   /* direct: per k (KG·kg of them), its tap's offset in the phase planes */
-} ConvI8;
 
 /* dst[j .. j + n) = src[j .. j + n) (xor 0x80 where flip: an i8 x): one unaligned vector. */
 static void copy_vec(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j, unsigned n) {
@@ -166,11 +140,11 @@ static void copy_fixed(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef ds
 
 /* Whether step 1 builds a whole image's rows from padded planes (build_rows_padded): stride 1 along W, one
  * block per image. */
-static bool rows_from_padded(const ConvI8 *t) { return t->c.sw == 1 && t->PB >= t->c.P; }
+static bool rows_from_padded(const FcConvI8 *t) { return t->c.sw == 1 && t->PB >= t->c.P; }
 
 /* The padded planes' rows and columns: exactly the window the taps read (stride 1 along W). */
-static int64_t padded_h(const Conv2 *c) { return (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1; }
-static int64_t padded_w(const Conv2 *c) { return c->OW + (c->KW - 1) * c->dw; }
+static int64_t padded_h(const FcConv2 *c) { return (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1; }
+static int64_t padded_w(const FcConv2 *c) { return c->OW + (c->KW - 1) * c->dw; }
 
 static void fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef a, LLVMValueRef b, LLVMValueRef v);
 
@@ -196,8 +170,8 @@ static void copy_every_other(FcKernel *k, bool flip, LLVMValueRef src, LLVMValue
  * offsets, by 16-byte vectors that may run past the output row: the spill lands in the next output row,
  * written after it, or in the pixels past P, filled with zx after the copies, or (the last row of all) in
  * the slack after the rows. No bound is tested per row. */
-static void build_rows_padded(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef pad, LLVMValueRef xg) {
-  const Conv2 *c = &t->c;
+static void build_rows_padded(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMValueRef pad, LLVMValueRef xg) {
+  const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
@@ -243,9 +217,9 @@ static void build_rows_padded(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, L
 
 /* dst[j] = src[j·sw] (xor 0x80 where flip: an i8 x) for j in [lo, hi): one run of a tap's row (build_rows) or
  * a phase row (build_phases), every read inside [src + lo·sw, src + (hi - 1)·sw]. */
-static void copy_run(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef lo,
+static void copy_run(FcKernel *k, const FcConvI8 *t, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef lo,
                      LLVMValueRef hi) {
-  const Conv2 *c = &t->c;
+  const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef len = fc_cg_isub(k, hi, lo);
@@ -303,9 +277,9 @@ static void copy_run(FcKernel *k, const ConvI8 *t, LLVMValueRef src, LLVMValueRe
 }
 
 /* Step 1 for the block [p0, p0 + npix) of image n, group grp: rows[k][0 .. PB) (pixels past npix: zx). */
-static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef xg, LLVMValueRef p0,
+static void build_rows(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMValueRef xg, LLVMValueRef p0,
                        LLVMValueRef npix) {
-  const Conv2 *c = &t->c;
+  const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
@@ -342,12 +316,12 @@ static void build_rows(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValu
   fc_cg_loop_end(k, &lc);
 }
 
-static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
+static void interleave_from(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
                             LLVMValueRef cols);
 
 /* The 64 bytes of 16 pixels' group from the kg vectors r[] of 16 pixels (one per k of the group): 4 bytes
  * of a quad, or (WIDEN, WIDEN16) 2 bytes of a pair each zero-extended to u16. */
-static LLVMValueRef interleave_vecs(FcKernel *k, const ConvI8 *t, const LLVMValueRef *r) {
+static LLVMValueRef interleave_vecs(FcKernel *k, const FcConvI8 *t, const LLVMValueRef *r) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef v32 = LLVMVectorType(i8, 32);
@@ -375,13 +349,13 @@ static LLVMValueRef interleave_vecs(FcKernel *k, const ConvI8 *t, const LLVMValu
 
 /* Step 2: cols[g][p][4 bytes] from rows (kg rows per group; 16 pixels per step): 4 bytes of a quad, or
  * (WIDEN, WIDEN16) 2 bytes of a pair each zero-extended to u16. */
-static void interleave(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
+static void interleave(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
   interleave_from(k, t, rows, t->PB, false, cols);
 }
 
 /* The same from rows of `stride` bytes: the block's rows themselves, or (from_x) x's channel planes of a
  * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here. */
-static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
+static void interleave_from(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
                             LLVMValueRef cols) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
@@ -416,8 +390,8 @@ static void interleave_from(FcKernel *k, const ConvI8 *t, LLVMValueRef rows, int
  * one pass, no byte rows. */
 
 /* The phase planes of the block whose first output row is oh0 (see above). */
-static void build_phases(FcKernel *k, const ConvI8 *t, LLVMValueRef planes, LLVMValueRef xg, LLVMValueRef oh0) {
-  const Conv2 *c = &t->c;
+static void build_phases(FcKernel *k, const FcConvI8 *t, LLVMValueRef planes, LLVMValueRef xg, LLVMValueRef oh0) {
+  const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
@@ -506,9 +480,9 @@ static void interleave_lanes(FcKernel *k, LLVMValueRef const *r, int nl, LLVMVal
 /* Col of the block (nrow output rows from the phase planes, npix = nrow·OW pixels): for each group of k and
  * output row, 16 pixels at a time (the last 16 of a row overlap the ones before: same bytes again); the
  * pixels [npix, PB) get zx. */
-static void build_cols_direct(FcKernel *k, const ConvI8 *t, LLVMValueRef cols, LLVMValueRef planes,
+static void build_cols_direct(FcKernel *k, const FcConvI8 *t, LLVMValueRef cols, LLVMValueRef planes,
                               LLVMValueRef nrow, LLVMValueRef npix) {
-  const Conv2 *c = &t->c;
+  const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
   FcLoop lg, lr, lp;
@@ -565,8 +539,8 @@ static void build_cols_direct(FcKernel *k, const ConvI8 *t, LLVMValueRef cols, L
 
 /* The phase-plane offset of each k's tap for output (0, 0), k = (c, kh, kw); the k past K (the last group's
  * padding, zero weights) repeat K - 1's. */
-static int64_t *direct_offsets(const ConvI8 *t) {
-  const Conv2 *c = &t->c;
+static int64_t *direct_offsets(const FcConvI8 *t) {
+  const FcConv2 *c = &t->c;
   int64_t n = t->KG * t->kg, *off = malloc((size_t)n * sizeof *off);
   if (!off) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t kk = 0; kk < n; kk++) {
@@ -578,10 +552,101 @@ static int64_t *direct_offsets(const ConvI8 *t) {
   return off;
 }
 
+void fc_conv_i8_pixel_tile(const FcTarget *target, int64_t P, FcI8Gemm *g) {
+  fc_target_i8_conv(target, g);
+  /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed
+   * CNN's 14x14 = 196 against 64-pixel panels): the weights are packed by channel rows, so this choice is
+   * free per conv, and 2 vectors of 4 channels still keep the dot unit busier than the loads. */
+  for (int v = g->nv - 1; v >= 2; v--) {
+    int64_t cur = (int64_t)g->nv * g->lanes, alt = (int64_t)v * g->lanes;
+    if ((P + alt - 1) / alt * alt < (P + cur - 1) / cur * cur) g->nv = v;
+  }
+}
+
+/* cols | rows | 64 bytes of slack (build_rows_padded's last spill) | the padded planes | 64 bytes of slack
+ * (the spills' reads past the last plane: bytes that only reach the spilled-over positions); the direct
+ * build has no rows and phase planes instead of the padded ones. */
+bool fc_conv_i8_cols_layout(FcConvI8 *t, int64_t *end) {
+  const FcConv2 *c = &t->c;
+  int64_t phase_bytes = 0;
+  if (!fc_checked_mul(t->KG * 4, t->PB, &t->col_bytes) ||
+      (t->direct && (!fc_checked_mul(c->Cg * c->sw, t->Rin, &phase_bytes) || !fc_checked_mul(phase_bytes, t->Wph, &phase_bytes))) ||
+      !fc_checked_mul(t->direct ? 0 : t->KG * t->kg, t->PB, &t->row_bytes))
+    return false;
+  /* the padded planes are below x's plane bytes */
+  t->pad_bytes = !t->direct && rows_from_padded(t) ? c->Cg * padded_h(c) * padded_w(c) + 64 : phase_bytes;
+  if (t->col_bytes > INT64_MAX / 4 || t->row_bytes > INT64_MAX / 4 || t->pad_bytes > INT64_MAX / 4) return false;
+  *end = (t->col_bytes + t->row_bytes + 64 + t->pad_bytes + 63) / 64 * 64;
+  return true;
+}
+
+void fc_conv_i8_cols_tables(FcKernel *k, FcConvI8 *t) {
+  const FcConv2 *c = &t->c;
+  int64_t *vlo = malloc((size_t)c->KW * sizeof *vlo), *vhi = malloc((size_t)c->KW * sizeof *vhi);
+  if (!vlo || !vhi) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t kw = 0; kw < c->KW; kw++) stride_range(c->OW, c->sw, kw * c->dw - c->pw, c->W, &vlo[kw], &vhi[kw]);
+  if (t->direct) {
+    int64_t *off = direct_offsets(t);
+    t->tab_src = fc_cg_i64_table(k, off, t->KG * t->kg, "tap_src");
+    free(off);
+  }
+  t->tab_lo = fc_cg_i64_table(k, vlo, c->KW, "tap_lo");
+  t->tab_hi = fc_cg_i64_table(k, vhi, c->KW, "tap_hi");
+  free(vlo);
+  free(vhi);
+}
+
+void fc_conv_i8_cols_at(FcKernel *k, FcConvI8 *t, LLVMValueRef scr) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  t->cols = scr;
+  t->rows = LLVMBuildGEP2(k->b, i8, scr, (LLVMValueRef[]){c64(k, t->col_bytes)}, 1, "rows");
+  t->pad = LLVMBuildGEP2(k->b, i8, scr, (LLVMValueRef[]){c64(k, t->col_bytes + t->row_bytes + 64)}, 1, "pad");
+}
+
+void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVMValueRef blk, LLVMValueRef p0,
+                           LLVMValueRef npix) {
+  const FcConv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef cols = t->cols, rows = t->rows, pad = t->pad;
+  /* A pointwise conv's Col rows are x's channel planes: a full block interleaves them in place (a partial
+   * last block would read past the plane, so it copies them like any other conv). */
+  LLVMBasicBlockRef done_cols = NULL;
+  if (t->pointwise) {
+    LLVMValueRef full_blk = LLVMBuildICmp(b, LLVMIntEQ, npix, c64(k, t->PB), "");
+    LLVMBasicBlockRef in_place = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_in_place");
+    LLVMBasicBlockRef copied = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_copied");
+    done_cols = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_done");
+    LLVMBuildCondBr(b, full_blk, in_place, copied);
+    LLVMPositionBuilderAtEnd(b, in_place);
+    interleave_from(k, t, LLVMBuildGEP2(b, i8, xg, &p0, 1, ""), c->P, true, cols);
+    LLVMBuildBr(b, done_cols);
+    LLVMPositionBuilderAtEnd(b, copied);
+  }
+  if (t->direct) {
+    LLVMValueRef oh0 = fc_cg_imulc(k, blk, t->RB);
+    build_phases(k, t, pad, xg, oh0);
+    build_cols_direct(k, t, cols, pad, fc_cg_smin(k, c64(k, t->RB), fc_cg_isub(k, c64(k, c->OH), oh0)), npix);
+  } else {
+    if (rows_from_padded(t)) build_rows_padded(k, t, rows, pad, xg);
+    else build_rows(k, t, rows, xg, p0, npix);
+    if (t->KG * t->kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
+      LLVMValueRef r = c64(k, c->K * t->PB);
+      fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t->KG * t->kg - c->K) * t->PB),
+                 LLVMConstInt(i8, (unsigned)t->q.zx, 0));
+    }
+    interleave(k, t, rows, cols);
+  }
+  if (t->pointwise) {
+    LLVMBuildBr(b, done_cols);
+    LLVMPositionBuilderAtEnd(b, done_cols);
+  }
+}
+
 /* The packed weights and tables: the s8 packing ([G][MT][NH][16 channels][64 bytes], see the top comment)
  * or WIDEN16's [G][MT][KG][mr][4] bytes of i16 pairs | corr: i32 × M | mult: f32 × M. */
-static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
-  const Conv2 *c = &t->c;
+static int8_t *pack_weights(const FcConvI8 *t, int64_t wbytes, int64_t *bytes) {
+  const FcConv2 *c = &t->c;
   int mr = t->g.mr;
   *bytes = wbytes + 8 * c->M;
   int8_t *pk = calloc((size_t)*bytes, 1);
@@ -607,10 +672,10 @@ static int8_t *pack_weights(const ConvI8 *t, int64_t wbytes, int64_t *bytes) {
 
 /* Channel ml0 + i of group grp's correction and multiplier (a row past the group reads its last channel's),
  * from the tables after the packed weights (wp + wbytes: i32 × M, then f32 × M), splat to `lanes`. */
-static void channel_scales(FcKernel *k, const ConvI8 *t, LLVMValueRef wp, int64_t wbytes, LLVMValueRef grp,
+static void channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, int64_t wbytes, LLVMValueRef grp,
                            LLVMValueRef ml0, int i, unsigned lanes, LLVMValueRef *corr, LLVMValueRef *mult) {
   LLVMBuilderRef b = k->b;
-  const Conv2 *c = &t->c;
+  const FcConv2 *c = &t->c;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef ml = fc_cg_smin(k, fc_cg_iadd(k, ml0, c64(k, i)), c64(k, c->Mg - 1));
   LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, grp, c->Mg), ml);
@@ -627,7 +692,7 @@ static void channel_scales(FcKernel *k, const ConvI8 *t, LLVMValueRef wp, int64_
  * channel at wp + wrow, the next ones wchan bytes apart (64 in the s8 packing, 4 in WIDEN16's, a widened row
  * in WIDEN's scratch). */
 typedef struct KStep {
-  const ConvI8 *t;
+  const FcConvI8 *t;
   LLVMValueRef acc, cols, wp, pcol;
   LLVMTypeRef vi, vb;
   int64_t wchan;
@@ -636,7 +701,7 @@ typedef struct KStep {
 /* One k group g (a quad; WIDEN and WIDEN16: a pair) of the tile: nv Col vectors of the panel at pcol against
  * the 4 bytes of each of the mr channels, broadcast. */
 static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wrow) {
-  const ConvI8 *t = s->t;
+  const FcConvI8 *t = s->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
@@ -669,7 +734,7 @@ typedef struct VecBlock {
 /* WIDEN: the channel tile ct (channels ct·mr .. + mr - 1 of the group) sign-extended from the s8 packing
  * into the scratch: channel i's row of i16 at wide + i·wrow in k order (so pair g, k = 2g and 2g + 1, is the
  * 4 bytes at 4g), by whole 64-byte chunks (vpmovsxbw). Channels past Mg read the packing's zero rows. */
-static void widen_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValueRef ct) {
+static void widen_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValueRef ct) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v64 = LLVMVectorType(i8, 64);
   LLVMTypeRef w64 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 64);
@@ -691,9 +756,9 @@ static void widen_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValu
 
 /* One register tile: channel tile ct of the group against the pixel panel at pcol of the block, over the
  * whole K, then requantised and stored. */
-static void vec_tile(FcKernel *k, const ConvI8 *t, const VecBlock *a, LLVMValueRef ct, LLVMValueRef pcol) {
+static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValueRef ct, LLVMValueRef pcol) {
   LLVMBuilderRef b = k->b;
-  const Conv2 *c = &t->c;
+  const FcConv2 *c = &t->c;
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
   for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(a->vi), fc_cg_tile_at(k, a->vi, a->acc, c64(k, i)));
   /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
@@ -760,9 +825,9 @@ typedef struct AmxBlock {
 /* Channels ct0 * 16 .. of tiles na (1 or 2) x pixels pcol .. pcol + 31 of the block: the tile product of the
  * weight rows and the interleaved Col (a B tile is 16 groups x 16 pixels, rows PB * 4 bytes apart), then each
  * channel row requantised and stored like the vector tiles. */
-static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValueRef ct0, int na) {
+static void amx_block(FcKernel *k, const FcConvI8 *t, const AmxBlock *a, LLVMValueRef ct0, int na) {
   LLVMBuilderRef b = k->b;
-  const Conv2 *c = &t->c;
+  const FcConv2 *c = &t->c;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef vi = LLVMVectorType(i32, 16);
   int64_t nh = t->NH;
@@ -799,7 +864,7 @@ static void amx_block(FcKernel *k, const ConvI8 *t, const AmxBlock *a, LLVMValue
 
 /* The block's tiles on AMX: 32-pixel panels, and in each the 16-channel tiles [ct0, ct1) by pairs (the last
  * one alone where their count is odd: tile shapes are fixed, cg_amx.h; `odd`: whether it can be). */
-static void amx_tiles(FcKernel *k, const ConvI8 *t, AmxBlock *a, LLVMValueRef ct0, LLVMValueRef ct1, bool odd) {
+static void amx_tiles(FcKernel *k, const FcConvI8 *t, AmxBlock *a, LLVMValueRef ct0, LLVMValueRef ct1, bool odd) {
   LLVMBuilderRef b = k->b;
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, 31)), c64(k, 32), "");
   FcLoop lp, lc;
@@ -818,28 +883,21 @@ static void amx_tiles(FcKernel *k, const ConvI8 *t, AmxBlock *a, LLVMValueRef ct
 }
 
 FcStatus fc_conv_i8(FcKernel *k) {
-  ConvI8 t;
-  FC_ASSERT(conv2_of(k->op, &t.c));
-  const Conv2 *c = &t.c;
+  FcConvI8 t;
+  FC_ASSERT(fc_conv2_of(k->op, &t.c));
+  const FcConv2 *c = &t.c;
   FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);
   if (st != FC_OK) return st;
-  fc_target_i8_conv(k->target, &t.g);
+  fc_conv_i8_pixel_tile(k->target, c->P, &t.g);
   /* AMX's tdpbsud multiplies s8 weights by u8 Col bytes exactly: 2 x 2 tiles of 16 channels x 16 pixels */
-  bool pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
-  t.direct = !pointwise && c->K <= DIRECT_MAX_K && c->OW >= 16;
+  t.pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
+  t.direct = !t.pointwise && c->K <= DIRECT_MAX_K && c->OW >= 16;
   bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
   if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, fc_target_i8_amx_col_bytes(k->target)};
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   t.wide16 = !t.q.w8;
   t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;
   FC_ASSERT(t.g.mr >= 1 && 16 % t.g.mr == 0);
-  /* Fewer pixel vectors per tile where that pads the image's pixels less (ResNet's 7x7 = 49 and the seed
-   * CNN's 14x14 = 196 against 64-pixel panels): the weights are packed by channel rows, so this choice is
-   * free per conv, and 2 vectors of 4 channels still keep the dot unit busier than the loads. */
-  for (int v = t.g.nv - 1; !amx && v >= 2; v--) {
-    int64_t cur = (int64_t)t.g.nv * t.g.lanes, alt = (int64_t)v * t.g.lanes;
-    if ((c->P + alt - 1) / alt * alt < (c->P + cur - 1) / cur * cur) t.g.nv = v;
-  }
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
   t.nr = (int64_t)nv * w;
   t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
@@ -856,7 +914,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.PB = (t.sext ? 2 * t.g.col_bytes : t.g.col_bytes) / per_px / t.nr * t.nr;
   if (t.PB < t.nr) t.PB = t.nr;
   if (t.PB > ppad) t.PB = ppad;
-  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, col_bytes, row_bytes, wbytes, wide_bytes = 0, phase_bytes = 0;
+  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, wbytes, wide_bytes = 0, wide_at;
   if (t.direct) {
     /* whole output rows a block, its Col in L2 also for AMX (fc_target_i8_amx_direct_col_bytes): the
      * one-pass build has no per-row set-up to amortise, and more blocks spread over the threads */
@@ -870,10 +928,9 @@ FcStatus fc_conv_i8(FcKernel *k) {
     t.Rin = (t.RB - 1) * c->sh + (c->KH - 1) * c->dh + 1;
     t.Wph = c->OW + (c->KW - 1) * c->dw / c->sw;
   }
-  if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_checked_mul(per_px, t.PB, &col_bytes) ||
-      (t.sext && !fc_checked_mul(t.wrow, mr, &wide_bytes)) ||
-      (t.direct && (!fc_checked_mul(c->Cg * c->sw, t.Rin, &phase_bytes) || !fc_checked_mul(phase_bytes, t.Wph, &phase_bytes))) ||
-      !fc_checked_mul(t.direct ? 0 : t.KG * t.kg, t.PB, &row_bytes) || !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
+  if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_conv_i8_cols_layout(&t, &wide_at) ||
+      (t.sext && !fc_checked_mul(t.wrow, mr, &wide_bytes)) || wide_bytes > INT64_MAX - wide_at ||
+      !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
   }
@@ -882,7 +939,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
    * second iteration of a task reuses the first's (they are adjacent: the pool's chunks are contiguous), so
    * one thread builds it once, as before. Only where that Col stays in L2 for the second half's tiles
    * (ResNet's 56x56 3x3 convs, 1.8 MB: 3% slower on 1 thread, 10% faster on 2; 14x14: 40% faster on 2). */
-  int64_t splits = amx && outer == 1 && t.MT >= 2 && col_bytes <= (1 << 20) ? 2 : 1;
+  int64_t splits = amx && outer == 1 && t.MT >= 2 && t.col_bytes <= (1 << 20) ? 2 : 1;
   outer *= splits;
   int64_t bytes;
   int8_t *pk = pack_weights(&t, wbytes, &bytes);
@@ -890,37 +947,20 @@ FcStatus fc_conv_i8(FcKernel *k) {
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);
 
-  int64_t *vlo = malloc((size_t)c->KW * sizeof *vlo), *vhi = malloc((size_t)c->KW * sizeof *vhi);
-  if (!vlo || !vhi) fc_die(__FILE__, __LINE__, "out of memory");
-  for (int64_t kw = 0; kw < c->KW; kw++) stride_range(c->OW, c->sw, kw * c->dw - c->pw, c->W, &vlo[kw], &vhi[kw]);
-  if (t.direct) {
-    int64_t *off = direct_offsets(&t);
-    t.tab_src = fc_cg_i64_table(k, off, t.KG * t.kg, "tap_src");
-    free(off);
-  }
-  t.tab_lo = fc_cg_i64_table(k, vlo, c->KW, "tap_lo");
-  t.tab_hi = fc_cg_i64_table(k, vhi, c->KW, "tap_hi");
-  free(vlo);
-  free(vhi);
+  fc_conv_i8_cols_tables(k, &t);
 
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  /* cols | rows | 64 bytes of slack (build_rows_padded's last spill) | the padded planes | 64 bytes of slack
-   * (the spills' reads past the last plane: bytes that only reach the spilled-over positions) | WIDEN's
-   * widened channel tile (mr rows of NH·128 bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) */
-  bool padded = !t.direct && rows_from_padded(&t);
-  int64_t pad_bytes = padded ? c->Cg * padded_h(c) * padded_w(c) + 64 : phase_bytes; /* below x's plane bytes */
-  int64_t wide_at = (col_bytes + row_bytes + 64 + pad_bytes + 63) / 64 * 64;
-  LLVMValueRef scr = fc_kernel_scratch(k, wide_at + wide_bytes);
-  LLVMValueRef cols = scr, rows = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes)}, 1, "rows");
-  LLVMValueRef pad = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, col_bytes + row_bytes + 64)}, 1, "pad");
+  /* the Col build's scratch (fc_conv_i8_cols_layout) | WIDEN's widened channel tile (mr rows of NH·128
+   * bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) */
+  LLVMValueRef scr = fc_kernel_scratch(k, wide_at + wide_bytes), cols = scr;
+  fc_conv_i8_cols_at(k, &t, scr);
   LLVMValueRef wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at)}, 1, "wide");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
   LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
   LLVMValueRef ctile = fc_cg_tile_new(k, et, mr * t.nr, "edge");
-  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t.q.zx, 0);
 
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
@@ -932,40 +972,10 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMValueRef npix = fc_cg_smin(k, c64(k, t.direct ? t.RB * c->OW : t.PB), fc_cg_isub(k, c64(k, c->P), p0));
   LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
   LLVMValueRef xg = LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, "");
-  /* A pointwise conv's Col rows are x's channel planes: a full block interleaves them in place (a partial
-   * last block would read past the plane, so it copies them like any other conv). */
-  LLVMBasicBlockRef done_cols = NULL;
   /* the block's Col is already in the scratch on a task's later channel splits */
   LLVMBasicBlockRef built = fc_cg_if_begin(k, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, it, k->begin, ""),
                                                           LLVMBuildICmp(b, LLVMIntEQ, split, c64(k, 0), ""), ""));
-  if (pointwise) {
-    LLVMValueRef full_blk = LLVMBuildICmp(b, LLVMIntEQ, npix, c64(k, t.PB), "");
-    LLVMBasicBlockRef in_place = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_in_place");
-    LLVMBasicBlockRef copied = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_copied");
-    done_cols = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_done");
-    LLVMBuildCondBr(b, full_blk, in_place, copied);
-    LLVMPositionBuilderAtEnd(b, in_place);
-    interleave_from(k, &t, LLVMBuildGEP2(b, i8, xg, &p0, 1, ""), c->P, true, cols);
-    LLVMBuildBr(b, done_cols);
-    LLVMPositionBuilderAtEnd(b, copied);
-  }
-  if (t.direct) {
-    LLVMValueRef oh0 = fc_cg_imulc(k, blk, t.RB);
-    build_phases(k, &t, pad, xg, oh0);
-    build_cols_direct(k, &t, cols, pad, fc_cg_smin(k, c64(k, t.RB), fc_cg_isub(k, c64(k, c->OH), oh0)), npix);
-  } else {
-  if (padded) build_rows_padded(k, &t, rows, pad, xg);
-  else build_rows(k, &t, rows, xg, p0, npix);
-  if (t.KG * t.kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
-    LLVMValueRef r = c64(k, c->K * t.PB);
-    fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t.KG * t.kg - c->K) * t.PB), zx);
-  }
-  interleave(k, &t, rows, cols);
-  }
-  if (pointwise) {
-    LLVMBuildBr(b, done_cols);
-    LLVMPositionBuilderAtEnd(b, done_cols);
-  }
+  fc_conv_i8_build_cols(k, &t, xg, blk, p0, npix);
   fc_cg_if_end(k, built);
 
   /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */

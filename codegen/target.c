@@ -562,6 +562,28 @@ void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g) {
   }
 }
 
+/* A k step of an mr × nv tile issues mr·nv dots on the two vector multiply ports (vpdpbusd: one uop each;
+ * vpmaddubsw + vpmaddwd: two; vpmaddwd on pre-widened weights: one, its add on a third port) and mr + nv
+ * loads (broadcasts and weight vectors) on two load ports; a step takes the longer of the two. Registers:
+ * the accumulators, the nv weight vectors, one broadcast and the dot's temporaries (vpmaddubsw's product and
+ * its vector of ones; vpmaddwd's product). Ties go to the larger tile (fewer loads a dot). */
+void fc_target_i8_conv_few_pixels_tile(const FcTarget *t, FcI8Dot dot, int64_t P, int64_t Mg, FcI8Gemm *g) {
+  fc_target_i8_conv(t, g);
+  g->dot = dot;
+  int regs = g->lanes == 16 ? 32 : 16, spare = dot == FC_I8DOT_VNNI ? 1 : dot == FC_I8DOT_MADDUBS ? 3 : 2;
+  double dot_cycles = dot == FC_I8DOT_MADDUBS ? 1.0 : 0.5, best = 0;
+  int best_mr = 1, best_nv = 1;
+  for (int nv = 1; nv <= (g->lanes == 16 ? 4 : 2); nv++)
+    for (int mr = 1; mr <= 16 && mr * nv + nv + spare <= regs; mr++) {
+      double step = (double)(mr * nv) * dot_cycles, loads = (mr + nv) / 2.0;
+      if (loads > step) step = loads;
+      double cost = (double)((P + mr - 1) / mr) * (double)((Mg + nv * g->lanes - 1) / (nv * g->lanes)) * step;
+      if (best == 0 || cost < best || (cost == best && mr * nv > best_mr * best_nv)) best = cost, best_mr = mr, best_nv = nv;
+    }
+  g->mr = best_mr;
+  g->nv = best_nv;
+}
+
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group) {
   FcI8Gemm g;
   fc_target_i8_conv(t, &g);

@@ -283,6 +283,12 @@ int64_t fc_target_i8_amx_col_bytes(const FcTarget *t);
 int64_t fc_target_i8_amx_direct_col_bytes(const FcTarget *t);
 /* The same for the quantised conv (kernel_conv_i8.c), whose register tile may differ from the matmul's. */
 void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
+/* The register tile of the few-pixel quantised conv (kernel_conv_i8_few_pixels.c: output channels in the
+ * lanes) for P output pixels and Mg channels a group with the dot `dot`: g->mr pixels (one broadcast each) ×
+ * g->nv vectors of g->lanes channels, the one of least modelled time (padded tiles × the cycles of a k step,
+ * the dots' or the loads', whichever bound it) among those whose accumulators, weight vectors and the
+ * dot's temporaries fit the vector registers. */
+void fc_target_i8_conv_few_pixels_tile(const FcTarget *t, FcI8Dot dot, int64_t P, int64_t Mg, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
  * (kernel_conv_i8.c): a dot instruction, and groups of at least half a register tile of channels. Others
  * (depthwise: kernel_dwconv_i8.c, see fc_target_i8_depthwise) take the direct loop nest, slower than the

@@ -1,0 +1,64 @@
+/* cg_conv_i8.h — what the two quantised GEMM convs share: kernel_conv_i8.c (output pixels in the vector lanes)
+ * and kernel_conv_i8_few_pixels.c (output channels in the lanes, for small output maps).
+ *
+ * Both compute a group's Y[Mg, P] = W'[Mg, K] · Col[K, P] from the same interleaved im2col block, built by
+ * kernel_conv_i8.c (its top comment): Col[k/kg][p][4 bytes], the kg = 4 consecutive k of a pixel as a byte
+ * quad (or kg = 2 as two zero-extended u16 for the exact 16-bit dot), taps in the padding reading zx. The
+ * pixel kernel reads a vector of pixels' quads from it; the few-pixel kernel broadcasts one pixel's quad.
+ */
+#ifndef FLOWC_CG_CONV_I8_H
+#define FLOWC_CG_CONV_I8_H
+
+#include "cg_requant.h"
+#include "codegen.h"
+
+/* The conv as 2-D: x [N, C, H, W], w [M, Cg, KH, KW], y [N, M, OH, OW] (1-D has H = KH = OH = 1). */
+typedef struct FcConv2 {
+  int64_t N, C, H, W, M, KH, KW, OH, OW, G, Cg, Mg, K, P;
+  int64_t sh, sw, dh, dw, ph, pw;
+} FcConv2;
+
+/* op's geometry when it is a 1-D or 2-D flow.conv (any dtype) of consistent groups; false otherwise. */
+bool fc_conv2_of(const FcOp *op, FcConv2 *c);
+
+typedef struct FcConvI8 {
+  FcConv2 c;
+  FcQuantProduct q;
+  FcI8Gemm g;
+  bool sext;              /* WIDEN from the s8 packing: Col as u16 pairs, each channel tile's weights widened
+                           * to i16 pairs in the task's scratch once per block */
+  bool wide16;            /* WIDEN16: w' outside s8, weights packed as i16 pairs by tiles of mr channels */
+  bool pointwise;         /* 1x1, stride 1, no padding: full blocks interleave x's channel planes in place */
+  int kg;                 /* k per 4-byte group of a column: 4, or 2 (u16 pairs) for WIDEN and WIDEN16 */
+  int64_t KG, MT, PB;     /* k groups, channel tiles per group (of 16 channels; WIDEN16: of mr), pixels per
+                           * block (a multiple of 16 and of nr) */
+  int64_t NH;             /* 64-byte chunks (16 quads) of a channel's K in the s8 packing */
+  int64_t wrow;           /* WIDEN: bytes of one channel's widened row (NH chunks of 64 i16) */
+  int64_t nr;
+  LLVMValueRef tab_lo, tab_hi; /* per kw: the output columns whose tap lies inside the input */
+  bool direct;            /* Col built in one pass from phase planes (build_cols_direct), blocks of RB rows */
+  int64_t RB, Rin, Wph;   /* direct: output rows per block, padded input rows and phase-row bytes it reads */
+  LLVMValueRef tab_src;   /* direct: per k (KG·kg of them), its tap's offset in the phase planes */
+  int64_t col_bytes, row_bytes, pad_bytes; /* the block's scratch (fc_conv_i8_cols_layout) */
+  LLVMValueRef cols, rows, pad; /* where in it the Col, the byte rows and the planes lie (fc_conv_i8_cols_at) */
+} FcConvI8;
+
+/* The pixel kernel's register tile for P output pixels: fc_target_i8_conv's, with fewer pixel vectors where
+ * that pads P less. */
+void fc_conv_i8_pixel_tile(const FcTarget *t, int64_t P, FcI8Gemm *g);
+/* Lays out the scratch a block's Col takes, from t's c, kg, KG, PB and direct (with RB, Rin, Wph): the
+ * interleaved Col (KG·4·PB bytes) at offset 0, then step 1's byte rows, the padded input planes (or the
+ * direct build's phase planes) and their slack. Sets t->col_bytes, row_bytes and pad_bytes; *end gets the
+ * bytes in all, a multiple of 64. false when a size overflows. */
+bool fc_conv_i8_cols_layout(FcConvI8 *t, int64_t *end);
+/* The constant tables the Col build reads (per kw tap ranges; the direct build's tap offsets). */
+void fc_conv_i8_cols_tables(FcKernel *k, FcConvI8 *t);
+/* Sets t->cols, rows and pad for the task's scratch scr laid out so (emitted where the scratch is taken). */
+void fc_conv_i8_cols_at(FcKernel *k, FcConvI8 *t, LLVMValueRef scr);
+/* Emits the build of the Col of pixels [p0, p0 + npix) (block blk: p0 = blk·PB, or blk·RB·OW for the direct
+ * build) of image n, group g at t->cols; xg: x's first channel of the group in image n. Pixels [npix, PB)
+ * and the k past K get zx. */
+void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVMValueRef blk, LLVMValueRef p0,
+                           LLVMValueRef npix);
+
+#endif /* FLOWC_CG_CONV_I8_H */

@@ -1,0 +1,364 @@
+/* kernel_conv_i8_few_pixels.c — the quantised flow.conv of qspec §2 on a small output map (ResNet's and
+ * MobileNetV2's 7×7 and 14×14 stages), with the output CHANNELS in the vector lanes: per group Y[Mg, P]ᵀ =
+ * Col[K, P]ᵀ · W'[Mg, K]ᵀ, the f32 few-pixel conv's orientation (kernel_conv_few_pixels.c) on the integer dots.
+ *
+ * kernel_conv_i8.c puts the pixels in the lanes: 49 pixels fill four 16-pixel panels (a quarter padding),
+ * and its L2-sized im2col blocks of 16 pixels make the weights (2.4 MB at ResNet's layer4) stream from memory
+ * once per block. Here a tile is mr pixels × nv vectors of channels (fc_target_i8_conv_few_pixels_tile: 7 × 1
+ * or 5 × 2 on AVX2, 7 × 2 on AVX-512 for 49 pixels: almost no padding, as channel counts are multiples of 16
+ * in real networks). Each k step broadcasts a pixel's 4-byte quad of Col (i32) and meets nv vectors of
+ * channels' quads with the target's dot — kernel_matmul_i8.c's orientation, a pixel being an A row. Col is
+ * the pixel kernel's interleaved im2col (cg_conv_i8.h: Col[k/kg][p][4 bytes]), built once per image and group
+ * for all its pixels (a task keeps it for its following channel panels: fc_kernel_cached_key), so the weights are
+ * read once per image. A task is one panel of 16·U channels (U = the 16-channel units a tile spans) against
+ * every pixel tile: the panel's weights stay in L2 while the tiles stream Col from it, and each tile prefetches
+ * its share of the next panel's weights into L2.
+ * Weights: per group, units of 16 channels, K quads major, channels inner: byte
+ * ((g·MT + m/16)·KQ + k/4)·64 + (m%16)·4 + k%4 holds W'[g][m][k] (MT = ceil(Mg/16), KQ = ceil(K/4), zeros
+ * past Mg and K), then the corrections (i32) and multipliers (f32) of the G·MT·16 padded channels, so a
+ * vector of 8 or 16 channels' quads, and of their corrections and multipliers, is one load. The layout depends
+ * on the shape only, and so does the choice of this kernel (fc_conv_i8_few_pixels_applies) on every target
+ * without AMX: the variants of a multiversioned artefact read one stored copy. An AMX variant keeps the
+ * pixel kernel's tiles (not bound by pixel vectors) and its packing: a second copy there.
+ * Dots: vpdpbusd; vpmaddubsw + vpmaddwd where no weight pair can saturate it; else WIDEN: Col as u16 pairs
+ * (kg = 2), the task's panel sign-extended once into its scratch as i16 pairs ([pair][16·U channels][2 × i16])
+ * and one vpmaddwd per pixel and vector. All of them accumulate exactly in i32 the products the pixel kernel
+ * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
+ * lanes, so the results are bit-identical. Weights outside s8 (an asymmetric weight zero point) stay on the
+ * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
+ * channel's mr pixels are adjacent there.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_conv_i8.h"
+
+/* At most this many output pixels, and bytes of the interleaved Col of one image (counted at its widest, 2
+ * bytes a k): it stays in L2 while every channel panel streams it (ResNet-18's 7×7 convs: 295 KB at
+ * K = 4608, 590 KB as u16 pairs; with the byte rows and padded planes a task's scratch is about 1.5 times it). */
+enum { MAX_PIXELS = 256, MAX_COL_BYTES = 1 << 20 };
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Whether every w - zw of op's weights fits s8 (fc_qp_init's w8, without building the tables). */
+static bool weights_fit_s8(const FcOp *op) {
+  const FcValue *wv = op->operands[1].value;
+  const FcQuant *wq = wv->type.quant;
+  const FcTensor *wc = fc_value_const(wv);
+  const uint8_t *wb = wc->data;
+  int64_t per = wq->n > 1 ? wc->nbytes / wq->n : wc->nbytes; /* bytes a channel (axis 0) */
+  for (int64_t i = 0; i < wc->nbytes; i++) {
+    int v = wq->storage == FC_DT_I8 ? (int8_t)wb[i] : wb[i];
+    int d = v - (int)wq->zero_points[wq->n > 1 ? i / per : 0];
+    if (d < -128 || d > 127) return false;
+  }
+  return true;
+}
+
+/* Whether a conv of this shape takes this kernel: a small map (at most MAX_PIXELS, 16×16) whose tiles here pad
+ * no more than the pixel kernel's, at 8 and at 16 lanes (AVX2 and AVX-512) both, so the choice is the same on
+ * every target without AMX (one packing in a multiversioned artefact). Not only the padding pays: the pixel
+ * kernel streams the weights once per L2-sized block of pixels (5 blocks at ResNet's 14×14 3×3 convs, where
+ * both orientations pad alike), this one once per image (measured faster at 7×7 and 14×14, the same at
+ * worst). Larger maps keep the pixel kernel: their Col would not stay in L2. */
+static bool few_pixels_pays(const FcConv2 *c) {
+  static const int widths[2][2] = {{8, 2}, {16, 4}}; /* lanes, the pixel kernel's most pixel vectors */
+  if (c->P > MAX_PIXELS) return false;
+  for (int i = 0; i < 2; i++) {
+    int lanes = widths[i][0];
+    /* the pixel kernel (fc_conv_i8_pixel_tile): 4 channels × the 2 .. max vectors of pixels that pad P least */
+    int64_t pix = round_up(c->P, 2 * lanes);
+    for (int nv = 3; nv <= widths[i][1]; nv++)
+      if (round_up(c->P, (int64_t)nv * lanes) < pix) pix = round_up(c->P, (int64_t)nv * lanes);
+    double plain = (double)pix * (double)round_up(c->Mg, 4), few = 0;
+    /* this one: the best of 1..7 pixels × 1 or 2 vectors of channels */
+    for (int nv = 1; nv <= 2; nv++)
+      for (int mr = 1; mr <= 7; mr++) {
+        double a = (double)round_up(c->P, mr) * (double)round_up(c->Mg, (int64_t)nv * lanes);
+        if (few == 0 || a < few) few = a;
+      }
+    if (few > plain) return false;
+  }
+  return true;
+}
+
+bool fc_conv_i8_few_pixels_applies(const FcKernel *k) {
+  const FcOp *op = k->op;
+  FcConv2 c;
+  if (!fc_conv_i8_applies(k) || !fc_conv2_of(op, &c)) return false;
+  bool w8 = weights_fit_s8(op);
+  /* AMX tiles (the pixel kernel's) where they are worth it; WIDEN16 (weights outside s8) stays there too */
+  if (!w8 || fc_target_i8_amx_worth(k->target, c.Mg, c.K)) return false;
+  /* the whole image's Col at its widest (u16 pairs: 2 bytes a k) for pixels padded to 16 */
+  int64_t col;
+  if (!fc_checked_mul(2 * c.K, round_up(c.P, 16), &col) || col > MAX_COL_BYTES) return false;
+  return few_pixels_pays(&c);
+}
+
+/* The kernel's plan: the pixel kernel's state (Col, dot, tile: g.mr pixels × g.nv vectors of channels) and
+ * the panels. */
+typedef struct FewPx {
+  FcConvI8 t;
+  int64_t MT, KQ;         /* 16-channel units a group, k quads */
+  int64_t U, PW, NP;      /* units a panel, its channels (16·U), panels a group */
+  int64_t wbytes;         /* the packed weights before the tables */
+  int64_t tiles;          /* pixel tiles: ceil(P / mr) */
+  int64_t lines;          /* 64-byte lines of the packed weights (G·MT·KQ) */
+  int64_t pf_lines, pf_every; /* a tile's share of the next panel's lines, and k groups a prefetch */
+  LLVMValueRef wp, wide;  /* the packed constant; WIDEN's widened panel in the scratch */
+} FewPx;
+
+/* The packed constant: weights [G][MT][KQ][16][4] | corr: i32 × G·MT·16 | mult: f32 × G·MT·16. */
+static int8_t *pack_weights(const FewPx *f, int64_t *bytes) {
+  const FcConv2 *c = &f->t.c;
+  int64_t chans = c->G * f->MT * 16;
+  *bytes = f->wbytes + 8 * chans;
+  int8_t *pk = calloc((size_t)*bytes, 1);
+  int32_t *corr = calloc((size_t)chans, 4);
+  float *mult = calloc((size_t)chans, 4);
+  if (!pk || !corr || !mult) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t m = 0; m < c->M; m++) {
+    int64_t grp = m / c->Mg, ml = m % c->Mg, at = grp * f->MT * 16 + ml;
+    for (int64_t kk = 0; kk < c->K; kk++)
+      pk[((grp * f->MT + ml / 16) * f->KQ + kk / 4) * 64 + (ml % 16) * 4 + kk % 4] = (int8_t)f->t.q.w[m * c->K + kk];
+    corr[at] = f->t.q.corr[m];
+    mult[at] = f->t.q.mult[m];
+  }
+  memcpy(pk + f->wbytes, corr, (size_t)chans * 4);
+  memcpy(pk + f->wbytes + 4 * chans, mult, (size_t)chans * 4);
+  free(corr);
+  free(mult);
+  return pk;
+}
+
+/* WIDEN: panel pn of group grp sign-extended into f->wide as i16 pairs: pair j of channel slot s (of the
+ * panel's 16·U) at (j·PW + s)·4. Units past the group's last read its last unit again (their channels are
+ * past Mg: dropped). */
+static void widen_panel(FcKernel *k, const FewPx *f, LLVMValueRef grp, LLVMValueRef pn) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef v64 = LLVMVectorType(i8, 64), w64 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 64);
+  LLVMTypeRef d32 = LLVMVectorType(i32, 32);
+  LLVMValueRef ev[16], od[16];
+  for (int j = 0; j < 16; j++) {
+    ev[j] = LLVMConstInt(i32, (unsigned)(2 * j), 0);
+    od[j] = LLVMConstInt(i32, (unsigned)(2 * j + 1), 0);
+  }
+  FcLoop lq;
+  LLVMValueRef q = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, f->KQ), 1, "widen");
+  for (int64_t s = 0; s < f->U; s++) {
+    LLVMValueRef u = fc_cg_smin(k, fc_cg_iadd(k, fc_cg_imulc(k, pn, f->U), c64(k, s)), c64(k, f->MT - 1));
+    LLVMValueRef so = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), u), f->KQ), q), 64);
+    LLVMValueRef v = LLVMBuildLoad2(b, v64, LLVMBuildGEP2(b, i8, f->wp, &so, 1, ""), "");
+    LLVMSetAlignment(v, 64);
+    LLVMValueRef d = LLVMBuildBitCast(b, LLVMBuildSExt(b, v, w64, ""), d32, "");
+    for (int h = 0; h < 2; h++) { /* pair h of the quad: the even (odd) i32 lanes */
+      LLVMValueRef half = LLVMBuildShuffleVector(b, d, LLVMGetUndef(d32), LLVMConstVector(h ? od : ev, 16), "");
+      LLVMValueRef dof = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, q, 2), c64(k, h)), f->PW), c64(k, 16 * s)), 4);
+      LLVMValueRef st = LLVMBuildStore(b, half, LLVMBuildGEP2(b, i8, f->wide, &dof, 1, ""));
+      LLVMSetAlignment(st, 64);
+    }
+  }
+  fc_cg_loop_end(k, &lq);
+}
+
+/* llvm.prefetch of the line at p into L2 (prefetcht1: the tile's Col and weights keep L1). */
+static void prefetch_l2(FcKernel *k, LLVMValueRef p) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), ptr = LLVMPointerTypeInContext(k->ctx, 0);
+  LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 2, 0), LLVMConstInt(i32, 1, 0)};
+  fc_cg_intrinsic(k, "llvm.prefetch", ptr, args, 4);
+}
+
+/* One k group g of a tile: mr pixels' quads (pairs) at arow + 4i broadcast against the nv weight vectors at
+ * wbase[v] + g·wstep. */
+static void k_step(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
+                   int64_t wstep, LLVMValueRef g) {
+  const FcConvI8 *t = &f->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
+  LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
+  LLVMValueRef wv[4], arow = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){fc_cg_imulc(k, g, t->PB * 4)}, 1, "");
+  for (int v = 0; v < nv; v++) {
+    wv[v] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, g, wstep)}, 1, ""), "");
+    LLVMSetAlignment(wv[v], (unsigned)(4 * w));
+  }
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef a32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, arow, (LLVMValueRef[]){c64(k, 4 * i)}, 1, ""), "");
+    LLVMSetAlignment(a32, 4);
+    LLVMValueRef a = LLVMBuildBitCast(b, fc_cg_splat(k, a32, (unsigned)w), vb, "");
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v));
+      LLVMBuildStore(b, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(b, vi, p, ""), a, wv[v]), p);
+    }
+  }
+}
+
+/* One tile: pixels [p0, p0 + mr) × the group's channels [c0, c0 + nv·lanes) (c0 at slot cs of panel pn), over
+ * the whole K, requantised and stored to Y at ybase + channel·P + pixel. On the way it prefetches into L2
+ * its share of the next panel's weights: lines [pf_line, pf_line + f->pf_lines) of the packing (see
+ * fc_conv_i8_few_pixels), one every f->pf_every k groups. */
+static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
+                 LLVMValueRef ybase, LLVMValueRef pn, LLVMValueRef cs, LLVMValueRef p0, LLVMValueRef pf_line) {
+  const FcConvI8 *t = &f->t;
+  const FcConv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
+  int64_t nr = (int64_t)nv * w;
+  LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w);
+  LLVMTypeRef vf = LLVMVectorType(f32, (unsigned)w);
+  LLVMTypeRef et = t->q.out == FC_DT_F32 ? f32 : i8;
+  LLVMValueRef c0 = fc_cg_iadd(k, fc_cg_imulc(k, pn, f->PW), cs);
+  /* vector v's first channel in the group, kept inside the padded units (a vector wholly past them is
+   * dropped, so it may read any of them) */
+  LLVMValueRef cv[4], wbase[4];
+  for (int v = 0; v < nv; v++) {
+    cv[v] = fc_cg_smin(k, fc_cg_iadd(k, c0, c64(k, (int64_t)v * w)), c64(k, f->MT * 16 - w));
+    if (t->sext) { /* its slot in the widened panel (a clamped vector's too: the panel holds unit MT - 1) */
+      LLVMValueRef slot = fc_cg_isub(k, cv[v], fc_cg_imulc(k, pn, f->PW));
+      wbase[v] = LLVMBuildGEP2(b, i8, f->wide, (LLVMValueRef[]){fc_cg_imulc(k, slot, 4)}, 1, "");
+    } else {
+      LLVMValueRef u = LLVMBuildSDiv(b, cv[v], c64(k, 16), ""), r = LLVMBuildSRem(b, cv[v], c64(k, 16), "");
+      LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), u), f->KQ * 64), fc_cg_imulc(k, r, 4));
+      wbase[v] = LLVMBuildGEP2(b, i8, f->wp, &off, 1, "");
+    }
+  }
+  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
+  /* k groups: quads (pairs for WIDEN), a pixel's at cols + (g·PB + p)·4, a vector's weights wstep apart; by
+   * chunks of pf_every groups, each after one prefetch */
+  int64_t wstep = t->sext ? f->PW * 4 : 64, every = f->pf_every, chunks = t->KG / every;
+  LLVMValueRef pcol = LLVMBuildGEP2(b, i8, t->cols, (LLVMValueRef[]){fc_cg_imulc(k, p0, 4)}, 1, "");
+  FcLoop lh, lk;
+  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, chunks), 1, "kchunk");
+  LLVMValueRef line = fc_cg_smin(k, fc_cg_iadd(k, pf_line, fc_cg_smin(k, h, c64(k, f->pf_lines - 1))), c64(k, f->lines - 1));
+  prefetch_l2(k, LLVMBuildGEP2(b, i8, f->wp, (LLVMValueRef[]){fc_cg_imulc(k, line, 64)}, 1, ""));
+  LLVMValueRef g0 = fc_cg_imulc(k, h, every);
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, g0, fc_cg_iadd(k, g0, c64(k, every)), 1, "kg");
+  k_step(k, f, acc, pcol, wbase, wstep, g);
+  fc_cg_loop_end(k, &lk);
+  fc_cg_loop_end(k, &lh);
+  if (t->KG % every) {
+    g = fc_cg_loop_begin(k, &lk, c64(k, chunks * every), c64(k, t->KG), 1, "kgrem");
+    k_step(k, f, acc, pcol, wbase, wstep, g);
+    fc_cg_loop_end(k, &lk);
+  }
+
+  /* requantised per lane: a vector of channels' corrections and multipliers (tables after the weights) */
+  int64_t chans = c->G * f->MT * 16;
+  LLVMValueRef corr[4], mult[4];
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT * 16), cv[v]), 4);
+    LLVMValueRef co = fc_cg_iadd(k, c64(k, f->wbytes), at), mo = fc_cg_iadd(k, c64(k, f->wbytes + 4 * chans), at);
+    corr[v] = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, f->wp, &co, 1, ""), "");
+    mult[v] = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, i8, f->wp, &mo, 1, ""), "");
+    LLVMSetAlignment(corr[v], 4);
+    LLVMSetAlignment(mult[v], 4);
+  }
+  LLVMValueRef outv[64];
+  for (int i = 0; i < mr; i++)
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
+      outv[i * nv + v] = fc_qp_finish(k, &t->q, a, corr[v], mult[v]);
+    }
+  LLVMValueRef npx = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->P), p0));
+  LLVMValueRef nch = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, c->Mg), c0));
+  fc_qp_store_tile_transposed(k, et, outv, mr, nv, w, edge, ybase, p0, npx, c->P, c0, nch);
+}
+
+FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
+  FewPx f = {0};
+  FcConvI8 *t = &f.t;
+  FcConv2 *c = &t->c;
+  if (!fc_conv2_of(k->op, c)) return fc_cg_error(k, FC_ERR_INTERNAL, "the few-pixel int8 conv does not apply");
+  FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t->q);
+  if (st != FC_OK) return st;
+  if (!t->q.w8) {
+    fc_qp_free(&t->q);
+    return fc_cg_error(k, FC_ERR_INTERNAL, "the few-pixel int8 conv needs weights in s8");
+  }
+  FcI8Gemm base;
+  fc_target_i8_conv(k->target, &base);
+  FcI8Dot dot = base.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t->q) ? FC_I8DOT_WIDEN : base.dot;
+  fc_target_i8_conv_few_pixels_tile(k->target, dot, c->P, c->Mg, &t->g);
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
+  int64_t nr = (int64_t)nv * w;
+  t->sext = dot == FC_I8DOT_WIDEN;
+  t->kg = t->sext ? 2 : 4;
+  t->KG = (c->K + t->kg - 1) / t->kg;
+  t->pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
+  t->PB = round_up(round_up(c->P, mr), 16); /* every tile's pixels, whole 16-pixel steps of the interleave */
+  t->nr = nr;
+  f.MT = (c->Mg + 15) / 16;
+  f.KQ = (c->K + 3) / 4;
+  f.U = (nr + 15) / 16;
+  f.PW = 16 * f.U;
+  f.NP = (c->Mg + f.PW - 1) / f.PW;
+  f.tiles = (c->P + mr - 1) / mr;
+  /* Streaming the weights from memory: a panel's are read from L3 or DRAM by its first pixel tile only (the
+   * others find them in L2), at the pace of the dots (a line every k group or two: more than a core's share
+   * of memory bandwidth). So every tile of a panel prefetches its share of the next panel's into L2, one
+   * line per pf_every k groups, and the reads spread over the whole panel's work (the f32 GEMM's streaming
+   * B, cg_gemm.c). */
+  int64_t panel_tiles = f.PW / nr * f.tiles;
+  f.pf_lines = (f.U * f.KQ + panel_tiles - 1) / panel_tiles;
+  f.pf_every = t->KG / f.pf_lines > 1 ? t->KG / f.pf_lines : 1;
+  int64_t outer, end, wide_bytes = 0, bytes;
+  if (!fc_checked_mul(c->N * c->G, f.NP, &outer) || !fc_conv_i8_cols_layout(t, &end) ||
+      (t->sext && !fc_checked_mul(f.KQ * 8, f.PW, &wide_bytes)) || wide_bytes > INT64_MAX - t->col_bytes ||
+      !fc_checked_mul(c->G * f.MT * 64, f.KQ, &f.wbytes) || f.wbytes > INT64_MAX / 2 - 8 * c->G * f.MT * 16) {
+    fc_qp_free(&t->q);
+    return fc_cg_error(k, FC_ERR_LIMIT, "the few-pixel int8 conv's blocks are too large");
+  }
+  int8_t *pk = pack_weights(&f, &bytes);
+  f.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
+  free(pk);
+  fc_kernel_set_outer(k, outer, 2.0 * (double)c->P * (double)f.PW * (double)c->K);
+  fc_conv_i8_cols_tables(k, t);
+  f.lines = f.wbytes / 64;
+
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  /* the Col build's scratch (fc_conv_i8_cols_layout); WIDEN's widened panel (2·KQ pairs × PW × 4 bytes)
+   * after the Col, over the byte rows and planes: they are dead once the Col is built, and each panel is
+   * widened after that */
+  LLVMValueRef scr = fc_kernel_scratch(k, end > t->col_bytes + wide_bytes ? end : t->col_bytes + wide_bytes);
+  fc_conv_i8_cols_at(k, t, scr);
+  f.wide = t->rows;
+  LLVMValueRef cached = fc_kernel_cached_key(k); /* the (image, group) whose Col the scratch holds */
+  LLVMValueRef acc = fc_cg_tile_new(k, LLVMVectorType(i32, (unsigned)w), mr * nv, "acc");
+  LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
+  LLVMValueRef edge = fc_cg_tile_new(k, et, mr * nr, "edge");
+
+  FcLoop lo, lc, lp;
+  LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "panel");
+  LLVMValueRef pn = LLVMBuildSRem(b, it, c64(k, f.NP), ""), ng = LLVMBuildSDiv(b, it, c64(k, f.NP), "");
+  LLVMValueRef grp = LLVMBuildSRem(b, ng, c64(k, c->G), "");
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, ng, LLVMBuildLoad2(b, fc_cg_i64(k), cached, ""), ""));
+  LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
+  fc_conv_i8_build_cols(k, t, LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, ""), c64(k, 0), c64(k, 0), c64(k, c->P));
+  LLVMBuildStore(b, ng, cached);
+  fc_cg_if_end(k, cont);
+  if (t->sext) widen_panel(k, &f, grp, pn);
+  /* the panel's channel tiles inside the group, each against every pixel tile */
+  LLVMValueRef left = fc_cg_isub(k, c64(k, c->Mg), fc_cg_imulc(k, pn, f.PW));
+  LLVMValueRef ctiles = fc_cg_smin(k, c64(k, f.PW / nr), LLVMBuildSDiv(b, fc_cg_iadd(k, left, c64(k, nr - 1)), c64(k, nr), ""));
+  LLVMValueRef ybase = fc_cg_imulc(k, ng, c->Mg * c->P);
+  /* the next outer iteration's first unit: the group's next panel, or the next group's (image's) first */
+  LLVMValueRef next = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, pn, c64(k, f.NP - 1), ""),
+                                   fc_cg_iadd(k, fc_cg_imulc(k, grp, f.MT), fc_cg_imulc(k, fc_cg_iadd(k, pn, c64(k, 1)), f.U)),
+                                   fc_cg_imulc(k, LLVMBuildSRem(b, fc_cg_iadd(k, grp, c64(k, 1)), c64(k, c->G), ""), f.MT));
+  LLVMValueRef ct = fc_cg_loop_begin(k, &lc, c64(k, 0), ctiles, 1, "ctile");
+  LLVMValueRef pt = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, f.tiles), 1, "ptile");
+  LLVMValueRef share = fc_cg_iadd(k, fc_cg_imulc(k, ct, f.tiles), pt);
+  LLVMValueRef pf_line = fc_cg_iadd(k, fc_cg_imulc(k, next, f.KQ), fc_cg_imulc(k, share, f.pf_lines));
+  tile(k, &f, acc, edge, grp, ybase, pn, fc_cg_imulc(k, ct, nr), fc_cg_imulc(k, pt, mr), pf_line);
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lc);
+  fc_cg_loop_end(k, &lo);
+  fc_qp_free(&t->q);
+  return FC_OK;
+}
