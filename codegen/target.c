@@ -81,36 +81,36 @@ static const FcLayoutCosts layout_avx512_narrow = {
     .edge_fixed_us = 2,
 };
 
-/* The SBP cost model (passes/sbp_cost.c) on one core of the machine of bench/RESULTS.md (Xeon, AVX-512): the
- * means of two runs of bench/sbp_calibrate.py (2026-12-03 18:00 and 18:03, no other work on the machine), which
- * says how each is measured: the GEMM's speed at one thread from the slope of a [512, K] x [K, 256] product in K
- * (143 GFLOP/s), a model's constant weights streamed from beyond L2 once per run (95 GB/s, from a chain of two
- * 1024 x 1024 products at 8..64 rows, extrapolated to none), a run-time right operand packed (7.5 GB/s), a
- * transcendental element (0.75 ns: flowc's 0.5-ulp exp inside Softmax), an element-wise op's bytes per second on
- * cache-resident tensors (97 GB/s; 29 out of cache, which a split weight's per-run slice copy and packing
+/* The SBP cost model (passes/sbp_cost.c) on one core of the machine of bench/RESULTS.md (Xeon, AVX-512), as
+ * bench/sbp_calibrate.py measured it on the idle machine (2026-12-03 19:22, load average 0.27 at the start; it
+ * says how each is measured): the GEMM's speed at one thread from the slope of a [512, K] x [K, 256] product in
+ * K (169 GFLOP/s), a model's constant weights streamed from beyond L2 once per run (85 GB/s, from a chain of two
+ * 1024 x 1024 products at 8..64 rows, extrapolated to none), a run-time right operand packed (7.4 GB/s), a
+ * transcendental element (0.68 ns: flowc's 0.5-ulp exp inside Softmax), an element-wise op's bytes per second on
+ * cache-resident tensors (113 GB/s; 29 out of cache, which a split weight's per-run slice copy and packing
  * see), a kernel's fixed cost inline (0.02 us), and the link from bench/mpi_link.c at 2 ranks through libflowrt,
  * as programs run it (the shared segment of runtime/coll_shm.c for all_reduce, MPI's single-copy transfers for
- * all_gather and all_to_all; the geometric mean of the three at 256 KiB: 9.6 GB/s; 0.2 us a step, from a 16 B
- * all_reduce). Crowded ranks (more than the cores) lose 4% beyond their share (crowd_extra: 4 copies of the MLP
+ * all_gather and all_to_all; the geometric mean of the three at 256 KiB: 11.3 GB/s; 0.15 us a step, from a 16 B
+ * all_reduce). Crowded ranks (more than the cores) lose 2% beyond their share (crowd_extra: 4 copies of the MLP
  * and of the transformer on the 2 cores against one alone, wall time) and each collective among them waits
- * 10 us more (crowd_sync_us: 4 ranks that compute 60 us to 1 ms between all_reduces; the two runs' medians were
- * 19.5 and 0 us, the rows spread from -96 to +110). AVX2: the GEMM at half the lanes, the same memory, link and
- * element-wise loops (256-bit on AVX-512 too); narrower: half of everything but the link. The cap: 16 GiB a rank.
+ * 3 us more (crowd_sync_us: 4 ranks that compute 60 us to 1 ms between all_reduces, the median; runs on a busy
+ * machine gave 0 to 20). AVX2: the GEMM at half the lanes, the same memory, link and element-wise loops
+ * (256-bit on AVX-512 too); narrower: half of everything but the link. The cap: 16 GiB a rank.
  */
 static const FcSbpCosts sbp_avx512 = {
-    .gemm_gflops = 143, .weight_gbps = 95, .pack_gbps = 7.5, .transcendental_ns = 0.75, .mem_gbps = 97,
-    .mem_cold_gbps = 29, .op_us = 0.02, .link_latency_us = 0.2, .link_gbps = 9.6, .crowd_extra = 1.04,
-    .crowd_sync_us = 10, .mem_cap_bytes = (int64_t)16 << 30,
+    .gemm_gflops = 169, .weight_gbps = 85, .pack_gbps = 7.4, .transcendental_ns = 0.68, .mem_gbps = 113,
+    .mem_cold_gbps = 29, .op_us = 0.02, .link_latency_us = 0.15, .link_gbps = 11.3, .crowd_extra = 1.02,
+    .crowd_sync_us = 3, .mem_cap_bytes = (int64_t)16 << 30,
 };
 static const FcSbpCosts sbp_avx2 = {
-    .gemm_gflops = 72, .weight_gbps = 95, .pack_gbps = 7.5, .transcendental_ns = 0.75, .mem_gbps = 97,
-    .mem_cold_gbps = 29, .op_us = 0.02, .link_latency_us = 0.2, .link_gbps = 9.6, .crowd_extra = 1.04,
-    .crowd_sync_us = 10, .mem_cap_bytes = (int64_t)16 << 30,
+    .gemm_gflops = 85, .weight_gbps = 85, .pack_gbps = 7.4, .transcendental_ns = 0.68, .mem_gbps = 113,
+    .mem_cold_gbps = 29, .op_us = 0.02, .link_latency_us = 0.15, .link_gbps = 11.3, .crowd_extra = 1.02,
+    .crowd_sync_us = 3, .mem_cap_bytes = (int64_t)16 << 30,
 };
 static const FcSbpCosts sbp_narrow = {
-    .gemm_gflops = 36, .weight_gbps = 48, .pack_gbps = 3.8, .transcendental_ns = 1.5, .mem_gbps = 48,
-    .mem_cold_gbps = 15, .op_us = 0.02, .link_latency_us = 0.2, .link_gbps = 9.6, .crowd_extra = 1.04,
-    .crowd_sync_us = 10, .mem_cap_bytes = (int64_t)16 << 30,
+    .gemm_gflops = 42, .weight_gbps = 43, .pack_gbps = 3.7, .transcendental_ns = 1.4, .mem_gbps = 56,
+    .mem_cold_gbps = 15, .op_us = 0.02, .link_latency_us = 0.15, .link_gbps = 11.3, .crowd_extra = 1.02,
+    .crowd_sync_us = 3, .mem_cap_bytes = (int64_t)16 << 30,
 };
 
 /* A CPU vector level: the first row whose arch matches and whose features the target has all of wins.
