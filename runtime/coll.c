@@ -292,7 +292,6 @@ void frt_coll_abort(int status) {
 
 /* ---- the collectives ------------------------------------------------------------------------------------ */
 
-/* A group by axis; *g NULL: a group of this process alone. */
 /* More ranks on this machine than CPUs (mpirun --oversubscribe), at the model's first collective: bind the
  * rank to one CPU of those it may use, its rank modulo their count, unless the launcher bound it already
  * (one CPU allowed) or FLOWRT_BIND=0. Unbound, the scheduler now and then stacks three crowded ranks on one
@@ -327,6 +326,7 @@ static void bind_if_crowded(void) {
   }
 }
 
+/* A group by axis; *g NULL: a group of this process alone. */
 static int group_of(const char *what, int32_t axis, void **g, int32_t *size, int32_t *rank) {
   if (axis < -1 || (coll.be && axis >= coll.n_axes))
     return coll.be ? set_error("%s: mesh axis %d does not exist (the mesh has %d)", what, (int)axis, (int)coll.n_axes)
