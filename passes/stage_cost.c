@@ -67,16 +67,11 @@ static void replay(const FcSbpCosts *k, FcModule *m, FcSbpPlan *p, const int *st
                    FcArena *a, FcStageEstimate *e) {
   e->n_stages = n;
   e->total_s = e->one_rank_s = 0;
+  /* fresh arrays each replay (the arena hands out zeroed memory) */
   e->stage = FC_NEW_ARRAY(a, FcStageCost, (size_t)n);
-  memset(e->stage, 0, (size_t)n * sizeof *e->stage);
   double *clock = FC_NEW_ARRAY(a, double, (size_t)n), *ready = FC_NEW_ARRAY(a, double, (size_t)p->n_ids + 1);
-  for (int s = 0; s < n; s++) clock[s] = 0;
-  for (uint32_t i = 0; i <= p->n_ids; i++) ready[i] = 0;
   bool **reads = FC_NEW_ARRAY(a, bool *, (size_t)n); /* reads[s][constant op id] */
-  for (int s = 0; s < n; s++) {
-    reads[s] = FC_NEW_ARRAY(a, bool, (size_t)m->graph->next_op_id + 1);
-    memset(reads[s], 0, (size_t)m->graph->next_op_id + 1);
-  }
+  for (int s = 0; s < n; s++) reads[s] = FC_NEW_ARRAY(a, bool, (size_t)m->graph->next_op_id + 1);
   for (int i = 0; i < p->n_ops; i++) {
     const FcOp *op = p->ops[i];
     if (op->kind == FC_OP_CONSTANT) continue;
