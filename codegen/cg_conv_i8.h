@@ -60,5 +60,11 @@ void fc_conv_i8_cols_at(FcKernel *k, FcConvI8 *t, LLVMValueRef scr);
  * and the k past K get zx. */
 void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVMValueRef blk, LLVMValueRef p0,
                            LLVMValueRef npix);
+/* Whether every byte of x that the block of pixels [p0, p0 + npix) of one (image, group) reads is below 0x80
+ * (an i1; xg as above): whole input rows of the group's planes, from the block's first output row's first
+ * tap row to its last one's last, a superset of the taps. The dual kernels' choice of vpmaddubsw
+ * (fc_qp_narrow_at_run_time); the padding taps read zx, which that checked. */
+LLVMValueRef fc_conv_i8_block_narrow(FcKernel *k, const FcConv2 *c, LLVMValueRef xg, LLVMValueRef p0,
+                                     LLVMValueRef npix);
 
 #endif /* FLOWC_CG_CONV_I8_H */

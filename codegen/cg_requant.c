@@ -119,6 +119,60 @@ bool fc_qp_pairs_exact(const FcQuantProduct *q) {
   return true;
 }
 
+bool fc_qp_narrow_at_run_time(const FcQuantProduct *q) {
+  return q->w8 && !q->flip && q->zx < 0x80 && !fc_qp_pairs_exact(q);
+}
+
+/* acc |= the n bytes at p (n = 16 or 32; 16 bytes fill the low half of acc's 32). */
+static void or_bytes(FcKernel *k, LLVMValueRef acc, LLVMValueRef p, unsigned n) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v32 = LLVMVectorType(i8, 32);
+  LLVMValueRef v = LLVMBuildLoad2(b, LLVMVectorType(i8, n), p, "");
+  LLVMSetAlignment(v, 1);
+  if (n == 16) {
+    LLVMValueRef m[32];
+    for (unsigned i = 0; i < 32; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), i, 0);
+    v = LLVMBuildShuffleVector(b, v, LLVMConstNull(LLVMTypeOf(v)), LLVMConstVector(m, 32), "");
+  }
+  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, v32, acc, ""), v, ""), acc);
+}
+
+LLVMValueRef fc_i8_runs_below_0x80(FcKernel *k, LLVMValueRef base, LLVMValueRef rows, int64_t stride,
+                                   LLVMValueRef len) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v32 = LLVMVectorType(i8, 32);
+  LLVMValueRef acc = fc_cg_entry_alloca(k, v32, "or_bytes"), acc1 = fc_cg_entry_alloca(k, i8, "or_byte");
+  LLVMBuildStore(b, LLVMConstNull(v32), acc);
+  LLVMBuildStore(b, LLVMConstInt(i8, 0, 0), acc1);
+  FcLoop lr, lj;
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, fc_cg_const_i64(k, 0), rows, 1, "or_run");
+  LLVMValueRef at = fc_cg_imulc(k, r, stride), run = LLVMBuildGEP2(b, i8, base, &at, 1, "");
+  /* whole vectors, then one ending at the run's end (over bytes already OR-ed: harmless) */
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), fc_cg_isub(k, len, fc_cg_const_i64(k, 31)), 32, "or_vec");
+  or_bytes(k, acc, LLVMBuildGEP2(b, i8, run, &j, 1, ""), 32);
+  fc_cg_loop_end(k, &lj);
+  LLVMValueRef tail[2] = {fc_cg_isub(k, len, fc_cg_const_i64(k, 32)), fc_cg_isub(k, len, fc_cg_const_i64(k, 16))};
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSGE, len, fc_cg_const_i64(k, 32), ""));
+  or_bytes(k, acc, LLVMBuildGEP2(b, i8, run, &tail[0], 1, ""), 32);
+  fc_cg_if_end(k, cont);
+  /* runs of 16 to 31 bytes: two 16-byte halves that overlap; shorter ones byte by byte */
+  cont = fc_cg_if_begin(k, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, len, fc_cg_const_i64(k, 16), ""),
+                                        LLVMBuildICmp(b, LLVMIntSLT, len, fc_cg_const_i64(k, 32), ""), ""));
+  or_bytes(k, acc, run, 16);
+  or_bytes(k, acc, LLVMBuildGEP2(b, i8, run, &tail[1], 1, ""), 16);
+  fc_cg_if_end(k, cont);
+  LLVMValueRef short_end = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, len, fc_cg_const_i64(k, 16), ""), len,
+                                        fc_cg_const_i64(k, 0));
+  j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), short_end, 1, "or_byte");
+  LLVMValueRef v = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, run, &j, 1, ""), "");
+  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, i8, acc1, ""), v, ""), acc1);
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lr);
+  LLVMValueRef all = fc_cg_intrinsic(k, "llvm.vector.reduce.or", v32, (LLVMValueRef[]){LLVMBuildLoad2(b, v32, acc, "")}, 1);
+  all = LLVMBuildOr(b, all, LLVMBuildLoad2(b, i8, acc1, ""), "");
+  return LLVMBuildICmp(b, LLVMIntULT, all, LLVMConstInt(i8, 0x80, 0), "narrow");
+}
+
 LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc, LLVMValueRef corr,
                           LLVMValueRef mult) {
   LLVMBuilderRef b = k->b;

@@ -64,6 +64,16 @@ void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef
 /* Whether vpmaddubsw's i16 pair sums a1·w1 + a2·w2 (a in [0, xmax]) can never saturate for pairs of
  * consecutive k (2p, 2p + 1) of every channel. */
 bool fc_qp_pairs_exact(const FcQuantProduct *q);
+/* Whether q's kernels may choose vpmaddubsw at run time where fc_qp_pairs_exact does not hold: s8 weights,
+ * u8 x (an i8 x's bytes are flipped: below 0x80 only for negative x) and a zero point below 0x80 (the
+ * padding taps read it). Activations of 7 bits (PyTorch's x86 qconfig keeps them in [0, 127] to avoid this
+ * very saturation) then make every pair sum exact whatever the weights: |a1·w1 + a2·w2| <= 2·127·128 =
+ * 32512. The kernels test the bytes (fc_i8_runs_below_0x80) and run the exact 16-bit dot otherwise. */
+bool fc_qp_narrow_at_run_time(const FcQuantProduct *q);
+/* Emits that test: an i1, whether every byte of the runs base + r·stride + [0, len) for r in [0, rows) is
+ * below 0x80 (true where len <= 0): 32-byte vectors OR-ed together, the last one of a run overlapping. */
+LLVMValueRef fc_i8_runs_below_0x80(FcKernel *k, LLVMValueRef base, LLVMValueRef rows, int64_t stride,
+                                   LLVMValueRef len);
 
 /* Emission. acc: <n x i32> (or i32 when n is 1); corr: i32 of the same shape (added, wrapping); mult: f32
  * of the same shape. Returns the result values, <n x i8> for U8/I8 (the storage bits) or <n x float>. */

@@ -25,6 +25,12 @@
  * corrections (i32 × M) and multipliers (f32 × M). A register tile of mr (a divisor of 16) channels is rows
  * m%16 .. +mr-1 of one 16-channel tile, 64 bytes apart; the k loop runs over the chunks and the real quads of
  * each (not the padding of the last), so its addresses are increments.
+ * The dual kernel (AVX2 and AVX-512 without VNNI, where vpmaddubsw could saturate on activations the type
+ * admits but not on 7-bit ones: fc_qp_narrow_at_run_time): each block first ORs the input bytes it reads
+ * (fc_conv_i8_block_narrow) and, where all are below 0x80, runs the MADDUBS variant; otherwise the exact WIDEN
+ * one. Both variants read the same weights and blocks (WIDEN's take MADDUBS's pixels) and lay out their Col
+ * in the same scratch. PyTorch's x86 qconfig quantises activations to 7 bits for this very reason, so its
+ * models' blocks mostly take vpmaddubsw; values beyond the calibrated range still get the exact path.
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
  * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 pairs (2 k of a pixel
  * zero-extended, 4 bytes), and each channel tile's weights are sign-extended from the s8 packing ONCE per
@@ -882,6 +888,94 @@ static void amx_tiles(FcKernel *k, const FcConvI8 *t, AmxBlock *a, LLVMValueRef 
   fc_cg_loop_end(k, &lp);
 }
 
+/* t's blocking for its dot (t->g, t->q, t->pointwise and t->direct set): kg, KG, MT, NH, wrow, nr, PB and,
+ * for the direct build, RB, Rin and Wph. *blocks gets the blocks of one (image, group). With `like`, t takes
+ * its pixels (rows) per block instead: the dual kernel's WIDEN variant runs its MADDUBS twin's blocks, so
+ * both share the outer iterations (about the same bytes: twice the Col a pixel in twice the budget). */
+static void plan_blocks(const FcKernel *k, FcConvI8 *t, bool amx, const FcConvI8 *like, int64_t *blocks) {
+  const FcConv2 *c = &t->c;
+  t->nr = (int64_t)t->g.nv * t->g.lanes;
+  t->kg = t->g.dot == FC_I8DOT_WIDEN ? 2 : 4;
+  t->KG = (c->K + t->kg - 1) / t->kg;
+  t->MT = t->wide16 ? (c->Mg + t->g.mr - 1) / t->g.mr : (c->Mg + 15) / 16;
+  t->NH = ((c->K + 3) / 4 + 15) / 16;
+  t->wrow = t->NH * 128;
+  if (amx) t->KG = t->NH * 16; /* AMX: whole chunks of k; the rows past K are zx, their weights 0 */
+  int64_t per_px = t->KG * 4, ppad = (c->P + t->nr - 1) / t->nr * t->nr;
+  /* The interleaved Col of a block stays in L2 (target.c). WIDEN's doubles that budget: its Col takes 2 bytes
+   * a k, and each block widens every channel tile once (about 2/PB of the tile's work, measured 5-15% at
+   * PB = 16..64), so more pixels a block pay for it; 256 KiB stays well inside the 1-2 MiB L2 of the
+   * AVX-512 and recent AVX2 cores this path runs on. */
+  t->PB = like ? like->PB : (t->sext ? 2 * t->g.col_bytes : t->g.col_bytes) / per_px / t->nr * t->nr;
+  if (t->PB < t->nr) t->PB = t->nr;
+  if (t->PB > ppad) t->PB = ppad;
+  *blocks = (c->P + t->PB - 1) / t->PB;
+  if (t->direct) {
+    /* whole output rows a block, its Col in L2 also for AMX (fc_target_i8_amx_direct_col_bytes): the
+     * one-pass build has no per-row set-up to amortise, and more blocks spread over the threads */
+    int64_t budget = amx ? fc_target_i8_amx_direct_col_bytes(k->target) : t->sext ? 2 * t->g.col_bytes : t->g.col_bytes;
+    int64_t row_col;
+    t->RB = like ? like->RB : fc_checked_mul(per_px, c->OW, &row_col) ? budget / row_col : 1;
+    if (t->RB < 1) t->RB = 1;
+    if (t->RB > c->OH) t->RB = c->OH;
+    t->PB = (t->RB * c->OW + t->nr - 1) / t->nr * t->nr;
+    *blocks = (c->OH + t->RB - 1) / t->RB;
+    t->Rin = (t->RB - 1) * c->sh + (c->KH - 1) * c->dh + 1;
+    t->Wph = c->OW + (c->KW - 1) * c->dw / c->sw;
+  }
+}
+
+/* t's scratch: the Col build's (fc_conv_i8_cols_layout), then WIDEN's widened channel tile (mr rows of
+ * NH·128 bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) at *wide_at; *end: the bytes in all.
+ * false when a size overflows. */
+static bool scratch_layout(FcConvI8 *t, int64_t *wide_at, int64_t *end) {
+  int64_t wide_bytes = 0;
+  if (!fc_conv_i8_cols_layout(t, wide_at) || (t->sext && !fc_checked_mul(t->wrow, t->g.mr, &wide_bytes)) ||
+      wide_bytes > INT64_MAX - *wide_at)
+    return false;
+  *end = *wide_at + wide_bytes;
+  return true;
+}
+
+LLVMValueRef fc_conv_i8_block_narrow(FcKernel *k, const FcConv2 *c, LLVMValueRef xg, LLVMValueRef p0,
+                                     LLVMValueRef npix) {
+  LLVMBuilderRef b = k->b;
+  LLVMValueRef oh0 = LLVMBuildSDiv(b, p0, c64(k, c->OW), "");
+  LLVMValueRef oh1 = LLVMBuildSDiv(b, fc_cg_iadd(k, p0, fc_cg_isub(k, npix, c64(k, 1))), c64(k, c->OW), "");
+  LLVMValueRef ih0 = fc_cg_smax(k, c64(k, 0), fc_cg_iadd(k, fc_cg_imulc(k, oh0, c->sh), c64(k, -c->ph)));
+  LLVMValueRef ih1 = fc_cg_smin(k, c64(k, c->H), fc_cg_iadd(k, fc_cg_imulc(k, oh1, c->sh), c64(k, (c->KH - 1) * c->dh + 1 - c->ph)));
+  LLVMValueRef at = fc_cg_imulc(k, ih0, c->W);
+  return fc_i8_runs_below_0x80(k, LLVMBuildGEP2(b, LLVMInt8TypeInContext(k->ctx), xg, &at, 1, ""), c64(k, c->Cg),
+                               c->H * c->W, fc_cg_imulc(k, fc_cg_smax(k, c64(k, 0), fc_cg_isub(k, ih1, ih0)), c->W));
+}
+
+/* The vector tiles of one block on t's dot, after building its Col: for each pixel panel every channel tile
+ * (the panel's Col stays in L1 while the weights stream), except for WIDEN, which widens each channel tile
+ * once (widen_tile) and runs every panel of the block against it: block -> channel tile -> panels. */
+static void vec_block(FcKernel *k, const FcConvI8 *t, VecBlock *a, LLVMValueRef xg, LLVMValueRef blk, LLVMValueRef p0) {
+  LLVMBuilderRef b = k->b;
+  const FcConv2 *c = &t->c;
+  fc_conv_i8_build_cols(k, t, xg, blk, p0, a->npix);
+  a->cols = t->cols;
+  LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, t->nr - 1)), c64(k, t->nr), "");
+  LLVMValueRef ctiles = c64(k, (c->Mg + t->g.mr - 1) / t->g.mr);
+  FcLoop lp, lt;
+  if (t->sext) {
+    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
+    widen_tile(k, t, a, ct);
+    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+    vec_tile(k, t, a, ct, fc_cg_imulc(k, pn, t->nr));
+    fc_cg_loop_end(k, &lp);
+    fc_cg_loop_end(k, &lt);
+  } else {
+    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
+    vec_tile(k, t, a, ct, fc_cg_imulc(k, pn, t->nr));
+    fc_cg_loop_end(k, &lt);
+    fc_cg_loop_end(k, &lp);
+  }
+}
+
 FcStatus fc_conv_i8(FcKernel *k) {
   FcConvI8 t;
   FC_ASSERT(fc_conv2_of(k->op, &t.c));
@@ -894,42 +988,24 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.direct = !t.pointwise && c->K <= DIRECT_MAX_K && c->OW >= 16;
   bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
   if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, fc_target_i8_amx_col_bytes(k->target)};
-  if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
+  /* The dual kernel: vpmaddubsw could saturate on some activations the type admits, but not on 7-bit ones,
+   * so each block tests its bytes and runs the MADDUBS variant (t) or the exact WIDEN one (tw). */
+  bool dual = t.g.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&t.q);
+  if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !dual && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   t.wide16 = !t.q.w8;
   t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;
   FC_ASSERT(t.g.mr >= 1 && 16 % t.g.mr == 0);
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
-  t.nr = (int64_t)nv * w;
-  t.kg = t.g.dot == FC_I8DOT_WIDEN ? 2 : 4;
-  t.KG = (c->K + t.kg - 1) / t.kg;
-  t.MT = t.wide16 ? (c->Mg + mr - 1) / mr : (c->Mg + 15) / 16;
-  t.NH = ((c->K + 3) / 4 + 15) / 16;
-  t.wrow = t.NH * 128;
-  if (amx) t.KG = t.NH * 16; /* AMX: whole chunks of k; the rows past K are zx, their weights 0 */
-  int64_t per_px = t.KG * 4, ppad = (c->P + t.nr - 1) / t.nr * t.nr;
-  /* The interleaved Col of a block stays in L2 (target.c). WIDEN's doubles that budget: its Col takes 2 bytes
-   * a k, and each block widens every channel tile once (about 2/PB of the tile's work, measured 5-15% at
-   * PB = 16..64), so more pixels a block pay for it; 256 KiB stays well inside the 1-2 MiB L2 of the
-   * AVX-512 and recent AVX2 cores this path runs on. */
-  t.PB = (t.sext ? 2 * t.g.col_bytes : t.g.col_bytes) / per_px / t.nr * t.nr;
-  if (t.PB < t.nr) t.PB = t.nr;
-  if (t.PB > ppad) t.PB = ppad;
-  int64_t blocks = (c->P + t.PB - 1) / t.PB, outer, wbytes, wide_bytes = 0, wide_at;
-  if (t.direct) {
-    /* whole output rows a block, its Col in L2 also for AMX (fc_target_i8_amx_direct_col_bytes): the
-     * one-pass build has no per-row set-up to amortise, and more blocks spread over the threads */
-    int64_t budget = amx ? fc_target_i8_amx_direct_col_bytes(k->target) : t.sext ? 2 * t.g.col_bytes : t.g.col_bytes;
-    int64_t row_col;
-    t.RB = fc_checked_mul(per_px, c->OW, &row_col) ? budget / row_col : 1;
-    if (t.RB < 1) t.RB = 1;
-    if (t.RB > c->OH) t.RB = c->OH;
-    t.PB = (t.RB * c->OW + t.nr - 1) / t.nr * t.nr;
-    blocks = (c->OH + t.RB - 1) / t.RB;
-    t.Rin = (t.RB - 1) * c->sh + (c->KH - 1) * c->dh + 1;
-    t.Wph = c->OW + (c->KW - 1) * c->dw / c->sw;
+  int64_t blocks, outer, wbytes, wide_at, end, wide_at_w = 0, end_w = 0;
+  plan_blocks(k, &t, amx, NULL, &blocks);
+  FcConvI8 tw = t;
+  if (dual) {
+    tw.g.dot = FC_I8DOT_WIDEN;
+    tw.sext = true;
+    plan_blocks(k, &tw, false, &t, &blocks);
   }
-  if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !fc_conv_i8_cols_layout(&t, &wide_at) ||
-      (t.sext && !fc_checked_mul(t.wrow, mr, &wide_bytes)) || wide_bytes > INT64_MAX - wide_at ||
+  if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !scratch_layout(&t, &wide_at, &end) ||
+      (dual && !scratch_layout(&tw, &wide_at_w, &end_w)) ||
       !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
@@ -948,15 +1024,17 @@ FcStatus fc_conv_i8(FcKernel *k) {
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);
 
   fc_conv_i8_cols_tables(k, &t);
+  if (dual) fc_conv_i8_cols_tables(k, &tw);
 
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  /* the Col build's scratch (fc_conv_i8_cols_layout) | WIDEN's widened channel tile (mr rows of NH·128
-   * bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) */
-  LLVMValueRef scr = fc_kernel_scratch(k, wide_at + wide_bytes), cols = scr;
+  /* the variants' scratch layouts overlay each other: a block uses one of them */
+  LLVMValueRef scr = fc_kernel_scratch(k, end > end_w ? end : end_w), cols = scr;
   fc_conv_i8_cols_at(k, &t, scr);
+  fc_conv_i8_cols_at(k, &tw, scr);
   LLVMValueRef wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at)}, 1, "wide");
+  LLVMValueRef wide_w = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at_w)}, 1, "wide_w");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
   LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
@@ -972,15 +1050,14 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMValueRef npix = fc_cg_smin(k, c64(k, t.direct ? t.RB * c->OW : t.PB), fc_cg_isub(k, c64(k, c->P), p0));
   LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
   LLVMValueRef xg = LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, "");
-  /* the block's Col is already in the scratch on a task's later channel splits */
-  LLVMBasicBlockRef built = fc_cg_if_begin(k, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, it, k->begin, ""),
-                                                          LLVMBuildICmp(b, LLVMIntEQ, split, c64(k, 0), ""), ""));
-  fc_conv_i8_build_cols(k, &t, xg, blk, p0, npix);
-  fc_cg_if_end(k, built);
-
   /* y's first element of this (n, grp) for channel ml of the group and pixel p: ybase + ml·P + p */
   LLVMValueRef ybase = fc_cg_iadd(k, fc_cg_imulc(k, ng, c->Mg * c->P), p0);
   if (amx) {
+    /* the block's Col is already in the scratch on a task's later channel splits */
+    LLVMBasicBlockRef built = fc_cg_if_begin(k, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, it, k->begin, ""),
+                                                            LLVMBuildICmp(b, LLVMIntEQ, split, c64(k, 0), ""), ""));
+    fc_conv_i8_build_cols(k, &t, xg, blk, p0, npix);
+    fc_cg_if_end(k, built);
     AmxBlock ab = {.wp = wp, .cols = cols, .grp = grp, .ybase = ybase, .npix = npix, .et = et, .wbytes = wbytes,
                    .ctile = fc_cg_tile_new(k, i32, 4 * 16 * 16, "amx_c"), .edge = fc_cg_tile_new(k, et, 32 * 32, "edge")};
     /* split s of S: channel tiles [s·MT / S, (s + 1)·MT / S) */
@@ -992,27 +1069,19 @@ FcStatus fc_conv_i8(FcKernel *k) {
     fc_qp_free(&t.q);
     return FC_OK;
   }
-  /* The vector tiles: for each pixel panel every channel tile (the panel's Col stays in L1 while the
-   * weights stream), except for WIDEN, which widens each channel tile once (widen_tile) and runs every
-   * panel of the block against it: block -> channel tile -> panels. */
-  VecBlock vb_ = {.wp = wp, .wide = wide, .cols = cols, .acc = acc, .grp = grp, .wgrp = fc_cg_imulc(k, grp, wbytes / c->G),
+  VecBlock vb_ = {.wp = wp, .wide = wide, .acc = acc, .grp = grp, .wgrp = fc_cg_imulc(k, grp, wbytes / c->G),
                   .ybase = ybase, .npix = npix, .edge = ctile, .vi = vi, .vb = vb, .et = et, .wbytes = wbytes};
-  LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, t.nr - 1)), c64(k, t.nr), "");
-  LLVMValueRef ctiles = c64(k, (c->Mg + mr - 1) / mr);
-  FcLoop lp, lt;
-  if (t.sext) {
-    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
-    widen_tile(k, &t, &vb_, ct);
-    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
-    vec_tile(k, &t, &vb_, ct, fc_cg_imulc(k, pn, t.nr));
-    fc_cg_loop_end(k, &lp);
-    fc_cg_loop_end(k, &lt);
+  if (dual) {
+    LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, p0, npix);
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
+    vec_block(k, &t, &vb_, xg, blk, p0);
+    fc_cg_if_end(k, cont);
+    cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+    vb_.wide = wide_w;
+    vec_block(k, &tw, &vb_, xg, blk, p0);
+    fc_cg_if_end(k, cont);
   } else {
-    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
-    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
-    vec_tile(k, &t, &vb_, ct, fc_cg_imulc(k, pn, t.nr));
-    fc_cg_loop_end(k, &lt);
-    fc_cg_loop_end(k, &lp);
+    vec_block(k, &t, &vb_, xg, blk, p0);
   }
   fc_cg_loop_end(k, &lo);
   fc_qp_free(&t.q);

@@ -22,7 +22,9 @@
  * pixel kernel's tiles (not bound by pixel vectors) and its packing: a second copy there.
  * Dots: vpdpbusd; vpmaddubsw + vpmaddwd where no weight pair can saturate it; else WIDEN: Col as u16 pairs
  * (kg = 2), the task's panel sign-extended once into its scratch as i16 pairs ([pair][16·U channels][2 × i16])
- * and one vpmaddwd per pixel and vector. All of them accumulate exactly in i32 the products the pixel kernel
+ * and one vpmaddwd per pixel and vector. Where 7-bit activations would make vpmaddubsw exact, both (the dual
+ * kernel of kernel_conv_i8.c): an image whose bytes are all below 0x80 builds its Col for vpmaddubsw, the
+ * others for WIDEN, and the task's cached key says which. All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
  * lanes, so the results are bit-identical. Weights outside s8 (an asymmetric weight zero point) stay on the
  * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
@@ -269,6 +271,53 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
   fc_qp_store_tile_transposed(k, et, outv, mr, nv, w, edge, ybase, p0, npx, c->P, c0, nch);
 }
 
+/* f's k groups for its dot (t->g set): kg, KG, and the k groups between prefetches. */
+static void plan_dot(FewPx *f) {
+  FcConvI8 *t = &f->t;
+  t->sext = t->g.dot == FC_I8DOT_WIDEN;
+  t->kg = t->sext ? 2 : 4;
+  t->KG = (t->c.K + t->kg - 1) / t->kg;
+  f->pf_every = t->KG / f->pf_lines > 1 ? t->KG / f->pf_lines : 1;
+}
+
+/* f's scratch: the Col build's (fc_conv_i8_cols_layout) and WIDEN's widened panel (2·KQ pairs × PW × 4
+ * bytes) after the Col, over the byte rows and planes: they are dead once the Col is built, and each panel
+ * is widened after that. *end: the bytes in all; false when a size overflows. */
+static bool scratch_layout(FewPx *f, int64_t *end) {
+  int64_t wide_bytes = 0;
+  if (!fc_conv_i8_cols_layout(&f->t, end) || (f->t.sext && !fc_checked_mul(f->KQ * 8, f->PW, &wide_bytes)) ||
+      wide_bytes > INT64_MAX - f->t.col_bytes)
+    return false;
+  if (f->t.col_bytes + wide_bytes > *end) *end = f->t.col_bytes + wide_bytes;
+  return true;
+}
+
+/* Panel pn of (image, group) ng on f's dot, its Col built: the panel's channel tiles inside the group, each
+ * against every pixel tile (WIDEN first widens the panel's weights). */
+static void run_panel(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef pn,
+                        LLVMValueRef ng) {
+  const FcConv2 *c = &f->t.c;
+  LLVMBuilderRef b = k->b;
+  int64_t nr = f->t.nr;
+  LLVMValueRef grp = LLVMBuildSRem(b, ng, c64(k, c->G), "");
+  if (f->t.sext) widen_panel(k, f, grp, pn);
+  LLVMValueRef left = fc_cg_isub(k, c64(k, c->Mg), fc_cg_imulc(k, pn, f->PW));
+  LLVMValueRef ctiles = fc_cg_smin(k, c64(k, f->PW / nr), LLVMBuildSDiv(b, fc_cg_iadd(k, left, c64(k, nr - 1)), c64(k, nr), ""));
+  LLVMValueRef ybase = fc_cg_imulc(k, ng, c->Mg * c->P);
+  /* the next outer iteration's first unit: the group's next panel, or the next group's (image's) first */
+  LLVMValueRef next = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, pn, c64(k, f->NP - 1), ""),
+                                   fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), fc_cg_imulc(k, fc_cg_iadd(k, pn, c64(k, 1)), f->U)),
+                                   fc_cg_imulc(k, LLVMBuildSRem(b, fc_cg_iadd(k, grp, c64(k, 1)), c64(k, c->G), ""), f->MT));
+  FcLoop lc, lp;
+  LLVMValueRef ct = fc_cg_loop_begin(k, &lc, c64(k, 0), ctiles, 1, "ctile");
+  LLVMValueRef pt = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, f->tiles), 1, "ptile");
+  LLVMValueRef share = fc_cg_iadd(k, fc_cg_imulc(k, ct, f->tiles), pt);
+  LLVMValueRef pf_line = fc_cg_iadd(k, fc_cg_imulc(k, next, f->KQ), fc_cg_imulc(k, share, f->pf_lines));
+  tile(k, f, acc, edge, grp, ybase, pn, fc_cg_imulc(k, ct, nr), fc_cg_imulc(k, pt, f->t.g.mr), pf_line);
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lc);
+}
+
 FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   FewPx f = {0};
   FcConvI8 *t = &f.t;
@@ -282,13 +331,14 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   }
   FcI8Gemm base;
   fc_target_i8_conv(k->target, &base);
-  FcI8Dot dot = base.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&t->q) ? FC_I8DOT_WIDEN : base.dot;
+  /* The dual kernel (kernel_conv_i8.c): an image whose bytes are all below 0x80 takes vpmaddubsw (f), the
+   * others the exact WIDEN (fw); both on the MADDUBS tile (the one with fewer spare registers), so they
+   * share the panels. */
+  bool dual = base.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&t->q);
+  FcI8Dot dot = base.dot == FC_I8DOT_MADDUBS && !dual && !fc_qp_pairs_exact(&t->q) ? FC_I8DOT_WIDEN : base.dot;
   fc_target_i8_conv_few_pixels_tile(k->target, dot, c->P, c->Mg, &t->g);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
   int64_t nr = (int64_t)nv * w;
-  t->sext = dot == FC_I8DOT_WIDEN;
-  t->kg = t->sext ? 2 : 4;
-  t->KG = (c->K + t->kg - 1) / t->kg;
   t->pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
   t->PB = round_up(round_up(c->P, mr), 16); /* every tile's pixels, whole 16-pixel steps of the interleave */
   t->nr = nr;
@@ -305,59 +355,71 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
    * B, cg_gemm.c). */
   int64_t panel_tiles = f.PW / nr * f.tiles;
   f.pf_lines = (f.U * f.KQ + panel_tiles - 1) / panel_tiles;
-  f.pf_every = t->KG / f.pf_lines > 1 ? t->KG / f.pf_lines : 1;
-  int64_t outer, end, wide_bytes = 0, bytes;
-  if (!fc_checked_mul(c->N * c->G, f.NP, &outer) || !fc_conv_i8_cols_layout(t, &end) ||
-      (t->sext && !fc_checked_mul(f.KQ * 8, f.PW, &wide_bytes)) || wide_bytes > INT64_MAX - t->col_bytes ||
+  plan_dot(&f);
+  FewPx fw = f;
+  fw.t.g.dot = FC_I8DOT_WIDEN;
+  plan_dot(&fw);
+  int64_t outer, end, end_w = 0, bytes;
+  if (!fc_checked_mul(c->N * c->G, f.NP, &outer) || !scratch_layout(&f, &end) || (dual && !scratch_layout(&fw, &end_w)) ||
       !fc_checked_mul(c->G * f.MT * 64, f.KQ, &f.wbytes) || f.wbytes > INT64_MAX / 2 - 8 * c->G * f.MT * 16) {
     fc_qp_free(&t->q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the few-pixel int8 conv's blocks are too large");
   }
+  fw.wbytes = f.wbytes;
   int8_t *pk = pack_weights(&f, &bytes);
-  f.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
+  f.wp = fw.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->P * (double)f.PW * (double)c->K);
   fc_conv_i8_cols_tables(k, t);
-  f.lines = f.wbytes / 64;
+  if (dual) fc_conv_i8_cols_tables(k, &fw.t);
+  f.lines = fw.lines = f.wbytes / 64;
 
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  /* the Col build's scratch (fc_conv_i8_cols_layout); WIDEN's widened panel (2·KQ pairs × PW × 4 bytes)
-   * after the Col, over the byte rows and planes: they are dead once the Col is built, and each panel is
-   * widened after that */
-  LLVMValueRef scr = fc_kernel_scratch(k, end > t->col_bytes + wide_bytes ? end : t->col_bytes + wide_bytes);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx), i64 = fc_cg_i64(k);
+  /* the variants' scratch layouts overlay each other: an image's Col is one of them */
+  LLVMValueRef scr = fc_kernel_scratch(k, end > end_w ? end : end_w);
   fc_conv_i8_cols_at(k, t, scr);
+  fc_conv_i8_cols_at(k, &fw.t, scr);
   f.wide = t->rows;
-  LLVMValueRef cached = fc_kernel_cached_key(k); /* the (image, group) whose Col the scratch holds */
+  fw.wide = fw.t.rows;
+  /* the (image, group) whose Col the scratch holds, times 2, plus 1 where it is the MADDUBS variant's */
+  LLVMValueRef cached = fc_kernel_cached_key(k);
   LLVMValueRef acc = fc_cg_tile_new(k, LLVMVectorType(i32, (unsigned)w), mr * nv, "acc");
   LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
   LLVMValueRef edge = fc_cg_tile_new(k, et, mr * nr, "edge");
 
-  FcLoop lo, lc, lp;
+  FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "panel");
   LLVMValueRef pn = LLVMBuildSRem(b, it, c64(k, f.NP), ""), ng = LLVMBuildSDiv(b, it, c64(k, f.NP), "");
-  LLVMValueRef grp = LLVMBuildSRem(b, ng, c64(k, c->G), "");
-  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, ng, LLVMBuildLoad2(b, fc_cg_i64(k), cached, ""), ""));
+  LLVMValueRef held = LLVMBuildAShr(b, LLVMBuildLoad2(b, i64, cached, ""), c64(k, 1), "");
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, ng, held, ""));
   LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
-  fc_conv_i8_build_cols(k, t, LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, ""), c64(k, 0), c64(k, 0), c64(k, c->P));
-  LLVMBuildStore(b, ng, cached);
+  LLVMValueRef xg = LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, "");
+  if (dual) {
+    LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, c64(k, 0), c64(k, c->P));
+    LLVMBasicBlockRef in = fc_cg_if_begin(k, narrow);
+    fc_conv_i8_build_cols(k, t, xg, c64(k, 0), c64(k, 0), c64(k, c->P));
+    fc_cg_if_end(k, in);
+    in = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+    fc_conv_i8_build_cols(k, &fw.t, xg, c64(k, 0), c64(k, 0), c64(k, c->P));
+    fc_cg_if_end(k, in);
+    LLVMBuildStore(b, fc_cg_iadd(k, fc_cg_imulc(k, ng, 2), LLVMBuildZExt(b, narrow, i64, "")), cached);
+  } else {
+    fc_conv_i8_build_cols(k, t, xg, c64(k, 0), c64(k, 0), c64(k, c->P));
+    LLVMBuildStore(b, fc_cg_imulc(k, ng, 2), cached);
+  }
   fc_cg_if_end(k, cont);
-  if (t->sext) widen_panel(k, &f, grp, pn);
-  /* the panel's channel tiles inside the group, each against every pixel tile */
-  LLVMValueRef left = fc_cg_isub(k, c64(k, c->Mg), fc_cg_imulc(k, pn, f.PW));
-  LLVMValueRef ctiles = fc_cg_smin(k, c64(k, f.PW / nr), LLVMBuildSDiv(b, fc_cg_iadd(k, left, c64(k, nr - 1)), c64(k, nr), ""));
-  LLVMValueRef ybase = fc_cg_imulc(k, ng, c->Mg * c->P);
-  /* the next outer iteration's first unit: the group's next panel, or the next group's (image's) first */
-  LLVMValueRef next = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, pn, c64(k, f.NP - 1), ""),
-                                   fc_cg_iadd(k, fc_cg_imulc(k, grp, f.MT), fc_cg_imulc(k, fc_cg_iadd(k, pn, c64(k, 1)), f.U)),
-                                   fc_cg_imulc(k, LLVMBuildSRem(b, fc_cg_iadd(k, grp, c64(k, 1)), c64(k, c->G), ""), f.MT));
-  LLVMValueRef ct = fc_cg_loop_begin(k, &lc, c64(k, 0), ctiles, 1, "ctile");
-  LLVMValueRef pt = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, f.tiles), 1, "ptile");
-  LLVMValueRef share = fc_cg_iadd(k, fc_cg_imulc(k, ct, f.tiles), pt);
-  LLVMValueRef pf_line = fc_cg_iadd(k, fc_cg_imulc(k, next, f.KQ), fc_cg_imulc(k, share, f.pf_lines));
-  tile(k, &f, acc, edge, grp, ybase, pn, fc_cg_imulc(k, ct, nr), fc_cg_imulc(k, pt, mr), pf_line);
-  fc_cg_loop_end(k, &lp);
-  fc_cg_loop_end(k, &lc);
+  if (dual) {
+    LLVMValueRef narrow = LLVMBuildTrunc(b, LLVMBuildLoad2(b, i64, cached, ""), LLVMInt1TypeInContext(k->ctx), "");
+    LLVMBasicBlockRef in = fc_cg_if_begin(k, narrow);
+    run_panel(k, &f, acc, edge, pn, ng);
+    fc_cg_if_end(k, in);
+    in = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+    run_panel(k, &fw, acc, edge, pn, ng);
+    fc_cg_if_end(k, in);
+  } else {
+    run_panel(k, &f, acc, edge, pn, ng);
+  }
   fc_cg_loop_end(k, &lo);
   fc_qp_free(&t->q);
   return FC_OK;
