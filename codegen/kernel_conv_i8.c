@@ -359,6 +359,49 @@ static void interleave(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMVa
   interleave_from(k, t, rows, t->PB, false, cols);
 }
 
+/* Step 2 of a chunked Col (cg_conv_i8.h): per chunk of 64 rows, whether its bytes are all below 0x80
+ * (flags[h], and flags[NH] whether any chunk is not); then, where one is not, each chunk's 16 quads or 32
+ * u16 pairs into its slot, else the plain quads of every row (the kernel's fast path). */
+static void interleave_chunks(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i1 = LLVMInt1TypeInContext(k->ctx);
+  FcConvI8 quads = *t, pairs = *t, all = *t;
+  quads.kg = all.kg = 4;
+  quads.KG = 16;
+  all.KG = (t->c.K + 3) / 4;
+  pairs.kg = 2;
+  pairs.KG = 32;
+  LLVMValueRef any_wide = fc_cg_entry_alloca(k, i1, "any_wide");
+  LLVMBuildStore(b, LLVMConstInt(i1, 0, 0), any_wide);
+  FcLoop lh;
+  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->NH), 1, "chunk_check");
+  LLVMValueRef ro = fc_cg_imulc(k, h, 64 * t->PB);
+  LLVMValueRef narrow = fc_i8_runs_below_0x80(k, LLVMBuildGEP2(b, i8, rows, &ro, 1, ""), c64(k, 1), 0, c64(k, 64 * t->PB));
+  LLVMBuildStore(b, LLVMBuildZExt(b, narrow, i8, ""), LLVMBuildGEP2(b, i8, t->flags, &h, 1, ""));
+  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, i1, any_wide, ""), LLVMBuildNot(b, narrow, ""), ""), any_wide);
+  fc_cg_loop_end(k, &lh);
+  LLVMValueRef mixed = LLVMBuildLoad2(b, i1, any_wide, ""), last = c64(k, t->NH);
+  LLVMBuildStore(b, LLVMBuildZExt(b, mixed, i8, ""), LLVMBuildGEP2(b, i8, t->flags, &last, 1, ""));
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildNot(b, mixed, ""));
+  interleave(k, &all, rows, cols);
+  fc_cg_if_end(k, cont);
+  cont = fc_cg_if_begin(k, mixed);
+  h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->NH), 1, "chunk");
+  ro = fc_cg_imulc(k, h, 64 * t->PB);
+  LLVMValueRef co = fc_cg_imulc(k, h, 128 * t->PB);
+  LLVMValueRef crows = LLVMBuildGEP2(b, i8, rows, &ro, 1, ""), ccols = LLVMBuildGEP2(b, i8, cols, &co, 1, "");
+  narrow = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, t->flags, &h, 1, ""), ""),
+                         LLVMConstInt(i8, 0, 0), "");
+  LLVMBasicBlockRef in = fc_cg_if_begin(k, narrow);
+  interleave(k, &quads, crows, ccols);
+  fc_cg_if_end(k, in);
+  in = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+  interleave(k, &pairs, crows, ccols);
+  fc_cg_if_end(k, in);
+  fc_cg_loop_end(k, &lh);
+  fc_cg_if_end(k, cont);
+}
+
 /* The same from rows of `stride` bytes: the block's rows themselves, or (from_x) x's channel planes of a
  * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here. */
 static void interleave_from(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
@@ -618,7 +661,7 @@ void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVM
   /* A pointwise conv's Col rows are x's channel planes: a full block interleaves them in place (a partial
    * last block would read past the plane, so it copies them like any other conv). */
   LLVMBasicBlockRef done_cols = NULL;
-  if (t->pointwise) {
+  if (t->pointwise && !t->chunked) {
     LLVMValueRef full_blk = LLVMBuildICmp(b, LLVMIntEQ, npix, c64(k, t->PB), "");
     LLVMBasicBlockRef in_place = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_in_place");
     LLVMBasicBlockRef copied = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "pw_copied");
@@ -641,9 +684,10 @@ void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVM
       fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t->KG * t->kg - c->K) * t->PB),
                  LLVMConstInt(i8, (unsigned)t->q.zx, 0));
     }
-    interleave(k, t, rows, cols);
+    if (t->chunked) interleave_chunks(k, t, rows, cols);
+    else interleave(k, t, rows, cols);
   }
-  if (t->pointwise) {
+  if (t->pointwise && !t->chunked) {
     LLVMBuildBr(b, done_cols);
     LLVMPositionBuilderAtEnd(b, done_cols);
   }
@@ -977,7 +1021,7 @@ static void vec_block(FcKernel *k, const FcConvI8 *t, VecBlock *a, LLVMValueRef 
 }
 
 FcStatus fc_conv_i8(FcKernel *k) {
-  FcConvI8 t;
+  FcConvI8 t = {0};
   FC_ASSERT(fc_conv2_of(k->op, &t.c));
   const FcConv2 *c = &t.c;
   FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);

@@ -23,8 +23,10 @@
  * Dots: vpdpbusd; vpmaddubsw + vpmaddwd where no weight pair can saturate it; else WIDEN: Col as u16 pairs
  * (kg = 2), the task's panel sign-extended once into its scratch as i16 pairs ([pair][16·U channels][2 × i16])
  * and one vpmaddwd per pixel and vector. Where 7-bit activations would make vpmaddubsw exact, both (the dual
- * kernel of kernel_conv_i8.c): an image whose bytes are all below 0x80 builds its Col for vpmaddubsw, the
- * others for WIDEN, and the task's cached key says which. All of them accumulate exactly in i32 the products the pixel kernel
+ * form, as in kernel_conv_i8.c, but finer: real activations exceed 127 in a few channels only): the Col is
+ * built by chunks of 64 k, each as quads for vpmaddubsw where all its bytes are below 0x80, else as u16 pairs
+ * (cg_conv_i8.h's chunked Col), and a tile's k loop takes each chunk with its dot, into the same i32
+ * accumulators. All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
  * lanes, so the results are bit-identical. Weights outside s8 (an asymmetric weight zero point) stay on the
  * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
@@ -108,7 +110,7 @@ typedef struct FewPx {
   int64_t wbytes;         /* the packed weights before the tables */
   int64_t tiles;          /* pixel tiles: ceil(P / mr) */
   int64_t lines;          /* 64-byte lines of the packed weights (G·MT·KQ) */
-  int64_t pf_lines, pf_every; /* a tile's share of the next panel's lines, and k groups a prefetch */
+  int64_t pf_lines;       /* a tile's share of the next panel's lines */
   LLVMValueRef wp, wide;  /* the packed constant; WIDEN's widened panel in the scratch */
 } FewPx;
 
@@ -173,10 +175,10 @@ static void prefetch_l2(FcKernel *k, LLVMValueRef p) {
   fc_cg_intrinsic(k, "llvm.prefetch", ptr, args, 4);
 }
 
-/* One k group g of a tile: mr pixels' quads (pairs) at arow + 4i broadcast against the nv weight vectors at
- * wbase[v] + g·wstep. */
-static void k_step(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
-                   int64_t wstep, LLVMValueRef g) {
+/* One k group g of a tile with the dot `dot`: mr pixels' quads (pairs) at arow + 4i broadcast against the nv
+ * weight vectors at wbase[v] + g·wstep. */
+static void k_step(FcKernel *k, const FewPx *f, FcI8Dot dot, LLVMValueRef acc, LLVMValueRef pcol,
+                   const LLVMValueRef *wbase, int64_t wstep, LLVMValueRef g) {
   const FcConvI8 *t = &f->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
@@ -193,15 +195,96 @@ static void k_step(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef p
     LLVMValueRef a = LLVMBuildBitCast(b, fc_cg_splat(k, a32, (unsigned)w), vb, "");
     for (int v = 0; v < nv; v++) {
       LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v));
-      LLVMBuildStore(b, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(b, vi, p, ""), a, wv[v]), p);
+      LLVMBuildStore(b, fc_i8_dot(k, dot, w, LLVMBuildLoad2(b, vi, p, ""), a, wv[v]), p);
     }
+  }
+}
+
+/* Chunk h (of `quads` quads, a constant, so LLVM unrolls its loop) of a tile over a chunked Col
+ * (cg_conv_i8.h): its quads with vpmaddubsw against the s8 packing (wbase) where flags[h] says its bytes
+ * allow, else its pairs with vpmaddwd against the widened panel (wide_base). */
+static void chunk_k_steps(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
+                          const LLVMValueRef *wide_base, LLVMValueRef h, int64_t quads) {
+  const FcConvI8 *t = &f->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef hcol = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){fc_cg_imulc(k, h, 128 * t->PB)}, 1, "");
+  LLVMValueRef hw[4] = {0};
+  LLVMValueRef flag = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, t->flags, &h, 1, ""), "");
+  LLVMValueRef narrow = LLVMBuildICmp(b, LLVMIntNE, flag, LLVMConstInt(i8, 0, 0), "");
+  FcLoop lk;
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
+  for (int v = 0; v < t->g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, quads), 1, "quad");
+  k_step(k, f, FC_I8DOT_MADDUBS, acc, hcol, hw, 64, g);
+  fc_cg_loop_end(k, &lk);
+  fc_cg_if_end(k, cont);
+  cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+  for (int v = 0; v < t->g.nv; v++)
+    hw[v] = LLVMBuildGEP2(b, i8, wide_base[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 32 * f->PW * 4)}, 1, "");
+  g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, 2 * quads), 1, "pair");
+  k_step(k, f, FC_I8DOT_WIDEN, acc, hcol, hw, f->PW * 4, g);
+  fc_cg_loop_end(k, &lk);
+  fc_cg_if_end(k, cont);
+}
+
+/* The k loop of a tile over a chunked Col: its whole chunks and the last one's real quads. Each chunk
+ * first prefetches its share of the tile's pf_lines lines of the next panel's weights. */
+static void chunked_k_loop(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
+                           const LLVMValueRef *wide_base, LLVMValueRef pf_line) {
+  const FcConvI8 *t = &f->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  int64_t per_chunk = (f->pf_lines + t->NH - 1) / t->NH;
+  FcLoop lh;
+  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->NH), 1, "kchunk");
+  for (int64_t i = 0; i < per_chunk; i++) {
+    LLVMValueRef nth = fc_cg_smin(k, fc_cg_iadd(k, fc_cg_imulc(k, h, per_chunk), c64(k, i)), c64(k, f->pf_lines - 1));
+    LLVMValueRef line = fc_cg_smin(k, fc_cg_iadd(k, pf_line, nth), c64(k, f->lines - 1));
+    prefetch_l2(k, LLVMBuildGEP2(b, i8, f->wp, (LLVMValueRef[]){fc_cg_imulc(k, line, 64)}, 1, ""));
+  }
+  if (f->KQ % 16) {
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, f->KQ / 16), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, whole);
+    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, 16);
+    fc_cg_if_end(k, cont);
+    cont = fc_cg_if_begin(k, LLVMBuildNot(b, whole, ""));
+    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, f->KQ % 16);
+    fc_cg_if_end(k, cont);
+  } else {
+    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, 16);
+  }
+  fc_cg_loop_end(k, &lh);
+}
+
+/* The k loop of a tile over a Col of one layout: its KG groups (quads, or pairs for WIDEN) with the dot
+ * `dot`, a pixel's at cols + (g·PB + p)·4, a vector's weights wstep apart; by chunks of `every` groups, each
+ * after one prefetch of the tile's share of the next panel's weights. */
+static void plain_k_loop(FcKernel *k, const FewPx *f, FcI8Dot dot, int64_t KG, int64_t wstep, LLVMValueRef acc,
+                         LLVMValueRef pcol, const LLVMValueRef *wbase, LLVMValueRef pf_line) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  int64_t every = KG / f->pf_lines > 1 ? KG / f->pf_lines : 1, chunks = KG / every;
+  FcLoop lh, lk;
+  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, chunks), 1, "kchunk");
+  LLVMValueRef line = fc_cg_smin(k, fc_cg_iadd(k, pf_line, fc_cg_smin(k, h, c64(k, f->pf_lines - 1))), c64(k, f->lines - 1));
+  prefetch_l2(k, LLVMBuildGEP2(b, i8, f->wp, (LLVMValueRef[]){fc_cg_imulc(k, line, 64)}, 1, ""));
+  LLVMValueRef g0 = fc_cg_imulc(k, h, every);
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, g0, fc_cg_iadd(k, g0, c64(k, every)), 1, "kg");
+  k_step(k, f, dot, acc, pcol, wbase, wstep, g);
+  fc_cg_loop_end(k, &lk);
+  fc_cg_loop_end(k, &lh);
+  if (KG % every) {
+    g = fc_cg_loop_begin(k, &lk, c64(k, chunks * every), c64(k, KG), 1, "kgrem");
+    k_step(k, f, dot, acc, pcol, wbase, wstep, g);
+    fc_cg_loop_end(k, &lk);
   }
 }
 
 /* One tile: pixels [p0, p0 + mr) × the group's channels [c0, c0 + nv·lanes) (c0 at slot cs of panel pn), over
  * the whole K, requantised and stored to Y at ybase + channel·P + pixel. On the way it prefetches into L2
  * its share of the next panel's weights: lines [pf_line, pf_line + f->pf_lines) of the packing (see
- * fc_conv_i8_few_pixels), one every f->pf_every k groups. */
+ * fc_conv_i8_few_pixels), spread over its k groups (plain_k_loop, chunked_k_loop). */
 static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
                  LLVMValueRef ybase, LLVMValueRef pn, LLVMValueRef cs, LLVMValueRef p0, LLVMValueRef pf_line) {
   const FcConvI8 *t = &f->t;
@@ -217,36 +300,30 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
   LLVMValueRef c0 = fc_cg_iadd(k, fc_cg_imulc(k, pn, f->PW), cs);
   /* vector v's first channel in the group, kept inside the padded units (a vector wholly past them is
    * dropped, so it may read any of them) */
-  LLVMValueRef cv[4], wbase[4];
+  LLVMValueRef cv[4], wbase[4], wide_base[4];
   for (int v = 0; v < nv; v++) {
     cv[v] = fc_cg_smin(k, fc_cg_iadd(k, c0, c64(k, (int64_t)v * w)), c64(k, f->MT * 16 - w));
-    if (t->sext) { /* its slot in the widened panel (a clamped vector's too: the panel holds unit MT - 1) */
-      LLVMValueRef slot = fc_cg_isub(k, cv[v], fc_cg_imulc(k, pn, f->PW));
-      wbase[v] = LLVMBuildGEP2(b, i8, f->wide, (LLVMValueRef[]){fc_cg_imulc(k, slot, 4)}, 1, "");
-    } else {
-      LLVMValueRef u = LLVMBuildSDiv(b, cv[v], c64(k, 16), ""), r = LLVMBuildSRem(b, cv[v], c64(k, 16), "");
-      LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), u), f->KQ * 64), fc_cg_imulc(k, r, 4));
-      wbase[v] = LLVMBuildGEP2(b, i8, f->wp, &off, 1, "");
-    }
+    /* its slot in the widened panel (a clamped vector's too: the panel holds unit MT - 1) */
+    LLVMValueRef slot = fc_cg_isub(k, cv[v], fc_cg_imulc(k, pn, f->PW));
+    wide_base[v] = LLVMBuildGEP2(b, i8, f->wide, (LLVMValueRef[]){fc_cg_imulc(k, slot, 4)}, 1, "");
+    LLVMValueRef u = LLVMBuildSDiv(b, cv[v], c64(k, 16), ""), r = LLVMBuildSRem(b, cv[v], c64(k, 16), "");
+    LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), u), f->KQ * 64), fc_cg_imulc(k, r, 4));
+    wbase[v] = t->sext ? wide_base[v] : LLVMBuildGEP2(b, i8, f->wp, &off, 1, "");
   }
   for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
-  /* k groups: quads (pairs for WIDEN), a pixel's at cols + (g·PB + p)·4, a vector's weights wstep apart; by
-   * chunks of pf_every groups, each after one prefetch */
-  int64_t wstep = t->sext ? f->PW * 4 : 64, every = f->pf_every, chunks = t->KG / every;
   LLVMValueRef pcol = LLVMBuildGEP2(b, i8, t->cols, (LLVMValueRef[]){fc_cg_imulc(k, p0, 4)}, 1, "");
-  FcLoop lh, lk;
-  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, chunks), 1, "kchunk");
-  LLVMValueRef line = fc_cg_smin(k, fc_cg_iadd(k, pf_line, fc_cg_smin(k, h, c64(k, f->pf_lines - 1))), c64(k, f->lines - 1));
-  prefetch_l2(k, LLVMBuildGEP2(b, i8, f->wp, (LLVMValueRef[]){fc_cg_imulc(k, line, 64)}, 1, ""));
-  LLVMValueRef g0 = fc_cg_imulc(k, h, every);
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, g0, fc_cg_iadd(k, g0, c64(k, every)), 1, "kg");
-  k_step(k, f, acc, pcol, wbase, wstep, g);
-  fc_cg_loop_end(k, &lk);
-  fc_cg_loop_end(k, &lh);
-  if (t->KG % every) {
-    g = fc_cg_loop_begin(k, &lk, c64(k, chunks * every), c64(k, t->KG), 1, "kgrem");
-    k_step(k, f, acc, pcol, wbase, wstep, g);
-    fc_cg_loop_end(k, &lk);
+  if (t->chunked) {
+    /* an image without a WIDEN chunk has its Col as plain quads (interleave_chunks) */
+    LLVMValueRef any = LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH)}, 1, "");
+    LLVMValueRef mixed = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, i8, any, ""), LLVMConstInt(i8, 0, 0), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, mixed);
+    chunked_k_loop(k, f, acc, pcol, wbase, wide_base, pf_line);
+    fc_cg_if_end(k, cont);
+    cont = fc_cg_if_begin(k, LLVMBuildNot(b, mixed, ""));
+    plain_k_loop(k, f, FC_I8DOT_MADDUBS, f->KQ, 64, acc, pcol, wbase, pf_line);
+    fc_cg_if_end(k, cont);
+  } else {
+    plain_k_loop(k, f, t->g.dot, t->KG, t->sext ? f->PW * 4 : 64, acc, pcol, wbase, pf_line);
   }
 
   /* requantised per lane: a vector of channels' corrections and multipliers (tables after the weights) */
@@ -271,36 +348,33 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
   fc_qp_store_tile_transposed(k, et, outv, mr, nv, w, edge, ybase, p0, npx, c->P, c0, nch);
 }
 
-/* f's k groups for its dot (t->g set): kg, KG, and the k groups between prefetches. */
+/* f's k groups (t->g and t->chunked set): kg, KG and NH. A chunked Col takes the sizes of its widest layout
+ * (cg_conv_i8.h). */
 static void plan_dot(FewPx *f) {
   FcConvI8 *t = &f->t;
-  t->sext = t->g.dot == FC_I8DOT_WIDEN;
-  t->kg = t->sext ? 2 : 4;
-  t->KG = (t->c.K + t->kg - 1) / t->kg;
-  f->pf_every = t->KG / f->pf_lines > 1 ? t->KG / f->pf_lines : 1;
+  t->sext = !t->chunked && t->g.dot == FC_I8DOT_WIDEN;
+  t->NH = (f->KQ + 15) / 16;
+  t->kg = t->sext || t->chunked ? 2 : 4;
+  t->KG = t->chunked ? 32 * t->NH : (t->c.K + t->kg - 1) / t->kg;
 }
 
-/* f's scratch: the Col build's (fc_conv_i8_cols_layout) and WIDEN's widened panel (2·KQ pairs × PW × 4
- * bytes) after the Col, over the byte rows and planes: they are dead once the Col is built, and each panel
- * is widened after that. *end: the bytes in all; false when a size overflows. */
-static bool scratch_layout(FewPx *f, int64_t *end) {
-  int64_t wide_bytes = 0;
-  if (!fc_conv_i8_cols_layout(&f->t, end) || (f->t.sext && !fc_checked_mul(f->KQ * 8, f->PW, &wide_bytes)) ||
-      wide_bytes > INT64_MAX - f->t.col_bytes)
-    return false;
-  if (f->t.col_bytes + wide_bytes > *end) *end = f->t.col_bytes + wide_bytes;
-  return true;
-}
-
-/* Panel pn of (image, group) ng on f's dot, its Col built: the panel's channel tiles inside the group, each
- * against every pixel tile (WIDEN first widens the panel's weights). */
+/* Panel pn of (image, group) ng, its Col built: the panel's channel tiles inside the group, each against every
+ * pixel tile (WIDEN first widens the panel's weights; a chunked Col where any chunk is WIDEN). */
 static void run_panel(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef pn,
-                        LLVMValueRef ng) {
+                      LLVMValueRef ng) {
   const FcConv2 *c = &f->t.c;
   LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   int64_t nr = f->t.nr;
   LLVMValueRef grp = LLVMBuildSRem(b, ng, c64(k, c->G), "");
-  if (f->t.sext) widen_panel(k, f, grp, pn);
+  if (f->t.sext) {
+    widen_panel(k, f, grp, pn);
+  } else if (f->t.chunked) {
+    LLVMValueRef any = LLVMBuildGEP2(b, i8, f->t.flags, (LLVMValueRef[]){c64(k, f->t.NH)}, 1, "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, i8, any, ""), LLVMConstInt(i8, 0, 0), ""));
+    widen_panel(k, f, grp, pn);
+    fc_cg_if_end(k, cont);
+  }
   LLVMValueRef left = fc_cg_isub(k, c64(k, c->Mg), fc_cg_imulc(k, pn, f->PW));
   LLVMValueRef ctiles = fc_cg_smin(k, c64(k, f->PW / nr), LLVMBuildSDiv(b, fc_cg_iadd(k, left, c64(k, nr - 1)), c64(k, nr), ""));
   LLVMValueRef ybase = fc_cg_imulc(k, ng, c->Mg * c->P);
@@ -331,11 +405,12 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   }
   FcI8Gemm base;
   fc_target_i8_conv(k->target, &base);
-  /* The dual kernel (kernel_conv_i8.c): an image whose bytes are all below 0x80 takes vpmaddubsw (f), the
-   * others the exact WIDEN (fw); both on the MADDUBS tile (the one with fewer spare registers), so they
-   * share the panels. */
-  bool dual = base.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&t->q);
-  FcI8Dot dot = base.dot == FC_I8DOT_MADDUBS && !dual && !fc_qp_pairs_exact(&t->q) ? FC_I8DOT_WIDEN : base.dot;
+  /* The dual form: a chunked Col, each chunk of 64 k on vpmaddubsw where its bytes are all below 0x80 and on
+   * the exact WIDEN otherwise (real activations exceed 127 in a few channels, rarely: measured 1-5 channels
+   * at 0.001-0.004% of the bytes in PyTorch's 7-bit ResNet-18), on the MADDUBS tile (fewer spare registers
+   * than WIDEN's). */
+  t->chunked = base.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&t->q);
+  FcI8Dot dot = base.dot == FC_I8DOT_MADDUBS && !t->chunked && !fc_qp_pairs_exact(&t->q) ? FC_I8DOT_WIDEN : base.dot;
   fc_target_i8_conv_few_pixels_tile(k->target, dot, c->P, c->Mg, &t->g);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
   int64_t nr = (int64_t)nv * w;
@@ -351,39 +426,36 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   /* Streaming the weights from memory: a panel's are read from L3 or DRAM by its first pixel tile only (the
    * others find them in L2), at the pace of the dots (a line every k group or two: more than a core's share
    * of memory bandwidth). So every tile of a panel prefetches its share of the next panel's into L2, one
-   * line per pf_every k groups, and the reads spread over the whole panel's work (the f32 GEMM's streaming
+   * line every few k groups, and the reads spread over the whole panel's work (the f32 GEMM's streaming
    * B, cg_gemm.c). */
   int64_t panel_tiles = f.PW / nr * f.tiles;
   f.pf_lines = (f.U * f.KQ + panel_tiles - 1) / panel_tiles;
   plan_dot(&f);
-  FewPx fw = f;
-  fw.t.g.dot = FC_I8DOT_WIDEN;
-  plan_dot(&fw);
-  int64_t outer, end, end_w = 0, bytes;
-  if (!fc_checked_mul(c->N * c->G, f.NP, &outer) || !scratch_layout(&f, &end) || (dual && !scratch_layout(&fw, &end_w)) ||
+  /* the scratch: the Col build's (fc_conv_i8_cols_layout); WIDEN's widened panel (2·KQ pairs × PW × 4 bytes)
+   * after the Col, over the byte rows and planes: they are dead once the Col is built, and each panel is
+   * widened after that; a chunked Col's flags last */
+  int64_t outer, end, wide_bytes = 0, flags_at, bytes;
+  if (!fc_checked_mul(c->N * c->G, f.NP, &outer) || !fc_conv_i8_cols_layout(t, &end) ||
+      ((t->sext || t->chunked) && !fc_checked_mul(f.KQ * 8, f.PW, &wide_bytes)) || wide_bytes > INT64_MAX / 2 - t->col_bytes ||
       !fc_checked_mul(c->G * f.MT * 64, f.KQ, &f.wbytes) || f.wbytes > INT64_MAX / 2 - 8 * c->G * f.MT * 16) {
     fc_qp_free(&t->q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the few-pixel int8 conv's blocks are too large");
   }
-  fw.wbytes = f.wbytes;
+  flags_at = round_up(end > t->col_bytes + wide_bytes ? end : t->col_bytes + wide_bytes, 64);
   int8_t *pk = pack_weights(&f, &bytes);
-  f.wp = fw.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
+  f.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->P * (double)f.PW * (double)c->K);
   fc_conv_i8_cols_tables(k, t);
-  if (dual) fc_conv_i8_cols_tables(k, &fw.t);
-  f.lines = fw.lines = f.wbytes / 64;
+  f.lines = f.wbytes / 64;
 
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx), i64 = fc_cg_i64(k);
-  /* the variants' scratch layouts overlay each other: an image's Col is one of them */
-  LLVMValueRef scr = fc_kernel_scratch(k, end > end_w ? end : end_w);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMValueRef scr = fc_kernel_scratch(k, flags_at + (t->chunked ? round_up(t->NH + 1, 64) : 0));
   fc_conv_i8_cols_at(k, t, scr);
-  fc_conv_i8_cols_at(k, &fw.t, scr);
   f.wide = t->rows;
-  fw.wide = fw.t.rows;
-  /* the (image, group) whose Col the scratch holds, times 2, plus 1 where it is the MADDUBS variant's */
-  LLVMValueRef cached = fc_kernel_cached_key(k);
+  t->flags = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, flags_at)}, 1, "flags");
+  LLVMValueRef cached = fc_kernel_cached_key(k); /* the (image, group) whose Col the scratch holds */
   LLVMValueRef acc = fc_cg_tile_new(k, LLVMVectorType(i32, (unsigned)w), mr * nv, "acc");
   LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
   LLVMValueRef edge = fc_cg_tile_new(k, et, mr * nr, "edge");
@@ -391,35 +463,12 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "panel");
   LLVMValueRef pn = LLVMBuildSRem(b, it, c64(k, f.NP), ""), ng = LLVMBuildSDiv(b, it, c64(k, f.NP), "");
-  LLVMValueRef held = LLVMBuildAShr(b, LLVMBuildLoad2(b, i64, cached, ""), c64(k, 1), "");
-  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, ng, held, ""));
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, ng, LLVMBuildLoad2(b, fc_cg_i64(k), cached, ""), ""));
   LLVMValueRef xoff = fc_cg_imulc(k, ng, c->Cg * c->H * c->W); /* image n, group grp's first channel */
-  LLVMValueRef xg = LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, "");
-  if (dual) {
-    LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, c64(k, 0), c64(k, c->P));
-    LLVMBasicBlockRef in = fc_cg_if_begin(k, narrow);
-    fc_conv_i8_build_cols(k, t, xg, c64(k, 0), c64(k, 0), c64(k, c->P));
-    fc_cg_if_end(k, in);
-    in = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
-    fc_conv_i8_build_cols(k, &fw.t, xg, c64(k, 0), c64(k, 0), c64(k, c->P));
-    fc_cg_if_end(k, in);
-    LLVMBuildStore(b, fc_cg_iadd(k, fc_cg_imulc(k, ng, 2), LLVMBuildZExt(b, narrow, i64, "")), cached);
-  } else {
-    fc_conv_i8_build_cols(k, t, xg, c64(k, 0), c64(k, 0), c64(k, c->P));
-    LLVMBuildStore(b, fc_cg_imulc(k, ng, 2), cached);
-  }
+  fc_conv_i8_build_cols(k, t, LLVMBuildGEP2(b, i8, k->in[0], &xoff, 1, ""), c64(k, 0), c64(k, 0), c64(k, c->P));
+  LLVMBuildStore(b, ng, cached);
   fc_cg_if_end(k, cont);
-  if (dual) {
-    LLVMValueRef narrow = LLVMBuildTrunc(b, LLVMBuildLoad2(b, i64, cached, ""), LLVMInt1TypeInContext(k->ctx), "");
-    LLVMBasicBlockRef in = fc_cg_if_begin(k, narrow);
-    run_panel(k, &f, acc, edge, pn, ng);
-    fc_cg_if_end(k, in);
-    in = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
-    run_panel(k, &fw, acc, edge, pn, ng);
-    fc_cg_if_end(k, in);
-  } else {
-    run_panel(k, &f, acc, edge, pn, ng);
-  }
+  run_panel(k, &f, acc, edge, pn, ng);
   fc_cg_loop_end(k, &lo);
   fc_qp_free(&t->q);
   return FC_OK;
