@@ -746,6 +746,7 @@ typedef struct KStep {
   LLVMValueRef acc, cols, wp, pcol;
   LLVMTypeRef vi, vb;
   int64_t wchan;
+  FcI8Dot dot;
 } KStep;
 
 /* One k group g (a quad; WIDEN and WIDEN16: a pair) of the tile: nv Col vectors of the panel at pcol against
@@ -769,7 +770,7 @@ static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wro
     LLVMValueRef wv = LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), s->vb, "");
     for (int v = 0; v < nv; v++) {
       LLVMValueRef p = fc_cg_tile_at(k, s->vi, s->acc, c64(k, i * nv + v));
-      LLVMBuildStore(b, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(b, s->vi, p, ""), cv[v], wv), p);
+      LLVMBuildStore(b, fc_i8_dot(k, s->dot, w, LLVMBuildLoad2(b, s->vi, p, ""), cv[v], wv), p);
     }
   }
 }
@@ -813,8 +814,43 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
   for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(a->vi), fc_cg_tile_at(k, a->vi, a->acc, c64(k, i)));
   /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
   LLVMValueRef ml0 = fc_cg_imulc(k, ct, mr);
-  KStep ks = {t, a->acc, a->cols, a->wp, pcol, a->vi, a->vb, t->wide16 ? 4 : 64};
-  if (t->sext) {
+  KStep ks = {t, a->acc, a->cols, a->wp, pcol, a->vi, a->vb, t->wide16 ? 4 : 64, t->g.dot};
+  if (t->chunked) {
+    /* a chunked Col with a WIDEN chunk (a block without one runs the plain quads: vec_block): per chunk of
+     * 16 quads, vpmaddubsw on the s8 packing or vpmaddwd on the tile's widened rows (widen_tile), the slot's
+     * group j at g = 32h + j either way; the last chunk over its real quads */
+    LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
+    LLVMValueRef wtile = fc_cg_iadd(k, a->wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t->NH * 1024), fc_cg_imulc(k, r16, 64)));
+    int64_t KQ = (c->K + 3) / 4;
+    for (int last = 0; last < 2; last++) {
+      int64_t quads = last ? KQ % 16 : 16;
+      if (quads == 0 || (!last && KQ < 16)) continue;
+      FcLoop lh, lq;
+      LLVMValueRef h = last ? c64(k, KQ / 16) : fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, KQ / 16), 1, "chunk");
+      LLVMValueRef narrow = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, LLVMInt8TypeInContext(k->ctx),
+                                          LLVMBuildGEP2(b, LLVMInt8TypeInContext(k->ctx), t->flags, &h, 1, ""), ""),
+                                          LLVMConstInt(LLVMInt8TypeInContext(k->ctx), 0, 0), "");
+      LLVMValueRef g0 = fc_cg_imulc(k, h, 32);
+      LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
+      ks.dot = FC_I8DOT_MADDUBS;
+      ks.wp = a->wp;
+      ks.wchan = 64;
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
+      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, quads), 1, "quad");
+      k_step(k, &ks, fc_cg_iadd(k, g0, qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+      fc_cg_loop_end(k, &lq);
+      fc_cg_if_end(k, cont);
+      cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+      ks.dot = FC_I8DOT_WIDEN;
+      ks.wp = a->wide;
+      ks.wchan = t->wrow;
+      LLVMValueRef jj = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, 2 * quads), 1, "pair");
+      k_step(k, &ks, fc_cg_iadd(k, g0, jj), fc_cg_iadd(k, fc_cg_imulc(k, h, 128), fc_cg_imulc(k, jj, 4)));
+      fc_cg_loop_end(k, &lq);
+      fc_cg_if_end(k, cont);
+      if (!last) fc_cg_loop_end(k, &lh);
+    }
+  } else if (t->sext) {
     /* WIDEN: the tile's widened rows (widen_tile), one pair of k per step */
     ks.wp = a->wide;
     ks.wchan = t->wrow;
@@ -970,14 +1006,14 @@ static void plan_blocks(const FcKernel *k, FcConvI8 *t, bool amx, const FcConvI8
 }
 
 /* t's scratch: the Col build's (fc_conv_i8_cols_layout), then WIDEN's widened channel tile (mr rows of
- * NH·128 bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) at *wide_at; *end: the bytes in all.
- * false when a size overflows. */
+ * NH·128 bytes: 9 KiB for K = 1152 on 4 channels, 36 KiB at K = 4608) at *wide_at, and a chunked Col's
+ * flags; *end: the bytes in all. false when a size overflows. */
 static bool scratch_layout(FcConvI8 *t, int64_t *wide_at, int64_t *end) {
   int64_t wide_bytes = 0;
-  if (!fc_conv_i8_cols_layout(t, wide_at) || (t->sext && !fc_checked_mul(t->wrow, t->g.mr, &wide_bytes)) ||
-      wide_bytes > INT64_MAX - *wide_at)
+  if (!fc_conv_i8_cols_layout(t, wide_at) || ((t->sext || t->chunked) && !fc_checked_mul(t->wrow, t->g.mr, &wide_bytes)) ||
+      wide_bytes > INT64_MAX / 2 - *wide_at)
     return false;
-  *end = *wide_at + wide_bytes;
+  *end = *wide_at + wide_bytes + (t->chunked ? (t->NH + 1 + 63) / 64 * 64 : 0); /* a chunked Col's flags last */
   return true;
 }
 
@@ -996,15 +1032,40 @@ LLVMValueRef fc_conv_i8_block_narrow(FcKernel *k, const FcConv2 *c, LLVMValueRef
 /* The vector tiles of one block on t's dot, after building its Col: for each pixel panel every channel tile
  * (the panel's Col stays in L1 while the weights stream), except for WIDEN, which widens each channel tile
  * once (widen_tile) and runs every panel of the block against it: block -> channel tile -> panels. */
+static void vec_tiles(FcKernel *k, const FcConvI8 *t, VecBlock *a);
+
 static void vec_block(FcKernel *k, const FcConvI8 *t, VecBlock *a, LLVMValueRef xg, LLVMValueRef blk, LLVMValueRef p0) {
   LLVMBuilderRef b = k->b;
-  const FcConv2 *c = &t->c;
   fc_conv_i8_build_cols(k, t, xg, blk, p0, a->npix);
   a->cols = t->cols;
+  if (!t->chunked) {
+    vec_tiles(k, t, a);
+    return;
+  }
+  /* a chunked Col: plain quads on vpmaddubsw where no chunk is WIDEN, else its chunks in WIDEN's order */
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  FcConvI8 plain = *t;
+  plain.chunked = false;
+  plain.kg = 4;
+  plain.KG = (t->c.K + 3) / 4;
+  LLVMValueRef any = LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH)}, 1, "");
+  LLVMValueRef mixed = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, i8, any, ""), LLVMConstInt(i8, 0, 0), "");
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildNot(b, mixed, ""));
+  vec_tiles(k, &plain, a);
+  fc_cg_if_end(k, cont);
+  cont = fc_cg_if_begin(k, mixed);
+  vec_tiles(k, t, a);
+  fc_cg_if_end(k, cont);
+}
+
+/* The tiles of a block whose Col is built (see vec_block). */
+static void vec_tiles(FcKernel *k, const FcConvI8 *t, VecBlock *a) {
+  LLVMBuilderRef b = k->b;
+  const FcConv2 *c = &t->c;
   LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, t->nr - 1)), c64(k, t->nr), "");
   LLVMValueRef ctiles = c64(k, (c->Mg + t->g.mr - 1) / t->g.mr);
   FcLoop lp, lt;
-  if (t->sext) {
+  if (t->sext || t->chunked) {
     LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
     widen_tile(k, t, a, ct);
     LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
@@ -1032,8 +1093,12 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.direct = !t.pointwise && c->K <= DIRECT_MAX_K && c->OW >= 16;
   bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
   if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, fc_target_i8_amx_col_bytes(k->target)};
-  /* The dual kernel: vpmaddubsw could saturate on some activations the type admits, but not on 7-bit ones,
-   * so each block tests its bytes and runs the MADDUBS variant (t) or the exact WIDEN one (tw). */
+  /* The dual kernel: vpmaddubsw could saturate on some activations the type admits, but not on 7-bit ones.
+   * A block's Col is chunked (cg_conv_i8.h): vpmaddubsw on the chunks of 64 k whose bytes are all below 0x80,
+   * the exact WIDEN on the others. The direct build (no byte rows to test) and the pointwise one (x's planes
+   * interleaved in place: copying them into rows to test costs more than the few WIDEN blocks save, measured
+   * on MobileNetV2's 1x1 convs of K = 16..96) instead test the block's input and run the MADDUBS variant (t)
+   * or the WIDEN one (tw) on all of it. */
   bool dual = t.g.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&t.q);
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !dual && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   t.wide16 = !t.q.w8;
@@ -1042,6 +1107,12 @@ FcStatus fc_conv_i8(FcKernel *k) {
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv;
   int64_t blocks, outer, wbytes, wide_at, end, wide_at_w = 0, end_w = 0;
   plan_blocks(k, &t, amx, NULL, &blocks);
+  if (dual && !t.direct && !t.pointwise) {
+    t.chunked = true;
+    t.kg = 2;
+    t.KG = 32 * t.NH; /* the widest layout's sizes */
+    dual = false;
+  }
   FcConvI8 tw = t;
   if (dual) {
     tw.g.dot = FC_I8DOT_WIDEN;
@@ -1079,6 +1150,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   fc_conv_i8_cols_at(k, &tw, scr);
   LLVMValueRef wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at)}, 1, "wide");
   LLVMValueRef wide_w = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at_w)}, 1, "wide_w");
+  t.flags = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, end - (t.NH + 1 + 63) / 64 * 64)}, 1, "flags");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
   LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
