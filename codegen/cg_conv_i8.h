@@ -41,8 +41,8 @@ typedef struct FcConvI8 {
   LLVMValueRef tab_src;   /* direct: per k (KG·kg of them), its tap's offset in the phase planes */
   int64_t col_bytes, row_bytes, pad_bytes; /* the block's scratch (fc_conv_i8_cols_layout) */
   LLVMValueRef cols, rows, pad; /* where in it the Col, the byte rows and the planes lie (fc_conv_i8_cols_at) */
-  bool chunked;           /* the Col by chunks of 64 k, each in the layout its own bytes allow (the few-pixel
-                           * kernel's dual form): chunk h's slot of 32·PB·4 bytes at h·128·PB holds 16 quads
+  bool chunked;           /* the Col by chunks of 64 k, each in the layout its own bytes allow (the dual
+                           * kernels without VNNI, fc_qp_narrow_at_run_time): chunk h's slot of 32·PB·4 bytes at h·128·PB holds 16 quads
                            * where all its bytes are below 0x80 (flags[h] = 1: vpmaddubsw is exact on them),
                            * else 32 u16 pairs (WIDEN); flags[NH] = 1 where any chunk is WIDEN. Where none
                            * is, the Col is plain quads instead (Col[k/4][p][4], the fast path). Set kg = 2

@@ -26,11 +26,15 @@
  * m%16 .. +mr-1 of one 16-channel tile, 64 bytes apart; the k loop runs over the chunks and the real quads of
  * each (not the padding of the last), so its addresses are increments.
  * The dual kernel (AVX2 and AVX-512 without VNNI, where vpmaddubsw could saturate on activations the type
- * admits but not on 7-bit ones: fc_qp_narrow_at_run_time): each block first ORs the input bytes it reads
- * (fc_conv_i8_block_narrow) and, where all are below 0x80, runs the MADDUBS variant; otherwise the exact WIDEN
- * one. Both variants read the same weights and blocks (WIDEN's take MADDUBS's pixels) and lay out their Col
- * in the same scratch. PyTorch's x86 qconfig quantises activations to 7 bits for this very reason, so its
- * models' blocks mostly take vpmaddubsw; values beyond the calibrated range still get the exact path.
+ * admits but not on 7-bit ones: fc_qp_narrow_at_run_time). PyTorch's x86 qconfig quantises activations to 7
+ * bits for this very reason, but values beyond the calibrated range still reach 128..255 here and there, so
+ * the choice is made at run time, exactly: each block's byte rows are tested by chunks of 64 k (the chunked
+ * Col of cg_conv_i8.h): a block with no byte above 0x7f interleaves plain quads and runs vpmaddubsw in the
+ * MADDUBS order; one with such bytes lays out each chunk for its own dot and runs WIDEN's order (channel
+ * tiles widened once) with a k loop that takes each chunk with its dot, into the same accumulators. The
+ * direct and the pointwise builds, which have no byte rows, test the block's input rows instead
+ * (fc_conv_i8_block_narrow) and run a MADDUBS or a WIDEN variant of the whole kernel on the same blocks
+ * (WIDEN's take MADDUBS's pixels) in the same scratch.
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
  * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 pairs (2 k of a pixel
  * zero-extended, 4 bytes), and each channel tile's weights are sign-extended from the s8 packing ONCE per
@@ -827,9 +831,9 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
       if (quads == 0 || (!last && KQ < 16)) continue;
       FcLoop lh, lq;
       LLVMValueRef h = last ? c64(k, KQ / 16) : fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, KQ / 16), 1, "chunk");
-      LLVMValueRef narrow = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, LLVMInt8TypeInContext(k->ctx),
-                                          LLVMBuildGEP2(b, LLVMInt8TypeInContext(k->ctx), t->flags, &h, 1, ""), ""),
-                                          LLVMConstInt(LLVMInt8TypeInContext(k->ctx), 0, 0), "");
+      LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+      LLVMValueRef flag = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, t->flags, &h, 1, ""), "");
+      LLVMValueRef narrow = LLVMBuildICmp(b, LLVMIntNE, flag, LLVMConstInt(i8, 0, 0), "");
       LLVMValueRef g0 = fc_cg_imulc(k, h, 32);
       LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
       ks.dot = FC_I8DOT_MADDUBS;
@@ -1029,11 +1033,34 @@ LLVMValueRef fc_conv_i8_block_narrow(FcKernel *k, const FcConv2 *c, LLVMValueRef
                                c->H * c->W, fc_cg_imulc(k, fc_cg_smax(k, c64(k, 0), fc_cg_isub(k, ih1, ih0)), c->W));
 }
 
-/* The vector tiles of one block on t's dot, after building its Col: for each pixel panel every channel tile
- * (the panel's Col stays in L1 while the weights stream), except for WIDEN, which widens each channel tile
- * once (widen_tile) and runs every panel of the block against it: block -> channel tile -> panels. */
-static void vec_tiles(FcKernel *k, const FcConvI8 *t, VecBlock *a);
+/* The vector tiles of one block on t's dot, its Col built: for each pixel panel every channel tile (the
+ * panel's Col stays in L1 while the weights stream), except for WIDEN and a chunked Col (which has WIDEN
+ * chunks: vec_block), which widen each channel tile once (widen_tile) and run every panel of the block
+ * against it: block -> channel tile -> panels. */
+static void vec_tiles(FcKernel *k, const FcConvI8 *t, VecBlock *a) {
+  LLVMBuilderRef b = k->b;
+  const FcConv2 *c = &t->c;
+  LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, t->nr - 1)), c64(k, t->nr), "");
+  LLVMValueRef ctiles = c64(k, (c->Mg + t->g.mr - 1) / t->g.mr);
+  FcLoop lp, lt;
+  if (t->sext || t->chunked) {
+    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
+    widen_tile(k, t, a, ct);
+    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+    vec_tile(k, t, a, ct, fc_cg_imulc(k, pn, t->nr));
+    fc_cg_loop_end(k, &lp);
+    fc_cg_loop_end(k, &lt);
+  } else {
+    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
+    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
+    vec_tile(k, t, a, ct, fc_cg_imulc(k, pn, t->nr));
+    fc_cg_loop_end(k, &lt);
+    fc_cg_loop_end(k, &lp);
+  }
+}
 
+/* One block on t's dot: its Col, then its tiles (vec_tiles); a chunked Col whose chunks are all quads runs
+ * as plain quads. */
 static void vec_block(FcKernel *k, const FcConvI8 *t, VecBlock *a, LLVMValueRef xg, LLVMValueRef blk, LLVMValueRef p0) {
   LLVMBuilderRef b = k->b;
   fc_conv_i8_build_cols(k, t, xg, blk, p0, a->npix);
@@ -1056,29 +1083,6 @@ static void vec_block(FcKernel *k, const FcConvI8 *t, VecBlock *a, LLVMValueRef 
   cont = fc_cg_if_begin(k, mixed);
   vec_tiles(k, t, a);
   fc_cg_if_end(k, cont);
-}
-
-/* The tiles of a block whose Col is built (see vec_block). */
-static void vec_tiles(FcKernel *k, const FcConvI8 *t, VecBlock *a) {
-  LLVMBuilderRef b = k->b;
-  const FcConv2 *c = &t->c;
-  LLVMValueRef panels = LLVMBuildSDiv(b, fc_cg_iadd(k, a->npix, c64(k, t->nr - 1)), c64(k, t->nr), "");
-  LLVMValueRef ctiles = c64(k, (c->Mg + t->g.mr - 1) / t->g.mr);
-  FcLoop lp, lt;
-  if (t->sext || t->chunked) {
-    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
-    widen_tile(k, t, a, ct);
-    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
-    vec_tile(k, t, a, ct, fc_cg_imulc(k, pn, t->nr));
-    fc_cg_loop_end(k, &lp);
-    fc_cg_loop_end(k, &lt);
-  } else {
-    LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), panels, 1, "panel");
-    LLVMValueRef ct = fc_cg_loop_begin(k, &lt, c64(k, 0), ctiles, 1, "ctile");
-    vec_tile(k, t, a, ct, fc_cg_imulc(k, pn, t->nr));
-    fc_cg_loop_end(k, &lt);
-    fc_cg_loop_end(k, &lp);
-  }
 }
 
 FcStatus fc_conv_i8(FcKernel *k) {

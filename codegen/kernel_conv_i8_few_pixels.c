@@ -23,10 +23,10 @@
  * Dots: vpdpbusd; vpmaddubsw + vpmaddwd where no weight pair can saturate it; else WIDEN: Col as u16 pairs
  * (kg = 2), the task's panel sign-extended once into its scratch as i16 pairs ([pair][16·U channels][2 × i16])
  * and one vpmaddwd per pixel and vector. Where 7-bit activations would make vpmaddubsw exact, both (the dual
- * form, as in kernel_conv_i8.c, but finer: real activations exceed 127 in a few channels only): the Col is
- * built by chunks of 64 k, each as quads for vpmaddubsw where all its bytes are below 0x80, else as u16 pairs
- * (cg_conv_i8.h's chunked Col), and a tile's k loop takes each chunk with its dot, into the same i32
- * accumulators. All of them accumulate exactly in i32 the products the pixel kernel
+ * form of kernel_conv_i8.c: real activations exceed 127 in a few channels only): the Col is built by chunks
+ * of 64 k, each as quads for vpmaddubsw where all its bytes are below 0x80, else as u16 pairs (cg_conv_i8.h's
+ * chunked Col; plain quads where no chunk needs pairs), and a tile's k loop takes each chunk with its dot,
+ * into the same i32 accumulators. All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
  * lanes, so the results are bit-identical. Weights outside s8 (an asymmetric weight zero point) stay on the
  * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
