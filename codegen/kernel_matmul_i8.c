@@ -22,8 +22,11 @@
  * The dot step per target:
  *   VNNI:     vpdpbusd (AVX512-VNNI 512-bit, AVX-VNNI 256-bit), exact.
  *   MADDUBS:  vpmaddubsw (pair sums saturate at i16) then vpmaddwd by ones. B is known here, so this is
- *             chosen only when no pair of it can saturate (fc_qp_pairs_exact: every |b| <= 64 is enough,
- *             2·255·64 = 32640; a narrowed A range admits more).
+ *             chosen when no pair of it can saturate (fc_qp_pairs_exact: every |b| <= 64 is enough,
+ *             2·255·64 = 32640; a narrowed A range admits more), and otherwise at run time (the dual kernel,
+ *             fc_qp_narrow_at_run_time): a row tile whose A bytes are all below 0x80 cannot saturate it
+ *             whatever B (2·127·128 = 32512), so each tests its rows and takes MADDUBS, or WIDEN on two
+ *             half-height tiles.
  *   WIDEN:    exact for any s8 B, from the same bytes: a vector of w/2 columns' quads (2w bytes) is sign-
  *             extended to i16 (vpmovsxbw), A's 4 bytes are zero-extended to 4 u16 and broadcast as 64 bits
  *             (vpbroadcastd + vpmovzxbw), and one vpmaddwd gives per column two i32 partial sums in adjacent
@@ -214,6 +217,122 @@ static int8_t *pack_b(const I8Tile *t, const FcQuantProduct *q, bool quant, int6
   return pk;
 }
 
+/* What every tile of the kernel shares. */
+typedef struct I8Mm {
+  int64_t K, N, M, units, bytes, npad; /* units: unit panels of the s8 packing; bytes: the B part; npad: N padded */
+  bool quant;
+  const FcQuantProduct *q;
+  LLVMValueRef bp, ctile;
+  LLVMTypeRef et;
+} I8Mm;
+
+/* The configuration t's dot asks for (t->g set): the packing's view, the B vectors a step and their bytes. */
+static void plan_tile(I8Tile *t, bool wide16) {
+  t->wide16 = wide16;
+  t->sext = t->g.dot == FC_I8DOT_WIDEN && !t->wide16;
+  /* WIDEN's accumulators hold half a column each: half the rows keep the register count */
+  if (t->sext && t->g.mr > 1) t->g.mr /= 2;
+  t->kg = t->wide16 ? 2 : 4;
+  t->nb = t->sext ? 2 * t->g.nv : t->g.nv;
+  t->cb = t->sext ? 2 * t->g.lanes : 4 * t->g.lanes;
+  t->kstride = t->wide16 ? (int64_t)t->g.nv * t->g.lanes * 4 : 64;
+}
+
+/* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped) against
+ * the columns of panel qp (nr = nv·lanes of them), over the whole K, then requantised (or not) and stored. */
+static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef m0, LLVMValueRef qp) {
+  LLVMBuilderRef bld = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  const FcQuantProduct *q = m->q;
+  int64_t K = m->K;
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv, nr = nv * w;
+  int64_t KG = (K + t->kg - 1) / t->kg;
+  LLVMValueRef n0 = fc_cg_imulc(k, qp, nr);
+  LLVMValueRef arow[16];
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef row = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, m->M - 1));
+    LLVMValueRef off = fc_cg_imulc(k, row, K);
+    arow[i] = LLVMBuildGEP2(bld, i8, k->in[0], &off, 1, "");
+  }
+  /* each B vector's first byte: its columns' panel (a unit panel clamped to the last one) and row offset */
+  LLVMValueRef bvec[8];
+  for (int c = 0; c < t->nb; c++) {
+    int64_t cw = t->cb / 4, col = (int64_t)c * cw; /* columns per vector, first column within the tile */
+    LLVMValueRef off;
+    if (t->wide16) {
+      off = fc_cg_iadd(k, fc_cg_imulc(k, qp, KG * nr * 4), c64(k, col * 4));
+    } else {
+      LLVMValueRef u = fc_cg_smin(k, fc_cg_iadd(k, fc_cg_imulc(k, qp, nr / 16), c64(k, col / 16)), c64(k, m->units - 1));
+      off = fc_cg_iadd(k, fc_cg_imulc(k, u, fc_i8_panel_groups(K) * 64), c64(k, col % 16 * 4));
+    }
+    bvec[c] = LLVMBuildGEP2(bld, i8, m->bp, &off, 1, "");
+  }
+  for (int i = 0; i < mr * t->nb; i++) LLVMBuildStore(bld, LLVMConstNull(t->vi), acc_at(k, t, i));
+
+  LLVMValueRef a32[16];
+  FcLoop lk;
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / t->kg), 1, "kg");
+  LLVMValueRef koff = fc_cg_imulc(k, g, t->kg);
+  LLVMTypeRef v2i8 = LLVMVectorType(i8, 2), v2i16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2);
+  LLVMValueRef flip = t->wide16 ? fc_cg_splat_const(v2i8, LLVMConstInt(i8, 0x80, 0)) : LLVMConstInt(i32, 0x80808080u, 0);
+  for (int i = 0; i < mr; i++) {
+    a32[i] = LLVMBuildLoad2(bld, t->wide16 ? v2i8 : i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
+    LLVMSetAlignment(a32[i], 1);
+    if (q->flip) a32[i] = LLVMBuildXor(bld, a32[i], flip, "");
+    if (t->wide16) a32[i] = LLVMBuildBitCast(bld, LLVMBuildZExt(bld, a32[i], v2i16, ""), i32, "");
+  }
+  tile_step(k, t, a32, bvec, fc_cg_imulc(k, g, t->kstride));
+  fc_cg_loop_end(k, &lk);
+  if (K % t->kg) {
+    /* The last group's bytes one by one (the row may end there), zero-extended to 32 / kg bits each; B is
+     * zero past K. */
+    for (int i = 0; i < mr; i++) {
+      a32[i] = LLVMConstInt(i32, 0, 0);
+      for (int64_t b = 0; b < K % t->kg; b++) {
+        LLVMValueRef off = c64(k, K / t->kg * t->kg + b);
+        LLVMValueRef p = LLVMBuildGEP2(bld, i8, arow[i], &off, 1, "");
+        LLVMValueRef byte = LLVMBuildLoad2(bld, i8, p, "");
+        if (q->flip) byte = LLVMBuildXor(bld, byte, LLVMConstInt(i8, 0x80, 0), "");
+        LLVMValueRef sh = LLVMConstInt(i32, (unsigned)(32 / t->kg * b), 0);
+        a32[i] = LLVMBuildOr(bld, a32[i], LLVMBuildShl(bld, LLVMBuildZExt(bld, byte, i32, ""), sh, ""), "");
+      }
+    }
+    tile_step(k, t, a32, bvec, c64(k, K / t->kg * t->kstride));
+  }
+
+  /* The finished vectors (WIDEN: the lane pairs of two accumulators added), requantised (corrections and
+   * multipliers of the vector's columns, clamped into the tables for a dropped vector past them) or as
+   * they are. */
+  LLVMValueRef outv[64];
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef corr = NULL, mult = NULL;
+    if (m->quant) {
+      LLVMValueRef col = fc_cg_smin(k, fc_cg_iadd(k, n0, c64(k, v * w)), c64(k, m->npad - w));
+      LLVMValueRef co = fc_cg_iadd(k, c64(k, m->bytes), fc_cg_imulc(k, col, 4));
+      LLVMValueRef mo = fc_cg_iadd(k, co, c64(k, 4 * m->npad));
+      corr = LLVMBuildLoad2(bld, t->vi, LLVMBuildGEP2(bld, i8, m->bp, &co, 1, ""), "");
+      mult = LLVMBuildLoad2(bld, LLVMVectorType(f32, (unsigned)w), LLVMBuildGEP2(bld, i8, m->bp, &mo, 1, ""), "");
+      LLVMSetAlignment(corr, 4);
+      LLVMSetAlignment(mult, 4);
+    }
+    for (int i = 0; i < mr; i++) {
+      LLVMValueRef a;
+      if (t->sext)
+        a = fc_i8_pair_sums(k, w, LLVMBuildLoad2(bld, t->vi, acc_at(k, t, i * t->nb + 2 * v), ""),
+                            LLVMBuildLoad2(bld, t->vi, acc_at(k, t, i * t->nb + 2 * v + 1), ""));
+      else
+        a = LLVMBuildLoad2(bld, t->vi, acc_at(k, t, i * t->nb + v), "");
+      outv[i * nv + v] = m->quant ? fc_qp_finish(k, q, a, corr, mult) : a;
+    }
+  }
+
+  /* Full tiles store their vectors; edge tiles go through a stack tile and copy the valid part. */
+  LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, m->M), m0));
+  LLVMValueRef cols = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, m->N), n0));
+  fc_qp_store_tile(k, m->et, outv, mr, nv, w, m->ctile, c64(k, 0), m0, rows, m->N, n0, cols);
+}
+
 FcStatus fc_matmul_i8(FcKernel *k) {
   const FcOp *op = k->op;
   const FcType *bt = &op->operands[1].value->type, *rt = &op->results[0].type;
@@ -230,126 +349,60 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   }
   I8Tile t = {0};
   fc_target_i8_gemm(k->target, &t.g);
-  if (!q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !fc_qp_pairs_exact(&q))) t.g.dot = FC_I8DOT_WIDEN;
-  t.wide16 = !q.w8;
-  t.sext = t.g.dot == FC_I8DOT_WIDEN && !t.wide16;
-  /* WIDEN's accumulators hold half a column each: half the rows keep the register count */
-  if (t.sext && t.g.mr > 1) t.g.mr /= 2;
+  /* The dual kernel (kernel_conv_i8.c's): where vpmaddubsw could saturate only on activations above 127,
+   * each row tile tests its rows of A and runs vpmaddubsw (t) or the exact WIDEN on two half-height tiles
+   * (tw), which keep WIDEN's register count. */
+  bool dual = t.g.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&q);
+  if (!q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !dual && !fc_qp_pairs_exact(&q))) t.g.dot = FC_I8DOT_WIDEN;
+  plan_tile(&t, !q.w8);
+  I8Tile tw = t;
+  tw.g.dot = FC_I8DOT_WIDEN;
+  plan_tile(&tw, false);
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv, nr = nv * w;
   FC_ASSERT(t.wide16 || nr % 16 == 0);
-  t.kg = t.wide16 ? 2 : 4;
-  t.nb = t.sext ? 2 * nv : nv;
-  t.cb = t.sext ? 2 * w : 4 * w;
-  int64_t KG = (K + t.kg - 1) / t.kg, panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr;
-  int64_t units = (N + 15) / 16; /* unit panels of the s8 packing */
-  t.kstride = t.wide16 ? (int64_t)nr * 4 : 64;
-  int64_t bytes, npad, total;
-  int8_t *pk = pack_b(&t, &q, quant, K, N, &bytes, &npad, &total);
+  int64_t panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr;
+  I8Mm m = {.K = K, .N = N, .M = M, .units = (N + 15) / 16, .quant = quant, .q = &q};
+  int64_t total;
+  int8_t *pk = pack_b(&t, &q, quant, K, N, &m.bytes, &m.npad, &total);
   if (!pk) {
     fc_qp_free(&q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
   }
-  LLVMValueRef bp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)total, "packed_b_i8"));
+  m.bp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)total, "packed_b_i8"));
   free(pk);
   fc_kernel_set_outer(k, panels * mtiles, 2.0 * mr * nr * (double)K);
 
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  t.vi = LLVMVectorType(i32, (unsigned)w);
-  t.acc = fc_cg_tile_new(k, t.vi, mr * t.nb, "acc");
+  t.vi = tw.vi = LLVMVectorType(i32, (unsigned)w);
+  t.acc = tw.acc = fc_cg_tile_new(k, t.vi, mr * t.nb, "acc"); /* WIDEN: half the rows, twice the vectors */
   /* the result's element: i32 (plain), the storage byte (requantised) or f32 */
   FcDtype odt = quant ? q.out : FC_DT_I32;
-  LLVMTypeRef et = odt == FC_DT_I32 ? i32 : odt == FC_DT_F32 ? f32 : i8;
-  LLVMValueRef ctile = fc_cg_tile_new(k, et, (int64_t)mr * nr, "edge");
+  m.et = odt == FC_DT_I32 ? i32 : odt == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
+  m.ctile = fc_cg_tile_new(k, m.et, (int64_t)mr * nr, "edge");
 
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "tile");
   LLVMValueRef qp = LLVMBuildSDiv(bld, it, c64(k, mtiles), ""), mt = LLVMBuildSRem(bld, it, c64(k, mtiles), "");
-  LLVMValueRef m0 = fc_cg_imulc(k, mt, mr), n0 = fc_cg_imulc(k, qp, nr);
-  LLVMValueRef arow[16];
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef row = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, M - 1));
-    LLVMValueRef off = fc_cg_imulc(k, row, K);
-    arow[i] = LLVMBuildGEP2(bld, i8, k->in[0], &off, 1, "");
-  }
-  /* each B vector's first byte: its columns' panel (a unit panel clamped to the last one) and row offset */
-  LLVMValueRef bvec[8];
-  for (int c = 0; c < t.nb; c++) {
-    int64_t cw = t.cb / 4, col = (int64_t)c * cw; /* columns per vector, first column within the tile */
-    LLVMValueRef off;
-    if (t.wide16) {
-      off = fc_cg_iadd(k, fc_cg_imulc(k, qp, KG * nr * 4), c64(k, col * 4));
-    } else {
-      LLVMValueRef u = fc_cg_smin(k, fc_cg_iadd(k, fc_cg_imulc(k, qp, nr / 16), c64(k, col / 16)), c64(k, units - 1));
-      off = fc_cg_iadd(k, fc_cg_imulc(k, u, fc_i8_panel_groups(K) * 64), c64(k, col % 16 * 4));
+  LLVMValueRef m0 = fc_cg_imulc(k, mt, mr);
+  if (dual) {
+    LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, M), m0)), off = fc_cg_imulc(k, m0, K);
+    LLVMValueRef narrow = fc_i8_runs_below_0x80(k, LLVMBuildGEP2(bld, i8, k->in[0], &off, 1, ""), rows, K, c64(k, K));
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
+    emit_tile(k, &m, &t, m0, qp);
+    fc_cg_if_end(k, cont);
+    cont = fc_cg_if_begin(k, LLVMBuildNot(bld, narrow, ""));
+    for (int64_t h = 0; h < mr; h += tw.g.mr) {
+      LLVMValueRef r0 = fc_cg_iadd(k, m0, c64(k, h));
+      LLVMBasicBlockRef in = fc_cg_if_begin(k, LLVMBuildICmp(bld, LLVMIntSLT, r0, c64(k, M), ""));
+      emit_tile(k, &m, &tw, r0, qp);
+      fc_cg_if_end(k, in);
     }
-    bvec[c] = LLVMBuildGEP2(bld, i8, bp, &off, 1, "");
+    fc_cg_if_end(k, cont);
+  } else {
+    emit_tile(k, &m, &t, m0, qp);
   }
-  for (int i = 0; i < mr * t.nb; i++) LLVMBuildStore(bld, LLVMConstNull(t.vi), acc_at(k, &t, i));
-
-  LLVMValueRef a32[16];
-  FcLoop lk;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / t.kg), 1, "kg");
-  LLVMValueRef koff = fc_cg_imulc(k, g, t.kg);
-  LLVMTypeRef v2i8 = LLVMVectorType(i8, 2), v2i16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2);
-  LLVMValueRef flip = t.wide16 ? fc_cg_splat_const(v2i8, LLVMConstInt(i8, 0x80, 0)) : LLVMConstInt(i32, 0x80808080u, 0);
-  for (int i = 0; i < mr; i++) {
-    a32[i] = LLVMBuildLoad2(bld, t.wide16 ? v2i8 : i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
-    LLVMSetAlignment(a32[i], 1);
-    if (q.flip) a32[i] = LLVMBuildXor(bld, a32[i], flip, "");
-    if (t.wide16) a32[i] = LLVMBuildBitCast(bld, LLVMBuildZExt(bld, a32[i], v2i16, ""), i32, "");
-  }
-  tile_step(k, &t, a32, bvec, fc_cg_imulc(k, g, t.kstride));
-  fc_cg_loop_end(k, &lk);
-  if (K % t.kg) {
-    /* The last group's bytes one by one (the row may end there), zero-extended to 32 / kg bits each; B is
-     * zero past K. */
-    for (int i = 0; i < mr; i++) {
-      a32[i] = LLVMConstInt(i32, 0, 0);
-      for (int64_t b = 0; b < K % t.kg; b++) {
-        LLVMValueRef off = c64(k, K / t.kg * t.kg + b);
-        LLVMValueRef p = LLVMBuildGEP2(bld, i8, arow[i], &off, 1, "");
-        LLVMValueRef byte = LLVMBuildLoad2(bld, i8, p, "");
-        if (q.flip) byte = LLVMBuildXor(bld, byte, LLVMConstInt(i8, 0x80, 0), "");
-        LLVMValueRef sh = LLVMConstInt(i32, (unsigned)(32 / t.kg * b), 0);
-        a32[i] = LLVMBuildOr(bld, a32[i], LLVMBuildShl(bld, LLVMBuildZExt(bld, byte, i32, ""), sh, ""), "");
-      }
-    }
-    tile_step(k, &t, a32, bvec, c64(k, K / t.kg * t.kstride));
-  }
-
-  /* The finished vectors (WIDEN: the lane pairs of two accumulators added), requantised (corrections and
-   * multipliers of the vector's columns, clamped into the tables for a dropped vector past them) or as
-   * they are. */
-  LLVMValueRef outv[64];
-  for (int v = 0; v < nv; v++) {
-    LLVMValueRef corr = NULL, mult = NULL;
-    if (quant) {
-      LLVMValueRef col = fc_cg_smin(k, fc_cg_iadd(k, n0, c64(k, v * w)), c64(k, npad - w));
-      LLVMValueRef co = fc_cg_iadd(k, c64(k, bytes), fc_cg_imulc(k, col, 4));
-      LLVMValueRef mo = fc_cg_iadd(k, co, c64(k, 4 * npad));
-      corr = LLVMBuildLoad2(bld, t.vi, LLVMBuildGEP2(bld, i8, bp, &co, 1, ""), "");
-      mult = LLVMBuildLoad2(bld, LLVMVectorType(f32, (unsigned)w), LLVMBuildGEP2(bld, i8, bp, &mo, 1, ""), "");
-      LLVMSetAlignment(corr, 4);
-      LLVMSetAlignment(mult, 4);
-    }
-    for (int i = 0; i < mr; i++) {
-      LLVMValueRef a;
-      if (t.sext)
-        a = fc_i8_pair_sums(k, w, LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * t.nb + 2 * v), ""),
-                            LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * t.nb + 2 * v + 1), ""));
-      else
-        a = LLVMBuildLoad2(bld, t.vi, acc_at(k, &t, i * t.nb + v), "");
-      outv[i * nv + v] = quant ? fc_qp_finish(k, &q, a, corr, mult) : a;
-    }
-  }
-  fc_qp_free(&q);
-
-  /* Full tiles store their vectors; edge tiles go through a stack tile and copy the valid part. */
-  LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, M), m0));
-  LLVMValueRef cols = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, N), n0));
-  fc_qp_store_tile(k, et, outv, mr, nv, w, ctile, c64(k, 0), m0, rows, N, n0, cols);
   fc_cg_loop_end(k, &lo);
+  fc_qp_free(&q);
   return FC_OK;
 }

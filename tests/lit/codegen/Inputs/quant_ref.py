@@ -179,9 +179,14 @@ def conv_case(label, xshape, xq, wshape, wq, yq, group=1, strides=None, dil=None
     run(label, text, x, want)
 
 
-def matmul_case(label, ashape, aq, bshape, bq, yq, bias=False, blo=None, bhi=None):
-    a = rand(aq.st, ashape, aq.qmin, aq.qmax)
+def matmul_case(label, ashape, aq, bshape, bq, yq, bias=False, blo=None, bhi=None, ahi=None, afn=None, bfn=None):
+    """ahi, afn, bfn: as conv_case's xhi, xfn, wfn."""
+    a = rand(aq.st, ashape, aq.qmin, aq.qmax if ahi is None else ahi)
     bw = rand(bq.st, bshape, blo, bhi)
+    if afn:
+        a = afn(a)
+    if bfn:
+        bw = bfn(bw)
     K, N = bshape
     bb = rng.integers(-3000, 3000, size=N).astype(np.int32) if bias else None
     zb = np.array(bq.zps, dtype=np.int64).reshape(1, -1) if bq.axis >= 0 else bq.zps[0]
