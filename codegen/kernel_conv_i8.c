@@ -1151,10 +1151,13 @@ FcStatus fc_conv_i8(FcKernel *k) {
   /* the variants' scratch layouts overlay each other: a block uses one of them */
   LLVMValueRef scr = fc_kernel_scratch(k, end > end_w ? end : end_w), cols = scr;
   fc_conv_i8_cols_at(k, &t, scr);
-  fc_conv_i8_cols_at(k, &tw, scr);
-  LLVMValueRef wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at)}, 1, "wide");
-  LLVMValueRef wide_w = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at_w)}, 1, "wide_w");
-  t.flags = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, end - (t.NH + 1 + 63) / 64 * 64)}, 1, "flags");
+  LLVMValueRef wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at)}, 1, "wide"), wide_w = NULL;
+  if (dual) {
+    fc_conv_i8_cols_at(k, &tw, scr);
+    wide_w = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at_w)}, 1, "wide_w");
+  }
+  if (t.chunked) /* scratch_layout put its flags last */
+    t.flags = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, end - (t.NH + 1 + 63) / 64 * 64)}, 1, "flags");
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
   LLVMValueRef acc = fc_cg_tile_new(k, vi, mr * nv, "acc");
   LLVMTypeRef et = t.q.out == FC_DT_F32 ? f32 : i8;
