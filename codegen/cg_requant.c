@@ -6,6 +6,7 @@
  * The emitted part is a handful of vector instructions applied to an accumulator vector just before it is
  * stored, so no i32 tensor is ever written to memory.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -84,6 +85,8 @@ FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQ
     q->mult[c] = yq ? (float)(sx * sw / yq->scales[0]) : (float)(sx * sw);
   }
   free(wsum);
+  q->mult_finite = true;
+  for (int64_t c = 0; c < channels; c++) q->mult_finite &= isfinite(q->mult[c]) != 0;
   if (yq) {
     q->out = yq->storage;
     q->zy = (int32_t)yq->zero_points[0];
@@ -173,6 +176,16 @@ LLVMValueRef fc_i8_runs_below_0x80(FcKernel *k, LLVMValueRef base, LLVMValueRef 
   return LLVMBuildICmp(b, LLVMIntULT, all, LLVMConstInt(i8, 0x80, 0), "narrow");
 }
 
+/* f32 v rounded to nearest even as i32 (type ty, v's shape) by llvm.lrint: one vcvtps2dq on x86 in the default
+ * rounding mode, which the runtime never changes. */
+static LLVMValueRef round_to_i32(FcKernel *k, LLVMValueRef v, LLVMTypeRef ty) {
+  unsigned id = LLVMLookupIntrinsicID("llvm.lrint", 10);
+  FC_ASSERT(id != 0);
+  LLVMTypeRef over[2] = {ty, LLVMTypeOf(v)};
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
+  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, &v, 1, "");
+}
+
 LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc, LLVMValueRef corr,
                           LLVMValueRef mult) {
   LLVMBuilderRef b = k->b;
@@ -190,14 +203,96 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
   v = fc_cg_intrinsic(k, "llvm.maxnum", fty, lo, 2);
   LLVMValueRef hi[2] = {v, fc_cg_splat_const(fty, LLVMConstReal(f32, q->hi))};
   v = fc_cg_intrinsic(k, "llvm.minnum", fty, hi, 2);
-  unsigned id = LLVMLookupIntrinsicID("llvm.lrint", 10);
-  FC_ASSERT(id != 0);
-  LLVMTypeRef over[2] = {ty, fty};
-  LLVMValueRef iv = LLVMBuildCall2(b, LLVMIntrinsicGetType(k->ctx, id, over, 2),
-                                   LLVMGetIntrinsicDeclaration(k->mod, id, over, 2), &v, 1, "");
+  LLVMValueRef iv = round_to_i32(k, v, ty);
   iv = LLVMBuildAdd(b, iv, fc_cg_splat_const(ty, LLVMConstInt(i32, (unsigned long long)(int64_t)q->zy, 1)), "");
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   return LLVMBuildTrunc(b, iv, vec ? LLVMVectorType(i8, n) : i8, "");
+}
+
+/* The vectors v[0 .. n) of one type, one after the other in one vector (n a power of two). */
+static LLVMValueRef concat(FcKernel *k, LLVMValueRef *v, int n) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
+  for (; n > 1; n /= 2)
+    for (int i = 0; i < n / 2; i++) {
+      unsigned len = LLVMGetVectorSize(LLVMTypeOf(v[2 * i]));
+      LLVMValueRef idx[128];
+      FC_ASSERT(2 * len <= 128);
+      for (unsigned j = 0; j < 2 * len; j++) idx[j] = LLVMConstInt(i32, j, 0);
+      v[i] = LLVMBuildShuffleVector(k->b, v[2 * i], v[2 * i + 1], LLVMConstVector(idx, 2 * len), "");
+    }
+  return v[0];
+}
+
+/* Why the packs give fc_qp_finish's bytes exactly: at most hi after the min, the rounded value plus zy is at
+ * most qmax and passes the packs unchanged; at least lo it is exact too. Below lo, vcvtps2dq's value (or its
+ * 0x80000000 for a product beyond i32) stays below qmin through the saturating packs (i16, then the 8-bit
+ * type), so the byte max with qmin (where qmin is above the type's least value) gives what clamping first
+ * gave. The max with lo in f32 was also what turned a NaN into lo; a finite multiplier never makes a NaN
+ * from an i32 (an infinite product is clamped by the min, or packs to qmin). */
+LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, int n,
+                                 const LLVMValueRef *corr, const LLVMValueRef *mult) {
+  LLVMTypeRef ty = LLVMTypeOf(acc[0]);
+  int w = LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? (int)LLVMGetVectorSize(ty) : 1;
+  int g = n % 4 == 0 ? 4 : 2; /* vectors packed together */
+  bool shape = n >= 2 && n <= 16 && n % 2 == 0 && ((n / g) & (n / g - 1)) == 0;
+  if (q->out == FC_DT_F32 || !q->mult_finite || !shape || w != fc_target_i8_pack_lanes(k->target)) return NULL;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMTypeRef vf = LLVMVectorType(f32, (unsigned)w), vw = LLVMVectorType(i16, 2 * (unsigned)w);
+  LLVMTypeRef vb = LLVMVectorType(i8, 4 * (unsigned)w), vd = LLVMVectorType(i32, (unsigned)w);
+  bool u8 = q->out == FC_DT_U8, wide = w == 16;
+  const char *pack_w = wide ? "llvm.x86.avx512.packssdw.512" : "llvm.x86.avx2.packssdw";
+  const char *pack_b = u8 ? (wide ? "llvm.x86.avx512.packuswb.512" : "llvm.x86.avx2.packuswb")
+                          : (wide ? "llvm.x86.avx512.packsswb.512" : "llvm.x86.avx2.packsswb");
+  LLVMValueRef hi = fc_cg_splat_const(vf, LLVMConstReal(f32, q->hi));
+  int32_t qmin = q->lo + q->zy;
+  /* 128-bit lane l of the packed bytes holds dword l of each of its g vectors (dword: 4 results) */
+  int parts = w / 4, words = g * parts;
+  LLVMValueRef idx[64];
+  for (int d = 0; d < words; d++) idx[d] = LLVMConstInt(i32, (unsigned long long)(4 * (d % parts) + d / parts), 0);
+  LLVMValueRef groups[8];
+  for (int s = 0; s < n / g; s++) {
+    LLVMValueRef r[4];
+    for (int v = 0; v < g; v++) {
+      int i = s * g + v;
+      LLVMValueRef a = LLVMBuildAdd(b, acc[i], corr[i], "");
+      LLVMValueRef f = LLVMBuildFMul(b, LLVMBuildSIToFP(b, a, vf, ""), mult[i], "");
+      LLVMValueRef mn[2] = {f, hi};
+      f = fc_cg_intrinsic(k, "llvm.minnum", vf, mn, 2);
+      r[v] = round_to_i32(k, f, ty);
+    }
+    LLVMValueRef h[2];
+    for (int j = 0; j < 2; j++) {
+      LLVMValueRef args[2] = {r[g == 4 ? 2 * j : 0], r[g == 4 ? 2 * j + 1 : 1]};
+      h[j] = j == 0 || g == 4 ? fc_cg_intrinsic(k, pack_w, NULL, args, 2) : h[0];
+      if (q->zy && (j == 0 || g == 4)) {
+        LLVMValueRef za[2] = {h[j], fc_cg_splat_const(vw, LLVMConstInt(i16, (unsigned long long)(int64_t)q->zy, 1))};
+        h[j] = fc_cg_intrinsic(k, "llvm.sadd.sat", vw, za, 2);
+      }
+    }
+    LLVMValueRef y = fc_cg_intrinsic(k, pack_b, NULL, h, 2);
+    if (qmin > (u8 ? 0 : -128)) {
+      LLVMValueRef mx[2] = {y, fc_cg_splat_const(vb, LLVMConstInt(i8, (unsigned long long)(int64_t)qmin, 1))};
+      y = fc_cg_intrinsic(k, u8 ? "llvm.umax" : "llvm.smax", vb, mx, 2);
+    }
+    y = LLVMBuildShuffleVector(b, LLVMBuildBitCast(b, y, vd, ""), LLVMGetPoison(vd),
+                               LLVMConstVector(idx, (unsigned)words), "");
+    groups[s] = LLVMBuildBitCast(b, y, LLVMVectorType(i8, (unsigned)(g * w)), "");
+  }
+  return concat(k, groups, n / g);
+}
+
+int fc_qp_finish_tile(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, int mr, int nv,
+                      const LLVMValueRef *corr, const LLVMValueRef *mult, LLVMValueRef *out) {
+  int per_row = nv;
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef row = fc_qp_finish_packed(k, q, acc + i * nv, nv, corr + i * nv, mult + i * nv);
+    per_row = row ? 1 : nv;
+    if (row) out[i] = row;
+    for (int v = 0, j = i * nv; v < nv && !row; v++, j++) out[j] = fc_qp_finish(k, q, acc[j], corr[j], mult[j]);
+  }
+  return per_row;
 }
 
 /* shufflevector of a and b (equal types) with the constant mask idx[0 .. n) */

@@ -34,6 +34,7 @@ typedef struct FcQuantProduct {
   int32_t *corr;        /* b[c] - zx · Σ_k w'[c, k], wrapped to i32 */
   int32_t *bias;        /* b[c] alone (0 without a bias): for kernels that subtract zx from x themselves */
   float *mult;          /* m[c] (quantised result) or sx · sw[c] (f32 result) */
+  bool mult_finite;     /* every m[c] is finite (fc_qp_finish_packed's condition) */
   /* result */
   FcDtype out;          /* U8, I8 (requantised) or F32 */
   int32_t zy, lo, hi;   /* requantised: zero point and the clamp bounds of rne(·) before adding zy */
@@ -79,6 +80,23 @@ LLVMValueRef fc_i8_runs_below_0x80(FcKernel *k, LLVMValueRef base, LLVMValueRef 
  * of the same shape. Returns the result values, <n x i8> for U8/I8 (the storage bits) or <n x float>. */
 LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc, LLVMValueRef corr,
                           LLVMValueRef mult);
+
+/* fc_qp_finish of n vectors acc[0 .. n) of <w x i32> (vector v with corr[v] and mult[v]), returned as one
+ * <n·w x i8> vector in their order, for whole output rows: where the target packs i32 vectors of w lanes
+ * (fc_target_i8_pack_lanes), the result has 8 bits, every multiplier is finite and n is 2, 4, 8 or 16. Per
+ * vector the f32 product, its min with hi and vcvtps2dq; then 4 vectors (2 where n is 2) are narrowed
+ * together by the saturating packs and one vpermd restores their order, where each on its own takes a
+ * truncation (vpmovdb: 2 instructions per 16 results on AVX-512; 4 per 8 on AVX2) and a max. NULL where it
+ * does not apply; the caller then finishes vector by vector. */
+LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, int n,
+                                 const LLVMValueRef *corr, const LLVMValueRef *mult);
+
+/* A register tile of mr rows x nv vectors requantised for fc_qp_store_tile: vector (i, v) is acc[i·nv + v]
+ * with corr[i·nv + v] and mult[i·nv + v]. Each row packed into one vector where
+ * fc_qp_finish_packed applies (out[i]; returns 1), else vector by vector (out[i·nv + v]; returns nv): the
+ * vectors per row to store. */
+int fc_qp_finish_tile(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, int mr, int nv,
+                      const LLVMValueRef *corr, const LLVMValueRef *mult, LLVMValueRef *out);
 
 /* kernel_matmul_i8.c: acc + the products of 4 bytes of u8 a with 4 bytes of s8 b per i32 lane (for WIDEN:
  * 2 u16 of a with 2 s16 of b), by the target's instruction; a, b: any 32·lanes-bit vectors, acc <lanes x i32>. */

@@ -892,18 +892,18 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
   }
 
   /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
-  LLVMValueRef outv[64];
+  LLVMValueRef outv[64], acc[64], corr[64], mult[64];
   for (int i = 0; i < mr; i++) {
-    LLVMValueRef corr, mult;
-    channel_scales(k, t, a->wp, a->wbytes, a->grp, ml0, i, (unsigned)w, &corr, &mult);
+    channel_scales(k, t, a->wp, a->wbytes, a->grp, ml0, i, (unsigned)w, &corr[i * nv], &mult[i * nv]);
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef acc = LLVMBuildLoad2(b, a->vi, fc_cg_tile_at(k, a->vi, a->acc, c64(k, i * nv + v)), "");
-      outv[i * nv + v] = fc_qp_finish(k, &t->q, acc, corr, mult);
+      acc[i * nv + v] = LLVMBuildLoad2(b, a->vi, fc_cg_tile_at(k, a->vi, a->acc, c64(k, i * nv + v)), "");
+      corr[i * nv + v] = corr[i * nv], mult[i * nv + v] = mult[i * nv];
     }
   }
+  int per_row = fc_qp_finish_tile(k, &t->q, acc, mr, nv, corr, mult, outv);
   LLVMValueRef nrows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->Mg), ml0));
   LLVMValueRef ncols = fc_cg_smin(k, c64(k, t->nr), fc_cg_isub(k, a->npix, pcol));
-  fc_qp_store_tile(k, a->et, outv, mr, nv, w, a->edge, a->ybase, ml0, nrows, c->P, pcol, ncols);
+  fc_qp_store_tile(k, a->et, outv, mr, per_row, nv * w / per_row, a->edge, a->ybase, ml0, nrows, c->P, pcol, ncols);
 }
 
 typedef struct AmxBlock {
@@ -936,20 +936,20 @@ static void amx_block(FcKernel *k, const FcConvI8 *t, const AmxBlock *a, LLVMVal
     g.b.base[j] = LLVMBuildGEP2(b, i8, a->cols, &off, 1, "");
   }
   fc_amx_gemm(k, &g);
-  LLVMValueRef m0 = fc_cg_imulc(k, ct0, 16), outv[64];
+  LLVMValueRef m0 = fc_cg_imulc(k, ct0, 16), outv[64], acc[64], corr[64], mult[64];
   for (int i = 0; i < 16 * na; i++) {
-    LLVMValueRef corr, mult;
-    channel_scales(k, t, a->wp, a->wbytes, a->grp, m0, i, 16, &corr, &mult);
+    channel_scales(k, t, a->wp, a->wbytes, a->grp, m0, i, 16, &corr[i * 2], &mult[i * 2]);
     for (int v = 0; v < 2; v++) {
       int64_t off = ((int64_t)((i / 16) * 2 + v) * 16 + i % 16) * FC_AMX_ROW_BYTES;
-      LLVMValueRef acc = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, a->ctile, (LLVMValueRef[]){c64(k, off)}, 1, ""), "");
-      LLVMSetAlignment(acc, 64);
-      outv[i * 2 + v] = fc_qp_finish(k, &t->q, acc, corr, mult);
+      acc[i * 2 + v] = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, a->ctile, (LLVMValueRef[]){c64(k, off)}, 1, ""), "");
+      LLVMSetAlignment(acc[i * 2 + v], 64);
+      corr[i * 2 + v] = corr[i * 2], mult[i * 2 + v] = mult[i * 2];
     }
   }
+  int per_row = fc_qp_finish_tile(k, &t->q, acc, 16 * na, 2, corr, mult, outv);
   LLVMValueRef nrows = fc_cg_smin(k, c64(k, 16 * na), fc_cg_isub(k, c64(k, c->Mg), m0));
   LLVMValueRef ncols = fc_cg_smin(k, c64(k, 32), fc_cg_isub(k, a->npix, a->pcol));
-  fc_qp_store_tile(k, a->et, outv, 16 * na, 2, 16, a->edge, a->ybase, m0, nrows, c->P, a->pcol, ncols);
+  fc_qp_store_tile(k, a->et, outv, 16 * na, per_row, 32 / per_row, a->edge, a->ybase, m0, nrows, c->P, a->pcol, ncols);
 }
 
 /* The block's tiles on AMX: 32-pixel panels, and in each the 16-channel tiles [ct0, ct1) by pairs (the last

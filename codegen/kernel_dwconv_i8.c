@@ -43,7 +43,6 @@
  * x: plain loads inside it and loads under a mask at its borders, whose masked-off bytes read zx.
  * Each output element is computed in a fixed order, so results do not depend on the thread count.
  */
-#include <math.h>
 #include <stdlib.h>
 
 #include "cg_requant.h"
@@ -248,21 +247,21 @@ static void emit_step(DwCtx *c, LLVMValueRef pp, LLVMValueRef bp, LLVMValueRef r
   FcKernel *k = c->k;
   const DwI8 *d = c->d;
   LLVMBuilderRef b = k->b;
-  LLVMValueRef out[2];
-  for (int v = 0; v < d->nv; v++) {
-    LLVMValueRef acc = taps(c, pp, bp, row, fc_cg_iadd(k, ox0, c64(k, (int64_t)v * d->lanes)));
-    out[v] = fc_qp_finish(k, c->q, acc, c->corr, c->mult);
-  }
+  LLVMValueRef out[2], acc[2], corr[2] = {c->corr, c->corr}, mult[2] = {c->mult, c->mult};
+  for (int v = 0; v < d->nv; v++)
+    acc[v] = taps(c, pp, bp, row, fc_cg_iadd(k, ox0, c64(k, (int64_t)v * d->lanes)));
+  int nv = fc_qp_finish_tile(k, c->q, acc, 1, d->nv, corr, mult, out); /* stored vectors */
+  int64_t w = d->nv * d->lanes / nv;
   LLVMTypeRef et = c->q->out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : c->i8;
   if (!cols) {
-    for (int v = 0; v < d->nv; v++) {
-      LLVMValueRef at = fc_cg_iadd(k, yrow, fc_cg_iadd(k, ox0, c64(k, (int64_t)v * d->lanes)));
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef at = fc_cg_iadd(k, yrow, fc_cg_iadd(k, ox0, c64(k, (int64_t)v * w)));
       LLVMValueRef st = LLVMBuildStore(b, out[v], LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
       LLVMSetAlignment(st, 1);
     }
     return;
   }
-  fc_qp_store_tile(k, et, out, 1, d->nv, d->lanes, c->edge, yrow, c64(k, 0), c64(k, 1), 0, ox0, cols);
+  fc_qp_store_tile(k, et, out, 1, nv, (int)w, c->edge, yrow, c64(k, 0), c64(k, 1), 0, ox0, cols);
 }
 
 /* ---- the byte-permute path (AVX512-VBMI + VNNI) ----------------------------------------------------------- */
@@ -470,58 +469,22 @@ typedef struct PermEmit {
   bool packed;         /* requantise the block's rows together (perm_finish_rows) */
 } PermEmit;
 
-/* The requantisation of a block's R rows of 16 pixels (R <= 4; a row's first `cols` stored) at once, for 8-bit results when every
- * multiplier is finite: per vector f32(acc) · m, min with hi and vcvtps2dq (4 instructions, as
- * fc_qp_finish without its max with lo), then the 4 vectors packed together (vpackssdw, vpaddsw zy,
- * vpackuswb / vpacksswb, vpermd back into row order: 4 instructions for 64 results where vpmovdb takes 2
- * per 16) and stored a row at a time. Equal to fc_qp_finish bit for bit: below lo, vcvtps2dq's value (or
- * its 0x80000000 for values beyond i32) stays below qmin through the saturating packs, so the final
- * saturation and the byte clamp to qmin give what clamping first gave; the float clamp at hi keeps every
- * value at most qmax - zy. The max with lo is what turned a NaN into lo; a finite multiplier (checked at
- * compile time) never makes one from an i32. */
+/* The requantisation of a block's R rows of 16 pixels (R <= 4; a row's first `cols` stored) at once, for 8-bit
+ * results when every multiplier is finite: fc_qp_finish_packed on the 4 rows (a short block repeats its last
+ * row, which is not stored), then each row's 16 bytes stored. */
 static void perm_finish_rows(PermEmit *e, LLVMValueRef oy0, LLVMValueRef ox0, LLVMValueRef *accs) {
   FcKernel *k = e->k;
-  const FcQuantProduct *q = e->q;
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx);
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
-  LLVMTypeRef vf = LLVMVectorType(f32, PERM_LANES), vi = LLVMVectorType(i32, PERM_LANES);
-  LLVMTypeRef vw = LLVMVectorType(i16, 2 * PERM_LANES), vb = LLVMVectorType(i8, 4 * PERM_LANES);
-  LLVMValueRef r[4];
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef vi = LLVMVectorType(i32, PERM_LANES);
+  LLVMValueRef r[4], corr[4], mult[4];
   for (int64_t v = 0; v < 4; v++) {
-    if (v >= e->p->R) { /* a short block repeats its last row, which is not stored */
-      r[v] = r[v - 1];
-      continue;
-    }
-    LLVMValueRef f = LLVMBuildFMul(b, LLVMBuildSIToFP(b, accs[v], vf, ""), e->mult, "");
-    LLVMValueRef hi[2] = {f, fc_cg_splat_const(vf, LLVMConstReal(f32, q->hi))};
-    f = fc_cg_intrinsic(k, "llvm.minnum", vf, hi, 2);
-    unsigned id = LLVMLookupIntrinsicID("llvm.lrint", 10);
-    FC_ASSERT(id != 0);
-    LLVMTypeRef over[2] = {vi, vf};
-    r[v] = LLVMBuildCall2(b, LLVMIntrinsicGetType(k->ctx, id, over, 2), LLVMGetIntrinsicDeclaration(k->mod, id, over, 2),
-                          &f, 1, "");
+    r[v] = v < e->p->R ? accs[v] : r[v - 1];
+    corr[v] = e->zero, mult[v] = e->mult;
   }
-  LLVMValueRef w[2];
-  for (int h = 0; h < 2; h++) {
-    LLVMValueRef args[2] = {r[2 * h], r[2 * h + 1]};
-    w[h] = fc_cg_intrinsic(k, "llvm.x86.avx512.packssdw.512", NULL, args, 2);
-    if (q->zy) {
-      LLVMValueRef za[2] = {w[h], fc_cg_splat_const(vw, LLVMConstInt(i16, (unsigned long long)(int64_t)q->zy, 1))};
-      w[h] = fc_cg_intrinsic(k, "llvm.sadd.sat", vw, za, 2);
-    }
-  }
-  bool u8 = q->out == FC_DT_U8;
-  LLVMValueRef y = fc_cg_intrinsic(k, u8 ? "llvm.x86.avx512.packuswb.512" : "llvm.x86.avx512.packsswb.512", NULL, w, 2);
-  int32_t qmin = q->lo + q->zy;
-  if (qmin > (u8 ? 0 : -128)) {
-    LLVMValueRef mn[2] = {y, fc_cg_splat_const(vb, LLVMConstInt(i8, (unsigned long long)(int64_t)qmin, 1))};
-    y = fc_cg_intrinsic(k, u8 ? "llvm.umax" : "llvm.smax", vb, mn, 2);
-  }
-  /* 128-bit lane l holds dwords (pixels 4l .. 4l + 3) of rows 0, 1, 2, 3: back to row-major order */
-  LLVMValueRef idx[PERM_LANES];
-  for (unsigned j = 0; j < PERM_LANES; j++) idx[j] = LLVMConstInt(i32, (j % 4) * 4 + j / 4, 0);
-  y = LLVMBuildShuffleVector(b, LLVMBuildBitCast(b, y, vi, ""), LLVMGetPoison(vi), LLVMConstVector(idx, PERM_LANES), "");
+  LLVMValueRef y = fc_qp_finish_packed(k, e->q, r, 4, corr, mult);
+  FC_ASSERT(y != NULL); /* e->packed holds fc_qp_finish_packed's conditions */
+  y = LLVMBuildBitCast(b, y, vi, "");
   for (int64_t v = 0; v < e->p->R; v++) {
     LLVMValueRef part[4];
     for (unsigned j = 0; j < 4; j++) part[j] = LLVMConstInt(i32, (unsigned long long)(4 * v + j), 0);
@@ -672,8 +635,8 @@ static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, con
   e.yplane = fc_cg_imulc(k, plane, d->OH * d->OW);
   /* not for rows of at most 8: MobileNetV2's 7-wide maps measured 44% slower this way on Sapphire Rapids
    * (25.5 vs 17.7 us; 9% faster on Cascade Lake), its 14-wide ones 5% faster on both */
-  e.packed = q->out != FC_DT_F32 && p->k == 1 && p->cols > PERM_LANES / 2;
-  for (int64_t c = 0; e.packed && c < d->M; c++) e.packed = isfinite(q->mult[c]);
+  e.packed = q->out != FC_DT_F32 && q->mult_finite && p->k == 1 && p->cols > PERM_LANES / 2 &&
+             fc_target_i8_pack_lanes(k->target) == PERM_LANES;
 
   FcLoop lb, lc;
   LLVMValueRef blk = fc_cg_loop_begin(k, &lb, c64(k, 0), c64(k, p->blocks), 1, "blk");

@@ -98,27 +98,29 @@ static void block(FcKernel *k, const AmxMatmul *t, LLVMValueRef m0, LLVMValueRef
   }
   fc_amx_gemm(k, &g);
 
-  LLVMValueRef outv[BLOCK * 2];
+  LLVMValueRef outv[BLOCK * 2], accs[BLOCK * 2], corr[BLOCK * 2], mult[BLOCK * 2], vcorr = NULL, vmult = NULL;
   for (int v = 0; v < nb; v++) {
-    LLVMValueRef corr = NULL, mult = NULL;
     if (t->quant) {
       LLVMValueRef co = fc_cg_iadd(k, c64(k, t->wbytes), fc_cg_imulc(k, fc_cg_iadd(k, n0, c64(k, 16 * v)), 4));
       LLVMValueRef mo = fc_cg_iadd(k, co, c64(k, 4 * t->npad));
-      corr = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, t->bp, &co, 1, ""), "");
-      mult = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, i8, t->bp, &mo, 1, ""), "");
-      LLVMSetAlignment(corr, 4);
-      LLVMSetAlignment(mult, 4);
+      vcorr = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, t->bp, &co, 1, ""), "");
+      vmult = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, i8, t->bp, &mo, 1, ""), "");
+      LLVMSetAlignment(vcorr, 4);
+      LLVMSetAlignment(vmult, 4);
     }
     for (int i = 0; i < rows; i++) {
       int64_t off = ((int64_t)((i / FC_AMX_ROWS) * nb + v) * FC_AMX_ROWS + i % FC_AMX_ROWS) * FC_AMX_ROW_BYTES;
       LLVMValueRef p = LLVMBuildGEP2(b, i8, t->ctile, (LLVMValueRef[]){c64(k, off)}, 1, "");
       LLVMValueRef a = LLVMBuildLoad2(b, vi, p, "");
       LLVMSetAlignment(a, 64);
-      outv[i * nb + v] = t->quant ? fc_qp_finish(k, &t->q, a, corr, mult) : a;
+      accs[i * nb + v] = outv[i * nb + v] = a;
+      corr[i * nb + v] = vcorr, mult[i * nb + v] = vmult;
     }
   }
+  int per_row = t->quant ? fc_qp_finish_tile(k, &t->q, accs, rows, nb, corr, mult, outv) : nb;
   LLVMValueRef cols = fc_cg_smin(k, c64(k, 16 * nb), fc_cg_isub(k, c64(k, t->N), n0));
-  fc_qp_store_tile(k, t->et, outv, rows, nb, 16, t->edge, c64(k, 0), m0, c64(k, rows), t->N, n0, cols);
+  fc_qp_store_tile(k, t->et, outv, rows, per_row, 16 * nb / per_row, t->edge, c64(k, 0), m0, c64(k, rows), t->N, n0,
+                   cols);
 }
 
 /* Branches to a block of `rows` rows when `last_rows` holds (the last row block, M % 32 rows), else to full

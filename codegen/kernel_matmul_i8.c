@@ -304,17 +304,16 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
   /* The finished vectors (WIDEN: the lane pairs of two accumulators added), requantised (corrections and
    * multipliers of the vector's columns, clamped into the tables for a dropped vector past them) or as
    * they are. */
-  LLVMValueRef outv[64];
+  LLVMValueRef outv[64], accs[64], corr[64], mult[64], vcorr = NULL, vmult = NULL;
   for (int v = 0; v < nv; v++) {
-    LLVMValueRef corr = NULL, mult = NULL;
     if (m->quant) {
       LLVMValueRef col = fc_cg_smin(k, fc_cg_iadd(k, n0, c64(k, v * w)), c64(k, m->npad - w));
       LLVMValueRef co = fc_cg_iadd(k, c64(k, m->bytes), fc_cg_imulc(k, col, 4));
       LLVMValueRef mo = fc_cg_iadd(k, co, c64(k, 4 * m->npad));
-      corr = LLVMBuildLoad2(bld, t->vi, LLVMBuildGEP2(bld, i8, m->bp, &co, 1, ""), "");
-      mult = LLVMBuildLoad2(bld, LLVMVectorType(f32, (unsigned)w), LLVMBuildGEP2(bld, i8, m->bp, &mo, 1, ""), "");
-      LLVMSetAlignment(corr, 4);
-      LLVMSetAlignment(mult, 4);
+      vcorr = LLVMBuildLoad2(bld, t->vi, LLVMBuildGEP2(bld, i8, m->bp, &co, 1, ""), "");
+      vmult = LLVMBuildLoad2(bld, LLVMVectorType(f32, (unsigned)w), LLVMBuildGEP2(bld, i8, m->bp, &mo, 1, ""), "");
+      LLVMSetAlignment(vcorr, 4);
+      LLVMSetAlignment(vmult, 4);
     }
     for (int i = 0; i < mr; i++) {
       LLVMValueRef a;
@@ -323,14 +322,16 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
                             LLVMBuildLoad2(bld, t->vi, acc_at(k, t, i * t->nb + 2 * v + 1), ""));
       else
         a = LLVMBuildLoad2(bld, t->vi, acc_at(k, t, i * t->nb + v), "");
-      outv[i * nv + v] = m->quant ? fc_qp_finish(k, q, a, corr, mult) : a;
+      accs[i * nv + v] = outv[i * nv + v] = a;
+      corr[i * nv + v] = vcorr, mult[i * nv + v] = vmult;
     }
   }
+  int per_row = m->quant ? fc_qp_finish_tile(k, q, accs, mr, nv, corr, mult, outv) : nv;
 
   /* Full tiles store their vectors; edge tiles go through a stack tile and copy the valid part. */
   LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, m->M), m0));
   LLVMValueRef cols = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, m->N), n0));
-  fc_qp_store_tile(k, m->et, outv, mr, nv, w, m->ctile, c64(k, 0), m0, rows, m->N, n0, cols);
+  fc_qp_store_tile(k, m->et, outv, mr, per_row, nv * w / per_row, m->ctile, c64(k, 0), m0, rows, m->N, n0, cols);
 }
 
 FcStatus fc_matmul_i8(FcKernel *k) {

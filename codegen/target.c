@@ -598,6 +598,11 @@ bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, i
          plane >= 1 && plane <= MAX_PLANE;
 }
 
+int fc_target_i8_pack_lanes(const FcTarget *t) {
+  if (t->arch != FC_ARCH_X86_64) return 0;
+  return fc_target_has(t, FC_FEAT_AVX512BW) ? 16 : fc_target_has(t, FC_FEAT_AVX2) ? 8 : 0;
+}
+
 bool fc_target_i8_byte_permute(const FcTarget *t) {
   FcI8Gemm g;
   fc_target_i8_gemm(t, &g);

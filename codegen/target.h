@@ -305,5 +305,8 @@ bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, i
  * gather where the target has AVX512-VBMI (it asks FC_FEAT_AVX512VBMI), else a vpermd and a vpshufb. Without
  * VNNI a quad costs as much as two vpmaddwd pairs, so other CPUs keep the pair planes. */
 bool fc_target_i8_byte_permute(const FcTarget *t);
+/* The lanes of the i32 vectors whose requantised bytes the target narrows with saturating packs (vpackssdw,
+ * vpackuswb; cg_requant.c's fc_qp_finish_packed): 16 with AVX-512BW, 8 with AVX2, else 0. */
+int fc_target_i8_pack_lanes(const FcTarget *t);
 
 #endif /* FLOWC_TARGET_H */
