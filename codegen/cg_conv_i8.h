@@ -74,4 +74,14 @@ void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVM
 LLVMValueRef fc_conv_i8_block_narrow(FcKernel *k, const FcConv2 *c, LLVMValueRef xg, LLVMValueRef p0,
                                      LLVMValueRef npix);
 
+/* Channel ml0 + i of group grp's correction and multiplier (a row past the group reads its last channel's),
+ * from the tables after packed weights of wbytes (wp + wbytes: i32 × M, then f32 × M), splat to `lanes`. */
+void fc_conv_i8_channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, int64_t wbytes, LLVMValueRef grp,
+                               LLVMValueRef ml0, int i, unsigned lanes, LLVMValueRef *corr, LLVMValueRef *mult);
+/* kernel_conv_i8_amx_taps.c: whether its AMX conv without an im2col takes t (c and q set; an AMX target with
+ * VBMI, s8 weights, output rows of 32 pixels or more, kernel rows of 3 taps or more whose 16-pixel windows
+ * fit 64 bytes, 16 channels a group or more), and the kernel itself (it frees t->q). */
+bool fc_conv_i8_amx_taps_applies(const FcKernel *k, const FcConvI8 *t);
+FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t);
+
 #endif /* FLOWC_CG_CONV_I8_H */

@@ -57,6 +57,8 @@
  * and requantises the stored accumulators like the vector tiles. Its blocks are far larger
  * (fc_target_i8_amx_col_bytes): at tile speed the im2col's per-row work is what costs. A conv that is one
  * block in all is split in two outer iterations by channel tiles, so 2 threads share it (see `splits`).
+ * Convs whose output rows hold 32 pixels or more and whose kernel rows 3 taps or more skip the im2col on AMX
+ * altogether (kernel_conv_i8_amx_taps.c: B tiles gathered by vpermb from the padded input rows).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -724,10 +726,8 @@ static int8_t *pack_weights(const FcConvI8 *t, int64_t wbytes, int64_t *bytes) {
   return pk;
 }
 
-/* Channel ml0 + i of group grp's correction and multiplier (a row past the group reads its last channel's),
- * from the tables after the packed weights (wp + wbytes: i32 × M, then f32 × M), splat to `lanes`. */
-static void channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, int64_t wbytes, LLVMValueRef grp,
-                           LLVMValueRef ml0, int i, unsigned lanes, LLVMValueRef *corr, LLVMValueRef *mult) {
+void fc_conv_i8_channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, int64_t wbytes, LLVMValueRef grp,
+                               LLVMValueRef ml0, int i, unsigned lanes, LLVMValueRef *corr, LLVMValueRef *mult) {
   LLVMBuilderRef b = k->b;
   const FcConv2 *c = &t->c;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
@@ -894,7 +894,7 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
   /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
   LLVMValueRef outv[64], acc[64], corr[64], mult[64];
   for (int i = 0; i < mr; i++) {
-    channel_scales(k, t, a->wp, a->wbytes, a->grp, ml0, i, (unsigned)w, &corr[i * nv], &mult[i * nv]);
+    fc_conv_i8_channel_scales(k, t, a->wp, a->wbytes, a->grp, ml0, i, (unsigned)w, &corr[i * nv], &mult[i * nv]);
     for (int v = 0; v < nv; v++) {
       acc[i * nv + v] = LLVMBuildLoad2(b, a->vi, fc_cg_tile_at(k, a->vi, a->acc, c64(k, i * nv + v)), "");
       corr[i * nv + v] = corr[i * nv], mult[i * nv + v] = mult[i * nv];
@@ -938,7 +938,7 @@ static void amx_block(FcKernel *k, const FcConvI8 *t, const AmxBlock *a, LLVMVal
   fc_amx_gemm(k, &g);
   LLVMValueRef m0 = fc_cg_imulc(k, ct0, 16), outv[64], acc[64], corr[64], mult[64];
   for (int i = 0; i < 16 * na; i++) {
-    channel_scales(k, t, a->wp, a->wbytes, a->grp, m0, i, 16, &corr[i * 2], &mult[i * 2]);
+    fc_conv_i8_channel_scales(k, t, a->wp, a->wbytes, a->grp, m0, i, 16, &corr[i * 2], &mult[i * 2]);
     for (int v = 0; v < 2; v++) {
       int64_t off = ((int64_t)((i / 16) * 2 + v) * 16 + i % 16) * FC_AMX_ROW_BYTES;
       acc[i * 2 + v] = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, i8, a->ctile, (LLVMValueRef[]){c64(k, off)}, 1, ""), "");
@@ -1096,6 +1096,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   t.pointwise = c->K == c->Cg && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W;
   t.direct = !t.pointwise && c->K <= DIRECT_MAX_K && c->OW >= 16;
   bool amx = fc_target_i8_amx_worth(k->target, c->Mg, c->K) && t.q.w8;
+  if (amx && !t.pointwise && fc_conv_i8_amx_taps_applies(k, &t)) return fc_conv_i8_amx_taps(k, &t);
   if (amx) t.g = (FcI8Gemm){FC_I8DOT_VNNI, 16, 16, 2, fc_target_i8_amx_col_bytes(k->target)};
   /* The dual kernel: vpmaddubsw could saturate on some activations the type admits, but not on 7-bit ones.
    * A block's Col is chunked (cg_conv_i8.h): vpmaddubsw on the chunks of 64 k whose bytes are all below 0x80,
