@@ -815,9 +815,15 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
   LLVMBuilderRef b = k->b;
   const FcConv2 *c = &t->c;
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
-  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(a->vi), fc_cg_tile_at(k, a->vi, a->acc, c64(k, i)));
   /* the tile's first channel: WIDEN16's tile ct, or row (ct·mr) % 16 of the s8 packing's 16-channel tile */
   LLVMValueRef ml0 = fc_cg_imulc(k, ct, mr);
+  /* the accumulators start at their channel's correction (one vpaddd less per vector in the requantisation,
+   * which is most of a small-K conv's work; the i32 sum wraps the same either way) */
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef corr, mult;
+    fc_conv_i8_channel_scales(k, t, a->wp, a->wbytes, a->grp, ml0, i, (unsigned)w, &corr, &mult);
+    for (int v = 0; v < nv; v++) LLVMBuildStore(b, corr, fc_cg_tile_at(k, a->vi, a->acc, c64(k, i * nv + v)));
+  }
   KStep ks = {t, a->acc, a->cols, a->wp, pcol, a->vi, a->vb, t->wide16 ? 4 : 64, t->g.dot};
   if (t->chunked) {
     /* a chunked Col with a WIDEN chunk (a block without one runs the plain quads: vec_block): per chunk of
@@ -891,13 +897,14 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
     }
   }
 
-  /* requantise: one correction and multiplier per channel row (rows past the group read its last channel) */
+  /* requantise: one multiplier per channel row (rows past the group read its last channel); the correction
+   * is in the accumulators already */
   LLVMValueRef outv[64], acc[64], corr[64], mult[64];
   for (int i = 0; i < mr; i++) {
     fc_conv_i8_channel_scales(k, t, a->wp, a->wbytes, a->grp, ml0, i, (unsigned)w, &corr[i * nv], &mult[i * nv]);
     for (int v = 0; v < nv; v++) {
       acc[i * nv + v] = LLVMBuildLoad2(b, a->vi, fc_cg_tile_at(k, a->vi, a->acc, c64(k, i * nv + v)), "");
-      corr[i * nv + v] = corr[i * nv], mult[i * nv + v] = mult[i * nv];
+      corr[i * nv + v] = LLVMConstNull(a->vi), mult[i * nv + v] = mult[i * nv];
     }
   }
   int per_row = fc_qp_finish_tile(k, &t->q, acc, mr, nv, corr, mult, outv);
