@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import onnx
@@ -205,8 +206,12 @@ def main():
     if not shutil.which("mpirun"):
         print("mpirun is missing (Debian openmpi-bin): skipped")
         sys.exit(77)
-    for spec in args.cases:
-        check_case(args, spec)
+    # Open MPI's session directory under a base of this process's own: two mpirun started at once by
+    # parallel tests race on creating the shared /tmp/ompi.HOST.UID ("mkdir ... File exists", orte_init fails)
+    with tempfile.TemporaryDirectory(prefix="ompi-") as base:
+        os.environ["OMPI_MCA_orte_tmpdir_base"] = base
+        for spec in args.cases:
+            check_case(args, spec)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,11 @@ shift 2
 command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found: skipped"; exit 77; }
 # As root in CI; more ranks than this machine's 2 cores.
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
+# Open MPI's session directory under a base of this test's own: two mpirun started at once by parallel tests
+# race on creating the shared /tmp/ompi.HOST.UID ("mkdir ... File exists", orte_init fails).
+OMPI_MCA_orte_tmpdir_base=$(mktemp -d "${TMPDIR:-/tmp}/ompi-XXXXXX") || exit 1
+export OMPI_MCA_orte_tmpdir_base
+trap 'rm -rf "$OMPI_MCA_orte_tmpdir_base"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # expect FILE TEXT: FILE holds TEXT (a fixed string).
