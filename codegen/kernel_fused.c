@@ -100,8 +100,8 @@ static void merge_dims(FcKernel *k, Fused *f, FcArena *arena) {
   f->nchunks = (f->inner + f->chunk - 1) / f->chunk;
 }
 
-/* Lanes for the hand-vectorised loop: the target's vector width where loads and stores need no
- * conversion and every operand's inner stride is 0 or 1; else 1. */
+/* Lanes for the hand-vectorised loop: the target's vector width (its widest registers for a result of 8-bit
+ * integers) where loads and stores need no conversion and every operand's inner stride is 0 or 1; else 1. */
 static bool stored_as_computed(FcDtype dt) { return dt != FC_DT_F16 && dt != FC_DT_BF16 && dt != FC_DT_BOOL; }
 
 static int vector_lanes(FcKernel *k, const Fused *f) {
@@ -110,7 +110,8 @@ static int vector_lanes(FcKernel *k, const Fused *f) {
     int64_t s = f->cs[j][f->cr - 1];
     if ((s != 0 && s != 1) || !stored_as_computed(f->odt[j])) return 1;
   }
-  int vw = fc_target_lanes(k->target, f->dt);
+  bool glue = f->st == FC_DT_U8 || f->st == FC_DT_I8; /* a quantised model's glue: see the target's call */
+  int vw = glue ? fc_target_lanes_8bit_glue(k->target, f->dt) : fc_target_lanes(k->target, f->dt);
   if (vw < 2 || f->inner < vw) return 1;
   return vw > 64 ? 64 : vw;
 }

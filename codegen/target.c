@@ -115,7 +115,8 @@ static const FcSbpCosts sbp_narrow = {
 
 /* A CPU vector level: the first row whose arch matches and whose features the target has all of wins.
  * Element-wise loops use 256-bit vectors on AVX-512 too (LLVM prefers them there: 512-bit code lowers the
- * clock); the GEMM and the blocked kernels use the full registers. */
+ * clock), except a quantised model's glue (fc_target_lanes_8bit_glue); the GEMM and the blocked kernels use
+ * the full registers. */
 typedef struct CpuLevel {
   const char *name;
   FcArch arch;
@@ -278,6 +279,12 @@ bool fc_target_converts_f16(const FcTarget *t) {
 int fc_target_lanes(const FcTarget *t, FcDtype dt) {
   size_t elem = dt == FC_DT_F16 || dt == FC_DT_BF16 ? 4 : fc_dtype_size(dt); /* the compute type's size */
   int w = elem ? t->vector_bytes / (int)elem : 1;
+  return w > 0 ? w : 1;
+}
+
+int fc_target_lanes_8bit_glue(const FcTarget *t, FcDtype dt) {
+  size_t elem = dt == FC_DT_F16 || dt == FC_DT_BF16 ? 4 : fc_dtype_size(dt);
+  int w = elem ? t->max_vector_bytes / (int)elem : 1;
   return w > 0 ? w : 1;
 }
 

@@ -225,6 +225,10 @@ const char *fc_feature_name(FcFeature f);
 bool fc_target_converts_f16(const FcTarget *t);
 /* Lanes of the vectors element-wise loops use for dt (computed type: f16/bf16 compute in f32); 1: scalar. */
 int fc_target_lanes(const FcTarget *t, FcDtype dt);
+/* The lanes of dt for an element-wise loop that stores 8-bit integers (a quantised model's float glue between
+ * its integer kernels: residual adds, the input's quantisation): the widest registers, which those kernels use
+ * already, so the wider loop costs no clock (fc_target_lanes keeps 256 bits on AVX-512 for the others). */
+int fc_target_lanes_8bit_glue(const FcTarget *t, FcDtype dt);
 
 /* The GEMM's default shape, and the tile for an M-row product (pow2_panels: only panels of 2^k vectors). */
 void fc_target_gemm_arch(const FcTarget *t, FcGemmArch *g);
