@@ -262,15 +262,17 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
       f = fc_cg_intrinsic(k, "llvm.minnum", vf, mn, 2);
       r[v] = round_to_i32(k, f, ty);
     }
+    /* i16 words of vectors 2j, 2j + 1 plus zy; 2 vectors pack their words with themselves */
     LLVMValueRef h[2];
-    for (int j = 0; j < 2; j++) {
-      LLVMValueRef args[2] = {r[g == 4 ? 2 * j : 0], r[g == 4 ? 2 * j + 1 : 1]};
-      h[j] = j == 0 || g == 4 ? fc_cg_intrinsic(k, pack_w, NULL, args, 2) : h[0];
-      if (q->zy && (j == 0 || g == 4)) {
+    for (int j = 0; j < g / 2; j++) {
+      LLVMValueRef args[2] = {r[2 * j], r[2 * j + 1]};
+      h[j] = fc_cg_intrinsic(k, pack_w, NULL, args, 2);
+      if (q->zy) {
         LLVMValueRef za[2] = {h[j], fc_cg_splat_const(vw, LLVMConstInt(i16, (unsigned long long)(int64_t)q->zy, 1))};
         h[j] = fc_cg_intrinsic(k, "llvm.sadd.sat", vw, za, 2);
       }
     }
+    if (g == 2) h[1] = h[0];
     LLVMValueRef y = fc_cg_intrinsic(k, pack_b, NULL, h, 2);
     if (qmin > (u8 ? 0 : -128)) {
       LLVMValueRef mx[2] = {y, fc_cg_splat_const(vb, LLVMConstInt(i8, (unsigned long long)(int64_t)qmin, 1))};

@@ -401,15 +401,26 @@ LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVM
   return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, ty ? &ty : NULL, n_over), fn, args, n, "");
 }
 
-/* llvm.masked.load / llvm.masked.store of vector type vt at p: lanes whose mask bit is off are neither read
- * nor written (they may lie outside any object) and read as `passthru`. */
+/* The alignment the masked operations claim for vector type vt: its element's size up to 4 (what every
+ * element of a planned buffer has, and all the f32 callers ever claimed), so byte vectors claim 1. */
+static unsigned element_align(LLVMTypeRef vt) {
+  LLVMTypeRef e = LLVMGetElementType(vt);
+  switch (LLVMGetTypeKind(e)) {
+  case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(e) >= 32 ? 4 : LLVMGetIntTypeWidth(e) >= 16 ? 2 : 1;
+  case LLVMHalfTypeKind: case LLVMBFloatTypeKind: return 2;
+  default: return 4;
+  }
+}
+
+/* llvm.masked.load / llvm.masked.store of vector type vt at p (alignment: element_align): lanes whose mask bit
+ * is off are neither read nor written (they may lie outside any object) and read as `passthru`. */
 LLVMValueRef fc_cg_masked_load(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask, LLVMValueRef passthru) {
   static const char name[] = "llvm.masked.load";
   unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
   FC_ASSERT(id != 0);
   LLVMTypeRef over[2] = {vt, LLVMTypeOf(p)};
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
-  LLVMValueRef args[4] = {p, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 4, 0), mask, passthru};
+  LLVMValueRef args[4] = {p, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), element_align(vt), 0), mask, passthru};
   return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
 }
 
@@ -419,7 +430,7 @@ void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRe
   FC_ASSERT(id != 0);
   LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(p)};
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
-  LLVMValueRef args[4] = {v, p, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), 4, 0), mask};
+  LLVMValueRef args[4] = {v, p, LLVMConstInt(LLVMInt32TypeInContext(k->ctx), element_align(LLVMTypeOf(v)), 0), mask};
   LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
 }
 

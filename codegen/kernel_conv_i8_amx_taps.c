@@ -28,8 +28,9 @@
 #include "cg_amx.h"
 #include "cg_conv_i8.h"
 
-/* The scratch a block's input rows may take: a slice of L2 that the B windows read over and over. */
-enum { PLANE_BUDGET = 256 << 10 };
+/* The scratch a block's input rows may take: a slice of L2 that the B windows read over and over. A panel is
+ * NB tiles of 16 pixels (2 x 2 tiles with a pair of channel tiles). */
+enum { PLANE_BUDGET = 256 << 10, NB = 2, PANEL = 16 * NB };
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
@@ -41,7 +42,6 @@ typedef struct Taps {
   int64_t MT;          /* 16-channel tiles of a group */
   int64_t RB, Rin, Wp; /* output rows a block, the padded input rows it reads, bytes of a padded row */
   int64_t plane;       /* bytes of one channel's padded rows (Rin · Wp) */
-  int64_t PW;          /* pixels a panel: 32 (2 B tiles) */
   int64_t wbytes;      /* packed weights (before the tables) */
 } Taps;
 
@@ -85,7 +85,7 @@ static int8_t *pack_weights(const Taps *s, int64_t *bytes) {
 static void store_run(FcKernel *k, LLVMValueRef dst, LLVMValueRef src, int64_t n, bool flip, LLVMValueRef fill) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i1 = LLVMInt1TypeInContext(k->ctx);
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), v64 = LLVMVectorType(i8, 64);
+  LLVMTypeRef v64 = LLVMVectorType(i8, 64);
   LLVMValueRef flip_v = fc_cg_splat_const(v64, LLVMConstInt(i8, 0x80, 0));
   for (int pass = 0; pass < 2; pass++) {
     int64_t whole = n / 64;
@@ -109,28 +109,15 @@ static void store_run(FcKernel *k, LLVMValueRef dst, LLVMValueRef src, int64_t n
     if (src) {
       LLVMValueRef from = LLVMBuildGEP2(b, i8, src, &j, 1, "");
       if (mask) {
-        static const char name[] = "llvm.masked.load";
-        unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-        LLVMTypeRef over[2] = {v64, LLVMTypeOf(from)};
-        LLVMValueRef args[4] = {from, LLVMConstInt(i32, 1, 0), mask, LLVMGetPoison(v64)};
-        LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
-        v = LLVMBuildCall2(b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
+        v = fc_cg_masked_load(k, v64, from, mask, LLVMGetPoison(v64));
       } else {
         v = LLVMBuildLoad2(b, v64, from, "");
         LLVMSetAlignment(v, 1);
       }
       if (flip) v = LLVMBuildXor(b, v, flip_v, "");
     }
-    if (mask) {
-      static const char name[] = "llvm.masked.store";
-      unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-      LLVMTypeRef over[2] = {v64, LLVMTypeOf(to)};
-      LLVMValueRef args[4] = {v, to, LLVMConstInt(i32, 1, 0), mask};
-      LLVMValueRef fn = LLVMGetIntrinsicDeclaration(k->mod, id, over, 2);
-      LLVMBuildCall2(b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
-    } else {
-      LLVMSetAlignment(LLVMBuildStore(b, v, to), 1);
-    }
+    if (mask) fc_cg_masked_store(k, v, to, mask);
+    else LLVMSetAlignment(LLVMBuildStore(b, v, to), 1);
     if (pass == 0) fc_cg_loop_end(k, &l);
   }
 }
@@ -159,11 +146,11 @@ static void build_plane(FcKernel *k, const Taps *s, LLVMValueRef plane, LLVMValu
   fc_cg_loop_end(k, &lc);
 }
 
-/* The B tiles of the panel of pixels ox0 .. ox0 + 16·nb - 1 of block row `row`: tile j at bt + j·NHq·1024,
+/* The B tiles of the panel of pixels ox0 .. ox0 + PANEL - 1 of block row `row`: tile j at bt + j·NHq·1024,
  * group g's 64 bytes at g·64. masks[q]: quad q's vpermb indices, loaded from the packed constant: a constant
  * shuffle mask would let LLVM lower these sliding windows as a dozen unpacks instead of one vpermb. */
 static void build_b(FcKernel *k, const Taps *s, LLVMValueRef plane, LLVMValueRef bt, LLVMValueRef row,
-                    LLVMValueRef ox0, int nb, const LLVMValueRef *masks) {
+                    LLVMValueRef ox0, const LLVMValueRef *masks) {
   const FcConv2 *c = &s->t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v64 = LLVMVectorType(i8, 64);
@@ -171,7 +158,7 @@ static void build_b(FcKernel *k, const Taps *s, LLVMValueRef plane, LLVMValueRef
   LLVMValueRef ch = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->Cg), 1, "bch");
   LLVMValueRef rbase = fc_cg_iadd(k, fc_cg_imulc(k, ch, s->plane), fc_cg_imulc(k, row, c->sh * s->Wp));
   LLVMValueRef gbase = fc_cg_imulc(k, ch, c->KH * s->nq * 64);
-  for (int j = 0; j < nb; j++) {
+  for (int j = 0; j < NB; j++) {
     LLVMValueRef col = fc_cg_imulc(k, fc_cg_iadd(k, ox0, c64(k, 16 * j)), c->sw);
     for (int64_t kh = 0; kh < c->KH; kh++)
       for (int64_t q = 0; q < s->nq; q++) {
@@ -190,7 +177,6 @@ static void build_b(FcKernel *k, const Taps *s, LLVMValueRef plane, LLVMValueRef
 typedef struct Panel {
   LLVMValueRef wp, bt, grp, ybase, col0, ctile, edge;
   LLVMTypeRef et;
-  int nb;
 } Panel;
 
 /* Channel tiles ct .. ct + na - 1 of the group against the panel's B tiles, requantised and stored. */
@@ -199,7 +185,7 @@ static void panel_tiles(FcKernel *k, const Taps *s, const Panel *p, LLVMValueRef
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), 16);
-  FcAmxGemm g = {.dot = FC_AMX_BSUD, .na = na, .nb = p->nb, .chunks = s->NHq, .c = p->ctile};
+  FcAmxGemm g = {.dot = FC_AMX_BSUD, .na = na, .nb = NB, .chunks = s->NHq, .c = p->ctile};
   g.a.stride = g.b.stride = FC_AMX_ROW_BYTES;
   g.a.chunk_step = g.b.chunk_step = FC_AMX_ROWS * FC_AMX_ROW_BYTES;
   for (int i = 0; i < na; i++) {
@@ -207,36 +193,36 @@ static void panel_tiles(FcKernel *k, const Taps *s, const Panel *p, LLVMValueRef
     LLVMValueRef off = fc_cg_imulc(k, tile, s->NHq * 1024);
     g.a.base[i] = LLVMBuildGEP2(b, i8, p->wp, &off, 1, "");
   }
-  for (int j = 0; j < p->nb; j++)
+  for (int j = 0; j < NB; j++)
     g.b.base[j] = LLVMBuildGEP2(b, i8, p->bt, (LLVMValueRef[]){c64(k, (int64_t)j * s->NHq * 1024)}, 1, "");
   fc_amx_gemm(k, &g);
   LLVMValueRef m0 = fc_cg_imulc(k, ct, 16), outv[64], acc[64], corr[64], mult[64];
   for (int i = 0; i < 16 * na; i++) {
-    fc_conv_i8_channel_scales(k, t, p->wp, s->wbytes, p->grp, m0, i, 16, &corr[i * p->nb], &mult[i * p->nb]);
-    for (int v = 0; v < p->nb; v++) {
-      int64_t off = ((int64_t)((i / 16) * p->nb + v) * 16 + i % 16) * FC_AMX_ROW_BYTES;
+    fc_conv_i8_channel_scales(k, t, p->wp, s->wbytes, p->grp, m0, i, 16, &corr[i * NB], &mult[i * NB]);
+    for (int v = 0; v < NB; v++) {
+      int64_t off = ((int64_t)((i / 16) * NB + v) * 16 + i % 16) * FC_AMX_ROW_BYTES;
       LLVMValueRef at = LLVMBuildGEP2(b, i8, p->ctile, (LLVMValueRef[]){c64(k, off)}, 1, "");
-      acc[i * p->nb + v] = LLVMBuildLoad2(b, vi, at, "");
-      LLVMSetAlignment(acc[i * p->nb + v], 64);
-      corr[i * p->nb + v] = corr[i * p->nb], mult[i * p->nb + v] = mult[i * p->nb];
+      acc[i * NB + v] = LLVMBuildLoad2(b, vi, at, "");
+      LLVMSetAlignment(acc[i * NB + v], 64);
+      corr[i * NB + v] = corr[i * NB], mult[i * NB + v] = mult[i * NB];
     }
   }
-  int per_row = fc_qp_finish_tile(k, &t->q, acc, 16 * na, p->nb, corr, mult, outv);
+  int per_row = fc_qp_finish_tile(k, &t->q, acc, 16 * na, NB, corr, mult, outv);
   LLVMValueRef nrows = fc_cg_smin(k, c64(k, 16 * na), fc_cg_isub(k, c64(k, c->Mg), m0));
-  fc_qp_store_tile(k, p->et, outv, 16 * na, per_row, 16 * p->nb / per_row, p->edge, p->ybase, m0, nrows, c->P,
-                   p->col0, c64(k, 16 * p->nb));
+  fc_qp_store_tile(k, p->et, outv, 16 * na, per_row, 16 * NB / per_row, p->edge, p->ybase, m0, nrows, c->P,
+                   p->col0, c64(k, 16 * NB));
 }
 
 FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t) {
   const FcConv2 *c = &t->c;
-  Taps s = {.t = t, .nq = (c->KW + 3) / 4, .MT = (c->Mg + 15) / 16, .PW = 32};
+  Taps s = {.t = t, .nq = (c->KW + 3) / 4, .MT = (c->Mg + 15) / 16};
   s.G = c->Cg * c->KH * s.nq; /* dims of checked tensors: no overflow below the checks that follow */
   s.NHq = (s.G + 15) / 16;
   s.Wp = (c->OW - 1) * c->sw + (c->KW - 1) * c->dw + 1;
   int64_t row_bytes, blocks, outer, bt_bytes;
   bool ok = fc_checked_mul(c->Cg * c->sh, s.Wp, &row_bytes) &&
             fc_checked_mul(s.MT * s.NHq * 1024, c->G, &s.wbytes) && s.wbytes <= INT64_MAX / 2 - 8 * c->M &&
-            fc_checked_mul(2 * s.NHq, 1024, &bt_bytes);
+            fc_checked_mul(NB * s.NHq, 1024, &bt_bytes);
   /* rows a block: the plane within its budget, and at least 8 blocks of an image where it has the rows, so
    * threads share a batch of 1 */
   s.RB = ok && row_bytes > 0 ? PLANE_BUDGET / row_bytes : 1;
@@ -266,7 +252,7 @@ FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t) {
   LLVMValueRef bt = scr, plane = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, plane_at)}, 1, "plane");
   /* the groups past G: zero bytes (against zero weights), once per call */
   if (s.NHq * 16 > s.G)
-    for (int j = 0; j < 2; j++)
+    for (int j = 0; j < NB; j++)
       store_run(k, LLVMBuildGEP2(b, i8, bt, (LLVMValueRef[]){c64(k, j * s.NHq * 1024 + s.G * 64)}, 1, ""), NULL,
                 (s.NHq * 16 - s.G) * 64, false, LLVMConstNull(LLVMVectorType(i8, 64)));
   LLVMValueRef masks[16];
@@ -277,7 +263,7 @@ FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t) {
     LLVMSetAlignment(masks[q], 1);
   }
   Panel p = {.wp = wp, .bt = bt, .et = et, .ctile = fc_cg_tile_new(k, i32, 4 * 16 * 16, "amx_c"),
-             .edge = fc_cg_tile_new(k, et, 32 * 32, "edge"), .nb = (int)(s.PW / 16)};
+             .edge = fc_cg_tile_new(k, et, 32 * PANEL, "edge")};
 
   FcLoop lo, lr, lp, lcp;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk");
@@ -291,10 +277,10 @@ FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t) {
   build_plane(k, &s, plane, xg, fc_cg_iadd(k, fc_cg_imulc(k, oy0, c->sh), c64(k, -c->ph)));
   LLVMValueRef rows = fc_cg_smin(k, c64(k, s.RB), fc_cg_isub(k, c64(k, c->OH), oy0));
   LLVMValueRef row = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "orow");
-  int64_t panels = (c->OW + s.PW - 1) / s.PW;
+  int64_t panels = (c->OW + PANEL - 1) / PANEL;
   LLVMValueRef pn = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, panels), 1, "panel");
-  LLVMValueRef ox0 = fc_cg_smin(k, fc_cg_imulc(k, pn, s.PW), c64(k, c->OW - s.PW));
-  build_b(k, &s, plane, bt, row, ox0, p.nb, masks);
+  LLVMValueRef ox0 = fc_cg_smin(k, fc_cg_imulc(k, pn, PANEL), c64(k, c->OW - PANEL));
+  build_b(k, &s, plane, bt, row, ox0, masks);
   p.col0 = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, oy0, row), c->OW), ox0);
   LLVMValueRef cp = fc_cg_loop_begin(k, &lcp, c64(k, 0), c64(k, s.MT / 2), 1, "ctiles");
   panel_tiles(k, &s, &p, fc_cg_imulc(k, cp, 2), 2);
