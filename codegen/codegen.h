@@ -328,5 +328,8 @@ LLVMValueRef fc_cg_acc_step(FcKernel *k, FcAccKind kind, FcDtypeClass cls, LLVMV
 /* Input element idx as an accumulator value; the finished accumulator of output idx stored (a mean divided). */
 LLVMValueRef fc_cg_reduce_load(FcKernel *k, const FcReducePlan *r, LLVMValueRef idx);
 void fc_cg_reduce_store(FcKernel *k, const FcReducePlan *r, LLVMValueRef idx, LLVMValueRef acc);
+/* kernel_reduce_minmax.c: the max (min) of the n f32 input elements from index base, as llvm.maximum
+ * (minimum) would fold them: NaN if any is NaN, -0 below +0. */
+LLVMValueRef fc_cg_reduce_minmax_f32(FcKernel *k, bool is_max, LLVMValueRef base, int64_t n);
 
 #endif /* FLOWC_CODEGEN_H */

@@ -4,8 +4,9 @@
  * Reductions first merge neighbouring input dims of the same kind (kept or reduced), which leaves
  * alternating groups such as [K0, R0, K1, R1]. When the innermost group is reduced, each output element
  * is one outer iteration whose innermost loop walks a contiguous run: a vectorisable reduction (float
- * sums and products carry `reassoc`, max/min use llvm.maximum/minimum, which propagate NaN as the
- * evaluator does). When the innermost group is kept, a block of up to RD_BLOCK neighbouring outputs
+ * sums and products carry `reassoc`, max/min use llvm.maximum/minimum, which propagate NaN and order -0
+ * below +0 as the evaluator does; long f32 runs of max/min take kernel_reduce_minmax.c's cheaper loop, with
+ * the same results). When the innermost group is kept, a block of up to RD_BLOCK neighbouring outputs
  * shares each reduced step: they accumulate in a stack array, and the inner loop over the block is
  * unit-stride. Floats accumulate in their compute type (f16/bf16 in f32); integers wrap in their own
  * type, except the mean, which sums in 64 bits as the evaluator does before dividing. Empty reductions
@@ -27,7 +28,10 @@
 #include "codegen.h"
 #include "fcmath.h"
 
-enum { RD_BLOCK = 256 }; /* per-column state arrays: elements per block */
+enum {
+  RD_BLOCK = 256,  /* per-column state arrays: elements per block */
+  MINMAX_RUN = 64, /* contiguous f32 runs at least this long take kernel_reduce_minmax.c's max/min */
+};
 
 /* ---- small builders ------------------------------------------------------------------------------ */
 
@@ -115,6 +119,11 @@ FcStatus fc_kernel_reduce(FcKernel *k) {
     LLVMValueRef acc = entry_alloca(k, r.at, 1, "acc");
     LLVMValueRef o = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "o");
     LLVMValueRef base = fc_cg_reduce_offset(k, &r, c64(k, 0), o, kept, nk);
+    if (nr == 1 && rin >= MINMAX_RUN && r.dt == FC_DT_F32 && (r.kind == FC_ACC_MAX || r.kind == FC_ACC_MIN)) {
+      fc_cg_reduce_store(k, &r, o, fc_cg_reduce_minmax_f32(k, r.kind == FC_ACC_MAX, base, rin));
+      fc_cg_loop_end(k, &lo);
+      return FC_OK;
+    }
     LLVMBuildStore(B, fc_cg_acc_init(r.kind, r.cls, r.at), acc);
     LLVMValueRef rbase = base;
     if (nr > 1) {
@@ -290,6 +299,14 @@ static LLVMValueRef reduce_vec(FcKernel *k, const char *name, LLVMValueRef v, LL
   return fc_cg_intrinsic(k, name, LLVMTypeOf(v), start ? args : args + 1, start ? 2 : 1);
 }
 
+/* x > m ? x : m, one compare-select (x86's maxps): a NaN x leaves m. The max of a softmax row needs no NaN
+ * of its own: a NaN element's exponential is NaN, so is the row's sum, and so every output of the row, as
+ * when the max is NaN; nor the sign of a zero max (x - 0 and x - -0 are equal but for a zero x, whose exp
+ * is 1 either way). */
+static LLVMValueRef greater(FcKernel *k, LLVMValueRef x, LLVMValueRef m) {
+  return LLVMBuildSelect(k->b, LLVMBuildFCmp(k->b, LLVMRealOGT, x, m, ""), x, m, "");
+}
+
 /* f32 softmax along a contiguous axis (inner == 1: attention's scores, rows of 64 to a few hundred) in
  * explicit vectors of the widest registers, the row's ragged end through masked loads and stores, and one
  * reciprocal of the sum per row instead of a division per element (the products differ from the quotients
@@ -317,13 +334,15 @@ static void softmax_rows(FcKernel *k, AxisIter *a, int vl) {
   LLVMBuildStore(B, neg_inf, acc);
   if (full) {
     LLVMValueRef i = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, full), vl, "v");
-    LLVMBuildStore(B, intrinsic2(k, "llvm.maximum", LLVMBuildLoad2(B, vt, acc, ""), row_load(k, vt, in, i, NULL, NULL)),
-                   acc);
+    LLVMBuildStore(B, greater(k, row_load(k, vt, in, i, NULL, NULL), LLVMBuildLoad2(B, vt, acc, "")), acc);
     fc_cg_loop_end(k, &l);
   }
   LLVMValueRef m = LLVMBuildLoad2(B, vt, acc, "");
-  if (rem) m = intrinsic2(k, "llvm.maximum", m, row_load(k, vt, in, c64(k, full), mask, neg_inf));
-  LLVMValueRef mx = fc_cg_splat(k, reduce_vec(k, "llvm.vector.reduce.fmaximum", m, NULL), (unsigned)vl);
+  if (rem) m = greater(k, row_load(k, vt, in, c64(k, full), mask, neg_inf), m);
+  /* m holds no NaN (greater never takes one), so its lanes fold by plain max instructions */
+  LLVMValueRef mlane = reduce_vec(k, "llvm.vector.reduce.fmax", m, NULL);
+  LLVMSetFastMathFlags(mlane, LLVMFastMathNoNaNs);
+  LLVMValueRef mx = fc_cg_splat(k, mlane, (unsigned)vl);
 
   LLVMBuildStore(B, zero, acc);
   if (full) {

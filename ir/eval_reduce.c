@@ -82,8 +82,13 @@ FcStatus fc_eval_reduce(const FcOp *op, const FcTensor *const *in, FcTensor **ou
         switch (k) {
         case FC_OP_REDUCE_SUM: case FC_OP_REDUCE_MEAN: facc += v; break;
         case FC_OP_REDUCE_PROD: facc *= v; break;
-        case FC_OP_REDUCE_MAX: facc = isnan(facc) || isnan(v) ? NAN : v > facc ? v : facc; break;
-        case FC_OP_REDUCE_MIN: facc = isnan(facc) || isnan(v) ? NAN : v < facc ? v : facc; break;
+        /* -0 below +0, as the kernels' llvm.maximum/minimum and the element-wise max/min order them */
+        case FC_OP_REDUCE_MAX:
+          facc = isnan(facc) || isnan(v) ? NAN : v > facc || (v == facc && !signbit(v)) ? v : facc;
+          break;
+        case FC_OP_REDUCE_MIN:
+          facc = isnan(facc) || isnan(v) ? NAN : v < facc || (v == facc && signbit(v)) ? v : facc;
+          break;
         default: FC_UNREACHABLE();
         }
       } else {
