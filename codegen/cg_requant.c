@@ -340,7 +340,7 @@ static void store_columns(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, 
  * of its rows that the tile's columns are. */
 static void store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
                        LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
-                       LLVMValueRef cols, bool transposed) {
+                       LLVMValueRef cols, bool transposed, FcCgEpilogue *e) {
   LLVMBuilderRef b = k->b;
   int64_t nr = (int64_t)nv * w;
   LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rows, fc_cg_const_i64(k, mr), ""),
@@ -354,9 +354,10 @@ static void store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int
   for (int i = 0; i < mr && !transposed; i++)
     for (int v = 0; v < nv; v++) {
       LLVMValueRef row = fc_cg_iadd(k, row0, fc_cg_const_i64(k, i));
-      LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, row, row_stride),
-                                                        fc_cg_iadd(k, col0, fc_cg_const_i64(k, (int64_t)v * w))));
-      LLVMValueRef s = LLVMBuildStore(b, out[i * nv + v], LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
+      LLVMValueRef col = fc_cg_iadd(k, col0, fc_cg_const_i64(k, (int64_t)v * w));
+      LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, row, row_stride), col));
+      LLVMValueRef val = e ? fc_cg_epilogue_value(k, e, out[i * nv + v], row, col) : out[i * nv + v];
+      LLVMValueRef s = LLVMBuildStore(b, val, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
       LLVMSetAlignment(s, 1);
     }
   LLVMBuildBr(b, done_bb);
@@ -370,6 +371,7 @@ static void store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, fc_cg_const_i64(k, 0), cols, 1, "ec");
   LLVMValueRef v = LLVMBuildLoad2(b, et, fc_cg_tile_at(k, et, edge, fc_cg_iadd(k, fc_cg_imulc(k, i, nr), j)), "");
   LLVMValueRef r = fc_cg_iadd(k, row0, i), c = fc_cg_iadd(k, col0, j);
+  if (e) v = fc_cg_epilogue_value(k, e, v, r, c);
   LLVMValueRef at = fc_cg_iadd(k, base, transposed ? fc_cg_iadd(k, fc_cg_imulc(k, c, row_stride), r)
                                                    : fc_cg_iadd(k, fc_cg_imulc(k, r, row_stride), c));
   LLVMBuildStore(b, v, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));
@@ -381,11 +383,18 @@ static void store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int
 void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
                       LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
                       LLVMValueRef cols) {
-  store_tile(k, et, out, mr, nv, w, edge, base, row0, rows, row_stride, col0, cols, false);
+  store_tile(k, et, out, mr, nv, w, edge, base, row0, rows, row_stride, col0, cols, false, NULL);
+}
+
+void fc_qp_store_tile_epilogue(FcKernel *k, FcCgEpilogue *e, const LLVMValueRef *out, int mr, int nv, int w,
+                               LLVMValueRef edge, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride,
+                               LLVMValueRef col0, LLVMValueRef cols) {
+  store_tile(k, LLVMFloatTypeInContext(k->ctx), out, mr, nv, w, edge, fc_cg_const_i64(k, 0), row0, rows, row_stride,
+             col0, cols, false, e);
 }
 
 void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w,
                                  LLVMValueRef edge, LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows,
                                  int64_t col_stride, LLVMValueRef col0, LLVMValueRef cols) {
-  store_tile(k, et, out, mr, nv, w, edge, base, row0, rows, col_stride, col0, cols, true);
+  store_tile(k, et, out, mr, nv, w, edge, base, row0, rows, col_stride, col0, cols, true, NULL);
 }

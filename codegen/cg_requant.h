@@ -18,6 +18,7 @@
 #ifndef FLOWC_CG_REQUANT_H
 #define FLOWC_CG_REQUANT_H
 
+#include "cg_epilogue.h"
 #include "codegen.h"
 
 typedef struct FcQuantProduct {
@@ -55,6 +56,12 @@ void fc_qp_free(FcQuantProduct *q);
 void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w, LLVMValueRef edge,
                       LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride, LLVMValueRef col0,
                       LLVMValueRef cols);
+/* fc_qp_store_tile of f32 values with a matmul's fused epilogue e (cg_epilogue.h, over the result's [rows, N]
+ * view: base 0, row_stride N) applied to each value stored: to whole vectors in a full tile, element by element
+ * at an edge, so that no extra operand is read outside the result. */
+void fc_qp_store_tile_epilogue(FcKernel *k, FcCgEpilogue *e, const LLVMValueRef *out, int mr, int nv, int w,
+                               LLVMValueRef edge, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride,
+                               LLVMValueRef col0, LLVMValueRef cols);
 /* The same for a tile whose columns are output rows: tile element (i, j) goes to base + (col0 + j) · col_stride
  * + row0 + i (the few-pixel conv's pixels × channels into NCHW); a full tile by shuffles, each output row's
  * mr elements one small vector. */

@@ -129,7 +129,8 @@ typedef struct MatmulCtx {
   int nb;                   /* batch dims of the result */
   int64_t M, N, K;
   int64_t as[FC_DEFAULT_MAX_RANK], bs[FC_DEFAULT_MAX_RANK];
-  FcDtype dt;
+  FcDtype dt;               /* the result's */
+  FcDtype acc_dt;           /* the accumulator's: i32 for 8-bit operands, else dt */
   FcCgEpilogue *e;
   LLVMValueRef abase, bbase; /* element offsets of the block's A and B matrices */
 } MatmulCtx;
@@ -152,7 +153,7 @@ static LLVMValueRef mm_load_a(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMVal
   MatmulCtx *c = ctx;
   FcKernel *k = &g->k;
   LLVMValueRef i = fc_cg_iadd(k, c->abase, fc_cg_iadd(k, fc_cg_imulc(k, m, c->K), kk));
-  return fc_cg_convert(k, fc_cg_load(k, c->at->dtype, k->in[0], i), c->at->dtype, c->dt);
+  return fc_cg_convert(k, fc_cg_load(k, c->at->dtype, k->in[0], i), c->at->dtype, c->acc_dt);
 }
 
 static LLVMValueRef mm_load_b(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMValueRef kk, LLVMValueRef n) {
@@ -160,13 +161,14 @@ static LLVMValueRef mm_load_b(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMVal
   MatmulCtx *c = ctx;
   FcKernel *k = &g->k;
   LLVMValueRef i = fc_cg_iadd(k, c->bbase, fc_cg_iadd(k, fc_cg_imulc(k, kk, c->N), n));
-  return fc_cg_convert(k, fc_cg_load(k, c->bt->dtype, k->in[1], i), c->bt->dtype, c->dt);
+  return fc_cg_convert(k, fc_cg_load(k, c->bt->dtype, k->in[1], i), c->bt->dtype, c->acc_dt);
 }
 
 static void mm_store_c(FcGpuKernel *g, void *ctx, LLVMValueRef z, LLVMValueRef m, LLVMValueRef n, LLVMValueRef v) {
   MatmulCtx *c = ctx;
   FcKernel *k = &g->k;
   LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, z, c->M), m);
+  v = fc_cg_convert(k, v, c->acc_dt, c->dt);
   if (c->e) v = fc_cg_epilogue_value(k, c->e, v, row, n);
   fc_cg_store(k, c->dt, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, c->N), n), v);
 }
@@ -182,6 +184,7 @@ FcStatus fc_gpu_matmul(FcGpuKernel *g) {
     return fc_gpu_error(g, FC_ERR_UNSUPPORTED, "rank %d is not supported", r);
   c.dt = c.rt->dtype;
   if (c.dt == FC_DT_BOOL) return fc_gpu_error(g, FC_ERR_UNSUPPORTED, "an i1 matmul");
+  c.acc_dt = fc_matmul_is_int8(c.at->dtype, c.bt->dtype) ? FC_DT_I32 : c.dt; /* `to = f32` converts the sums */
   c.nb = r - 2;
   c.M = c.rt->dims[r - 2];
   c.N = c.rt->dims[r - 1];
@@ -203,7 +206,7 @@ FcStatus fc_gpu_matmul(FcGpuKernel *g) {
   } else if (op->n_operands > 2 || fc_op_attr(op, FC_ATTR_EPILOGUE)) {
     return fc_gpu_error(g, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(c.dt));
   }
-  FcGpuGemm p = {.batch = batch, .M = c.M, .N = c.N, .K = c.K, .ct = fc_cg_compute_type(k, c.dt), .ctx = &c,
+  FcGpuGemm p = {.batch = batch, .M = c.M, .N = c.N, .K = c.K, .ct = fc_cg_compute_type(k, c.acc_dt), .ctx = &c,
                  .begin = mm_begin, .load_a = mm_load_a, .load_b = mm_load_b, .store_c = mm_store_c};
   return fc_gpu_gemm_emit(g, &p);
 }

@@ -1,5 +1,6 @@
 /* kernel_matmul_amx.c — the integer GEMM of kernel_matmul_i8.c (u8 A [.., M, K] × constant 8-bit B [K, N],
- * plain i32 or quantised with the requantising store) on AMX tiles (cg_amx.h), for targets with AMX-INT8.
+ * plain i32, plain f32 with its fused epilogue, or quantised with the requantising store) on AMX tiles
+ * (cg_amx.h), for targets with AMX-INT8.
  *
  * B has the one s8 packing every variant reads (fc_i8_pack_panels: unit panels of 16 columns with 4
  * consecutive k of a column adjacent, k padded to whole 64-byte chunks, then the per-column corrections and
@@ -37,6 +38,8 @@ bool fc_matmul_amx_applies(const FcKernel *k) {
 typedef struct AmxMatmul {
   int64_t M, K, N, KG, chunks, npad, wbytes;
   bool quant;
+  bool to_f32;     /* the plain form with an f32 result (kernel_matmul_i8.c) */
+  FcCgEpilogue *e; /* its fused epilogue, or NULL */
   FcQuantProduct q;
   LLVMValueRef bp, ctile, edge, scratch;
   LLVMTypeRef et;
@@ -119,6 +122,11 @@ static void block(FcKernel *k, const AmxMatmul *t, LLVMValueRef m0, LLVMValueRef
   }
   int per_row = t->quant ? fc_qp_finish_tile(k, &t->q, accs, rows, nb, corr, mult, outv) : nb;
   LLVMValueRef cols = fc_cg_smin(k, c64(k, 16 * nb), fc_cg_isub(k, c64(k, t->N), n0));
+  if (t->to_f32) {
+    for (int i = 0; i < rows * nb; i++) outv[i] = LLVMBuildSIToFP(b, outv[i], vf, "");
+    fc_qp_store_tile_epilogue(k, t->e, outv, rows, nb, 16, t->edge, m0, c64(k, rows), t->N, n0, cols);
+    return;
+  }
   fc_qp_store_tile(k, t->et, outv, rows, per_row, 16 * nb / per_row, t->edge, c64(k, 0), m0, c64(k, rows), t->N, n0,
                    cols);
 }
@@ -176,7 +184,15 @@ FcStatus fc_matmul_amx(FcKernel *k) {
   fc_kernel_set_outer(k, rblocks * cblocks, 2.0 * BLOCK * BLOCK * (double)t.K);
 
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
-  FcDtype odt = t.quant ? t.q.out : FC_DT_I32;
+  FcDtype odt = t.quant ? t.q.out : rt->dtype;
+  t.to_f32 = !t.quant && odt == FC_DT_F32;
+  if (t.to_f32) {
+    FcStatus st = fc_cg_epilogue_init(k, 1, &t.e);
+    if (st != FC_OK) {
+      fc_qp_free(&t.q);
+      return st;
+    }
+  }
   t.et = odt == FC_DT_I32 ? i32 : odt == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : LLVMInt8TypeInContext(k->ctx);
   t.ctile = fc_cg_tile_new(k, i32, 4 * FC_AMX_ROWS * 16, "amx_c");
   t.edge = fc_cg_tile_new(k, t.et, BLOCK * BLOCK, "edge");

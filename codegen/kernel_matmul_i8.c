@@ -1,7 +1,9 @@
 /* kernel_matmul_i8.c — the integer GEMM: flow.matmul of a run-time 8-bit A [.., M, K] and a constant 8-bit
  * B [K, N], in two forms:
  *   - plain: u8 A × i8 B into i32, exactly (the lowering of MatMulInteger / QLinearMatMul puts its operands
- *     in these types and applies the zero points around it: compiler/lower_quant.c);
+ *     in these types and applies the zero points around it: compiler/lower_quant.c), or into f32 (`to`: the
+ *     i32 sums converted in the store, where a fused epilogue then applies: the dynamic quantisation's
+ *     dequantize, bias and activation, passes/fuse_epilogue.c);
  *   - quantised (qspec §2): A per-tensor u8/i8, B per tensor or per column, an optional i32 bias, the result
  *     requantised to u8/i8 or scaled to f32 in the store (cg_requant.h folds zero points and bias into one
  *     i32 correction per column; B's zero points are subtracted from B at compile time).
@@ -53,15 +55,17 @@
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
+/* u8 A x i8 B into i32, or into f32 (`to`: the i32 sums converted, then any fused epilogue). */
 static bool plain_form(const FcOp *op) {
   const FcType *at = &op->operands[0].value->type, *bt = &op->operands[1].value->type, *rt = &op->results[0].type;
-  return op->n_operands == 2 && !at->quant && !bt->quant && !rt->quant && at->dtype == FC_DT_U8 &&
-         bt->dtype == FC_DT_I8 && rt->dtype == FC_DT_I32;
+  bool f32 = rt->dtype == FC_DT_F32;
+  return (op->n_operands == 2 || f32) && !at->quant && !bt->quant && !rt->quant && at->dtype == FC_DT_U8 &&
+         bt->dtype == FC_DT_I8 && (rt->dtype == FC_DT_I32 || f32);
 }
 
 bool fc_matmul_i8_applies(const FcKernel *k) {
   const FcOp *op = k->op;
-  if (op->n_operands < 2 || fc_op_attr(op, FC_ATTR_EPILOGUE)) return false;
+  if (op->n_operands < 2 || (fc_op_attr(op, FC_ATTR_EPILOGUE) && !plain_form(op))) return false;
   const FcType *at = &op->operands[0].value->type, *bt = &op->operands[1].value->type, *rt = &op->results[0].type;
   if (at->rank < 2 || bt->rank != 2) return false;
   if (!plain_form(op) && !(at->quant && fc_qp_applies(op, 1, NULL, 0))) return false;
@@ -221,6 +225,8 @@ static int8_t *pack_b(const I8Tile *t, const FcQuantProduct *q, bool quant, int6
 typedef struct I8Mm {
   int64_t K, N, M, units, bytes, npad; /* units: unit panels of the s8 packing; bytes: the B part; npad: N padded */
   bool quant;
+  FcCgEpilogue *e; /* the plain form's f32 result: its epilogue, or NULL */
+  bool to_f32;     /* the plain form with an f32 result */
   const FcQuantProduct *q;
   LLVMValueRef bp, ctile;
   LLVMTypeRef et;
@@ -331,6 +337,11 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
   /* Full tiles store their vectors; edge tiles go through a stack tile and copy the valid part. */
   LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, m->M), m0));
   LLVMValueRef cols = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, m->N), n0));
+  if (m->to_f32) {
+    for (int i = 0; i < mr * nv; i++) outv[i] = LLVMBuildSIToFP(bld, outv[i], LLVMVectorType(f32, (unsigned)w), "");
+    fc_qp_store_tile_epilogue(k, m->e, outv, mr, nv, w, m->ctile, m0, rows, m->N, n0, cols);
+    return;
+  }
   fc_qp_store_tile(k, m->et, outv, mr, per_row, nv * w / per_row, m->ctile, c64(k, 0), m0, rows, m->N, n0, cols);
 }
 
@@ -363,6 +374,14 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   FC_ASSERT(t.wide16 || nr % 16 == 0);
   int64_t panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr;
   I8Mm m = {.K = K, .N = N, .M = M, .units = (N + 15) / 16, .quant = quant, .q = &q};
+  m.to_f32 = !quant && rt->dtype == FC_DT_F32;
+  if (m.to_f32) {
+    FcStatus st = fc_cg_epilogue_init(k, 1, &m.e);
+    if (st != FC_OK) {
+      fc_qp_free(&q);
+      return st;
+    }
+  }
   int64_t total;
   int8_t *pk = pack_b(&t, &q, quant, K, N, &m.bytes, &m.npad, &total);
   if (!pk) {
@@ -378,7 +397,7 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   t.vi = tw.vi = LLVMVectorType(i32, (unsigned)w);
   t.acc = tw.acc = fc_cg_tile_new(k, t.vi, mr * t.nb, "acc"); /* WIDEN: half the rows, twice the vectors */
   /* the result's element: i32 (plain), the storage byte (requantised) or f32 */
-  FcDtype odt = quant ? q.out : FC_DT_I32;
+  FcDtype odt = quant ? q.out : rt->dtype;
   m.et = odt == FC_DT_I32 ? i32 : odt == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
   m.ctile = fc_cg_tile_new(k, m.et, (int64_t)mr * nr, "edge");
 

@@ -65,12 +65,13 @@ static int64_t prod(const int64_t *d, int n) {
 }
 
 /* Stores tile[0..tn) to dst[at ..) converted to dt. */
-static void tile_store(FcKernel *k, FcDtype dt, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueRef tn,
+/* Stores tile[0..tn) (compute type ct of dtype from) at dst[at ..) as dt. */
+static void tile_store(FcKernel *k, FcDtype from, FcDtype dt, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueRef tn,
                        LLVMValueRef dst, LLVMValueRef at) {
   FcLoop l;
   LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), tn, 1, "st");
   LLVMValueRef v = LLVMBuildLoad2(k->b, ct, fc_cg_tile_at(k, ct, tile, j), "");
-  fc_cg_store(k, dt, dst, fc_cg_iadd(k, at, j), v);
+  fc_cg_store(k, dt, dst, fc_cg_iadd(k, at, j), fc_cg_convert(k, v, from, dt));
   fc_cg_loop_end(k, &l);
 }
 
@@ -141,6 +142,11 @@ static void quant_tile_store(FcKernel *k, const FcQuantProduct *q, LLVMValueRef 
 
 static FcStatus matmul_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab);
 
+/* 8-bit operands into an f32 result (`to`): the i32 sums converted, then the fused epilogue if any. */
+static bool int8_to_f32(FcKernel *k) {
+  return fc_matmul_is_int8(in_type(k, 0)->dtype, in_type(k, 1)->dtype) && k->op->results[0].type.dtype == FC_DT_F32;
+}
+
 /* C[b, i, :] = sum_k A[b, i, k] * B[b, k, :], one outer iteration per (b, i), loop order k-j with the
  * j loop (a TILE-wide slice of the row) innermost. */
 FcStatus fc_kernel_matmul(FcKernel *k) {
@@ -159,7 +165,7 @@ FcStatus fc_kernel_matmul(FcKernel *k) {
     if (qst != FC_OK) return qst;
     q = &qp;
     quant_table(k, q, q->corr, &qtab);
-  } else if (k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE)) {
+  } else if ((k->op->n_operands > 2 || fc_op_attr(k->op, FC_ATTR_EPILOGUE)) && !int8_to_f32(k)) {
     return fc_cg_error(k, FC_ERR_UNSUPPORTED, "a fused epilogue on a %s matmul", fc_dtype_name(k->op->results[0].type.dtype));
   }
   FcStatus st = matmul_direct(k, q, qtab);
@@ -181,7 +187,14 @@ static FcStatus matmul_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab
   fc_kernel_set_outer(k, rows, 2.0 * (double)K * (double)N + (double)N);
   if (rows == 0) return FC_OK;
 
-  LLVMTypeRef ct = q ? LLVMInt32TypeInContext(k->ctx) : fc_cg_compute_type(k, dt);
+  /* 8-bit operands accumulate in i32 (an f32 result converts the sums: int8_to_f32) */
+  FcDtype acc_dt = q || fc_matmul_is_int8(at->dtype, bt->dtype) ? FC_DT_I32 : dt;
+  FcCgEpilogue *e = NULL;
+  if (!q && dt != acc_dt) {
+    FcStatus st = fc_cg_epilogue_init(k, 1, &e);
+    if (st != FC_OK) return st;
+  }
+  LLVMTypeRef ct = fc_cg_compute_type(k, acc_dt);
   int64_t T = N < TILE ? N : TILE;
   LLVMValueRef tile = fc_cg_tile_new(k, ct, T, "acc");
   FcLoop lr;
@@ -205,20 +218,21 @@ static FcStatus matmul_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab
   /* 8-bit operands (an integer matmul with an i32 result) widen exactly to i32 */
   FcDtype adt = at->dtype, bdt = bt->dtype;
   LLVMValueRef ai = fc_cg_iadd(k, aoff, kk);
-  LLVMValueRef a = q ? quant_x(k, q, adt, ai, false) : fc_cg_convert(k, fc_cg_load(k, adt, k->in[0], ai), adt, dt);
+  LLVMValueRef a = q ? quant_x(k, q, adt, ai, false) : fc_cg_convert(k, fc_cg_load(k, adt, k->in[0], ai), adt, acc_dt);
   LLVMValueRef brow = fc_cg_iadd(k, fc_cg_iadd(k, boff, fc_cg_imulc(k, kk, N)), j0);
   FcLoop lj;
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
   LLVMValueRef p = fc_cg_tile_at(k, ct, tile, j);
   LLVMValueRef bi_ = fc_cg_iadd(k, brow, j);
-  LLVMValueRef bv = q ? quant_w(k, bi_) : fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], bi_), bdt, dt);
+  LLVMValueRef bv = q ? quant_w(k, bi_) : fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], bi_), bdt, acc_dt);
   LLVMBuildStore(k->b, fc_cg_madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
   if (q)
     quant_tile_store(k, q, tile, tn, NULL, NULL, fc_cg_iadd(k, fc_cg_imulc(k, row, N), j0), j0, qtab);
   else
-    tile_store(k, dt, ct, tile, tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, N), j0));
+    tile_store(k, acc_dt, dt, ct, tile, tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, N), j0));
+  if (e) fc_cg_epilogue_row(k, e, k->out[0], row, j0, tn);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
   return FC_OK;
@@ -442,7 +456,7 @@ static FcStatus conv_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab) 
   if (q)
     quant_tile_store(k, q, rw.tile, rw.tn, qadd, qmult, fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0), NULL, 0);
   else
-    tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
+    tile_store(k, dt, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
   if (epi) fc_cg_epilogue_row(k, epi, k->out[0], plane, fc_cg_iadd(k, fc_cg_imulc(k, sp, OL), rw.t0), rw.tn);
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
@@ -554,7 +568,7 @@ FcStatus fc_kernel_conv_transpose(FcKernel *k) {
   LLVMValueRef wo = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, Mg), mg), g.ksz);
   convt_taps(&c, 0, xo, wo);
   fc_cg_loop_end(k, &lc);
-  tile_store(k, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
+  tile_store(k, dt, dt, rw.ct, rw.tile, rw.tn, k->out[0], fc_cg_iadd(k, fc_cg_imulc(k, row, OL), rw.t0));
   fc_cg_loop_end(k, &lt);
   fc_cg_loop_end(k, &lr);
   return FC_OK;

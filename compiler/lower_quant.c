@@ -199,7 +199,7 @@ FcStatus fc_lower_dynamic_quantize(FcLower *l) {
   FcValue *x = l->in[0];
   if (x->type.dtype != FC_DT_F32) return fc_lx_error(l, "x must be float32, not %s", fc_dtype_name(x->type.dtype));
   FcValue *scale, *zp;
-  l->out[0] = fc_b_dynamic_quantize(l->b, x, 0, &scale, &zp);
+  l->out[0] = fc_b_dynamic_quantize(l->b, x, 0, false, &scale, &zp);
   if (fc_lx_out_named(l, 1)) l->out[1] = scale;
   if (fc_lx_out_named(l, 2)) l->out[2] = zp;
   return fc_lx_finish(l);

@@ -1,6 +1,7 @@
 /* build_quant.c — the IR of run-time quantisation, built with an FcBuilder: shared by the importer's
  * QuantizeLinear/DynamicQuantizeLinear (compiler/lower_quant.c) and the quantize_dynamic pass, so that
- * the two compute the same u8 values the same way.
+ * the two compute the same u8 values the same way (but for the pass's product with the scale's reciprocal
+ * where ONNX divides: one division per run instead of one per element).
  *
  * Everything is f32 element-wise and reduction ops (no new op kind): round half to even (the core
  * round), add the zero point, clamp, cast. Later passes fuse the chain into one loop.
@@ -15,7 +16,8 @@ FcValue *fc_b_round_saturate(FcBuilder *b, FcValue *v, FcValue *zp_f, FcDtype dt
   return fc_b_cast(b, y, dt);
 }
 
-FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, FcValue **scale, FcValue **zp) {
+FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, bool reciprocal, FcValue **scale,
+                               FcValue **zp) {
   *scale = *zp = NULL;
   if (!x || b->status != FC_OK) return NULL;
   int rank = x->type.rank;
@@ -30,7 +32,9 @@ FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, FcVal
   if (min_scale > 0) s = fc_b_binary(b, FC_OP_MAX, s, fc_b_scalar(b, FC_DT_F32, min_scale));
   FcValue *z = fc_b_round_saturate(b, fc_b_binary(b, FC_OP_DIV, fc_b_unary(b, FC_OP_NEG, mn), s), NULL, FC_DT_U8, 0,
                                    255);
-  FcValue *y = fc_b_round_saturate(b, fc_b_binary(b, FC_OP_DIV, x, s), fc_b_cast(b, z, FC_DT_F32), FC_DT_U8, 0, 255);
+  FcValue *xs = reciprocal ? fc_b_binary(b, FC_OP_MUL, x, fc_b_binary(b, FC_OP_DIV, fc_b_scalar(b, FC_DT_F32, 1), s))
+                           : fc_b_binary(b, FC_OP_DIV, x, s);
+  FcValue *y = fc_b_round_saturate(b, xs, fc_b_cast(b, z, FC_DT_F32), FC_DT_U8, 0, 255);
   if (b->status != FC_OK) return NULL;
   *scale = s;
   *zp = z;

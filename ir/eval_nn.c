@@ -108,8 +108,9 @@ FcStatus fc_eval_matmul(const FcOp *op, const FcTensor *const *in, FcTensor **ou
   FcEvDomain dom;
   FC_EV_TRY(arith_domain(op, at->dtype, true, &dom, diag));
   int r = rt->rank;
-  /* 8-bit operands widen exactly (u64 domain: sign- or zero-extended) and accumulate into i32. */
-  bool int8 = fc_matmul_is_int8(at->dtype, bt->dtype) && rt->dtype == FC_DT_I32;
+  /* 8-bit operands widen exactly (u64 domain: sign- or zero-extended) and accumulate into i32, which an f32
+   * result (`to`) takes converted. */
+  bool int8 = fc_matmul_is_int8(at->dtype, bt->dtype) && (rt->dtype == FC_DT_I32 || rt->dtype == FC_DT_F32);
   if (at->rank < 2 || bt->rank < 2 || r != (at->rank > bt->rank ? at->rank : bt->rank) ||
       (!int8 && (bt->dtype != at->dtype || rt->dtype != at->dtype)))
     return fc_ev_fail(op, diag, FC_ERR_INPUT, "operands must be matrices of one dtype");
@@ -154,6 +155,8 @@ FcStatus fc_eval_matmul(const FcOp *op, const FcTensor *const *in, FcTensor **ou
       if (row.f) memset(row.f, 0, (size_t)N * sizeof *row.f);
       else memset(row.u, 0, (size_t)N * sizeof *row.u);
       for (int64_t k = 0; k < K; k++) axpy(dom, row, 0, 1, B, bo + k * N, 1, N, ao + i * K + k, A);
+      if (int8 && rt->dtype == FC_DT_F32)
+        for (int64_t j = 0; j < N; j++) row.u[j] = (uint64_t)(int64_t)(int32_t)(uint32_t)row.u[j]; /* the i32 sum */
       acc_store(&row, out[0], (bi * M + i) * N, N);
     }
     fc_ev_next(idx, rt->dims, nb);

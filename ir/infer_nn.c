@@ -311,6 +311,12 @@ FcStatus fc_infer_matmul(FcOp *op, FcArena *arena, FcDiag *diag) {
     return fc_ih_fail(op, diag, "operand dtypes differ (%s and %s)", fc_dtype_name(a->dtype), fc_dtype_name(b->dtype));
   if (a->dtype == FC_DT_BOOL) return fc_ih_fail(op, diag, "operand type must be numeric, not i1");
   FcDtype rdt = int8 ? FC_DT_I32 : a->dtype;
+  const FcAttr *to = fc_op_attr(op, FC_ATTR_TO);
+  if (to) {
+    if (!int8 || quantised || to->kind != FC_AK_TYPE || (to->type != FC_DT_I32 && to->type != FC_DT_F32))
+      return fc_ih_fail(op, diag, "'to' is the result dtype of 8-bit operands: i32 or f32");
+    rdt = to->type;
+  }
   int64_t k1 = a->dims[a->rank - 1], k2 = b->dims[b->rank - 2];
   if (k1 != k2) return fc_ih_fail(op, diag, "contraction dims differ (%lld and %lld)", (long long)k1, (long long)k2);
   FcType ab = {a->dtype, a->rank - 2, a->dims}, bb = {b->dtype, b->rank - 2, b->dims};

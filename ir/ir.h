@@ -584,8 +584,12 @@ FcValue *fc_b_round_saturate(FcBuilder *b, FcValue *v, FcValue *zp_f, FcDtype dt
  * (max(x, 0) - min(x, 0)) / 255, zero point = saturate(round(-min / scale)), y = saturate(round(x / scale)
  * + zero point). A min_scale > 0 bounds the scale from below, so that an all-zero x quantises to zeros
  * instead of dividing 0 by 0 (the ONNX operator leaves that case to the runtime: the importer passes 0).
- * Returns y (u8, x's shape) and sets *scale (f32) and *zp (u8) to rank-0 values; NULL after an error. */
-FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, FcValue **scale, FcValue **zp);
+ * With `reciprocal`, y = saturate(round(x · r) + zero point), r = 1 / scale rounded to f32 once: a
+ * multiply per element instead of a division (as PyTorch's and fbgemm's quantisation do; the two differ
+ * only where x / scale lies within about an ulp of a rounding tie). Returns y (u8, x's shape) and sets
+ * *scale (f32) and *zp (u8) to rank-0 values; NULL after an error. */
+FcValue *fc_b_dynamic_quantize(FcBuilder *b, FcValue *x, double min_scale, bool reciprocal, FcValue **scale,
+                               FcValue **zp);
 /* The ops of quantised types (ops.def): quantize to q, dequantize, and scast to q (NULL: to the plain
  * storage dtype). */
 FcValue *fc_b_quantize(FcBuilder *b, FcValue *x, const FcQuant *q);

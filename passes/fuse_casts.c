@@ -7,9 +7,10 @@
  * is cast(u8 -> f32), arithmetic, round and clamp, cast(f32 -> u8). As separate kernels each u8 element
  * costs a 4-byte write and read per cast; folded in, one pass reads the bytes and writes the bytes.
  * flow.fused converts as flow.cast does (ops.def), with the same code (codegen's fc_cg_convert), so the
- * results are unchanged. Only narrowing pays: an operand cast from an integer type smaller than the
- * compute type, a result cast to one. Runs after fuse_elementwise, before dce (which removes the casts
- * left without uses). */
+ * results are unchanged. Operands cast from an integer type no wider than the compute type are read
+ * directly (the i32 -> f32 cast of an integer GEMM's accumulators before the dynamic quantisation's dequantize
+ * then costs no pass of its own); a result is stored directly only as a narrower integer type. Runs after
+ * fuse_elementwise, before dce (which removes the casts left without uses). */
 #include "ew_program.h"
 #include "passes.h"
 #include "rewrite.h"
@@ -38,12 +39,12 @@ static bool narrower_int(FcDtype from, FcDtype than) {
   return fc_dtype_is_int(from) && fc_dtype_size(from) < fc_dtype_size(than);
 }
 
-/* The source of operand v when it is a cast from a narrower integer type to dt, else NULL. */
+/* The source of operand v when it is a cast to dt from an integer type no wider than dt, else NULL. */
 static FcValue *narrow_source(const FcValue *v, FcDtype dt) {
   const FcOp *c = v->def;
   if (!c || c->kind != FC_OP_CAST || !c->operands[0].value) return NULL;
   FcValue *src = c->operands[0].value;
-  return narrower_int(src->type.dtype, dt) ? src : NULL;
+  return fc_dtype_is_int(src->type.dtype) && fc_dtype_size(src->type.dtype) <= fc_dtype_size(dt) ? src : NULL;
 }
 
 /* The one cast consuming op's result, when it casts to a narrower integer type; else NULL. */

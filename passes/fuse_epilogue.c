@@ -27,6 +27,8 @@
  * bias that gets extras is given an explicit zero bias. An existing epilogue is extended: its last step
  * stands for X. f32 only: the CPU kernels compute epilogues for f32 convs and matmuls; a quantised conv or
  * matmul with an f32 result (qtype f32) has none (its activation and requantisation are its qtype's range).
+ * An integer matmul of 8-bit operands whose i32 result is only cast to f32 first takes the cast
+ * (widen_int8_matmul: `to = f32`), and then its epilogue grows as an f32 matmul's.
  */
 #include "ew_program.h"
 #include "passes.h"
@@ -261,6 +263,30 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   return FC_OK;
 }
 
+/* An integer matmul of 8-bit operands whose i32 result only feeds a cast to f32 (the dynamic quantisation's
+ * dequantize: quantize_dynamic.c) becomes one matmul with an f32 result (`to`), so that the dequantize, bias
+ * and activation after it join its epilogue like any f32 matmul's: the i32 tensor is never written. Returns
+ * the new matmul, or p when the pattern is absent. */
+static FcOp *widen_int8_matmul(Fuser *f, FcOp *p) {
+  if (p->kind != FC_OP_MATMUL || p->erased || p->n_operands != 2 || p->n_attrs != 0 || fc_rw_is_quantised(p))
+    return p;
+  FcValue *x = &p->results[0];
+  if (x->type.dtype != FC_DT_I32 || fc_value_num_uses(x) != 1) return p;
+  FcOp *c = x->first_use->user;
+  if (c->kind != FC_OP_CAST || c->results[0].type.dtype != FC_DT_F32 ||
+      !fc_matmul_is_int8(p->operands[0].value->type.dtype, p->operands[1].value->type.dtype))
+    return p;
+  FcBuilder b;
+  fc_rw_builder_before(&b, c, f->diag);
+  b.loc = p->loc;
+  FcValue *ops[2] = {p->operands[0].value, p->operands[1].value};
+  FcAttr to = FC_A_TYPE(TO, FC_DT_F32);
+  FcValue *y = fc_b_op1(&b, FC_OP_MATMUL, ops, 2, &to, 1);
+  if (fc_b_status(&b) != FC_OK) return NULL;
+  fc_rw_replace_op(c, &y, &f->scratch);
+  return y->def;
+}
+
 FcStatus fc_pass_fuse_epilogue(FcModule *m, FcPassContext *pc) {
   FcDiag *diag = pc->diag;
   Fuser f = {.m = m, .diag = diag, .mk = {.arena = &m->arena}};
@@ -272,7 +298,9 @@ FcStatus fc_pass_fuse_epilogue(FcModule *m, FcPassContext *pc) {
     if (op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL) fc_op_stack_push(&todo, op);
   }
   for (int i = 0; i < todo.n; i++) {
-    FcStatus st = fuse_into(&f, todo.v[i]);
+    FcOp *p = widen_int8_matmul(&f, todo.v[i]);
+    if (!p) return diag->status != FC_OK ? diag->status : FC_ERR_INTERNAL;
+    FcStatus st = fuse_into(&f, p);
     if (st != FC_OK) return st;
   }
   return FC_OK;

@@ -3,13 +3,15 @@
  *
  * y = A·B with A f32 at run time and B a constant [K, N] becomes
  *     a_q, s_a, z_a = dynamic_quantize(A)                  per tensor, asymmetric u8, at run time
+ *                                                          (A times 1 / s_a: one division per run)
  *     b_q[k, n]     = round(B[k, n] / s_b[n])              per output column, symmetric i8, here
  *     acc           = a_q · b_q                            i32, the integer GEMM (exact)
  *     y             = (f32(acc) - z_a · colsum(b_q)) · (s_a · s_b)    colsum a constant, s_b [N]
  * since sum_k (a_q - z_a)·s_a · b_q·s_b = s_a·s_b·(sum_k a_q·b_q - z_a·sum_k b_q). The zero-point
- * correction is applied in f32, so that it joins the scaling (and the bias and activation after it) in one
- * element-wise loop after the GEMM instead of an i32 loop of its own; f32 rounds acc and z_a·colsum only
- * above 2^24, by a relative 2^-24, far below the quantisation step (2^-8 of the range).
+ * correction is applied in f32, so that it joins the scaling (and the bias and activation after it) in the
+ * GEMM's epilogue (fuse_epilogue gives the matmul an f32 result: no i32 tensor is written), with z_a·colsum
+ * and s_a·s_b computed once per run as [N] vectors; f32 rounds acc and z_a·colsum only above 2^24, by a
+ * relative 2^-24, far below the quantisation step (2^-8 of the range).
  *
  * The weight range is REDUCED, |b_q| <= 64 (s_b[n] = max_k |B[k, n]| / 64), unless the target's integer
  * GEMM is exact for every i8 (vpdpbusd with VNNI, or the generic loop nest): vpmaddubsw adds two u8·i8
@@ -95,7 +97,7 @@ static FcStatus rewrite(FcModule *m, FcOp *op, int qmax, FcOpStack *scratch, FcD
   FcBuilder b;
   fc_rw_builder_before(&b, op, diag);
   FcValue *sa, *za;
-  FcValue *aq = fc_b_dynamic_quantize(&b, op->operands[0].value, FLT_MIN, &sa, &za);
+  FcValue *aq = fc_b_dynamic_quantize(&b, op->operands[0].value, FLT_MIN, true, &sa, &za);
   FcValue *acc = fc_b_binary(&b, FC_OP_MATMUL, aq, fc_b_const_tensor(&b, qw.q));
   FcValue *corr = fc_b_binary(&b, FC_OP_MUL, fc_b_cast(&b, za, FC_DT_F32), fc_b_const_tensor(&b, qw.colsum));
   FcValue *mult = fc_b_binary(&b, FC_OP_MUL, sa, fc_b_const_tensor(&b, qw.scale));

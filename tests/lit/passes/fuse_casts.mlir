@@ -33,14 +33,29 @@ func.func @lone(%arg0: tensor<4xi8>) -> tensor<4xf32> {
 
 // -----
 
-// Not folded: a cast from a type as wide as the compute type (i32), a result used twice, and a cast to
+// A source as wide as the compute type (i32: an integer GEMM's sums before their dequantize) is read
+// directly too; the cast goes.
+// CHECK-LABEL: func.func @same_width(
+// CHECK-NEXT:    %0 = "flow.constant"
+// CHECK-NEXT:    %1 = "flow.fused"(%arg0, %0) {dtype = f32, program = "mul o0 o1", shape = array<i64: 4>} : (tensor<4xi32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    "func.return"(%1)
+func.func @same_width(%arg0: tensor<4xi32>) -> tensor<4xf32> {
+  %s = "flow.constant"() {value = dense<5.000000e-01> : tensor<f32>} : () -> tensor<f32>
+  %0 = "flow.cast"(%arg0) {to = f32} : (tensor<4xi32>) -> tensor<4xf32>
+  %1 = "flow.mul"(%0, %s) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  "func.return"(%1) : (tensor<4xf32>) -> ()
+}
+
+// -----
+
+// Not folded: a cast from a type wider than the compute type (i64), a result used twice, and a cast to
 // bool (a comparison, not a narrowing store).
 // CHECK-LABEL: func.func @kept(
 // CHECK:         "flow.cast"(%arg0) {to = f32}
 // CHECK:         "flow.cast"(%{{.*}}) {to = ui8}
 // CHECK:         "flow.cast"(%{{.*}}) {to = i1}
-func.func @kept(%arg0: tensor<4xi32>) -> (tensor<4xui8>, tensor<4xf32>, tensor<4xi1>) {
-  %0 = "flow.cast"(%arg0) {to = f32} : (tensor<4xi32>) -> tensor<4xf32>
+func.func @kept(%arg0: tensor<4xi64>) -> (tensor<4xui8>, tensor<4xf32>, tensor<4xi1>) {
+  %0 = "flow.cast"(%arg0) {to = f32} : (tensor<4xi64>) -> tensor<4xf32>
   %1 = "flow.neg"(%0) : (tensor<4xf32>) -> tensor<4xf32>
   %2 = "flow.cast"(%1) {to = ui8} : (tensor<4xf32>) -> tensor<4xui8>
   %3 = "flow.abs"(%0) : (tensor<4xf32>) -> tensor<4xf32>
