@@ -239,3 +239,38 @@ func.func @extend(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>, %arg2: tensor
   %1 = "flow.relu"(%0) : (tensor<4x16xf32>) -> tensor<4x16xf32>
   "func.return"(%1) : (tensor<4x16xf32>) -> ()
 }
+
+// -----
+
+// An 8-bit integer matmul whose i32 result only feeds a cast to f32 (the dynamic quantisation's dequantize)
+// takes the cast (to = f32), then the dequantize's scaling, the bias and the relu as its epilogue.
+// CHECK-LABEL: func.func @int8_dequantize(
+// CHECK:         %[[Y:.*]] = "flow.matmul"(%arg0, %{{.*}}, %arg1, %arg2) {epilogue = "mul x o2; add s0 o3; relu s1", to = f32} : (tensor<3x4xui8>, tensor<4x5xi8>, tensor<5xf32>, tensor<5xf32>) -> tensor<3x5xf32> loc("mm")
+// CHECK-NOT:     flow.cast
+// CHECK:         "func.return"(%[[Y]])
+func.func @int8_dequantize(%arg0: tensor<3x4xui8>, %arg1: tensor<5xf32>, %arg2: tensor<5xf32>) -> tensor<3x5xf32> {
+  %w = "flow.constant"() {value = dense<3> : tensor<4x5xi8>} : () -> tensor<4x5xi8>
+  %0 = "flow.matmul"(%arg0, %w) : (tensor<3x4xui8>, tensor<4x5xi8>) -> tensor<3x5xi32> loc("mm")
+  %1 = "flow.cast"(%0) {to = f32} : (tensor<3x5xi32>) -> tensor<3x5xf32>
+  %2 = "flow.mul"(%1, %arg1) : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>
+  %3 = "flow.add"(%2, %arg2) : (tensor<3x5xf32>, tensor<5xf32>) -> tensor<3x5xf32>
+  %4 = "flow.relu"(%3) : (tensor<3x5xf32>) -> tensor<3x5xf32>
+  "func.return"(%4) : (tensor<3x5xf32>) -> ()
+}
+
+// -----
+
+// Kept as i32: a result with another use besides the cast, and a cast to another type than f32.
+// CHECK-LABEL: func.func @int8_kept(
+// CHECK:         "flow.matmul"(%arg0, %{{.*}}) : (tensor<3x4xui8>, tensor<4x5xi8>) -> tensor<3x5xi32>
+// CHECK:         "flow.cast"(%{{.*}}) {to = f32}
+// CHECK:         "flow.matmul"(%arg0, %{{.*}}) : (tensor<3x4xui8>, tensor<4x5xi8>) -> tensor<3x5xi32>
+// CHECK:         "flow.cast"(%{{.*}}) {to = f64}
+func.func @int8_kept(%arg0: tensor<3x4xui8>) -> (tensor<3x5xf32>, tensor<3x5xi32>, tensor<3x5xf64>) {
+  %w = "flow.constant"() {value = dense<3> : tensor<4x5xi8>} : () -> tensor<4x5xi8>
+  %0 = "flow.matmul"(%arg0, %w) : (tensor<3x4xui8>, tensor<4x5xi8>) -> tensor<3x5xi32>
+  %1 = "flow.cast"(%0) {to = f32} : (tensor<3x5xi32>) -> tensor<3x5xf32>
+  %2 = "flow.matmul"(%arg0, %w) : (tensor<3x4xui8>, tensor<4x5xi8>) -> tensor<3x5xi32>
+  %3 = "flow.cast"(%2) {to = f64} : (tensor<3x5xi32>) -> tensor<3x5xf64>
+  "func.return"(%1, %0, %3) : (tensor<3x5xf32>, tensor<3x5xi32>, tensor<3x5xf64>) -> ()
+}

@@ -71,3 +71,19 @@ func.func @conv_extra_no_bias(%arg0: tensor<1x2x3x3xf32>, %arg1: tensor<2x2x1x1x
   %0 = "flow.conv"(%arg0, %arg1, %arg2) {dilations = array<i64: 1, 1>, epilogue = "add x o2", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
   "func.return"(%0) : (tensor<1x2x3x3xf32>) -> ()
 }
+
+// -----
+// CHECK: // -----
+// CHECK-NEXT: flowc: error: {{.*}}:[[@LINE+2]]:{{[0-9]+}}: flow.matmul: 'to' is the result dtype of 8-bit operands: i32 or f32
+func.func @to_on_floats(%arg0: tensor<2x3xf32>, %arg1: tensor<3x4xf32>) -> (tensor<2x4xf32>) {
+  %0 = "flow.matmul"(%arg0, %arg1) {to = f32} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  "func.return"(%0) : (tensor<2x4xf32>) -> ()
+}
+
+// -----
+// CHECK: // -----
+// CHECK-NEXT: flowc: error: {{.*}}:[[@LINE+2]]:{{[0-9]+}}: flow.matmul: 'to' is the result dtype of 8-bit operands: i32 or f32
+func.func @to_f16(%arg0: tensor<2x3xui8>, %arg1: tensor<3x4xi8>) -> (tensor<2x4xf16>) {
+  %0 = "flow.matmul"(%arg0, %arg1) {to = f16} : (tensor<2x3xui8>, tensor<3x4xi8>) -> tensor<2x4xf16>
+  "func.return"(%0) : (tensor<2x4xf16>) -> ()
+}
