@@ -178,6 +178,8 @@ FcStatus fc_matmul_amx(FcKernel *k);
  * direct loop nest of kernel_nn.c. */
 bool fc_conv_i8_applies(const FcKernel *k);
 FcStatus fc_conv_i8(FcKernel *k);
+bool fc_conv_i8_winograd_applies(const FcKernel *k); /* kernel_conv_i8_winograd.c: 3×3 stride 1 on AVX2 */
+FcStatus fc_conv_i8_winograd(FcKernel *k);
 /* kernel_conv_i8_few_pixels.c: such a conv on a small output map (7×7) with the output channels in the
  * vector lanes, where that pads its tiles less (the shape decides; AMX targets keep their tiles). */
 bool fc_conv_i8_few_pixels_applies(const FcKernel *k);

@@ -373,6 +373,7 @@ FcStatus fc_kernel_conv(FcKernel *k) {
   if (in_type(k, 0)->quant) {
     /* qspec §2: the integer GEMM where it applies, else this loop nest on x - zx and w - zw in i32 (padding
      * taps are skipped: they add (zx - zx)·w = 0), which vectorises over the output row (depthwise above all) */
+    if (fc_conv_i8_winograd_applies(k)) return fc_conv_i8_winograd(k);
     if (fc_conv_i8_few_pixels_applies(k)) return fc_conv_i8_few_pixels(k);
     if (fc_conv_i8_applies(k)) return fc_conv_i8(k);
     if (fc_conv_dw_i8_applies(k)) return fc_conv_dw_i8(k);

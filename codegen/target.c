@@ -591,6 +591,11 @@ void fc_target_i8_conv_few_pixels_tile(const FcTarget *t, FcI8Dot dot, int64_t P
   g->nv = best_nv;
 }
 
+bool fc_target_i8_winograd(const FcTarget *t) {
+  return t->arch == FC_ARCH_X86_64 && fc_target_has(t, FC_FEAT_AVX2) && !fc_target_has(t, FC_FEAT_AVX512BW) &&
+         !fc_target_has(t, FC_FEAT_AVXVNNI);
+}
+
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group) {
   FcI8Gemm g;
   fc_target_i8_conv(t, &g);

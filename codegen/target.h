@@ -304,6 +304,11 @@ bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_pe
  * in registers) and planes of at most 256 × 256 pixels (a padded copy of one sits in each task's scratch).
  * fold_qdq folds such convs into their quantised form. */
 bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane);
+/* Whether 3×3 stride-1 quantised convs run by exact integer Winograd F(2×2, 3×3) on 16-bit products
+ * (kernel_conv_i8_winograd.c): on AVX2 whose only byte dot is vpmaddubsw (two multiply uops per 32 products),
+ * vpmaddwd's 16 products in one uop over 2.25× fewer products win; with VNNI (one vpdpbusd per 32) or AMX
+ * they would not, and AVX-512 without VNNI is not tuned for it yet. */
+bool fc_target_i8_winograd(const FcTarget *t);
 /* Whether that kernel gathers each output pixel's byte quad of taps straight from the padded plane and multiplies
  * it with vpdpbusd (AVX512-VNNI: Cascade Lake, Ice Lake server, Sapphire Rapids): one vpermb / vpermt2b per
  * gather where the target has AVX512-VBMI (it asks FC_FEAT_AVX512VBMI), else a vpermd and a vpshufb. Without

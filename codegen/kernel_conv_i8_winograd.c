@@ -1,0 +1,434 @@
+/* kernel_conv_i8_winograd.c — the quantised 3×3 stride-1 conv (qspec §2) by Winograd's F(2×2, 3×3) in exact
+ * integer arithmetic, for CPUs whose only byte dot is AVX2's vpmaddubsw (fc_target_i8_winograd).
+ *
+ * There the direct int8 conv issues vpmaddubsw + vpmaddwd on the two multiply ports per 32 multiply-adds,
+ * while F(2×2, 3×3) needs 16 products per 4 outputs instead of 36: with both operands in 16 bits, one
+ * vpmaddwd per 16 of them. With G' = 2G (integer rows [2,0,0], [1,1,1], [1,-1,1], [0,0,2]) every transform is
+ * an integer one and the result is 4 times the conv sum:
+ *     4·Σ_c Σ_taps x·w' = Aᵀ [ Σ_c (G' w'_c G'ᵀ) ⊙ (Bᵀ d_c B) ] A,
+ * so the i32 sums, shifted right by 2, are exactly the direct kernel's (and the requantisation after them,
+ * fc_qp_finish, the same code): outputs are bit-identical. Bounds: d is the raw u8 input (padding reads zx,
+ * the real 0, as in every quantised kernel; the corrections of cg_requant.h then hold), |Bᵀ d B| <= 4·255 and
+ * |G' w' G'ᵀ| <= 9·255 fit i16; vpmaddwd's pair sums are exact, and the sums over channels and the output
+ * transform wrap modulo 2^32 like any i32 arithmetic, so they are exact whenever 4·|conv sum| fits i32
+ * (4·9·C·xmax·max|w'| below 2^31, checked from the weights; other convs take the direct kernel).
+ *
+ * Layout: a task is a block of R tile rows of one image (tiles of 2×2 outputs, TWp per row: the tile columns
+ * rounded up to a vector of 8) and a range of output channels. It copies the block's input rows into a
+ * zx-padded scratch P [C][2R+2][2·TWp+2] (xor 0x80 for an i8 x), transforms 8 tiles of a tile row at a time
+ * (one 16-byte load gives the window columns of 8 tiles: even and odd bytes) into V[ξ][c/2][tile] as s16 pairs
+ * of neighbouring channels (one i32 a tile), and then per tile of MR output channels: for each of the 16
+ * transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2][tile], U[ξ][m][c/2]) on
+ * MR × 2 vectors of 8 tiles (U, the transformed weights, packed at compile time with the channels'
+ * corrections and multipliers after them), then the output transform, the shift, the requantisation and the
+ * store of each 8 tiles' 2×2 outputs as two rows of 16 (masked at the right edge; rows past OH dropped).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_conv_i8.h"
+
+enum {
+  MR = 4,                    /* output channels per GEMM tile: 4 × 2 accumulators, 2 tile vectors, 1 broadcast */
+  TV = 8,                    /* tiles per vector (i32 lanes of a ymm) */
+  V_BUDGET = 192 * 1024,     /* bytes of a block's transformed input: stays in L2 with Y and U's tile */
+  MIN_CHANNELS = 16,         /* fewer input or output channels: the transforms outweigh the GEMM */
+};
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+
+/* The plan of one conv. */
+typedef struct Wino {
+  FcConv2 c;
+  FcQuantProduct q;
+  int64_t TH, TW, TWp, Wp;             /* tile rows, tile columns (TWp: padded to vectors), P's row bytes */
+  int64_t CP, Mp, MT;                  /* channel pairs; output channels padded to MR and their tiles */
+  int64_t R, NB, MS;                   /* tile rows a block, blocks an image, output channel splits */
+  int64_t TB;                          /* tiles of a full block: R·TWp */
+  int64_t p_bytes, v_bytes, y_bytes;   /* the task's scratch: P, V, Y (each 64-byte aligned) */
+  int64_t u_bytes;                     /* U in the packed constant; corrections (i32 × Mp) and multipliers follow */
+} Wino;
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* The max of |w'| over the weights. */
+static int32_t max_abs_w(const FcQuantProduct *q) {
+  int32_t m = 0;
+  for (int64_t i = 0; i < q->K * q->channels; i++) m = abs(q->w[i]) > m ? abs(q->w[i]) : m;
+  return m;
+}
+
+static bool geometry(const FcKernel *k, FcConv2 *c) {
+  const FcOp *op = k->op;
+  if (!op->operands[0].value->type.quant || !fc_qp_applies(op, 0, NULL, 0) || !fc_conv2_of(op, c)) return false;
+  if (op->results[0].type.rank != 4 || c->KH != 3 || c->KW != 3 || c->sh != 1 || c->sw != 1 || c->dh != 1 ||
+      c->dw != 1 || c->G != 1 || c->C < MIN_CHANNELS || c->M < MIN_CHANNELS || c->OH < 2)
+    return false;
+  /* tiles computed past the tile columns (padding TW to a vector) must stay few */
+  int64_t tw = (c->OW + 1) / 2;
+  return 5 * tw >= 4 * round_up(tw, TV);
+}
+
+bool fc_conv_i8_winograd_applies(const FcKernel *k) {
+  FcConv2 c;
+  return fc_target_i8_winograd(k->target) && geometry(k, &c);
+}
+
+/* U = G' w'_c G'ᵀ per (output channel, input channel), packed as [ξ][m tile][channel pair][MR] i32 (an s16 pair:
+ * the even channel low); then the corrections (i32) and multipliers (f32) of Mp channels (zeros past M). */
+static int8_t *pack_u(const Wino *t, int64_t *bytes) {
+  static const int G[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+  const FcConv2 *c = &t->c;
+  *bytes = t->u_bytes + 8 * t->Mp;
+  int8_t *pk = calloc((size_t)*bytes, 1);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  int16_t *u = (int16_t *)pk;
+  for (int64_t m = 0; m < c->M; m++)
+    for (int64_t ch = 0; ch < c->C; ch++) {
+      const int16_t *g = t->q.w + m * c->K + ch * 9;
+      int tmp[4][3];
+      for (int a = 0; a < 4; a++)
+        for (int j = 0; j < 3; j++) tmp[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j];
+      for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++) {
+          int v = G[b][0] * tmp[a][0] + G[b][1] * tmp[a][1] + G[b][2] * tmp[a][2];
+          int64_t at = ((((int64_t)(a * 4 + b) * t->MT + m / MR) * t->CP + ch / 2) * MR + m % MR) * 2 + ch % 2;
+          u[at] = (int16_t)v; /* |v| <= 9·255 */
+        }
+    }
+  memcpy(pk + t->u_bytes, t->q.corr, (size_t)c->M * 4);
+  memcpy(pk + t->u_bytes + 4 * t->Mp, t->q.mult, (size_t)c->M * 4);
+  return pk;
+}
+
+static LLVMValueRef gep8(FcKernel *k, LLVMValueRef p, LLVMValueRef off) {
+  return LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), p, &off, 1, "");
+}
+
+static LLVMValueRef load_vec(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p) {
+  LLVMValueRef v = LLVMBuildLoad2(k->b, vt, p, "");
+  LLVMSetAlignment(v, 1);
+  return v;
+}
+
+static void store_vec(FcKernel *k, LLVMValueRef v, LLVMValueRef p) { LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 1); }
+
+static LLVMValueRef shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
+  LLVMValueRef m[32];
+  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
+  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
+}
+
+/* dst[lo, hi) = v (bytes). */
+static void fill(FcKernel *k, LLVMValueRef dst, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef v) {
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, lo, hi, 1, "wfill");
+  LLVMBuildStore(k->b, v, gep8(k, dst, j));
+  fc_cg_loop_end(k, &l);
+}
+
+/* P [C][2R+2][Wp]: the block's input rows 2·tr0 - ph .., columns -pw .., zx outside x (x ^ 0x80 for i8). */
+static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef xn, LLVMValueRef tr0) {
+  const FcConv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
+  int64_t prow = 2 * t->R + 2;
+  FcLoop lc, li, lj;
+  LLVMValueRef ch = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->C), 1, "wc");
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, prow), 1, "wi");
+  LLVMValueRef dst = gep8(k, P, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ch, prow), i), t->Wp));
+  LLVMValueRef yy = fc_cg_isub(k, fc_cg_iadd(k, fc_cg_imulc(k, tr0, 2), i), c64(k, c->ph));
+  LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, yy, c64(k, 0), ""),
+                                 LLVMBuildICmp(b, LLVMIntSLT, yy, c64(k, c->H), ""), "");
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildNot(b, in, ""));
+  fill(k, dst, c64(k, 0), c64(k, t->Wp), zx);
+  fc_cg_if_end(k, cont);
+  cont = fc_cg_if_begin(k, in);
+  fill(k, dst, c64(k, 0), c64(k, c->pw), zx);
+  LLVMValueRef src = gep8(k, xn, fc_cg_iadd(k, fc_cg_imulc(k, ch, c->H * c->W), fc_cg_imulc(k, yy, c->W)));
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, c->W), 1, "wj");
+  LLVMValueRef v = LLVMBuildLoad2(b, i8, gep8(k, src, j), "");
+  if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
+  LLVMBuildStore(b, v, gep8(k, dst, fc_cg_iadd(k, j, c64(k, c->pw))));
+  fc_cg_loop_end(k, &lj);
+  fill(k, dst, c64(k, c->pw + c->W), c64(k, t->Wp), zx);
+  fc_cg_if_end(k, cont);
+  fc_cg_loop_end(k, &li);
+  fc_cg_loop_end(k, &lc);
+}
+
+/* Bᵀ · (4 vectors) for the rows of Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. */
+static void bt4(FcKernel *k, LLVMValueRef *d, LLVMValueRef *o) {
+  LLVMBuilderRef b = k->b;
+  o[0] = LLVMBuildSub(b, d[0], d[2], "");
+  o[1] = LLVMBuildAdd(b, d[1], d[2], "");
+  o[2] = LLVMBuildSub(b, d[2], d[1], "");
+  o[3] = LLVMBuildSub(b, d[1], d[3], "");
+}
+
+/* Aᵀ · (4 vectors) for Aᵀ = [1 1 1 0; 0 1 -1 -1]. */
+static void at4(FcKernel *k, LLVMValueRef *y, LLVMValueRef *o) {
+  LLVMBuilderRef b = k->b;
+  o[0] = LLVMBuildAdd(b, LLVMBuildAdd(b, y[0], y[1], ""), y[2], "");
+  o[1] = LLVMBuildSub(b, LLVMBuildSub(b, y[1], y[2], ""), y[3], "");
+}
+
+/* V[ξ][cp][tile] for the block's `rows` tile rows: each step 8 tiles of a tile row and one channel pair, both
+ * channels in one vector of 16 i16 (lane 2j: tile j of the even channel, 2j + 1: of the odd one), which is
+ * V's layout, so the transforms work on both at once. */
+static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef V, LLVMValueRef rows) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx);
+  LLVMTypeRef v16b = LLVMVectorType(i8, 16), v16w = LLVMVectorType(i16, 16);
+  int64_t prow = 2 * t->R + 2;
+  int even[16], odd[16];
+  for (int j = 0; j < 8; j++) {
+    even[2 * j] = 2 * j, even[2 * j + 1] = 16 + 2 * j;
+    odd[2 * j] = 2 * j + 1, odd[2 * j + 1] = 17 + 2 * j;
+  }
+  FcLoop lp, lr, lt;
+  LLVMValueRef cp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->CP), 1, "wcp");
+  LLVMValueRef c0 = fc_cg_imulc(k, cp, 2), c1 = fc_cg_smin(k, fc_cg_iadd(k, c0, c64(k, 1)), c64(k, t->c.C - 1));
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wr");
+  LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t->TWp / TV), 1, "wtv");
+  LLVMValueRef d[4][4];
+  for (int i = 0; i < 4; i++) {
+    LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, r, 2), c64(k, i)), lo[2], hi[2];
+    for (int h = 0; h < 2; h++) {
+      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, h ? c1 : c0, prow), row), t->Wp),
+                                   fc_cg_imulc(k, tv, 2 * TV));
+      lo[h] = load_vec(k, v16b, gep8(k, P, at));
+      hi[h] = load_vec(k, v16b, gep8(k, P, fc_cg_iadd(k, at, c64(k, 2))));
+    }
+    /* window column q of tile j is byte 2j + q: even and odd bytes of the loads at 0 and at 2 */
+    d[i][0] = LLVMBuildZExt(b, shuffle(k, lo[0], lo[1], even, 16), v16w, "");
+    d[i][1] = LLVMBuildZExt(b, shuffle(k, lo[0], lo[1], odd, 16), v16w, "");
+    d[i][2] = LLVMBuildZExt(b, shuffle(k, hi[0], hi[1], even, 16), v16w, "");
+    d[i][3] = LLVMBuildZExt(b, shuffle(k, hi[0], hi[1], odd, 16), v16w, "");
+  }
+  LLVMValueRef e[4][4], col[4], out[4];
+  for (int q = 0; q < 4; q++) {
+    for (int i = 0; i < 4; i++) col[i] = d[i][q];
+    bt4(k, col, out);
+    for (int a = 0; a < 4; a++) e[a][q] = out[a];
+  }
+  LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TWp), fc_cg_imulc(k, tv, TV));
+  for (int a = 0; a < 4; a++) {
+    bt4(k, e[a], out);
+    for (int bb = 0; bb < 4; bb++) {
+      LLVMValueRef pair = fc_cg_iadd(k, c64(k, (a * 4 + bb) * t->CP), cp);
+      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, pair, t->TB), tile0), 4);
+      store_vec(k, out[bb], gep8(k, V, at));
+    }
+  }
+  fc_cg_loop_end(k, &lt);
+  fc_cg_loop_end(k, &lr);
+  fc_cg_loop_end(k, &lp);
+}
+
+/* One channel pair cp of the GEMM: acc[i][j] (+)= vpmaddwd(V[cp][t0 + 8j ..], U[cp][i]); the first pair sets the
+ * accumulators instead of adding to zeros. */
+static void gemm_step(FcKernel *k, const Wino *t, LLVMValueRef vx, LLVMValueRef ux, LLVMValueRef t0, LLVMValueRef cp,
+                      int nv, LLVMValueRef acc, bool first) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, TV);
+  LLVMTypeRef vw = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2 * TV);
+  LLVMValueRef vv[2];
+  for (int j = 0; j < nv; j++) {
+    LLVMValueRef tile = fc_cg_iadd(k, fc_cg_imulc(k, cp, t->TB), fc_cg_iadd(k, t0, c64(k, TV * j)));
+    vv[j] = load_vec(k, vw, gep8(k, vx, fc_cg_imulc(k, tile, 4)));
+  }
+  for (int i = 0; i < MR; i++) {
+    LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, cp, MR), c64(k, i)), 4);
+    LLVMValueRef u = LLVMBuildLoad2(b, i32, gep8(k, ux, at), "");
+    LLVMSetAlignment(u, 4);
+    LLVMValueRef uw = LLVMBuildBitCast(b, fc_cg_splat(k, u, TV), vw, "");
+    for (int j = 0; j < nv; j++) {
+      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + j));
+      LLVMValueRef args[2] = {vv[j], uw};
+      LLVMValueRef prod = fc_cg_intrinsic(k, "llvm.x86.avx2.pmadd.wd", NULL, args, 2);
+      LLVMBuildStore(b, first ? prod : LLVMBuildAdd(b, LLVMBuildLoad2(b, vi, p, ""), prod, ""), p);
+    }
+  }
+}
+
+/* Y[ξ][i][t0 .. t0 + 8·nv) for the MR channels of one m tile (U at ux): Σ over channel pairs of vpmaddwd. */
+static void gemm_vectors(FcKernel *k, const Wino *t, LLVMValueRef vx, LLVMValueRef ux, LLVMValueRef yx,
+                         LLVMValueRef t0, int nv, LLVMValueRef acc) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), TV);
+  gemm_step(k, t, vx, ux, t0, c64(k, 0), nv, acc, true);
+  FcLoop l;
+  LLVMValueRef cp = fc_cg_loop_begin(k, &l, c64(k, 1), c64(k, t->CP), 1, "wk");
+  gemm_step(k, t, vx, ux, t0, cp, nv, acc, false);
+  fc_cg_loop_end(k, &l);
+  for (int i = 0; i < MR; i++)
+    for (int j = 0; j < nv; j++) {
+      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, c64(k, i * t->TB + TV * j), t0), 4);
+      store_vec(k, LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + j)), ""), gep8(k, yx, at));
+    }
+}
+
+static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef mt,
+                 LLVMValueRef tiles, LLVMValueRef acc) {
+  LLVMBuilderRef b = k->b;
+  FcLoop lx, lt;
+  LLVMValueRef xi = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, 16), 1, "wxi");
+  LLVMValueRef vx = gep8(k, V, fc_cg_imulc(k, xi, t->CP * t->TB * 4));
+  LLVMValueRef ux = gep8(k, wp, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, xi, t->MT), mt), t->CP * MR * 4));
+  LLVMValueRef yx = gep8(k, Y, fc_cg_imulc(k, xi, MR * t->TB * 4));
+  LLVMValueRef pairs = LLVMBuildSDiv(b, tiles, c64(k, 2 * TV), "");
+  LLVMValueRef tp = fc_cg_loop_begin(k, &lt, c64(k, 0), pairs, 1, "wtp");
+  gemm_vectors(k, t, vx, ux, yx, fc_cg_imulc(k, tp, 2 * TV), 2, acc);
+  fc_cg_loop_end(k, &lt);
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, tiles, c64(k, 2 * TV), ""),
+                                                          c64(k, 0), ""));
+  gemm_vectors(k, t, vx, ux, yx, fc_cg_imulc(k, pairs, 2 * TV), 1, acc);
+  fc_cg_if_end(k, cont);
+  fc_cg_loop_end(k, &lx);
+}
+
+/* Output row oy's 16 values from ox0 (two tiles' columns interleaved): a whole vector, or the first `valid`. */
+static void store_row(FcKernel *k, LLVMValueRef row, LLVMValueRef dst, int64_t valid) {
+  if (valid >= 2 * TV) {
+    store_vec(k, row, dst);
+    return;
+  }
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
+  LLVMValueRef bits[16];
+  for (int l = 0; l < 16; l++) bits[l] = LLVMConstInt(i1, l < valid, 0);
+  fc_cg_masked_store(k, row, dst, LLVMConstVector(bits, 16));
+}
+
+/* Tiles [r][tv] of channel m: Aᵀ Y A, the shift, the requantisation, two output rows. */
+static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueRef r, LLVMValueRef tv, int64_t valid,
+                         LLVMValueRef corr, LLVMValueRef mult, LLVMValueRef ych, LLVMValueRef tr0) {
+  const FcConv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, TV);
+  LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TWp), fc_cg_imulc(k, tv, TV));
+  LLVMValueRef y[16], f[2][4], col[4], o[2];
+  for (int x = 0; x < 16; x++)
+    y[x] = load_vec(k, vi, gep8(k, yi, fc_cg_imulc(k, fc_cg_iadd(k, c64(k, (int64_t)x * MR * t->TB), tile0), 4)));
+  for (int bb = 0; bb < 4; bb++) {
+    for (int a = 0; a < 4; a++) col[a] = y[a * 4 + bb];
+    at4(k, col, o);
+    f[0][bb] = o[0];
+    f[1][bb] = o[1];
+  }
+  int inter[16];
+  for (int j = 0; j < 8; j++) inter[2 * j] = j, inter[2 * j + 1] = 8 + j;
+  LLVMValueRef two = fc_cg_splat_const(vi, LLVMConstInt(i32, 2, 0));
+  for (int oo = 0; oo < 2; oo++) {
+    at4(k, f[oo], o);
+    LLVMValueRef res[2];
+    for (int p = 0; p < 2; p++) res[p] = fc_qp_finish(k, &t->q, LLVMBuildAShr(b, o[p], two, ""), corr, mult);
+    LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, tr0, r), 2), c64(k, oo));
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, c->OH), ""));
+    LLVMValueRef at = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, 2 * TV)));
+    store_row(k, shuffle(k, res[0], res[1], inter, 16), LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""), valid);
+    fc_cg_if_end(k, cont);
+  }
+}
+
+/* Channels mt·MR .. of image n: every tile of the block's rows. */
+static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef n,
+                             LLVMValueRef mt, LLVMValueRef tr0, LLVMValueRef rows) {
+  const FcConv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
+  int64_t ntv = t->TWp / TV, nfull = c->OW / (2 * TV);
+  for (int i = 0; i < MR; i++) {
+    LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, mt, MR), c64(k, i));
+    LLVMBasicBlockRef in = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, m, c64(k, c->M), ""));
+    LLVMValueRef m4 = fc_cg_imulc(k, m, 4);
+    LLVMValueRef co = LLVMBuildLoad2(b, i32, gep8(k, wp, fc_cg_iadd(k, c64(k, t->u_bytes), m4)), "");
+    LLVMValueRef mu = LLVMBuildLoad2(b, f32, gep8(k, wp, fc_cg_iadd(k, c64(k, t->u_bytes + 4 * t->Mp), m4)), "");
+    LLVMSetAlignment(co, 4);
+    LLVMSetAlignment(mu, 4);
+    LLVMValueRef corr = fc_cg_splat(k, co, TV), mult = fc_cg_splat(k, mu, TV);
+    LLVMValueRef ych = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, n, c->M), m), c->OH * c->OW);
+    LLVMValueRef yi = gep8(k, Y, c64(k, (int64_t)i * t->TB * 4));
+    FcLoop lr, lt;
+    LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wor");
+    if (nfull > 0) {
+      LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, nfull), 1, "wot");
+      output_tiles(k, t, yi, r, tv, 2 * TV, corr, mult, ych, tr0);
+      fc_cg_loop_end(k, &lt);
+    }
+    if (ntv > nfull) output_tiles(k, t, yi, r, c64(k, nfull), c->OW - 2 * TV * nfull, corr, mult, ych, tr0);
+    fc_cg_loop_end(k, &lr);
+    fc_cg_if_end(k, in);
+  }
+}
+
+FcStatus fc_conv_i8_winograd(FcKernel *k) {
+  Wino t = {0};
+  FC_ASSERT(geometry(k, &t.c));
+  const FcConv2 *c = &t.c;
+  FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);
+  if (st != FC_OK) return st;
+  t.TH = (c->OH + 1) / 2;
+  t.TW = (c->OW + 1) / 2;
+  t.TWp = round_up(t.TW, TV);
+  t.Wp = 2 * t.TWp + 2;
+  t.CP = (c->C + 1) / 2;
+  t.Mp = round_up(c->M, MR);
+  t.MT = t.Mp / MR;
+  double row_v = 16.0 * (double)t.CP * (double)t.TWp * 4;
+  t.R = (int64_t)(V_BUDGET / row_v);
+  t.R = t.R < 1 ? 1 : t.R > t.TH ? t.TH : t.R;
+  t.NB = (t.TH + t.R - 1) / t.R;
+  t.TB = t.R * t.TWp;
+  double blocks = (double)c->N * (double)t.NB;
+  t.MS = blocks >= 4 ? 1 : t.MT < 4 ? t.MT : 4;
+  /* 4·|Σ x·w'| must fit i32 (see the top), and the scratch and packed weights stay modest */
+  double p = 2.0 * t.R + 2;
+  double scratch = (double)c->C * p * (double)t.Wp + row_v * (double)t.R + 16.0 * MR * (double)t.TB * 4;
+  double ubytes = 16.0 * (double)t.MT * (double)t.CP * MR * 4;
+  if (36.0 * (double)c->C * (double)t.q.xmax * (double)max_abs_w(&t.q) >= 2147483648.0 || scratch > (64 << 20) ||
+      ubytes > (256 << 20) || blocks * (double)t.MS > (double)INT64_MAX / 2) {
+    fc_qp_free(&t.q);
+    return fc_conv_i8(k);
+  }
+  t.p_bytes = round_up(c->C * (2 * t.R + 2) * t.Wp, 64);
+  t.v_bytes = round_up(16 * t.CP * t.TB * 4, 64);
+  t.y_bytes = 16 * MR * t.TB * 4;
+  t.u_bytes = (int64_t)ubytes;
+  int64_t bytes;
+  int8_t *pk = pack_u(&t, &bytes);
+  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "wino_u_i8"));
+  free(pk);
+  int64_t outer = c->N * t.NB * t.MS;
+  fc_kernel_set_outer(k, outer, 2.0 * 4.0 * (double)t.Mp / (double)t.MS * (double)t.CP * 2 * (double)t.TB * 4);
+
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), TV);
+  LLVMValueRef scr = fc_kernel_scratch(k, t.p_bytes + t.v_bytes + t.y_bytes);
+  LLVMValueRef P = scr, V = gep8(k, scr, c64(k, t.p_bytes)), Y = gep8(k, scr, c64(k, t.p_bytes + t.v_bytes));
+  LLVMValueRef acc = fc_cg_tile_new(k, vi, MR * 2, "wacc");
+  FcLoop lo, lm;
+  LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "wblk");
+  LLVMValueRef ms = LLVMBuildSRem(b, it, c64(k, t.MS), ""), blk = LLVMBuildSDiv(b, it, c64(k, t.MS), "");
+  LLVMValueRef n = LLVMBuildSDiv(b, blk, c64(k, t.NB), ""), bi = LLVMBuildSRem(b, blk, c64(k, t.NB), "");
+  LLVMValueRef tr0 = fc_cg_imulc(k, bi, t.R);
+  LLVMValueRef rows = fc_cg_smin(k, c64(k, t.R), fc_cg_isub(k, c64(k, t.TH), tr0));
+  LLVMValueRef xn = LLVMBuildGEP2(b, i8, k->in[0], (LLVMValueRef[]){fc_cg_imulc(k, n, c->C * c->H * c->W)}, 1, "");
+  /* a task's consecutive m splits of one block build its P and V once */
+  LLVMBasicBlockRef built = fc_cg_if_begin(k, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, it, k->begin, ""),
+                                                          LLVMBuildICmp(b, LLVMIntEQ, ms, c64(k, 0), ""), ""));
+  fill_p(k, &t, P, xn, tr0);
+  transform_input(k, &t, P, V, rows);
+  fc_cg_if_end(k, built);
+  LLVMValueRef mt0 = LLVMBuildSDiv(b, fc_cg_imulc(k, ms, t.MT), c64(k, t.MS), "");
+  LLVMValueRef mt1 = LLVMBuildSDiv(b, fc_cg_imulc(k, fc_cg_iadd(k, ms, c64(k, 1)), t.MT), c64(k, t.MS), "");
+  LLVMValueRef mt = fc_cg_loop_begin(k, &lm, mt0, mt1, 1, "wmt");
+  gemm(k, &t, V, Y, wp, mt, fc_cg_imulc(k, rows, t.TWp), acc);
+  transform_output(k, &t, Y, wp, n, mt, tr0, rows);
+  fc_cg_loop_end(k, &lm);
+  fc_cg_loop_end(k, &lo);
+  fc_qp_free(&t.q);
+  return FC_OK;
+}
