@@ -13,15 +13,19 @@
  * transform wrap modulo 2^32 like any i32 arithmetic, so they are exact whenever 4·|conv sum| fits i32
  * (4·9·C·xmax·max|w'| below 2^31, checked from the weights; other convs take the direct kernel).
  *
- * Layout: a task is a block of R tile rows of one image (tiles of 2×2 outputs, TWp per row: the tile columns
- * rounded up to a vector of 8) and a range of output channels. It copies the block's input rows into a
- * zx-padded scratch P [C][2R+2][2·TWp+2] (xor 0x80 for an i8 x), transforms 8 tiles of a tile row at a time
- * (one 16-byte load gives the window columns of 8 tiles: even and odd bytes) into V[ξ][c/2][tile] as s16 pairs
- * of neighbouring channels (one i32 a tile), and then per tile of MR output channels: for each of the 16
- * transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2][tile], U[ξ][m][c/2]) on
- * MR × 2 vectors of 8 tiles (U, the transformed weights, packed at compile time with the channels'
- * corrections and multipliers after them), then the output transform, the shift, the requantisation and the
- * store of each 8 tiles' 2×2 outputs as two rows of 16 (masked at the right edge; rows past OH dropped).
+ * Layout: tiles of 2×2 outputs, TW to a tile row; a task is a block of R consecutive tile rows of the batch
+ * (across images: R·TW tiles, numbered r·TW + tw) and a range of output channels. It copies the 4 input rows of
+ * each tile row into a zx-padded scratch P [C][R][4][2·TWp+2] (xor 0x80 for an i8 x; TWp: TW rounded up to a
+ * vector), transforms 8 tiles of a tile row at a time (one 16-byte load gives the window columns of 8 tiles:
+ * even and odd bytes; a row's last vector spills into the next row's tiles, which are written after it) into
+ * V[ξ][c/2][tile] as s16 pairs of neighbouring channels (one i32 a tile), and then per tile of MR output
+ * channels: for each of the 16 transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2]
+ * [tile], U[ξ][m][c/2]) on MR × 2 vectors of 8 tiles (U, the transformed weights, packed at compile time with
+ * the channels' corrections and multipliers after them), then the output transform, the shift, the
+ * requantisation and the store of each 8 tiles' 2×2 outputs as two rows of 16 (masked at the right edge; rows
+ * past OH dropped). R makes R·TW a multiple of 16 tiles (whole pairs of vectors) where V stays within twice
+ * its budget; a conv of fewer than 4 blocks splits its output channels over tasks, whose consecutive splits of
+ * one block reuse its P and V.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +47,14 @@ typedef struct Wino {
   FcQuantProduct q;
   int64_t TH, TW, TWp, Wp;             /* tile rows, tile columns (TWp: padded to vectors), P's row bytes */
   int64_t CP, Mp, MT;                  /* channel pairs; output channels padded to MR and their tiles */
-  int64_t R, NB, MS;                   /* tile rows a block, blocks an image, output channel splits */
-  int64_t TB;                          /* tiles of a full block: R·TWp */
+  int64_t GR, R, NB, MS;               /* tile rows of the batch, tile rows a block, blocks, output channel splits */
+  int64_t TBs;                         /* V's and Y's row of tiles: R·TW rounded up to 2 vectors, + 1 of slack */
   int64_t p_bytes, v_bytes, y_bytes;   /* the task's scratch: P, V, Y (each 64-byte aligned) */
   int64_t u_bytes;                     /* U in the packed constant; corrections (i32 × Mp) and multipliers follow */
 } Wino;
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
 
 /* The max of |w'| over the weights. */
 static int32_t max_abs_w(const FcQuantProduct *q) {
@@ -64,9 +69,9 @@ static bool geometry(const FcKernel *k, FcConv2 *c) {
   if (op->results[0].type.rank != 4 || c->KH != 3 || c->KW != 3 || c->sh != 1 || c->sw != 1 || c->dh != 1 ||
       c->dw != 1 || c->G != 1 || c->C < MIN_CHANNELS || c->M < MIN_CHANNELS || c->OH < 2)
     return false;
-  /* tiles computed past the tile columns (padding TW to a vector) must stay few */
+  /* the input transform runs on whole vectors of a tile row: at most half of one wasted */
   int64_t tw = (c->OW + 1) / 2;
-  return 5 * tw >= 4 * round_up(tw, TV);
+  return round_up(tw, TV) <= 2 * tw;
 }
 
 bool fc_conv_i8_winograd_applies(const FcKernel *k) {
@@ -127,18 +132,23 @@ static void fill(FcKernel *k, LLVMValueRef dst, LLVMValueRef lo, LLVMValueRef hi
   fc_cg_loop_end(k, &l);
 }
 
-/* P [C][2R+2][Wp]: the block's input rows 2·tr0 - ph .., columns -pw .., zx outside x (x ^ 0x80 for i8). */
-static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef xn, LLVMValueRef tr0) {
+/* P [C][R][4][Wp]: the 4 input rows of each of the block's tile rows (global tile row gr0 + r: image gr / TH,
+ * input rows from 2·(gr % TH) - ph), columns from -pw, zx outside x (x ^ 0x80 for an i8 x). */
+static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0, LLVMValueRef rows) {
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
-  int64_t prow = 2 * t->R + 2;
-  FcLoop lc, li, lj;
+  FcLoop lc, lr, li, lj;
   LLVMValueRef ch = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->C), 1, "wc");
-  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, prow), 1, "wi");
-  LLVMValueRef dst = gep8(k, P, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ch, prow), i), t->Wp));
-  LLVMValueRef yy = fc_cg_isub(k, fc_cg_iadd(k, fc_cg_imulc(k, tr0, 2), i), c64(k, c->ph));
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wr");
+  LLVMValueRef gr = fc_cg_iadd(k, gr0, r);
+  LLVMValueRef n = LLVMBuildSDiv(b, gr, c64(k, t->TH), ""), th = LLVMBuildSRem(b, gr, c64(k, t->TH), "");
+  LLVMValueRef plane = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, n, c->C), ch), c->H * c->W);
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, 4), 1, "wi");
+  LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ch, t->R), r), 4), i);
+  LLVMValueRef dst = gep8(k, P, fc_cg_imulc(k, pr, t->Wp));
+  LLVMValueRef yy = fc_cg_isub(k, fc_cg_iadd(k, fc_cg_imulc(k, th, 2), i), c64(k, c->ph));
   LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, yy, c64(k, 0), ""),
                                  LLVMBuildICmp(b, LLVMIntSLT, yy, c64(k, c->H), ""), "");
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildNot(b, in, ""));
@@ -146,7 +156,7 @@ static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef xn, 
   fc_cg_if_end(k, cont);
   cont = fc_cg_if_begin(k, in);
   fill(k, dst, c64(k, 0), c64(k, c->pw), zx);
-  LLVMValueRef src = gep8(k, xn, fc_cg_iadd(k, fc_cg_imulc(k, ch, c->H * c->W), fc_cg_imulc(k, yy, c->W)));
+  LLVMValueRef src = gep8(k, k->in[0], fc_cg_iadd(k, plane, fc_cg_imulc(k, yy, c->W)));
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, c->W), 1, "wj");
   LLVMValueRef v = LLVMBuildLoad2(b, i8, gep8(k, src, j), "");
   if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
@@ -155,6 +165,7 @@ static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef xn, 
   fill(k, dst, c64(k, c->pw + c->W), c64(k, t->Wp), zx);
   fc_cg_if_end(k, cont);
   fc_cg_loop_end(k, &li);
+  fc_cg_loop_end(k, &lr);
   fc_cg_loop_end(k, &lc);
 }
 
@@ -174,14 +185,15 @@ static void at4(FcKernel *k, LLVMValueRef *y, LLVMValueRef *o) {
   o[1] = LLVMBuildSub(b, LLVMBuildSub(b, y[1], y[2], ""), y[3], "");
 }
 
-/* V[ξ][cp][tile] for the block's `rows` tile rows: each step 8 tiles of a tile row and one channel pair, both
- * channels in one vector of 16 i16 (lane 2j: tile j of the even channel, 2j + 1: of the odd one), which is
- * V's layout, so the transforms work on both at once. */
+/* V[ξ][cp][tile] for the block's `rows` tile rows (tile r·TW + tw): each step 8 tiles of a tile row and one
+ * channel pair, both channels in one vector of 16 i16 (lane 2j: tile j of the even channel, 2j + 1: of the odd
+ * one), which is V's layout, so the transforms work on both at once. A row's last vector reaches past its TW
+ * tiles into the next row's first, which that row's own step writes afterwards, or into the slack after the
+ * block. */
 static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef V, LLVMValueRef rows) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx);
   LLVMTypeRef v16b = LLVMVectorType(i8, 16), v16w = LLVMVectorType(i16, 16);
-  int64_t prow = 2 * t->R + 2;
   int even[16], odd[16];
   for (int j = 0; j < 8; j++) {
     even[2 * j] = 2 * j, even[2 * j + 1] = 16 + 2 * j;
@@ -194,10 +206,10 @@ static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValu
   LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t->TWp / TV), 1, "wtv");
   LLVMValueRef d[4][4];
   for (int i = 0; i < 4; i++) {
-    LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, r, 2), c64(k, i)), lo[2], hi[2];
+    LLVMValueRef lo[2], hi[2];
     for (int h = 0; h < 2; h++) {
-      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, h ? c1 : c0, prow), row), t->Wp),
-                                   fc_cg_imulc(k, tv, 2 * TV));
+      LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, h ? c1 : c0, t->R), r), 4), c64(k, i));
+      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, pr, t->Wp), fc_cg_imulc(k, tv, 2 * TV));
       lo[h] = load_vec(k, v16b, gep8(k, P, at));
       hi[h] = load_vec(k, v16b, gep8(k, P, fc_cg_iadd(k, at, c64(k, 2))));
     }
@@ -213,12 +225,12 @@ static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValu
     bt4(k, col, out);
     for (int a = 0; a < 4; a++) e[a][q] = out[a];
   }
-  LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TWp), fc_cg_imulc(k, tv, TV));
+  LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TW), fc_cg_imulc(k, tv, TV));
   for (int a = 0; a < 4; a++) {
     bt4(k, e[a], out);
     for (int bb = 0; bb < 4; bb++) {
       LLVMValueRef pair = fc_cg_iadd(k, c64(k, (a * 4 + bb) * t->CP), cp);
-      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, pair, t->TB), tile0), 4);
+      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, pair, t->TBs), tile0), 4);
       store_vec(k, out[bb], gep8(k, V, at));
     }
   }
@@ -236,7 +248,7 @@ static void gemm_step(FcKernel *k, const Wino *t, LLVMValueRef vx, LLVMValueRef 
   LLVMTypeRef vw = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2 * TV);
   LLVMValueRef vv[2];
   for (int j = 0; j < nv; j++) {
-    LLVMValueRef tile = fc_cg_iadd(k, fc_cg_imulc(k, cp, t->TB), fc_cg_iadd(k, t0, c64(k, TV * j)));
+    LLVMValueRef tile = fc_cg_iadd(k, fc_cg_imulc(k, cp, t->TBs), fc_cg_iadd(k, t0, c64(k, TV * j)));
     vv[j] = load_vec(k, vw, gep8(k, vx, fc_cg_imulc(k, tile, 4)));
   }
   for (int i = 0; i < MR; i++) {
@@ -265,7 +277,7 @@ static void gemm_vectors(FcKernel *k, const Wino *t, LLVMValueRef vx, LLVMValueR
   fc_cg_loop_end(k, &l);
   for (int i = 0; i < MR; i++)
     for (int j = 0; j < nv; j++) {
-      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, c64(k, i * t->TB + TV * j), t0), 4);
+      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, c64(k, i * t->TBs + TV * j), t0), 4);
       store_vec(k, LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + j)), ""), gep8(k, yx, at));
     }
 }
@@ -275,14 +287,16 @@ static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLV
   LLVMBuilderRef b = k->b;
   FcLoop lx, lt;
   LLVMValueRef xi = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, 16), 1, "wxi");
-  LLVMValueRef vx = gep8(k, V, fc_cg_imulc(k, xi, t->CP * t->TB * 4));
+  LLVMValueRef vx = gep8(k, V, fc_cg_imulc(k, xi, t->CP * t->TBs * 4));
   LLVMValueRef ux = gep8(k, wp, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, xi, t->MT), mt), t->CP * MR * 4));
-  LLVMValueRef yx = gep8(k, Y, fc_cg_imulc(k, xi, MR * t->TB * 4));
-  LLVMValueRef pairs = LLVMBuildSDiv(b, tiles, c64(k, 2 * TV), "");
+  LLVMValueRef yx = gep8(k, Y, fc_cg_imulc(k, xi, MR * t->TBs * 4));
+  /* whole vectors of 8 tiles (the last one's lanes past the block read the slack), in pairs, then a lone one */
+  LLVMValueRef nvec = LLVMBuildSDiv(b, fc_cg_iadd(k, tiles, c64(k, TV - 1)), c64(k, TV), "");
+  LLVMValueRef pairs = LLVMBuildSDiv(b, nvec, c64(k, 2), "");
   LLVMValueRef tp = fc_cg_loop_begin(k, &lt, c64(k, 0), pairs, 1, "wtp");
   gemm_vectors(k, t, vx, ux, yx, fc_cg_imulc(k, tp, 2 * TV), 2, acc);
   fc_cg_loop_end(k, &lt);
-  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, tiles, c64(k, 2 * TV), ""),
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, nvec, c64(k, 2), ""),
                                                           c64(k, 0), ""));
   gemm_vectors(k, t, vx, ux, yx, fc_cg_imulc(k, pairs, 2 * TV), 1, acc);
   fc_cg_if_end(k, cont);
@@ -301,17 +315,18 @@ static void store_row(FcKernel *k, LLVMValueRef row, LLVMValueRef dst, int64_t v
   fc_cg_masked_store(k, row, dst, LLVMConstVector(bits, 16));
 }
 
-/* Tiles [r][tv] of channel m: Aᵀ Y A, the shift, the requantisation, two output rows. */
+/* Tiles [r][tv] of channel m (tile row th of its image, whose channel plane starts at ych): Aᵀ Y A, the shift,
+ * the requantisation, two output rows. */
 static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueRef r, LLVMValueRef tv, int64_t valid,
-                         LLVMValueRef corr, LLVMValueRef mult, LLVMValueRef ych, LLVMValueRef tr0) {
+                         LLVMValueRef corr, LLVMValueRef mult, LLVMValueRef ych, LLVMValueRef th) {
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, TV);
   LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : LLVMInt8TypeInContext(k->ctx);
-  LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TWp), fc_cg_imulc(k, tv, TV));
+  LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TW), fc_cg_imulc(k, tv, TV));
   LLVMValueRef y[16], f[2][4], col[4], o[2];
   for (int x = 0; x < 16; x++)
-    y[x] = load_vec(k, vi, gep8(k, yi, fc_cg_imulc(k, fc_cg_iadd(k, c64(k, (int64_t)x * MR * t->TB), tile0), 4)));
+    y[x] = load_vec(k, vi, gep8(k, yi, fc_cg_imulc(k, fc_cg_iadd(k, c64(k, (int64_t)x * MR * t->TBs), tile0), 4)));
   for (int bb = 0; bb < 4; bb++) {
     for (int a = 0; a < 4; a++) col[a] = y[a * 4 + bb];
     at4(k, col, o);
@@ -325,7 +340,7 @@ static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueR
     at4(k, f[oo], o);
     LLVMValueRef res[2];
     for (int p = 0; p < 2; p++) res[p] = fc_qp_finish(k, &t->q, LLVMBuildAShr(b, o[p], two, ""), corr, mult);
-    LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, tr0, r), 2), c64(k, oo));
+    LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, th, 2), c64(k, oo));
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, c->OH), ""));
     LLVMValueRef at = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, 2 * TV)));
     store_row(k, shuffle(k, res[0], res[1], inter, 16), LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""), valid);
@@ -333,9 +348,9 @@ static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueR
   }
 }
 
-/* Channels mt·MR .. of image n: every tile of the block's rows. */
-static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef n,
-                             LLVMValueRef mt, LLVMValueRef tr0, LLVMValueRef rows) {
+/* Channels mt·MR ..: every tile of the block's rows (global tile rows gr0 ..). */
+static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef mt,
+                             LLVMValueRef gr0, LLVMValueRef rows) {
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
@@ -349,16 +364,18 @@ static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMVal
     LLVMSetAlignment(co, 4);
     LLVMSetAlignment(mu, 4);
     LLVMValueRef corr = fc_cg_splat(k, co, TV), mult = fc_cg_splat(k, mu, TV);
-    LLVMValueRef ych = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, n, c->M), m), c->OH * c->OW);
-    LLVMValueRef yi = gep8(k, Y, c64(k, (int64_t)i * t->TB * 4));
+    LLVMValueRef yi = gep8(k, Y, c64(k, (int64_t)i * t->TBs * 4));
     FcLoop lr, lt;
     LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wor");
+    LLVMValueRef gr = fc_cg_iadd(k, gr0, r);
+    LLVMValueRef n = LLVMBuildSDiv(b, gr, c64(k, t->TH), ""), th = LLVMBuildSRem(b, gr, c64(k, t->TH), "");
+    LLVMValueRef ych = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, n, c->M), m), c->OH * c->OW);
     if (nfull > 0) {
       LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, nfull), 1, "wot");
-      output_tiles(k, t, yi, r, tv, 2 * TV, corr, mult, ych, tr0);
+      output_tiles(k, t, yi, r, tv, 2 * TV, corr, mult, ych, th);
       fc_cg_loop_end(k, &lt);
     }
-    if (ntv > nfull) output_tiles(k, t, yi, r, c64(k, nfull), c->OW - 2 * TV * nfull, corr, mult, ych, tr0);
+    if (ntv > nfull) output_tiles(k, t, yi, r, c64(k, nfull), c->OW - 2 * TV * nfull, corr, mult, ych, th);
     fc_cg_loop_end(k, &lr);
     fc_cg_if_end(k, in);
   }
@@ -377,56 +394,58 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   t.CP = (c->C + 1) / 2;
   t.Mp = round_up(c->M, MR);
   t.MT = t.Mp / MR;
-  double row_v = 16.0 * (double)t.CP * (double)t.TWp * 4;
-  t.R = (int64_t)(V_BUDGET / row_v);
-  t.R = t.R < 1 ? 1 : t.R > t.TH ? t.TH : t.R;
-  t.NB = (t.TH + t.R - 1) / t.R;
-  t.TB = t.R * t.TWp;
-  double blocks = (double)c->N * (double)t.NB;
+  /* blocks of R tile rows of the batch (across images), R·TW a multiple of 16 tiles (2 vectors) where that
+   * keeps V within twice its budget */
+  t.GR = c->N * t.TH;
+  double row_v = 16.0 * (double)t.CP * (double)t.TW * 4;
+  int64_t r0 = (int64_t)(V_BUDGET / row_v), step = 16 / gcd(t.TW, 2 * TV);
+  r0 = r0 < 1 ? 1 : r0;
+  t.R = r0 % step && round_up(r0, step) <= 2 * r0 ? round_up(r0, step) : r0;
+  t.R = t.R > t.GR ? t.GR : t.R;
+  t.NB = (t.GR + t.R - 1) / t.R;
+  t.TBs = round_up(t.R * t.TW, 2 * TV) + TV;
+  double blocks = (double)t.NB;
   t.MS = blocks >= 4 ? 1 : t.MT < 4 ? t.MT : 4;
   /* 4·|Σ x·w'| must fit i32 (see the top), and the scratch and packed weights stay modest */
-  double p = 2.0 * t.R + 2;
-  double scratch = (double)c->C * p * (double)t.Wp + row_v * (double)t.R + 16.0 * MR * (double)t.TB * 4;
+  double scratch = (double)c->C * 4.0 * (double)t.R * (double)t.Wp + 16.0 * (double)(t.CP + MR) * (double)t.TBs * 4;
   double ubytes = 16.0 * (double)t.MT * (double)t.CP * MR * 4;
   if (36.0 * (double)c->C * (double)t.q.xmax * (double)max_abs_w(&t.q) >= 2147483648.0 || scratch > (64 << 20) ||
       ubytes > (256 << 20) || blocks * (double)t.MS > (double)INT64_MAX / 2) {
     fc_qp_free(&t.q);
     return fc_conv_i8(k);
   }
-  t.p_bytes = round_up(c->C * (2 * t.R + 2) * t.Wp, 64);
-  t.v_bytes = round_up(16 * t.CP * t.TB * 4, 64);
-  t.y_bytes = 16 * MR * t.TB * 4;
+  t.p_bytes = round_up(c->C * 4 * t.R * t.Wp, 64);
+  t.v_bytes = round_up(16 * t.CP * t.TBs * 4, 64);
+  t.y_bytes = 16 * MR * t.TBs * 4;
   t.u_bytes = (int64_t)ubytes;
   int64_t bytes;
   int8_t *pk = pack_u(&t, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "wino_u_i8"));
   free(pk);
-  int64_t outer = c->N * t.NB * t.MS;
-  fc_kernel_set_outer(k, outer, 2.0 * 4.0 * (double)t.Mp / (double)t.MS * (double)t.CP * 2 * (double)t.TB * 4);
+  int64_t outer = t.NB * t.MS;
+  fc_kernel_set_outer(k, outer, 2.0 * 16.0 * (double)t.Mp / (double)t.MS * (double)t.CP * 2 * (double)t.R * (double)t.TW);
 
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), TV);
+  LLVMTypeRef vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), TV);
   LLVMValueRef scr = fc_kernel_scratch(k, t.p_bytes + t.v_bytes + t.y_bytes);
   LLVMValueRef P = scr, V = gep8(k, scr, c64(k, t.p_bytes)), Y = gep8(k, scr, c64(k, t.p_bytes + t.v_bytes));
   LLVMValueRef acc = fc_cg_tile_new(k, vi, MR * 2, "wacc");
   FcLoop lo, lm;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "wblk");
   LLVMValueRef ms = LLVMBuildSRem(b, it, c64(k, t.MS), ""), blk = LLVMBuildSDiv(b, it, c64(k, t.MS), "");
-  LLVMValueRef n = LLVMBuildSDiv(b, blk, c64(k, t.NB), ""), bi = LLVMBuildSRem(b, blk, c64(k, t.NB), "");
-  LLVMValueRef tr0 = fc_cg_imulc(k, bi, t.R);
-  LLVMValueRef rows = fc_cg_smin(k, c64(k, t.R), fc_cg_isub(k, c64(k, t.TH), tr0));
-  LLVMValueRef xn = LLVMBuildGEP2(b, i8, k->in[0], (LLVMValueRef[]){fc_cg_imulc(k, n, c->C * c->H * c->W)}, 1, "");
+  LLVMValueRef gr0 = fc_cg_imulc(k, blk, t.R);
+  LLVMValueRef rows = fc_cg_smin(k, c64(k, t.R), fc_cg_isub(k, c64(k, t.GR), gr0));
   /* a task's consecutive m splits of one block build its P and V once */
   LLVMBasicBlockRef built = fc_cg_if_begin(k, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, it, k->begin, ""),
                                                           LLVMBuildICmp(b, LLVMIntEQ, ms, c64(k, 0), ""), ""));
-  fill_p(k, &t, P, xn, tr0);
+  fill_p(k, &t, P, gr0, rows);
   transform_input(k, &t, P, V, rows);
   fc_cg_if_end(k, built);
   LLVMValueRef mt0 = LLVMBuildSDiv(b, fc_cg_imulc(k, ms, t.MT), c64(k, t.MS), "");
   LLVMValueRef mt1 = LLVMBuildSDiv(b, fc_cg_imulc(k, fc_cg_iadd(k, ms, c64(k, 1)), t.MT), c64(k, t.MS), "");
   LLVMValueRef mt = fc_cg_loop_begin(k, &lm, mt0, mt1, 1, "wmt");
-  gemm(k, &t, V, Y, wp, mt, fc_cg_imulc(k, rows, t.TWp), acc);
-  transform_output(k, &t, Y, wp, n, mt, tr0, rows);
+  gemm(k, &t, V, Y, wp, mt, fc_cg_imulc(k, rows, t.TW), acc);
+  transform_output(k, &t, Y, wp, mt, gr0, rows);
   fc_cg_loop_end(k, &lm);
   fc_cg_loop_end(k, &lo);
   fc_qp_free(&t.q);
