@@ -37,6 +37,7 @@ enum {
   TV = 8,                    /* tiles per vector (i32 lanes of a ymm) */
   V_BUDGET = 192 * 1024,     /* bytes of a block's transformed input: stays in L2 with Y and U's tile */
   MIN_CHANNELS = 16,         /* fewer input or output channels: the transforms outweigh the GEMM */
+  U_BYTES_PER_TILE = 64 << 10, /* transformed weights a tile of the batch may account for */
 };
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
@@ -71,7 +72,13 @@ static bool geometry(const FcKernel *k, FcConv2 *c) {
     return false;
   /* the input transform runs on whole vectors of a tile row: at most half of one wasted */
   int64_t tw = (c->OW + 1) / 2;
-  return round_up(tw, TV) <= 2 * tw;
+  if (round_up(tw, TV) > 2 * tw) return false;
+  /* The transformed weights take 16/9 × 2 bytes a weight beside the other variants' shared s8 packing, and
+   * stream from memory once a run: only where each tile has enough of them (a map of few tiles, e.g. 7×7,
+   * keeps the direct kernel: ResNet-18's layer4 would add 25 MB to the artefact for 0.5 ms) */
+  double tiles = (double)c->N * (double)((c->OH + 1) / 2) * (double)tw;
+  double ubytes = 16.0 * (double)round_up(c->M, MR) * (double)((c->C + 1) / 2) * 4;
+  return ubytes <= U_BYTES_PER_TILE * tiles;
 }
 
 bool fc_conv_i8_winograd_applies(const FcKernel *k) {
