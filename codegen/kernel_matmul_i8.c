@@ -65,7 +65,9 @@ static bool plain_form(const FcOp *op) {
 
 bool fc_matmul_i8_applies(const FcKernel *k) {
   const FcOp *op = k->op;
-  if (op->n_operands < 2 || (fc_op_attr(op, FC_ATTR_EPILOGUE) && !plain_form(op))) return false;
+  /* an epilogue only on the plain form's f32 result (an i32 one's would be dropped) */
+  bool f32 = op->results[0].type.dtype == FC_DT_F32;
+  if (op->n_operands < 2 || (fc_op_attr(op, FC_ATTR_EPILOGUE) && !(plain_form(op) && f32))) return false;
   const FcType *at = &op->operands[0].value->type, *bt = &op->operands[1].value->type, *rt = &op->results[0].type;
   if (at->rank < 2 || bt->rank != 2) return false;
   if (!plain_form(op) && !(at->quant && fc_qp_applies(op, 1, NULL, 0))) return false;
