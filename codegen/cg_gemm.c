@@ -71,7 +71,6 @@ void fc_gemm_arch_for_rows(const FcKernel *k, int64_t M, bool pow2_panels, FcGem
 
 /* ---- host packing --------------------------------------------------------------------------------------------- */
 
-
 int64_t fc_gemm_packed_a_size(const FcGemmArch *g, int64_t M, int64_t K) { return round_up(M, g->mr) * K; }
 int64_t fc_gemm_packed_b_size(const FcGemmArch *g, int64_t K, int64_t N) { return round_up(N, g->nr) * K; }
 
@@ -777,12 +776,6 @@ void fc_gemm_pack_a_block(FcKernel *k, const FcGemmArch *g,
 
 /* ---- run-time packing of row-major matrices --------------------------------------------------------------------- */
 
-static LLVMValueRef shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
-  LLVMValueRef m[16];
-  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned long long)idx[i], 0);
-  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
-}
-
 /* Transposes the L×L block r (L = 4 or 8 rows of <L x float>) in place, as the classic unpack / 64-bit
  * shuffle / 128-bit lane swap stages: vunpck[lh]ps, vshufps and vperm2f128 on AVX, unpck[lh]ps and
  * shufps on SSE. Zero rows fold away. */
@@ -797,13 +790,13 @@ static void transpose(FcKernel *k, LLVMValueRef *r, int L) {
     hi2[e] = lane + 2 + q % 2 + (q / 2) * L; /* a2 a3 b2 b3 */
   }
   for (int i = 0; i < L; i += 2) {
-    t[i] = shuffle(k, r[i], r[i + 1], lo, L);
-    t[i + 1] = shuffle(k, r[i], r[i + 1], hi, L);
+    t[i] = fc_cg_shuffle(k, r[i], r[i + 1], lo, L);
+    t[i + 1] = fc_cg_shuffle(k, r[i], r[i + 1], hi, L);
   }
   for (int i = 0; i < L; i += 4)
     for (int h = 0; h < 2; h++) {
-      u[i + 2 * h] = shuffle(k, t[i + h], t[i + h + 2], lo2, L);
-      u[i + 2 * h + 1] = shuffle(k, t[i + h], t[i + h + 2], hi2, L);
+      u[i + 2 * h] = fc_cg_shuffle(k, t[i + h], t[i + h + 2], lo2, L);
+      u[i + 2 * h + 1] = fc_cg_shuffle(k, t[i + h], t[i + h + 2], hi2, L);
     }
   /* u[i] holds k values i and i + 4 of rows 0-3 (i < 4) or 4-7 (i >= 4), one per 128-bit lane. */
   if (L == 4) {
@@ -812,8 +805,8 @@ static void transpose(FcKernel *k, LLVMValueRef *r, int L) {
   }
   static const int low[8] = {0, 1, 2, 3, 8, 9, 10, 11}, high[8] = {4, 5, 6, 7, 12, 13, 14, 15};
   for (int i = 0; i < 4; i++) {
-    r[i] = shuffle(k, u[i], u[i + 4], low, 8);
-    r[i + 4] = shuffle(k, u[i], u[i + 4], high, 8);
+    r[i] = fc_cg_shuffle(k, u[i], u[i + 4], low, 8);
+    r[i + 4] = fc_cg_shuffle(k, u[i], u[i + 4], high, 8);
   }
 }
 
@@ -875,7 +868,7 @@ void fc_gemm_pack_a_rowmajor(FcKernel *k, void *user, LLVMValueRef dst, LLVMValu
       LLVMBuildBr(b, join);
       LLVMPositionBuilderAtEnd(b, last);
       for (int j = inside; j < L; j++)
-        LLVMSetAlignment(LLVMBuildStore(b, shuffle(k, r[j], LLVMGetUndef(vt), first, c), at[j]), 4);
+        LLVMSetAlignment(LLVMBuildStore(b, fc_cg_shuffle(k, r[j], LLVMGetUndef(vt), first, c), at[j]), 4);
       LLVMBuildBr(b, join);
       LLVMPositionBuilderAtEnd(b, join);
     }

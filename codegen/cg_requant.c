@@ -297,13 +297,6 @@ int fc_qp_finish_tile(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *
   return per_row;
 }
 
-/* shufflevector of a and b (equal types) with the constant mask idx[0 .. n) */
-static LLVMValueRef shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
-  LLVMValueRef m[256];
-  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
-  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
-}
-
 /* A full tile stored transposed: output row col0 + c gets the tile's column c (mr elements, adjacent there).
  * Per vector of columns the mr vectors are concatenated (a tree of shuffles, padded to a power of two),
  * reordered column-major by one shuffle, and each column's mr elements stored as one small vector. */
@@ -318,16 +311,17 @@ static void store_columns(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, 
     for (int i = 0; i < n2; i++) part[i] = i < mr ? out[i * nv + v] : LLVMGetUndef(LLVMTypeOf(out[0]));
     for (int len = w; len < n2 * w; len *= 2) { /* pairs of len-element parts into 2·len */
       for (int e = 0; e < 2 * len; e++) idx[e] = e;
-      for (int i = 0; 2 * i * len < n2 * w; i++) part[i] = shuffle(k, part[2 * i], part[2 * i + 1], idx, 2 * len);
+      for (int i = 0; 2 * i * len < n2 * w; i++)
+        part[i] = fc_cg_shuffle(k, part[2 * i], part[2 * i + 1], idx, 2 * len);
     }
     /* part[0][i·w + j] = row i, column j  ->  column-major [j·mr + i] */
     for (int j = 0; j < w; j++)
       for (int i = 0; i < mr; i++) idx[j * mr + i] = i * w + j;
-    LLVMValueRef tr = shuffle(k, part[0], LLVMGetUndef(LLVMTypeOf(part[0])), idx, w * mr);
+    LLVMValueRef tr = fc_cg_shuffle(k, part[0], LLVMGetUndef(LLVMTypeOf(part[0])), idx, w * mr);
     for (int j = 0; j < w; j++) {
       for (int i = 0; i < mr; i++) idx[i] = j * mr + i;
       LLVMValueRef px = mr == 1 ? LLVMBuildExtractElement(b, tr, fc_cg_const_i64(k, j), "")
-                                : shuffle(k, tr, LLVMGetUndef(LLVMTypeOf(tr)), idx, mr);
+                                : fc_cg_shuffle(k, tr, LLVMGetUndef(LLVMTypeOf(tr)), idx, mr);
       LLVMValueRef col = fc_cg_iadd(k, col0, fc_cg_const_i64(k, (int64_t)v * w + j));
       LLVMValueRef at = fc_cg_iadd(k, base, fc_cg_iadd(k, fc_cg_imulc(k, col, row_stride), row0));
       LLVMValueRef st = LLVMBuildStore(b, px, LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""));

@@ -493,6 +493,21 @@ LLVMValueRef fc_cg_i64_table(FcKernel *k, const int64_t *v, int64_t n, const cha
   return fc_cg_const_table(k, fc_cg_i64(k), vals, n, name);
 }
 
+LLVMValueRef fc_cg_shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
+  LLVMValueRef m[256];
+  FC_ASSERT(n > 0 && n <= 256);
+  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
+  return LLVMBuildShuffleVector(k->b, a, b ? b : LLVMGetUndef(LLVMTypeOf(a)), LLVMConstVector(m, (unsigned)n), "");
+}
+
+void fc_cg_fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef v) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, lo, fc_cg_smax(k, lo, hi), 1, "fill");
+  LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, dst, &j, 1, ""));
+  fc_cg_loop_end(k, &l);
+}
+
 LLVMBasicBlockRef fc_cg_if_begin(FcKernel *k, LLVMValueRef cond) {
   LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "then");
   LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "endif");

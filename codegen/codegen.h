@@ -269,6 +269,10 @@ LLVMValueRef fc_cg_tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMVa
 LLVMValueRef fc_cg_const_table(FcKernel *k, LLVMTypeRef t, LLVMValueRef *vals, int64_t n, const char *name);
 /* A private constant i64 table; elements are read with fc_cg_load(k, FC_DT_I64, table, i). */
 LLVMValueRef fc_cg_i64_table(FcKernel *k, const int64_t *v, int64_t n, const char *name);
+/* shufflevector of a and b (equal types; b NULL: undef) with the constant mask idx[0 .. n), n <= 256. */
+LLVMValueRef fc_cg_shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n);
+/* dst[j] = v (a byte) for j in [lo, hi) (i64), a byte loop LLVM turns into a memset. */
+void fc_cg_fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef v);
 /* if (cond) { ... }: fc_cg_if_begin leaves the builder in the then-block and returns the join block,
  * fc_cg_if_end branches to it and continues there. */
 LLVMBasicBlockRef fc_cg_if_begin(FcKernel *k, LLVMValueRef cond);

@@ -110,15 +110,6 @@ static void stride_range(int64_t count, int64_t s, int64_t off, int64_t limit, i
   if (*hi < *lo) *hi = *lo;
 }
 
-/* dst[j] = v for j in [a, b) (i64), a byte loop LLVM turns into a memset. */
-static void fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef a, LLVMValueRef b, LLVMValueRef v) {
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
-  FcLoop l;
-  LLVMValueRef j = fc_cg_loop_begin(k, &l, a, fc_cg_smax(k, a, b), 1, "fill");
-  LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, dst, &j, 1, ""));
-  fc_cg_loop_end(k, &l);
-}
-
 /* dst[j .. j + n) = src[j .. j + n) (xor 0x80 where flip: an i8 x): one unaligned vector. */
 static void copy_vec(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef j, unsigned n) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, n);
@@ -158,8 +149,6 @@ static bool rows_from_padded(const FcConvI8 *t) { return t->c.sw == 1 && t->PB >
 static int64_t padded_h(const FcConv2 *c) { return (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1; }
 static int64_t padded_w(const FcConv2 *c) { return c->OW + (c->KW - 1) * c->dw; }
 
-static void fill_bytes(FcKernel *k, LLVMValueRef dst, LLVMValueRef a, LLVMValueRef b, LLVMValueRef v);
-
 /* dst[at .. at + 15] = bytes first, first + 2, .. first + 30 of src + from (one 32-byte load and a shuffle;
  * i8 x flipped): 16 outputs of a stride-2 row. */
 static void copy_every_other(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef from, int first, LLVMValueRef dst,
@@ -194,7 +183,7 @@ static void build_rows_padded(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows,
   LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, Hp), 1, "pr");
   LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, ci, Hp * Wp), fc_cg_imulc(k, r, Wp));
   LLVMValueRef drow = LLVMBuildGEP2(b, i8, pad, &at, 1, "");
-  fill_bytes(k, drow, c64(k, 0), c64(k, Wp), zx);
+  fc_cg_fill_bytes(k, drow, c64(k, 0), c64(k, Wp), zx);
   LLVMValueRef ih = fc_cg_iadd(k, r, c64(k, -c->ph));
   if (s1 > s0) {
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntULT, ih, c64(k, c->H), ""));
@@ -221,7 +210,7 @@ static void build_rows_padded(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows,
   LLVMValueRef so = fc_cg_imulc(k, oh, c->sh * Wp), dof = fc_cg_imulc(k, oh, c->OW);
   copy_fixed(k, false, LLVMBuildGEP2(b, i8, src0, &so, 1, ""), LLVMBuildGEP2(b, i8, row, &dof, 1, ""), c->OW, true);
   fc_cg_loop_end(k, &lo);
-  fill_bytes(k, row, c64(k, c->P), c64(k, t->PB), zx);
+  fc_cg_fill_bytes(k, row, c64(k, c->P), c64(k, t->PB), zx);
   fc_cg_loop_end(k, &lw);
   fc_cg_loop_end(k, &lh);
   fc_cg_loop_end(k, &lk);
@@ -304,7 +293,7 @@ static void build_rows(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMVa
   LLVMValueRef kk = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->KH), kh), c->KW), kw);
   LLVMValueRef row = fc_cg_imulc(k, kk, t->PB);
   row = LLVMBuildGEP2(b, i8, rows, &row, 1, "");
-  fill_bytes(k, row, npix, c64(k, t->PB), zx);
+  fc_cg_fill_bytes(k, row, npix, c64(k, t->PB), zx);
   LLVMValueRef lo_kw = fc_cg_load(k, FC_DT_I64, t->tab_lo, kw), hi_kw = fc_cg_load(k, FC_DT_I64, t->tab_hi, kw);
   LLVMValueRef woff = fc_cg_iadd(k, fc_cg_imulc(k, kw, c->dw), c64(k, -c->pw));
   LLVMValueRef oh = fc_cg_loop_begin(k, &lo, oh0, fc_cg_iadd(k, oh1, c64(k, 1)), 1, "oh");
@@ -317,8 +306,8 @@ static void build_rows(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMVa
   LLVMValueRef inside = LLVMBuildICmp(b, LLVMIntULT, ih, c64(k, c->H), "");
   LLVMValueRef lo_ = fc_cg_select(k, inside, fc_cg_smin(k, fc_cg_smax(k, lo_kw, a), e), e);
   LLVMValueRef hi_ = fc_cg_select(k, inside, fc_cg_smax(k, fc_cg_smin(k, hi_kw, e), lo_), e);
-  fill_bytes(k, dst, a, lo_, zx);
-  fill_bytes(k, dst, hi_, e, zx);
+  fc_cg_fill_bytes(k, dst, a, lo_, zx);
+  fc_cg_fill_bytes(k, dst, hi_, e, zx);
   LLVMValueRef src = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ci, c->H), fc_cg_smin(k, ih, c64(k, c->H - 1))), c->W), woff);
   src = LLVMBuildGEP2(b, i8, xg, &src, 1, "");
   copy_run(k, t, src, dst, lo_, hi_);
@@ -462,23 +451,16 @@ static void build_phases(FcKernel *k, const FcConvI8 *t, LLVMValueRef planes, LL
     LLVMValueRef dst = LLVMBuildGEP2(b, i8, planes, &at, 1, "");
     int64_t lo, hi; /* bytes j of this phase whose column j·sw + ph - pw lies inside x's row */
     stride_range(t->Wph, c->sw, ph - c->pw, c->W, &lo, &hi);
-    fill_bytes(k, dst, c64(k, 0), c64(k, lo), zx);
-    fill_bytes(k, dst, c64(k, hi), c64(k, t->Wph), zx);
+    fc_cg_fill_bytes(k, dst, c64(k, 0), c64(k, lo), zx);
+    fc_cg_fill_bytes(k, dst, c64(k, hi), c64(k, t->Wph), zx);
     if (hi > lo) { /* x's bytes, or zx in a padding row */
-      fill_bytes(k, dst, fc_cg_select(k, inside, c64(k, hi), c64(k, lo)), c64(k, hi), zx);
+      fc_cg_fill_bytes(k, dst, fc_cg_select(k, inside, c64(k, hi), c64(k, lo)), c64(k, hi), zx);
       LLVMValueRef so = fc_cg_iadd(k, xrow, c64(k, ph - c->pw));
       copy_run(k, t, LLVMBuildGEP2(b, i8, xg, &so, 1, ""), dst, fc_cg_select(k, inside, c64(k, lo), c64(k, hi)), c64(k, hi));
     }
   }
   fc_cg_loop_end(k, &lr);
   fc_cg_loop_end(k, &lc);
-}
-
-/* shufflevector with a constant mask of n indices */
-static LLVMValueRef shuffle_idx(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
-  LLVMValueRef m[256];
-  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
-  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
 }
 
 /* The group's quads of 16·nl pixels (nl = 2 or 4 128-bit lanes a vector) from 4 vectors r[] of 16·nl bytes,
@@ -499,8 +481,8 @@ static void interleave_lanes(FcKernel *k, LLVMValueRef const *r, int nl, LLVMVal
         idx[16 * L + 2 * i] = 16 * L + 8 * h + i;
         idx[16 * L + 2 * i + 1] = n + 16 * L + 8 * h + i;
       }
-    p[h] = LLVMBuildBitCast(b, shuffle_idx(k, r[0], r[1], idx, n), v16, "");
-    p[2 + h] = LLVMBuildBitCast(b, shuffle_idx(k, r[2], r[3], idx, n), v16, "");
+    p[h] = LLVMBuildBitCast(b, fc_cg_shuffle(k, r[0], r[1], idx, n), v16, "");
+    p[2 + h] = LLVMBuildBitCast(b, fc_cg_shuffle(k, r[2], r[3], idx, n), v16, "");
   }
   for (int s = 0; s < 4; s++) { /* 16-bit pairs: q[s] = pixels 4s .. 4s + 3 of each lane */
     int h = s / 2, hw = s % 2;
@@ -509,25 +491,25 @@ static void interleave_lanes(FcKernel *k, LLVMValueRef const *r, int nl, LLVMVal
         idx[8 * L + 2 * i] = 8 * L + 4 * hw + i;
         idx[8 * L + 2 * i + 1] = n / 2 + 8 * L + 4 * hw + i;
       }
-    q[s] = LLVMBuildBitCast(b, shuffle_idx(k, p[h], p[2 + h], idx, n / 2), v64, "");
+    q[s] = LLVMBuildBitCast(b, fc_cg_shuffle(k, p[h], p[2 + h], idx, n / 2), v64, "");
   }
   /* out[m] chunk c (128 bits) = 4-pixel group g = m·nl + c: q[g % 4]'s lane g / 4 */
   if (nl == 2) {
     for (int m = 0; m < 4; m++) {
       int s0 = (2 * m) % 4, L = m / 2;
       int id[4] = {2 * L, 2 * L + 1, 4 + 2 * L, 4 + 2 * L + 1};
-      out[m] = LLVMBuildBitCast(b, shuffle_idx(k, q[s0], q[s0 + 1], id, 4), vb, "");
+      out[m] = LLVMBuildBitCast(b, fc_cg_shuffle(k, q[s0], q[s0 + 1], id, 4), vb, "");
     }
   } else {
     LLVMValueRef t[4]; /* t[2j + u]: lanes 2u, 2u + 1 of q[2j] and q[2j + 1], interleaved by lane */
     for (int j = 0; j < 2; j++)
       for (int u = 0; u < 2; u++) {
         int id[8] = {4 * u, 4 * u + 1, 8 + 4 * u, 8 + 4 * u + 1, 4 * u + 2, 4 * u + 3, 8 + 4 * u + 2, 8 + 4 * u + 3};
-        t[2 * j + u] = shuffle_idx(k, q[2 * j], q[2 * j + 1], id, 8);
+        t[2 * j + u] = fc_cg_shuffle(k, q[2 * j], q[2 * j + 1], id, 8);
       }
     for (int m = 0; m < 4; m++) { /* lane m: (q0, q1) from t[m / 2], (q2, q3) from t[2 + m / 2] */
       int o = 4 * (m % 2), id[8] = {o, o + 1, o + 2, o + 3, 8 + o, 8 + o + 1, 8 + o + 2, 8 + o + 3};
-      out[m] = LLVMBuildBitCast(b, shuffle_idx(k, t[m / 2], t[2 + m / 2], id, 8), vb, "");
+      out[m] = LLVMBuildBitCast(b, fc_cg_shuffle(k, t[m / 2], t[2 + m / 2], id, 8), vb, "");
     }
   }
 }
@@ -543,7 +525,7 @@ static void build_cols_direct(FcKernel *k, const FcConvI8 *t, LLVMValueRef cols,
   FcLoop lg, lr, lp;
   int64_t real = (c->K + t->kg - 1) / t->kg; /* the groups past it (AMX's whole chunks) meet zero weights */
   LLVMValueRef pad_at = c64(k, real * t->PB * 4);
-  fill_bytes(k, LLVMBuildGEP2(b, i8, cols, &pad_at, 1, ""), c64(k, 0), c64(k, (t->KG - real) * t->PB * 4),
+  fc_cg_fill_bytes(k, LLVMBuildGEP2(b, i8, cols, &pad_at, 1, ""), c64(k, 0), c64(k, (t->KG - real) * t->PB * 4),
              LLVMConstInt(i8, (unsigned)t->q.zx, 0));
   LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, real), 1, "dg");
   LLVMValueRef src[4];
@@ -588,7 +570,7 @@ static void build_cols_direct(FcKernel *k, const FcConvI8 *t, LLVMValueRef cols,
   }
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lr);
-  fill_bytes(k, grow, fc_cg_imulc(k, npix, 4), c64(k, t->PB * 4), LLVMConstInt(i8, (unsigned)t->q.zx, 0));
+  fc_cg_fill_bytes(k, grow, fc_cg_imulc(k, npix, 4), c64(k, t->PB * 4), LLVMConstInt(i8, (unsigned)t->q.zx, 0));
   fc_cg_loop_end(k, &lg);
 }
 
@@ -687,7 +669,7 @@ void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVM
     else build_rows(k, t, rows, xg, p0, npix);
     if (t->KG * t->kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
       LLVMValueRef r = c64(k, c->K * t->PB);
-      fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t->KG * t->kg - c->K) * t->PB),
+      fc_cg_fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t->KG * t->kg - c->K) * t->PB),
                  LLVMConstInt(i8, (unsigned)t->q.zx, 0));
     }
     if (t->chunked) interleave_chunks(k, t, rows, cols);

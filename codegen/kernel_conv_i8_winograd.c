@@ -64,6 +64,9 @@ static int32_t max_abs_w(const FcQuantProduct *q) {
   return m;
 }
 
+/* Bytes of U: 16 positions × output channels padded to MR × channel pairs × an s16 pair. */
+static double u_bytes(const FcConv2 *c) { return 16.0 * (double)round_up(c->M, MR) * (double)((c->C + 1) / 2) * 4; }
+
 static bool geometry(const FcKernel *k, FcConv2 *c) {
   const FcOp *op = k->op;
   if (!op->operands[0].value->type.quant || !fc_qp_applies(op, 0, NULL, 0) || !fc_conv2_of(op, c)) return false;
@@ -77,8 +80,7 @@ static bool geometry(const FcKernel *k, FcConv2 *c) {
    * stream from memory once a run: only where each tile has enough of them (a map of few tiles, e.g. 7×7,
    * keeps the direct kernel: ResNet-18's layer4 would add 25 MB to the artefact for 0.5 ms) */
   double tiles = (double)c->N * (double)((c->OH + 1) / 2) * (double)tw;
-  double ubytes = 16.0 * (double)round_up(c->M, MR) * (double)((c->C + 1) / 2) * 4;
-  return ubytes <= U_BYTES_PER_TILE * tiles;
+  return u_bytes(c) <= U_BYTES_PER_TILE * tiles;
 }
 
 bool fc_conv_i8_winograd_applies(const FcKernel *k) {
@@ -125,20 +127,6 @@ static LLVMValueRef load_vec(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p) {
 
 static void store_vec(FcKernel *k, LLVMValueRef v, LLVMValueRef p) { LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 1); }
 
-static LLVMValueRef shuffle(FcKernel *k, LLVMValueRef a, LLVMValueRef b, const int *idx, int n) {
-  LLVMValueRef m[32];
-  for (int i = 0; i < n; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(k->ctx), (unsigned)idx[i], 0);
-  return LLVMBuildShuffleVector(k->b, a, b, LLVMConstVector(m, (unsigned)n), "");
-}
-
-/* dst[lo, hi) = v (bytes). */
-static void fill(FcKernel *k, LLVMValueRef dst, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef v) {
-  FcLoop l;
-  LLVMValueRef j = fc_cg_loop_begin(k, &l, lo, hi, 1, "wfill");
-  LLVMBuildStore(k->b, v, gep8(k, dst, j));
-  fc_cg_loop_end(k, &l);
-}
-
 /* P [C][R][4][Wp]: the 4 input rows of each of the block's tile rows (global tile row gr0 + r: image gr / TH,
  * input rows from 2·(gr % TH) - ph), columns from -pw, zx outside x (x ^ 0x80 for an i8 x). */
 static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0, LLVMValueRef rows) {
@@ -159,17 +147,17 @@ static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0,
   LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, yy, c64(k, 0), ""),
                                  LLVMBuildICmp(b, LLVMIntSLT, yy, c64(k, c->H), ""), "");
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildNot(b, in, ""));
-  fill(k, dst, c64(k, 0), c64(k, t->Wp), zx);
+  fc_cg_fill_bytes(k, dst, c64(k, 0), c64(k, t->Wp), zx);
   fc_cg_if_end(k, cont);
   cont = fc_cg_if_begin(k, in);
-  fill(k, dst, c64(k, 0), c64(k, c->pw), zx);
+  fc_cg_fill_bytes(k, dst, c64(k, 0), c64(k, c->pw), zx);
   LLVMValueRef src = gep8(k, k->in[0], fc_cg_iadd(k, plane, fc_cg_imulc(k, yy, c->W)));
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, c->W), 1, "wj");
   LLVMValueRef v = LLVMBuildLoad2(b, i8, gep8(k, src, j), "");
   if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
   LLVMBuildStore(b, v, gep8(k, dst, fc_cg_iadd(k, j, c64(k, c->pw))));
   fc_cg_loop_end(k, &lj);
-  fill(k, dst, c64(k, c->pw + c->W), c64(k, t->Wp), zx);
+  fc_cg_fill_bytes(k, dst, c64(k, c->pw + c->W), c64(k, t->Wp), zx);
   fc_cg_if_end(k, cont);
   fc_cg_loop_end(k, &li);
   fc_cg_loop_end(k, &lr);
@@ -221,10 +209,10 @@ static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValu
       hi[h] = load_vec(k, v16b, gep8(k, P, fc_cg_iadd(k, at, c64(k, 2))));
     }
     /* window column q of tile j is byte 2j + q: even and odd bytes of the loads at 0 and at 2 */
-    d[i][0] = LLVMBuildZExt(b, shuffle(k, lo[0], lo[1], even, 16), v16w, "");
-    d[i][1] = LLVMBuildZExt(b, shuffle(k, lo[0], lo[1], odd, 16), v16w, "");
-    d[i][2] = LLVMBuildZExt(b, shuffle(k, hi[0], hi[1], even, 16), v16w, "");
-    d[i][3] = LLVMBuildZExt(b, shuffle(k, hi[0], hi[1], odd, 16), v16w, "");
+    d[i][0] = LLVMBuildZExt(b, fc_cg_shuffle(k, lo[0], lo[1], even, 16), v16w, "");
+    d[i][1] = LLVMBuildZExt(b, fc_cg_shuffle(k, lo[0], lo[1], odd, 16), v16w, "");
+    d[i][2] = LLVMBuildZExt(b, fc_cg_shuffle(k, hi[0], hi[1], even, 16), v16w, "");
+    d[i][3] = LLVMBuildZExt(b, fc_cg_shuffle(k, hi[0], hi[1], odd, 16), v16w, "");
   }
   LLVMValueRef e[4][4], col[4], out[4];
   for (int q = 0; q < 4; q++) {
@@ -350,7 +338,7 @@ static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueR
     LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, th, 2), c64(k, oo));
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, c->OH), ""));
     LLVMValueRef at = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, 2 * TV)));
-    store_row(k, shuffle(k, res[0], res[1], inter, 16), LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""), valid);
+    store_row(k, fc_cg_shuffle(k, res[0], res[1], inter, 16), LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""), valid);
     fc_cg_if_end(k, cont);
   }
 }
@@ -415,7 +403,7 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   t.MS = blocks >= 4 ? 1 : t.MT < 4 ? t.MT : 4;
   /* 4·|Σ x·w'| must fit i32 (see the top), and the scratch and packed weights stay modest */
   double scratch = (double)c->C * 4.0 * (double)t.R * (double)t.Wp + 16.0 * (double)(t.CP + MR) * (double)t.TBs * 4;
-  double ubytes = 16.0 * (double)t.MT * (double)t.CP * MR * 4;
+  double ubytes = u_bytes(c);
   if (36.0 * (double)c->C * (double)t.q.xmax * (double)max_abs_w(&t.q) >= 2147483648.0 || scratch > (64 << 20) ||
       ubytes > (256 << 20) || blocks * (double)t.MS > (double)INT64_MAX / 2) {
     fc_qp_free(&t.q);
