@@ -22,11 +22,14 @@ with transB), each bias as an int32 constant with a DequantizeLinear of its own 
 sx*sw[c], zero point from ConstantOfShape + Cast), and a Cast to uint8 after every QuantizeLinear.
 
 One change to PyTorch's module before the reference output is taken (snap_biases): its onednn kernels
-add the float bias, while the export rounds the bias to int32 units of sx*sw[c]. On random weights that
-rounding alone moved the outputs of onnxruntime and flowc (which run the file) 24 steps away from
-PyTorch's on MobileNetV2 at 64x64, so the biases are put on the int32 grid first and PyTorch then computes what
-the file says (its convolutions then equal the exact integer arithmetic of qspec §2 on every element
-checked).
+take the float bias b[c] (rounded to int32 units of sx*sw[c]), while torch.onnx.export writes the int32
+bias as Cast(Div(b, sx*sw[c])) in float32 — truncation, not rounding. On random weights the unit the two
+disagree by in some channels (a few thousandths of an output step) flips the rounding of a few outputs in
+the first layers, and the network amplifies the flips layer by layer: MobileNetV2's output moved 11 to 24
+steps away from PyTorch's, ResNet-18's by 5, for onnxruntime and flowc alike (which run the file). So each
+bias is set to the float next to b_int·sx·sw[c] that the export truncates to b_int, and PyTorch then
+computes what the exported file says (its convolutions equal the exact integer arithmetic of qspec §2 on
+every element checked).
 
 Every entry NAME is written as two ONNX backend test cases (the layout of tools/export_e2e_models.py, so
 bench/run.py, bench/int8.py and tests/e2e/e2e.py read them as they read the other models):
@@ -218,14 +221,13 @@ def quantize(model, x, calibration):
 
 
 def snap_biases(q, x):
-    """Puts every quantised conv's and linear's bias on the int32 grid the ONNX export writes.
+    """Puts every quantised conv's and linear's bias on the int32 grid, as the float the ONNX export writes
+    back exactly.
 
-    PyTorch's onednn kernels add the float bias b[c] to the float accumulator; torch.onnx.export writes it
-    as int32 round(b / (sx * sw[c])) with its own DequantizeLinear. On a random-weight network that rounding
-    (at most half a unit of sx * sw[c], a hundredth of an output step) flips the rounding of a few outputs
-    in the first layer, and the network amplifies the flips layer by layer: MobileNetV2's output moved by
-    24 steps, ResNet-18's by 5, for onnxruntime and flowc alike. With the bias on the grid (half to even,
-    in double) PyTorch computes what the exported file says, so its output is a reference for the file."""
+    PyTorch's onednn kernels round b / (sx * sw[c]) to int32; torch.onnx.export writes int32(b / (sx *
+    sw[c])) computed in float32, which truncates (torch/onnx/symbolic_helper.py, requantize_bias_helper).
+    b_int = round(b / unit) in double; the float nearest b_int * unit, moved away from zero ulp by ulp until
+    the export's float32 quotient no longer truncates below |b_int|, makes both of them b_int."""
     scales = {}
 
     def record(m, inputs, _):  # returns None: a forward hook's result would replace the output
@@ -242,9 +244,21 @@ def snap_biases(q, x):
             continue
         sw = (w.q_per_channel_scales().double() if w.qscheme() in (torch.per_channel_affine,
                                                                   torch.per_channel_symmetric)
-              else torch.tensor(w.q_scale(), dtype=torch.float64))
-        unit = sx * sw
-        m.set_weight_bias(w, (torch.round(b.double() / unit) * unit).float())
+              else torch.tensor([w.q_scale()], dtype=torch.float64))
+        unit = (sx * sw).numpy()
+        unit32 = (sw.float() * torch.tensor(sx, dtype=torch.float64).float()).numpy()  # the export's Mul
+        b_int = np.round(b.detach().double().numpy() / unit)
+        snapped = (b_int * unit).astype(np.float32)
+        away = np.where(b_int < 0, np.float32(-np.inf), np.float32(np.inf)).astype(np.float32)
+        for _ in range(64):
+            q_export = np.trunc(snapped / unit32).astype(np.float64)  # float32 division, as the export
+            short = q_export != b_int
+            if not short.any():
+                break
+            snapped = np.where(short, np.nextafter(snapped, away), snapped).astype(np.float32)
+        else:
+            raise SystemExit(f"{type(m).__name__}: no float32 bias truncates to its int32 grid value")
+        m.set_weight_bias(w, torch.from_numpy(snapped))
 
 
 QUANTISED_LINEAR_OPS = (torch.ao.nn.quantized.Conv2d, torch.ao.nn.quantized.Linear)
