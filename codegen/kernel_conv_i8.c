@@ -66,8 +66,11 @@
 #include "cg_amx.h"
 #include "cg_conv_i8.h"
 
-/* the direct im2col's bound on K (build_cols_direct: stems of up to 3 channels of 9x9 taps, say) */
-enum { DIRECT_MAX_K = 256 };
+enum {
+  DIRECT_MAX_K = 256, /* the direct im2col's bound on K (build_cols_direct: stems of up to 3 channels of 9x9 taps, say) */
+  MIN_OUTER = 4,      /* outer iterations a pointwise conv offers the thread pool, where its pixels allow */
+  MIN_BLOCK_TILES = 4, /* ... but never blocks narrower than this many register tiles of pixels */
+};
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
@@ -983,6 +986,18 @@ static void plan_blocks(const FcKernel *k, FcConvI8 *t, bool amx, const FcConvI8
   if (t->PB < t->nr) t->PB = t->nr;
   if (t->PB > ppad) t->PB = ppad;
   *blocks = (c->P + t->PB - 1) / t->PB;
+  /* A pointwise conv of small K fits a whole image in one block (MobileNetV2's expand convs: K = 24 at 56x56,
+   * 75 KiB), which left the second thread idle; its blocks read x's planes in place, so cutting the pixels
+   * into more blocks costs only each block's pass over the weights. */
+  int64_t images = c->N * c->G;
+  if (t->pointwise && !amx && !like && images * *blocks < MIN_OUTER) {
+    int64_t want = (MIN_OUTER + images - 1) / images;
+    int64_t pb = ((ppad + want - 1) / want + t->nr - 1) / t->nr * t->nr;
+    if (pb >= MIN_BLOCK_TILES * t->nr && pb < t->PB) {
+      t->PB = pb;
+      *blocks = (c->P + t->PB - 1) / t->PB;
+    }
+  }
   if (t->direct) {
     /* whole output rows a block, its Col in L2 also for AMX (fc_target_i8_amx_direct_col_bytes): the
      * one-pass build has no per-row set-up to amortise, and more blocks spread over the threads */
