@@ -492,11 +492,19 @@ static FcOp *quantize_user(const FcValue *v) {
 
 static void print_report(FILE *out, const FcCalib *c, const Row *rows, int n) {
   const FcQuantOptions *q = c->o.quant;
+  /* The ranges follow the CPU whose integer dot quantize_static obeyed (a multiversioned artefact's most
+   * portable variant), not necessarily the one this report ran on: name it and what it reduced. */
+  const FcTarget *t = q && q->int8_target ? q->int8_target : c->o.target;
+  FcI8Gemm g;
+  fc_target_i8_gemm(t, &g);
+  bool saturates = g.dot == FC_I8DOT_MADDUBS, reduce_acts = saturates && q && q->reduce == FC_QREDUCE_ACTIVATIONS;
+  bool reduce_w = saturates && !reduce_acts;
   bool sym = q && q->activations == FC_QACT_SYM_I8;
-  fprintf(out, "quantisation report: %d run%s of %s, %s ranges, activations %s, weights i8 %s, as quantised for %s\n",
+  fprintf(out, "quantisation report: %d run%s of %s, %s ranges, activations %s%s, weights i8 %s%s, as quantised for %s%s\n",
           c->runs, c->runs == 1 ? "" : "s", c->o.dir, fc_calib_method_name(c->o.method),
-          sym ? "i8 symmetric" : "u8 asymmetric", q && q->per_tensor_weights ? "per tensor" : "per channel",
-          c->o.target && c->o.target->cpu ? c->o.target->cpu : "this CPU");
+          sym ? "i8 symmetric" : "u8 asymmetric", reduce_acts ? " (7-bit)" : "",
+          q && q->per_tensor_weights ? "per tensor" : "per channel", reduce_w ? " within +-64" : "",
+          t && t->cpu ? t->cpu : "this CPU", saturates ? " (no VNNI: vpmaddubsw could saturate)" : "");
   int w = 6;
   for (int i = 0; i < n; i++)
     if ((int)strlen(rows[i].label) > w) w = (int)strlen(rows[i].label);
