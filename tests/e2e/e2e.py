@@ -22,6 +22,12 @@ third kind of test; tests/e2e/meson.build runs it.)
       output): every element within N output quantisation steps instead, the step being the scale of the
       model's last DequantizeLinear (info.json's output.scale); issue 14's target is 4. The line then gives
       the largest difference in steps and how many elements differ at all.
+      With --ort-steps N as well: onnxruntime (npm onnxruntime-node under bench/node_modules, run by
+      ort_run.js; the comparison is skipped, saying so, where it or node is missing) runs the same file on the
+      same input, and flowc's output must be within N steps of its output too. PyTorch's onednn kernels and
+      onnxruntime round near-ties of the requantisation differently, and a deep network spreads a flipped tie;
+      flowc and onnxruntime compute the file's arithmetic alike (bit-identical on the bench's QDQ models), so
+      this is the tighter check.
 
   e2e.py bad-input --flowc FLOWC --work DIR
       Builds a two-input model (pixels: f32[2,3], bias: f32[3]; z = pixels + bias) and feeds it bad
@@ -215,7 +221,7 @@ def cmd_compare(a):
             base += ["--precision", a.precision]
     else:
         base = [a.flowc, "run", model]
-    failed = False
+    failed, ort = False, None
     for threads in a.threads.split(","):
         out_dir = fresh_dir(os.path.join(work, f"out_t{threads}"))
         cmd = base + inputs + ["--threads", threads, "--output-dir", out_dir]
@@ -231,7 +237,47 @@ def cmd_compare(a):
         ok, line = compare_outputs(out_dir, refs, step, a.steps, a.precision)
         print(f"{'ok  ' if ok else 'FAIL'} {name} {a.mode} --threads {threads} ({p.seconds:.1f} s): {line}")
         failed |= not ok
+        if a.ort_steps is not None:
+            if ort is None:
+                ort = ort_outputs(name, model, inputs, work)
+            for i, want in enumerate(ort or []):
+                got = np.load(os.path.join(out_dir, f"output_{i}.npy"))
+                ok, text = (False, f"shape {list(got.shape)}, onnxruntime's {list(want.shape)}") \
+                    if got.shape != want.shape else compare_steps(got, want, step, a.ort_steps)
+                print(f"{'ok  ' if ok else 'FAIL'} {name} {a.mode} --threads {threads} against onnxruntime, "
+                      f"output {i}: {text}")
+                failed |= not ok
     sys.exit(1 if failed else 0)
+
+
+def ort_outputs(name, model, inputs, work):
+    """--ort-steps: onnxruntime's outputs (float32) on the case's inputs; [] where it is not installed."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    modules = os.path.join(here, "..", "..", "bench", "node_modules")
+    if not os.path.exists(os.path.join(modules, "onnxruntime-node", "package.json")) or not shutil.which("node"):
+        print(f"skip {name}: no onnxruntime-node under bench/node_modules (or no node): onnxruntime not compared")
+        return []
+    ort_dir = fresh_dir(os.path.join(work, "ort"))
+    graph = onnx.load(model).graph
+    names = [i.name for i in graph.input if i.name not in {t.name for t in graph.initializer}]
+    types = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
+             np.dtype(np.int32): "int32", np.dtype(np.int64): "int64"}
+    specs = []
+    for input_name, path in zip(names, inputs):
+        x = numpy_helper.to_array(onnx.load_tensor(path))
+        raw = os.path.join(ort_dir, f"{input_name}.bin")
+        np.ascontiguousarray(x).tofile(raw)
+        specs.append(f"{input_name}={raw}:{types[x.dtype]}:{','.join(map(str, x.shape))}")
+    cmd = ["node", os.path.join(here, "ort_run.js"), modules, model, ort_dir, *specs]
+    p = run(cmd)
+    if p.returncode != 0:
+        fail(f"{name}: `{show(cmd)}` exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}")
+    import json
+    with open(os.path.join(ort_dir, "meta.json")) as f:
+        meta = json.load(f)
+    if any(m["type"] != "float32" for m in meta):
+        fail(f"{name}: onnxruntime's outputs are {[m['type'] for m in meta]}, expected float32")
+    return [np.fromfile(os.path.join(ort_dir, f"{i}.bin"), np.float32).reshape(m["dims"]) for i, m in enumerate(meta)]
 
 
 # ---- bad input at run time ----------------------------------------------------------------------------
@@ -358,6 +404,7 @@ def main():
     c.add_argument("--mode", choices=["run", "exe", "simt", "cuda"], required=True)
     c.add_argument("--threads", default="1,2")
     c.add_argument("--steps", type=float, help="tolerance in output quantisation steps (bench/qdq_models.py cases)")
+    c.add_argument("--ort-steps", type=float, help="with --steps: also within this many steps of onnxruntime's output")
     c.add_argument("--precision", choices=["fp32", "tf32", "fp16", "bf16"],
                    help="mode simt: flowc run --precision P, compared within the precision's tolerance")
     c.add_argument("--work", required=True)
@@ -367,6 +414,8 @@ def main():
     a = ap.parse_args()
     if a.cmd == "compare" and a.precision and a.mode != "simt":
         ap.error("--precision applies to --mode simt")
+    if a.cmd == "compare" and a.ort_steps is not None and a.steps is None:
+        ap.error("--ort-steps needs --steps (a bench/qdq_models.py case)")
     {"compare": cmd_compare, "bad-input": cmd_bad_input}[a.cmd](a)
 
 
