@@ -68,7 +68,7 @@
 
 enum {
   DIRECT_MAX_K = 256, /* the direct im2col's bound on K (build_cols_direct: stems of up to 3 channels of 9x9 taps, say) */
-  MIN_OUTER = 4,      /* outer iterations a pointwise conv offers the thread pool, where its pixels allow */
+  MIN_OUTER = 16,     /* pixel blocks a pointwise conv's images are cut into at least, where they allow */
   MIN_BLOCK_TILES = 4, /* ... but never blocks narrower than this many register tiles of pixels */
 };
 
@@ -988,12 +988,15 @@ static void plan_blocks(const FcKernel *k, FcConvI8 *t, bool amx, const FcConvI8
   *blocks = (c->P + t->PB - 1) / t->PB;
   /* A pointwise conv of small K fits a whole image in one block (MobileNetV2's expand convs: K = 24 at 56x56,
    * 75 KiB), which left the second thread idle; its blocks read x's planes in place, so cutting the pixels
-   * into more blocks costs only each block's pass over the weights. */
+   * into more blocks costs only each block's pass over the weights. Blocks of a few hundred pixels measured
+   * faster still (MobileNetV2: 4% less CPU time on AVX2, where the dual kernel's 16-bit path then runs only
+   * in the blocks that hold a byte above 0x7f, and 2.5% with VNNI, than at 4 blocks an image). */
   int64_t images = c->N * c->G;
   if (t->pointwise && !amx && !like && images * *blocks < MIN_OUTER) {
     int64_t want = (MIN_OUTER + images - 1) / images;
     int64_t pb = ((ppad + want - 1) / want + t->nr - 1) / t->nr * t->nr;
-    if (pb >= MIN_BLOCK_TILES * t->nr && pb < t->PB) {
+    if (pb < MIN_BLOCK_TILES * t->nr) pb = MIN_BLOCK_TILES * t->nr;
+    if (pb < t->PB) {
       t->PB = pb;
       *blocks = (c->P + t->PB - 1) / t->PB;
     }
