@@ -46,11 +46,11 @@ bench/run.py, bench/int8.py and tests/e2e/e2e.py read them as they read the othe
 
 An int8 output whose standard deviation covers fewer than MIN_SPREAD_STEPS steps stops the export: a
 test in steps would prove little. How far apart two correct runtimes end up on a deep random network:
-every rounding difference (f32 against exact requantisation, near-ties) moves a layer's output by one
-step in a few elements, and the next layers spread it; on ResNet-18 the 7x7 global average pool at 224
-smooths it to 3 steps (onnxruntime, flowc's f32 emulation and an emulation of qspec's integer semantics
-alike), while at 64x64 (2x2 pool) the same network ends 5 steps apart and MobileNetV2 more. So the e2e
-test uses the 224 ResNet-18, the trained CNN and the shallow network.
+given the same input, PyTorch's quantised convs equal the file's integer arithmetic except at near-ties of
+its f32 requantisation (3 of MobileNetV2's 6.7 million conv outputs), and the next layers spread each
+flipped tie; at 224x224 ResNet-18 ends 2 steps from PyTorch and MobileNetV2 2 (6 when built on two threads:
+another draw of near-ties), with flowc bit-identical to onnxruntime on both. So the e2e test uses the 224
+ResNet-18, the trained CNN and the shallow network, and also compares with onnxruntime.
 
 Cached like bench/zoo_models.py: a case is skipped when its info.json names the same source hash (this
 file, tools/export_e2e_models.py, the example), unless --force; concurrent exports take turns on a lock.

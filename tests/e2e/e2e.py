@@ -37,6 +37,7 @@ third kind of test; tests/e2e/meson.build runs it.)
       and nothing from the sanitizers; a valid run must exit 0 with the right sum.
 """
 import argparse
+import json
 import os
 import shutil
 import struct
@@ -87,7 +88,6 @@ def case_files(case, kind):
 
 def output_step(case):
     """The output's quantisation step of a bench/qdq_models.py case (its info.json's output.scale)."""
-    import json
     with open(os.path.join(case, "info.json")) as f:
         step = json.load(f)["output"]["scale"]
     if not step > 0:
@@ -272,7 +272,6 @@ def ort_outputs(name, model, inputs, work):
     p = run(cmd)
     if p.returncode != 0:
         fail(f"{name}: `{show(cmd)}` exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}")
-    import json
     with open(os.path.join(ort_dir, "meta.json")) as f:
         meta = json.load(f)
     if any(m["type"] != "float32" for m in meta):
