@@ -985,22 +985,19 @@ static void plan_blocks(const FcKernel *k, FcConvI8 *t, bool amx, const FcConvI8
   t->PB = like ? like->PB : (t->sext ? 2 * t->g.col_bytes : t->g.col_bytes) / per_px / t->nr * t->nr;
   if (t->PB < t->nr) t->PB = t->nr;
   if (t->PB > ppad) t->PB = ppad;
-  *blocks = (c->P + t->PB - 1) / t->PB;
   /* A pointwise conv of small K fits a whole image in one block (MobileNetV2's expand convs: K = 24 at 56x56,
    * 75 KiB), which left the second thread idle; its blocks read x's planes in place, so cutting the pixels
    * into more blocks costs only each block's pass over the weights. Blocks of a few hundred pixels measured
    * faster still (MobileNetV2: 4% less CPU time on AVX2, where the dual kernel's 16-bit path then runs only
    * in the blocks that hold a byte above 0x7f, and 2.5% with VNNI, than at 4 blocks an image). */
   int64_t images = c->N * c->G;
-  if (t->pointwise && !amx && !like && images * *blocks < MIN_OUTER) {
+  if (t->pointwise && !amx && !like && images * ((c->P + t->PB - 1) / t->PB) < MIN_OUTER) {
     int64_t want = (MIN_OUTER + images - 1) / images;
     int64_t pb = ((ppad + want - 1) / want + t->nr - 1) / t->nr * t->nr;
     if (pb < MIN_BLOCK_TILES * t->nr) pb = MIN_BLOCK_TILES * t->nr;
-    if (pb < t->PB) {
-      t->PB = pb;
-      *blocks = (c->P + t->PB - 1) / t->PB;
-    }
+    if (pb < t->PB) t->PB = pb;
   }
+  *blocks = (c->P + t->PB - 1) / t->PB;
   if (t->direct) {
     /* whole output rows a block, its Col in L2 also for AMX (fc_target_i8_amx_direct_col_bytes): the
      * one-pass build has no per-row set-up to amortise, and more blocks spread over the threads */

@@ -495,10 +495,10 @@ static void print_report(FILE *out, const FcCalib *c, const Row *rows, int n) {
   /* The ranges follow the CPU whose integer dot quantize_static obeyed (a multiversioned artefact's most
    * portable variant), not necessarily the one this report ran on: name it and what it reduced. */
   const FcTarget *t = q && q->int8_target ? q->int8_target : c->o.target;
-  FcI8Gemm g;
-  fc_target_i8_gemm(t, &g);
-  bool saturates = g.dot == FC_I8DOT_MADDUBS, reduce_acts = saturates && q && q->reduce == FC_QREDUCE_ACTIVATIONS;
-  bool reduce_w = saturates && !reduce_acts;
+  bool reduce_acts;
+  int weight_qmax;
+  fc_quant_reduced_ranges(q, t, &reduce_acts, &weight_qmax);
+  bool reduce_w = weight_qmax < 127, saturates = reduce_acts || reduce_w;
   bool sym = q && q->activations == FC_QACT_SYM_I8;
   fprintf(out, "quantisation report: %d run%s of %s, %s ranges, activations %s%s, weights i8 %s%s, as quantised for %s%s\n",
           c->runs, c->runs == 1 ? "" : "s", c->o.dir, fc_calib_method_name(c->o.method),

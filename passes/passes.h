@@ -54,6 +54,11 @@ static inline const FcTarget *fc_pass_int8_target(const FcPassContext *pc) {
   return pc->quant && pc->quant->int8_target ? pc->quant->int8_target : pc->target;
 }
 
+/* The ranges quantize_static gives up where target t's int8 dot is vpmaddubsw (no VNNI), which could saturate
+ * on full-range u8 x +-127: with options o (NULL: the defaults) either the activations lose their top bit
+ * (*reduce_acts) or the weights do (*weight_qmax 64; 127 otherwise). quantize-report names the same choice. */
+void fc_quant_reduced_ranges(const FcQuantOptions *o, const FcTarget *t, bool *reduce_acts, int *weight_qmax);
+
 typedef FcStatus (*FcPassFn)(FcModule *m, FcPassContext *pc);
 
 typedef struct FcPassInfo {

@@ -225,13 +225,20 @@ static FcStatus quantize_op(FcModule *m, FcOp *op, const FcQuantOptions *o, bool
   return FC_OK;
 }
 
+void fc_quant_reduced_ranges(const FcQuantOptions *o, const FcTarget *t, bool *reduce_acts, int *weight_qmax) {
+  if (!o) o = &default_options;
+  FcI8Gemm g;
+  fc_target_i8_gemm(t, &g);
+  bool saturates = g.dot == FC_I8DOT_MADDUBS;
+  *reduce_acts = saturates && o->reduce == FC_QREDUCE_ACTIVATIONS;
+  *weight_qmax = saturates && o->reduce == FC_QREDUCE_WEIGHTS ? 64 : 127;
+}
+
 FcStatus fc_pass_quantize_static(FcModule *m, FcPassContext *pc) {
   const FcQuantOptions *o = pc->quant ? pc->quant : &default_options;
-  FcI8Gemm g;
-  fc_target_i8_gemm(fc_pass_int8_target(pc), &g);
-  bool saturates = g.dot == FC_I8DOT_MADDUBS;
-  bool reduce_acts = saturates && o->reduce == FC_QREDUCE_ACTIVATIONS;
-  int weight_qmax = saturates && o->reduce == FC_QREDUCE_WEIGHTS ? 64 : 127;
+  bool reduce_acts;
+  int weight_qmax;
+  fc_quant_reduced_ranges(o, fc_pass_int8_target(pc), &reduce_acts, &weight_qmax);
   Memo memo = {0};
   FcOpStack dead;
   fc_op_stack_init(&dead, &pc->scratch);

@@ -49,6 +49,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import onnx_export  # the onnxruntime runner of the --emit onnx test, beside this file
+
 RTOL, ATOL = 1e-4, 1e-5
 TIMEOUT = 1200  # seconds for one compile or run; resnet18 under ASan is the slowest
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer", "runtime error:")
@@ -251,32 +253,17 @@ def cmd_compare(a):
 
 
 def ort_outputs(name, model, inputs, work):
-    """--ort-steps: onnxruntime's outputs (float32) on the case's inputs; [] where it is not installed."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    modules = os.path.join(here, "..", "..", "bench", "node_modules")
+    """--ort-steps: onnxruntime's outputs on the case's inputs (onnx_export.py's runner); [] where it is not
+    installed."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    modules = os.path.join(root, "bench", "node_modules")
     if not os.path.exists(os.path.join(modules, "onnxruntime-node", "package.json")) or not shutil.which("node"):
         print(f"skip {name}: no onnxruntime-node under bench/node_modules (or no node): onnxruntime not compared")
         return []
-    ort_dir = fresh_dir(os.path.join(work, "ort"))
     graph = onnx.load(model).graph
     names = [i.name for i in graph.input if i.name not in {t.name for t in graph.initializer}]
-    types = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
-             np.dtype(np.int32): "int32", np.dtype(np.int64): "int64"}
-    specs = []
-    for input_name, path in zip(names, inputs):
-        x = numpy_helper.to_array(onnx.load_tensor(path))
-        raw = os.path.join(ort_dir, f"{input_name}.bin")
-        np.ascontiguousarray(x).tofile(raw)
-        specs.append(f"{input_name}={raw}:{types[x.dtype]}:{','.join(map(str, x.shape))}")
-    cmd = ["node", os.path.join(here, "ort_run.js"), modules, model, ort_dir, *specs]
-    p = run(cmd)
-    if p.returncode != 0:
-        fail(f"{name}: `{show(cmd)}` exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}")
-    with open(os.path.join(ort_dir, "meta.json")) as f:
-        meta = json.load(f)
-    if any(m["type"] != "float32" for m in meta):
-        fail(f"{name}: onnxruntime's outputs are {[m['type'] for m in meta]}, expected float32")
-    return [np.fromfile(os.path.join(ort_dir, f"{i}.bin"), np.float32).reshape(m["dims"]) for i, m in enumerate(meta)]
+    feeds = {n: numpy_helper.to_array(onnx.load_tensor(path)) for n, path in zip(names, inputs)}
+    return onnx_export.ort_run(root, modules, model, feeds, fresh_dir(os.path.join(work, "ort")))
 
 
 # ---- bad input at run time ----------------------------------------------------------------------------

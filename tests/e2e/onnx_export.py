@@ -95,18 +95,23 @@ class Env:
         return outs
 
     def ort_run(self, model, inputs, tag):
-        d = self.path(tag)
-        os.makedirs(d, exist_ok=True)
-        specs = []
-        for name, arr in inputs.items():
-            f = os.path.join(d, f"in_{name}.bin")
-            np.ascontiguousarray(arr).tofile(f)
-            specs.append(f"{name}={f}:{ORT_TYPES[arr.dtype]}:{','.join(map(str, arr.shape))}")
-        run(["node", os.path.join(self.root, "tests", "e2e", "ort_run.js"), self.modules, model, d, *specs])
-        with open(os.path.join(d, "meta.json")) as f:
-            meta = json.load(f)
-        return [np.fromfile(os.path.join(d, f"{i}.bin"), NP_TYPES[m["type"]]).reshape(m["dims"])
-                for i, m in enumerate(meta)]
+        return ort_run(self.root, self.modules, model, inputs, self.path(tag))
+
+
+def ort_run(root, modules, model, inputs, d):
+    """Runs `model` once in onnxruntime (tests/e2e/ort_run.js, the package under `modules`) on named inputs
+    (dict name -> array), in the folder d; returns its outputs in the model's order."""
+    os.makedirs(d, exist_ok=True)
+    specs = []
+    for name, arr in inputs.items():
+        f = os.path.join(d, f"in_{name}.bin")
+        np.ascontiguousarray(arr).tofile(f)
+        specs.append(f"{name}={f}:{ORT_TYPES[arr.dtype]}:{','.join(map(str, arr.shape))}")
+    run(["node", os.path.join(root, "tests", "e2e", "ort_run.js"), modules, model, d, *specs])
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    return [np.fromfile(os.path.join(d, f"{i}.bin"), NP_TYPES[m["type"]]).reshape(m["dims"])
+            for i, m in enumerate(meta)]
 
 
 def compare(case, got, want, atol, rtol):
