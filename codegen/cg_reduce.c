@@ -1,7 +1,8 @@
 /* cg_reduce.c — what the CPU reductions (kernel_reduce.c) and the GPU ones (gpu_kernel_reduce.c) share: how a
  * reduce_* op's input dims group into runs of kept and reduced dims, the accumulators' identities and steps,
  * and the load and store that turn elements into accumulator values and back (the integer mean in 64 bits,
- * divided truncating; a float mean of nothing NaN). Both kernels then only differ in who walks which run.
+ * divided truncating; a float mean of nothing NaN; a quantised mean finished as fc_quant_mean in double). Both
+ * kernels then only differ in who walks which run.
  */
 #include <math.h>
 
@@ -21,6 +22,7 @@ FcStatus fc_cg_reduce_plan(FcKernel *k, FcReducePlan *r) {
   default: return fc_cg_error(k, FC_ERR_INTERNAL, "not a reduce_* op");
   }
   if (r->cls == FC_DTC_BOOL) r->cls = FC_DTC_UINT; /* max/min of i1: or/and */
+  if (r->mean && op->results[0].type.quant) r->xq = t->quant, r->yq = op->results[0].type.quant;
   r->at = r->mean && r->cls != FC_DTC_FLOAT ? LLVMInt64TypeInContext(k->ctx) : fc_cg_compute_type(k, r->dt);
   FC_ASSERT(fc_type_numel(&op->results[0].type, &r->n_out));
   /* Groups: merged runs of kept or reduced dims (size-1 dims dropped), with their strides. */
@@ -122,8 +124,31 @@ LLVMValueRef fc_cg_reduce_load(FcKernel *k, const FcReducePlan *r, LLVMValueRef 
   return v;
 }
 
+/* fc_quant_mean's operations, in its order, on the i64 sum of the storage integers: the integer result (i64). */
+static LLVMValueRef quant_mean(FcKernel *k, const FcReducePlan *r, LLVMValueRef sum) {
+  LLVMBuilderRef B = k->b;
+  LLVMTypeRef f64 = LLVMDoubleTypeInContext(k->ctx);
+  uint64_t zsum = (uint64_t)r->count * (uint64_t)r->xq->zero_points[0];
+  LLVMValueRef v = LLVMBuildSub(B, sum, LLVMConstInt(r->at, zsum, 0), "");
+  v = LLVMBuildFDiv(B, LLVMBuildSIToFP(B, v, f64, ""), LLVMConstReal(f64, (double)r->count), "");
+  v = LLVMBuildFMul(B, v, LLVMConstReal(f64, r->xq->scales[0] / r->yq->scales[0]), "");
+  LLVMValueRef args[2] = {v, NULL};
+  v = fc_cg_intrinsic(k, "llvm.roundeven", f64, args, 1);
+  v = LLVMBuildFAdd(B, v, LLVMConstReal(f64, (double)r->yq->zero_points[0]), "");
+  args[0] = v, args[1] = LLVMConstReal(f64, (double)r->yq->qmin);
+  v = fc_cg_intrinsic(k, "llvm.maxnum", f64, args, 2);
+  args[0] = v, args[1] = LLVMConstReal(f64, (double)r->yq->qmax);
+  v = fc_cg_intrinsic(k, "llvm.minnum", f64, args, 2);
+  return LLVMBuildFPToSI(B, v, r->at, "");
+}
+
 void fc_cg_reduce_store(FcKernel *k, const FcReducePlan *r, LLVMValueRef idx, LLVMValueRef acc) {
   LLVMBuilderRef B = k->b;
+  if (r->yq) {
+    FcDtype out = k->op->results[0].type.dtype;
+    fc_cg_store(k, out, k->out[0], idx, fc_cg_convert(k, quant_mean(k, r, acc), FC_DT_I64, out));
+    return;
+  }
   if (r->mean) {
     if (r->cls == FC_DTC_FLOAT) {
       acc = LLVMBuildFDiv(B, acc, LLVMConstReal(r->at, (double)r->count), "");

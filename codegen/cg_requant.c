@@ -82,7 +82,7 @@ FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQ
     q->corr[c] = (int32_t)(uint32_t)(uint64_t)corr;
     q->bias[c] = bias ? bias[c] : 0;
     double sw = wq->scales[wq->n == 1 ? 0 : c], sx = xq->scales[0];
-    q->mult[c] = yq ? (float)(sx * sw / yq->scales[0]) : (float)(sx * sw);
+    q->mult[c] = yq ? fc_quant_multiplier(sx, sw, yq->scales[0]) : (float)(sx * sw);
   }
   free(wsum);
   q->mult_finite = true;

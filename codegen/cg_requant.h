@@ -2,7 +2,7 @@
  * and bias folded at compile time into one i32 correction per output channel, and the requantising store.
  *
  * An op with quantised operands computes acc[c] = Σ (x - zx)(w - zw[c]) + b[c] exactly in i32 and then
- *   quantised result: y = clamp(rne(f32(acc) · m[c]) + zy, qmin, qmax), m[c] = (float)(sx · sw[c] / sy)
+ *   quantised result: y = clamp(rne(f32(acc) · m[c]) + zy, qmin, qmax), m[c] = f32(f32(sx · sw[c]) / sy)
  *   f32 result:       y = f32(acc) · (float)(sx · sw[c]).
  * The kernels multiply bytes as u8 × s8 (x86's vpdpbusd / vpmaddubsw) or u16 × s16 (vpmaddwd), so:
  *   - an i8 x is read with its top bit flipped (x ^ 0x80 = x + 128 as u8), and zx becomes zx + 128;

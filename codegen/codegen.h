@@ -314,6 +314,7 @@ typedef struct FcReducePlan {
   FcDtypeClass cls;   /* bool as uint: max/min of i1 are or/and */
   FcAccKind kind;
   bool mean;
+  const FcQuant *xq, *yq; /* a quantised mean (ops.def): the operand's and the result's parameters, else NULL */
   LLVMTypeRef at;     /* accumulator type (the integer mean: i64) */
   int64_t count;      /* elements per output */
   int64_t n_out;      /* outputs */

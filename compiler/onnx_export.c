@@ -20,7 +20,7 @@
  * quantised conv/matmul is written in QDQ form: DequantizeLinear on its input, its int8 weights (an
  * initializer) and its i32 bias (scale sx*sw), the float Conv/Gemm/MatMul, Relu or Clip for a narrowed
  * output range, and QuantizeLinear to its result type — the pattern onnxruntime fuses into QLinearConv /
- * QLinearMatMul / QGemm.
+ * QLinearMatMul / QGemm; a quantised mean likewise as DequantizeLinear, ReduceMean, QuantizeLinear.
  *
  * What has no ONNX form (element-wise programs of fuse_elementwise, epilogues, the blocked layout,
  * regions) is refused with one line naming the node; fc_onnx_export_passes drops the passes that make
@@ -482,19 +482,6 @@ static FcStatus ex_shift(Ex *e, const FcOp *op, const char **in, int n_in, const
   return FC_OK;
 }
 
-/* The axes are an attribute before opset 18, an input from 18 on (ReduceSum's from 13 on). */
-static FcStatus ex_reduce(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
-                          const char *onnx) {
-  (void)n_in;
-  const int64_t *axes;
-  int na = fc_op_attr_ints(op, FC_ATTR_AXES, &axes);
-  bool as_input = e->opset >= 18 || op->kind == FC_OP_REDUCE_SUM;
-  const char *ins[2] = {in[0], na && as_input ? init_i64(e, op, "axes", axes, na) : ""};
-  Node *n = row_node(e, op, onnx, ins, na && as_input ? 2 : 1, out, n_out);
-  if (na && !as_input) attr_ints(e, n, "axes", axes, na);
-  return FC_OK;
-}
-
 static FcStatus ex_cumsum(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                           const char *onnx) {
   (void)n_in;
@@ -604,6 +591,27 @@ static FcStatus ex_scast(Ex *e, const FcOp *op) {
     return FC_OK;
   }
   node(e, "Identity", op, &x, 1, &e->names[r->id], 1);
+  return FC_OK;
+}
+
+/* The axes are an attribute before opset 18, an input from 18 on (ReduceSum's from 13 on). A quantised
+ * mean is written in QDQ form: DequantizeLinear, ReduceMean, QuantizeLinear (which onnxruntime fuses into
+ * its integer average where it has one). */
+static FcStatus ex_reduce(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
+                          const char *onnx) {
+  (void)n_in;
+  const FcAttr *qa = fc_op_attr(op, FC_ATTR_QTYPE);
+  const FcQuant *qx = op->operands[0].value->type.quant;
+  if (qa && (!onnx_storage(qx) || !onnx_storage(qa->quant)))
+    return no_form(e, op, "QuantizeLinear/DequantizeLinear take 8-bit integers only");
+  const char *x = qa ? dequantize_linear(e, op, "x", in[0], qx) : in[0], *y = qa ? fresh(e, op, "y_f") : out[0];
+  const int64_t *axes;
+  int na = fc_op_attr_ints(op, FC_ATTR_AXES, &axes);
+  bool as_input = e->opset >= 18 || op->kind == FC_OP_REDUCE_SUM;
+  const char *ins[2] = {x, na && as_input ? init_i64(e, op, "axes", axes, na) : ""};
+  Node *n = row_node(e, op, onnx, ins, na && as_input ? 2 : 1, &y, n_out);
+  if (na && !as_input) attr_ints(e, n, "axes", axes, na);
+  if (qa) quantize_linear(e, op, y, qa->quant, out[0]);
   return FC_OK;
 }
 

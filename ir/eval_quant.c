@@ -3,7 +3,7 @@
  *
  * These define the arithmetic the integer kernels must reproduce bit for bit, so every rounding step is
  * spelled out in f32 as ops.def states it: quantize divides in f32 and rounds half to even; requantisation
- * multiplies f32(acc) by the f32 multiplier f32(sx*sw/sy) (the quotient formed in double) and rounds half to
+ * multiplies f32(acc) by the f32 multiplier f32(f32(sx*sw) / sy) (fc_quant_multiplier) and rounds half to
  * even before adding the zero point and clamping to the result type's [qmin, qmax].
  */
 #include "eval_struct.h"
@@ -92,7 +92,7 @@ FcTensor *fc_ev_requantize(const FcOp *op, FcArena *arena, const int32_t *acc, c
     if (!yq) {
       ((float *)y->data)[i] = a * (float)s;
     } else {
-      float v = a * (float)(s / yq->scales[0]);
+      float v = a * fc_quant_multiplier(xq->scales[0], wq->scales[c], yq->scales[0]);
       fc_tensor_set_i64(y, i, clamp_q(yq, (double)rintf(v) + (double)yq->zero_points[0]));
     }
   }

@@ -6,7 +6,8 @@
  * accumulate in double; integers accumulate with wraparound in uint64_t (sums and products) or compare
  * in their signed/unsigned domain (max, min). Empty reductions give the identity: 0 for sum, 1 for
  * prod, the dtype's lowest/highest value for max/min (-inf/+inf for floats), NaN for a float mean; an
- * integer mean of nothing is declined (FC_ERR_UNSUPPORTED). NaN propagates through max/min and is the
+ * integer mean of nothing is declined (FC_ERR_UNSUPPORTED); a quantised mean sums the storage integers and
+ * finishes with fc_quant_mean (ops.def). NaN propagates through max/min and is the
  * winner of argmax/argmin (first occurrence, or last with select_last_index), as NumPy does.
  */
 #include "eval_ew.h"
@@ -107,6 +108,10 @@ FcStatus fc_eval_reduce(const FcOp *op, const FcTensor *const *in, FcTensor **ou
     if (dom == FC_EE_FLOAT) {
       fc_ee_setf(y, o, k == FC_OP_REDUCE_MEAN ? facc / (double)count : facc);
     } else {
+      if (y->type.quant) { /* the quantised mean: iacc is the wrapped sum of the storage integers */
+        fc_tensor_set_i64(y, o, fc_quant_mean(t->quant, y->type.quant, (int64_t)iacc, count));
+        continue;
+      }
       if (k == FC_OP_REDUCE_MEAN) /* truncating, like NumPy's float mean cast back to the integer dtype */
         iacc = dom == FC_EE_SINT ? (uint64_t)((int64_t)iacc / count) : iacc / (uint64_t)count;
       fc_ee_setu(y, o, iacc);

@@ -236,13 +236,13 @@ static bool passes_quant_through(FcOpKind k) {
   return k == FC_OP_RESHAPE || k == FC_OP_TRANSPOSE || k == FC_OP_MAX_POOL || k == FC_OP_SLICE || k == FC_OP_CONCAT;
 }
 
-/* Only the ops of quantisation, the quantised forms of conv and matmul (their hooks check the operands) and
- * the pass-through ops take quantised operands; every other op refuses them here, before its hook runs: a
- * hook would otherwise read the storage dtype (i8) as the data and infer integer arithmetic on it. */
+/* Only the ops of quantisation, the quantised forms of conv, matmul and reduce_mean (their hooks check the
+ * operands) and the pass-through ops take quantised operands; every other op refuses them here, before its
+ * hook runs: a hook would otherwise read the storage dtype (i8) as the data and infer integer arithmetic on it. */
 static FcStatus check_quant_operands(const FcOp *op, FcDiag *diag) {
   FcOpKind k = op->kind;
   if ((fc_op_info(k)->flags & FC_OPF_TERMINATOR) || k == FC_OP_DEQUANTIZE || k == FC_OP_SCAST || k == FC_OP_CONV ||
-      k == FC_OP_MATMUL)
+      k == FC_OP_MATMUL || k == FC_OP_REDUCE_MEAN)
     return FC_OK;
   if (passes_quant_through(k) && op->n_operands > 0 && op->operands[0].value) {
     const FcQuant *q = op->operands[0].value->type.quant;

@@ -241,14 +241,15 @@ FcStatus fc_infer_reduce(FcOp *op, FcArena *arena, FcDiag *diag) {
       return fc_ih_fail(op, diag, "axis %lld out of range for rank %d", (long long)axes[i], x->rank);
     if (i > 0 && axes[i] <= axes[i - 1]) return fc_ih_fail(op, diag, "axes must be sorted and distinct");
   }
-  int64_t *d = fc_ih_dims(arena, x->rank);
+  int64_t *d = fc_ih_dims(arena, x->rank), count = 1;
   int r = 0, k = 0;
   for (int i = 0; i < x->rank; i++) {
     bool reduced = k < n && axes[k] == i;
-    if (reduced) k++;
+    if (reduced) k++, count = x->dims[i] == 0 ? 0 : count;
     if (!reduced) d[r++] = x->dims[i];
     else if (keep) d[r++] = 1;
   }
+  if (x->quant || fc_op_attr(op, FC_ATTR_QTYPE)) return fc_ih_set_quant_mean(op, arena, count, r, d, diag);
   fc_ih_set(op, 0, arena, x->dtype, r, d);
   return FC_OK;
 }

@@ -57,6 +57,10 @@ FcStatus fc_ih_quant_compute(const FcOp *op, int w_axis, bool *quantised, FcDiag
 FcStatus fc_ih_set_quant_compute(FcOp *op, FcArena *arena, int64_t channels, int rank, const int64_t *dims,
                                  FcDiag *diag);
 
+/* Result 0 of a quantised reduce_mean (ops.def: a qtype or a quantised operand): checks the operand, the
+ * qtype and that the mean is of at least one element (`count`), and sets the reduced shape. */
+FcStatus fc_ih_set_quant_mean(FcOp *op, FcArena *arena, int64_t count, int rank, const int64_t *dims, FcDiag *diag);
+
 /* Adds possibly negative sizes; false on overflow. */
 bool fc_ih_add_signed(int64_t a, int64_t b, int64_t *out);
 

@@ -1,5 +1,5 @@
 /* infer_quant.c — type inference of quantisation: quantize, dequantize, scast, and the checks of the
- * quantised forms of conv and matmul (ops.def).
+ * quantised forms of conv, matmul and reduce_mean (ops.def).
  *
  * A quantised value's type carries its parameters (FcQuant); an op that produces one takes them from its
  * `qtype` attribute, which holds an element type (a !quant.uniform, or a plain dtype for the ops that end a
@@ -104,5 +104,18 @@ FcStatus fc_ih_set_quant_compute(FcOp *op, FcArena *arena, int64_t channels, int
     fc_ih_set(op, 0, arena, FC_DT_F32, rank, dims);
     return FC_OK;
   }
+  return set_quant_result(op, arena, q.quant, rank, dims, diag);
+}
+
+FcStatus fc_ih_set_quant_mean(FcOp *op, FcArena *arena, int64_t count, int rank, const int64_t *dims, FcDiag *diag) {
+  const FcType *x = fc_ih_in(op, 0);
+  if (op->kind != FC_OP_REDUCE_MEAN) return fc_ih_fail(op, diag, "only reduce_mean has a quantised form");
+  if (!x->quant || !is_8bit(x->dtype) || x->quant->axis >= 0 || x->quant->expressed != FC_DT_F32)
+    return fc_ih_fail(op, diag, "the input must be quantised per tensor, 8-bit, expressing f32");
+  FcType q = {0};
+  FC_ITRY(qtype_attr(op, &q, diag));
+  if (!q.quant || !is_8bit(q.dtype) || q.quant->axis >= 0 || q.quant->expressed != FC_DT_F32)
+    return fc_ih_fail(op, diag, "qtype must be quantised per tensor, 8-bit, expressing f32");
+  if (count == 0) return fc_ih_fail(op, diag, "a quantised mean of no elements");
   return set_quant_result(op, arena, q.quant, rank, dims, diag);
 }

@@ -161,6 +161,12 @@ bool fc_quant_storage_range(FcDtype dt, int64_t *lo, int64_t *hi);
 bool fc_quant_problem(const FcQuant *q, const FcType *t, char *why, size_t cap);
 bool fc_quant_equal(const FcQuant *a, const FcQuant *b); /* NULL equals only NULL */
 const FcQuant *fc_quant_copy(FcArena *a, const FcQuant *q);
+/* The requantisation multiplier of a quantised product (ops.def): f32(f32(sx·sw) / f32(sy)), the product
+ * rounded to f32, then the f32 quotient, as onnxruntime's QLinearConv and ONNX's reference evaluator form it. */
+float fc_quant_multiplier(double sx, double sw, double sy);
+/* The quantised mean (ops.def reduce_mean) of `count` (> 0) elements of type xq whose storage integers sum to
+ * `sum`, as a yq integer: clamp(rne((f64(sum - count·zx) / f64(count)) · (sx / sy)) + zy, qmin, qmax). */
+int64_t fc_quant_mean(const FcQuant *xq, const FcQuant *yq, int64_t sum, int64_t count);
 void fc_quant_print(FILE *out, const FcQuant *q);
 /* NumPy broadcast of two shapes into `out` (arena); false if incompatible. */
 bool fc_broadcast_shapes(FcArena *a, const FcType *x, const FcType *y, int *rank_out, const int64_t **dims_out);

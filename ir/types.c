@@ -235,6 +235,21 @@ bool fc_quant_equal(const FcQuant *a, const FcQuant *b) {
          memcmp(a->zero_points, b->zero_points, (size_t)a->n * sizeof *a->zero_points) == 0;
 }
 
+float fc_quant_multiplier(double sx, double sw, double sy) {
+  /* Two f32 roundings, not one of the exact quotient: on near-ties (an f32(acc)·m that rounds to a half)
+   * the two formulas can round differently, and a deep network spreads each flip (a QDQ ResNet-50 from
+   * PyTorch ended 3 output steps from onnxruntime with the exact quotient, bit-identical with this one). */
+  return (float)(sx * sw) / (float)sy;
+}
+
+int64_t fc_quant_mean(const FcQuant *xq, const FcQuant *yq, int64_t sum, int64_t count) {
+  /* |sum| and |count·zx| are at most 255·count, far inside i64 for any tensor; u64 arithmetic makes the
+   * subtraction well defined whatever the operands (the kernels' i64 arithmetic wraps the same way). */
+  int64_t s = (int64_t)((uint64_t)sum - (uint64_t)count * (uint64_t)xq->zero_points[0]);
+  double v = nearbyint((double)s / (double)count * (xq->scales[0] / yq->scales[0])) + (double)yq->zero_points[0];
+  return v < (double)yq->qmin ? yq->qmin : v > (double)yq->qmax ? yq->qmax : (int64_t)v;
+}
+
 const FcQuant *fc_quant_copy(FcArena *a, const FcQuant *q) {
   FcQuant *c = FC_NEW(a, FcQuant);
   *c = *q;

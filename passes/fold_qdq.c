@@ -1,10 +1,10 @@
-/* fold_qdq.c — turns the quantize/dequantize patterns of a QDQ model into quantised convs and matmuls
+/* fold_qdq.c — turns the quantize/dequantize patterns of a QDQ model into quantised convs, matmuls and means
  * (ops.def: qtype), which run on integer kernels, and moves data-movement ops onto the quantised values.
  *
  * The importer writes QuantizeLinear/DequantizeLinear with constant parameters as quantize and dequantize
  * (canonicalize removes the storage casts between them), so a quantised layer arrives as
  *     dequantize(xq) -> conv/matmul(., dequantize(wq constant), bias) -> [relu | max/min by scalars] -> quantize
- * Three rewrites, in one forward walk over a snapshot of the ops (producers first, so a rewrite has seen
+ * Four rewrites, in one forward walk over a snapshot of the ops (producers first, so a rewrite has seen
  * everything above it; ops that an earlier rewrite erased are skipped):
  *
  *   sink       P(dequantize(q)..) -> dequantize(P(q)..) for the pass-through ops P of qspec §3 (reshape,
@@ -36,6 +36,11 @@
  *              ops after it stay.
  *              Users of the quantize that take any quantised type (dequantize, scast to storage) read the
  *              narrowed result directly; any other user gets it through scast(scast(y), qy): a view.
+ *   mean       quantize(reduce_mean(dequantize(q))), q and the quantize per-tensor 8-bit, the mean's result
+ *              used by the quantize alone -> reduce_mean(q) with the quantize's type as qtype: the sum of the
+ *              integers is exact and the mean is formed in double (ops.def), so an exact tie (a global
+ *              average of 64 integers summing to 672 is 10.5) rounds to even, where the f32 ops round each
+ *              dequantized element, the sum and the quotient and turn it up or down by their order.
  *
  * Everything not matched is left as it is; lower_quant writes the rest as core f32 ops. The pass never
  * changes a type that an existing user sees.
@@ -178,6 +183,30 @@ static FcStatus requant(Qdq *s, FcOp *op) {
   FcValue *q = d->operands[0].value;
   if (!q->type.quant || !round_trips(q->type.quant, to)) return FC_OK;
   return replace_quant_value(s, &op->results[0], q);
+}
+
+/* ---- mean: quantize(reduce_mean(dequantize(q))) ------------------------------------------------------- */
+
+static FcStatus mean(Qdq *s, FcOp *op) {
+  FcOp *m = def_kind(op->operands[0].value, FC_OP_REDUCE_MEAN);
+  const FcQuant *to = op->results[0].type.quant;
+  if (!m || fc_op_attr(m, FC_ATTR_QTYPE) || single_user(&m->results[0]) != op || !per_tensor_8bit(to)) return FC_OK;
+  FcOp *d = def_kind(m->operands[0].value, FC_OP_DEQUANTIZE);
+  FcValue *q = d ? d->operands[0].value : NULL;
+  if (!q || !per_tensor_8bit(q->type.quant) || fc_value_const(q)) return FC_OK;
+  for (int i = 0; i < q->type.rank; i++)
+    if (q->type.dims[i] == 0) return FC_OK; /* a mean of nothing is NaN in f32 */
+  FcAttr attrs[8];
+  int n_attrs = 0;
+  for (int i = 0; i < m->n_attrs && n_attrs < 7; i++) attrs[n_attrs++] = m->attrs[i];
+  attrs[n_attrs++] = FC_A_QTYPE(QTYPE, to);
+  FcBuilder b;
+  fc_rw_builder_before(&b, op, s->diag);
+  b.loc = m->loc;
+  FcValue *y = fc_b_op1(&b, FC_OP_REDUCE_MEAN, &q, 1, attrs, n_attrs);
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  fc_rw_keep_annots(m, &y, 1);
+  return replace_quant_value(s, &op->results[0], y);
 }
 
 /* ---- compute: quantised conv and matmul ----------------------------------------------------------------- */
@@ -476,9 +505,11 @@ FcStatus fc_pass_fold_qdq(FcModule *m, FcPassContext *pc) {
   for (int i = 0; i < todo.n; i++) {
     FcOp *op = todo.v[i];
     if (op->erased) continue;
-    FcStatus st = op->kind == FC_OP_QUANTIZE ? requant(&s, op)
-                  : op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL ? compute(&s, op)
-                                                                        : sink(&s, op);
+    FcStatus st;
+    if (op->kind == FC_OP_QUANTIZE)
+      st = def_kind(op->operands[0].value, FC_OP_REDUCE_MEAN) ? mean(&s, op) : requant(&s, op);
+    else
+      st = op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL ? compute(&s, op) : sink(&s, op);
     if (st != FC_OK) return st;
   }
   return FC_OK;

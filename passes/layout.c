@@ -382,7 +382,9 @@ static FcStatus rewrite(Rewriter *rw, FcOp *op) {
 
 /* A reduction over the spatial dims with keepdims, which sink_spatial_reduce moves into a region. */
 static bool is_spatial_reduce(const FcOp *op) {
-  if (op->kind != FC_OP_REDUCE_MEAN && op->kind != FC_OP_REDUCE_MAX && op->kind != FC_OP_REDUCE_SUM) return false;
+  if ((op->kind != FC_OP_REDUCE_MEAN && op->kind != FC_OP_REDUCE_MAX && op->kind != FC_OP_REDUCE_SUM) ||
+      fc_op_attr(op, FC_ATTR_QTYPE)) /* a quantised mean reads bytes, never a blocked f32 map */
+    return false;
   const int64_t *axes;
   return fc_op_attr_ints(op, FC_ATTR_AXES, &axes) == 2 && axes[0] == 2 && axes[1] == 3 &&
          fc_op_attr_int(op, FC_ATTR_KEEPDIMS, 1) == 1;

@@ -20,7 +20,7 @@ the same results as flowc's own run of the model it came from:
                 matmul with per-column i8 weights with zero points, bias, i8 result -> dequantize; a conv with an
                 f32 result; a batched matmul with per-tensor weights and an f32 result) exported in QDQ form. Each
                 quantised stage of onnxruntime's run must be within one quantisation step of the IR's semantics
-                (ops.def: exact i32 accumulation, requantisation multiplier f32(sx*sw/sy)) applied, in NumPy, to
+                (ops.def: exact i32 accumulation, requantisation multiplier f32(f32(sx*sw)/sy)) applied, in NumPy, to
                 onnxruntime's own previous stage; f32 results within 1e-5 + 1e-5 |want|.
 
   qdq           tests/e2e/onnx_export_models.py's QDQ model (per-channel conv, ReLU, max_pool, per-column matmul
@@ -172,8 +172,8 @@ def case_qdq(env):
     out = env.path("qdq.x.onnx")
     m = env.export(model, out)
     ops = [n.op_type for n in m.graph.node]
-    if "QuantizeLinear" not in ops or "DequantizeLinear" not in ops:
-        fail(f"qdq: the export is not in QDQ form: {ops}")
+    if "QuantizeLinear" not in ops or "DequantizeLinear" not in ops or "ReduceMean" not in ops:
+        fail(f"qdq: the export is not in QDQ form (with the quantised mean as ReduceMean): {ops}")
     got = env.ort_run(out, {"x": x}, "qdq-ort")
     step = onnx_export_models.QDQ_OUT_SCALE
     err = compare("qdq", got, want, step * 1.0001, 0)
@@ -304,11 +304,11 @@ def case_quant_ir(env):
     # Each stage from onnxruntime's previous one, by the IR's semantics.
     xq = np.clip(rne_f32(x / np.float32(sx)) + zx, 0, 255).astype(np.int64)
     acc = conv_acc(xq, zx, w, 0, b, 2, 1)
-    want_c = requant(acc, (sx * sw / sc).astype(np.float32).reshape(1, -1, 1, 1), zc, c_lo, 255)
+    want_c = requant(acc, ((sx * sw).astype(np.float32) / np.float32(sc)).reshape(1, -1, 1, 1), zc, c_lo, 255)
     dc = np.abs(c.astype(np.int64) - want_c).max()
     p = np.lib.stride_tricks.sliding_window_view(c.astype(np.int64), (2, 2), axis=(2, 3)).max(axis=(4, 5))
     accm = (p.reshape(1, 60) - zc) @ (wm.astype(np.int64) - zwm) + bm
-    want_m = requant(accm, (sc * swm / sm).astype(np.float32), zm, -128, 127)
+    want_m = requant(accm, ((sc * swm).astype(np.float32) / np.float32(sm)), zm, -128, 127)
     dm = np.abs(mq.astype(np.int64) - want_m).max()
     if dc > 1 or dm > 1:
         fail(f"quant-ir: onnxruntime's conv differs by {dc} steps, its matmul by {dm} (at most 1 allowed)")

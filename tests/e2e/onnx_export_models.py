@@ -207,8 +207,13 @@ def qdq_model():
                                   name="fc_bias"))
     y = qdq("fc", "out", QDQ_OUT_SCALE, -3, np.int8)
     nodes.append(helper.make_node("Identity", [y], ["y"], name="y"))
+    # a global average pool of the activations: flowc's quantised mean, exported in QDQ form
+    nodes.append(helper.make_node("GlobalAveragePool", [r], ["gap"], name="gap"))
+    g = qdq("gap", "gap", 0.047, 0, np.uint8)
+    nodes.append(helper.make_node("Identity", [g], ["g"], name="g"))
     graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 11, 13])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7])], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7]),
+                               helper.make_tensor_value_info("g", TensorProto.FLOAT, [2, 5, 1, 1])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)

@@ -145,7 +145,7 @@ static void test_conv_relu_quantize(void **state) {
     for (int oh = 0; oh < OH; oh++)
       for (int ow = 0; ow < OW; ow++) {
         int i = (m * OH + oh) * OW + ow;
-        float mult = (float)(SX * SWS[m] / SY);
+        float mult = (float)(SX * SWS[m]) / (float)SY;
         int64_t want = clamp64(rne_f((float)conv_acc(m, oh, ow) * mult) + ZY, ZY, 255);
         if (got[i] != want) fail_msg("y[%d, %d, %d] = %d, the integer formula gives %lld", m, oh, ow, got[i], (long long)want);
         int d = abs((int)got[i] - (int)emu[i]);
@@ -265,8 +265,28 @@ static void test_gemm_transposed_weight(void **state) {
   check_matmul(true);
 }
 
+static float f32_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* The requantisation multiplier rounds twice in f32, as onnxruntime's QLinearConv forms it: in a QDQ
+ * ResNet-50 exported by PyTorch (layer1.2.conv1, channel 63) acc = 17445 then gives 41 as onnxruntime does,
+ * where the f32 of the exact quotient (0.002321582) gives 17445 · m = 40.5 and rounds to 40. */
+static void test_multiplier_rounds_as_onnxruntime(void **state) {
+  (void)state;
+  double sx = f32_bits(1031049630u), sw = f32_bits(985258977u), sy = f32_bits(1024811291u);
+  float m = fc_quant_multiplier(sx, sw, sy), exact = (float)(sx * sw / sy);
+  assert_true(m == (float)(sx * sw) / (float)sy);
+  assert_true(m != exact);
+  assert_int_equal((int)rintf((float)17445 * m), 41);
+  assert_int_equal((int)rintf((float)17445 * exact), 40);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_multiplier_rounds_as_onnxruntime),
       cmocka_unit_test(test_conv_relu_quantize),
       cmocka_unit_test(test_conv_f32_result),
       cmocka_unit_test(test_matmul_bias),

@@ -158,3 +158,35 @@ func.func @reshaped_weight(%arg0: tensor<3x5x!quant.uniform<u8:f32, 0.5:2>>) -> 
   %3 = "flow.matmul"(%0, %2) : (tensor<3x5xf32>, tensor<5x1xf32>) -> tensor<3x1xf32>
   "func.return"(%3) : (tensor<3x1xf32>) -> ()
 }
+
+// -----
+
+// A global average pool between dequantize and quantize is a mean of the integers (ops.def), its result the
+// quantize's type; the dequantize, now unused, goes.
+// CHECK-LABEL: func.func @mean(
+// CHECK-NEXT:    %0 = "flow.reduce_mean"(%arg0) {axes = array<i64: 2, 3>, keepdims = 1 : i64, qtype = !quant.uniform<i8:f32, 2.500000e-01:-3>} : (tensor<1x3x5x7x!quant.uniform<u8:f32, 5.000000e-01:10>>) -> tensor<1x3x1x1x!quant.uniform<i8:f32, 2.500000e-01:-3>> loc("gap")
+// CHECK-NEXT:    "func.return"(%0)
+func.func @mean(%arg0: tensor<1x3x5x7x!quant.uniform<u8:f32, 0.5:10>>) -> (tensor<1x3x1x1x!quant.uniform<i8:f32, 0.25:-3>>) {
+  %0 = "flow.dequantize"(%arg0) : (tensor<1x3x5x7x!quant.uniform<u8:f32, 0.5:10>>) -> tensor<1x3x5x7xf32>
+  %1 = "flow.reduce_mean"(%0) {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x3x5x7xf32>) -> tensor<1x3x1x1xf32> loc("gap")
+  %2 = "flow.quantize"(%1) {qtype = !quant.uniform<i8:f32, 0.25:-3>} : (tensor<1x3x1x1xf32>) -> tensor<1x3x1x1x!quant.uniform<i8:f32, 0.25:-3>>
+  "func.return"(%2) : (tensor<1x3x1x1x!quant.uniform<i8:f32, 0.25:-3>>) -> ()
+}
+
+// -----
+
+// Means that stay in f32: one whose f32 result has another user, and one of per-axis quantised values.
+// CHECK-LABEL: func.func @mean_near_misses(
+// CHECK-NOT:     "flow.reduce_mean"(%arg
+// CHECK:         %1 = "flow.reduce_mean"(%0) {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<2x3x4xf32>)
+// CHECK-NOT:     "flow.reduce_mean"(%arg
+// CHECK:         %4 = "flow.reduce_mean"(%3) {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<2x3x4xf32>)
+func.func @mean_near_misses(%arg0: tensor<2x3x4x!quant.uniform<u8:f32, 0.5:10>>, %arg1: tensor<2x3x4x!quant.uniform<u8:f32:1, {0.5, 0.25, 0.125}>>) -> (tensor<2x4x!quant.uniform<u8:f32, 0.25>>, tensor<2x4xf32>, tensor<2x3x!quant.uniform<u8:f32, 0.25>>) {
+  %0 = "flow.dequantize"(%arg0) : (tensor<2x3x4x!quant.uniform<u8:f32, 0.5:10>>) -> tensor<2x3x4xf32>
+  %1 = "flow.reduce_mean"(%0) {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+  %2 = "flow.quantize"(%1) {qtype = !quant.uniform<u8:f32, 0.25>} : (tensor<2x4xf32>) -> tensor<2x4x!quant.uniform<u8:f32, 0.25>>
+  %3 = "flow.dequantize"(%arg1) : (tensor<2x3x4x!quant.uniform<u8:f32:1, {0.5, 0.25, 0.125}>>) -> tensor<2x3x4xf32>
+  %4 = "flow.reduce_mean"(%3) {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %5 = "flow.quantize"(%4) {qtype = !quant.uniform<u8:f32, 0.25>} : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<u8:f32, 0.25>>
+  "func.return"(%2, %1, %5) : (tensor<2x4x!quant.uniform<u8:f32, 0.25>>, tensor<2x4xf32>, tensor<2x3x!quant.uniform<u8:f32, 0.25>>) -> ()
+}

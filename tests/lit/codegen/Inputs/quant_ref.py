@@ -1,5 +1,5 @@
 """The int8 kernel tests' shared part (quant_kernels.test, quant_conv_few_pixels.test): a NumPy reference of
-qspec §2 (exact i32 accumulation, f32 multiplier computed in double and rounded once, the product in f32,
+qspec §2 (exact i32 accumulation, the f32 multiplier f32(f32(sx*sw) / sy) of ir/types.c, the product in f32,
 round half to even, clamp to the result type's [qmin, qmax]), one-op IR text models, and `run`, which
 compares flowc's evaluator and `flowc run` on every CPU in CPUS (1 and 2 threads) with it bit for bit, and
 only compiles (`--emit obj`) for the CPUs this machine cannot run. Call init(flowc, out_dir) first."""
@@ -59,7 +59,7 @@ def requant(acc, xq, wq, yq, chan):
     s = xq.scales[0] * sw
     if yq is None:
         return acc.astype(np.float32) * s.astype(np.float32)
-    m = (s / yq.scales[0]).astype(np.float32)
+    m = s.astype(np.float32) / np.float32(yq.scales[0])  # fc_quant_multiplier: two f32 roundings
     r = np.rint(acc.astype(np.float32) * m).astype(np.float64) + yq.zps[0]
     return np.clip(r, yq.qmin, yq.qmax).astype(NP[yq.st])
 
