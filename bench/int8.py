@@ -49,7 +49,10 @@ import report  # noqa: E402
 import report_int8  # noqa: E402
 
 QDQ_MODELS = {"qdq_resnet18": "ResNet-18, 1x3x224x224", "qdq_mobilenet_v2": "MobileNetV2, 1x3x224x224",
-              "qdq_cnn_b64": "seed CNN (trained), batch 64"}
+              "qdq_cnn_b64": "seed CNN (trained), batch 64",
+              # beyond the targets (report_int8.SPEEDUP): models flowc was not tuned on
+              "qdq_resnet50": "ResNet-50, 1x3x224x224", "qdq_googlenet": "GoogLeNet, 1x3x224x224",
+              "qdq_inception_v3": "Inception-v3, 1x3x299x299", "qdq_mobilenet_v3": "MobileNetV3-Large, 1x3x224x224"}
 DYNAMIC_MODELS = {"mlp_b64": "MLP 784-1024-1024-10, batch 64", "transformer": "2-layer encoder, d 256, seq 128"}
 INT8_CHAINS, INT8_UNROLL, VNNI_CHAINS, AMX_CHAINS = 6, 4, 12, 4  # bench/int8_peak.c's loop bodies
 CPU_ARGS = ()  # ("--cpu", LIST) from the command line, for every flowc build

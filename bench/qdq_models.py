@@ -182,6 +182,13 @@ MODELS = {
     "qdq_mobilenet_v2": (torchvision_quantizable("mobilenet_v2"), random_images((1, 3, 224, 224))),
     "qdq_cnn_b64": (QuantSeedCNN, fashion_images(64)),
     "qdq_small": (SmallQNet, random_images((1, 3, 33, 35))),
+    # beyond issue 14's targets: the rest of torchvision's quantizable models that torch.onnx.export writes
+    # (ShuffleNetV2's channel split is a quantised Slice it cannot export), to see flowc on models it was not
+    # tuned on: bottlenecks, Inception concats and pools, squeeze-and-excitation with hardswish/hardsigmoid
+    "qdq_resnet50": (torchvision_quantizable("resnet50"), random_images((1, 3, 224, 224))),
+    "qdq_googlenet": (torchvision_quantizable("googlenet"), random_images((1, 3, 224, 224))),
+    "qdq_inception_v3": (torchvision_quantizable("inception_v3"), random_images((1, 3, 299, 299))),
+    "qdq_mobilenet_v3": (torchvision_quantizable("mobilenet_v3_large"), random_images((1, 3, 224, 224))),
 }
 
 
