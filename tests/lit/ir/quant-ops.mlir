@@ -1,7 +1,7 @@
 // The ops of quantised types (ops.def): quantize, dequantize and scast, and the quantised forms of conv and
 // matmul. The folds below are the reference evaluator's results, which integer kernels must reproduce bit
 // for bit; the expected values were computed with NumPy from the semantics in ops.def (round half to even,
-// requantisation multiplier f32(sx*sw/sy), the product in f32; 0.075/0.05 = 1.5 rounds to 2, 0.025/0.05 =
+// requantisation multiplier f32(f32(sx*sw)/sy), the product in f32; 0.075/0.05 = 1.5 rounds to 2, 0.025/0.05 =
 // 0.5 to 0). The narrowed result range <10:255> is a fused ReLU: everything below the zero point 10 clamps.
 // RUN: %flowc build %s --passes=shapes --emit ir | FileCheck %s --check-prefix=TEXT
 // RUN: rm -rf %t && mkdir -p %t && %flowc build %s --passes=shapes --emit ir -o %t/a.mlir
