@@ -27,7 +27,8 @@
  * flow.cast; so is the program's value when the result is stored as another dtype (`to`): a quantised
  * model's u8 tensors go through the float glue between its integer kernels in one pass, a byte read and a
  * byte written per element. Such 8-bit results are computed GLUE_UNROLL vectors at a time where the row is
- * long enough, then vector by vector, then element by element.
+ * long enough, then vector by vector, then element by element. A program of one byte made of exactly rounded
+ * steps is a table lookup instead where the target has AVX-512 VBMI (kernel_fused_lut.c, asked first).
  */
 #include "codegen.h"
 #include "ew_program.h"
