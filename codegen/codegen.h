@@ -152,9 +152,9 @@ FcStatus fc_conv_blocked_depthwise(FcKernel *k);
 bool fc_conv_blocked_dense_applies(const FcKernel *k);
 FcStatus fc_conv_blocked_dense(FcKernel *k);
 /* kernel_fused_lut.c: flow.fused whose value is an exactly computed function of one byte, as a table lookup
- * (where the target has AVX-512 VBMI); fc_kernel_fused asks it first. */
-bool fc_fused_lut_applies(const FcKernel *k);
-FcStatus fc_fused_lut(FcKernel *k);
+ * (where the target has AVX-512 VBMI); fc_kernel_fused asks it first. False, with nothing emitted, where it
+ * does not apply. */
+bool fc_fused_lut(FcKernel *k);
 /* Pool strategy, chosen by fc_kernel_pool (kernel_nn.c): kernel_pool.c, f32 1-D/2-D max_pool without
  * indices and avg_pool, vectorised along the output width. */
 bool fc_pool_window_applies(const FcKernel *k);

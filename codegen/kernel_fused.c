@@ -241,7 +241,7 @@ static void emit_nest(FcKernel *k, const Fused *f, Nest *n) {
 }
 
 FcStatus fc_kernel_fused(FcKernel *k) {
-  if (fc_fused_lut_applies(k)) return fc_fused_lut(k);
+  if (fc_fused_lut(k)) return FC_OK;
   FcOp *op = k->op;
   FcArena *arena = &op->graph->module->arena;
   const FcType *rt = &op->results[0].type;

@@ -3,13 +3,14 @@
  * possible inputs, so the program runs once per input value at compile time and the kernel reads
  * out[i] = table[in[i]].
  *
- * It applies when one operand is an 8-bit tensor of the result's shape, every other operand is a one-element
- * constant, the result is stored as 8-bit integers and the program computes in f32 with the exactly rounded
+ * It applies when one 8-bit tensor of the result's shape (as one or more operands) is the only operand that is
+ * not a one-element constant, the result is stored as 8-bit integers and the program computes in f32 with the exactly rounded
  * IEEE operations only (add, sub, mul, div, min, max, neg, abs, relu, round, floor, ceil): the table comes from
  * the reference evaluator (ir/fused.c), which computes each step in double and rounds it to f32 — the same
  * value as the f32 operation, since binary64 has more than 2·24 + 2 bits — and converts as flow.cast does, so
  * the table holds exactly what the vectorised loop of kernel_fused.c would store. Transcendental steps, whose
- * kernels approximate, keep that loop.
+ * kernels approximate, keep that loop, as does a program the evaluator declines (the table is made before any
+ * code, so that is still a choice).
  *
  * Only where the target can look bytes up in registers (AVX-512 VBMI: two vpermi2b give the two halves of the
  * table, the input's top bit picks one; a 64-byte vector in a handful of instructions where the f32 loop
@@ -48,17 +49,16 @@ static int byte_operand(const FcKernel *k) {
     const FcTensor *c = v ? fc_value_const(v) : NULL;
     int64_t numel;
     if (!v || v->type.quant || !fc_type_numel(&v->type, &numel)) return -1;
-    if (c && numel == 1) continue;
+    if ((c && numel == 1) || (x >= 0 && v == op->operands[x].value)) continue;
     if (x >= 0 || !is_8bit(v->type.dtype) || !fc_shape_equal(&v->type, rt)) return -1;
     x = j;
   }
   return x;
 }
 
-bool fc_fused_lut_applies(const FcKernel *k) { return byte_operand(k) >= 0; }
-
-/* table[b] = the program's stored result for the input byte b (as unsigned), from the evaluator. */
-static FcStatus make_table(FcKernel *k, int x, uint8_t table[256]) {
+/* table[b] = the program's stored result for the input byte b (as unsigned), from the evaluator; false when
+ * the evaluator declines the program. */
+static bool make_table(FcKernel *k, int x, uint8_t table[256]) {
   const FcOp *op = k->op;
   FcArena *arena = &op->graph->module->arena;
   const FcType *rt = &op->results[0].type;
@@ -71,29 +71,28 @@ static FcStatus make_table(FcKernel *k, int x, uint8_t table[256]) {
   tmp.results = &res;
   tmp.n_results = 1;
   const FcTensor **in = FC_NEW_ARRAY(arena, const FcTensor *, (size_t)op->n_operands);
-  for (int j = 0; j < op->n_operands; j++) in[j] = fc_value_const(op->operands[j].value);
-  FcDtype xt = op->operands[x].value->type.dtype;
-  FcTensor *bytes = fc_tensor_new(arena, (FcType){.dtype = xt, .rank = rank, .dims = dims});
+  const FcValue *xv = op->operands[x].value;
+  FcTensor *bytes = fc_tensor_new(arena, (FcType){.dtype = xv->type.dtype, .rank = rank, .dims = dims});
   for (int b = 0; b < 256; b++) ((uint8_t *)bytes->data)[b] = (uint8_t)b; /* i8: the same bits */
-  in[x] = bytes;
+  for (int j = 0; j < op->n_operands; j++)
+    in[j] = op->operands[j].value == xv ? bytes : fc_value_const(op->operands[j].value);
   FcTensor *y = NULL;
-  FcStatus st = fc_op_info(FC_OP_FUSED)->eval(&tmp, in, &y, arena, k->diag);
-  if (st != FC_OK) return st;
+  FcDiag declined;
+  fc_diag_init(&declined);
+  if (fc_op_info(FC_OP_FUSED)->eval(&tmp, in, &y, arena, &declined) != FC_OK || !y) return false;
   for (int b = 0; b < 256; b++) table[b] = ((const uint8_t *)y->data)[b];
-  return FC_OK;
+  return true;
 }
 
-FcStatus fc_fused_lut(FcKernel *k) {
+bool fc_fused_lut(FcKernel *k) {
   int x = byte_operand(k);
-  if (x < 0) return fc_cg_error(k, FC_ERR_INTERNAL, "the table-lookup kernel does not apply to this op");
   uint8_t table[256];
-  FcStatus st = make_table(k, x, table);
-  if (st != FC_OK) return st;
+  if (x < 0 || !make_table(k, x, table)) return false;
   int64_t n;
   FC_ASSERT(fc_type_numel(&k->op->results[0].type, &n));
   int64_t tasks = (n + LUT_CHUNK - 1) / LUT_CHUNK;
   fc_kernel_set_outer(k, tasks, 0.1 * (double)LUT_CHUNK);
-  if (n == 0) return FC_OK;
+  if (n == 0) return true;
 
   LLVMBuilderRef B = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v64 = LLVMVectorType(i8, 64);
@@ -133,5 +132,5 @@ FcStatus fc_fused_lut(FcKernel *k) {
   LLVMBuildStore(B, e, LLVMBuildGEP2(B, i8, k->out[0], &j, 1, ""));
   fc_cg_loop_end(k, &ls);
   fc_cg_loop_end(k, &lt);
-  return FC_OK;
+  return true;
 }
