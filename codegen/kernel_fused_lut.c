@@ -4,13 +4,13 @@
  * out[i] = table[in[i]].
  *
  * It applies when one 8-bit tensor of the result's shape (as one or more operands) is the only operand that is
- * not a one-element constant, the result is stored as 8-bit integers and the program computes in f32 with the exactly rounded
- * IEEE operations only (add, sub, mul, div, min, max, neg, abs, relu, round, floor, ceil): the table comes from
- * the reference evaluator (ir/fused.c), which computes each step in double and rounds it to f32 — the same
- * value as the f32 operation, since binary64 has more than 2·24 + 2 bits — and converts as flow.cast does, so
- * the table holds exactly what the vectorised loop of kernel_fused.c would store. Transcendental steps, whose
- * kernels approximate, keep that loop, as does a program the evaluator declines (the table is made before any
- * code, so that is still a choice).
+ * not a one-element constant, the result is stored as 8-bit integers and the program computes in f32 with the
+ * exactly rounded IEEE operations only (add, sub, mul, div, min, max, neg, abs, relu, round, floor, ceil): the
+ * table comes from the reference evaluator (ir/fused.c), which computes each step in double and rounds it to
+ * f32 — the same value as the f32 operation, since binary64 has more than 2·24 + 2 bits — and converts as
+ * flow.cast does, so the table holds exactly what the vectorised loop of kernel_fused.c would store.
+ * Transcendental steps, whose kernels approximate, keep that loop, as does a program the evaluator declines
+ * (the table is made before any code, so that is still a choice).
  *
  * Only where the target can look bytes up in registers (AVX-512 VBMI: two vpermi2b give the two halves of the
  * table, the input's top bit picks one; a 64-byte vector in a handful of instructions where the f32 loop
