@@ -8,7 +8,8 @@ onnxruntime and PyTorch's own int8, in one run.
 
 With bench/run.py's machinery (same interleaved rounds of batches, same runners, same input per model):
  1. QDQ models (bench/qdq_models.py: PyTorch's eager-mode post-training quantisation of ResNet-18 and
-    MobileNetV2 at 224x224 and of the trained seed CNN at batch 64, exported by torch.onnx.export, with the
+    MobileNetV2 at 224x224 and of the trained seed CNN at batch 64 — and, reported beyond the targets,
+    ResNet-50, GoogLeNet, Inception-v3 and MobileNetV3-Large — exported by torch.onnx.export, with the
     float model each was made from): four runners side by side at 1 and 2 threads —
       flowc f32    `flowc build` of the float original (NAME_f32/model.onnx),
       flowc QDQ    `flowc build` of the QDQ file,

@@ -8,7 +8,9 @@ MobileNetV2 (torchvision.models.quantization: QuantStub/DeQuantStub, FloatFuncti
 with ReLU for ReLU6) with random seeded weights and He-initialised classifiers, on 1x3x224x224 images;
 qdq_cnn_b64, the trained seed CNN (examples/fashion_cnn.onnx) on the first 64 Fashion-MNIST test images,
 calibrated on 256 training images; qdq_small, every layer kind of those at awkward sizes in a shallow
-network (SmallQNet). Each is quantised the way PyTorch's eager-mode post-training quantisation documents:
+network (SmallQNet); and, beyond issue 14's targets, qdq_resnet50, qdq_googlenet, qdq_inception_v3 (299x299)
+and qdq_mobilenet_v3 (Large), torchvision's other quantizable models, built like the first two. Each is
+quantised the way PyTorch's eager-mode post-training quantisation documents:
 BatchNorm statistics calibrated as tools/export_e2e_models.py does, eval(), fuse_model() (conv+BN+ReLU),
 qconfig get_default_qconfig("x86") (fbgemm's: HistogramObserver activations with reduce_range, so u8
 activations use 0..127 of their scale, and per-channel symmetric int8 weights), prepare, calibration

@@ -28,6 +28,20 @@ def fmt_ratio(x):
     return "—" if x is None else f"{x:.2f}"
 
 
+def speedup(r):
+    """flowc's f32 time over its int8 time at 1 thread."""
+    return ratio(rp.median_of(r, "flowc_f32", 1), rp.median_of(r, "flowc_int8", 1))
+
+
+def ort_share(r):
+    """flowc's int8 time over onnxruntime's on the same file, at 1 thread."""
+    return ratio(rp.median_of(r, "flowc_int8", 1), rp.median_of(r, "ort", 1))
+
+
+def size_share(r):
+    return ratio(r.get("flowc_int8_exe_bytes"), r.get("flowc_f32_exe_bytes"))
+
+
 def fmt_steps(r, runner):
     x = r.get("max_steps", {}).get(runner)
     return "—" if x is None else f"{x:.0f}"
@@ -84,10 +98,11 @@ def section_qdq(add, d, ip):
     add("### QDQ models exported by PyTorch")
     add("")
     add("bench/qdq_models.py: torchvision's quantizable ResNet-18 and MobileNetV2 (random seeded weights, "
-        "BatchNorm calibrated) and the trained seed CNN, quantised by PyTorch's eager-mode post-training "
-        "quantisation (x86 qconfig: per-channel int8 weights, 7-bit u8 activations; onednn engine), exported "
-        "by torch.onnx.export (opset 13). flowc f32 builds the float model each was made from; the other three "
-        "run the QDQ file (PyTorch: the quantised module itself).")
+        "BatchNorm calibrated), the trained seed CNN and, where the run has them, torchvision's other "
+        "quantizable models built like the first two (reported beyond the targets), quantised by PyTorch's "
+        "eager-mode post-training quantisation (x86 qconfig: per-channel int8 weights, 7-bit u8 activations; "
+        "onednn engine), exported by torch.onnx.export (opset 13). flowc f32 builds the float model each was "
+        "made from; the other three run the QDQ file (PyTorch: the quantised module itself).")
     add("")
     add("| model | GOP | threads | flowc f32 ms | flowc QDQ ms | onnxruntime QDQ ms | PyTorch int8 ms "
         "| flowc f32 / QDQ | flowc QDQ / ORT | flowc QDQ GOP/s (% int8 peak) | load |")
@@ -172,19 +187,17 @@ def section_targets(add, d):
     add("")
     qdq = [r for r in d["qdq"] if r["name"] in SPEEDUP]
     for r in qdq + d["dynamic"]:
-        f, q = rp.median_of(r, "flowc_f32", 1), rp.median_of(r, "flowc_int8", 1)
-        s = ratio(f, q)
+        s = speedup(r)
         what = "QDQ build" if r in qdq else "int8-dynamic build"
         add(f"- {r['name']}: flowc's {what} ≥ {SPEEDUP[r['name']]}× faster than its f32 build: "
             + ("not measured" if s is None else f"{s:.2f}×") + f" — {rp.verdict(s is not None and s >= SPEEDUP[r['name']])}")
     for r in qdq:
         if r["name"] not in ORT_TARGET:
             continue
-        x = ratio(rp.median_of(r, "flowc_int8", 1), rp.median_of(r, "ort", 1))
+        x = ort_share(r)
         add(f"- {r['name']}: flowc ≤ {ORT_LIMIT}× onnxruntime's time on the same QDQ file: "
             + ("not measured" if x is None else f"{x:.2f}") + f" — {rp.verdict(x is not None and x <= ORT_LIMIT)}")
-    sizes = [(r["name"], ratio(r.get("flowc_int8_exe_bytes"), r.get("flowc_f32_exe_bytes")))
-             for r in qdq + d["dynamic"]]
+    sizes = [(r["name"], size_share(r)) for r in qdq + d["dynamic"]]
     add(f"- int8 artefacts ≤ {SIZE_LIMIT}× the f32 artefact's size: "
         + ", ".join(f"{n} {fmt_ratio(x)}" for n, x in sizes)
         + f" — {rp.verdict(bool(sizes) and all(x is not None and x <= SIZE_LIMIT for _, x in sizes))}")
@@ -196,9 +209,8 @@ def section_targets(add, d):
     others = [r for r in d["qdq"] if r["name"] not in SPEEDUP]
     if others:
         add("Beyond the targets (models flowc was not tuned on; 1 thread): "
-            + "; ".join(f"{r['name']} QDQ {fmt_ratio(ratio(rp.median_of(r, 'flowc_f32', 1), rp.median_of(r, 'flowc_int8', 1)))}× "
-                        f"faster than f32, {fmt_ratio(ratio(rp.median_of(r, 'flowc_int8', 1), rp.median_of(r, 'ort', 1)))}× "
+            + "; ".join(f"{r['name']} QDQ {fmt_ratio(speedup(r))}× faster than f32, {fmt_ratio(ort_share(r))}× "
                         f"onnxruntime's time, {fmt_steps(r, 'flowc_int8')} steps from PyTorch int8 "
-                        f"(onnxruntime {fmt_steps(r, 'ort')}), size {fmt_ratio(ratio(r.get('flowc_int8_exe_bytes'), r.get('flowc_f32_exe_bytes')))}×"
-                        for r in others) + ".")
+                        f"(onnxruntime {fmt_steps(r, 'ort')}), size {fmt_ratio(size_share(r))}×" for r in others)
+            + ".")
         add("")

@@ -17,15 +17,13 @@ static bool fail(char *why, size_t cap, const char *msg) {
   return false;
 }
 
-static bool is_8bit(FcDtype dt) { return dt == FC_DT_U8 || dt == FC_DT_I8; }
-
 bool fc_qp_applies(const FcOp *op, int chan_axis, char *why, size_t cap) {
   if (op->n_operands < 2 || op->n_operands > 3 || op->n_results != 1) return fail(why, cap, "operand count");
   if (fc_op_attr(op, FC_ATTR_EPILOGUE)) return fail(why, cap, "a fused epilogue on a quantised product");
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
-  if (!x->quant || x->quant->axis >= 0 || x->quant->n != 1 || !is_8bit(x->quant->storage))
+  if (!x->quant || x->quant->axis >= 0 || x->quant->n != 1 || !fc_dtype_is_8bit(x->quant->storage))
     return fail(why, cap, "the input must be per-tensor quantised u8 or i8");
-  if (!w->quant || !is_8bit(w->quant->storage) || chan_axis >= w->rank)
+  if (!w->quant || !fc_dtype_is_8bit(w->quant->storage) || chan_axis >= w->rank)
     return fail(why, cap, "the weights must be quantised u8 or i8");
   const FcTensor *wc = fc_value_const(op->operands[1].value);
   if (!wc || !wc->data) return fail(why, cap, "the weights must be a constant with data");
@@ -38,7 +36,8 @@ bool fc_qp_applies(const FcOp *op, int chan_axis, char *why, size_t cap) {
     if (b->quant || b->dtype != FC_DT_I32 || b->rank != 1 || b->dims[0] != channels || !bc || !bc->data)
       return fail(why, cap, "the bias must be a constant plain i32 vector of one value per output channel");
   }
-  if (y->quant ? (y->quant->axis >= 0 || y->quant->n != 1 || !is_8bit(y->quant->storage)) : y->dtype != FC_DT_F32)
+  if (y->quant ? (y->quant->axis >= 0 || y->quant->n != 1 || !fc_dtype_is_8bit(y->quant->storage))
+              : y->dtype != FC_DT_F32)
     return fail(why, cap, "the result must be per-tensor quantised u8 or i8, or f32");
   return true;
 }

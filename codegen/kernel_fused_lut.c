@@ -30,8 +30,6 @@ static bool exact_step(FcOpKind kind) {
   }
 }
 
-static bool is_8bit(FcDtype dt) { return dt == FC_DT_U8 || dt == FC_DT_I8; }
-
 /* The operand the value is a function of, or -1 when the op is not a lookup (see the top of the file). */
 static int byte_operand(const FcKernel *k) {
   const FcOp *op = k->op;
@@ -39,7 +37,7 @@ static int byte_operand(const FcKernel *k) {
   const FcAttr *dt = fc_op_attr(op, FC_ATTR_DTYPE);
   const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
   if (!fc_target_has(k->target, FC_FEAT_AVX512VBMI) || !dt || dt->kind != FC_AK_TYPE || dt->type != FC_DT_F32 ||
-      !p || rt->quant || !is_8bit(rt->dtype))
+      !p || rt->quant || !fc_dtype_is_8bit(rt->dtype))
     return -1;
   for (int i = 0; i < p->n_steps; i++)
     if (!exact_step(p->steps[i].kind)) return -1;
@@ -50,7 +48,7 @@ static int byte_operand(const FcKernel *k) {
     int64_t numel;
     if (!v || v->type.quant || !fc_type_numel(&v->type, &numel)) return -1;
     if ((c && numel == 1) || (x >= 0 && v == op->operands[x].value)) continue;
-    if (x >= 0 || !is_8bit(v->type.dtype) || !fc_shape_equal(&v->type, rt)) return -1;
+    if (x >= 0 || !fc_dtype_is_8bit(v->type.dtype) || !fc_shape_equal(&v->type, rt)) return -1;
     x = j;
   }
   return x;

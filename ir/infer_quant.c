@@ -9,8 +9,6 @@
  */
 #include "infer_internal.h"
 
-static bool is_8bit(FcDtype dt) { return dt == FC_DT_U8 || dt == FC_DT_I8; }
-
 /* The qtype attribute as an element type (rank -1), or an error. */
 static FcStatus qtype_attr(const FcOp *op, FcType *out, FcDiag *diag) {
   const FcAttr *a = fc_op_attr(op, FC_ATTR_QTYPE);
@@ -75,9 +73,10 @@ FcStatus fc_ih_quant_compute(const FcOp *op, int w_axis, bool *quantised, FcDiag
   if (!*quantised) return FC_OK;
   if (!x->quant || !w->quant || !qa)
     return fc_ih_fail(op, diag, "a quantised form needs quantised input and weight and a qtype");
-  if (!is_8bit(x->dtype) || x->quant->axis >= 0 || x->quant->expressed != FC_DT_F32)
+  if (!fc_dtype_is_8bit(x->dtype) || x->quant->axis >= 0 || x->quant->expressed != FC_DT_F32)
     return fc_ih_fail(op, diag, "the input must be quantised per tensor, 8-bit, expressing f32");
-  if (!is_8bit(w->dtype) || (w->quant->axis >= 0 && w->quant->axis != w_axis) || w->quant->expressed != FC_DT_F32)
+  if (!fc_dtype_is_8bit(w->dtype) || (w->quant->axis >= 0 && w->quant->axis != w_axis) ||
+      w->quant->expressed != FC_DT_F32)
     return fc_ih_fail(op, diag, "the weight must be quantised 8-bit, per tensor or along dim %d, expressing f32",
                       w_axis);
   if (fc_op_attr(op, FC_ATTR_EPILOGUE)) return fc_ih_fail(op, diag, "a quantised form takes no epilogue");
@@ -89,7 +88,8 @@ FcStatus fc_ih_quant_compute(const FcOp *op, int w_axis, bool *quantised, FcDiag
   }
   FcType q = {0};
   FC_ITRY(qtype_attr(op, &q, diag));
-  if (q.quant ? !is_8bit(q.dtype) || q.quant->axis >= 0 || q.quant->expressed != FC_DT_F32 : q.dtype != FC_DT_F32)
+  if (q.quant ? !fc_dtype_is_8bit(q.dtype) || q.quant->axis >= 0 || q.quant->expressed != FC_DT_F32
+              : q.dtype != FC_DT_F32)
     return fc_ih_fail(op, diag, "qtype must be f32 or quantised per tensor, 8-bit, expressing f32");
   return FC_OK;
 }
@@ -110,11 +110,11 @@ FcStatus fc_ih_set_quant_compute(FcOp *op, FcArena *arena, int64_t channels, int
 FcStatus fc_ih_set_quant_mean(FcOp *op, FcArena *arena, int64_t count, int rank, const int64_t *dims, FcDiag *diag) {
   const FcType *x = fc_ih_in(op, 0);
   if (op->kind != FC_OP_REDUCE_MEAN) return fc_ih_fail(op, diag, "only reduce_mean has a quantised form");
-  if (!x->quant || !is_8bit(x->dtype) || x->quant->axis >= 0 || x->quant->expressed != FC_DT_F32)
+  if (!x->quant || !fc_dtype_is_8bit(x->dtype) || x->quant->axis >= 0 || x->quant->expressed != FC_DT_F32)
     return fc_ih_fail(op, diag, "the input must be quantised per tensor, 8-bit, expressing f32");
   FcType q = {0};
   FC_ITRY(qtype_attr(op, &q, diag));
-  if (!q.quant || !is_8bit(q.dtype) || q.quant->axis >= 0 || q.quant->expressed != FC_DT_F32)
+  if (!q.quant || !fc_dtype_is_8bit(q.dtype) || q.quant->axis >= 0 || q.quant->expressed != FC_DT_F32)
     return fc_ih_fail(op, diag, "qtype must be quantised per tensor, 8-bit, expressing f32");
   if (count == 0) return fc_ih_fail(op, diag, "a quantised mean of no elements");
   return set_quant_result(op, arena, q.quant, rank, dims, diag);

@@ -101,6 +101,8 @@ bool fc_dtype_is_float(FcDtype dt);
 bool fc_dtype_is_int(FcDtype dt);       /* signed or unsigned integer, not bool */
 /* An 8-bit integer matmul's operand pair (u8 or i8 each): flow.matmul then accumulates into i32. */
 bool fc_matmul_is_int8(FcDtype a, FcDtype b);
+/* u8 or i8: the storage of 8-bit quantised values. */
+static inline bool fc_dtype_is_8bit(FcDtype dt) { return dt == FC_DT_U8 || dt == FC_DT_I8; }
 bool fc_dtype_from_onnx(int onnx_code, FcDtype *out);
 int fc_dtype_to_onnx(FcDtype dt);
 bool fc_dtype_from_name(const char *s, size_t n, FcDtype *out);

@@ -34,8 +34,7 @@ bool fc_dtype_is_float(FcDtype dt) { return dtype_table[dt].cls == FC_DTC_FLOAT;
 bool fc_dtype_is_int(FcDtype dt) {
   return dtype_table[dt].cls == FC_DTC_SINT || dtype_table[dt].cls == FC_DTC_UINT;
 }
-static bool is_8bit(FcDtype dt) { return dt == FC_DT_U8 || dt == FC_DT_I8; }
-bool fc_matmul_is_int8(FcDtype a, FcDtype b) { return is_8bit(a) && is_8bit(b); }
+bool fc_matmul_is_int8(FcDtype a, FcDtype b) { return fc_dtype_is_8bit(a) && fc_dtype_is_8bit(b); }
 int fc_dtype_to_onnx(FcDtype dt) { return dtype_table[dt].onnx; }
 
 bool fc_dtype_from_onnx(int code, FcDtype *out) {

@@ -62,8 +62,6 @@ typedef struct Qdq {
   FcOpStack scratch;
 } Qdq;
 
-static bool is_8bit(FcDtype dt) { return dt == FC_DT_U8 || dt == FC_DT_I8; }
-
 /* The producer of v when it is an op of `kind` (and not erased), else NULL. */
 static FcOp *def_kind(const FcValue *v, FcOpKind kind) {
   return v && v->def && v->def->kind == kind && !v->def->erased ? v->def : NULL;
@@ -76,7 +74,7 @@ static FcOp *single_user(const FcValue *v) {
 
 /* A per-tensor 8-bit type expressing f32: what a quantised op's input and requantised result may be. */
 static bool per_tensor_8bit(const FcQuant *q) {
-  return q && q->axis < 0 && is_8bit(q->storage) && q->expressed == FC_DT_F32;
+  return q && q->axis < 0 && fc_dtype_is_8bit(q->storage) && q->expressed == FC_DT_F32;
 }
 
 /* ---- sink: pass-through ops onto the quantised values ----------------------------------------------- */
@@ -269,13 +267,13 @@ static const FcTensor *weight_of(Qdq *s, const FcValue *w, int axis) {
     const int64_t *p;
     if (fc_op_attr_ints(tr, FC_ATTR_PERM, &p) != 2 || p[0] != 1 || p[1] != 0) return NULL;
     t = const_quant(s, d->operands[0].value);
-    if (t && t->type.rank == 2 && is_8bit(t->type.dtype)) t = transpose_2d(s, t);
+    if (t && t->type.rank == 2 && fc_dtype_is_8bit(t->type.dtype)) t = transpose_2d(s, t);
   } else if ((tr = def_kind(w, FC_OP_RESHAPE)) && (d = def_kind(tr->operands[0].value, FC_OP_DEQUANTIZE))) {
     t = reshaped(s, const_quant(s, d->operands[0].value), w, axis);
   }
   if (!t) return NULL;
   const FcQuant *q = t->type.quant;
-  if (!is_8bit(q->storage) || q->expressed != FC_DT_F32 || (q->axis >= 0 && q->axis != axis)) return NULL;
+  if (!fc_dtype_is_8bit(q->storage) || q->expressed != FC_DT_F32 || (q->axis >= 0 && q->axis != axis)) return NULL;
   return t;
 }
 
