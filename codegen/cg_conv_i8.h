@@ -74,6 +74,11 @@ void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVM
 LLVMValueRef fc_conv_i8_block_narrow(FcKernel *k, const FcConv2 *c, LLVMValueRef xg, LLVMValueRef p0,
                                      LLVMValueRef npix);
 
+/* dst[0 .. len) = src[0 .. len) (xor 0x80 where flip: an i8 x) for a length known here: 16-byte vectors (a
+ * loop of them from 64 bytes on), the last one overlapping the one before it, or two overlapping 8- or 4-byte
+ * ones (bytes below 4). */
+void fc_conv_i8_copy_bytes(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef dst, int64_t len);
+
 /* Channel ml0 + i of group grp's correction and multiplier (a row past the group reads its last channel's),
  * from the tables after packed weights of wbytes (wp + wbytes: i32 × M, then f32 × M), splat to `lanes`. */
 void fc_conv_i8_channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, int64_t wbytes, LLVMValueRef grp,

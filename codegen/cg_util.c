@@ -434,6 +434,22 @@ void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRe
   LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
 }
 
+void fc_cg_store_prefix(FcKernel *k, LLVMValueRef v, LLVMValueRef p, unsigned n) {
+  LLVMTypeRef et = LLVMGetElementType(LLVMTypeOf(v));
+  unsigned done = 0;
+  for (unsigned piece = 8; piece >= 1; piece /= 2) {
+    if (n - done < piece) continue;
+    int idx[8];
+    for (unsigned i = 0; i < piece; i++) idx[i] = (int)(done + i);
+    LLVMValueRef part = fc_cg_shuffle(k, v, v, idx, (int)piece);
+    LLVMValueRef at = fc_cg_const_i64(k, done);
+    LLVMValueRef st = LLVMBuildStore(k->b, part, LLVMBuildGEP2(k->b, et, p, &at, 1, ""));
+    LLVMSetAlignment(st, 1);
+    done += piece;
+  }
+  FC_ASSERT(done == n);
+}
+
 void fc_cg_row_chunk(FcKernel *k, LLVMValueRef o, int64_t inner, int64_t chunk, int64_t nchunks, LLVMValueRef *row,
                      LLVMValueRef *lo, LLVMValueRef *hi) {
   LLVMBuilderRef b = k->b;

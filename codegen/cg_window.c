@@ -24,9 +24,10 @@ void fc_win_load_span(const FcWinRow *r, int64_t ox0, int64_t kw, int64_t *first
   }
 }
 
-bool fc_win_position_full(const FcWinRow *r, int64_t v) {
-  int64_t ox0 = v * r->vl;
-  if (ox0 + r->vl > r->OW) return false;
+bool fc_win_position_full(const FcWinRow *r, int64_t v) { return fc_win_columns_full(r, v * r->vl); }
+
+bool fc_win_columns_full(const FcWinRow *r, int64_t ox0) {
+  if (ox0 < 0 || ox0 + r->vl > r->OW) return false;
   for (int64_t kw = 0; kw < r->KW; kw++) {
     int64_t first, width;
     int phase;
@@ -34,6 +35,11 @@ bool fc_win_position_full(const FcWinRow *r, int64_t v) {
     if (first < 0 || first + width > r->W) return false;
   }
   return true;
+}
+
+int64_t fc_win_right_tail(const FcWinRow *r, const FcWinPlan *p) {
+  int64_t ox0 = r->OW - r->vl;
+  return p->v_hi < p->nv && ox0 <= p->v_hi * r->vl && fc_win_columns_full(r, ox0) ? ox0 : -1;
 }
 
 int fc_win_even_lane(int vl, int p) {

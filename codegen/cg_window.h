@@ -69,6 +69,14 @@ void fc_win_load_span(const FcWinRow *r, int64_t ox0, int64_t kw, int64_t *first
 /* Whether vector position v (columns v·vl ..) is full: all its lanes are output columns and every tap's
  * load lies inside [0, W). */
 bool fc_win_position_full(const FcWinRow *r, int64_t v);
+/* Whether the vl columns from ox0 (any column, not only a multiple of vl) are all output columns whose every
+ * tap's load lies inside [0, W). */
+bool fc_win_columns_full(const FcWinRow *r, int64_t ox0);
+/* The right edge positions of plan p as one full vector ending at the row's end: its first column, which
+ * overlaps the full positions before it (their outputs are recomputed identically), or -1 where that vector
+ * would read outside the row or not reach back to the edges. Plain loads where the edges would take masked
+ * ones: AVX2 has no masked byte load, so an 8-bit row's edges otherwise load lane by lane. */
+int64_t fc_win_right_tail(const FcWinRow *r, const FcWinPlan *p);
 /* Stride 2: lane p of the even pick of a 2·vl-wide load, as shufps takes it within each 128-bit lane. */
 int fc_win_even_lane(int vl, int p);
 /* The n lanes idx[0..n) of v, as a vector (n > 1) or a scalar (n == 1). */

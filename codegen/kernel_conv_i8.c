@@ -144,6 +144,18 @@ static void copy_fixed(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef ds
   }
 }
 
+void fc_conv_i8_copy_bytes(FcKernel *k, bool flip, LLVMValueRef src, LLVMValueRef dst, int64_t len) {
+  if (len < 64) {
+    copy_fixed(k, flip, src, dst, len, false);
+    return;
+  }
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, len - 15), 16, "copy16");
+  copy_vec(k, flip, src, dst, j, 16);
+  fc_cg_loop_end(k, &l);
+  copy_vec(k, flip, src, dst, c64(k, len - 16), 16);
+}
+
 /* Whether step 1 builds a whole image's rows from padded planes (build_rows_padded): stride 1 along W, one
  * block per image. */
 static bool rows_from_padded(const FcConvI8 *t) { return t->c.sw == 1 && t->PB >= t->c.P; }

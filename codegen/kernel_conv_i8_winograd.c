@@ -22,7 +22,7 @@
  * channels: for each of the 16 transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2]
  * [tile], U[ξ][m][c/2]) on MR × 2 vectors of 8 tiles (U, the transformed weights, packed at compile time with
  * the channels' corrections and multipliers after them), then the output transform, the shift, the
- * requantisation and the store of each 8 tiles' 2×2 outputs as two rows of 16 (masked at the right edge; rows
+ * requantisation and the store of each 8 tiles' 2×2 outputs as two rows of 16 (a prefix at the right edge; rows
  * past OH dropped). R makes R·TW a multiple of 16 tiles (whole pairs of vectors) where V stays within twice
  * its budget; a conv of fewer than 4 blocks splits its output channels over tasks, whose consecutive splits of
  * one block reuse its P and V.
@@ -127,6 +127,17 @@ static LLVMValueRef load_vec(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p) {
 
 static void store_vec(FcKernel *k, LLVMValueRef v, LLVMValueRef p) { LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 1); }
 
+/* dst[0 .. len) = zx for a P row (len = Wp >= 18): a loop of 16-byte stores, the last one overlapping the one
+ * before it. */
+static void fill_zx(FcKernel *k, LLVMValueRef dst, int64_t len, LLVMValueRef zx) {
+  LLVMValueRef row = fc_cg_splat_const(LLVMVectorType(LLVMInt8TypeInContext(k->ctx), 16), zx);
+  FcLoop l;
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, len - 15), 16, "zx16");
+  store_vec(k, row, gep8(k, dst, j));
+  fc_cg_loop_end(k, &l);
+  store_vec(k, row, gep8(k, dst, c64(k, len - 16)));
+}
+
 /* P [C][R][4][Wp]: the 4 input rows of each of the block's tile rows (global tile row gr0 + r: image gr / TH,
  * input rows from 2·(gr % TH) - ph), columns from -pw, zx outside x (x ^ 0x80 for an i8 x). */
 static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0, LLVMValueRef rows) {
@@ -134,7 +145,7 @@ static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0,
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
-  FcLoop lc, lr, li, lj;
+  FcLoop lc, lr, li;
   LLVMValueRef ch = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->C), 1, "wc");
   LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wr");
   LLVMValueRef gr = fc_cg_iadd(k, gr0, r);
@@ -146,18 +157,11 @@ static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0,
   LLVMValueRef yy = fc_cg_isub(k, fc_cg_iadd(k, fc_cg_imulc(k, th, 2), i), c64(k, c->ph));
   LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, yy, c64(k, 0), ""),
                                  LLVMBuildICmp(b, LLVMIntSLT, yy, c64(k, c->H), ""), "");
-  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildNot(b, in, ""));
-  fc_cg_fill_bytes(k, dst, c64(k, 0), c64(k, t->Wp), zx);
-  fc_cg_if_end(k, cont);
-  cont = fc_cg_if_begin(k, in);
-  fc_cg_fill_bytes(k, dst, c64(k, 0), c64(k, c->pw), zx);
+  /* the row all zx, then (inside the input) x over its middle: vector stores of lengths known here */
+  fill_zx(k, dst, t->Wp, zx);
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, in);
   LLVMValueRef src = gep8(k, k->in[0], fc_cg_iadd(k, plane, fc_cg_imulc(k, yy, c->W)));
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, c->W), 1, "wj");
-  LLVMValueRef v = LLVMBuildLoad2(b, i8, gep8(k, src, j), "");
-  if (t->q.flip) v = LLVMBuildXor(b, v, LLVMConstInt(i8, 0x80, 0), "");
-  LLVMBuildStore(b, v, gep8(k, dst, fc_cg_iadd(k, j, c64(k, c->pw))));
-  fc_cg_loop_end(k, &lj);
-  fc_cg_fill_bytes(k, dst, c64(k, c->pw + c->W), c64(k, t->Wp), zx);
+  fc_conv_i8_copy_bytes(k, t->q.flip, src, gep8(k, dst, c64(k, c->pw)), c->W);
   fc_cg_if_end(k, cont);
   fc_cg_loop_end(k, &li);
   fc_cg_loop_end(k, &lr);
@@ -298,16 +302,11 @@ static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLV
   fc_cg_loop_end(k, &lx);
 }
 
-/* Output row oy's 16 values from ox0 (two tiles' columns interleaved): a whole vector, or the first `valid`. */
+/* Output row oy's 16 values from ox0 (two tiles' columns interleaved): a whole vector, or the first `valid`
+ * (plain stores of pieces: AVX2, this kernel's target, has no masked byte store). */
 static void store_row(FcKernel *k, LLVMValueRef row, LLVMValueRef dst, int64_t valid) {
-  if (valid >= 2 * TV) {
-    store_vec(k, row, dst);
-    return;
-  }
-  LLVMTypeRef i1 = LLVMInt1TypeInContext(k->ctx);
-  LLVMValueRef bits[16];
-  for (int l = 0; l < 16; l++) bits[l] = LLVMConstInt(i1, l < valid, 0);
-  fc_cg_masked_store(k, row, dst, LLVMConstVector(bits, 16));
+  if (valid >= 2 * TV) store_vec(k, row, dst);
+  else fc_cg_store_prefix(k, row, dst, (unsigned)valid);
 }
 
 /* Tiles [r][tv] of channel m (tile row th of its image, whose channel plane starts at ych): Aᵀ Y A, the shift,

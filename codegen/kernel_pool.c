@@ -3,13 +3,15 @@
  * fc_kernel_pool (kernel_nn.c) calls it when fc_pool_window_applies.
  *
  * The loop structure is the depthwise conv's (kernel_dwconv.c) with no weights, and the row geometry and
- * tap loads are the ones both share (cg_window.h): one output row at a
- * time in explicit vectors of VL lanes (VL from the target: 8 for AVX2). Each input row of the window is
+ * tap loads are the ones both share (cg_window.h): one output row at a time in explicit vectors of VL
+ * lanes (VL from the target: 8 f32 for AVX2; 8-bit rows see pool_lanes). Each input row of the window is
  * a pointer chosen with a select, either into the input plane or to a constant row of padding (W
  * floats), so rows in the vertical padding cost no branches. Along the width the row is cut at compile
  * time into a contiguous range of "full" vector positions, whose every tap reads inside [0, W), run as
  * a loop of plain loads, and a few "edge" positions emitted straight-line with per-tap lane masks
- * (masked loads; lanes outside the row read the padding value). Stride 2 loads 2·VL floats and keeps
+ * (masked loads; lanes outside the row read the padding value), or where every tap of the row's last VL
+ * columns reads inside it, that one plain vector (fc_win_right_tail: AVX2 has no masked byte loads, so an
+ * 8-bit edge would load lane by lane; its overlap recomputes a few outputs identically). Stride 2 loads 2·VL floats and keeps
  * every other one with one in-lane shuffle (shufps); the lanes come out in a fixed permuted order, the
  * same for every tap, and one shuffle per output vector restores it. Larger strides insert VL scalars.
  *
@@ -91,9 +93,21 @@ static bool pool_geometry(const FcKernel *k, int vl, Pw *g) {
   return fc_win_plan(&g->x, g->planes, g->OH, MAX_EDGES, MIN_TASKS, 1, &g->pl);
 }
 
+/* f32 rows take the target's f32 lanes; 8-bit rows twice as many (16 bytes are one xmm on AVX2), halved down
+ * to 4 while the row has fewer outputs, so that a short row (7 or 14 wide) is plain vectors and a tail
+ * (fc_win_right_tail) rather than a vector with masked-off lanes. */
+static int pool_lanes(const FcKernel *k) {
+  int vl = fc_win_lanes(k);
+  const FcType *xt = &k->op->operands[0].value->type, *yt = &k->op->results[0].type;
+  if (xt->dtype == FC_DT_F32 || yt->rank < 3) return vl;
+  vl = 2 * vl > MAX_VL ? MAX_VL : 2 * vl;
+  while (vl > 4 && yt->dims[yt->rank - 1] < vl) vl /= 2;
+  return vl;
+}
+
 bool fc_pool_window_applies(const FcKernel *k) {
   Pw g;
-  return pool_geometry(k, fc_win_lanes(k), &g);
+  return pool_geometry(k, pool_lanes(k), &g);
 }
 
 /* ---- emit helpers -------------------------------------------------------------------------------- */
@@ -179,7 +193,7 @@ static void emit_vector(PwCtx *c, LLVMValueRef ox0v, int64_t ox0, int lanes) {
  * x[p, oy*sh - ph + kh*dh, ox*sw - pw + kw*dw], p = n·C + c. */
 FcStatus fc_pool_window(FcKernel *k) {
   Pw g;
-  if (!pool_geometry(k, fc_win_lanes(k), &g))
+  if (!pool_geometry(k, pool_lanes(k), &g))
     return fc_cg_error(k, FC_ERR_INTERNAL, "the vectorised pool kernel does not apply to this pool");
   fc_kernel_set_outer(k, g.planes * g.pl.nrb, (double)(g.KH * g.x.KW + 2) * (double)g.pl.rb * (double)g.x.OW);
 
@@ -238,7 +252,9 @@ FcStatus fc_pool_window(FcKernel *k) {
     emit_vector(&c, ox0, 0, g.x.vl);
     fc_cg_loop_end(k, &lv);
   }
-  for (int64_t v = g.pl.v_hi; v < g.pl.nv; v++) {
+  int64_t tail = fc_win_right_tail(&g.x, &g.pl);
+  if (tail >= 0) emit_vector(&c, c64(k, tail), 0, g.x.vl);
+  for (int64_t v = g.pl.v_hi; v < g.pl.nv && tail < 0; v++) {
     int64_t ox0 = v * g.x.vl, left = g.x.OW - ox0;
     emit_vector(&c, NULL, ox0, left < g.x.vl ? (int)left : g.x.vl);
   }
