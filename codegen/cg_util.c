@@ -436,10 +436,12 @@ void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRe
 
 void fc_cg_store_prefix(FcKernel *k, LLVMValueRef v, LLVMValueRef p, unsigned n) {
   LLVMTypeRef et = LLVMGetElementType(LLVMTypeOf(v));
-  unsigned done = 0;
-  for (unsigned piece = 8; piece >= 1; piece /= 2) {
+  unsigned lanes = LLVMGetVectorSize(LLVMTypeOf(v)), done = 0, top = 1;
+  FC_ASSERT(n <= lanes && lanes <= 64);
+  while (2 * top <= n) top *= 2;
+  for (unsigned piece = top; piece >= 1; piece /= 2) {
     if (n - done < piece) continue;
-    int idx[8];
+    int idx[64];
     for (unsigned i = 0; i < piece; i++) idx[i] = (int)(done + i);
     LLVMValueRef part = fc_cg_shuffle(k, v, v, idx, (int)piece);
     LLVMValueRef at = fc_cg_const_i64(k, done);

@@ -257,9 +257,9 @@ LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVM
  * `passthru` there. */
 LLVMValueRef fc_cg_masked_load(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask, LLVMValueRef passthru);
 void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
-/* The first n lanes of vector v stored at p (n known here, below v's lanes), as plain stores of pieces of 8,
- * 4, 2 and 1 lanes: what a masked store of a constant prefix becomes where the target has no masked store
- * of v's elements (bytes on AVX2, which LLVM otherwise scalarises lane by lane). */
+/* The first n lanes of vector v stored at p (n known here, at most v's lanes), as plain stores of pieces of
+ * halving powers of two (14 lanes: 8, 4, 2): what a masked store of a constant prefix becomes where the target
+ * has no masked store of v's elements (bytes on AVX2, which LLVM otherwise scalarises lane by lane). */
 void fc_cg_store_prefix(FcKernel *k, LLVMValueRef v, LLVMValueRef p, unsigned n);
 /* Outer iteration o (i64) of a loop over rows of `inner` elements, each cut into nchunks chunks of `chunk`:
  * the row, and the chunk's element range [*lo, *hi) (the whole row when nchunks is 1). */

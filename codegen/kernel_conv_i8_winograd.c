@@ -1,31 +1,40 @@
-/* kernel_conv_i8_winograd.c — the quantised 3×3 stride-1 conv (qspec §2) by Winograd's F(2×2, 3×3) in exact
- * integer arithmetic, for CPUs whose only byte dot is AVX2's vpmaddubsw (fc_target_i8_winograd).
+/* kernel_conv_i8_winograd.c — the quantised 3×3 stride-1 conv (qspec §2) by Winograd's F(4×4, 3×3) or F(2×2, 3×3)
+ * in exact integer arithmetic, for CPUs whose only byte dot is AVX2's vpmaddubsw (fc_target_i8_winograd).
  *
  * There the direct int8 conv issues vpmaddubsw + vpmaddwd on the two multiply ports per 32 multiply-adds,
- * while F(2×2, 3×3) needs 16 products per 4 outputs instead of 36: with both operands in 16 bits, one
- * vpmaddwd per 16 of them. With G' = 2G (integer rows [2,0,0], [1,1,1], [1,-1,1], [0,0,2]) every transform is
- * an integer one and the result is 4 times the conv sum:
- *     4·Σ_c Σ_taps x·w' = Aᵀ [ Σ_c (G' w'_c G'ᵀ) ⊙ (Bᵀ d_c B) ] A,
- * so the i32 sums, shifted right by 2, are exactly the direct kernel's (and the requantisation after them,
- * fc_qp_finish, the same code): outputs are bit-identical. Bounds: d is the raw u8 input (padding reads zx,
- * the real 0, as in every quantised kernel; the corrections of cg_requant.h then hold), |Bᵀ d B| <= 4·255 and
- * |G' w' G'ᵀ| <= 9·255 fit i16; vpmaddwd's pair sums are exact, and the sums over channels and the output
- * transform wrap modulo 2^32 like any i32 arithmetic, so they are exact whenever 4·|conv sum| fits i32
- * (4·9·C·xmax·max|w'| below 2^31, checked from the weights; other convs take the direct kernel).
+ * while F(m×m, 3×3) needs (m+2)² products per m² outputs instead of 9·m² (16 per 4 for m = 2, 36 per 16 for
+ * m = 4): with both operands in 16 bits, one vpmaddwd per 16 of them, plus the vpaddd beside it. Every
+ * transform is made integer by scaling:
+ *   F(2×2): G' = 2G (rows [2,0,0], [1,1,1], [1,-1,1], [0,0,2]); the plain Aᵀ gives 4 times the conv sum, so
+ *     the i32 result shifted right by 2 is the sum.
+ *   F(4×4): G = D·G' with D = diag(1/4, -1/6, -1/6, 1/24, 1/24, 1) and G' rows [1,0,0], [1,1,1], [1,-1,1],
+ *     [1,2,4], [1,-2,4], [0,0,1]; D moves into the output transform, A'ᵀ = 24·Aᵀ·D (rows [6,-4,-4,1,1,0],
+ *     [0,-4,4,2,-2,0], [0,-4,-4,4,4,0], [0,-4,4,8,-8,24]), which gives 576 = 9·64 times the conv sum. The
+ *     i32 arithmetic is exact modulo 2^32, so multiplying by 9's inverse modulo 2^32 gives 64 times the sum,
+ *     and the arithmetic shift by 6 the sum itself, wherever 64·|sum| fits i32.
+ * So the result is bit-identical to the direct kernel's sum (and the requantisation after it, fc_qp_finish,
+ * the same code). Bounds: d is the raw u8 input (padding reads zx, the real 0, as in every quantised kernel;
+ * the corrections of cg_requant.h then hold); |Bᵀ d B| <= 4·255 (m = 2) or 100·255 (m = 4) and |G' w' G'ᵀ|
+ * <= 9·255 or 49·255 fit i16; vpmaddwd's pair sums are exact, and the sums over channels and the output
+ * transform wrap modulo 2^32 like any i32 arithmetic, so they are exact whenever the final scaled sum fits:
+ * 4·|sum| < 2^31 for m = 2 (checked as 4·9·C·xmax·max|w'|), 64·|sum| < 2^31 for m = 4 (checked per output
+ * channel as 64·xmax·Σ|w'|). A conv takes F(4×4) where that bound, its rows of tiles and its transformed
+ * weights allow, else F(2×2), else the direct kernel.
  *
- * Layout: tiles of 2×2 outputs, TW to a tile row; a task is a block of R consecutive tile rows of the batch
- * (across images: R·TW tiles, numbered r·TW + tw) and a range of output channels. It copies the 4 input rows of
- * each tile row into a zx-padded scratch P [C][R][4][2·TWp+2] (xor 0x80 for an i8 x; TWp: TW rounded up to a
- * vector), transforms 8 tiles of a tile row at a time (one 16-byte load gives the window columns of 8 tiles:
- * even and odd bytes; a row's last vector spills into the next row's tiles, which are written after it) into
- * V[ξ][c/2][tile] as s16 pairs of neighbouring channels (one i32 a tile), and then per tile of MR output
- * channels: for each of the 16 transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2]
- * [tile], U[ξ][m][c/2]) on MR × 2 vectors of 8 tiles (U, the transformed weights, packed at compile time with
- * the channels' corrections and multipliers after them), then the output transform, the shift, the
- * requantisation and the store of each 8 tiles' 2×2 outputs as two rows of 16 (a prefix at the right edge; rows
- * past OH dropped). R makes R·TW a multiple of 16 tiles (whole pairs of vectors) where V stays within twice
- * its budget; a conv of fewer than 4 blocks splits its output channels over tasks, whose consecutive splits of
- * one block reuse its P and V.
+ * Layout: tiles of m×m outputs, TW to a tile row; a task is a block of R consecutive tile rows of the batch
+ * (across images: R·TW tiles, numbered r·TW + tw) and a range of output channels. It copies the m+2 input rows
+ * of each tile row into a zx-padded scratch P [C][R][m+2][m·TWp+2] (xor 0x80 for an i8 x; TWp: TW rounded up
+ * to a vector), transforms 8 tiles of a tile row at a time (two loads of 8·m bytes, at the tiles' first column
+ * and m past it, hold the window columns of 8 tiles: bytes m·j + q) into V[ξ][c/2][tile] as s16 pairs of
+ * neighbouring channels (one i32 a tile), and then per tile of MR output channels: for each of the (m+2)²
+ * transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2][tile], U[ξ][m][c/2]) on MR × 2
+ * vectors of 8 tiles (U, the transformed weights, packed at compile time with the channels' corrections and
+ * multipliers after them), then the output transform, the scaling back, the requantisation and the store of
+ * each 8 tiles' m×m outputs as m rows of 8·m (a prefix at the right edge; rows past OH dropped). A row's last
+ * vector of tiles reaches past its TW tiles into the next row's first, which that row's own step writes
+ * afterwards, or into the slack after the block. R makes R·TW a multiple of 16 tiles (whole pairs of vectors)
+ * where V stays within twice its budget; a conv of fewer than 4 blocks splits its output channels over tasks,
+ * whose consecutive splits of one block reuse its P and V.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +46,11 @@ enum {
   TV = 8,                    /* tiles per vector (i32 lanes of a ymm) */
   V_BUDGET = 192 * 1024,     /* bytes of a block's transformed input: stays in L2 with Y and U's tile */
   MIN_CHANNELS = 16,         /* fewer input or output channels: the transforms outweigh the GEMM */
-  U_BYTES_PER_TILE = 64 << 10, /* transformed weights a tile of the batch may account for */
+  U_BYTES_PER_TILE = 16 << 10, /* transformed weights an output of the batch may account for */
+  MAX_A = 6,                 /* the window of F(4×4, 3×3) */
 };
+
+static const uint32_t INV9 = 954437177u; /* 9 · INV9 = 1 modulo 2^32 */
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
@@ -46,6 +58,7 @@ static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); 
 typedef struct Wino {
   FcConv2 c;
   FcQuantProduct q;
+  int m, A;                            /* outputs a tile side (2 or 4) and its window, m + 2 */
   int64_t TH, TW, TWp, Wp;             /* tile rows, tile columns (TWp: padded to vectors), P's row bytes */
   int64_t CP, Mp, MT;                  /* channel pairs; output channels padded to MR and their tiles */
   int64_t GR, R, NB, MS;               /* tile rows of the batch, tile rows a block, blocks, output channel splits */
@@ -64,8 +77,24 @@ static int32_t max_abs_w(const FcQuantProduct *q) {
   return m;
 }
 
-/* Bytes of U: 16 positions × output channels padded to MR × channel pairs × an s16 pair. */
-static double u_bytes(const FcConv2 *c) { return 16.0 * (double)round_up(c->M, MR) * (double)((c->C + 1) / 2) * 4; }
+/* Bytes of U: (m+2)² positions × output channels padded to MR × channel pairs × an s16 pair. */
+static double u_bytes(const FcConv2 *c, int m) {
+  return (double)((m + 2) * (m + 2)) * (double)round_up(c->M, MR) * (double)((c->C + 1) / 2) * 4;
+}
+
+/* Whether F(m×m, 3×3) suits the conv's shape: the transforms run on whole vectors of 8 tiles of a tile row,
+ * at most half of them wasted for F(2×2), a third for F(4×4), whose transforms weigh more against its smaller
+ * GEMM (the seed CNN's 14×14 maps, 4 tiles a row: 2.05 ms as F(2×2), 2.31 as F(4×4); ResNet-18's 28×28 and
+ * 56×56, 7 and 14: 1.09 -> 0.75 and 1.03 -> 0.73 ms a conv); and the transformed weights, (m+2)²/9 × 2 bytes
+ * a weight beside the other variants' shared s8 packing, which stream from memory once a run, are few against
+ * the outputs (a map of few tiles, e.g. 7×7, keeps the direct kernel: ResNet-18's layer4 would add 25 MB to
+ * the artefact for 0.5 ms). */
+static bool tiles_suit(const FcConv2 *c, int m) {
+  int64_t tw = (c->OW + m - 1) / m;
+  if (m == 2 ? round_up(tw, TV) > 2 * tw : 2 * round_up(tw, TV) > 3 * tw) return false;
+  double outputs = (double)c->N * (double)((c->OH + m - 1) / m) * (double)tw * m * m;
+  return u_bytes(c, m) <= U_BYTES_PER_TILE * outputs;
+}
 
 static bool geometry(const FcKernel *k, FcConv2 *c) {
   const FcOp *op = k->op;
@@ -73,14 +102,7 @@ static bool geometry(const FcKernel *k, FcConv2 *c) {
   if (op->results[0].type.rank != 4 || c->KH != 3 || c->KW != 3 || c->sh != 1 || c->sw != 1 || c->dh != 1 ||
       c->dw != 1 || c->G != 1 || c->C < MIN_CHANNELS || c->M < MIN_CHANNELS || c->OH < 2)
     return false;
-  /* the input transform runs on whole vectors of a tile row: at most half of one wasted */
-  int64_t tw = (c->OW + 1) / 2;
-  if (round_up(tw, TV) > 2 * tw) return false;
-  /* The transformed weights take 16/9 × 2 bytes a weight beside the other variants' shared s8 packing, and
-   * stream from memory once a run: only where each tile has enough of them (a map of few tiles, e.g. 7×7,
-   * keeps the direct kernel: ResNet-18's layer4 would add 25 MB to the artefact for 0.5 ms) */
-  double tiles = (double)c->N * (double)((c->OH + 1) / 2) * (double)tw;
-  return u_bytes(c) <= U_BYTES_PER_TILE * tiles;
+  return tiles_suit(c, 2) || tiles_suit(c, 4);
 }
 
 bool fc_conv_i8_winograd_applies(const FcKernel *k) {
@@ -88,11 +110,24 @@ bool fc_conv_i8_winograd_applies(const FcKernel *k) {
   return fc_target_i8_winograd(k->target) && geometry(k, &c);
 }
 
+/* Whether every output channel's scaled sum, 64·|Σ x·w'| with x in [0, xmax], fits i32 (F(4×4)'s bound). */
+static bool sums_fit_f4(const FcQuantProduct *q) {
+  for (int64_t m = 0; m < q->channels; m++) {
+    int64_t l1 = 0;
+    for (int64_t i = 0; i < q->K; i++) l1 += abs(q->w[m * q->K + i]);
+    if (64.0 * (double)q->xmax * (double)l1 >= 2147483648.0) return false;
+  }
+  return true;
+}
+
 /* U = G' w'_c G'ᵀ per (output channel, input channel), packed as [ξ][m tile][channel pair][MR] i32 (an s16 pair:
  * the even channel low); then the corrections (i32) and multipliers (f32) of Mp channels (zeros past M). */
 static int8_t *pack_u(const Wino *t, int64_t *bytes) {
-  static const int G[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+  static const int G2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+  static const int G4[6][3] = {{1, 0, 0}, {1, 1, 1}, {1, -1, 1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 1}};
+  const int(*G)[3] = t->m == 4 ? G4 : G2;
   const FcConv2 *c = &t->c;
+  int A = t->A;
   *bytes = t->u_bytes + 8 * t->Mp;
   int8_t *pk = calloc((size_t)*bytes, 1);
   if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
@@ -100,14 +135,14 @@ static int8_t *pack_u(const Wino *t, int64_t *bytes) {
   for (int64_t m = 0; m < c->M; m++)
     for (int64_t ch = 0; ch < c->C; ch++) {
       const int16_t *g = t->q.w + m * c->K + ch * 9;
-      int tmp[4][3];
-      for (int a = 0; a < 4; a++)
+      int tmp[MAX_A][3];
+      for (int a = 0; a < A; a++)
         for (int j = 0; j < 3; j++) tmp[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j];
-      for (int a = 0; a < 4; a++)
-        for (int b = 0; b < 4; b++) {
+      for (int a = 0; a < A; a++)
+        for (int b = 0; b < A; b++) {
           int v = G[b][0] * tmp[a][0] + G[b][1] * tmp[a][1] + G[b][2] * tmp[a][2];
-          int64_t at = ((((int64_t)(a * 4 + b) * t->MT + m / MR) * t->CP + ch / 2) * MR + m % MR) * 2 + ch % 2;
-          u[at] = (int16_t)v; /* |v| <= 9·255 */
+          int64_t at = ((((int64_t)(a * A + b) * t->MT + m / MR) * t->CP + ch / 2) * MR + m % MR) * 2 + ch % 2;
+          u[at] = (int16_t)v; /* |v| <= 9·255 (m = 2) or 49·255 (m = 4) */
         }
     }
   memcpy(pk + t->u_bytes, t->q.corr, (size_t)c->M * 4);
@@ -138,8 +173,8 @@ static void fill_zx(FcKernel *k, LLVMValueRef dst, int64_t len, LLVMValueRef zx)
   store_vec(k, row, gep8(k, dst, c64(k, len - 16)));
 }
 
-/* P [C][R][4][Wp]: the 4 input rows of each of the block's tile rows (global tile row gr0 + r: image gr / TH,
- * input rows from 2·(gr % TH) - ph), columns from -pw, zx outside x (x ^ 0x80 for an i8 x). */
+/* P [C][R][m+2][Wp]: the m+2 input rows of each of the block's tile rows (global tile row gr0 + r: image gr / TH,
+ * input rows from m·(gr % TH) - ph), columns from -pw, zx outside x (x ^ 0x80 for an i8 x). */
 static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0, LLVMValueRef rows) {
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
@@ -151,10 +186,10 @@ static void fill_p(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef gr0,
   LLVMValueRef gr = fc_cg_iadd(k, gr0, r);
   LLVMValueRef n = LLVMBuildSDiv(b, gr, c64(k, t->TH), ""), th = LLVMBuildSRem(b, gr, c64(k, t->TH), "");
   LLVMValueRef plane = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, n, c->C), ch), c->H * c->W);
-  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, 4), 1, "wi");
-  LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ch, t->R), r), 4), i);
+  LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, t->A), 1, "wi");
+  LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, ch, t->R), r), t->A), i);
   LLVMValueRef dst = gep8(k, P, fc_cg_imulc(k, pr, t->Wp));
-  LLVMValueRef yy = fc_cg_isub(k, fc_cg_iadd(k, fc_cg_imulc(k, th, 2), i), c64(k, c->ph));
+  LLVMValueRef yy = fc_cg_isub(k, fc_cg_iadd(k, fc_cg_imulc(k, th, t->m), i), c64(k, c->ph));
   LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, yy, c64(k, 0), ""),
                                  LLVMBuildICmp(b, LLVMIntSLT, yy, c64(k, c->H), ""), "");
   /* the row all zx, then (inside the input) x over its middle: vector stores of lengths known here */
@@ -177,60 +212,99 @@ static void bt4(FcKernel *k, LLVMValueRef *d, LLVMValueRef *o) {
   o[3] = LLVMBuildSub(b, d[1], d[3], "");
 }
 
-/* Aᵀ · (4 vectors) for Aᵀ = [1 1 1 0; 0 1 -1 -1]. */
-static void at4(FcKernel *k, LLVMValueRef *y, LLVMValueRef *o) {
+/* v · c for a vector v of integers. */
+static LLVMValueRef mulc(FcKernel *k, LLVMValueRef v, int64_t c) {
+  LLVMTypeRef vt = LLVMTypeOf(v);
+  return LLVMBuildMul(k->b, v, fc_cg_splat_const(vt, LLVMConstInt(LLVMGetElementType(vt), (unsigned long long)c, 1)), "");
+}
+
+/* Bᵀ · (6 vectors) for the rows of Bᵀ = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0;
+ * 0 2 -1 -2 1 0; 0 4 0 -5 0 1], sharing the sums of rows 1 to 4. In i16, where every final value fits (see the
+ * top) and the wrapping of a partial sum cancels. */
+static void bt6(FcKernel *k, LLVMValueRef *d, LLVMValueRef *o) {
   LLVMBuilderRef b = k->b;
-  o[0] = LLVMBuildAdd(b, LLVMBuildAdd(b, y[0], y[1], ""), y[2], "");
-  o[1] = LLVMBuildSub(b, LLVMBuildSub(b, y[1], y[2], ""), y[3], "");
+  LLVMValueRef s12 = LLVMBuildAdd(b, d[1], d[2], ""), d12 = LLVMBuildSub(b, d[1], d[2], "");
+  LLVMValueRef s34 = LLVMBuildAdd(b, d[4], d[3], ""), d43 = LLVMBuildSub(b, d[4], d[3], "");
+  LLVMValueRef d42 = LLVMBuildSub(b, d[4], d[2], ""), d31 = mulc(k, LLVMBuildSub(b, d[3], d[1], ""), 2);
+  o[0] = LLVMBuildAdd(b, LLVMBuildSub(b, mulc(k, d[0], 4), mulc(k, d[2], 5), ""), d[4], "");
+  o[1] = LLVMBuildSub(b, s34, mulc(k, s12, 4), "");
+  o[2] = LLVMBuildAdd(b, d43, mulc(k, d12, 4), "");
+  o[3] = LLVMBuildAdd(b, d42, d31, "");
+  o[4] = LLVMBuildSub(b, d42, d31, "");
+  o[5] = LLVMBuildAdd(b, LLVMBuildSub(b, mulc(k, d[1], 4), mulc(k, d[3], 5), ""), d[5], "");
+}
+
+/* The input transform's Bᵀ of the kernel's tile size. */
+static void bt(FcKernel *k, const Wino *t, LLVMValueRef *d, LLVMValueRef *o) {
+  if (t->m == 4) bt6(k, d, o);
+  else bt4(k, d, o);
+}
+
+/* The output transform of F(2×2): Aᵀ · (4 vectors) for Aᵀ = [1 1 1 0; 0 1 -1 -1]; of F(4×4): A'ᵀ · (6 vectors)
+ * for A'ᵀ = 24·Aᵀ·D (see the top) = [6 -4 -4 1 1 0; 0 -4 4 2 -2 0; 0 -4 -4 4 4 0; 0 -4 4 8 -8 24]. */
+static void at(FcKernel *k, const Wino *t, LLVMValueRef *y, LLVMValueRef *o) {
+  LLVMBuilderRef b = k->b;
+  if (t->m == 2) {
+    o[0] = LLVMBuildAdd(b, LLVMBuildAdd(b, y[0], y[1], ""), y[2], "");
+    o[1] = LLVMBuildSub(b, LLVMBuildSub(b, y[1], y[2], ""), y[3], "");
+    return;
+  }
+  LLVMValueRef s12 = mulc(k, LLVMBuildAdd(b, y[1], y[2], ""), 4), d21 = mulc(k, LLVMBuildSub(b, y[2], y[1], ""), 4);
+  LLVMValueRef s34 = LLVMBuildAdd(b, y[3], y[4], ""), d34 = LLVMBuildSub(b, y[3], y[4], "");
+  o[0] = LLVMBuildAdd(b, LLVMBuildSub(b, mulc(k, y[0], 6), s12, ""), s34, "");
+  o[1] = LLVMBuildAdd(b, d21, mulc(k, d34, 2), "");
+  o[2] = LLVMBuildSub(b, mulc(k, s34, 4), s12, "");
+  o[3] = LLVMBuildAdd(b, LLVMBuildAdd(b, d21, mulc(k, d34, 8), ""), mulc(k, y[5], 24), "");
 }
 
 /* V[ξ][cp][tile] for the block's `rows` tile rows (tile r·TW + tw): each step 8 tiles of a tile row and one
  * channel pair, both channels in one vector of 16 i16 (lane 2j: tile j of the even channel, 2j + 1: of the odd
- * one), which is V's layout, so the transforms work on both at once. A row's last vector reaches past its TW
- * tiles into the next row's first, which that row's own step writes afterwards, or into the slack after the
- * block. */
+ * one), which is V's layout, so the transforms work on both at once. Window column q of tile j is byte m·j + q
+ * of a row: of the 8·m bytes loaded at the tiles' first column (q < m), or at m past it. A row's last vector
+ * reaches past its TW tiles into the next row's first, which that row's own step writes afterwards, or into the
+ * slack after the block. */
 static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef V, LLVMValueRef rows) {
   LLVMBuilderRef b = k->b;
+  int m = t->m, A = t->A;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx);
-  LLVMTypeRef v16b = LLVMVectorType(i8, 16), v16w = LLVMVectorType(i16, 16);
-  int even[16], odd[16];
-  for (int j = 0; j < 8; j++) {
-    even[2 * j] = 2 * j, even[2 * j + 1] = 16 + 2 * j;
-    odd[2 * j] = 2 * j + 1, odd[2 * j + 1] = 17 + 2 * j;
-  }
+  LLVMTypeRef vlb = LLVMVectorType(i8, (unsigned)(TV * m)), v16w = LLVMVectorType(i16, 16);
+  int pick[MAX_A][16]; /* column q of the 8 tiles, both channels: from the pair of loads at 0 (q < m) or at m */
+  for (int q = 0; q < A; q++)
+    for (int j = 0; j < 8; j++) {
+      pick[q][2 * j] = m * j + q % m;
+      pick[q][2 * j + 1] = TV * m + m * j + q % m;
+    }
   FcLoop lp, lr, lt;
   LLVMValueRef cp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->CP), 1, "wcp");
   LLVMValueRef c0 = fc_cg_imulc(k, cp, 2), c1 = fc_cg_smin(k, fc_cg_iadd(k, c0, c64(k, 1)), c64(k, t->c.C - 1));
   LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wr");
   LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t->TWp / TV), 1, "wtv");
-  LLVMValueRef d[4][4];
-  for (int i = 0; i < 4; i++) {
+  LLVMValueRef d[MAX_A][MAX_A];
+  for (int i = 0; i < A; i++) {
     LLVMValueRef lo[2], hi[2];
     for (int h = 0; h < 2; h++) {
-      LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, h ? c1 : c0, t->R), r), 4), c64(k, i));
-      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, pr, t->Wp), fc_cg_imulc(k, tv, 2 * TV));
-      lo[h] = load_vec(k, v16b, gep8(k, P, at));
-      hi[h] = load_vec(k, v16b, gep8(k, P, fc_cg_iadd(k, at, c64(k, 2))));
+      LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, h ? c1 : c0, t->R), r), A), c64(k, i));
+      LLVMValueRef at_ = fc_cg_iadd(k, fc_cg_imulc(k, pr, t->Wp), fc_cg_imulc(k, tv, m * TV));
+      lo[h] = load_vec(k, vlb, gep8(k, P, at_));
+      hi[h] = load_vec(k, vlb, gep8(k, P, fc_cg_iadd(k, at_, c64(k, m))));
     }
-    /* window column q of tile j is byte 2j + q: even and odd bytes of the loads at 0 and at 2 */
-    d[i][0] = LLVMBuildZExt(b, fc_cg_shuffle(k, lo[0], lo[1], even, 16), v16w, "");
-    d[i][1] = LLVMBuildZExt(b, fc_cg_shuffle(k, lo[0], lo[1], odd, 16), v16w, "");
-    d[i][2] = LLVMBuildZExt(b, fc_cg_shuffle(k, hi[0], hi[1], even, 16), v16w, "");
-    d[i][3] = LLVMBuildZExt(b, fc_cg_shuffle(k, hi[0], hi[1], odd, 16), v16w, "");
+    for (int q = 0; q < A; q++)
+      d[i][q] = LLVMBuildZExt(b, q < m ? fc_cg_shuffle(k, lo[0], lo[1], pick[q], 16) : fc_cg_shuffle(k, hi[0], hi[1], pick[q], 16),
+                              v16w, "");
   }
-  LLVMValueRef e[4][4], col[4], out[4];
-  for (int q = 0; q < 4; q++) {
-    for (int i = 0; i < 4; i++) col[i] = d[i][q];
-    bt4(k, col, out);
-    for (int a = 0; a < 4; a++) e[a][q] = out[a];
+  LLVMValueRef e[MAX_A][MAX_A], col[MAX_A], out[MAX_A];
+  for (int q = 0; q < A; q++) {
+    for (int i = 0; i < A; i++) col[i] = d[i][q];
+    bt(k, t, col, out);
+    for (int a = 0; a < A; a++) e[a][q] = out[a];
   }
   LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TW), fc_cg_imulc(k, tv, TV));
-  for (int a = 0; a < 4; a++) {
-    bt4(k, e[a], out);
-    for (int bb = 0; bb < 4; bb++) {
-      LLVMValueRef pair = fc_cg_iadd(k, c64(k, (a * 4 + bb) * t->CP), cp);
-      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, pair, t->TBs), tile0), 4);
-      store_vec(k, out[bb], gep8(k, V, at));
+  for (int a = 0; a < A; a++) {
+    bt(k, t, e[a], out);
+    for (int bb = 0; bb < A; bb++) {
+      LLVMValueRef pair = fc_cg_iadd(k, c64(k, (a * A + bb) * t->CP), cp);
+      LLVMValueRef at_ = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, pair, t->TBs), tile0), 4);
+      store_vec(k, out[bb], gep8(k, V, at_));
     }
   }
   fc_cg_loop_end(k, &lt);
@@ -285,7 +359,7 @@ static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLV
                  LLVMValueRef tiles, LLVMValueRef acc) {
   LLVMBuilderRef b = k->b;
   FcLoop lx, lt;
-  LLVMValueRef xi = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, 16), 1, "wxi");
+  LLVMValueRef xi = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, t->A * t->A), 1, "wxi");
   LLVMValueRef vx = gep8(k, V, fc_cg_imulc(k, xi, t->CP * t->TBs * 4));
   LLVMValueRef ux = gep8(k, wp, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, xi, t->MT), mt), t->CP * MR * 4));
   LLVMValueRef yx = gep8(k, Y, fc_cg_imulc(k, xi, MR * t->TBs * 4));
@@ -302,42 +376,55 @@ static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLV
   fc_cg_loop_end(k, &lx);
 }
 
-/* Output row oy's 16 values from ox0 (two tiles' columns interleaved): a whole vector, or the first `valid`
+/* Output row oy's 8·m values from ox0 (the 8 tiles' columns in order): a whole vector, or the first `valid`
  * (plain stores of pieces: AVX2, this kernel's target, has no masked byte store). */
-static void store_row(FcKernel *k, LLVMValueRef row, LLVMValueRef dst, int64_t valid) {
-  if (valid >= 2 * TV) store_vec(k, row, dst);
+static void store_row(FcKernel *k, const Wino *t, LLVMValueRef row, LLVMValueRef dst, int64_t valid) {
+  if (valid >= TV * t->m) store_vec(k, row, dst);
   else fc_cg_store_prefix(k, row, dst, (unsigned)valid);
 }
 
-/* Tiles [r][tv] of channel m (tile row th of its image, whose channel plane starts at ych): Aᵀ Y A, the shift,
- * the requantisation, two output rows. */
+/* The conv sums from the output transform's scaled ones: s >> 2 for F(2×2); for F(4×4), s = 576·sum modulo
+ * 2^32, times 9's inverse modulo 2^32 is 64·sum, which fits i32 (the bound of the top), then >> 6. */
+static LLVMValueRef unscale(FcKernel *k, const Wino *t, LLVMValueRef s) {
+  LLVMTypeRef vi = LLVMTypeOf(s), i32 = LLVMGetElementType(vi);
+  if (t->m == 4) s = LLVMBuildMul(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, INV9, 0)), "");
+  return LLVMBuildAShr(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, t->m == 4 ? 6 : 2, 0)), "");
+}
+
+/* Tiles [r][tv] of channel m (tile row th of its image, whose channel plane starts at ych): the output
+ * transform, the unscaling, the requantisation, m output rows. */
 static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueRef r, LLVMValueRef tv, int64_t valid,
                          LLVMValueRef corr, LLVMValueRef mult, LLVMValueRef ych, LLVMValueRef th) {
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
+  int m = t->m, A = t->A;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, TV);
   LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TW), fc_cg_imulc(k, tv, TV));
-  LLVMValueRef y[16], f[2][4], col[4], o[2];
-  for (int x = 0; x < 16; x++)
+  LLVMValueRef y[MAX_A * MAX_A], f[4][MAX_A], col[MAX_A], o[4];
+  for (int x = 0; x < A * A; x++)
     y[x] = load_vec(k, vi, gep8(k, yi, fc_cg_imulc(k, fc_cg_iadd(k, c64(k, (int64_t)x * MR * t->TBs), tile0), 4)));
-  for (int bb = 0; bb < 4; bb++) {
-    for (int a = 0; a < 4; a++) col[a] = y[a * 4 + bb];
-    at4(k, col, o);
-    f[0][bb] = o[0];
-    f[1][bb] = o[1];
+  for (int bb = 0; bb < A; bb++) {
+    for (int a = 0; a < A; a++) col[a] = y[a * A + bb];
+    at(k, t, col, o);
+    for (int oo = 0; oo < m; oo++) f[oo][bb] = o[oo];
   }
-  int inter[16];
-  for (int j = 0; j < 8; j++) inter[2 * j] = j, inter[2 * j + 1] = 8 + j;
-  LLVMValueRef two = fc_cg_splat_const(vi, LLVMConstInt(i32, 2, 0));
-  for (int oo = 0; oo < 2; oo++) {
-    at4(k, f[oo], o);
-    LLVMValueRef res[2];
-    for (int p = 0; p < 2; p++) res[p] = fc_qp_finish(k, &t->q, LLVMBuildAShr(b, o[p], two, ""), corr, mult);
-    LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, th, 2), c64(k, oo));
+  /* output column c of tile j at m·j + c: pairs of columns interleaved, then (m = 4) the pairs */
+  int inter[16], quad[32];
+  for (int j = 0; j < 8; j++) {
+    inter[2 * j] = j, inter[2 * j + 1] = 8 + j;
+    for (int cc = 0; cc < 4; cc++) quad[4 * j + cc] = (cc < 2 ? 0 : 16) + 2 * j + cc % 2;
+  }
+  for (int oo = 0; oo < m; oo++) {
+    at(k, t, f[oo], o);
+    LLVMValueRef res[4];
+    for (int p = 0; p < m; p++) res[p] = fc_qp_finish(k, &t->q, unscale(k, t, o[p]), corr, mult);
+    LLVMValueRef row = fc_cg_shuffle(k, res[0], res[1], inter, 16);
+    if (m == 4) row = fc_cg_shuffle(k, row, fc_cg_shuffle(k, res[2], res[3], inter, 16), quad, 32);
+    LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, th, m), c64(k, oo));
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, c->OH), ""));
-    LLVMValueRef at = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, 2 * TV)));
-    store_row(k, fc_cg_shuffle(k, res[0], res[1], inter, 16), LLVMBuildGEP2(b, et, k->out[0], &at, 1, ""), valid);
+    LLVMValueRef at_ = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, m * TV)));
+    store_row(k, t, row, LLVMBuildGEP2(b, et, k->out[0], &at_, 1, ""), valid);
     fc_cg_if_end(k, cont);
   }
 }
@@ -348,7 +435,7 @@ static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMVal
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
-  int64_t ntv = t->TWp / TV, nfull = c->OW / (2 * TV);
+  int64_t ntv = t->TWp / TV, nfull = c->OW / (t->m * TV);
   for (int i = 0; i < MR; i++) {
     LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, mt, MR), c64(k, i));
     LLVMBasicBlockRef in = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, m, c64(k, c->M), ""));
@@ -366,10 +453,10 @@ static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMVal
     LLVMValueRef ych = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, n, c->M), m), c->OH * c->OW);
     if (nfull > 0) {
       LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, nfull), 1, "wot");
-      output_tiles(k, t, yi, r, tv, 2 * TV, corr, mult, ych, th);
+      output_tiles(k, t, yi, r, tv, t->m * TV, corr, mult, ych, th);
       fc_cg_loop_end(k, &lt);
     }
-    if (ntv > nfull) output_tiles(k, t, yi, r, c64(k, nfull), c->OW - 2 * TV * nfull, corr, mult, ych, th);
+    if (ntv > nfull) output_tiles(k, t, yi, r, c64(k, nfull), c->OW - t->m * TV * nfull, corr, mult, ych, th);
     fc_cg_loop_end(k, &lr);
     fc_cg_if_end(k, in);
   }
@@ -381,17 +468,21 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   const FcConv2 *c = &t.c;
   FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);
   if (st != FC_OK) return st;
-  t.TH = (c->OH + 1) / 2;
-  t.TW = (c->OW + 1) / 2;
+  /* F(4×4) where its shape, transformed weights and bound allow, else F(2×2) (see the top) */
+  t.m = tiles_suit(c, 4) && sums_fit_f4(&t.q) ? 4 : 2;
+  t.A = t.m + 2;
+  int A2 = t.A * t.A;
+  t.TH = (c->OH + t.m - 1) / t.m;
+  t.TW = (c->OW + t.m - 1) / t.m;
   t.TWp = round_up(t.TW, TV);
-  t.Wp = 2 * t.TWp + 2;
+  t.Wp = t.m * t.TWp + 2;
   t.CP = (c->C + 1) / 2;
   t.Mp = round_up(c->M, MR);
   t.MT = t.Mp / MR;
   /* blocks of R tile rows of the batch (across images), R·TW a multiple of 16 tiles (2 vectors) where that
    * keeps V within twice its budget */
   t.GR = c->N * t.TH;
-  double row_v = 16.0 * (double)t.CP * (double)t.TW * 4;
+  double row_v = (double)A2 * (double)t.CP * (double)t.TW * 4;
   int64_t r0 = (int64_t)(V_BUDGET / row_v), step = 16 / gcd(t.TW, 2 * TV);
   r0 = r0 < 1 ? 1 : r0;
   t.R = r0 % step && round_up(r0, step) <= 2 * r0 ? round_up(r0, step) : r0;
@@ -400,24 +491,26 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   t.TBs = round_up(t.R * t.TW, 2 * TV) + TV;
   double blocks = (double)t.NB;
   t.MS = blocks >= 4 ? 1 : t.MT < 4 ? t.MT : 4;
-  /* 4·|Σ x·w'| must fit i32 (see the top), and the scratch and packed weights stay modest */
-  double scratch = (double)c->C * 4.0 * (double)t.R * (double)t.Wp + 16.0 * (double)(t.CP + MR) * (double)t.TBs * 4;
-  double ubytes = u_bytes(c);
-  if (36.0 * (double)c->C * (double)t.q.xmax * (double)max_abs_w(&t.q) >= 2147483648.0 || scratch > (64 << 20) ||
-      ubytes > (256 << 20) || blocks * (double)t.MS > (double)INT64_MAX / 2) {
+  /* F(2×2): 4·|Σ x·w'| must fit i32 (see the top); the shape suits it; the scratch and packed weights stay
+   * modest. P is followed by 64 bytes that F(4×4)'s last loads may reach. */
+  double scratch = (double)c->C * t.A * (double)t.R * (double)t.Wp + 64 + A2 * (double)(t.CP + MR) * (double)t.TBs * 4;
+  double ubytes = u_bytes(c, t.m);
+  if ((t.m == 2 && (!tiles_suit(c, 2) ||
+                    36.0 * (double)c->C * (double)t.q.xmax * (double)max_abs_w(&t.q) >= 2147483648.0)) ||
+      scratch > (64 << 20) || ubytes > (256 << 20) || blocks * (double)t.MS > (double)INT64_MAX / 2) {
     fc_qp_free(&t.q);
     return fc_conv_i8(k);
   }
-  t.p_bytes = round_up(c->C * 4 * t.R * t.Wp, 64);
-  t.v_bytes = round_up(16 * t.CP * t.TBs * 4, 64);
-  t.y_bytes = 16 * MR * t.TBs * 4;
+  t.p_bytes = round_up(c->C * t.A * t.R * t.Wp + 64, 64);
+  t.v_bytes = round_up(A2 * t.CP * t.TBs * 4, 64);
+  t.y_bytes = A2 * MR * t.TBs * 4;
   t.u_bytes = (int64_t)ubytes;
   int64_t bytes;
   int8_t *pk = pack_u(&t, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "wino_u_i8"));
   free(pk);
   int64_t outer = t.NB * t.MS;
-  fc_kernel_set_outer(k, outer, 2.0 * 16.0 * (double)t.Mp / (double)t.MS * (double)t.CP * 2 * (double)t.R * (double)t.TW);
+  fc_kernel_set_outer(k, outer, 2.0 * A2 * (double)t.Mp / (double)t.MS * (double)t.CP * 2 * (double)t.R * (double)t.TW);
 
   LLVMBuilderRef b = k->b;
   LLVMTypeRef vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), TV);
