@@ -59,7 +59,9 @@ typedef struct Wino {
   FcConv2 c;
   FcQuantProduct q;
   int m, A;                            /* outputs a tile side (2 or 4) and its window, m + 2 */
-  int64_t TH, TW, TWp, Wp;             /* tile rows, tile columns (TWp: padded to vectors), P's row bytes */
+  int64_t TH, TW, TWp, Wp;             /* tile rows, tile columns (TWp: padded_tw), P's row bytes */
+  int G;                               /* tile rows a vector of 8 tiles covers (8 / TW for TW of 1, 2 or 4) */
+  int64_t NTV;                         /* vectors of tiles per G tile rows */
   int64_t CP, Mp, MT;                  /* channel pairs; output channels padded to MR and their tiles */
   int64_t GR, R, NB, MS;               /* tile rows of the batch, tile rows a block, blocks, output channel splits */
   int64_t TBs;                         /* V's and Y's row of tiles: R·TW rounded up to 2 vectors, + 1 of slack */
@@ -82,6 +84,10 @@ static double u_bytes(const FcConv2 *c, int m) {
   return (double)((m + 2) * (m + 2)) * (double)round_up(c->M, MR) * (double)((c->C + 1) / 2) * 4;
 }
 
+/* A tile row's tiles as the transforms take them: rows of 1, 2 or 4 tiles share a vector of 8 with the next
+ * rows, other rows are whole vectors. */
+static int64_t padded_tw(int64_t tw) { return TV % tw == 0 ? tw : round_up(tw, TV); }
+
 /* Whether F(m×m, 3×3) suits the conv's shape: the transforms run on whole vectors of 8 tiles of a tile row,
  * at most half of them wasted for F(2×2), a third for F(4×4), whose transforms weigh more against its smaller
  * GEMM (the seed CNN's 14×14 maps, 4 tiles a row: 2.05 ms as F(2×2), 2.31 as F(4×4); ResNet-18's 28×28 and
@@ -91,7 +97,7 @@ static double u_bytes(const FcConv2 *c, int m) {
  * the artefact for 0.5 ms). */
 static bool tiles_suit(const FcConv2 *c, int m) {
   int64_t tw = (c->OW + m - 1) / m;
-  if (m == 2 ? round_up(tw, TV) > 2 * tw : 2 * round_up(tw, TV) > 3 * tw) return false;
+  if (m == 2 ? padded_tw(tw) > 2 * tw : 2 * padded_tw(tw) > 3 * tw) return false;
   double outputs = (double)c->N * (double)((c->OH + m - 1) / m) * (double)tw * m * m;
   return u_bytes(c, m) <= U_BYTES_PER_TILE * outputs;
 }
@@ -162,15 +168,17 @@ static LLVMValueRef load_vec(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p) {
 
 static void store_vec(FcKernel *k, LLVMValueRef v, LLVMValueRef p) { LLVMSetAlignment(LLVMBuildStore(k->b, v, p), 1); }
 
-/* dst[0 .. len) = zx for a P row (len = Wp >= 18): a loop of 16-byte stores, the last one overlapping the one
- * before it. */
+/* dst[0 .. len) = zx for a P row (len = Wp >= 4): a loop of 16-byte stores, the last one overlapping the one
+ * before it, or two overlapping stores of 8 or 4 bytes. */
 static void fill_zx(FcKernel *k, LLVMValueRef dst, int64_t len, LLVMValueRef zx) {
-  LLVMValueRef row = fc_cg_splat_const(LLVMVectorType(LLVMInt8TypeInContext(k->ctx), 16), zx);
+  unsigned n = len >= 16 ? 16 : len >= 8 ? 8 : 4;
+  LLVMValueRef row = fc_cg_splat_const(LLVMVectorType(LLVMInt8TypeInContext(k->ctx), n), zx);
+  FC_ASSERT(len >= 4);
   FcLoop l;
-  LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, len - 15), 16, "zx16");
+  LLVMValueRef j = fc_cg_loop_begin(k, &l, c64(k, 0), c64(k, len - (n - 1)), n, "zx_fill");
   store_vec(k, row, gep8(k, dst, j));
   fc_cg_loop_end(k, &l);
-  store_vec(k, row, gep8(k, dst, c64(k, len - 16)));
+  store_vec(k, row, gep8(k, dst, c64(k, len - n)));
 }
 
 /* P [C][R][m+2][Wp]: the m+2 input rows of each of the block's tile rows (global tile row gr0 + r: image gr / TH,
@@ -257,17 +265,29 @@ static void at(FcKernel *k, const Wino *t, LLVMValueRef *y, LLVMValueRef *o) {
   o[3] = LLVMBuildAdd(b, LLVMBuildAdd(b, d21, mulc(k, d34, 8), ""), mulc(k, y[5], 24), "");
 }
 
+/* The n (1, 2, 4 or 8) vectors v[] of one type, one after the other. */
+static LLVMValueRef concat(FcKernel *k, LLVMValueRef *v, int n) {
+  for (; n > 1; n /= 2) {
+    int w = (int)LLVMGetVectorSize(LLVMTypeOf(v[0])), idx[256];
+    for (int i = 0; i < 2 * w; i++) idx[i] = i;
+    for (int j = 0; j < n / 2; j++) v[j] = fc_cg_shuffle(k, v[2 * j], v[2 * j + 1], idx, 2 * w);
+  }
+  return v[0];
+}
+
 /* V[ξ][cp][tile] for the block's `rows` tile rows (tile r·TW + tw): each step 8 tiles of a tile row and one
  * channel pair, both channels in one vector of 16 i16 (lane 2j: tile j of the even channel, 2j + 1: of the odd
  * one), which is V's layout, so the transforms work on both at once. Window column q of tile j is byte m·j + q
- * of a row: of the 8·m bytes loaded at the tiles' first column (q < m), or at m past it. A row's last vector
- * reaches past its TW tiles into the next row's first, which that row's own step writes afterwards, or into the
- * slack after the block. */
+ * of a row: of the 8·m bytes loaded at the tiles' first column (q < m), or at m past it; rows of TW = 8 / G
+ * tiles are loaded G at a time (m·TW bytes each) and put side by side. A row's last vector of 8 tiles reaches
+ * past its TW tiles into the next row's first, which that row's own step writes afterwards, or into the slack
+ * after the block. */
 static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValueRef V, LLVMValueRef rows) {
   LLVMBuilderRef b = k->b;
   int m = t->m, A = t->A;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx);
-  LLVMTypeRef vlb = LLVMVectorType(i8, (unsigned)(TV * m)), v16w = LLVMVectorType(i16, 16);
+  int per_row = TV / t->G; /* tiles a row's loads cover */
+  LLVMTypeRef vlb = LLVMVectorType(i8, (unsigned)(per_row * m)), v16w = LLVMVectorType(i16, 16);
   int pick[MAX_A][16]; /* column q of the 8 tiles, both channels: from the pair of loads at 0 (q < m) or at m */
   for (int q = 0; q < A; q++)
     for (int j = 0; j < 8; j++) {
@@ -277,16 +297,24 @@ static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValu
   FcLoop lp, lr, lt;
   LLVMValueRef cp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->CP), 1, "wcp");
   LLVMValueRef c0 = fc_cg_imulc(k, cp, 2), c1 = fc_cg_smin(k, fc_cg_iadd(k, c0, c64(k, 1)), c64(k, t->c.C - 1));
-  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wr");
-  LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t->TWp / TV), 1, "wtv");
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, t->G, "wr");
+  LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, t->NTV), 1, "wtv");
   LLVMValueRef d[MAX_A][MAX_A];
   for (int i = 0; i < A; i++) {
     LLVMValueRef lo[2], hi[2];
     for (int h = 0; h < 2; h++) {
-      LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, h ? c1 : c0, t->R), r), A), c64(k, i));
-      LLVMValueRef at_ = fc_cg_iadd(k, fc_cg_imulc(k, pr, t->Wp), fc_cg_imulc(k, tv, m * TV));
-      lo[h] = load_vec(k, vlb, gep8(k, P, at_));
-      hi[h] = load_vec(k, vlb, gep8(k, P, fc_cg_iadd(k, at_, c64(k, m))));
+      /* the G rows' loads side by side (the rows of a last group past `rows` read stale bytes of P or the
+       * scratch after it: tiles no store reads) */
+      LLVMValueRef part[2][8];
+      for (int g = 0; g < t->G; g++) {
+        LLVMValueRef rg = fc_cg_iadd(k, r, c64(k, g));
+        LLVMValueRef pr = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, h ? c1 : c0, t->R), rg), A), c64(k, i));
+        LLVMValueRef at_ = fc_cg_iadd(k, fc_cg_imulc(k, pr, t->Wp), fc_cg_imulc(k, tv, m * TV));
+        part[0][g] = load_vec(k, vlb, gep8(k, P, at_));
+        part[1][g] = load_vec(k, vlb, gep8(k, P, fc_cg_iadd(k, at_, c64(k, m))));
+      }
+      lo[h] = concat(k, part[0], t->G);
+      hi[h] = concat(k, part[1], t->G);
     }
     for (int q = 0; q < A; q++)
       d[i][q] = LLVMBuildZExt(b, q < m ? fc_cg_shuffle(k, lo[0], lo[1], pick[q], 16) : fc_cg_shuffle(k, hi[0], hi[1], pick[q], 16),
@@ -391,17 +419,18 @@ static LLVMValueRef unscale(FcKernel *k, const Wino *t, LLVMValueRef s) {
   return LLVMBuildAShr(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, t->m == 4 ? 6 : 2, 0)), "");
 }
 
-/* Tiles [r][tv] of channel m (tile row th of its image, whose channel plane starts at ych): the output
- * transform, the unscaling, the requantisation, m output rows. */
+/* Tiles [r][tv] of channel m (the block's tile rows r .. r + G - 1, of global tile rows gr0 + r ..; channel
+ * m's plane starts at mplane in image 0): the output transform, the unscaling, the requantisation, then each
+ * tile row's m output rows (those of rows inside the block and OH). */
 static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueRef r, LLVMValueRef tv, int64_t valid,
-                         LLVMValueRef corr, LLVMValueRef mult, LLVMValueRef ych, LLVMValueRef th) {
+                         LLVMValueRef corr, LLVMValueRef mult, LLVMValueRef mplane, LLVMValueRef gr0, LLVMValueRef rows) {
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
-  int m = t->m, A = t->A;
+  int m = t->m, A = t->A, per_row = m * TV / t->G;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, TV);
   LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef tile0 = fc_cg_iadd(k, fc_cg_imulc(k, r, t->TW), fc_cg_imulc(k, tv, TV));
-  LLVMValueRef y[MAX_A * MAX_A], f[4][MAX_A], col[MAX_A], o[4];
+  LLVMValueRef y[MAX_A * MAX_A], f[4][MAX_A], col[MAX_A], o[4], rowv[4];
   for (int x = 0; x < A * A; x++)
     y[x] = load_vec(k, vi, gep8(k, yi, fc_cg_imulc(k, fc_cg_iadd(k, c64(k, (int64_t)x * MR * t->TBs), tile0), 4)));
   for (int bb = 0; bb < A; bb++) {
@@ -419,13 +448,26 @@ static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueR
     at(k, t, f[oo], o);
     LLVMValueRef res[4];
     for (int p = 0; p < m; p++) res[p] = fc_qp_finish(k, &t->q, unscale(k, t, o[p]), corr, mult);
-    LLVMValueRef row = fc_cg_shuffle(k, res[0], res[1], inter, 16);
-    if (m == 4) row = fc_cg_shuffle(k, row, fc_cg_shuffle(k, res[2], res[3], inter, 16), quad, 32);
-    LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, th, m), c64(k, oo));
-    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, c->OH), ""));
-    LLVMValueRef at_ = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, m * TV)));
-    store_row(k, t, row, LLVMBuildGEP2(b, et, k->out[0], &at_, 1, ""), valid);
-    fc_cg_if_end(k, cont);
+    rowv[oo] = fc_cg_shuffle(k, res[0], res[1], inter, 16);
+    if (m == 4) rowv[oo] = fc_cg_shuffle(k, rowv[oo], fc_cg_shuffle(k, res[2], res[3], inter, 16), quad, 32);
+  }
+  for (int g = 0; g < t->G; g++) {
+    LLVMValueRef rg = fc_cg_iadd(k, r, c64(k, g));
+    LLVMBasicBlockRef in_block = g ? fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, rg, rows, "")) : NULL;
+    LLVMValueRef gr = fc_cg_iadd(k, gr0, rg);
+    LLVMValueRef n = LLVMBuildSDiv(b, gr, c64(k, t->TH), ""), th = LLVMBuildSRem(b, gr, c64(k, t->TH), "");
+    LLVMValueRef ych = fc_cg_iadd(k, mplane, fc_cg_imulc(k, n, c->M * c->OH * c->OW));
+    int idx[32];
+    for (int l = 0; l < per_row; l++) idx[l] = g * per_row + l;
+    for (int oo = 0; oo < m; oo++) {
+      LLVMValueRef row = t->G > 1 ? fc_cg_shuffle(k, rowv[oo], NULL, idx, per_row) : rowv[oo];
+      LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, th, m), c64(k, oo));
+      LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, c->OH), ""));
+      LLVMValueRef at_ = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, m * TV)));
+      store_row(k, t, row, LLVMBuildGEP2(b, et, k->out[0], &at_, 1, ""), valid);
+      fc_cg_if_end(k, cont);
+    }
+    if (in_block) fc_cg_if_end(k, in_block);
   }
 }
 
@@ -435,7 +477,8 @@ static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMVal
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
-  int64_t ntv = t->TWp / TV, nfull = c->OW / (t->m * TV);
+  /* whole vectors of a row's outputs, then its last (a prefix); rows sharing vectors store prefixes */
+  int64_t nfull = t->G > 1 ? 0 : c->OW / (t->m * TV);
   for (int i = 0; i < MR; i++) {
     LLVMValueRef m = fc_cg_iadd(k, fc_cg_imulc(k, mt, MR), c64(k, i));
     LLVMBasicBlockRef in = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, m, c64(k, c->M), ""));
@@ -446,17 +489,16 @@ static void transform_output(FcKernel *k, const Wino *t, LLVMValueRef Y, LLVMVal
     LLVMSetAlignment(mu, 4);
     LLVMValueRef corr = fc_cg_splat(k, co, TV), mult = fc_cg_splat(k, mu, TV);
     LLVMValueRef yi = gep8(k, Y, c64(k, (int64_t)i * t->TBs * 4));
+    LLVMValueRef mplane = fc_cg_imulc(k, m, c->OH * c->OW);
     FcLoop lr, lt;
-    LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, 1, "wor");
-    LLVMValueRef gr = fc_cg_iadd(k, gr0, r);
-    LLVMValueRef n = LLVMBuildSDiv(b, gr, c64(k, t->TH), ""), th = LLVMBuildSRem(b, gr, c64(k, t->TH), "");
-    LLVMValueRef ych = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, n, c->M), m), c->OH * c->OW);
+    LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), rows, t->G, "wor");
     if (nfull > 0) {
       LLVMValueRef tv = fc_cg_loop_begin(k, &lt, c64(k, 0), c64(k, nfull), 1, "wot");
-      output_tiles(k, t, yi, r, tv, t->m * TV, corr, mult, ych, th);
+      output_tiles(k, t, yi, r, tv, t->m * TV, corr, mult, mplane, gr0, rows);
       fc_cg_loop_end(k, &lt);
     }
-    if (ntv > nfull) output_tiles(k, t, yi, r, c64(k, nfull), c->OW - t->m * TV * nfull, corr, mult, ych, th);
+    if (t->NTV > nfull)
+      output_tiles(k, t, yi, r, c64(k, nfull), c->OW - t->m * TV * nfull, corr, mult, mplane, gr0, rows);
     fc_cg_loop_end(k, &lr);
     fc_cg_if_end(k, in);
   }
@@ -474,7 +516,9 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   int A2 = t.A * t.A;
   t.TH = (c->OH + t.m - 1) / t.m;
   t.TW = (c->OW + t.m - 1) / t.m;
-  t.TWp = round_up(t.TW, TV);
+  t.TWp = padded_tw(t.TW);
+  t.G = t.TWp < TV ? (int)(TV / t.TWp) : 1;
+  t.NTV = t.TWp * t.G / TV;
   t.Wp = t.m * t.TWp + 2;
   t.CP = (c->C + 1) / 2;
   t.Mp = round_up(c->M, MR);
