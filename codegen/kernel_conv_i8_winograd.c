@@ -24,8 +24,9 @@
  * Layout: tiles of m×m outputs, TW to a tile row; a task is a block of R consecutive tile rows of the batch
  * (across images: R·TW tiles, numbered r·TW + tw) and a range of output channels. It copies the m+2 input rows
  * of each tile row into a zx-padded scratch P [C][R][m+2][m·TWp+2] (xor 0x80 for an i8 x; TWp: TW rounded up
- * to a vector), transforms 8 tiles of a tile row at a time (two loads of 8·m bytes, at the tiles' first column
- * and m past it, hold the window columns of 8 tiles: bytes m·j + q) into V[ξ][c/2][tile] as s16 pairs of
+ * to a vector, or TW where 1, 2 or 4 tiles fill a row and 8 / TW rows share a vector), transforms 8 tiles at a
+ * time (two loads of 8·m bytes, at the tiles' first column and m past it, hold the window columns of 8 tiles:
+ * bytes m·j + q; narrow rows load m·TW bytes each, side by side) into V[ξ][c/2][tile] as s16 pairs of
  * neighbouring channels (one i32 a tile), and then per tile of MR output channels: for each of the (m+2)²
  * transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2][tile], U[ξ][m][c/2]) on MR × 2
  * vectors of 8 tiles (U, the transformed weights, packed at compile time with the channels' corrections and
@@ -444,10 +445,21 @@ static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueR
     inter[2 * j] = j, inter[2 * j + 1] = 8 + j;
     for (int cc = 0; cc < 4; cc++) quad[4 * j + cc] = (cc < 2 ? 0 : 16) + 2 * j + cc % 2;
   }
+  /* where the m columns requantise as one packed vector (8-bit results: column p's tile j at 8p + j) */
+  int from_packed[32];
+  for (int j = 0; j < 8; j++)
+    for (int p = 0; p < m; p++) from_packed[m * j + p] = 8 * p + j;
+  LLVMValueRef corrs[4] = {corr, corr, corr, corr}, mults[4] = {mult, mult, mult, mult};
   for (int oo = 0; oo < m; oo++) {
     at(k, t, f[oo], o);
+    for (int p = 0; p < m; p++) o[p] = unscale(k, t, o[p]);
+    LLVMValueRef packed = fc_qp_finish_packed(k, &t->q, o, m, corrs, mults);
+    if (packed) {
+      rowv[oo] = fc_cg_shuffle(k, packed, NULL, from_packed, 8 * m);
+      continue;
+    }
     LLVMValueRef res[4];
-    for (int p = 0; p < m; p++) res[p] = fc_qp_finish(k, &t->q, unscale(k, t, o[p]), corr, mult);
+    for (int p = 0; p < m; p++) res[p] = fc_qp_finish(k, &t->q, o[p], corr, mult);
     rowv[oo] = fc_cg_shuffle(k, res[0], res[1], inter, 16);
     if (m == 4) rowv[oo] = fc_cg_shuffle(k, rowv[oo], fc_cg_shuffle(k, res[2], res[3], inter, 16), quad, 32);
   }
