@@ -47,8 +47,9 @@ enum {
   TV = 8,                    /* tiles per vector (i32 lanes of a ymm) */
   V_BUDGET = 192 * 1024,     /* bytes of a block's transformed input: stays in L2 with Y and U's tile */
   MIN_CHANNELS = 16,         /* fewer input or output channels: the transforms outweigh the GEMM */
-  U_BYTES_PER_TILE = 16 << 10, /* transformed weights an output of the batch may account for */
+  U_BYTES_PER_OUTPUT = 16 << 10, /* transformed weights an output of the batch may account for */
   MAX_A = 6,                 /* the window of F(4×4, 3×3) */
+  MIN_F4_PIXELS = 640,       /* output pixels of the batch F(4×4) needs (see tiles_suit) */
 };
 
 static const uint32_t INV9 = 954437177u; /* 9 · INV9 = 1 modulo 2^32 */
@@ -89,18 +90,18 @@ static double u_bytes(const FcConv2 *c, int m) {
  * rows, other rows are whole vectors. */
 static int64_t padded_tw(int64_t tw) { return TV % tw == 0 ? tw : round_up(tw, TV); }
 
-/* Whether F(m×m, 3×3) suits the conv's shape: the transforms run on whole vectors of 8 tiles of a tile row,
- * at most half of them wasted for F(2×2), a third for F(4×4), whose transforms weigh more against its smaller
- * GEMM (the seed CNN's 14×14 maps, 4 tiles a row: 2.05 ms as F(2×2), 2.31 as F(4×4); ResNet-18's 28×28 and
- * 56×56, 7 and 14: 1.09 -> 0.75 and 1.03 -> 0.73 ms a conv); and the transformed weights, (m+2)²/9 × 2 bytes
- * a weight beside the other variants' shared s8 packing, which stream from memory once a run, are few against
- * the outputs (a map of few tiles, e.g. 7×7, keeps the direct kernel: ResNet-18's layer4 would add 25 MB to
- * the artefact for 0.5 ms). */
+/* Whether F(m×m, 3×3) suits the conv's shape: the transforms run on vectors of 8 tiles (padded_tw), at most
+ * half of one wasted for F(2×2) and a third for F(4×4), whose transforms weigh more against its smaller GEMM;
+ * and the transformed weights, (m+2)²/9 × 2 bytes a weight beside the other variants' shared s8 packing,
+ * which stream from memory once a run, are few against the outputs (a map of few tiles, e.g. 7×7 at batch 1,
+ * keeps the direct kernel: ResNet-18's layer4 would add 25 MB to the artefact for 0.5 ms). Per multiply-add
+ * F(4×4) streams 32/S bytes of them (S: the batch's output pixels in whole tiles), so it needs S >= MIN_F4_PIXELS
+ * (1/20 of a byte: GoogLeNet's 14×14 convs, S = 256, ran no faster as F(4×4) and added 7 MB). */
 static bool tiles_suit(const FcConv2 *c, int m) {
   int64_t tw = (c->OW + m - 1) / m;
   if (m == 2 ? padded_tw(tw) > 2 * tw : 2 * padded_tw(tw) > 3 * tw) return false;
   double outputs = (double)c->N * (double)((c->OH + m - 1) / m) * (double)tw * m * m;
-  return u_bytes(c, m) <= U_BYTES_PER_TILE * outputs;
+  return u_bytes(c, m) <= U_BYTES_PER_OUTPUT * outputs && (m == 2 || outputs >= MIN_F4_PIXELS);
 }
 
 static bool geometry(const FcKernel *k, FcConv2 *c) {
