@@ -10,7 +10,8 @@
  *   - f64 → f16 and bf16 (one rounding, as the reference's round-to-odd gives) for random doubles, values
  *     in f16's range and exact halfway cases;
  *   - ONNX Cast between floats, integers and bool: truncation, saturation, NaN → 0, wrap-around, → bool.
- * The optimised IR must contain no call at all (the half conversions are bit manipulation, not
+ * fc_cg_store_prefix is checked for every prefix of a 32-byte and a 16-float vector (only the prefix is
+ * written). The optimised IR must contain no call at all (the half conversions are bit manipulation, not
  * __truncsfhf2), and strides, broadcast strides and target machines (default CPU, "native", errors for an
  * unknown CPU or triple) are checked directly.
  */
@@ -59,6 +60,11 @@ enum { N_KERNELS = sizeof KERNELS / sizeof KERNELS[0] };
 static LLVMOrcLLJITRef jit;
 static ConvFn fns[N_KERNELS];
 
+/* fc_cg_store_prefix kernels: prefix_fns[0][n - 1] stores the first n of 32 bytes, prefix_fns[1][n - 1] the
+ * first n of 16 floats, loaded from src. */
+enum { PREFIX_BYTES = 32, PREFIX_FLOATS = 16 };
+static ConvFn prefix_fns[2][PREFIX_BYTES];
+
 static ConvFn fn(const char *name) {
   for (int i = 0; i < N_KERNELS; i++)
     if (strcmp(KERNELS[i].name, name) == 0) return fns[i];
@@ -80,6 +86,24 @@ static void build(LLVMContextRef ctx, LLVMModuleRef mod, int i) {
   if (KERNELS[i].convert) v = fc_cg_convert(&k, v, KERNELS[i].from, KERNELS[i].to);
   fc_cg_store(&k, KERNELS[i].to, LLVMGetParam(f, 1), iv, v);
   fc_cg_loop_end(&k, &l);
+  LLVMBuildRetVoid(b);
+  LLVMDisposeBuilder(b);
+}
+
+static void build_prefix(LLVMContextRef ctx, LLVMModuleRef mod, int floats, unsigned n) {
+  LLVMTypeRef p = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
+  LLVMTypeRef ps[3] = {p, p, i64};
+  char name[32];
+  snprintf(name, sizeof name, "prefix_%d_%u", floats, n);
+  LLVMValueRef f = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), ps, 3, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, "entry"));
+  FcKernel k = {.ctx = ctx, .mod = mod, .b = b, .fn = f};
+  LLVMTypeRef vt = floats ? LLVMVectorType(LLVMFloatTypeInContext(ctx), PREFIX_FLOATS)
+                          : LLVMVectorType(LLVMInt8TypeInContext(ctx), PREFIX_BYTES);
+  LLVMValueRef v = LLVMBuildLoad2(b, vt, LLVMGetParam(f, 0), "");
+  LLVMSetAlignment(v, 1);
+  fc_cg_store_prefix(&k, v, LLVMGetParam(f, 1), n);
   LLVMBuildRetVoid(b);
   LLVMDisposeBuilder(b);
 }
@@ -119,6 +143,8 @@ static int setup(void **state) {
   LLVMSetModuleDataLayout(mod, td);
   LLVMDisposeTargetData(td);
   for (int i = 0; i < N_KERNELS; i++) build(ctx, mod, i);
+  for (unsigned n = 1; n <= PREFIX_BYTES; n++) build_prefix(ctx, mod, 0, n);
+  for (unsigned n = 1; n <= PREFIX_FLOATS; n++) build_prefix(ctx, mod, 1, n);
   char *err = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &err)) {
     fprintf(stderr, "verify: %s\n", err);
@@ -143,6 +169,14 @@ static int setup(void **state) {
     if (LLVMOrcLLJITLookup(jit, &a, KERNELS[i].name)) return -1;
     fns[i] = (ConvFn)(uintptr_t)a;
   }
+  for (int floats = 0; floats < 2; floats++)
+    for (unsigned n = 1; n <= (floats ? PREFIX_FLOATS : PREFIX_BYTES); n++) {
+      char name[32];
+      snprintf(name, sizeof name, "prefix_%d_%u", floats, n);
+      LLVMOrcExecutorAddress a = 0;
+      if (LLVMOrcLLJITLookup(jit, &a, name)) return -1;
+      prefix_fns[floats][n - 1] = (ConvFn)(uintptr_t)a;
+    }
   return 0;
 }
 
@@ -458,10 +492,37 @@ static void test_targets(void **state) {
   assert_int_equal(fc_target_resolve(&cross_native, &t, &d), FC_ERR_INPUT);
 }
 
+/* Every prefix of a vector of 32 bytes and of 16 floats: the first n elements written, nothing after them
+ * (the destination's sentinels intact), from an odd address. */
+static void test_store_prefix(void **state) {
+  (void)state;
+  uint8_t src[PREFIX_BYTES + 1], dst[PREFIX_BYTES + 8];
+  float fsrc[PREFIX_FLOATS], fdst[PREFIX_FLOATS + 2];
+  for (int i = 0; i < PREFIX_BYTES + 1; i++) src[i] = (uint8_t)(17 * i + 3);
+  for (int i = 0; i < PREFIX_FLOATS; i++) fsrc[i] = 0.5f * (float)i - 3.25f;
+  for (unsigned n = 1; n <= PREFIX_BYTES; n++) {
+    memset(dst, 0xa5, sizeof dst);
+    prefix_fns[0][n - 1](src + 1, dst + 1, 0);
+    for (unsigned i = 0; i < sizeof dst; i++) {
+      uint8_t want = i >= 1 && i <= n ? src[i] : 0xa5;
+      if (dst[i] != want) fail_msg("bytes, prefix %u: byte %u is %u, expected %u", n, i, dst[i], want);
+    }
+  }
+  for (unsigned n = 1; n <= PREFIX_FLOATS; n++) {
+    for (int i = 0; i < PREFIX_FLOATS + 2; i++) fdst[i] = -99.0f;
+    prefix_fns[1][n - 1](fsrc, fdst + 1, 0);
+    for (unsigned i = 0; i < PREFIX_FLOATS + 2; i++) {
+      float want = i >= 1 && i <= n ? fsrc[i - 1] : -99.0f;
+      if (fdst[i] != want) fail_msg("floats, prefix %u: element %u is %g, expected %g", n, i, fdst[i], want);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_widen_all), cmocka_unit_test(test_narrow_f32), cmocka_unit_test(test_narrow_f64),
       cmocka_unit_test(test_casts),     cmocka_unit_test(test_strides),    cmocka_unit_test(test_targets),
+      cmocka_unit_test(test_store_prefix),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
