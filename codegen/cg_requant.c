@@ -208,20 +208,6 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
   return LLVMBuildTrunc(b, iv, vec ? LLVMVectorType(i8, n) : i8, "");
 }
 
-/* The vectors v[0 .. n) of one type, one after the other in one vector (n a power of two). */
-static LLVMValueRef concat(FcKernel *k, LLVMValueRef *v, int n) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
-  for (; n > 1; n /= 2)
-    for (int i = 0; i < n / 2; i++) {
-      unsigned len = LLVMGetVectorSize(LLVMTypeOf(v[2 * i]));
-      LLVMValueRef idx[128];
-      FC_ASSERT(2 * len <= 128);
-      for (unsigned j = 0; j < 2 * len; j++) idx[j] = LLVMConstInt(i32, j, 0);
-      v[i] = LLVMBuildShuffleVector(k->b, v[2 * i], v[2 * i + 1], LLVMConstVector(idx, 2 * len), "");
-    }
-  return v[0];
-}
-
 /* Why the packs give fc_qp_finish's bytes exactly: at most hi after the min, the rounded value plus zy is at
  * most qmax and passes the packs unchanged; at least lo it is exact too. Below lo, vcvtps2dq's value (or its
  * 0x80000000 for a product beyond i32) stays below qmin through the saturating packs (i16, then the 8-bit
@@ -281,7 +267,7 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
                                LLVMConstVector(idx, (unsigned)words), "");
     groups[s] = LLVMBuildBitCast(b, y, LLVMVectorType(i8, (unsigned)(g * w)), "");
   }
-  return concat(k, groups, n / g);
+  return fc_cg_concat(k, groups, n / g);
 }
 
 int fc_qp_finish_tile(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, int mr, int nv,

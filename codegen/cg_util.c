@@ -434,6 +434,16 @@ void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRe
   LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, over, 2), fn, args, 4, "");
 }
 
+LLVMValueRef fc_cg_concat(FcKernel *k, LLVMValueRef *v, int n) {
+  for (; n > 1; n /= 2) {
+    int w = (int)LLVMGetVectorSize(LLVMTypeOf(v[0])), idx[256];
+    FC_ASSERT(2 * w <= 256);
+    for (int i = 0; i < 2 * w; i++) idx[i] = i;
+    for (int j = 0; j < n / 2; j++) v[j] = fc_cg_shuffle(k, v[2 * j], v[2 * j + 1], idx, 2 * w);
+  }
+  return v[0];
+}
+
 void fc_cg_store_prefix(FcKernel *k, LLVMValueRef v, LLVMValueRef p, unsigned n) {
   LLVMTypeRef et = LLVMGetElementType(LLVMTypeOf(v));
   unsigned lanes = LLVMGetVectorSize(LLVMTypeOf(v)), done = 0, top = 1;

@@ -257,6 +257,8 @@ LLVMValueRef fc_cg_intrinsic(FcKernel *k, const char *name, LLVMTypeRef ty, LLVM
  * `passthru` there. */
 LLVMValueRef fc_cg_masked_load(FcKernel *k, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask, LLVMValueRef passthru);
 void fc_cg_masked_store(FcKernel *k, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
+/* The vectors v[0 .. n) of one type (n a power of two), one after the other in one vector; v is overwritten. */
+LLVMValueRef fc_cg_concat(FcKernel *k, LLVMValueRef *v, int n);
 /* The first n lanes of vector v stored at p (n known here, at most v's lanes), as plain stores of pieces of
  * halving powers of two (14 lanes: 8, 4, 2): what a masked store of a constant prefix becomes where the target
  * has no masked store of v's elements (bytes on AVX2, which LLVM otherwise scalarises lane by lane). */

@@ -267,16 +267,6 @@ static void at(FcKernel *k, const Wino *t, LLVMValueRef *y, LLVMValueRef *o) {
   o[3] = LLVMBuildAdd(b, LLVMBuildAdd(b, d21, mulc(k, d34, 8), ""), mulc(k, y[5], 24), "");
 }
 
-/* The n (1, 2, 4 or 8) vectors v[] of one type, one after the other. */
-static LLVMValueRef concat(FcKernel *k, LLVMValueRef *v, int n) {
-  for (; n > 1; n /= 2) {
-    int w = (int)LLVMGetVectorSize(LLVMTypeOf(v[0])), idx[256];
-    for (int i = 0; i < 2 * w; i++) idx[i] = i;
-    for (int j = 0; j < n / 2; j++) v[j] = fc_cg_shuffle(k, v[2 * j], v[2 * j + 1], idx, 2 * w);
-  }
-  return v[0];
-}
-
 /* V[ξ][cp][tile] for the block's `rows` tile rows (tile r·TW + tw): each step 8 tiles of a tile row and one
  * channel pair, both channels in one vector of 16 i16 (lane 2j: tile j of the even channel, 2j + 1: of the odd
  * one), which is V's layout, so the transforms work on both at once. Window column q of tile j is byte m·j + q
@@ -315,8 +305,8 @@ static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValu
         part[0][g] = load_vec(k, vlb, gep8(k, P, at_));
         part[1][g] = load_vec(k, vlb, gep8(k, P, fc_cg_iadd(k, at_, c64(k, m))));
       }
-      lo[h] = concat(k, part[0], t->G);
-      hi[h] = concat(k, part[1], t->G);
+      lo[h] = fc_cg_concat(k, part[0], t->G);
+      hi[h] = fc_cg_concat(k, part[1], t->G);
     }
     for (int q = 0; q < A; q++)
       d[i][q] = LLVMBuildZExt(b, q < m ? fc_cg_shuffle(k, lo[0], lo[1], pick[q], 16) : fc_cg_shuffle(k, hi[0], hi[1], pick[q], 16),
@@ -406,10 +396,10 @@ static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLV
   fc_cg_loop_end(k, &lx);
 }
 
-/* Output row oy's 8·m values from ox0 (the 8 tiles' columns in order): a whole vector, or the first `valid`
+/* An output row's values from ox0 (its tiles' columns in order): the whole vector, or its first `valid`
  * (plain stores of pieces: AVX2, this kernel's target, has no masked byte store). */
-static void store_row(FcKernel *k, const Wino *t, LLVMValueRef row, LLVMValueRef dst, int64_t valid) {
-  if (valid >= TV * t->m) store_vec(k, row, dst);
+static void store_row(FcKernel *k, LLVMValueRef row, LLVMValueRef dst, int64_t valid) {
+  if (valid >= (int64_t)LLVMGetVectorSize(LLVMTypeOf(row))) store_vec(k, row, dst);
   else fc_cg_store_prefix(k, row, dst, (unsigned)valid);
 }
 
@@ -477,7 +467,7 @@ static void output_tiles(FcKernel *k, const Wino *t, LLVMValueRef yi, LLVMValueR
       LLVMValueRef oy = fc_cg_iadd(k, fc_cg_imulc(k, th, m), c64(k, oo));
       LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, c->OH), ""));
       LLVMValueRef at_ = fc_cg_iadd(k, ych, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), fc_cg_imulc(k, tv, m * TV)));
-      store_row(k, t, row, LLVMBuildGEP2(b, et, k->out[0], &at_, 1, ""), valid);
+      store_row(k, row, LLVMBuildGEP2(b, et, k->out[0], &at_, 1, ""), valid);
       fc_cg_if_end(k, cont);
     }
     if (in_block) fc_cg_if_end(k, in_block);
