@@ -74,6 +74,20 @@ FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQ
     wsum[c] += wv;
   }
   const int32_t *bias = bc ? bc->data : NULL;
+  /* whether every product f32(acc) · m[c] lies inside i32's range, so fc_qp_finish_packed's packs alone
+   * saturate it at qmax: |acc| <= 255 · Σ|w'| + |b - zx·Σw'| (or + |b|, for kernels that subtract zx
+   * themselves) where that stays below 2^31, else |acc| <= 2^31 (it wraps in i32); the factor covers
+   * the f32 roundings of acc and of the product */
+  q->product_in_i32 = true;
+  for (int64_t c = 0; c < channels; c++) {
+    int64_t wabs = 0, b = bias ? bias[c] : 0;
+    for (int64_t kk = 0; kk < K; kk++) wabs += abs(q->w[chan_axis == 0 ? c * K + kk : kk * channels + c]);
+    int64_t corr = b - (int64_t)q->zx * wsum[c];
+    double bound = fmin(255.0 * (double)wabs + fmax(fabs((double)corr), fabs((double)b)), 2147483648.0);
+    double sw = wq->scales[wq->n == 1 ? 0 : c], sx = xq->scales[0];
+    float m = yq ? fc_quant_multiplier(sx, sw, yq->scales[0]) : (float)(sx * sw);
+    if (!(bound * fabs((double)m) * 1.001 < 2147483000.0)) q->product_in_i32 = false;
+  }
   for (int64_t c = 0; c < channels; c++) {
     /* Σ_k w' is at most 255 · K in magnitude and K is a tensor dim, so the product cannot overflow int64;
      * the i32 result wraps like the accumulator it corrects. */
@@ -209,7 +223,9 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
 }
 
 /* Why the packs give fc_qp_finish's bytes exactly: at most hi after the min, the rounded value plus zy is at
- * most qmax and passes the packs unchanged; at least lo it is exact too. Below lo, vcvtps2dq's value (or its
+ * most qmax and passes the packs unchanged; at least lo it is exact too. Where every product is known to lie
+ * inside i32 (product_in_i32) the f32 min is left out: a rounded value above hi saturates to the type's
+ * largest value in the packs, and a byte min brings it to a smaller qmax (a folded ReLU6's, say). Below lo, vcvtps2dq's value (or its
  * 0x80000000 for a product beyond i32) stays below qmin through the saturating packs (i16, then the 8-bit
  * type), so the byte max with qmin (where qmin is above the type's least value) gives what clamping first
  * gave. The max with lo in f32 was also what turned a NaN into lo; a finite multiplier never makes a NaN
@@ -231,7 +247,7 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
   const char *pack_b = u8 ? (wide ? "llvm.x86.avx512.packuswb.512" : "llvm.x86.avx2.packuswb")
                           : (wide ? "llvm.x86.avx512.packsswb.512" : "llvm.x86.avx2.packsswb");
   LLVMValueRef hi = fc_cg_splat_const(vf, LLVMConstReal(f32, q->hi));
-  int32_t qmin = q->lo + q->zy;
+  int32_t qmin = q->lo + q->zy, qmax = q->hi + q->zy;
   /* 128-bit lane l of the packed bytes holds dword l of each of its g vectors (dword: 4 results) */
   int parts = w / 4, words = g * parts;
   LLVMValueRef idx[64];
@@ -244,7 +260,7 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
       LLVMValueRef a = LLVMBuildAdd(b, acc[i], corr[i], "");
       LLVMValueRef f = LLVMBuildFMul(b, LLVMBuildSIToFP(b, a, vf, ""), mult[i], "");
       LLVMValueRef mn[2] = {f, hi};
-      f = fc_cg_intrinsic(k, "llvm.minnum", vf, mn, 2);
+      if (!q->product_in_i32) f = fc_cg_intrinsic(k, "llvm.minnum", vf, mn, 2);
       r[v] = round_to_i32(k, f, ty);
     }
     /* i16 words of vectors 2j, 2j + 1 plus zy; 2 vectors pack their words with themselves */
@@ -263,6 +279,10 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
       LLVMValueRef mx[2] = {y, fc_cg_splat_const(vb, LLVMConstInt(i8, (unsigned long long)(int64_t)qmin, 1))};
       y = fc_cg_intrinsic(k, u8 ? "llvm.umax" : "llvm.smax", vb, mx, 2);
     }
+    if (q->product_in_i32 && qmax < (u8 ? 255 : 127)) {
+      LLVMValueRef mn[2] = {y, fc_cg_splat_const(vb, LLVMConstInt(i8, (unsigned long long)(int64_t)qmax, 1))};
+      y = fc_cg_intrinsic(k, u8 ? "llvm.umin" : "llvm.smin", vb, mn, 2);
+    }
     y = LLVMBuildShuffleVector(b, LLVMBuildBitCast(b, y, vd, ""), LLVMGetPoison(vd),
                                LLVMConstVector(idx, (unsigned)words), "");
     groups[s] = LLVMBuildBitCast(b, y, LLVMVectorType(i8, (unsigned)(g * w)), "");
@@ -270,8 +290,29 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
   return fc_cg_concat(k, groups, n / g);
 }
 
+/* Rows of fewer than 4 vectors are packed 4 vectors at a time across rows (nv = 2: rows i and i + 1), so the
+ * saturating packs take their full width and one vpermd orders 4 vectors instead of 2 (rows of 16 pixels, as
+ * the stems' tiles of 2 vectors on AVX2 are: 4 shuffles per 32 results where row by row took 8); each row is
+ * then the matching half of the packed vector, a register half that the store takes as it is. */
+static bool finish_rows_together(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, int mr, int nv,
+                                 const LLVMValueRef *corr, const LLVMValueRef *mult, LLVMValueRef *out) {
+  int rows = nv == 1 || nv == 2 ? 4 / nv : 0;
+  if (!rows || mr % rows) return false;
+  LLVMValueRef packed[16] = {0};
+  for (int i = 0; i < mr; i += rows)
+    if (!(packed[i / rows] = fc_qp_finish_packed(k, q, acc + i * nv, 4, corr + i * nv, mult + i * nv))) return false;
+  unsigned row_bytes = LLVMGetVectorSize(LLVMTypeOf(packed[0])) / (unsigned)rows;
+  int idx[64];
+  for (int i = 0; i < mr; i++) {
+    for (unsigned e = 0; e < row_bytes; e++) idx[e] = (int)((unsigned)(i % rows) * row_bytes + e);
+    out[i] = fc_cg_shuffle(k, packed[i / rows], LLVMGetUndef(LLVMTypeOf(packed[0])), idx, (int)row_bytes);
+  }
+  return true;
+}
+
 int fc_qp_finish_tile(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, int mr, int nv,
                       const LLVMValueRef *corr, const LLVMValueRef *mult, LLVMValueRef *out) {
+  if (mr <= 16 && finish_rows_together(k, q, acc, mr, nv, corr, mult, out)) return 1;
   int per_row = nv;
   for (int i = 0; i < mr; i++) {
     LLVMValueRef row = fc_qp_finish_packed(k, q, acc + i * nv, nv, corr + i * nv, mult + i * nv);

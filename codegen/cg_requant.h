@@ -36,6 +36,7 @@ typedef struct FcQuantProduct {
   int32_t *bias;        /* b[c] alone (0 without a bias): for kernels that subtract zx from x themselves */
   float *mult;          /* m[c] (quantised result) or sx · sw[c] (f32 result) */
   bool mult_finite;     /* every m[c] is finite (fc_qp_finish_packed's condition) */
+  bool product_in_i32;  /* f32(acc) · m[c] stays inside i32's range for every input (bounded at compile time) */
   /* result */
   FcDtype out;          /* U8, I8 (requantised) or F32 */
   int32_t zy, lo, hi;   /* requantised: zero point and the clamp bounds of rne(·) before adding zy */
