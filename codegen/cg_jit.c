@@ -4,7 +4,7 @@
  * meant for it are generated with --cpu native, so both agree.
  *
  * Symbols: generated code calls frt_parallel_for(_max), frt_task_index, frt_pool_threads,
- * frt_profile_tick, frt_once (weights stored in 16 bits) and, through LLVM intrinsics, libc's
+ * frt_profile_tick, frt_once and frt_winograd_i8_weights (weights expanded once) and, through LLVM intrinsics, libc's
  * memcpy/memset. The runtime entry points are defined in the JIT as absolute addresses of the functions linked into this program, so they resolve
  * even though flowc is linked statically against libflowrt (an archive member nobody else references
  * would not be linked in, and nothing needs --export-dynamic). Anything else (memcpy, ...) comes from
@@ -53,6 +53,7 @@ static const struct {
     {"frt_pool_threads", (void (*)(void))frt_pool_threads},
     {"frt_profile_tick", (void (*)(void))frt_profile_tick},
     {"frt_once", (void (*)(void))frt_once},
+    {"frt_winograd_i8_weights", (void (*)(void))frt_winograd_i8_weights},
     /* the SIMT host backend's kernels (flowc run/check --device simt) */
     {"frt_simt_barrier", (void (*)(void))frt_simt_barrier},
     {"frt_simt_shfl_f32", (void (*)(void))frt_simt_shfl_f32},

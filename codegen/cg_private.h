@@ -8,7 +8,7 @@
 #include "codegen.h"
 #include "memplan.h"
 
-typedef struct FcCgStored FcCgStored; /* cg_weights_16bit.c: one blob stored in 16 bits */
+typedef struct FcCgStored FcCgStored; /* cg_weights_once.c: one blob expanded before the first run */
 
 struct FcCg {
   FcModule *m;
@@ -23,7 +23,7 @@ struct FcCg {
   LLVMValueRef *const_globals; /* by constant ordinal (memplan's `index` of FC_BUF_CONSTANT); made on first use */
   FcOp **const_ops;            /* by constant ordinal: the constant op (NULL when unused) */
   int n_consts;
-  FcCgStored *stored;          /* blobs stored in 16 bits, expanded before the first run */
+  FcCgStored *stored;          /* blobs stored in 16 bits or derived at run time, expanded before the first run */
   int n_stored, cap_stored;
   /* The kernel being emitted. */
   int kernel_index;     /* its position in flowc_model.kernel_names */
@@ -47,7 +47,7 @@ void fc_cg_baseline_fn(LLVMModuleRef mod, const FcTarget *t, LLVMValueRef fn);
 /* cg_module.c: a private constant global (64-byte aligned) holding n bytes copied from data. */
 LLVMValueRef fc_cg_bytes_global(FcCg *cg, const char *name, const void *data, size_t n);
 
-/* cg_weights_16bit.c: the global kernels read for `count` f32 values stored as `storage` (FC_DT_F16 or
+/* cg_weights_once.c: the global kernels read for `count` f32 values stored as `storage` (FC_DT_F16 or
  * FC_DT_BF16: a 16-bit copy in the artefact and a zeroed f32 buffer that the expansion fills; anything else:
  * fc_cg_bytes_global). */
 LLVMValueRef fc_cg_weights_global(FcCg *cg, const char *name, const float *data, size_t count, FcDtype storage);

@@ -2,7 +2,7 @@
  *
  * A module becomes one LLVM module:
  *   - each constant becomes a private global (64-byte aligned) holding its bytes, or, stored in 16 bits
- *     (flow.storage), a 16-bit copy and an f32 buffer it is expanded into once (cg_weights_16bit.c);
+ *     (flow.storage), a 16-bit copy and an f32 buffer it is expanded into once (cg_weights_once.c);
  *   - each op with a kernel becomes an internal function `void kN(ptr ctx, i64 begin, i64 end)` whose
  *     ctx points at an array of buffer pointers (operands first, then results) and which computes the
  *     op's outer iterations [begin, end) — the shape of FrtTaskFn, so the run function hands it straight
@@ -134,8 +134,15 @@ LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef globa
 LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, const char *name);
 /* The same for `count` f32 values made from the constant `src` (packed, re-laid-out or transformed
  * weights), stored the way src's flow.storage annotation says (fc_op_storage_dtype): in 16 bits, the
- * global then being an f32 buffer filled before the model's first run (cg_weights_16bit.c), or as f32. */
+ * global then being an f32 buffer filled before the model's first run (cg_weights_once.c), or as f32. */
 LLVMValueRef fc_cg_const_f32(FcKernel *k, const FcValue *src, const float *data, size_t count, const char *name);
+/* A zeroed buffer of dst_bytes (no file size) that the runtime function `fn` fills before the model's first
+ * run, as fn(dst, src, params) with src a private constant of src_bytes copied from `src` and params one of
+ * n_params i64 (cg_weights_once.c): weights whose transformed form is larger than what it is made from
+ * (the integer Winograd kernel's U, 4 or 8 bytes a weight, from the weights' 1). fn must be one of the
+ * runtime's (flowrt.h) and known to the JIT (cg_jit.c). */
+LLVMValueRef fc_cg_derived_bytes(FcKernel *k, const char *fn, const void *src, size_t src_bytes, size_t dst_bytes,
+                                 const int64_t *params, int n_params, const char *name);
 
 #define FC_KERNEL(kind, fn) FcStatus fn(FcKernel *k);
 #include "kernels.def"

@@ -29,8 +29,9 @@
  * bytes m·j + q; narrow rows load m·TW bytes each, side by side) into V[ξ][c/2][tile] as s16 pairs of
  * neighbouring channels (one i32 a tile), and then per tile of MR output channels: for each of the (m+2)²
  * transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2][tile], U[ξ][m][c/2]) on MR × 2
- * vectors of 8 tiles (U, the transformed weights, packed at compile time with the channels' corrections and
- * multipliers after them), then the output transform, the scaling back, the requantisation and the store of
+ * vectors of 8 tiles (U, the transformed weights, with the channels' corrections and multipliers after them,
+ * made from the weights when the model first runs: runtime/winograd_i8.c, so the artefact keeps 1 byte a
+ * weight instead of U's 4 or 8), then the output transform, the scaling back, the requantisation and the store of
  * each 8 tiles' m×m outputs as m rows of 8·m (a prefix at the right edge; rows past OH dropped). A row's last
  * vector of tiles reaches past its TW tiles into the next row's first, which that row's own step writes
  * afterwards, or into the slack after the block. R makes R·TW a multiple of 16 tiles (whole pairs of vectors)
@@ -94,9 +95,9 @@ static int64_t padded_tw(int64_t tw) { return TV % tw == 0 ? tw : round_up(tw, T
  * half of one wasted for F(2×2) and a third for F(4×4), whose transforms weigh more against its smaller GEMM;
  * and the transformed weights, (m+2)²/9 × 2 bytes a weight beside the other variants' shared s8 packing,
  * which stream from memory once a run, are few against the outputs (a map of few tiles, e.g. 7×7 at batch 1,
- * keeps the direct kernel: ResNet-18's layer4 would add 25 MB to the artefact for 0.5 ms). Per multiply-add
+ * keeps the direct kernel: ResNet-18's layer4 would take 25 MB more memory for 0.5 ms). Per multiply-add
  * F(4×4) streams 32/S bytes of them (S: the batch's output pixels in whole tiles), so it needs S >= MIN_F4_PIXELS
- * (1/20 of a byte: GoogLeNet's 14×14 convs, S = 256, ran no faster as F(4×4) and added 7 MB). */
+ * (1/20 of a byte: GoogLeNet's 14×14 convs, S = 256, ran no faster as F(4×4) and took 7 MB more). */
 static bool tiles_suit(const FcConv2 *c, int m) {
   int64_t tw = (c->OW + m - 1) / m;
   if (m == 2 ? padded_tw(tw) > 2 * tw : 2 * padded_tw(tw) > 3 * tw) return false;
@@ -128,34 +129,24 @@ static bool sums_fit_f4(const FcQuantProduct *q) {
   return true;
 }
 
-/* U = G' w'_c G'ᵀ per (output channel, input channel), packed as [ξ][m tile][channel pair][MR] i32 (an s16 pair:
- * the even channel low); then the corrections (i32) and multipliers (f32) of Mp channels (zeros past M). */
-static int8_t *pack_u(const Wino *t, int64_t *bytes) {
-  static const int G2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
-  static const int G4[6][3] = {{1, 0, 0}, {1, 1, 1}, {1, -1, 1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 1}};
-  const int(*G)[3] = t->m == 4 ? G4 : G2;
+/* What U is made from when the model first runs (runtime/winograd_i8.c, which computes U = G' w'_c G'ᵀ per
+ * (output channel, input channel) and packs it as [ξ][m tile][channel pair][MR] i32, an s16 pair with the
+ * even channel low): w' as [M][C][9] of `*w_bytes` each (1 where every w' fits s8, else 2), then the
+ * corrections (i32) and multipliers (f32) of the M channels, which it copies after U (Mp of each). */
+static uint8_t *u_source(const Wino *t, int64_t *bytes, int *w_bytes) {
   const FcConv2 *c = &t->c;
-  int A = t->A;
-  *bytes = t->u_bytes + 8 * t->Mp;
-  int8_t *pk = calloc((size_t)*bytes, 1);
-  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
-  int16_t *u = (int16_t *)pk;
-  for (int64_t m = 0; m < c->M; m++)
-    for (int64_t ch = 0; ch < c->C; ch++) {
-      const int16_t *g = t->q.w + m * c->K + ch * 9;
-      int tmp[MAX_A][3];
-      for (int a = 0; a < A; a++)
-        for (int j = 0; j < 3; j++) tmp[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j];
-      for (int a = 0; a < A; a++)
-        for (int b = 0; b < A; b++) {
-          int v = G[b][0] * tmp[a][0] + G[b][1] * tmp[a][1] + G[b][2] * tmp[a][2];
-          int64_t at = ((((int64_t)(a * A + b) * t->MT + m / MR) * t->CP + ch / 2) * MR + m % MR) * 2 + ch % 2;
-          u[at] = (int16_t)v; /* |v| <= 9·255 (m = 2) or 49·255 (m = 4) */
-        }
-    }
-  memcpy(pk + t->u_bytes, t->q.corr, (size_t)c->M * 4);
-  memcpy(pk + t->u_bytes + 4 * t->Mp, t->q.mult, (size_t)c->M * 4);
-  return pk;
+  int64_t n = c->M * c->K;
+  *w_bytes = t->q.w8 ? 1 : 2;
+  *bytes = n * *w_bytes + 8 * c->M;
+  uint8_t *src = malloc((size_t)*bytes);
+  if (!src) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t i = 0; i < n; i++) {
+    if (*w_bytes == 1) src[i] = (uint8_t)(int8_t)t->q.w[i];
+    else memcpy(src + 2 * i, &t->q.w[i], 2);
+  }
+  memcpy(src + n * *w_bytes, t->q.corr, (size_t)c->M * 4);
+  memcpy(src + n * *w_bytes + 4 * c->M, t->q.mult, (size_t)c->M * 4);
+  return src;
 }
 
 static LLVMValueRef gep8(FcKernel *k, LLVMValueRef p, LLVMValueRef off) {
@@ -553,9 +544,13 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   t.y_bytes = A2 * MR * t.TBs * 4;
   t.u_bytes = (int64_t)ubytes;
   int64_t bytes;
-  int8_t *pk = pack_u(&t, &bytes);
-  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "wino_u_i8"));
-  free(pk);
+  int w_bytes;
+  uint8_t *src = u_source(&t, &bytes, &w_bytes);
+  const int64_t params[] = {t.m, c->M, c->C, t.MT, t.CP, MR, w_bytes, t.u_bytes, t.Mp};
+  LLVMValueRef u = fc_cg_derived_bytes(k, "frt_winograd_i8_weights", src, (size_t)bytes,
+                                       (size_t)(t.u_bytes + 8 * t.Mp), params, 9, "wino_u_i8");
+  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, u);
+  free(src);
   int64_t outer = t.NB * t.MS;
   fc_kernel_set_outer(k, outer, 2.0 * A2 * (double)t.Mp / (double)t.MS * (double)t.CP * 2 * (double)t.R * (double)t.TW);
 

@@ -266,8 +266,13 @@ int frt_task_index(void);
 /* Calls init() the first time any thread of the process asks for *state (a zero-initialised word of the
  * generated code), then sets *state to 1; a thread that asks while another runs init waits until it is
  * done. The generated run function of a model whose weights are stored in 16 bits (flowc build --quantize
- * fp16|bf16) calls it, while its word is 0, to expand them into their f32 buffers before the first run. */
+ * fp16|bf16) or derived at run time (frt_winograd_i8_weights) calls it, while its word is 0, to expand them
+ * into their buffers before the first run. */
 void frt_once(int32_t *state, void (*init)(void));
+
+/* The transformed weights of flowc's integer Winograd conv, made from the weights in src into the zeroed
+ * dst by the generated code's one-time expansion (winograd_i8.c; p: the layout's parameters). */
+void frt_winograd_i8_weights(void *dst, const void *src, const int64_t *p);
 
 /* Per-kernel timing (the executables' --profile). While a profile is set, the generated run function
  * adds each kernel's wall time, in seconds, to acc[kernel index] (acc has n entries, the model's

@@ -1,4 +1,6 @@
-/* cg_weights_16bit.c — f32 weights stored in 16 bits (`--quantize fp16|bf16`) and expanded once.
+/* cg_weights_once.c — weights the artefact stores in a smaller form and expands once, before the first run:
+ * f32 weights stored in 16 bits (`--quantize fp16|bf16`), and blobs a runtime function derives from compact
+ * ones (fc_cg_derived_bytes: the integer Winograd kernel's transformed weights, made from the weights).
  *
  * A blob of f32 values that comes from a constant annotated `flow.storage = "f16"` (or "bf16"; the pass
  * store_weights_16bit.c adds it) — the constant itself, or what a kernel made of it at compile time
@@ -10,12 +12,16 @@
  * The data of an annotated constant was rounded by the pass already, so storing the constant loses
  * nothing more; a derived blob (Winograd's U = G·g·Gᵀ, a sum of rounded weights) is rounded to 16 bits a
  * second time here. Packing only moves values, so packed panels are exact.
+ * A derived blob is likewise a private constant (its source) and a zeroed buffer, filled by a call of the
+ * runtime function that the kernel named, with a constant table of its parameters: the transform is
+ * written once, in C, in the runtime, and the artefact carries only what it is made from.
  *
- * Expansion: every stored blob is an entry {16-bit source, f32 buffer, count} of a table (one per format),
+ * Expansion: every 16-bit blob is an entry {16-bit source, f32 buffer, count} of a table (one per format),
  * and one internal function walks the tables, converting each element: `fpext half` where the target
  * converts f16 in hardware (vcvtph2ps with F16C, fcvtl on AArch64), the exact integer widening of
  * cg_util.c elsewhere (no library call, runs on any x86-64); bf16 is a 16-bit shift. One table walk
- * instead of a loop per blob keeps the code the same size for 10 blobs or 1000. The run function calls it
+ * instead of a loop per blob keeps the code the same size for 10 blobs or 1000. The same function then
+ * calls each derived blob's runtime function. The run function calls it
  * through frt_once (runtime/once.c) while its `weights_ready` word is 0: once per process and thread-safe,
  * before the first kernel, in every kind of artefact (exe, obj, lib, so, the JIT of flowc run), and for a
  * multiversioned artefact only in the variant that runs. The cost is one acquire load per run afterwards.
@@ -26,12 +32,36 @@
 
 #include "cg_private.h"
 
-/* One stored blob: its 16-bit copy and the f32 buffer it expands into. */
+/* One stored blob: its 16-bit copy and the f32 buffer it expands into, or a derived blob's source and buffer
+ * with the runtime function that fills it and its parameters. */
 struct FcCgStored {
   LLVMValueRef src, dst;
   uint64_t count;
-  FcDtype dtype; /* FC_DT_F16 or FC_DT_BF16 */
+  FcDtype dtype;      /* FC_DT_F16 or FC_DT_BF16; FC_DT_U8 for a derived blob */
+  const char *fn;     /* derived: the runtime function */
+  LLVMValueRef params; /* derived: its i64 parameters */
 };
+
+/* A zeroed, internal, 64-byte aligned global of count elems (.bss: no file size). */
+static LLVMValueRef zeroed_buffer(FcCg *cg, const char *name, LLVMTypeRef elem, uint64_t count) {
+  LLVMTypeRef ty = LLVMArrayType2(elem, count ? count : 1);
+  LLVMValueRef dst = LLVMAddGlobal(cg->mod, ty, name);
+  LLVMSetInitializer(dst, LLVMConstNull(ty));
+  LLVMSetLinkage(dst, LLVMInternalLinkage);
+  LLVMSetAlignment(dst, FC_MEMPLAN_ALIGN);
+  return dst;
+}
+
+static void add_stored(FcCg *cg, FcCgStored s) {
+  if (cg->n_stored == cg->cap_stored) {
+    int cap = cg->cap_stored ? 2 * cg->cap_stored : 16;
+    FcCgStored *v = FC_NEW_ARRAY(cg->arena, FcCgStored, (size_t)cap);
+    if (cg->n_stored) memcpy(v, cg->stored, (size_t)cg->n_stored * sizeof *v);
+    cg->stored = v;
+    cg->cap_stored = cap;
+  }
+  cg->stored[cg->n_stored++] = s;
+}
 
 LLVMValueRef fc_cg_weights_global(FcCg *cg, const char *name, const float *data, size_t count, FcDtype storage) {
   if (storage != FC_DT_F16 && storage != FC_DT_BF16) return fc_cg_bytes_global(cg, name, data, count * sizeof(float));
@@ -43,19 +73,26 @@ LLVMValueRef fc_cg_weights_global(FcCg *cg, const char *name, const float *data,
   snprintf(name16, sizeof name16, "%s.%s", name, fc_dtype_name(storage));
   LLVMValueRef src = fc_cg_bytes_global(cg, name16, bits, count * sizeof *bits);
   free(bits);
-  LLVMTypeRef ty = LLVMArrayType2(LLVMFloatTypeInContext(cg->ctx), count ? count : 1);
-  LLVMValueRef dst = LLVMAddGlobal(cg->mod, ty, name);
-  LLVMSetInitializer(dst, LLVMConstNull(ty));
-  LLVMSetLinkage(dst, LLVMInternalLinkage);
-  LLVMSetAlignment(dst, FC_MEMPLAN_ALIGN);
-  if (cg->n_stored == cg->cap_stored) {
-    int cap = cg->cap_stored ? 2 * cg->cap_stored : 16;
-    FcCgStored *v = FC_NEW_ARRAY(cg->arena, FcCgStored, (size_t)cap);
-    if (cg->n_stored) memcpy(v, cg->stored, (size_t)cg->n_stored * sizeof *v);
-    cg->stored = v;
-    cg->cap_stored = cap;
-  }
-  cg->stored[cg->n_stored++] = (FcCgStored){src, dst, count, storage};
+  LLVMValueRef dst = zeroed_buffer(cg, name, LLVMFloatTypeInContext(cg->ctx), count);
+  add_stored(cg, (FcCgStored){.src = src, .dst = dst, .count = count, .dtype = storage});
+  return dst;
+}
+
+LLVMValueRef fc_cg_derived_bytes(FcKernel *k, const char *fn, const void *src, size_t src_bytes, size_t dst_bytes,
+                                 const int64_t *params, int n_params, const char *name) {
+  FcCg *cg = k->cg;
+  char src_name[64];
+  snprintf(src_name, sizeof src_name, "%s.src", name);
+  LLVMValueRef s = fc_cg_bytes_global(cg, src_name, src, src_bytes);
+  LLVMValueRef dst = zeroed_buffer(cg, name, cg->i8, dst_bytes);
+  LLVMValueRef *p = FC_NEW_ARRAY(cg->arena, LLVMValueRef, (size_t)(n_params ? n_params : 1));
+  for (int i = 0; i < n_params; i++) p[i] = LLVMConstInt(cg->i64, (unsigned long long)params[i], 1);
+  LLVMValueRef init = LLVMConstArray2(cg->i64, p, (uint64_t)n_params);
+  LLVMValueRef pg = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), "derived_params");
+  LLVMSetInitializer(pg, init);
+  LLVMSetGlobalConstant(pg, 1);
+  LLVMSetLinkage(pg, LLVMPrivateLinkage);
+  add_stored(cg, (FcCgStored){.src = s, .dst = dst, .count = dst_bytes, .dtype = FC_DT_U8, .fn = fn, .params = pg});
   return dst;
 }
 
@@ -130,6 +167,14 @@ static LLVMValueRef build_expander(FcCg *cg) {
     int n;
     LLVMValueRef table = stored_table(cg, entry_ty, formats[f], &n);
     if (table) expand_table(&k, entry_ty, table, n, formats[f]);
+  }
+  LLVMTypeRef derive_ty = LLVMFunctionType(cg->v, (LLVMTypeRef[]){cg->ptr, cg->ptr, cg->ptr}, 3, 0);
+  for (int i = 0; i < cg->n_stored; i++) {
+    const FcCgStored *s = &cg->stored[i];
+    if (!s->fn) continue;
+    LLVMValueRef callee = LLVMGetNamedFunction(cg->mod, s->fn);
+    if (!callee) callee = LLVMAddFunction(cg->mod, s->fn, derive_ty);
+    LLVMBuildCall2(b, derive_ty, callee, (LLVMValueRef[]){s->dst, s->src, s->params}, 3, "");
   }
   LLVMBuildRetVoid(b);
   LLVMDisposeBuilder(b);
