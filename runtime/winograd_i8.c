@@ -14,7 +14,7 @@ enum { P_M, P_OUT_CH, P_IN_CH, P_MT, P_CP, P_MR, P_W_BYTES, P_U_BYTES, P_MP };
 
 void frt_winograd_i8_weights(void *dst, const void *src, const int64_t *p) {
   static const int G2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
-  static const int G4[6][3] = {{1, 0, 0}, {1, 1, 1}, {1, -1, 1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 1}};
+  static const int G4[6][3] = {{3, 0, 0}, {1, 1, 1}, {1, -1, 1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 3}};
   const int(*G)[3] = p[P_M] == 4 ? G4 : G2;
   int A = (int)p[P_M] + 2;
   int64_t M = p[P_OUT_CH], C = p[P_IN_CH], MT = p[P_MT], CP = p[P_CP], MR = p[P_MR], wb = p[P_W_BYTES];

@@ -147,9 +147,9 @@ def rand(st, shape, lo=None, hi=None):
 
 
 def conv_case(label, xshape, xq, wshape, wq, yq, group=1, strides=None, dil=None, pads=None, bias=False,
-              wlo=None, whi=None, xhi=None, xfn=None, wfn=None):
-    """xhi: x drawn up to it (the type keeps its full range); xfn, wfn: x = xfn(x), w = wfn(w) after the
-    draw, to place particular values."""
+              wlo=None, whi=None, xhi=None, xfn=None, wfn=None, bfn=None):
+    """xhi: x drawn up to it (the type keeps its full range); xfn, wfn, bfn: x = xfn(x), w = wfn(w),
+    b = bfn(b) after the draw, to place particular values."""
     n = len(xshape) - 2
     strides, dil, pads = strides or [1] * n, dil or [1] * n, pads or [0] * (2 * n)
     x = rand(xq.st, xshape, xq.qmin, xq.qmax if xhi is None else xhi)
@@ -160,6 +160,8 @@ def conv_case(label, xshape, xq, wshape, wq, yq, group=1, strides=None, dil=None
         w = wfn(w)
     M = wshape[0]
     b = rng.integers(-3000, 3000, size=M).astype(np.int32) if bias else None
+    if bfn:
+        b = bfn(b)
     acc = conv_acc(x, w, b, xq, wq, group, strides, dil, pads)
     want = requant(acc, xq, wq, yq, np.arange(M).reshape((1, -1) + (1,) * n))
     yel = yq.text() if yq else 'f32'
