@@ -25,7 +25,7 @@ void frt_winograd_i8_weights(void *dst, const void *src, const int64_t *p) {
       int g[9], tmp[6][3];
       for (int i = 0; i < 9; i++) {
         int64_t at = (m * C + ch) * 9 + i;
-        int16_t v16;
+        int16_t v16 = 0;
         if (wb == 2) memcpy(&v16, w + 2 * at, 2);
         g[i] = wb == 2 ? v16 : (int8_t)w[at];
       }
