@@ -60,7 +60,8 @@ FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQ
   q->corr = malloc((size_t)(channels ? channels : 1) * sizeof *q->corr);
   q->mult = malloc((size_t)(channels ? channels : 1) * sizeof *q->mult);
   q->bias = malloc((size_t)(channels ? channels : 1) * sizeof *q->bias);
-  if (!q->w || !q->corr || !q->mult || !q->bias) fc_die(__FILE__, __LINE__, "out of memory");
+  q->wabs = calloc((size_t)(channels ? channels : 1), sizeof *q->wabs);
+  if (!q->w || !q->corr || !q->mult || !q->bias || !q->wabs) fc_die(__FILE__, __LINE__, "out of memory");
   const uint8_t *wb = wc->data;
   bool w_signed = wq->storage == FC_DT_I8;
   int64_t *wsum = calloc((size_t)(channels ? channels : 1), sizeof *wsum);
@@ -72,30 +73,24 @@ FcStatus fc_qp_init(FcKernel *k, int chan_axis, int64_t K, int64_t channels, FcQ
     q->w[i] = (int16_t)wv;
     if (wv < -128 || wv > 127) q->w8 = false;
     wsum[c] += wv;
+    q->wabs[c] += abs(wv);
   }
   const int32_t *bias = bc ? bc->data : NULL;
-  /* whether every product f32(acc) · m[c] lies inside i32's range, so fc_qp_finish_packed's packs alone
-   * saturate it at qmax: |acc| <= 255 · Σ|w'| + |b - zx·Σw'| (or + |b|, for kernels that subtract zx
-   * themselves) where that stays below 2^31, else |acc| <= 2^31 (it wraps in i32); the factor covers
-   * the f32 roundings of acc and of the product */
   q->product_in_i32 = true;
-  for (int64_t c = 0; c < channels; c++) {
-    int64_t wabs = 0, b = bias ? bias[c] : 0;
-    for (int64_t kk = 0; kk < K; kk++) wabs += abs(q->w[chan_axis == 0 ? c * K + kk : kk * channels + c]);
-    int64_t corr = b - (int64_t)q->zx * wsum[c];
-    double bound = fmin(255.0 * (double)wabs + fmax(fabs((double)corr), fabs((double)b)), 2147483648.0);
-    double sw = wq->scales[wq->n == 1 ? 0 : c], sx = xq->scales[0];
-    float m = yq ? fc_quant_multiplier(sx, sw, yq->scales[0]) : (float)(sx * sw);
-    if (!(bound * fabs((double)m) * 1.001 < 2147483000.0)) q->product_in_i32 = false;
-  }
   for (int64_t c = 0; c < channels; c++) {
     /* Σ_k w' is at most 255 · K in magnitude and K is a tensor dim, so the product cannot overflow int64;
      * the i32 result wraps like the accumulator it corrects. */
-    int64_t corr = (bias ? bias[c] : 0) - (int64_t)q->zx * wsum[c];
+    int64_t b = bias ? bias[c] : 0, corr = b - (int64_t)q->zx * wsum[c];
     q->corr[c] = (int32_t)(uint32_t)(uint64_t)corr;
-    q->bias[c] = bias ? bias[c] : 0;
+    q->bias[c] = (int32_t)b;
     double sw = wq->scales[wq->n == 1 ? 0 : c], sx = xq->scales[0];
     q->mult[c] = yq ? fc_quant_multiplier(sx, sw, yq->scales[0]) : (float)(sx * sw);
+    /* whether every product f32(acc) · m[c] lies inside i32's range, so fc_qp_finish_packed's packs alone
+     * saturate it at qmax: |acc| <= 255 · Σ|w'| + |b - zx·Σw'| (or + |b|, for kernels that subtract zx
+     * themselves) where that stays below 2^31, else |acc| <= 2^31 (it wraps in i32); the factor covers
+     * the f32 roundings of acc and of the product */
+    double bound = fmin(255.0 * (double)q->wabs[c] + fmax(fabs((double)corr), fabs((double)b)), 2147483648.0);
+    if (!(bound * fabs((double)q->mult[c]) * 1.001 < 2147483000.0)) q->product_in_i32 = false;
   }
   free(wsum);
   q->mult_finite = true;
@@ -116,7 +111,9 @@ void fc_qp_free(FcQuantProduct *q) {
   free(q->corr);
   free(q->mult);
   free(q->bias);
+  free(q->wabs);
   q->bias = NULL;
+  q->wabs = NULL;
   q->w = NULL;
   q->corr = NULL;
   q->mult = NULL;

@@ -31,6 +31,7 @@ typedef struct FcQuantProduct {
   int chan_axis;
   int16_t *w;           /* w' = w - zw[c] in the weights' element order (malloc'd: fc_qp_free) */
   bool w8;              /* every w' lies in [-128, 127] */
+  int64_t *wabs;        /* per channel Σ_k |w'[c, k]| (malloc'd: fc_qp_free) */
   /* per channel */
   int32_t *corr;        /* b[c] - zx · Σ_k w'[c, k], wrapped to i32 */
   int32_t *bias;        /* b[c] alone (0 without a bias): for kernels that subtract zx from x themselves */

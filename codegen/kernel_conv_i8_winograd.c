@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "cg_conv_i8.h"
+#include "flowrt.h"
 
 enum {
   MR = 4,                    /* output channels per GEMM tile: 4 × 2 accumulators, 2 tile vectors, 1 broadcast */
@@ -124,11 +125,8 @@ bool fc_conv_i8_winograd_applies(const FcKernel *k) {
 
 /* Whether every output channel's scaled sum, 64·|Σ x·w'| with x in [0, xmax], fits i32 (F(4×4)'s bound). */
 static bool sums_fit_f4(const FcQuantProduct *q) {
-  for (int64_t m = 0; m < q->channels; m++) {
-    int64_t l1 = 0;
-    for (int64_t i = 0; i < q->K; i++) l1 += abs(q->w[m * q->K + i]);
-    if (64.0 * (double)q->xmax * (double)l1 >= 2147483648.0) return false;
-  }
+  for (int64_t m = 0; m < q->channels; m++)
+    if (64.0 * (double)q->xmax * (double)q->wabs[m] >= 2147483648.0) return false;
   return true;
 }
 
@@ -139,10 +137,8 @@ static bool sums_fit_f4(const FcQuantProduct *q) {
  * shift of every output vector goes away. */
 static bool scale_folds(const FcQuantProduct *q, int s) {
   for (int64_t m = 0; m < q->channels; m++) {
-    int64_t l1 = 0;
-    for (int64_t i = 0; i < q->K; i++) l1 += abs(q->w[m * q->K + i]);
     double mult = fabs((double)q->mult[m]) / (double)(1 << s);
-    if ((double)(1 << s) * ((double)q->xmax * (double)l1 + fabs((double)q->corr[m])) >= 2147483648.0 ||
+    if ((double)(1 << s) * ((double)q->xmax * (double)q->wabs[m] + fabs((double)q->corr[m])) >= 2147483648.0 ||
         !isfinite(mult) || (mult != 0 && mult < FLT_MIN))
       return false;
   }
@@ -287,7 +283,7 @@ static void at(FcKernel *k, const Wino *t, LLVMValueRef *y, LLVMValueRef *o) {
 /* F(4×4): column q (0..3) of 8 tiles of both channels, from the two channels' 32 loaded bytes (tile j's 4
  * columns in i32 lane j), as V's pairs (lane j: the even channel's byte in bits 0..7, the odd one's in 16..23)
  * by shifts and masks (LLVM makes most of them one vpshufb): a third of the shuffles, blends and widenings that
- * the general pick of two sources takes (the input transform ran 15% faster on the seed CNN's 14×14 conv). */
+ * the general pick of two sources takes. */
 static LLVMValueRef window_column(FcKernel *k, LLVMValueRef two[2], int q) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, TV);
@@ -594,9 +590,12 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   int64_t bytes;
   int w_bytes;
   uint8_t *src = u_source(&t, &bytes, &w_bytes);
-  const int64_t params[] = {t.m, c->M, c->C, t.MT, t.CP, MR, w_bytes, t.u_bytes, t.Mp};
+  int64_t params[FRT_WINO_NPARAMS];
+  params[FRT_WINO_M] = t.m, params[FRT_WINO_OUT_CH] = c->M, params[FRT_WINO_IN_CH] = c->C;
+  params[FRT_WINO_MT] = t.MT, params[FRT_WINO_CP] = t.CP, params[FRT_WINO_MR] = MR;
+  params[FRT_WINO_W_BYTES] = w_bytes, params[FRT_WINO_U_BYTES] = t.u_bytes, params[FRT_WINO_MP] = t.Mp;
   LLVMValueRef u = fc_cg_derived_bytes(k, "frt_winograd_i8_weights", src, (size_t)bytes,
-                                       (size_t)(t.u_bytes + 8 * t.Mp), params, 9, "wino_u_i8");
+                                       (size_t)(t.u_bytes + 8 * t.Mp), params, FRT_WINO_NPARAMS, "wino_u_i8");
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, u);
   free(src);
   int64_t outer = t.NB * t.MS;

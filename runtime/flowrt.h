@@ -271,7 +271,11 @@ int frt_task_index(void);
 void frt_once(int32_t *state, void (*init)(void));
 
 /* The transformed weights of flowc's integer Winograd conv, made from the weights in src into the zeroed
- * dst by the generated code's one-time expansion (winograd_i8.c; p: the layout's parameters). */
+ * dst by the generated code's one-time expansion (winograd_i8.c); p[FRT_WINO_NPARAMS]: the tile size m, the
+ * output and input channels, U's output-channel tiles, channel pairs and tile height, the bytes of a weight
+ * in src (1 or 2), U's bytes, and the output channels padded to whole tiles. */
+enum { FRT_WINO_M, FRT_WINO_OUT_CH, FRT_WINO_IN_CH, FRT_WINO_MT, FRT_WINO_CP, FRT_WINO_MR, FRT_WINO_W_BYTES,
+       FRT_WINO_U_BYTES, FRT_WINO_MP, FRT_WINO_NPARAMS };
 void frt_winograd_i8_weights(void *dst, const void *src, const int64_t *p);
 
 /* Per-kernel timing (the executables' --profile). While a profile is set, the generated run function

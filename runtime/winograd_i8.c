@@ -10,14 +10,13 @@
 
 #include "flowrt.h"
 
-enum { P_M, P_OUT_CH, P_IN_CH, P_MT, P_CP, P_MR, P_W_BYTES, P_U_BYTES, P_MP };
-
 void frt_winograd_i8_weights(void *dst, const void *src, const int64_t *p) {
   static const int G2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
   static const int G4[6][3] = {{3, 0, 0}, {1, 1, 1}, {1, -1, 1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 3}};
-  const int(*G)[3] = p[P_M] == 4 ? G4 : G2;
-  int A = (int)p[P_M] + 2;
-  int64_t M = p[P_OUT_CH], C = p[P_IN_CH], MT = p[P_MT], CP = p[P_CP], MR = p[P_MR], wb = p[P_W_BYTES];
+  const int(*G)[3] = p[FRT_WINO_M] == 4 ? G4 : G2;
+  int A = (int)p[FRT_WINO_M] + 2;
+  int64_t M = p[FRT_WINO_OUT_CH], C = p[FRT_WINO_IN_CH], MT = p[FRT_WINO_MT], CP = p[FRT_WINO_CP];
+  int64_t MR = p[FRT_WINO_MR], wb = p[FRT_WINO_W_BYTES];
   const unsigned char *w = src;
   int16_t *u = dst;
   for (int64_t m = 0; m < M; m++)
@@ -40,7 +39,7 @@ void frt_winograd_i8_weights(void *dst, const void *src, const int64_t *p) {
     }
   /* the corrections (i32) and multipliers (f32) of M channels follow the weights; the kernel reads Mp of each */
   const unsigned char *tail = w + M * C * 9 * wb;
-  unsigned char *out = (unsigned char *)dst + p[P_U_BYTES];
+  unsigned char *out = (unsigned char *)dst + p[FRT_WINO_U_BYTES];
   memcpy(out, tail, (size_t)M * 4);
-  memcpy(out + 4 * p[P_MP], tail + 4 * M, (size_t)M * 4);
+  memcpy(out + 4 * p[FRT_WINO_MP], tail + 4 * M, (size_t)M * 4);
 }
