@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""qdq_random.py — seeded random quantised layers at awkward sizes, run by onnxruntime and by flowc.
+
+Each case is a small ONNX model written here with onnx.helper (no PyTorch): a QDQ layer (QuantizeLinear ->
+DequantizeLinear around a Conv — dense, depthwise with multiplier 1 or 2, grouped, 1-D — or a MatMul, with
+per-channel int8 weights, an int32 bias or none, an optional Relu, and for some cases a MaxPool, AveragePool,
+Add or Concat after it) or a QOperator node (QLinearConv, QLinearMatMul on uint8 tensors). Sizes, kernels,
+strides, dilations, asymmetric pads, channel counts, scales, zero points (u8 and, with --int8-activations
+cases, i8) and inputs are drawn from one seed, so a failure is reproduced by its seed and case number.
+
+onnxruntime-node (bench/node_modules; tests/e2e/ort_run.js, all graph optimisations, one thread) runs each
+model once; `flowc run` runs it for every CPU variant this machine can execute (its own CPU, x86-64-v4,
+x86-64-v3 and the x86-64 baseline: the VNNI/AMX, AVX-512, AVX2 and scalar integer kernels), on 1 or 2
+threads by case. Every output element must be within 1 output quantisation step of onnxruntime's: both
+compute the same integer accumulators, and the runtimes may round the final requantisation of a value that
+lies within a float rounding of a half step differently (no case has differed at all when this was written).
+Exit status 77 (skipped) without onnxruntime-node.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def host_cpus():
+    """The --cpu names this machine can run, best first (x86-64 only; elsewhere just the native one)."""
+    try:
+        flags = set()
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('flags'):
+                    flags = set(line.split(':', 1)[1].split())
+                    break
+    except OSError:
+        return ['native']
+    if 'sse2' not in flags:
+        return ['native']
+    cpus = ['native']
+    if {'avx512f', 'avx512bw', 'avx512dq', 'avx512vl'} <= flags:
+        cpus.append('x86-64-v4')
+    if {'avx2', 'fma', 'bmi2'} <= flags:
+        cpus.append('x86-64-v3')
+    return cpus + ['x86-64']
+
+
+class Graph:
+    """Nodes and initialisers of one model, with unique names."""
+
+    def __init__(self, rng, int8_activations):
+        self.rng, self.int8 = rng, int8_activations
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, prefix):
+        self.count += 1
+        return '%s%d' % (prefix, self.count)
+
+    def const(self, prefix, value):
+        n = self.name(prefix)
+        self.inits.append(numpy_helper.from_array(np.asarray(value), n))
+        return n
+
+    def node(self, op, inputs, **attrs):
+        out = self.name(op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def qdq(self, x, scale, zp):
+        """QuantizeLinear then DequantizeLinear; u8 (or, half the time with --int8-activations, i8)."""
+        if self.int8 and self.rng.random() < 0.5:
+            z = self.const('z', np.int8(zp - 128))
+        else:
+            z = self.const('z', np.uint8(zp))
+        s = self.const('s', np.float32(scale))
+        return self.node('DequantizeLinear', [self.node('QuantizeLinear', [x, s, z]), s, z]), s
+
+    def weights(self, w, scales, axis):
+        q = self.const('w', w.astype(np.int8))
+        return self.node('DequantizeLinear', [q, self.const('ws', scales.astype(np.float32)),
+                                              self.const('wz', np.zeros(scales.shape, np.int8))], axis=axis)
+
+
+def range_q(lo, hi):
+    """The u8 scale and zero point of the float range [lo, hi] (widened to hold 0)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    s = (hi - lo) / 255.0 or 1.0
+    return s, int(np.clip(round(-lo / s), 0, 255))
+
+
+def conv_geometry(rng, spatial, big):
+    """Kernel, strides, dilations and pads for input extents `spatial`, each axis big enough for its window."""
+    n = len(spatial)
+    ks = [int(rng.choice([1, 1, 2, 3, 3, 3, 5, 7])) for _ in range(n)]
+    if big and rng.random() < 0.5:
+        ks = [3] * n  # the Winograd and tap kernels' shape
+    st = [int(rng.choice([1, 1, 2, 3])) for _ in range(n)]
+    dl = [int(rng.choice([1, 1, 1, 2])) for _ in range(n)]
+    pads = [int(rng.integers(0, k)) if k > 1 else 0 for k in ks] * 2
+    pads[n:] = [int(rng.integers(0, k)) if k > 1 else 0 for k in ks]
+    for a in range(n):
+        short = dl[a] * (ks[a] - 1) + 1 - (spatial[a] + pads[a] + pads[a + n])
+        if short > 0:
+            pads[a + n] += short
+    return ks, st, dl, pads
+
+
+def qdq_case(rng, kind, big, int8_activations):
+    """A QDQ layer: returns (model, input array, output step)."""
+    g = Graph(rng, int8_activations)
+    sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    batch = int(rng.choice([1, 1, 2]))
+    if kind == 'matmul':
+        K, M, rows = int(rng.integers(1, 300)), int(rng.integers(1, 200)), int(rng.integers(1, 70))
+        shape = [rows, K]
+    else:
+        C = int(rng.integers(1, 130 if big else 40))
+        spatial = [int(rng.integers(1, 60 if big else 30)) for _ in range(1 if kind == 'conv1d' else 2)]
+        shape = [batch, C] + spatial
+    x, _ = g.qdq('x', sx, zx)
+    if kind == 'matmul':
+        ws = rng.uniform(0.001, 0.02, M)
+        y = g.node('MatMul', [x, g.weights(rng.integers(-128, 128, (K, M)), ws, 1)])
+    else:
+        if kind == 'depthwise':
+            G, M = C, C * int(rng.choice([1, 1, 2]))
+        elif kind == 'grouped':
+            divisors = [d for d in range(2, C + 1) if C % d == 0]
+            G = int(rng.choice(divisors)) if divisors else 1
+            M = G * int(rng.integers(1, 6))
+        else:
+            G, M = 1, int(rng.integers(1, 140 if big else 70))
+        ks, st, dl, pads = conv_geometry(rng, shape[2:], big)
+        K = C // G * int(np.prod(ks))
+        limit = 21 if rng.random() < 0.3 else 128  # small weights too: sums far from i32's edges either way
+        ws = rng.uniform(0.001, 0.02, M)
+        inputs = [x, g.weights(rng.integers(-limit, limit, [M, C // G] + ks), ws, 0)]
+        if rng.random() < 0.7:
+            b = g.const('b', rng.integers(-5000, 5000, M).astype(np.int32))
+            inputs.append(g.node('DequantizeLinear', [b, g.const('bs', (sx * ws).astype(np.float32)),
+                                                      g.const('bz', np.zeros(M, np.int32))], axis=0))
+        y = g.node('Conv', inputs, kernel_shape=ks, strides=st, dilations=dl, pads=pads, group=G)
+    spread = sx * 128 * np.sqrt(K) * 0.6  # about the accumulators' spread, times the weights' scale
+    if rng.random() < 0.4:
+        y = g.node('Relu', [y])
+        s1, z1 = range_q(0, 2 * spread)
+    else:
+        s1, z1 = range_q(-spread, spread * float(rng.uniform(0.5, 2)))
+    y, step = g.qdq(y, s1, z1)
+    tail = kind == 'conv' and rng.random() < 0.6
+    if tail:
+        after = str(rng.choice(['MaxPool', 'AveragePool', 'Add', 'Concat']))
+        if after in ('MaxPool', 'AveragePool'):
+            k = int(rng.choice([2, 3]))
+            k = max(1, min(k, *[o for o in out_extents(shape[2:], ks, st, dl, pads)]))
+            pad = int(rng.integers(0, k)) if after == 'MaxPool' else 0
+            y, step = g.qdq(g.node(after, [y], kernel_shape=[k, k], strides=[int(rng.choice([1, 2]))] * 2,
+                                   pads=[pad] * 4), s1, z1)
+        elif after == 'Add':
+            s2, z2 = range_q(-2 * spread, 2 * spread)
+            y, step = g.qdq(g.node('Add', [y, y]), s2, z2)
+        else:
+            y, step = g.qdq(g.node('Concat', [y, y], axis=1), s1, z1)
+    g.nodes.append(helper.make_node('Identity', [y], ['y']))
+    graph = helper.make_graph(g.nodes, 'qdq_random', [helper.make_tensor_value_info('x', TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
+    model.ir_version = 8
+    x_val = ((rng.integers(0, 256, shape) - zx) * sx).astype(np.float32)
+    if rng.random() < 0.5:  # values between the steps, and beyond the range (QuantizeLinear saturates)
+        x_val = (x_val + rng.normal(0, sx * 0.3, shape)).astype(np.float32)
+    scale = numpy_helper.to_array([t for t in g.inits if t.name == step][0])
+    return model, x_val, float(scale)
+
+
+def out_extents(spatial, ks, st, dl, pads):
+    n = len(spatial)
+    return [(spatial[a] + pads[a] + pads[a + n] - dl[a] * (ks[a] - 1) - 1) // st[a] + 1 for a in range(n)]
+
+
+def qop_case(rng, kind, big):
+    """A QOperator node on uint8 tensors: returns (model, input array, 1.0: outputs are the steps)."""
+    g = Graph(rng, False)
+    sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    if kind == 'qlinearmatmul':
+        K, M, rows = int(rng.integers(1, 300)), int(rng.integers(1, 200)), int(rng.integers(1, 70))
+        shape = [rows, K]
+        w = rng.integers(0, 256, (K, M)).astype(np.uint8)
+        sw, zw = float(rng.uniform(0.001, 0.02)), int(rng.integers(0, 256))
+        spread = sx * sw * 128 * 100 * np.sqrt(K)
+        sy, zy = range_q(-spread, spread)
+        ins = ['x', g.const('sx', np.float32(sx)), g.const('zx', np.uint8(zx)), g.const('w', w),
+               g.const('sw', np.float32(sw)), g.const('zw', np.uint8(zw)), g.const('sy', np.float32(sy)),
+               g.const('zy', np.uint8(zy))]
+        y = g.node('QLinearMatMul', ins)
+    else:
+        C, M = int(rng.integers(1, 40)), int(rng.integers(1, 70))
+        shape = [int(rng.choice([1, 2])), C] + [int(rng.integers(1, 60 if big else 30)) for _ in range(2)]
+        ks, st, dl, pads = conv_geometry(rng, shape[2:], big)
+        K = C * int(np.prod(ks))
+        w = rng.integers(-128, 128, [M, C] + ks).astype(np.int8)
+        sw = rng.uniform(0.001, 0.02, M).astype(np.float32)
+        spread = sx * float(sw.mean()) * 128 * 100 * np.sqrt(K)
+        sy, zy = range_q(-spread, spread)
+        ins = ['x', g.const('sx', np.float32(sx)), g.const('zx', np.uint8(zx)), g.const('w', w), g.const('sw', sw),
+               g.const('zw', np.zeros(M, np.int8)), g.const('sy', np.float32(sy)), g.const('zy', np.uint8(zy))]
+        if rng.random() < 0.7:
+            ins.append(g.const('b', rng.integers(-5000, 5000, M).astype(np.int32)))
+        y = g.node('QLinearConv', ins, kernel_shape=ks, strides=st, dilations=dl, pads=pads)
+    g.nodes.append(helper.make_node('Identity', [y], ['y']))
+    graph = helper.make_graph(g.nodes, 'qop_random', [helper.make_tensor_value_info('x', TensorProto.UINT8, shape)],
+                              [helper.make_tensor_value_info('y', TensorProto.UINT8, None)], g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
+    model.ir_version = 8
+    return model, rng.integers(0, 256, shape).astype(np.uint8), 1.0
+
+
+KINDS = ['conv', 'conv', 'depthwise', 'grouped', 'conv1d', 'matmul', 'qlinearconv', 'qlinearmatmul']
+ORT_TYPES = {np.dtype(np.float32): 'float32', np.dtype(np.uint8): 'uint8'}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--flowc', required=True)
+    ap.add_argument('--source-root', required=True, help='the checkout (bench/node_modules, tests/e2e/ort_run.js)')
+    ap.add_argument('--work', required=True)
+    ap.add_argument('--cases', type=int, default=40)
+    ap.add_argument('--seed', type=int, default=14)
+    ap.add_argument('--big', action='store_true', help='channels up to 130 and maps up to 60 wide (slower)')
+    ap.add_argument('--int8-activations', action='store_true', help='half the activations i8 instead of u8')
+    ap.add_argument('--cpus', help='comma-separated --cpu names (default: every variant this machine runs)')
+    args = ap.parse_args()
+    modules = os.path.abspath(os.path.join(args.source_root, 'bench', 'node_modules'))
+    if not os.path.isdir(os.path.join(modules, 'onnxruntime-node')):
+        print('skipped: no onnxruntime-node in %s (tools/setup.sh test installs it)' % modules)
+        return 77
+    ort_run = os.path.join(args.source_root, 'tests', 'e2e', 'ort_run.js')
+    cpus = args.cpus.split(',') if args.cpus else host_cpus()
+    rng = np.random.default_rng(args.seed)
+    os.makedirs(args.work, exist_ok=True)
+    failures = 0
+    for i in range(args.cases):
+        kind = str(rng.choice(KINDS))
+        if kind.startswith('qlinear'):
+            model, x, step = qop_case(rng, kind, args.big)
+        else:
+            model, x, step = qdq_case(rng, kind, args.big, args.int8_activations)
+        threads = 1 + i % 2
+        d = os.path.join(args.work, 'case%d' % i)
+        os.makedirs(os.path.join(d, 'ort'), exist_ok=True)
+        path = os.path.join(d, 'model.onnx')
+        onnx.save(model, path)
+        np.save(os.path.join(d, 'x.npy'), x)
+        x.tofile(os.path.join(d, 'x.bin'))
+        r = subprocess.run(['node', ort_run, modules, path, os.path.join(d, 'ort'),
+                            'x=%s:%s:%s' % (os.path.join(d, 'x.bin'), ORT_TYPES[x.dtype], ','.join(map(str, x.shape)))],
+                           capture_output=True, text=True)
+        if r.returncode:
+            print('case %d (%s, seed %d): onnxruntime failed: %s' % (i, kind, args.seed, r.stderr.strip()))
+            failures += 1
+            continue
+        meta = json.load(open(os.path.join(d, 'ort', 'meta.json')))[0]
+        want = np.fromfile(os.path.join(d, 'ort', '0.bin'), np.float32 if meta['type'] == 'float32' else np.uint8)
+        want = want.reshape(meta['dims']).astype(np.float64)
+        worst = []
+        for cpu in cpus:
+            out = os.path.join(d, 'flowc-' + cpu)
+            r = subprocess.run([args.flowc, 'run', path, os.path.join(d, 'x.npy'), '--cpu', cpu, '--threads', str(threads),
+                                '--output-dir', out], capture_output=True, text=True)
+            if r.returncode:
+                print('case %d (%s, seed %d) --cpu %s: flowc failed: %s' % (i, kind, args.seed, cpu, r.stderr.strip()))
+                failures += 1
+                continue
+            got = np.load(os.path.join(out, 'output_0.npy')).astype(np.float64)
+            if got.shape != want.shape:
+                print('case %d (%s) --cpu %s: shape %s, onnxruntime %s' % (i, kind, cpu, got.shape, want.shape))
+                failures += 1
+                continue
+            steps = np.abs(got - want) / step
+            worst.append('%s %.0f' % (cpu, steps.max() if steps.size else 0))
+            if steps.size and steps.max() > 1.001:
+                print('case %d (%s, seed %d) --cpu %s: %d of %d elements more than 1 step from onnxruntime (max %.1f)'
+                      % (i, kind, args.seed, cpu, int((steps > 1.001).sum()), steps.size, steps.max()))
+                failures += 1
+        print('case %d: %s %s -> %s, %d thread(s); steps: %s' % (i, kind, list(x.shape), list(want.shape), threads,
+                                                               ', '.join(worst)), flush=True)
+    print('%d cases on %s: %d failures' % (args.cases, ', '.join(cpus), failures))
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
