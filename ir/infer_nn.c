@@ -53,10 +53,19 @@ static FcStatus window_out(const FcOp *op, const Spatial *s, int i, int64_t in, 
   if (!window_extent(k, s->dils[i], &ext)) return fc_ih_fail(op, diag, "kernel dim %d (%lld) is invalid", i, (long long)k);
   if (!fc_checked_add(in, s->pads[i], &padded) || !fc_checked_add(padded, s->pads[s->n + i], &padded))
     return fc_ih_fail(op, diag, "padded spatial dim %d overflows", i);
-  if (padded < ext)
+  int64_t st = s->strides[i];
+  if (padded < ext) {
+    /* In ceil mode ceil((padded - extent) / s) + 1 is still one window, from the input's first position, when
+     * the window overhangs the padded input by less than a stride (ONNX, PyTorch: a pool over a map smaller
+     * than its window, as a 2x2 max pool with ceil mode on a 1-pixel map). */
+    if (ceil_mode && ext - padded < st && in + s->pads[i] > 0) {
+      *out = 1;
+      return FC_OK;
+    }
     return fc_ih_fail(op, diag, "spatial dim %d: window of extent %lld does not fit padded input of %lld", i,
                          (long long)ext, (long long)padded);
-  int64_t num = padded - ext, st = s->strides[i];
+  }
+  int64_t num = padded - ext;
   int64_t o = num / st + 1;
   if (ceil_mode && num % st != 0) {
     o++;

@@ -1,19 +1,29 @@
 #!/usr/bin/python3
 """qdq_random.py — seeded random quantised layers at awkward sizes, run by onnxruntime and by flowc.
 
-Each case is a small ONNX model written here with onnx.helper (no PyTorch): a QDQ layer (QuantizeLinear ->
-DequantizeLinear around a Conv — dense, depthwise with multiplier 1 or 2, grouped, 1-D — or a MatMul, with
-per-channel int8 weights, an int32 bias or none, an optional Relu, and for some cases a MaxPool, AveragePool,
-Add or Concat after it) or a QOperator node (QLinearConv, QLinearMatMul on uint8 tensors). Sizes, kernels,
-strides, dilations, asymmetric pads, channel counts, scales, zero points (u8 and, with --int8-activations
-cases, i8) and inputs are drawn from one seed, so a failure is reproduced by its seed and case number.
+Each case is a small ONNX model written here with onnx.helper (no PyTorch):
+  - a QDQ layer: QuantizeLinear -> DequantizeLinear around a Conv (dense, depthwise with multiplier 1 or 2,
+    grouped, 1-D) or a MatMul with per-channel int8 weights, an int32 bias or none, an optional Relu, and for
+    some convs a MaxPool, AveragePool, Add or Concat after it; or a conv whose weights are uint8 with a zero
+    point (w - zw leaves int8: the 16-bit weight path);
+  - QDQ around a pool (MaxPool with dilations, AveragePool with and without the pads counted, ceil mode,
+    GlobalAveragePool, GlobalMaxPool), around Add, Sub, Mul or Concat of two inputs of different scales (the
+    second broadcast per channel in some), or around float glue (HardSwish, HardSigmoid, Sigmoid, Tanh,
+    LeakyRelu, Clip, Relu: the byte lookup tables and the f32 loops);
+  - a QOperator node on uint8 tensors: QLinearConv (grouped in some), QLinearMatMul, and ConvInteger and
+    MatMulInteger with their int32 results (uint8 and int8 weights, zero points or none).
+Sizes, kernels, strides, dilations, asymmetric pads, channel counts, scales, zero points (u8 and, with
+--int8-activations, i8) and inputs are drawn from one seed, so a failure is reproduced by seed and case.
 
 onnxruntime-node (bench/node_modules; tests/e2e/ort_run.js, all graph optimisations, one thread) runs each
 model once; `flowc run` runs it for every CPU variant this machine can execute (its own CPU, x86-64-v4,
 x86-64-v3 and the x86-64 baseline: the VNNI/AMX, AVX-512, AVX2 and scalar integer kernels), on 1 or 2
-threads by case. Every output element must be within 1 output quantisation step of onnxruntime's: both
-compute the same integer accumulators, and the runtimes may round the final requantisation of a value that
-lies within a float rounding of a half step differently (no case has differed at all when this was written).
+threads by case. Every 8-bit output element must be within 1 output quantisation step of onnxruntime's (the
+runtimes may round a value that lies within a float rounding of a half step differently, and Sigmoid and
+Tanh are approximated differently; no case differed at all when this was written) and int32 results must
+be equal. One combination is left out: AveragePool counting the pads with ceil mode, where onnxruntime's
+quantised pool divides a window that runs past the padded input by the whole kernel, while the ONNX
+reference and PyTorch (and flowc) count only the positions inside it (onnxruntime issue 16203).
 Exit status 77 (skipped) without onnxruntime-node.
 """
 import argparse
@@ -108,8 +118,32 @@ def conv_geometry(rng, spatial, big):
     return ks, st, dl, pads
 
 
+def scale_of(g, name):
+    return float(numpy_helper.to_array([t for t in g.inits if t.name == name][0]))
+
+
+def finish(g, y, inputs, out_type=TensorProto.FLOAT, opset=13):
+    """The model of g's nodes with result y; inputs: [(name, array)]."""
+    g.nodes.append(helper.make_node('Identity', [y], ['y']))
+    types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.uint8): TensorProto.UINT8}
+    graph = helper.make_graph(g.nodes, 'qdq_random',
+                              [helper.make_tensor_value_info(n, types[a.dtype], a.shape) for n, a in inputs],
+                              [helper.make_tensor_value_info('y', out_type, None)], g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
+    model.ir_version = 8
+    return model
+
+
+def float_input(rng, shape, sx, zx):
+    """Values on the grid of (sx, zx), half the time moved between the steps and past the range."""
+    x = ((rng.integers(0, 256, shape) - zx) * sx).astype(np.float32)
+    if rng.random() < 0.5:
+        x = (x + rng.normal(0, sx * 0.3, shape)).astype(np.float32)
+    return x
+
+
 def qdq_case(rng, kind, big, int8_activations):
-    """A QDQ layer: returns (model, input array, output step)."""
+    """A QDQ layer: returns (model, inputs, output step)."""
     g = Graph(rng, int8_activations)
     sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
     batch = int(rng.choice([1, 1, 2]))
@@ -164,16 +198,9 @@ def qdq_case(rng, kind, big, int8_activations):
             y, step = g.qdq(g.node('Add', [y, y]), s2, z2)
         else:
             y, step = g.qdq(g.node('Concat', [y, y], axis=1), s1, z1)
-    g.nodes.append(helper.make_node('Identity', [y], ['y']))
-    graph = helper.make_graph(g.nodes, 'qdq_random', [helper.make_tensor_value_info('x', TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
-    model.ir_version = 8
-    x_val = ((rng.integers(0, 256, shape) - zx) * sx).astype(np.float32)
-    if rng.random() < 0.5:  # values between the steps, and beyond the range (QuantizeLinear saturates)
-        x_val = (x_val + rng.normal(0, sx * 0.3, shape)).astype(np.float32)
-    scale = numpy_helper.to_array([t for t in g.inits if t.name == step][0])
-    return model, x_val, float(scale)
+    x_val = float_input(rng, shape, sx, zx)
+    model = finish(g, y, [('x', x_val)])
+    return model, [('x', x_val)], scale_of(g, step)
 
 
 def out_extents(spatial, ks, st, dl, pads):
@@ -182,9 +209,10 @@ def out_extents(spatial, ks, st, dl, pads):
 
 
 def qop_case(rng, kind, big):
-    """A QOperator node on uint8 tensors: returns (model, input array, 1.0: outputs are the steps)."""
+    """A QOperator node on uint8 tensors: returns (model, inputs, 1.0: the outputs are the steps)."""
     g = Graph(rng, False)
     sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    out_type = TensorProto.UINT8
     if kind == 'qlinearmatmul':
         K, M, rows = int(rng.integers(1, 300)), int(rng.integers(1, 200)), int(rng.integers(1, 70))
         shape = [rows, K]
@@ -196,12 +224,14 @@ def qop_case(rng, kind, big):
                g.const('sw', np.float32(sw)), g.const('zw', np.uint8(zw)), g.const('sy', np.float32(sy)),
                g.const('zy', np.uint8(zy))]
         y = g.node('QLinearMatMul', ins)
-    else:
-        C, M = int(rng.integers(1, 40)), int(rng.integers(1, 70))
+    elif kind == 'qlinearconv':
+        G = 1 if rng.random() < 0.6 else int(rng.integers(2, 20))
+        C = G * (int(rng.integers(1, 40)) if G == 1 else int(rng.choice([1, 1, 2, 3])))
+        M = G * (int(rng.integers(1, 70)) if G == 1 else int(rng.choice([1, 1, 2, 4])))
         shape = [int(rng.choice([1, 2])), C] + [int(rng.integers(1, 60 if big else 30)) for _ in range(2)]
         ks, st, dl, pads = conv_geometry(rng, shape[2:], big)
-        K = C * int(np.prod(ks))
-        w = rng.integers(-128, 128, [M, C] + ks).astype(np.int8)
+        K = C // G * int(np.prod(ks))
+        w = rng.integers(-128, 128, [M, C // G] + ks).astype(np.int8)
         sw = rng.uniform(0.001, 0.02, M).astype(np.float32)
         spread = sx * float(sw.mean()) * 128 * 100 * np.sqrt(K)
         sy, zy = range_q(-spread, spread)
@@ -209,21 +239,143 @@ def qop_case(rng, kind, big):
                g.const('zw', np.zeros(M, np.int8)), g.const('sy', np.float32(sy)), g.const('zy', np.uint8(zy))]
         if rng.random() < 0.7:
             ins.append(g.const('b', rng.integers(-5000, 5000, M).astype(np.int32)))
-        y = g.node('QLinearConv', ins, kernel_shape=ks, strides=st, dilations=dl, pads=pads)
-    g.nodes.append(helper.make_node('Identity', [y], ['y']))
-    graph = helper.make_graph(g.nodes, 'qop_random', [helper.make_tensor_value_info('x', TensorProto.UINT8, shape)],
-                              [helper.make_tensor_value_info('y', TensorProto.UINT8, None)], g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
-    model.ir_version = 8
-    return model, rng.integers(0, 256, shape).astype(np.uint8), 1.0
+        y = g.node('QLinearConv', ins, kernel_shape=ks, strides=st, dilations=dl, pads=pads, group=G)
+    else:  # convinteger, matmulinteger: the int32 sums themselves
+        out_type = TensorProto.INT32
+        wdt = np.int8 if rng.random() < 0.5 else np.uint8
+        lo, hi = (-128, 128) if wdt == np.int8 else (0, 256)
+        if kind == 'convinteger':
+            C, M = int(rng.integers(1, 40)), int(rng.integers(1, 70))
+            shape = [int(rng.choice([1, 2])), C] + [int(rng.integers(1, 60 if big else 30)) for _ in range(2)]
+            ks, st, dl, pads = conv_geometry(rng, shape[2:], big)
+            w, attrs = rng.integers(lo, hi, [M, C] + ks), dict(kernel_shape=ks, strides=st, dilations=dl, pads=pads)
+        else:
+            K, M = int(rng.integers(1, 300)), int(rng.integers(1, 200))
+            rows = int(rng.integers(1, 70))
+            shape = [int(rng.integers(1, 4)), rows, K] if rng.random() < 0.4 else [rows, K]
+            w, attrs = rng.integers(lo, hi, [K, M]), {}
+        ins = ['x', g.const('w', w.astype(wdt))]
+        if rng.random() < 0.7:
+            ins += [g.const('zx', np.uint8(rng.integers(0, 256))), g.const('zw', wdt(rng.integers(0, 100)))]
+        y = g.node('ConvInteger' if kind == 'convinteger' else 'MatMulInteger', ins, **attrs)
+    inputs = [('x', rng.integers(0, 256, shape).astype(np.uint8))]
+    return finish(g, y, inputs, out_type), inputs, 1.0
 
 
-KINDS = ['conv', 'conv', 'depthwise', 'grouped', 'conv1d', 'matmul', 'qlinearconv', 'qlinearmatmul']
+def u8_weights_case(rng, big):
+    """QDQ around a conv whose weights are uint8 with a zero point: w - zw spans [-255, 255]."""
+    g = Graph(rng, False)
+    C, M = int(rng.integers(1, 40)), int(rng.integers(1, 70))
+    shape = [int(rng.choice([1, 2])), C] + [int(rng.integers(1, 60 if big else 30)) for _ in range(2)]
+    sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    x, _ = g.qdq('x', sx, zx)
+    ks, st, dl, pads = conv_geometry(rng, shape[2:], big)
+    sw, zw = float(rng.uniform(0.001, 0.02)), int(rng.integers(0, 256))
+    w = g.node('DequantizeLinear', [g.const('w', rng.integers(0, 256, [M, C] + ks).astype(np.uint8)),
+                                    g.const('ws', np.float32(sw)), g.const('wz', np.uint8(zw))])
+    y = g.node('Conv', [x, w], kernel_shape=ks, strides=st, dilations=dl, pads=pads)
+    spread = sx * sw * 128 * 128 * np.sqrt(C * np.prod(ks)) * 0.6
+    y, step = g.qdq(y, *range_q(-spread, spread))
+    inputs = [('x', float_input(rng, shape, sx, zx))]
+    return finish(g, y, inputs), inputs, scale_of(g, step)
+
+
+def pool_case(rng):
+    """QDQ around a pool, its result quantised like its input or not."""
+    g = Graph(rng, False)
+    small = rng.random() < 0.4  # maps of 1 to 3: windows past the padded input, in ceil mode
+    shape = [int(rng.choice([1, 2])), int(rng.integers(1, 40))] + [int(rng.integers(1, 4) if small else rng.integers(3, 30))
+                                                                   for _ in range(2)]
+    sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    x, _ = g.qdq('x', sx, zx)
+    op = str(rng.choice(['MaxPool', 'AveragePool', 'AveragePool', 'GlobalAveragePool', 'GlobalMaxPool']))
+    if op.startswith('Global'):
+        y = g.node(op, [x])
+    else:
+        k = [int(rng.integers(1, 4)) for _ in range(2)]
+        attrs = dict(kernel_shape=k, strides=[int(rng.integers(1, 4)) for _ in range(2)],
+                     pads=[int(rng.integers(0, k[a % 2])) for a in range(4)], ceil_mode=int(rng.random() < 0.4))
+        dl = [1, 1]
+        if op == 'AveragePool':
+            attrs['count_include_pad'] = 0 if attrs['ceil_mode'] else int(rng.random() < 0.5)  # see the top
+        elif rng.random() < 0.3:
+            dl = attrs['dilations'] = [int(rng.integers(1, 3)) for _ in range(2)]
+        for a in range(2):  # at least one window: it may overhang the padded input by less than a stride in ceil mode
+            ext, padded = dl[a] * (k[a] - 1) + 1, shape[2 + a] + attrs['pads'][a] + attrs['pads'][2 + a]
+            if padded < ext and not (attrs['ceil_mode'] and ext - padded < attrs['strides'][a]):
+                attrs['strides'][a] = ext - padded + 1
+                attrs['ceil_mode'] = 1
+                if op == 'AveragePool':
+                    attrs['count_include_pad'] = 0
+        y = g.node(op, [x], **attrs)
+    if rng.random() < 0.5:
+        y, step = g.qdq(y, sx, zx)
+    else:
+        y, step = g.qdq(y, sx * float(rng.uniform(0.5, 2)), int(rng.integers(0, 256)))
+    inputs = [('x', float_input(rng, shape, sx, zx))]
+    return finish(g, y, inputs), inputs, scale_of(g, step)
+
+
+def binary_case(rng):
+    """QDQ around Add, Sub, Mul or Concat of two inputs quantised differently (the second per channel in some)."""
+    g = Graph(rng, False)
+    C = int(rng.integers(1, 30))
+    shape = [int(rng.choice([1, 2])), C, int(rng.integers(1, 20)), int(rng.integers(1, 20))]
+    sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    s2, z2 = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    op = str(rng.choice(['Add', 'Sub', 'Mul', 'Concat']))
+    shape2 = list(shape) if op == 'Concat' or rng.random() < 0.6 else [1, C, 1, 1]
+    x, _ = g.qdq('x', sx, zx)
+    x2, _ = g.qdq('x2', s2, z2)
+    a, b = max(zx, 255 - zx) * sx, max(z2, 255 - z2) * s2
+    if op == 'Concat':
+        y, bound = g.node('Concat', [x, x2], axis=int(rng.integers(1, 4))), max(a, b)
+    else:
+        y, bound = g.node(op, [x, x2]), a * b if op == 'Mul' else a + b
+    y, step = g.qdq(y, *range_q(-bound * float(rng.uniform(0.3, 1)), bound * float(rng.uniform(0.3, 1))))
+    inputs = [('x', float_input(rng, shape, sx, zx)), ('x2', float_input(rng, shape2, s2, z2))]
+    return finish(g, y, inputs), inputs, scale_of(g, step)
+
+
+def glue_case(rng):
+    """QDQ around an activation: the float glue between integer layers."""
+    g = Graph(rng, False)
+    shape = [int(rng.choice([1, 2])), int(rng.integers(1, 30)), int(rng.integers(1, 20)), int(rng.integers(1, 20))]
+    sx, zx = float(rng.uniform(0.005, 0.05)), int(rng.integers(0, 256))
+    x, _ = g.qdq('x', sx, zx)
+    op = str(rng.choice(['HardSwish', 'HardSigmoid', 'Sigmoid', 'Tanh', 'LeakyRelu', 'Clip', 'Relu']))
+    if op == 'Clip':
+        y = g.node('Clip', [x, g.const('lo', np.float32(rng.uniform(-1, 0))), g.const('hi', np.float32(rng.uniform(0, 2)))])
+    else:
+        y = g.node(op, [x])
+    a = max(zx, 255 - zx) * sx
+    y, step = g.qdq(y, *range_q(-a * float(rng.uniform(0.3, 1)), a * float(rng.uniform(0.3, 1))))
+    inputs = [('x', float_input(rng, shape, sx, zx))]
+    return finish(g, y, inputs, opset=14), inputs, scale_of(g, step)
+
+
+KINDS = ['conv', 'conv', 'depthwise', 'grouped', 'conv1d', 'matmul', 'conv_u8_weights', 'pool', 'binary', 'glue',
+         'qlinearconv', 'qlinearmatmul', 'convinteger', 'matmulinteger']
 ORT_TYPES = {np.dtype(np.float32): 'float32', np.dtype(np.uint8): 'uint8'}
+RESULT_TYPES = {'float32': np.float32, 'uint8': np.uint8, 'int32': np.int32}
+
+
+def make_case(rng, kind, args):
+    if kind in ('qlinearconv', 'qlinearmatmul', 'convinteger', 'matmulinteger'):
+        return qop_case(rng, kind, args.big)
+    if kind == 'conv_u8_weights':
+        return u8_weights_case(rng, args.big)
+    if kind == 'pool':
+        return pool_case(rng)
+    if kind == 'binary':
+        return binary_case(rng)
+    if kind == 'glue':
+        return glue_case(rng)
+    return qdq_case(rng, kind, args.big, args.int8_activations)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     ap.add_argument('--flowc', required=True)
     ap.add_argument('--source-root', required=True, help='the checkout (bench/node_modules, tests/e2e/ort_run.js)')
     ap.add_argument('--work', required=True)
@@ -232,7 +384,11 @@ def main():
     ap.add_argument('--big', action='store_true', help='channels up to 130 and maps up to 60 wide (slower)')
     ap.add_argument('--int8-activations', action='store_true', help='half the activations i8 instead of u8')
     ap.add_argument('--cpus', help='comma-separated --cpu names (default: every variant this machine runs)')
+    ap.add_argument('--kinds', help='comma-separated kinds to draw from (default: all of %s)' % ', '.join(sorted(set(KINDS))))
     args = ap.parse_args()
+    kinds = args.kinds.split(',') if args.kinds else KINDS
+    if not set(kinds) <= set(KINDS):
+        ap.error('unknown kinds: %s' % ', '.join(sorted(set(kinds) - set(KINDS))))
     modules = os.path.abspath(os.path.join(args.source_root, 'bench', 'node_modules'))
     if not os.path.isdir(os.path.join(modules, 'onnxruntime-node')):
         print('skipped: no onnxruntime-node in %s (tools/setup.sh test installs it)' % modules)
@@ -243,35 +399,36 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     failures = 0
     for i in range(args.cases):
-        kind = str(rng.choice(KINDS))
-        if kind.startswith('qlinear'):
-            model, x, step = qop_case(rng, kind, args.big)
-        else:
-            model, x, step = qdq_case(rng, kind, args.big, args.int8_activations)
+        kind = str(rng.choice(kinds))
+        model, inputs, step = make_case(rng, kind, args)
         threads = 1 + i % 2
         d = os.path.join(args.work, 'case%d' % i)
         os.makedirs(os.path.join(d, 'ort'), exist_ok=True)
         path = os.path.join(d, 'model.onnx')
         onnx.save(model, path)
-        np.save(os.path.join(d, 'x.npy'), x)
-        x.tofile(os.path.join(d, 'x.bin'))
-        r = subprocess.run(['node', ort_run, modules, path, os.path.join(d, 'ort'),
-                            'x=%s:%s:%s' % (os.path.join(d, 'x.bin'), ORT_TYPES[x.dtype], ','.join(map(str, x.shape)))],
-                           capture_output=True, text=True)
+        feeds, files = [], []
+        for name, a in inputs:
+            a.tofile(os.path.join(d, name + '.bin'))
+            np.save(os.path.join(d, name + '.npy'), a)
+            feeds.append('%s=%s:%s:%s' % (name, os.path.join(d, name + '.bin'), ORT_TYPES[a.dtype], ','.join(map(str, a.shape))))
+            files.append(os.path.join(d, name + '.npy'))
+        r = subprocess.run(['node', ort_run, modules, path, os.path.join(d, 'ort')] + feeds, capture_output=True, text=True)
         if r.returncode:
             print('case %d (%s, seed %d): onnxruntime failed: %s' % (i, kind, args.seed, r.stderr.strip()))
             failures += 1
             continue
         meta = json.load(open(os.path.join(d, 'ort', 'meta.json')))[0]
-        want = np.fromfile(os.path.join(d, 'ort', '0.bin'), np.float32 if meta['type'] == 'float32' else np.uint8)
+        want = np.fromfile(os.path.join(d, 'ort', '0.bin'), RESULT_TYPES[meta['type']])
         want = want.reshape(meta['dims']).astype(np.float64)
+        limit = 0 if meta['type'] == 'int32' else 1
         worst = []
         for cpu in cpus:
             out = os.path.join(d, 'flowc-' + cpu)
-            r = subprocess.run([args.flowc, 'run', path, os.path.join(d, 'x.npy'), '--cpu', cpu, '--threads', str(threads),
-                                '--output-dir', out], capture_output=True, text=True)
+            r = subprocess.run([args.flowc, 'run', path] + files + ['--cpu', cpu, '--threads', str(threads),
+                                                                   '--output-dir', out], capture_output=True, text=True)
             if r.returncode:
-                print('case %d (%s, seed %d) --cpu %s: flowc failed: %s' % (i, kind, args.seed, cpu, r.stderr.strip()))
+                print('case %d (%s, seed %d) --cpu %s: flowc failed (%d): %s' % (i, kind, args.seed, cpu, r.returncode,
+                                                                               r.stderr.strip()))
                 failures += 1
                 continue
             got = np.load(os.path.join(out, 'output_0.npy')).astype(np.float64)
@@ -281,12 +438,12 @@ def main():
                 continue
             steps = np.abs(got - want) / step
             worst.append('%s %.0f' % (cpu, steps.max() if steps.size else 0))
-            if steps.size and steps.max() > 1.001:
-                print('case %d (%s, seed %d) --cpu %s: %d of %d elements more than 1 step from onnxruntime (max %.1f)'
-                      % (i, kind, args.seed, cpu, int((steps > 1.001).sum()), steps.size, steps.max()))
+            if steps.size and steps.max() > limit + 0.001:
+                print('case %d (%s, seed %d) --cpu %s: %d of %d elements more than %d step(s) from onnxruntime (max %.1f)'
+                      % (i, kind, args.seed, cpu, int((steps > limit + 0.001).sum()), steps.size, limit, steps.max()))
                 failures += 1
-        print('case %d: %s %s -> %s, %d thread(s); steps: %s' % (i, kind, list(x.shape), list(want.shape), threads,
-                                                               ', '.join(worst)), flush=True)
+        print('case %d: %s %s -> %s, %d thread(s); steps: %s' % (i, kind, [list(a.shape) for _, a in inputs],
+                                                               list(want.shape), threads, ', '.join(worst)), flush=True)
     print('%d cases on %s: %d failures' % (args.cases, ', '.join(cpus), failures))
     return 1 if failures else 0
 

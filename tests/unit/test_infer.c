@@ -260,6 +260,15 @@ static void test_pool(void **state) {
              "avg_pool: operand type i32 is not supported");
   expect_err(pool(FC_OP_MAX_POOL, x, 1, 0, 2, DIMS(7, 2), DIMS(0, 0, 0, 0), DIMS(1, 1)),
              "max_pool: spatial dim 0: window of extent 7 does not fit padded input of 6");
+  /* ceil mode on a map smaller than the window: ceil((1 - 2) / 2) + 1 = 1 window where it overhangs by less
+   * than a stride (onnxruntime and PyTorch agree), none (an error) at stride 1 */
+  FcValue *row = IN(F32, 1, 2, 1, 3);
+  expect_type(pool(FC_OP_MAX_POOL, row, 1, 1, 2, DIMS(2, 2), DIMS(0, 0, 0, 0), DIMS(2, 2)), "tensor<1x2x1x2xf32>");
+  expect_type(pool(FC_OP_AVG_POOL, row, 1, 1, 2, DIMS(3, 2), DIMS(1, 0, 0, 0), DIMS(2, 2)), "tensor<1x2x1x2xf32>");
+  expect_err(pool(FC_OP_MAX_POOL, row, 1, 1, 2, DIMS(2, 2), DIMS(0, 0, 0, 0), DIMS(1, 1)),
+             "max_pool: spatial dim 0: window of extent 2 does not fit padded input of 1");
+  expect_err(pool(FC_OP_MAX_POOL, row, 1, 0, 2, DIMS(2, 2), DIMS(0, 0, 0, 0), DIMS(2, 2)),
+             "max_pool: spatial dim 0: window of extent 2 does not fit padded input of 1");
   expect_err(pool(FC_OP_MAX_POOL, x, 1, 0, 2, DIMS(2, 2), DIMS(2, 0, 0, 0), DIMS(1, 1)),
              "pads of spatial dim 0 must be smaller than the kernel extent 2");
   expect_err(pool(FC_OP_MAX_POOL, x, 1, 0, 2, DIMS(0, 2), DIMS(0, 0, 0, 0), DIMS(1, 1)), "kernel_shape 0 is 0");
