@@ -55,9 +55,9 @@ static FcStatus window_out(const FcOp *op, const Spatial *s, int i, int64_t in, 
     return fc_ih_fail(op, diag, "padded spatial dim %d overflows", i);
   int64_t st = s->strides[i];
   if (padded < ext) {
-    /* In ceil mode ceil((padded - extent) / s) + 1 is still one window, from the input's first position, when
-     * the window overhangs the padded input by less than a stride (ONNX, PyTorch: a pool over a map smaller
-     * than its window, as a 2x2 max pool with ceil mode on a 1-pixel map). */
+    /* In ceil mode ceil((padded - extent) / s) + 1 is still one window, at the start of the padded input, when
+     * it overhangs the padded input by less than a stride (ONNX, onnxruntime and PyTorch: a 2x2/2 max pool with
+     * ceil mode on a map of 1 row); the kernels clip it like ceil mode's last windows. */
     if (ceil_mode && ext - padded < st && in + s->pads[i] > 0) {
       *out = 1;
       return FC_OK;
