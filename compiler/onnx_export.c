@@ -572,11 +572,23 @@ static FcStatus ex_dequantize(Ex *e, const FcOp *op, const char **in, int n_in, 
                               const char *onnx) {
   (void)n_in, (void)n_out;
   const FcQuant *q = op->operands[0].value->type.quant;
-  if (!onnx_storage(q)) return no_form(e, op, "DequantizeLinear reads 8-bit integers only (16-bit needs opset 21)");
   const char *scale, *zp;
-  quant_params(e, op, "x", q, &scale, &zp);
+  int n_ins = 3;
+  if (q->storage == FC_DT_I32) {
+    /* int32 (a bias a conv did not take as an integer one): ONNX has no zero point for it, it is 0 */
+    for (int i = 0; i < q->n; i++)
+      if (q->zero_points[i]) return no_form(e, op, "DequantizeLinear of int32 takes zero points of 0 only");
+    float *s = FC_NEW_ARRAY(e->a, float, (size_t)q->n);
+    for (int i = 0; i < q->n; i++) s[i] = (float)q->scales[i];
+    scale = init_f32(e, op, "x_scale", s, q->axis < 0 ? -1 : q->n);
+    zp = NULL, n_ins = 2;
+  } else if (!onnx_storage(q)) {
+    return no_form(e, op, "DequantizeLinear reads 8-bit and 32-bit integers only (16-bit needs opset 21)");
+  } else {
+    quant_params(e, op, "x", q, &scale, &zp);
+  }
   const char *ins[3] = {in[0], scale, zp};
-  Node *n = node(e, onnx, op, ins, 3, out, 1);
+  Node *n = node(e, onnx, op, ins, n_ins, out, 1);
   if (q->axis >= 0) attr_int(e, n, "axis", q->axis);
   return FC_OK;
 }
@@ -677,13 +689,70 @@ static FcStatus ex_matmul(Ex *e, const FcOp *op, const char **in, int n_in, cons
   return FC_OK;
 }
 
+/* The i32 data of constant value v, or NULL. */
+static const int32_t *i32_constant(const FcValue *v, int64_t *count) {
+  const FcAttr *at = v && v->def && v->def->kind == FC_OP_CONSTANT ? fc_op_attr(v->def, FC_ATTR_VALUE) : NULL;
+  const FcTensor *t = at ? at->tensor : NULL;
+  if (!t || !t->data || t->type.dtype != FC_DT_I32) return NULL;
+  *count = (int64_t)(t->nbytes / 4);
+  return t->data;
+}
+
+/* An integer conv's input as ConvInteger's import leaves it: an 8-bit tensor cast to i32, less a scalar
+ * constant (its zero point; *zp = 0 without one). Returns the 8-bit tensor, or NULL. */
+static const FcValue *int8_input(const FcValue *x, int64_t *zp) {
+  int64_t n;
+  *zp = 0;
+  if (x->def && x->def->kind == FC_OP_SUB) {
+    const int32_t *c = i32_constant(x->def->operands[1].value, &n);
+    if (!c || n != 1) return NULL;
+    *zp = c[0];
+    x = x->def->operands[0].value;
+  }
+  if (!x->def || x->def->kind != FC_OP_CAST || !fc_dtype_is_8bit(x->def->operands[0].value->type.dtype)) return NULL;
+  return x->def->operands[0].value;
+}
+
+/* An integer conv of an 8-bit input less its zero point and constant weights that fit 8 bits with one zero
+ * point, written back as ConvInteger; false where it is not that. */
+static bool conv_integer(Ex *e, const FcOp *op, int n, const char **out) {
+  int64_t zx, wn, lo = INT64_MAX, hi = INT64_MIN;
+  const FcValue *x8 = int8_input(op->operands[0].value, &zx);
+  const int32_t *w = i32_constant(op->operands[1].value, &wn);
+  if (n != 2 || !x8 || !w || op->results[0].type.dtype != FC_DT_I32) return false;
+  FcDtype xt = x8->type.dtype;
+  if (xt == FC_DT_U8 ? zx < 0 || zx > 255 : zx < -128 || zx > 127) return false;
+  for (int64_t i = 0; i < wn; i++) lo = w[i] < lo ? w[i] : lo, hi = w[i] > hi ? w[i] : hi;
+  /* int8 weights as they are, else uint8 ones with the zero point zw that puts them in [0, 255] */
+  bool s8 = lo >= -128 && hi <= 127;
+  int64_t zw = s8 ? 0 : lo < 0 ? -lo : 0;
+  if (!s8 && (zw > 255 || hi + zw > 255)) return false;
+  FcDtype wt = s8 ? FC_DT_I8 : FC_DT_U8;
+  uint8_t *wb = fc_arena_alloc(e->a, (size_t)wn, 1);
+  for (int64_t i = 0; i < wn; i++) wb[i] = (uint8_t)(w[i] + zw); /* the two's-complement byte for int8 */
+  const FcType *wty = &op->operands[1].value->type;
+  const char *ins[4] = {vname(e, x8), init_raw(e, fresh(e, op, "w_8bit"), wt, wty->rank, wty->dims, wb, wn),
+                        init_ints_as(e, op, "x_zero_point", xt, &zx, -1), init_ints_as(e, op, "w_zero_point", wt, &zw, -1)};
+  copy_attrs(e, op, ex_rows[FC_OP_CONV].attrs, node(e, "ConvInteger", op, ins, 4, out, 1));
+  return true;
+}
+
 static FcStatus ex_conv(Ex *e, const FcOp *op, const char **in, int n_in, const char **out, int n_out,
                         const char *onnx) {
   if (fc_op_attr(op, FC_ATTR_QTYPE)) return ex_quant_compute(e, op, in, n_in, out);
   if (fc_op_attr(op, FC_ATTR_EPILOGUE)) return no_form(e, op, "a fused epilogue (export before fuse_epilogue)");
   /* An absent bias (null operand 2) is dropped rather than written as "". */
-  row_node(e, op, onnx, in, n_in == 3 && !*in[2] ? 2 : n_in, out, n_out);
-  return FC_OK;
+  int n = n_in == 3 && !*in[2] ? 2 : n_in;
+  FcDtype dt = op->results[0].type.dtype;
+  if (fc_dtype_is_float(dt)) {
+    row_node(e, op, onnx, in, n, out, n_out);
+    return FC_OK;
+  }
+  /* ONNX's Conv is floating point only. An integer conv in ConvInteger's import form is written back as
+   * ConvInteger (its 8-bit input is still there; the cast and subtraction before the conv go unused). */
+  if (conv_integer(e, op, n, out)) return FC_OK;
+  return no_form(e, op, "an integer conv other than ConvInteger's (an 8-bit input less a scalar zero point, constant "
+                        "weights within 8 bits of one zero point, no bias)");
 }
 
 /* The IR carries the full result shape, so a 0 in it is a real 0 (allowzero), never "copy this dim". */

@@ -24,6 +24,9 @@ Tanh are approximated differently; no case differed at all when this was written
 be equal. One combination is left out: AveragePool counting the pads with ceil mode, where onnxruntime's
 quantised pool divides a window that runs past the padded input by the whole kernel, while the ONNX
 reference and PyTorch (and flowc) count only the positions inside it (onnxruntime issue 16203).
+With --export each model is also written by `flowc build --emit onnx` (the module after the passes, its
+quantised ops as QDQ node groups) and the export run in onnxruntime: within 1 step of `flowc run` on the
+original (int32 results equal).
 Exit status 77 (skipped) without onnxruntime-node.
 """
 import argparse
@@ -374,6 +377,30 @@ def make_case(rng, kind, args):
     return qdq_case(rng, kind, args.big, args.int8_activations)
 
 
+def check_export(args, ort_run, modules, d, path, feeds, files, step, limit, kind, i):
+    """flowc build --emit onnx of the case, run in onnxruntime, against flowc run of the original; 1 on failure."""
+    exported, out = os.path.join(d, 'export.onnx'), os.path.join(d, 'export-ort')
+    os.makedirs(out, exist_ok=True)
+    for cmd, what in (([args.flowc, 'build', path, '--emit', 'onnx', '-o', exported], 'flowc --emit onnx'),
+                      (['node', ort_run, modules, exported, out] + feeds, 'onnxruntime on the export'),
+                      ([args.flowc, 'run', path] + files + ['--output-dir', os.path.join(d, 'flowc-export-ref')],
+                       'flowc run')):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            print('case %d (%s, seed %d): %s failed: %s' % (i, kind, args.seed, what, r.stderr.strip()))
+            return 1
+    meta = json.load(open(os.path.join(out, 'meta.json')))[0]
+    got = np.fromfile(os.path.join(out, '0.bin'), RESULT_TYPES[meta['type']]).reshape(meta['dims']).astype(np.float64)
+    want = np.load(os.path.join(d, 'flowc-export-ref', 'output_0.npy')).astype(np.float64)
+    steps = np.abs(got - want) / step if got.shape == want.shape else None
+    if steps is None or (steps.size and steps.max() > limit + 0.001):
+        print('case %d (%s, seed %d): the export in onnxruntime differs from flowc run: %s' % (
+            i, kind, args.seed, 'shape %s vs %s' % (got.shape, want.shape) if steps is None else
+            '%d elements beyond %d step(s), max %.1f' % (int((steps > limit + 0.001).sum()), limit, steps.max())))
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     ap.add_argument('--flowc', required=True)
@@ -384,6 +411,9 @@ def main():
     ap.add_argument('--big', action='store_true', help='channels up to 130 and maps up to 60 wide (slower)')
     ap.add_argument('--int8-activations', action='store_true', help='half the activations i8 instead of u8')
     ap.add_argument('--cpus', help='comma-separated --cpu names (default: every variant this machine runs)')
+    ap.add_argument('--export', action='store_true',
+                    help='also write each model with flowc build --emit onnx and run the export in onnxruntime: '
+                         'within 1 step of flowc run on the original (int32 results equal)')
     ap.add_argument('--kinds', help='comma-separated kinds to draw from (default: all of %s)' % ', '.join(sorted(set(KINDS))))
     args = ap.parse_args()
     kinds = args.kinds.split(',') if args.kinds else KINDS
@@ -442,6 +472,8 @@ def main():
                 print('case %d (%s, seed %d) --cpu %s: %d of %d elements more than %d step(s) from onnxruntime (max %.1f)'
                       % (i, kind, args.seed, cpu, int((steps > limit + 0.001).sum()), steps.size, limit, steps.max()))
                 failures += 1
+        if args.export:
+            failures += check_export(args, ort_run, modules, d, path, feeds, files, step, limit, kind, i)
         print('case %d: %s %s -> %s, %d thread(s); steps: %s' % (i, kind, [list(a.shape) for _, a in inputs],
                                                                list(want.shape), threads, ', '.join(worst)), flush=True)
     print('%d cases on %s: %d failures' % (args.cases, ', '.join(cpus), failures))
