@@ -65,7 +65,8 @@ typedef struct Wino {
   FcConv2 c;
   FcQuantProduct q;
   int m, A;                            /* outputs a tile side (2 or 4) and its window, m + 2 */
-  bool folded;                         /* the scale 2^s of the sums folded into corrections and multipliers */
+  int shift;                           /* s of the output transform's scale 2^s: 2 (F(2×2)), 6 (F(4×4), after 9's inverse) */
+  bool folded;                         /* 2^s folded into the corrections and multipliers */
   int64_t TH, TW, TWp, Wp;             /* tile rows, tile columns (TWp: padded_tw), P's row bytes */
   int G;                               /* tile rows a vector of 8 tiles covers (8 / TW for TW of 1, 2 or 4) */
   int64_t NTV;                         /* vectors of tiles per G tile rows */
@@ -160,7 +161,7 @@ static uint8_t *u_source(const Wino *t, int64_t *bytes, int *w_bytes) {
     if (*w_bytes == 1) src[i] = (uint8_t)(int8_t)t->q.w[i];
     else memcpy(src + 2 * i, &t->q.w[i], 2);
   }
-  int scale = t->m == 4 ? 64 : 4;
+  int scale = 1 << t->shift;
   for (int64_t ch = 0; ch < c->M; ch++) {
     int32_t corr = t->folded ? t->q.corr[ch] * scale : t->q.corr[ch]; /* fits: scale_folds */
     float mult = t->folded ? t->q.mult[ch] / (float)scale : t->q.mult[ch];
@@ -442,7 +443,7 @@ static LLVMValueRef unscale(FcKernel *k, const Wino *t, LLVMValueRef s) {
   LLVMTypeRef vi = LLVMTypeOf(s), i32 = LLVMGetElementType(vi);
   if (t->m == 4) s = LLVMBuildMul(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, INV9, 0)), "");
   if (t->folded) return s;
-  return LLVMBuildAShr(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, t->m == 4 ? 6 : 2, 0)), "");
+  return LLVMBuildAShr(k->b, s, fc_cg_splat_const(vi, LLVMConstInt(i32, (unsigned long long)t->shift, 0)), "");
 }
 
 /* Tiles [r][tv] of channel m (the block's tile rows r .. r + G - 1, of global tile rows gr0 + r ..; channel
@@ -549,7 +550,8 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   if (st != FC_OK) return st;
   /* F(4×4) where its shape, transformed weights and bound allow, else F(2×2) (see the top) */
   t.m = tiles_suit(c, 4) && sums_fit_f4(&t.q) ? 4 : 2;
-  t.folded = scale_folds(&t.q, t.m == 4 ? 6 : 2);
+  t.shift = t.m == 4 ? 6 : 2;
+  t.folded = scale_folds(&t.q, t.shift);
   t.A = t.m + 2;
   int A2 = t.A * t.A;
   t.TH = (c->OH + t.m - 1) / t.m;
