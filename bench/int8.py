@@ -23,7 +23,8 @@ With bench/run.py's machinery (same interleaved rounds of batches, same runners,
     interleaved medians); max |Δ| of each against PyTorch's float output;
  3. the int8 peak: bench/int8_peak.c (u8 x s8 multiply-accumulate chains: vpmaddubsw + vpmaddwd + vpaddd,
     AVX2's path, and vpdpbusd where the CPU has VNNI; disassembly checked) beside bench/fma_peak.c's f32
-    FMA peak, best of short repetitions at the start and at the end; int8 GOP/s of each model = its
+    FMA peak and int8_peak.c's own f32 FMA on ymm (the float peak of an AVX2 build where the CPU has
+    AVX-512, so the AVX2 section's ratio compares like with like), best of short repetitions at the start and at the end; int8 GOP/s of each model = its
     multiply-accumulates (`flowc info` of the float model, 2 ops each) / median time.
 
 The raw results go to INT8.json beside --out (INT8.<cpu>.json with --cpu: a section of its own); bench/report.py renders them as the "Quantisation" section of
@@ -55,7 +56,7 @@ QDQ_MODELS = {"qdq_resnet18": "ResNet-18, 1x3x224x224", "qdq_mobilenet_v2": "Mob
               "qdq_resnet50": "ResNet-50, 1x3x224x224", "qdq_googlenet": "GoogLeNet, 1x3x224x224",
               "qdq_inception_v3": "Inception-v3, 1x3x299x299", "qdq_mobilenet_v3": "MobileNetV3-Large, 1x3x224x224"}
 DYNAMIC_MODELS = {"mlp_b64": "MLP 784-1024-1024-10, batch 64", "transformer": "2-layer encoder, d 256, seq 128"}
-INT8_CHAINS, INT8_UNROLL, VNNI_CHAINS, AMX_CHAINS = 6, 4, 12, 4  # bench/int8_peak.c's loop bodies
+INT8_CHAINS, INT8_UNROLL, FMA_CHAINS, VNNI_CHAINS, AMX_CHAINS = 6, 4, 12, 12, 4  # bench/int8_peak.c's loop bodies
 CPU_ARGS = ()  # ("--cpu", LIST) from the command line, for every flowc build
 
 
@@ -77,6 +78,7 @@ def check_int8_asm(exe):
     """Each kernel's loop must hold CHAINS x UNROLL multiplies (else its op count, and so its peak, is wrong)."""
     text = bench.run(["objdump", "-d", "--no-show-raw-insn", exe])
     for func, insn, want in (("madd_chains_avx2", "vpmaddubsw", INT8_CHAINS * INT8_UNROLL),
+                             ("fma_chains_ymm", "vfmadd213ps", FMA_CHAINS * INT8_UNROLL),
                              ("madd_chains_vnni", "vpdpbusd", VNNI_CHAINS * INT8_UNROLL),
                              ("madd_chains_amx", "tdpbusd", AMX_CHAINS * INT8_UNROLL)):
         body = re.search(rf"<{func}>:\n(.*?)\n\n", text, re.S)
@@ -200,7 +202,8 @@ def main(argv=None):
     fma_probe, _, cc_version = bench.build_probe(probe_dir.name)
     i8_probe = build_int8_probe(probe_dir.name)
     peak, ipeak = bench.fma_peak(fma_probe, cfg["peak_reps"]), int8_peak(i8_probe, cfg["peak_reps"])
-    log(f"peaks on 1 thread: f32 FMA {peak['gflops_1t']:.1f} GFLOP/s, int8 (AVX2) {ipeak['avx2_1t']:.1f} GOP/s"
+    log(f"peaks on 1 thread: f32 FMA {peak['gflops_1t']:.1f} GFLOP/s ({peak['isa']}), "
+        f"{ipeak.get('fma_1t', 0):.1f} (ymm), int8 (AVX2) {ipeak['avx2_1t']:.1f} GOP/s"
         + (f", int8 (VNNI) {ipeak['vnni_1t']:.1f} GOP/s" if ipeak["vnni"] else "")
         + (f", int8 (AMX) {ipeak['amx_1t']:.1f} GOP/s" if ipeak.get("amx") else ""))
     qdq = [n for n in names if n in QDQ_MODELS]

@@ -85,13 +85,23 @@ def section_int8(add, d):
         f"u8 × s8 through AVX2's vpmaddubsw + vpmaddwd + vpaddd {ip['avx2_1t']:.1f} GOP/s on 1 thread, "
         f"{ip['avx2_2t']:.1f} on 2 (2 ops per multiply-accumulate){vnni}; the f32 FMA peak of the same run "
         f"{fp['gflops_1t']:.1f} GFLOP/s ({fp['isa']}), so the AVX2 int8 peak is "
-        f"{ip['avx2_1t'] / fp['gflops_1t']:.2f}× the f32 one. int8 GOP/s below: the model's multiply-accumulates "
+        f"{ip['avx2_1t'] / fp['gflops_1t']:.2f}× the f32 one{ymm_ratio(ip)}. int8 GOP/s below: the model's multiply-accumulates "
         "(`flowc info` of the float model, 2 ops each) over the median time, in % of the AVX2 int8 peak × "
         "threads.")
     add("")
     section_qdq(add, d, ip)
     section_dynamic(add, d, ip)
     section_targets(add, d)
+
+
+def ymm_ratio(ip):
+    """The AVX2 int8 peak against f32 FMA on the same ymm registers (the float code an AVX2 build runs), where
+    the run measured it: what an AVX2 int8 kernel can gain over flowc's AVX2 f32 one at best."""
+    if not ip.get("fma_1t"):
+        return ""
+    return (f"; against f32 FMA on the same 256-bit registers ({ip['fma_1t']:.1f} GFLOP/s on 1 thread, the f32 "
+            f"peak of an AVX2 build) it is {ip['avx2_1t'] / ip['fma_1t']:.2f}×: the most an AVX2 int8 kernel "
+            "can gain over an AVX2 f32 one of the same efficiency")
 
 
 def section_qdq(add, d, ip):

@@ -20,7 +20,7 @@
  * Values are computed in the result dtype's compute type; the bias is added first, then the program's
  * steps run through fc_cg_scalar_op on stand-in ops (the kind and scalar types it reads), on scalars or
  * vectors alike, except max/min against a constant bound (Clip), which take a cheaper exact form, and
- * f32 SiLU (sigmoid a, then a times it: EfficientNet's activation), computed at once (emit_silu), and
+ * f32 SiLU (sigmoid a, then a times it: EfficientNet's activation), computed at once (fc_cg_silu), and
  * f32 GELU's 1 + erf(u), computed as erfc(-u) by fc_math_emit_erfc_fast (half the instructions of the
  * accurate erf; accurate to GELU's needs and, unlike 1 + erf, in relative terms for negative u).
  * fc_cg_epilogue_row is a loop over the run with whole vectors of the target's width
@@ -262,26 +262,12 @@ static LLVMValueRef quotient_op(FcKernel *k, const FcCgEpilogue *e, const FcEwSt
   return LLVMBuildFMul(k->b, a[0], fc_cg_splat_const(t, LLVMConstReal(st_t, 1.0 / c)), "");
 }
 
-/* Steps i and i + 1 compute f32 SiLU, a · sigmoid(a) (a mul of a sigmoid's result by its own argument,
- * in either order), and no other step reads the sigmoid. */
-static bool is_silu_pair(const FcCgEpilogue *e, int i) {
-  const FcEwStep *sg = &e->prog->steps[i], *mu = sg + 1;
-  if (e->dt != FC_DT_F32 || i + 1 >= e->prog->n_steps || sg->kind != FC_OP_SIGMOID || mu->kind != FC_OP_MUL)
-    return false;
-  int32_t a = sg->args[0], s = FC_EW_STEP_REF(i);
-  if (!((mu->args[0] == a && mu->args[1] == s) || (mu->args[0] == s && mu->args[1] == a))) return false;
-  for (int j = i + 2; j < e->prog->n_steps; j++)
-    for (int r = 0; r < e->prog->steps[j].n_args; r++)
-      if (e->prog->steps[j].args[r] == s) return false;
-  return true;
-}
-
 /* SiLU a · sigmoid(a) = num / (1 + e) with e = exp(-|a|) (never overflows) and num = a (a >= 0) or a · e:
  * one exp (the short form for non-positive arguments, within 1 ulp), one division, and errors of the
  * same order as sigmoid's then a mul (exp's, then three roundings), at about half the instructions of
  * sigmoid's double-word form (math.c), which matters in EfficientNet's convs, whose every result goes
  * through it. */
-static LLVMValueRef emit_silu(FcKernel *k, LLVMValueRef a) {
+LLVMValueRef fc_cg_silu(FcKernel *k, LLVMValueRef a) {
   LLVMTypeRef t = LLVMTypeOf(a);
   LLVMValueRef abs = fc_cg_intrinsic(k, "llvm.fabs", t, &a, 1);
   LLVMValueRef ex = fc_math_emit_exp_nonpos(k->mod, k->b, LLVMBuildFNeg(k->b, abs, ""));
@@ -333,8 +319,8 @@ static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LL
       int32_t r = st->args[j];
       a[j] = r == FC_EW_REF_X ? x : FC_EW_IS_STEP_REF(r) ? sv[FC_EW_STEP_OF(r)] : vals[e->slot_of[r]];
     }
-    if (is_silu_pair(e, i)) { /* steps i and i + 1 at once; nothing else reads step i */
-      sv[i + 1] = emit_silu(k, a[0]);
+    if (e->dt == FC_DT_F32 && fc_ew_is_silu_pair(e->prog, i)) { /* steps i and i + 1 at once */
+      sv[i + 1] = fc_cg_silu(k, a[0]);
       i++;
       continue;
     }

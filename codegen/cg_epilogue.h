@@ -23,6 +23,10 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out);
  * (same shape as v). Emitted at the builder's position; loads extra operands from k->in. */
 LLVMValueRef fc_cg_epilogue_value(FcKernel *k, FcCgEpilogue *e, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col);
 
+/* f32 SiLU, a · sigmoid(a), of scalar or vector a in one exp and one division (the steps
+ * fc_ew_is_silu_pair finds): what epilogues and flow.fused compute for that pair of steps. */
+LLVMValueRef fc_cg_silu(FcKernel *k, LLVMValueRef a);
+
 /* In place over a run of the result buffer: dst[row * cols + c] for c in [c0, c0 + n) (i64 values),
  * emitted as a loop LLVM vectorises. */
 void fc_cg_epilogue_row(FcKernel *k, FcCgEpilogue *e, LLVMValueRef dst, LLVMValueRef row, LLVMValueRef c0,

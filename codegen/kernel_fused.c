@@ -10,7 +10,8 @@
  *
  * The inner loop is vectorised here, not left to LLVM's loop vectoriser, for the dtypes whose storage is
  * their compute type (f32, f64, integers): VW lanes per step (the target's vector width), each program
- * step computed on vectors by fc_cg_scalar_op, then a scalar loop for the last (n mod VW) elements. The
+ * step computed on vectors by fc_cg_scalar_op (an f32 SiLU's sigmoid and mul at once, as cg_epilogue.c's
+ * fc_cg_silu computes it in a conv's epilogue), then a scalar loop for the last (n mod VW) elements. The
  * loop vectoriser would need a run-time overlap check between each operand and the result; the memory
  * plan may compute the result in place over an operand (memplan.h), and then that check sends every row
  * to the scalar loop. A vector step reads all of its lanes of every operand before it writes the result's
@@ -28,9 +29,9 @@
  * model's u8 tensors go through the float glue between its integer kernels in one pass, a byte read and a
  * byte written per element. Such 8-bit results are computed GLUE_UNROLL vectors at a time where the row is
  * long enough, then vector by vector, then element by element. A program of one byte made of exactly rounded
- * steps is a table lookup instead where the target has AVX-512 VBMI (kernel_fused_lut.c, asked first).
+ * steps is a table lookup instead where the target has AVX2 or AVX-512 VBMI (kernel_fused_lut.c, asked first).
  */
-#include "codegen.h"
+#include "cg_epilogue.h"
 #include "ew_program.h"
 
 /* Rows longer than FU_SPLIT_ABOVE elements are cut into chunks of FU_CHUNK (a multiple of every vector
@@ -143,6 +144,12 @@ static LLVMValueRef run_program(FcKernel *k, const Fused *f, LLVMValueRef *in, L
     for (int j = 0; j < st->n_args; j++) {
       int32_t r = st->args[j];
       a[j] = FC_EW_IS_STEP_REF(r) ? vals[FC_EW_STEP_OF(r)] : in[r];
+    }
+    if (f->dt == FC_DT_F32 && fc_ew_is_silu_pair(f->prog, i)) { /* as an epilogue computes it */
+      vals[i] = a[0]; /* read by no later step */
+      vals[i + 1] = fc_cg_silu(k, a[0]);
+      i++;
+      continue;
     }
     vals[i] = fc_cg_scalar_op(k, &f->steps[i].op, f->dt, a[0], a[1], a[2]);
   }

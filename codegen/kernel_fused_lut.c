@@ -12,11 +12,19 @@
  * Transcendental steps, whose kernels approximate, keep that loop, as does a program the evaluator declines
  * (the table is made before any code, so that is still a choice).
  *
- * Only where the target can look bytes up in registers (AVX-512 VBMI: two vpermi2b give the two halves of the
- * table, the input's top bit picks one; a 64-byte vector in a handful of instructions where the f32 loop
- * converts, computes a dozen steps and narrows 16 lanes at a time); elsewhere a byte-by-byte lookup would not
- * beat the f32 loop. The bytes are cut into chunks for the thread pool; each chunk runs whole vectors, then a
- * scalar lookup for its last bytes.
+ * Only where the target can look bytes up in registers; a byte-by-byte lookup (or AVX2's gathers) would not
+ * beat the f32 loop:
+ *   AVX-512 VBMI: two vpermi2b give the two halves of the table, the input's top bit picks one; a 64-byte
+ *     vector in a handful of instructions where the f32 loop converts, computes a dozen steps and narrows;
+ *   AVX2: vpshufb looks up 16-byte tables by the low 4 bits of each byte and yields 0 where the index byte's
+ *     top bit is set. With T_h the 16 entries of high nibble h, D_0 = T_0 and D_h = T_h ^ T_(h-1) (h = 1..7),
+ *     r = XOR over h = 0..7 of vpshufb(D_h, x -s 16h) is T_(x>>4)[x & 15] for x < 128: x -s 16h keeps x's low
+ *     nibble and is negative (top bit set: 0) exactly when h > x >> 4, and the XOR of D_0 .. D_(x>>4)
+ *     telescopes to T_(x>>4). Signed saturating subtraction keeps every x >= 128 (negative as a byte)
+ *     negative, so those contribute nothing; the same chain on x ^ 0x80 with D_8 = T_8, D_h = T_h ^ T_(h-1)
+ *     (h = 9..15) gives the upper half. 16 vpshufb, 16 xors and 15 subtractions a 32-byte vector.
+ * The bytes are cut into chunks for the thread pool; each chunk runs whole vectors, then a scalar lookup for
+ * its last bytes.
  */
 #include "codegen.h"
 
@@ -36,7 +44,7 @@ static int byte_operand(const FcKernel *k) {
   const FcType *rt = &op->results[0].type;
   const FcAttr *dt = fc_op_attr(op, FC_ATTR_DTYPE);
   const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
-  if (!fc_target_has(k->target, FC_FEAT_AVX512VBMI) || !dt || dt->kind != FC_AK_TYPE || dt->type != FC_DT_F32 ||
+  if (!(fc_target_has(k->target, FC_FEAT_AVX512VBMI) || fc_target_has(k->target, FC_FEAT_AVX2)) || !dt || dt->kind != FC_AK_TYPE || dt->type != FC_DT_F32 ||
       !p || rt->quant || !fc_dtype_is_8bit(rt->dtype))
     return -1;
   for (int i = 0; i < p->n_steps; i++)
@@ -82,6 +90,39 @@ static bool make_table(FcKernel *k, int x, uint8_t table[256]) {
   return true;
 }
 
+/* 64 bytes of x looked up in the table's four 64-byte quarters (VBMI). */
+static LLVMValueRef lookup_vbmi(FcKernel *k, LLVMValueRef quarter[4], LLVMValueRef v) {
+  LLVMBuilderRef B = k->b;
+  /* vpermi2b: the low 6 bits of each byte pick from the first register, or with bit 6 from the second */
+  LLVMValueRef a0[3] = {quarter[0], v, quarter[1]}, a1[3] = {quarter[2], v, quarter[3]};
+  LLVMValueRef low = fc_cg_intrinsic(k, "llvm.x86.avx512.vpermi2var.qi.512", NULL, a0, 3);
+  LLVMValueRef high = fc_cg_intrinsic(k, "llvm.x86.avx512.vpermi2var.qi.512", NULL, a1, 3);
+  LLVMValueRef top = LLVMBuildICmp(B, LLVMIntSLT, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  return LLVMBuildSelect(B, top, high, low, "");
+}
+
+/* 32 bytes of x looked up through the 16 XOR-differenced 16-byte tables d[h] (AVX2; see the top). */
+static LLVMValueRef lookup_pshufb(FcKernel *k, LLVMValueRef d[16], LLVMValueRef v) {
+  LLVMBuilderRef B = k->b;
+  LLVMTypeRef v32 = LLVMTypeOf(v);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef sixteen = fc_cg_splat_const(v32, LLVMConstInt(i8, 16, 0));
+  LLVMValueRef r = NULL;
+  for (int half = 0; half < 2; half++) {
+    LLVMValueRef idx = half ? LLVMBuildXor(B, v, fc_cg_splat_const(v32, LLVMConstInt(i8, 0x80, 0)), "") : v;
+    for (int h = 0; h < 8; h++) {
+      if (h) {
+        LLVMValueRef a[2] = {idx, sixteen};
+        idx = fc_cg_intrinsic(k, "llvm.ssub.sat", v32, a, 2);
+      }
+      LLVMValueRef a[2] = {d[8 * half + h], idx};
+      LLVMValueRef part = fc_cg_intrinsic(k, "llvm.x86.avx2.pshuf.b", NULL, a, 2);
+      r = r ? LLVMBuildXor(B, r, part, "") : part;
+    }
+  }
+  return r;
+}
+
 bool fc_fused_lut(FcKernel *k) {
   int x = byte_operand(k);
   uint8_t table[256];
@@ -93,33 +134,39 @@ bool fc_fused_lut(FcKernel *k) {
   if (n == 0) return true;
 
   LLVMBuilderRef B = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v64 = LLVMVectorType(i8, 64);
-  LLVMValueRef vals[256];
+  bool vbmi = fc_target_has(k->target, FC_FEAT_AVX512VBMI);
+  int width = vbmi ? 64 : 32;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), vt = LLVMVectorType(i8, (unsigned)width);
+  LLVMValueRef vals[512];
   for (int b = 0; b < 256; b++) vals[b] = LLVMConstInt(i8, table[b], 0);
   LLVMValueRef tab = fc_cg_const_table(k, i8, vals, 256, "fused_lut");
-  LLVMValueRef quarter[4]; /* the table as four 64-byte registers, loaded once a call */
-  for (int q = 0; q < 4; q++) {
-    LLVMValueRef off = fc_cg_const_i64(k, 64 * q);
-    quarter[q] = LLVMBuildLoad2(B, v64, LLVMBuildGEP2(B, i8, tab, &off, 1, ""), "");
-    LLVMSetAlignment(quarter[q], 1);
+  LLVMValueRef regs[16]; /* VBMI: the table as four 64-byte registers; AVX2: the 16 tables D_h, each in both lanes */
+  if (!vbmi) {
+    for (int h = 0; h < 16; h++)
+      for (int l = 0; l < 32; l++) {
+        int e = 16 * h + l % 16;
+        vals[32 * h + l] = LLVMConstInt(i8, table[e] ^ (h % 8 ? table[e - 16] : 0), 0);
+      }
+  }
+  LLVMValueRef diff = vbmi ? NULL : fc_cg_const_table(k, i8, vals, 512, "fused_lut_diff");
+  for (int q = 0; q < (vbmi ? 4 : 16); q++) { /* loaded once a call */
+    LLVMValueRef off = fc_cg_const_i64(k, width * q);
+    regs[q] = LLVMBuildLoad2(B, vt, LLVMBuildGEP2(B, i8, vbmi ? tab : diff, &off, 1, ""), "");
+    LLVMSetAlignment(regs[q], 1);
   }
 
   FcLoop lt;
   LLVMValueRef t = fc_cg_loop_begin(k, &lt, k->begin, k->end, 1, "task");
   LLVMValueRef lo = fc_cg_imulc(k, t, LUT_CHUNK);
   LLVMValueRef hi = fc_cg_smin(k, fc_cg_iadd(k, lo, fc_cg_const_i64(k, LUT_CHUNK)), fc_cg_const_i64(k, n));
-  LLVMValueRef whole = fc_cg_iadd(k, lo, LLVMBuildAnd(B, fc_cg_isub(k, hi, lo), fc_cg_const_i64(k, ~(int64_t)63), ""));
+  LLVMValueRef whole =
+      fc_cg_iadd(k, lo, LLVMBuildAnd(B, fc_cg_isub(k, hi, lo), fc_cg_const_i64(k, ~(int64_t)(width - 1)), ""));
   FcLoop lv;
-  LLVMValueRef i = fc_cg_loop_begin(k, &lv, lo, whole, 64, "v");
+  LLVMValueRef i = fc_cg_loop_begin(k, &lv, lo, whole, width, "v");
   LLVMValueRef px = LLVMBuildGEP2(B, i8, k->in[x], &i, 1, ""), py = LLVMBuildGEP2(B, i8, k->out[0], &i, 1, "");
-  LLVMValueRef v = LLVMBuildLoad2(B, v64, px, "");
+  LLVMValueRef v = LLVMBuildLoad2(B, vt, px, "");
   LLVMSetAlignment(v, 1);
-  /* vpermi2b: the low 6 bits of each byte pick from the first register, or with bit 6 from the second */
-  LLVMValueRef a0[3] = {quarter[0], v, quarter[1]}, a1[3] = {quarter[2], v, quarter[3]};
-  LLVMValueRef low = fc_cg_intrinsic(k, "llvm.x86.avx512.vpermi2var.qi.512", NULL, a0, 3);
-  LLVMValueRef high = fc_cg_intrinsic(k, "llvm.x86.avx512.vpermi2var.qi.512", NULL, a1, 3);
-  LLVMValueRef top = LLVMBuildICmp(B, LLVMIntSLT, v, LLVMConstNull(v64), "");
-  LLVMValueRef s = LLVMBuildStore(B, LLVMBuildSelect(B, top, high, low, ""), py);
+  LLVMValueRef s = LLVMBuildStore(B, vbmi ? lookup_vbmi(k, regs, v) : lookup_pshufb(k, regs, v), py);
   LLVMSetAlignment(s, 1);
   fc_cg_loop_end(k, &lv);
   FcLoop ls;

@@ -113,6 +113,18 @@ bool fc_ew_program_equal(const FcEwProgram *a, const FcEwProgram *b) {
   return true;
 }
 
+bool fc_ew_is_silu_pair(const FcEwProgram *p, int i) {
+  if (i < 0 || i + 1 >= p->n_steps) return false;
+  const FcEwStep *sg = &p->steps[i], *mu = sg + 1;
+  if (sg->kind != FC_OP_SIGMOID || mu->kind != FC_OP_MUL || mu->n_args != 2) return false;
+  int32_t a = sg->args[0], s = FC_EW_STEP_REF(i);
+  if (!((mu->args[0] == a && mu->args[1] == s) || (mu->args[0] == s && mu->args[1] == a))) return false;
+  for (int j = i + 2; j < p->n_steps; j++)
+    for (int r = 0; r < p->steps[j].n_args; r++)
+      if (p->steps[j].args[r] == s) return false;
+  return true;
+}
+
 void fc_ew_program_print(const FcEwProgram *p, char *buf, size_t cap) {
   size_t n = 0;
   buf[0] = 0;

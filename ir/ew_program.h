@@ -59,6 +59,9 @@ const char *fc_ew_program_parse(const char *text, FcEwProgram *out);
 const char *fc_ew_program_check(const FcEwProgram *p, int n_operands, bool allow_x);
 /* Same steps, kinds and references. */
 bool fc_ew_program_equal(const FcEwProgram *a, const FcEwProgram *b);
+/* True when steps i and i + 1 compute SiLU, a · sigmoid(a) (a mul of step i's sigmoid by the sigmoid's own
+ * argument, in either order), and no later step reads step i: kernels then compute the two as one. */
+bool fc_ew_is_silu_pair(const FcEwProgram *p, int i);
 /* Writes the text form of p into buf (cap bytes, at least FC_EW_TEXT_MAX for any program). */
 void fc_ew_program_print(const FcEwProgram *p, char *buf, size_t cap);
 /* The text form in `arena`. */

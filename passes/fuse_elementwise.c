@@ -127,6 +127,20 @@ static int count_operands(const Fuse *f, const FcOp *extra) {
   return n;
 }
 
+/* True when every annotation of a producer is also the group root's, leaving out flow.calib_range: that one
+ * records the range calibration saw on the producer's result (quantize_static has used it by now), a value
+ * that becomes the group's intermediate and leaves the IR with it, so it must not keep a quantised model's
+ * activation (x * sigmoid(x), annotated) apart from the quantisation that follows it. */
+static bool annots_fit_root(const FcAnnots *producer, const FcAnnots *root) {
+  const char *calib = fc_annot_name(FC_ANNOT_CALIB_RANGE);
+  for (int i = 0; i < producer->n; i++) {
+    if (strcmp(producer->v[i].name, calib) == 0) continue;
+    const FcAnnotValue *v = fc_annots_get(root, producer->v[i].name);
+    if (!v || !fc_annot_value_equal(&producer->v[i].value, v)) return false;
+  }
+  return true;
+}
+
 /* Whether the producer of v may join the group rooted at root (dtype dt, numel n). */
 static bool may_join(Fuse *f, const FcValue *v, FcDtype dt, int64_t n) {
   FcOp *d = v->def;
@@ -134,7 +148,7 @@ static bool may_join(Fuse *f, const FcValue *v, FcDtype dt, int64_t n) {
   if (!d || d->id >= f->n_ids || f->stamp[d->id] != 0 || !member_kind(d, &ddt) || ddt != dt) return false;
   /* The fused op carries the root's annotations only: a producer annotated otherwise (another placement
    * or SBP) stays out. */
-  if (!fc_annots_subset(&d->annots, &f->mem[0]->annots)) return false;
+  if (!annots_fit_root(&d->annots, &f->mem[0]->annots)) return false;
   for (const FcUse *u = v->first_use; u; u = u->next_use)
     if (!in_group(f, u->user)) return false;
   int64_t dn = numel_of(v);

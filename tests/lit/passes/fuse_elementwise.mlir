@@ -110,3 +110,18 @@ func.func @after_matmul(%arg0: tensor<2x3xf32>, %arg1: tensor<3x2xf32>, %arg2: t
   %2 = "flow.tanh"(%1) : (tensor<2x2xf32>) -> tensor<2x2xf32>
   "func.return"(%2) : (tensor<2x2xf32>) -> ()
 }
+
+// -----
+
+// A calibrated range on an intermediate (--quantize int8 annotates SiLU's mul) does not keep it out: the
+// value vanishes into the group, and so does its annotation; the root's stays on the fused op.
+// CHECK-LABEL: func.func @calibrated_intermediate(
+// CHECK-NEXT:    %0 = "flow.fused"(%arg0, %arg1) {dtype = f32, program = "sigmoid o0; mul o0 s0; div s1 o1; round s2", shape = array<i64: 6>, flow.calib_range = array<f64: 0.000000e+00, 1.000000e+00>}
+// CHECK-NEXT:    "func.return"(%0)
+func.func @calibrated_intermediate(%arg0: tensor<6xf32>, %arg1: tensor<f32>) -> tensor<6xf32> {
+  %0 = "flow.sigmoid"(%arg0) : (tensor<6xf32>) -> tensor<6xf32>
+  %1 = "flow.mul"(%arg0, %0) {flow.calib_range = array<f64: -0.25, 6.5>} : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+  %2 = "flow.div"(%1, %arg1) : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  %3 = "flow.round"(%2) {flow.calib_range = array<f64: 0.0, 1.0>} : (tensor<6xf32>) -> tensor<6xf32>
+  "func.return"(%3) : (tensor<6xf32>) -> ()
+}
