@@ -44,8 +44,9 @@ static int byte_operand(const FcKernel *k) {
   const FcType *rt = &op->results[0].type;
   const FcAttr *dt = fc_op_attr(op, FC_ATTR_DTYPE);
   const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
-  if (!(fc_target_has(k->target, FC_FEAT_AVX512VBMI) || fc_target_has(k->target, FC_FEAT_AVX2)) || !dt || dt->kind != FC_AK_TYPE || dt->type != FC_DT_F32 ||
-      !p || rt->quant || !fc_dtype_is_8bit(rt->dtype))
+  bool lookup = fc_target_has(k->target, FC_FEAT_AVX512VBMI) || fc_target_has(k->target, FC_FEAT_AVX2);
+  if (!lookup || !dt || dt->kind != FC_AK_TYPE || dt->type != FC_DT_F32 || !p || rt->quant ||
+      !fc_dtype_is_8bit(rt->dtype))
     return -1;
   for (int i = 0; i < p->n_steps; i++)
     if (!exact_step(p->steps[i].kind)) return -1;
@@ -140,7 +141,7 @@ bool fc_fused_lut(FcKernel *k) {
   LLVMValueRef vals[512];
   for (int b = 0; b < 256; b++) vals[b] = LLVMConstInt(i8, table[b], 0);
   LLVMValueRef tab = fc_cg_const_table(k, i8, vals, 256, "fused_lut");
-  LLVMValueRef regs[16]; /* VBMI: the table as four 64-byte registers; AVX2: the 16 tables D_h, each in both lanes */
+  LLVMValueRef regs[16]; /* VBMI: the table as four 64-byte registers; AVX2: the 16 D_h, each in both lanes */
   if (!vbmi) {
     for (int h = 0; h < 16; h++)
       for (int l = 0; l < 32; l++) {
