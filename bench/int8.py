@@ -21,7 +21,11 @@ With bench/run.py's machinery (same interleaved rounds of batches, same runners,
     transformer) built as f32 and with `--quantize int8-dynamic`, both timed in the same rounds (the
     README's earlier int8-dynamic figures were `--bench 50` medians of single runs; these are the
     interleaved medians); max |Δ| of each against PyTorch's float output;
- 3. the int8 peak: bench/int8_peak.c (u8 x s8 multiply-accumulate chains: vpmaddubsw + vpmaddwd + vpaddd,
+ 3. static quantisation of float models whose activations are not ReLU (SiLU, hardswish: bench/zoo_models.py's
+    EfficientNet-B0 and MobileNetV3-Small, random seeded weights), built as f32 and with `--quantize int8
+    --calibrate` on the one input they are timed on, both timed in the same rounds; max |Δ| against
+    PyTorch's float output (no target: what a user's own float model gains);
+ 4. the int8 peak: bench/int8_peak.c (u8 x s8 multiply-accumulate chains: vpmaddubsw + vpmaddwd + vpaddd,
     AVX2's path, and vpdpbusd where the CPU has VNNI; disassembly checked) beside bench/fma_peak.c's f32
     FMA peak and int8_peak.c's own f32 FMA on ymm (the float peak of an AVX2 build where the CPU has
     AVX-512, so the AVX2 section's ratio compares like with like), best of short repetitions at the start and at the end; int8 GOP/s of each model = its
@@ -40,6 +44,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -56,6 +61,10 @@ QDQ_MODELS = {"qdq_resnet18": "ResNet-18, 1x3x224x224", "qdq_mobilenet_v2": "Mob
               "qdq_resnet50": "ResNet-50, 1x3x224x224", "qdq_googlenet": "GoogLeNet, 1x3x224x224",
               "qdq_inception_v3": "Inception-v3, 1x3x299x299", "qdq_mobilenet_v3": "MobileNetV3-Large, 1x3x224x224"}
 DYNAMIC_MODELS = {"mlp_b64": "MLP 784-1024-1024-10, batch 64", "transformer": "2-layer encoder, d 256, seq 128"}
+# --quantize int8 --calibrate on float models with activations other than ReLU (bench/zoo_models.py's exports,
+# random seeded weights); reported, no target
+STATIC_MODELS = {"efficientnet_b0": "EfficientNet-B0 (SiLU, squeeze-and-excitation), 1x3x224x224",
+                 "mobilenet_v3_small": "MobileNetV3-Small (hardswish, squeeze-and-excitation), 1x3x224x224"}
 INT8_CHAINS, INT8_UNROLL, FMA_CHAINS, VNNI_CHAINS, AMX_CHAINS = 6, 4, 12, 12, 4  # bench/int8_peak.c's loop bodies
 CPU_ARGS = ()  # ("--cpu", LIST) from the command line, for every flowc build
 
@@ -147,11 +156,30 @@ def bench_qdq(flowc, name, models_dir, work, cfg):
 
 def bench_dynamic(flowc, name, models_dir, work, cfg):
     """flowc f32 against flowc --quantize int8-dynamic on one float model."""
-    log(f"{name}: compiling f32 and --quantize int8-dynamic")
+    return bench_float_pair(flowc, name, DYNAMIC_MODELS[name], models_dir, work, cfg, ("--quantize", "int8-dynamic"))
+
+
+def bench_static(flowc, name, models_dir, work, cfg):
+    """flowc f32 against flowc --quantize int8 --calibrate on one float model, calibrated on the input it is
+    timed on (the export's one test input: ranges for speed, not an accuracy study)."""
+    d = os.path.join(models_dir, name)
+    calib = os.path.join(work, name + "_calib", "sample0")
+    os.makedirs(calib, exist_ok=True)
+    data = os.path.join(d, "test_data_set_0")
+    for f in os.listdir(data):
+        if f.startswith("input_") and not os.path.exists(os.path.join(calib, f)):
+            shutil.copy(os.path.join(data, f), os.path.join(calib, f))
+    return bench_float_pair(flowc, name, STATIC_MODELS[name], models_dir, work, cfg,
+                            ("--quantize", "int8", "--calibrate", os.path.dirname(calib)))
+
+
+def bench_float_pair(flowc, name, what, models_dir, work, cfg, quant_args):
+    """flowc f32 against flowc with quant_args on one float model."""
+    log(f"{name}: compiling f32 and {' '.join(quant_args[:2])}")
     d = os.path.join(models_dir, name)
     fcase = prepare(flowc, name, d, os.path.join(work, name + "_f32"))
-    qcase = prepare(flowc, name, d, os.path.join(work, name + "_dyn"), ("--quantize", "int8-dynamic"))
-    result = {"name": name, "what": DYNAMIC_MODELS[name], "flops": fcase.get("flops"), "input": fcase["dims"]}
+    qcase = prepare(flowc, name, d, os.path.join(work, name + "_" + quant_args[1]), quant_args)
+    result = {"name": name, "what": what, "flops": fcase.get("flops"), "input": fcase["dims"]}
     makers = {}
     for key, case in (("flowc_f32", fcase), ("flowc_int8", qcase)):
         if "error" in case:
@@ -163,17 +191,19 @@ def bench_dynamic(flowc, name, models_dir, work, cfg):
     return result
 
 
-def export(models_dir, qdq, dynamic):
+def export(models_dir, qdq, dynamic, static):
     log(f"exporting models into {models_dir}")
     if qdq:
         bench.run([sys.executable, os.path.join(BENCH, "qdq_models.py"), models_dir, "--models", ",".join(qdq)])
     if dynamic:
         bench.run([sys.executable, os.path.join(bench.ROOT, "tools", "export_e2e_models.py"), models_dir,
                    "--models", ",".join(dynamic)])
+    if static:
+        bench.run([sys.executable, os.path.join(BENCH, "zoo_models.py"), models_dir, "--models", ",".join(static)])
 
 
 def main(argv=None):
-    known = list(QDQ_MODELS) + list(DYNAMIC_MODELS)
+    known = list(QDQ_MODELS) + list(DYNAMIC_MODELS) + list(STATIC_MODELS)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="2 rounds of short batches (smoke run)")
     ap.add_argument("--models", default=",".join(known), help="comma-separated subset of: " + ", ".join(known))
@@ -208,10 +238,12 @@ def main(argv=None):
         + (f", int8 (AMX) {ipeak['amx_1t']:.1f} GOP/s" if ipeak.get("amx") else ""))
     qdq = [n for n in names if n in QDQ_MODELS]
     dynamic = [n for n in names if n in DYNAMIC_MODELS]
-    export(models_dir, qdq, dynamic)
+    static = [n for n in names if n in STATIC_MODELS]
+    export(models_dir, qdq, dynamic, static)
     os.makedirs(work, exist_ok=True)
     qdq_results = [bench_qdq(flowc, n, models_dir, work, cfg) for n in qdq]
     dyn_results = [bench_dynamic(flowc, n, models_dir, work, cfg) for n in dynamic]
+    static_results = [bench_static(flowc, n, models_dir, work, cfg) for n in static]
     peak = bench.fma_peak(fma_probe, cfg["peak_reps"], peak)
     ipeak = int8_peak(i8_probe, cfg["peak_reps"], ipeak)
     probe_dir.cleanup()
@@ -226,6 +258,7 @@ def main(argv=None):
                               "unknown"),
         "node_version": bench.tool_version(["node", "--version"]), "compiler": cc_version,
         "cfg": cfg, "cpu": args.cpu, "peak": peak, "int8_peak": ipeak, "qdq": qdq_results, "dynamic": dyn_results,
+        "static": static_results,
         "seconds": time.time() - t_start,
     }
     raw = os.path.join(os.path.dirname(os.path.abspath(args.out)), report_int8.raw_name(args.cpu))

@@ -91,6 +91,7 @@ def section_int8(add, d):
     add("")
     section_qdq(add, d, ip)
     section_dynamic(add, d, ip)
+    section_static(add, d, ip)
     section_targets(add, d)
 
 
@@ -149,17 +150,30 @@ def section_qdq(add, d, ip):
 
 
 def section_dynamic(add, d, ip):
-    if not d["dynamic"]:
+    section_float_pair(add, d["dynamic"], ip, "`--quantize int8-dynamic` (f32 models)",
+                       "The bench MLP and transformer (tools/export_e2e_models.py), each built twice by flowc: as f32 "
+                       "and with `--quantize int8-dynamic`; max |Δ| against PyTorch's float output.", "int8-dynamic")
+
+
+def section_static(add, d, ip):
+    section_float_pair(add, d.get("static", []), ip, "`--quantize int8 --calibrate` (f32 models, no target)",
+                       "Float models whose activations are not ReLU (bench/zoo_models.py's exports, random seeded "
+                       "weights), each built twice by flowc: as f32 and with `--quantize int8 --calibrate` on the one "
+                       "input they are timed on (ranges for the timing, not an accuracy study: random weights amplify "
+                       "any error through the depth); max |Δ| against PyTorch's float output.", "int8")
+
+
+def section_float_pair(add, results, ip, title, intro, label):
+    if not results:
         return
-    add("### `--quantize int8-dynamic` (f32 models)")
+    add(f"### {title}")
     add("")
-    add("The bench MLP and transformer (tools/export_e2e_models.py), each built twice by flowc: as f32 and with "
-        "`--quantize int8-dynamic`; max |Δ| against PyTorch's float output.")
+    add(intro)
     add("")
-    add("| model | threads | f32 ms | int8-dynamic ms | speed-up | int8 GOP/s (% int8 peak) | max abs diff f32 / "
-        "int8-dynamic | exe MiB f32 / int8-dynamic | load |")
+    add(f"| model | threads | f32 ms | {label} ms | speed-up | int8 GOP/s (% int8 peak) | max abs diff f32 / "
+        f"{label} | exe MiB f32 / {label} | load |")
     add("|---|---|---|---|---|---|---|---|---|")
-    for r in d["dynamic"]:
+    for r in results:
         if not r.get("times"):
             add(f"| {r['name']} | | failed: {first_error(r)} | | | | | | |")
             continue
@@ -172,7 +186,7 @@ def section_dynamic(add, d, ip):
                 f"{fmt_mib(r.get('flowc_f32_exe_bytes'))} / {fmt_mib(r.get('flowc_int8_exe_bytes'))} | "
                 f"{r['load']:.1f} |")
     add("")
-    section_failures(add, d["dynamic"])
+    section_failures(add, results)
 
 
 def first_error(r):
