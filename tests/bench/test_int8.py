@@ -4,8 +4,8 @@
 bench/report_int8.py renders the "Quantisation" section from made-up INT8.json data; its tables and
 verdicts are checked: speed-ups of the int8 builds over the f32 ones against each model's target, flowc
 against onnxruntime on the QDQ file, artefact sizes, accuracy in output quantisation steps, a model beyond
-the targets (reported, not judged), and a model whose QDQ build failed (its cells shown as —, its targets NOT
-MET, the error listed).
+the targets (reported, not judged), a model whose QDQ build failed (its cells shown as —, its targets NOT
+MET, the error listed), the --quantize int8 --calibrate table and the AVX2 peak's ratio to f32 FMA on ymm.
 """
 import json
 import os
@@ -105,6 +105,22 @@ class Int8Report(unittest.TestCase):
         self.assertEqual(line(text, "Beyond the targets"),
                          "Beyond the targets (models flowc was not tuned on; 1 thread): qdq_resnet50 QDQ 5.00× faster "
                          "than f32, 0.50× onnxruntime's time, 5 steps from PyTorch int8 (onnxruntime 3), size 0.75×.")
+
+    def test_static_section_and_ymm_peak(self):
+        """--quantize int8 --calibrate models get their own table (no verdict), and the f32 FMA peak on ymm, where
+        the run measured it, gives the AVX2 int8 peak's like-for-like ratio."""
+        d = data([qdq("qdq_resnet18", 30.0, 20.0, 40.0, 50.0)], [])
+        d["static"] = [dynamic("efficientnet_b0", 12.0, 8.0)]
+        d["int8_peak"]["fma_1t"] = 125.0
+        text = render(d)
+        self.assertIn("### `--quantize int8 --calibrate` (f32 models, no target)", text)
+        self.assertIn("| 12.00 | 8.00 | 1.50 |", line(text, "| efficientnet_b0 | 1 |"))
+        self.assertFalse(any(x.startswith("- efficientnet_b0") for x in text.splitlines()))
+        self.assertIn("(125.0 GFLOP/s on 1 thread, the f32 peak of an AVX2 build) it is 1.60×", text)
+        del d["static"], d["int8_peak"]["fma_1t"]
+        text = render(d)  # a run from before either: neither is shown
+        self.assertNotIn("--calibrate` (f32 models", text)
+        self.assertNotIn("256-bit registers", text)
 
     def test_failed_build(self):
         failed = {"name": "qdq_mobilenet_v2", "what": "m", "flops": 10**9, "input": "1,3,8,8", "step": 0.05,
