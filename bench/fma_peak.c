@@ -19,7 +19,9 @@
  *
  * Build: cc -O2 -mavx2 -mfma -pthread bench/fma_peak.c -o fma_peak (the AVX-512 kernel is compiled through
  * a target attribute, so no -mavx512f is needed and the binary runs on AVX2-only machines).
- * Usage: fma_peak [--threads N] [--iters N] [--reps N]; prints "isa ...", "threads N gflops G per_core G
+ * Usage: fma_peak [--threads N] [--iters N] [--reps N] [--ymm]; --ymm measures the AVX2 kernel even where the
+ * CPU has AVX-512 (the float peak of an AVX2-only build: bench/int8.py's like-for-like ratio for AVX2's int8
+ * sequence); prints "isa ...", "threads N gflops G per_core G
  * median M" (M: the median repetition's rate, for comparisons with other timings of the same rounds) and
  * "checksum X".
  */
@@ -119,6 +121,7 @@ static void *probe_thread(void *arg)
 int main(int argc, char **argv)
 {
 	long threads = 1, iters = 200000, reps = 200;
+	int ymm = 0;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && strcmp(argv[i], "--threads") == 0)
 			threads = probe_parse_count("fma_peak", argv[++i], "thread count");
@@ -126,8 +129,10 @@ int main(int argc, char **argv)
 			iters = probe_parse_count("fma_peak", argv[++i], "iteration count");
 		else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0)
 			reps = probe_parse_count("fma_peak", argv[++i], "repetition count");
+		else if (strcmp(argv[i], "--ymm") == 0)
+			ymm = 1;
 		else {
-			fprintf(stderr, "usage: fma_peak [--threads N] [--iters N] [--reps N]\n");
+			fprintf(stderr, "usage: fma_peak [--threads N] [--iters N] [--reps N] [--ymm]\n");
 			return 2;
 		}
 	}
@@ -137,7 +142,7 @@ int main(int argc, char **argv)
 	}
 
 	__builtin_cpu_init();
-	int avx512 = __builtin_cpu_supports("avx512f");
+	int avx512 = !ymm && __builtin_cpu_supports("avx512f");
 	if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
 		fprintf(stderr, "fma_peak: the CPU has neither AVX-512F nor AVX2+FMA\n");
 		return 1;

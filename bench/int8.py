@@ -27,8 +27,9 @@ With bench/run.py's machinery (same interleaved rounds of batches, same runners,
     PyTorch's float output (no target: what a user's own float model gains);
  4. the int8 peak: bench/int8_peak.c (u8 x s8 multiply-accumulate chains: vpmaddubsw + vpmaddwd + vpaddd,
     AVX2's path, and vpdpbusd where the CPU has VNNI; disassembly checked) beside bench/fma_peak.c's f32
-    FMA peak and int8_peak.c's own f32 FMA on ymm (the float peak of an AVX2 build where the CPU has
-    AVX-512, so the AVX2 section's ratio compares like with like), best of short repetitions at the start and at the end; int8 GOP/s of each model = its
+    FMA peak and the same probe's f32 FMA on ymm (`fma_peak --ymm`: the float peak of an AVX2 build where the
+    CPU has AVX-512, so the AVX2 section's ratio compares like with like), best of short repetitions at the
+    start and at the end; int8 GOP/s of each model = its
     multiply-accumulates (`flowc info` of the float model, 2 ops each) / median time.
 
 The raw results go to INT8.json beside --out (INT8.<cpu>.json with --cpu: a section of its own); bench/report.py renders them as the "Quantisation" section of
@@ -65,7 +66,7 @@ DYNAMIC_MODELS = {"mlp_b64": "MLP 784-1024-1024-10, batch 64", "transformer": "2
 # random seeded weights); reported, no target
 STATIC_MODELS = {"efficientnet_b0": "EfficientNet-B0 (SiLU, squeeze-and-excitation), 1x3x224x224",
                  "mobilenet_v3_small": "MobileNetV3-Small (hardswish, squeeze-and-excitation), 1x3x224x224"}
-INT8_CHAINS, INT8_UNROLL, FMA_CHAINS, VNNI_CHAINS, AMX_CHAINS = 6, 4, 12, 12, 4  # bench/int8_peak.c's loop bodies
+INT8_CHAINS, INT8_UNROLL, VNNI_CHAINS, AMX_CHAINS = 6, 4, 12, 4  # bench/int8_peak.c's loop bodies
 CPU_ARGS = ()  # ("--cpu", LIST) from the command line, for every flowc build
 
 
@@ -87,7 +88,6 @@ def check_int8_asm(exe):
     """Each kernel's loop must hold CHAINS x UNROLL multiplies (else its op count, and so its peak, is wrong)."""
     text = bench.run(["objdump", "-d", "--no-show-raw-insn", exe])
     for func, insn, want in (("madd_chains_avx2", "vpmaddubsw", INT8_CHAINS * INT8_UNROLL),
-                             ("fma_chains_ymm", "vfmadd213ps", FMA_CHAINS * INT8_UNROLL),
                              ("madd_chains_vnni", "vpdpbusd", VNNI_CHAINS * INT8_UNROLL),
                              ("madd_chains_amx", "tdpbusd", AMX_CHAINS * INT8_UNROLL)):
         body = re.search(rf"<{func}>:\n(.*?)\n\n", text, re.S)
@@ -106,6 +106,18 @@ def int8_peak(exe, reps, previous=None):
             result[key] = max(float(gops), result.get(key, 0.0))
         result["vnni"] = "vnni unsupported" not in out
         result["amx"] = "amx unsupported" not in out
+    return result
+
+
+def ymm_peak(fma_probe, reps, ipeak):
+    """Adds to ipeak (as fma_<threads>t, merged by max) the f32 FMA peak on ymm, bench/fma_peak.c's AVX2 kernel
+    forced with --ymm, its disassembly checked as bench/run.py checks the probe's."""
+    result = dict(ipeak)
+    for threads in bench.THREADS:
+        out = bench.run([fma_probe, "--ymm", "--threads", str(threads), "--reps", str(reps)])
+        key = f"fma_{threads}t"
+        result[key] = max(float(re.search(r"gflops ([\d.]+)", out).group(1)), result.get(key, 0.0))
+    bench.check_probe_asm(fma_probe, "avx2+fma")
     return result
 
 
@@ -232,6 +244,7 @@ def main(argv=None):
     fma_probe, _, cc_version = bench.build_probe(probe_dir.name)
     i8_probe = build_int8_probe(probe_dir.name)
     peak, ipeak = bench.fma_peak(fma_probe, cfg["peak_reps"]), int8_peak(i8_probe, cfg["peak_reps"])
+    ipeak = ymm_peak(fma_probe, cfg["peak_reps"], ipeak)
     log(f"peaks on 1 thread: f32 FMA {peak['gflops_1t']:.1f} GFLOP/s ({peak['isa']}), "
         f"{ipeak.get('fma_1t', 0):.1f} (ymm), int8 (AVX2) {ipeak['avx2_1t']:.1f} GOP/s"
         + (f", int8 (VNNI) {ipeak['vnni_1t']:.1f} GOP/s" if ipeak["vnni"] else "")
@@ -245,7 +258,7 @@ def main(argv=None):
     dyn_results = [bench_dynamic(flowc, n, models_dir, work, cfg) for n in dynamic]
     static_results = [bench_static(flowc, n, models_dir, work, cfg) for n in static]
     peak = bench.fma_peak(fma_probe, cfg["peak_reps"], peak)
-    ipeak = int8_peak(i8_probe, cfg["peak_reps"], ipeak)
+    ipeak = ymm_peak(fma_probe, cfg["peak_reps"], int8_peak(i8_probe, cfg["peak_reps"], ipeak))
     probe_dir.cleanup()
     data = {
         "argv": "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv)),

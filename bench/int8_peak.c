@@ -9,10 +9,6 @@
  *         3 instructions per 32 MACs, of which the two multiplies share the vector multiply ports;
  *   vnni  vpdpbusd (AVX512-VNNI on ymm, with AVX512VL): 32 MACs into 8 i32 lanes in one instruction; run
  *         only when the CPU has it ("vnni unsupported" otherwise);
- *   fma   f32 FMA on the same 256-bit registers (vfmadd213ps, 8 lanes, 12 chains as fma_peak.c): the
- *         float peak of the code an AVX2 build runs, measured here because fma_peak.c takes the widest
- *         registers the CPU has (zmm where it has AVX-512), which an AVX2 artefact never uses; the ratio
- *         avx2 / fma is what an AVX2 int8 kernel can gain over the f32 one at best;
  *   amx   tdpbusd on AMX tiles (Sapphire Rapids and later): 16 x 16 x 64 = 16384 MACs per instruction into a
  *         16 x 16 i32 tile, 4 accumulator tiles from 2 A and 2 B tiles as flowc's tile kernels block them
  *         (codegen/cg_amx.h); run only when the CPU has AMX-INT8 and Linux grants the tile state
@@ -22,8 +18,8 @@
  * are folded into a printed checksum. Best of --reps repetitions (the peak is the fastest the core goes),
  * the median beside it; threads start together at a barrier and the rate is the total over the slowest.
  *
- * Build: cc -O2 -mavx2 -pthread bench/int8_peak.c -o int8_peak (the FMA, VNNI and AMX kernels are compiled
- * through target attributes). Usage: int8_peak [--threads N] [--iters N] [--reps N]; prints one line per kernel,
+ * Build: cc -O2 -mavx2 -pthread bench/int8_peak.c -o int8_peak (the VNNI kernel is compiled through a
+ * target attribute). Usage: int8_peak [--threads N] [--iters N] [--reps N]; prints one line per kernel,
  * "kernel avx2 threads N gops G per_core G median M", and "checksum X".
  */
 #include <cpuid.h>
@@ -73,40 +69,6 @@ __attribute__((noinline)) static int64_t madd_chains_avx2(long iters)
 	return sum;
 }
 _Static_assert(CHAINS == 6 && UNROLL == 4, "AVX2_ROUND spells out 6 chains, the asm block 4 rounds");
-
-/* f32 FMA on ymm: 12 chains cover the FMA latency (4) times its throughput (2 a cycle), as in fma_peak.c; an
- * op is one FLOP, 2 per lane (a multiply-accumulate), so MACS_PER_STEP is the 8 lanes. */
-#define FMA_CHAINS 12
-#define FMA_LANES 8
-#define FMA(i) "vfmadd213ps %[a], %[m], %[v" #i "]\n\t"
-#define FMA_ROUND FMA(0) FMA(1) FMA(2) FMA(3) FMA(4) FMA(5) FMA(6) FMA(7) FMA(8) FMA(9) FMA(10) FMA(11)
-
-__attribute__((noinline, target("avx2,fma"))) static int64_t fma_chains_ymm(long iters)
-{
-	/* m = 1 - 2^-12 and a keep the chains bounded, away from denormals; every chain starts elsewhere */
-	__m256 v0 = _mm256_set1_ps(1.0f), v1 = _mm256_set1_ps(1.125f), v2 = _mm256_set1_ps(1.25f);
-	__m256 v3 = _mm256_set1_ps(1.375f), v4 = _mm256_set1_ps(1.5f), v5 = _mm256_set1_ps(1.625f);
-	__m256 v6 = _mm256_set1_ps(1.75f), v7 = _mm256_set1_ps(1.875f), v8 = _mm256_set1_ps(2.0f);
-	__m256 v9 = _mm256_set1_ps(2.125f), v10 = _mm256_set1_ps(2.25f), v11 = _mm256_set1_ps(2.375f);
-	__m256 m = _mm256_set1_ps(1.0f - 1.0f / 4096.0f);
-	const __m256 a = _mm256_set1_ps(1.0f / 1024.0f);
-	for (long i = 0; i < iters; i++)
-		__asm__ volatile(FMA_ROUND FMA_ROUND FMA_ROUND FMA_ROUND
-				 : [v0] "+x"(v0), [v1] "+x"(v1), [v2] "+x"(v2), [v3] "+x"(v3), [v4] "+x"(v4),
-				   [v5] "+x"(v5), [v6] "+x"(v6), [v7] "+x"(v7), [v8] "+x"(v8), [v9] "+x"(v9),
-				   [v10] "+x"(v10), [v11] "+x"(v11), [m] "+x"(m)
-				 : [a] "x"(a));
-	__m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v0, v1), _mm256_add_ps(v2, v3)),
-				 _mm256_add_ps(_mm256_add_ps(v4, v5), _mm256_add_ps(v6, v7)));
-	s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(v8, v9), _mm256_add_ps(v10, v11)));
-	float lanes[8];
-	_mm256_storeu_ps(lanes, s);
-	double sum = 0;
-	for (int l = 0; l < 8; l++)
-		sum += lanes[l];
-	return (int64_t)(sum * 1024.0);
-}
-_Static_assert(FMA_CHAINS == 12 && UNROLL == 4, "FMA_ROUND spells out 12 chains, the asm block 4 rounds");
 
 /* VNNI: 12 chains cover vpdpbusd's latency (5) times its throughput (2 a cycle). */
 #define VNNI_CHAINS 12
@@ -303,14 +265,6 @@ int main(int argc, char **argv)
 		return 1;
 	printf("kernel avx2 threads %ld gops %.2f per_core %.2f median %.2f\n", threads, best,
 	       best / (double)threads, median);
-	if (__builtin_cpu_supports("fma")) {
-		if (measure(fma_chains_ymm, FMA_CHAINS, FMA_LANES, threads, iters, reps, &best, &median, &checksum))
-			return 1;
-		printf("kernel fma threads %ld gops %.2f per_core %.2f median %.2f\n", threads, best,
-		       best / (double)threads, median);
-	} else {
-		printf("kernel fma unsupported\n");
-	}
 	if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) {
 		if (measure(madd_chains_vnni, VNNI_CHAINS, MACS_PER_STEP, threads, iters, reps, &best, &median, &checksum))
 			return 1;
