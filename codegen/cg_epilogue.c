@@ -23,6 +23,8 @@
  * f32 SiLU (sigmoid a, then a times it: EfficientNet's activation), computed at once (fc_cg_silu), and
  * f32 GELU's 1 + erf(u), computed as erfc(-u) by fc_math_emit_erfc_fast (half the instructions of the
  * accurate erf; accurate to GELU's needs and, unlike 1 + erf, in relative terms for negative u).
+ * A quantised conv's epilogue (fc_cg_epilogue_init_dequantised) runs on its f32 product in the kernels'
+ * requantising store (cg_requant.c), reads only one-element constants, and keeps divisions exact.
  * fc_cg_epilogue_row is a loop over the run with whole vectors of the target's width
  * (loads, steps and the store on <VW x T>) and a scalar loop for the rest, like the fused element-wise
  * kernel (kernel_fused.c): the memory plan never places a conv's or matmul's result over an operand, so
@@ -60,6 +62,7 @@ struct FcCgEpilogue {
   const FcEwProgram *prog; /* the op's `epilogue` attribute, or no steps */
   FcCgStep *steps;
   bool direct;          /* stored as computed (f32, f64, ints): vector loads and stores need no conversion */
+  bool exact_div;       /* a quotient by a constant stays a division (a quantisation's x / scale) */
   int vw;               /* lanes of fc_cg_epilogue_row's vector loop; 1: scalar only */
 };
 
@@ -91,7 +94,9 @@ static void classify(FcCgEpilogue *e, EpOperand *o, const int64_t *s) {
   o->row_mode = lzero ? 0 : lcontig ? 1 : 2;
 }
 
-FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
+/* fc_cg_epilogue_init, or (dequantised) that of a quantised conv's f32 product: computed in f32 whatever
+ * the result's dtype, its i32 bias already in the accumulator, and divisions by a constant kept exact. */
+static FcStatus init(FcKernel *k, int col_dims, bool dequantised, FcCgEpilogue **out) {
   *out = NULL;
   FcOp *op = k->op;
   FcArena *arena = &op->graph->module->arena;
@@ -100,13 +105,14 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
   bool is_conv = op->kind == FC_OP_CONV;
   int first = is_conv || op->kind == FC_OP_CONV_BLOCKED ? 3 : 2;
   const FcEwProgram *prog = fc_op_attr_program(op, FC_ATTR_EPILOGUE);
-  bool has_bias = is_conv && op->n_operands >= 3 && op->operands[2].value;
+  bool has_bias = is_conv && !dequantised && op->n_operands >= 3 && op->operands[2].value;
   if (!prog && !has_bias) return FC_OK;
   if (col_dims < 0 || col_dims > rt->rank || op->n_operands > 8 || (is_conv && rt->rank < 2))
     return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue: %d col dims of a rank-%d result", col_dims, rt->rank);
 
   FcCgEpilogue *e = FC_NEW(arena, FcCgEpilogue);
-  e->dt = rt->dtype;
+  e->dt = dequantised ? FC_DT_F32 : rt->dtype;
+  e->exact_div = dequantised;
   e->rank = rt->rank;
   e->ncol = col_dims;
   e->nlead = rt->rank - col_dims;
@@ -168,6 +174,12 @@ FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) {
   }
   *out = e;
   return FC_OK;
+}
+
+FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out) { return init(k, col_dims, false, out); }
+
+FcStatus fc_cg_epilogue_init_dequantised(FcKernel *k, FcCgEpilogue **out) {
+  return init(k, k->op->results[0].type.rank - 2, true, out);
 }
 
 /* ---- emission ------------------------------------------------------------------------------------ */
@@ -253,7 +265,7 @@ static LLVMValueRef bound_op(FcKernel *k, const FcCgEpilogue *e, const FcEwStep 
  * (f16 and bf16 compute in f32, where 1/c of a moderate c stays a normal number).
  * Returns NULL where the general form is needed. */
 static LLVMValueRef quotient_op(FcKernel *k, const FcCgEpilogue *e, const FcEwStep *st, LLVMValueRef *a) {
-  if (st->kind != FC_OP_DIV || !fc_dtype_is_float(e->dt) || st->args[1] < 0) return NULL;
+  if (st->kind != FC_OP_DIV || !fc_dtype_is_float(e->dt) || e->exact_div || st->args[1] < 0) return NULL;
   const EpOperand *o = &e->ops[e->slot_of[st->args[1]]];
   double c = o->imm_value;
   if (!o->imm || !(fabs(c) > 0x1p-100 && fabs(c) < 0x1p100)) return NULL; /* 1/c normal in every float type */

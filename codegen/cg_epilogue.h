@@ -18,6 +18,12 @@ typedef struct FcCgEpilogue FcCgEpilogue;
  * is nothing to apply (no bias, no program). Errors (a step the dtype does not allow) name the op. */
 FcStatus fc_cg_epilogue_init(FcKernel *k, int col_dims, FcCgEpilogue **out);
 
+/* The epilogue of a quantised conv (cg_requant.h) over its f32 product: computed in f32 (the result may be
+ * u8 or i8, its `to`), the i32 bias left to the accumulator, and a quotient by a constant kept a division,
+ * as the evaluator computes it, so that its bytes are the evaluator's (fuse_epilogue already wrote the
+ * quantisation's x / scale as a product). */
+FcStatus fc_cg_epilogue_init_dequantised(FcKernel *k, FcCgEpilogue **out);
+
 /* The epilogue of values v (an f32 scalar or vector of lanes values in the compute type) for result
  * elements (row, col .. col + lanes - 1), all in one row; row and col are i64. Returns the final values
  * (same shape as v). Emitted at the builder's position; loads extra operands from k->in. */

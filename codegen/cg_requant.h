@@ -3,7 +3,9 @@
  *
  * An op with quantised operands computes acc[c] = Σ (x - zx)(w - zw[c]) + b[c] exactly in i32 and then
  *   quantised result: y = clamp(rne(f32(acc) · m[c]) + zy, qmin, qmax), m[c] = f32(f32(sx · sw[c]) / sy)
- *   f32 result:       y = f32(acc) · (float)(sx · sw[c]).
+ *   f32 result:       y = f32(acc) · (float)(sx · sw[c]);
+ *   with an epilogue (a conv's, of one-element constants: the f32 result's activation and the next
+ *   quantisation as float steps), its program over that f32 y, converted to `to` (u8/i8) if the op has one.
  * The kernels multiply bytes as u8 × s8 (x86's vpdpbusd / vpmaddubsw) or u16 × s16 (vpmaddwd), so:
  *   - an i8 x is read with its top bit flipped (x ^ 0x80 = x + 128 as u8), and zx becomes zx + 128;
  *   - the weights' zero points are subtracted at compile time: w' = w - zw[c] lies in [-255, 255]; when
@@ -39,8 +41,9 @@ typedef struct FcQuantProduct {
   bool mult_finite;     /* every m[c] is finite (fc_qp_finish_packed's condition) */
   bool product_in_i32;  /* f32(acc) · m[c] stays inside i32's range for every input (bounded at compile time) */
   /* result */
-  FcDtype out;          /* U8, I8 (requantised) or F32 */
+  FcDtype out;          /* U8, I8 (requantised, or an epilogue's `to`) or F32 */
   int32_t zy, lo, hi;   /* requantised: zero point and the clamp bounds of rne(·) before adding zy */
+  FcCgEpilogue *ep;     /* a conv's epilogue over the f32 product (then converted to out), or NULL */
 } FcQuantProduct;
 
 /* Whether op (a flow.conv or flow.matmul) is a quantised product of qspec §2: x per-tensor u8/i8, weights

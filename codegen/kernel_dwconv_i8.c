@@ -41,6 +41,8 @@
  * vectors narrower than 16 pixels store under a constant mask. The windows come from the padded plane of
  * step 1, or, for strided convs and rows of one vector (where the copy costs most per output), straight from
  * x: plain loads inside it and loads under a mask at its borders, whose masked-off bytes read zx.
+ * A fused epilogue (a quantised conv's with qtype f32, cg_requant.h) runs in fc_qp_finish after a block's
+ * products; the gathered kernel puts the used lanes of as many narrow vectors as one holds through it at once.
  * Each output element is computed in a fixed order, so results do not depend on the thread count.
  */
 #include <stdlib.h>
@@ -573,22 +575,42 @@ static void perm_block(PermEmit *e, const PermSrc *src) {
         }
         acc = fc_i8_dot(k, FC_I8DOT_VNNI, PERM_LANES, acc, quad, e->w[kh * p->qrow + qi]);
       }
-    if (e->packed) {
-      accs[v] = acc;
-      continue;
+    accs[v] = acc;
+  }
+  if (e->packed) {
+    perm_finish_rows(e, src->oy0, src->ox0, accs);
+    return;
+  }
+  /* Every vector's products first: an epilogue's temporaries (SiLU's) between them pushed the shared
+   * quads out of the registers. An epilogue (position-free: fc_qp_applies) runs on the used lanes of as
+   * many vectors as one holds, gathered (7-wide rows: 2), where one vector each wasted over half its
+   * lanes on its exp and divisions. */
+  int n = (int)(p->k * p->cols), per = e->q->ep ? PERM_LANES / n : 1, idx[PERM_LANES];
+  for (int64_t v0 = 0; v0 < p->R; v0 += per) {
+    int cnt = (int)(p->R - v0 < per ? p->R - v0 : per);
+    LLVMValueRef all = accs[v0];
+    for (int j = 1; j < cnt; j++) { /* lanes [0, j·n) of all, then the first n of vector v0 + j */
+      for (int i = 0; i < PERM_LANES; i++) idx[i] = i < j * n ? i : i < (j + 1) * n ? PERM_LANES + i - j * n : 0;
+      all = fc_cg_shuffle(k, all, accs[v0 + j], idx, PERM_LANES);
     }
-    LLVMValueRef out = fc_qp_finish(k, e->q, acc, e->zero, e->mult);
-    LLVMValueRef row = fc_cg_iadd(k, src->oy0, c64(k, v * p->k));
-    LLVMValueRef at = fc_cg_iadd(k, e->yplane, fc_cg_iadd(k, fc_cg_imulc(k, row, d->OW), src->ox0));
-    LLVMValueRef ptr = LLVMBuildGEP2(b, e->et, k->out[0], &at, 1, "");
-    if (p->k * p->cols == PERM_LANES) {
-      LLVMValueRef st = LLVMBuildStore(b, out, ptr);
-      LLVMSetAlignment(st, 1);
-    } else {
-      perm_store_first(k, out, ptr, p->k * p->cols);
+    all = fc_qp_finish(k, e->q, all, e->zero, e->mult);
+    for (int j = 0; j < cnt; j++) {
+      LLVMValueRef out = all;
+      if (j > 0) {
+        for (int i = 0; i < PERM_LANES; i++) idx[i] = i < n ? j * n + i : 0;
+        out = fc_cg_shuffle(k, all, NULL, idx, PERM_LANES);
+      }
+      LLVMValueRef row = fc_cg_iadd(k, src->oy0, c64(k, (v0 + j) * p->k));
+      LLVMValueRef at = fc_cg_iadd(k, e->yplane, fc_cg_iadd(k, fc_cg_imulc(k, row, d->OW), src->ox0));
+      LLVMValueRef ptr = LLVMBuildGEP2(b, e->et, k->out[0], &at, 1, "");
+      if (n == PERM_LANES) {
+        LLVMValueRef st = LLVMBuildStore(b, out, ptr);
+        LLVMSetAlignment(st, 1);
+      } else {
+        perm_store_first(k, out, ptr, n);
+      }
     }
   }
-  if (e->packed) perm_finish_rows(e, src->oy0, src->ox0, accs);
 }
 
 static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q) {
@@ -635,7 +657,7 @@ static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, con
   e.yplane = fc_cg_imulc(k, plane, d->OH * d->OW);
   /* not for rows of at most 8: MobileNetV2's 7-wide maps measured 44% slower this way on Sapphire Rapids
    * (25.5 vs 17.7 us; 9% faster on Cascade Lake), its 14-wide ones 5% faster on both */
-  e.packed = q->out != FC_DT_F32 && q->mult_finite && p->k == 1 && p->cols > PERM_LANES / 2 &&
+  e.packed = q->out != FC_DT_F32 && !q->ep && q->mult_finite && p->k == 1 && p->cols > PERM_LANES / 2 &&
              fc_target_i8_pack_lanes(k->target) == PERM_LANES;
 
   FcLoop lb, lc;

@@ -304,7 +304,8 @@ static FcStatus conv_plain(const FcOp *op, const FcTensor *const *in, const FcTy
 }
 
 /* The quantised form (ops.def): the i32 conv of the shifted operands (its zero padding is the input's zero
- * point), then requantised per output channel. */
+ * point), then requantised per output channel; with an epilogue, the f32 product goes through it and is
+ * converted to the result dtype (`to`) as flow.cast converts. */
 static FcStatus conv_quant(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   const FcType *rt = &op->results[0].type;
   FcArena scratch;
@@ -320,7 +321,14 @@ static FcStatus conv_quant(const FcOp *op, const FcTensor *const *in, FcTensor *
     out[0] = fc_ev_requantize(op, arena, acc->data, in[0]->type.quant, in[1]->type.quant, inner);
   }
   fc_arena_free(&scratch);
-  return st;
+  const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_EPILOGUE);
+  if (st != FC_OK || !p) return st;
+  FcTensor *y = NULL;
+  FC_EV_TRY(fc_ew_program_eval(op, p, &out[0]->type, out[0], in, &y, arena, diag));
+  const FcTensor *r = NULL;
+  FC_EV_TRY(fc_ew_cast_to(op, y, rt->dtype, &r, arena, diag));
+  out[0] = (FcTensor *)r;
+  return FC_OK;
 }
 
 FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {

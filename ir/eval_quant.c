@@ -83,7 +83,8 @@ FcTensor *fc_ev_requantize(const FcOp *op, FcArena *arena, const int32_t *acc, c
                            int64_t inner) {
   const FcType *rt = &op->results[0].type;
   const FcQuant *yq = rt->quant;
-  FcTensor *y = fc_tensor_new(arena, *rt);
+  /* plain: the f32 product, also where an epilogue (conv: `to`) then makes the result another dtype */
+  FcTensor *y = fc_tensor_new(arena, yq ? *rt : fc_type_make(arena, FC_DT_F32, rt->rank, rt->dims));
   int64_t n = fc_ev_numel(rt), channels = wq->n;
   for (int64_t i = 0; i < n; i++) {
     int64_t c = wq->axis < 0 ? 0 : (i / inner) % channels;

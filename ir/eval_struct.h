@@ -87,8 +87,9 @@ static inline bool fc_ev_next(int64_t *idx, const int64_t *dims, int rank) {
 
 /* The integers of quantised tensor t minus their zero points, as i32, in `a`. */
 FcTensor *fc_ev_quant_shifted(FcArena *a, const FcTensor *t);
-/* op's result from its i32 accumulators (ops.def: requantised to a quantised qtype, or scaled to f32); the
- * channel of element i is (i / inner) % (number of weight scales) when wq is per axis. */
+/* op's result from its i32 accumulators (ops.def: requantised to a quantised qtype, or scaled to f32, the
+ * input of a quantised conv's epilogue); the channel of element i is (i / inner) % (number of weight scales)
+ * when wq is per axis. */
 FcTensor *fc_ev_requantize(const FcOp *op, FcArena *arena, const int32_t *acc, const FcQuant *xq, const FcQuant *wq,
                            int64_t inner);
 FcStatus fc_eval_quant_matmul(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,

@@ -192,3 +192,18 @@ FcStatus fc_ew_program_eval(const FcOp *op, const FcEwProgram *p, const FcType *
   *out = (FcTensor *)vals[p->n_steps - 1];
   return FC_OK;
 }
+
+FcStatus fc_ew_cast_to(const FcOp *op, const FcTensor *t, FcDtype to, const FcTensor **out, FcArena *arena,
+                       FcDiag *diag) {
+  if (t->type.dtype == to) {
+    *out = t;
+    return FC_OK;
+  }
+  FcValue res = {.type = t->type};
+  res.type.dtype = to;
+  FcOp tmp = {.kind = FC_OP_CAST, .n_operands = 1, .n_results = 1, .results = &res, .loc = op->loc};
+  FcTensor *y = NULL;
+  FcStatus st = fc_eval_cast(&tmp, &t, &y, arena, diag);
+  *out = y;
+  return st;
+}

@@ -72,5 +72,9 @@ const char *fc_ew_program_format(const FcEwProgram *p, FcArena *arena);
  * per-element semantics as the element-wise evaluators (ir/eval_elementwise.c). */
 FcStatus fc_ew_program_eval(const FcOp *op, const FcEwProgram *p, const FcType *rt, const FcTensor *x,
                             const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag);
+/* t converted as flow.cast converts it to `to` (t itself when it is `to` already), new tensors in `arena`;
+ * op names errors. */
+FcStatus fc_ew_cast_to(const FcOp *op, const FcTensor *t, FcDtype to, const FcTensor **out, FcArena *arena,
+                       FcDiag *diag);
 
 #endif /* FLOWC_IR_EW_PROGRAM_H */

@@ -39,29 +39,13 @@ FcStatus fc_infer_fused(FcOp *op, FcArena *arena, FcDiag *diag) {
   return FC_OK;
 }
 
-/* t as flow.cast to `to` converts it (t itself when it is `to` already). */
-static FcStatus cast_to(const FcOp *op, const FcTensor *t, FcDtype to, const FcTensor **out, FcArena *arena,
-                        FcDiag *diag) {
-  if (t->type.dtype == to) {
-    *out = t;
-    return FC_OK;
-  }
-  FcValue res = {.type = t->type};
-  res.type.dtype = to;
-  FcOp tmp = {.kind = FC_OP_CAST, .n_operands = 1, .n_results = 1, .results = &res, .loc = op->loc};
-  FcTensor *y = NULL;
-  FcStatus st = fc_eval_cast(&tmp, &t, &y, arena, diag);
-  *out = y;
-  return st;
-}
-
 FcStatus fc_eval_fused(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_PROGRAM);
   if (!p) return fc_ih_fail(op, diag, "attribute 'program' is missing");
   FcDtype dt = fc_op_attr(op, FC_ATTR_DTYPE)->type;
   const FcTensor **conv = FC_NEW_ARRAY(arena, const FcTensor *, (size_t)(op->n_operands ? op->n_operands : 1));
   for (int i = 0; i < op->n_operands; i++) {
-    FcStatus st = cast_to(op, in[i], dt, &conv[i], arena, diag);
+    FcStatus st = fc_ew_cast_to(op, in[i], dt, &conv[i], arena, diag);
     if (st != FC_OK) return st;
   }
   FcType ct = op->results[0].type;
@@ -70,7 +54,7 @@ FcStatus fc_eval_fused(const FcOp *op, const FcTensor *const *in, FcTensor **out
   FcStatus st = fc_ew_program_eval(op, p, &ct, NULL, conv, &y, arena, diag);
   if (st != FC_OK) return st;
   const FcTensor *r = NULL;
-  st = cast_to(op, y, op->results[0].type.dtype, &r, arena, diag);
+  st = fc_ew_cast_to(op, y, op->results[0].type.dtype, &r, arena, diag);
   *out = (FcTensor *)r;
   return st;
 }

@@ -187,7 +187,23 @@ FcStatus fc_infer_conv(FcOp *op, FcArena *arena, FcDiag *diag) {
   d[0] = x->dims[0];
   d[1] = m;
   for (int i = 0; i < n; i++) FC_ITRY(window_out(op, &s, i, x->dims[2 + i], w->dims[2 + i], false, &d[2 + i], diag));
-  if (quantised) return fc_ih_set_quant_compute(op, arena, m, x->rank, d, diag);
+  const FcAttr *to = fc_op_attr(op, FC_ATTR_TO);
+  if (quantised) {
+    FC_ITRY(fc_ih_set_quant_compute(op, arena, m, x->rank, d, diag));
+    if (!fc_op_attr(op, FC_ATTR_EPILOGUE)) {
+      if (to) return fc_ih_fail(op, diag, "'to' is the result dtype of a quantised conv's epilogue");
+      return FC_OK;
+    }
+    /* the epilogue computes on the f32 product (ops.def), then converts to `to` */
+    FC_ITRY(check_epilogue(op, 3, FC_DT_F32, x->rank, d, arena, diag));
+    if (to) {
+      if (to->kind != FC_AK_TYPE || to->quant || (to->type != FC_DT_U8 && to->type != FC_DT_I8))
+        return fc_ih_fail(op, diag, "'to' of a quantised conv's epilogue is u8 or i8");
+      fc_ih_set(op, 0, arena, to->type, x->rank, d);
+    }
+    return FC_OK;
+  }
+  if (to) return fc_ih_fail(op, diag, "'to' is the result dtype of a quantised conv's epilogue");
   FC_ITRY(check_epilogue(op, 3, x->dtype, x->rank, d, arena, diag));
   fc_ih_set(op, 0, arena, x->dtype, x->rank, d);
   return FC_OK;

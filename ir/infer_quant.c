@@ -79,9 +79,11 @@ FcStatus fc_ih_quant_compute(const FcOp *op, int w_axis, bool *quantised, FcDiag
       w->quant->expressed != FC_DT_F32)
     return fc_ih_fail(op, diag, "the weight must be quantised 8-bit, per tensor or along dim %d, expressing f32",
                       w_axis);
-  if (fc_op_attr(op, FC_ATTR_EPILOGUE)) return fc_ih_fail(op, diag, "a quantised form takes no epilogue");
-  if (op->n_operands > 3) return fc_ih_fail(op, diag, "a quantised form takes at most a bias after its operands");
-  if (op->n_operands == 3) {
+  bool epilogue = fc_op_attr(op, FC_ATTR_EPILOGUE) != NULL;
+  if (epilogue && op->kind != FC_OP_CONV) return fc_ih_fail(op, diag, "only a quantised conv takes an epilogue");
+  if (op->n_operands > 3 && !epilogue)
+    return fc_ih_fail(op, diag, "a quantised form takes at most a bias after its operands");
+  if (op->n_operands >= 3) {
     const FcType *b = fc_ih_in(op, 2);
     if (b->quant || b->dtype != FC_DT_I32 || b->rank != 1)
       return fc_ih_fail(op, diag, "the bias of a quantised form must be a 1-D i32 tensor");
@@ -91,6 +93,7 @@ FcStatus fc_ih_quant_compute(const FcOp *op, int w_axis, bool *quantised, FcDiag
   if (q.quant ? !fc_dtype_is_8bit(q.dtype) || q.quant->axis >= 0 || q.quant->expressed != FC_DT_F32
               : q.dtype != FC_DT_F32)
     return fc_ih_fail(op, diag, "qtype must be f32 or quantised per tensor, 8-bit, expressing f32");
+  if (epilogue && q.quant) return fc_ih_fail(op, diag, "a quantised conv with an epilogue has qtype f32");
   return FC_OK;
 }
 

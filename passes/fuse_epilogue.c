@@ -25,8 +25,16 @@
  * conv's bias instead of a step. ops.def lets a conv's bias be absent only without extras, and the IR
  * has no null operand (the verifier, printer and parser all require operands), so a conv without a
  * bias that gets extras is given an explicit zero bias. An existing epilogue is extended: its last step
- * stands for X. f32 only: the CPU kernels compute epilogues for f32 convs and matmuls; a quantised conv or
- * matmul with an f32 result (qtype f32) has none (its activation and requantisation are its qtype's range).
+ * stands for X. f32 only: the CPU kernels compute epilogues for f32 convs and matmuls.
+ * A quantised conv with an f32 result (qtype f32: the activation after it has no form as a qtype's range,
+ * SiLU above all, or the quantisation after it is written out as float steps) takes an epilogue too, over
+ * its f32 product, whose extras must be one-element constants (the kernels apply it to the product as
+ * they requantise, with no operand to load): the activation, and the quantisation of the next layer's
+ * input, div/round/add/max/min by the scale, the zero point and the bounds (the division as the product by
+ * the scale's reciprocal: divisions_as_products). When the prefix's last result
+ * only feeds a cast to u8 or i8, the conv takes the cast as its `to`, and writes the bytes: the f32 tensor
+ * between a quantised model's convs disappears. Its i32 bias stays its own (a conv without one gets a zero
+ * i32 bias where extras follow).
  * An integer matmul of 8-bit operands whose i32 result is only cast to f32 first takes the cast
  * (widen_int8_matmul: `to = f32`), and then its epilogue grows as an f32 matmul's.
  */
@@ -34,6 +42,7 @@
 #include "passes.h"
 #include "rewrite.h"
 
+#include <math.h>
 #include <string.h>
 
 enum {
@@ -134,11 +143,58 @@ static int intern(FcValue **list, int *n, FcValue *v) {
   return (*n)++;
 }
 
+/* A one-element f32 constant: what a quantised conv's epilogue may read. */
+static bool scalar_const(const FcValue *v) {
+  const FcTensor *c = fc_value_const(v);
+  int64_t n;
+  return c && c->type.dtype == FC_DT_F32 && !c->type.quant && fc_type_numel(&c->type, &n) && n == 1;
+}
+
+/* The cast to u8 or i8 that is the only use of v, or NULL. */
+static FcOp *byte_cast_of(const FcValue *v) {
+  if (fc_value_num_uses(v) != 1) return NULL;
+  FcOp *c = v->first_use->user;
+  FcDtype to = c->results[0].type.dtype;
+  return c->kind == FC_OP_CAST && !c->results[0].type.quant && (to == FC_DT_U8 || to == FC_DT_I8) ? c : NULL;
+}
+
+/* In a quantised conv's region, x / c by a one-element constant becomes x · RN(1/c) (where that is a normal
+ * f32): the quantisation's division by its scale turned into a multiplier, as the requantisation of a
+ * quantised result is (ops.def), written in the IR so that the evaluator computes what the kernels do. A
+ * quotient within an ulp of a rounding boundary then rounds to the other side of it: one step of the 8-bit
+ * result, on 2.5e-7 of the elements (NumPy, 200 scales, values over the whole 8-bit range). The division
+ * cost EfficientNet-B0's int8 build 13% of its time (a vdivps per vector). region's entries are replaced by
+ * the products. */
+static FcStatus divisions_as_products(Fuser *f, FcOp **region, int n) {
+  for (int j = 0; j < n; j++) {
+    FcOp *u = region[j];
+    if (u->kind != FC_OP_DIV || mark_of(&f->mk, u->operands[0].value) != ST_REGION ||
+        mark_of(&f->mk, u->operands[1].value) != ST_NONE || !scalar_const(u->operands[1].value))
+      continue;
+    float r = (float)(1.0 / fc_tensor_get_f64(fc_value_const(u->operands[1].value), 0));
+    if (!isnormal(r)) continue;
+    FcBuilder b;
+    fc_rw_builder_before(&b, u, f->diag);
+    b.loc = u->loc;
+    FcValue *ops[2] = {u->operands[0].value, fc_b_const(&b, FC_DT_F32, 0, NULL, &r)};
+    FcValue *y = fc_b_op1(&b, FC_OP_MUL, ops, 2, NULL, 0);
+    FcStatus st = fc_b_status(&b);
+    if (st != FC_OK) return st;
+    mark(&f->mk, y, ST_REGION, f->mk.slot[u->results[0].id]);
+    fc_rw_replace_op(u, &y, &f->scratch);
+    region[j] = y->def;
+  }
+  return FC_OK;
+}
+
 static FcStatus fuse_into(Fuser *f, FcOp *p) {
-  if (p->erased || p->n_results != 1 || fc_rw_is_quantised(p)) return FC_OK; /* integer kernels: no epilogue */
+  if (p->erased || p->n_results != 1) return FC_OK;
   FcValue *x = &p->results[0];
-  if (x->type.dtype != FC_DT_F32) return FC_OK;
+  if (x->type.dtype != FC_DT_F32 || x->type.quant) return FC_OK;
   bool is_conv = p->kind == FC_OP_CONV;
+  /* integer kernels: only a quantised conv's f32 product, see the top */
+  bool quant = fc_rw_is_quantised(p);
+  if (quant && (!is_conv || fc_op_attr(p, FC_ATTR_TO))) return FC_OK;
   int fixed = is_conv ? 3 : 2, max_extra = MAX_OPERANDS - fixed;
   const FcEwProgram *old_prog = fc_op_attr_program(p, FC_ATTR_EPILOGUE);
   FcEwProgram prog;
@@ -172,11 +228,15 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
     }
   }
   if (n == 0) return FC_OK;
+  if (quant) {
+    FcStatus st = divisions_as_products(f, region, n);
+    if (st != FC_OK) return st;
+  }
 
   /* ---- the longest closed prefix within the limits ---- */
   const FcTensor *bias_c = NULL;
   FcValue *bias_v = is_conv && p->n_operands == 3 ? p->operands[2].value : NULL;
-  if (is_conv && !old_prog && (!bias_v || fc_value_const(bias_v))) bias_c = channel_bias(region[0], x);
+  if (is_conv && !quant && !old_prog && (!bias_v || fc_value_const(bias_v))) bias_c = channel_bias(region[0], x);
   FcValue *extras[MAX_OPERANDS + FC_EW_MAX_ARGS];
   int n_extra = 0;
   for (int i = fixed; i < p->n_operands; i++) extras[n_extra++] = p->operands[i].value;
@@ -185,14 +245,17 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   int pending = 1, best = -1, best_extra = n_extra, steps = prog.n_steps;
   for (int j = 0; j < n; j++) {
     FcOp *u = region[j];
+    bool loads = false; /* reads an operand a quantised conv's epilogue cannot take */
     for (int i = 0; i < u->n_operands; i++) {
       FcValue *v = u->operands[i].value;
       if (mark_of(&f->mk, v) == ST_REGION) {
         if (--rem[f->mk.slot[v->id]] == 0) pending--;
       } else if (!(j == 0 && bias_c)) {
         intern(extras, &n_extra, v);
+        loads |= quant && !scalar_const(v);
       }
     }
+    if (loads) break;
     rem[j + 1] = fc_value_num_uses(&u->results[0]);
     pending++;
     if (!(j == 0 && bias_c)) steps++;
@@ -226,8 +289,9 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   }
   FC_ASSERT(n_extra == best_extra);
 
-  /* ---- the new op, just before the prefix's last op ---- */
-  FcOp *sink = region[best];
+  /* ---- the new op, just before the prefix's last op (or the cast after it it takes) ---- */
+  FcOp *sink = region[best], *cast = quant ? byte_cast_of(&sink->results[0]) : NULL;
+  if (cast) sink = cast;
   FcBuilder b;
   fc_builder_init(&b, p->graph, f->diag);
   b.before = sink;
@@ -237,10 +301,12 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   for (int i = 0; i < fixed && i < p->n_operands; i++) ops[n_ops++] = p->operands[i].value;
   if (is_conv && (bias_c || (n_extra > 0 && !bias_v))) {
     int64_t M = x->type.dims[1];
-    FcTensor *t = fc_tensor_new(&f->m->arena, fc_type_make(&f->m->arena, FC_DT_F32, 1, &M));
+    /* a quantised conv's bias is i32: zeros (bias_c is f32 only, so it has none here) */
+    FcTensor *t = fc_tensor_new(&f->m->arena, fc_type_make(&f->m->arena, quant ? FC_DT_I32 : FC_DT_F32, 1, &M));
     const FcTensor *old = bias_v ? fc_value_const(bias_v) : NULL;
     float *d = (float *)t->data;
-    for (int64_t i = 0; i < M; i++) {
+    if (quant) memset(d, 0, (size_t)t->nbytes);
+    for (int64_t i = 0; i < M && !quant; i++) {
       float o = 0.0f;
       if (old) memcpy(&o, (const unsigned char *)old->data + i * 4, 4);
       d[i] = bias_c ? o + channel_at(bias_c, i) : o;
@@ -252,9 +318,10 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   for (int i = 0; i < n_extra; i++) ops[n_ops++] = extras[i];
   FcAttr attrs[16];
   int n_attrs = 0;
-  for (int i = 0; i < p->n_attrs && n_attrs < 15; i++)
+  for (int i = 0; i < p->n_attrs && n_attrs < 14; i++)
     if (p->attrs[i].name != FC_ATTR_EPILOGUE) attrs[n_attrs++] = p->attrs[i];
   if (prog.n_steps > 0) attrs[n_attrs++] = FC_A_PROGRAM(EPILOGUE, &prog);
+  if (cast) attrs[n_attrs++] = FC_A_TYPE(TO, cast->results[0].type.dtype);
   FcValue *y = fc_b_op1(&b, p->kind, ops, n_ops, attrs, n_attrs);
   FcStatus st = fc_b_status(&b);
   if (st != FC_OK) return st;

@@ -274,3 +274,38 @@ func.func @int8_kept(%arg0: tensor<3x4xui8>) -> (tensor<3x5xf32>, tensor<3x5xi32
   %3 = "flow.cast"(%2) {to = f64} : (tensor<3x5xi32>) -> tensor<3x5xf64>
   "func.return"(%1, %0, %3) : (tensor<3x5xf32>, tensor<3x5xi32>, tensor<3x5xf64>) -> ()
 }
+
+// -----
+
+// A quantised conv (qtype f32) takes an epilogue of one-element constants only (its kernels apply it where
+// they requantise, reading no operand): the residual add ends the prefix before it, so SiLU alone joins,
+// and the f32 result is kept (no cast follows). Without a bias the conv gets a zero i32 one where extras
+// follow; here none do.
+// CHECK-LABEL: func.func @quant_residual(
+// CHECK:         %[[C:.*]] = "flow.conv"(%{{.*}}, %{{.*}}) {dilations = array<i64: 1, 1>, epilogue = "sigmoid x; mul x s0", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = f32, strides = array<i64: 1, 1>}
+// CHECK-NEXT:    "flow.add"(%[[C]], %arg1)
+func.func @quant_residual(%arg0: tensor<1x2x3x3xui8>, %arg1: tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>) {
+  %x = "flow.scast"(%arg0) {qtype = !quant.uniform<u8:f32, 5.000000e-02:3>} : (tensor<1x2x3x3xui8>) -> tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>
+  %w = "flow.constant"() {value = dense<1> : tensor<2x2x1x1xi8>} : () -> tensor<2x2x1x1x!quant.uniform<i8:f32, 1.000000e-02:0>>
+  %0 = "flow.conv"(%x, %w) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = f32, strides = array<i64: 1, 1>} : (tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>, tensor<2x2x1x1x!quant.uniform<i8:f32, 1.000000e-02:0>>) -> tensor<1x2x3x3xf32>
+  %1 = "flow.sigmoid"(%0) : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %2 = "flow.mul"(%0, %1) : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %3 = "flow.add"(%2, %arg1) : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  "func.return"(%3) : (tensor<1x2x3x3xf32>) -> ()
+}
+
+// -----
+
+// A quantised result (qtype a quantised type: the activation is its range) takes no epilogue: the relu after
+// its dequantisation stays.
+// CHECK-LABEL: func.func @quant_result_kept(
+// CHECK:         "flow.conv"(%{{.*}}, %{{.*}}) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = !quant.uniform<u8:f32, 1.000000e-01:3>, strides = array<i64: 1, 1>}
+// CHECK:         "flow.relu"
+func.func @quant_result_kept(%arg0: tensor<1x2x3x3xui8>) -> (tensor<1x2x3x3xf32>) {
+  %x = "flow.scast"(%arg0) {qtype = !quant.uniform<u8:f32, 5.000000e-02:3>} : (tensor<1x2x3x3xui8>) -> tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>
+  %w = "flow.constant"() {value = dense<1> : tensor<2x2x1x1xi8>} : () -> tensor<2x2x1x1x!quant.uniform<i8:f32, 1.000000e-02:0>>
+  %0 = "flow.conv"(%x, %w) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = !quant.uniform<u8:f32, 1.000000e-01:3>, strides = array<i64: 1, 1>} : (tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>, tensor<2x2x1x1x!quant.uniform<i8:f32, 1.000000e-02:0>>) -> tensor<1x2x3x3x!quant.uniform<u8:f32, 1.000000e-01:3>>
+  %1 = "flow.dequantize"(%0) : (tensor<1x2x3x3x!quant.uniform<u8:f32, 1.000000e-01:3>>) -> tensor<1x2x3x3xf32>
+  %2 = "flow.relu"(%1) : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  "func.return"(%2) : (tensor<1x2x3x3xf32>) -> ()
+}

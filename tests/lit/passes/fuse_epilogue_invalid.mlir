@@ -87,3 +87,30 @@ func.func @to_f16(%arg0: tensor<2x3xui8>, %arg1: tensor<3x4xi8>) -> (tensor<2x4x
   %0 = "flow.matmul"(%arg0, %arg1) {to = f16} : (tensor<2x3xui8>, tensor<3x4xi8>) -> tensor<2x4xf16>
   "func.return"(%0) : (tensor<2x4xf16>) -> ()
 }
+
+// -----
+// CHECK: // -----
+// CHECK-NEXT: flowc: error: {{.*}}:[[@LINE+2]]:{{[0-9]+}}: flow.conv: 'to' is the result dtype of a quantised conv's epilogue
+func.func @to_on_f32_conv(%arg0: tensor<1x2x3x3xf32>, %arg1: tensor<2x2x1x1xf32>) -> (tensor<1x2x3x3xui8>) {
+  %0 = "flow.conv"(%arg0, %arg1) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, to = ui8} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xui8>
+  "func.return"(%0) : (tensor<1x2x3x3xui8>) -> ()
+}
+
+// -----
+// CHECK: // -----
+// CHECK-NEXT: flowc: error: {{.*}}:[[@LINE+3]]:{{[0-9]+}}: flow.conv: a quantised conv with an epilogue has qtype f32
+func.func @quant_result_epilogue(%arg0: tensor<1x2x3x3xui8>) -> (tensor<1x2x3x3x!quant.uniform<u8:f32, 1.000000e-01:3>>) {
+  %x = "flow.scast"(%arg0) {qtype = !quant.uniform<u8:f32, 5.000000e-02:3>} : (tensor<1x2x3x3xui8>) -> tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>
+  %0 = "flow.conv"(%x, %x) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = !quant.uniform<u8:f32, 1.000000e-01:3>, strides = array<i64: 1, 1>} : (tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>, tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>) -> tensor<1x2x3x3x!quant.uniform<u8:f32, 1.000000e-01:3>>
+  "func.return"(%0) : (tensor<1x2x3x3x!quant.uniform<u8:f32, 1.000000e-01:3>>) -> ()
+}
+
+// -----
+// CHECK: // -----
+// CHECK-NEXT: flowc: error: {{.*}}:[[@LINE+4]]:{{[0-9]+}}: flow.conv: 'to' of a quantised conv's epilogue is u8 or i8
+func.func @quant_to_i32(%arg0: tensor<1x2x3x3xui8>) -> (tensor<1x2x3x3xi32>) {
+  %x = "flow.scast"(%arg0) {qtype = !quant.uniform<u8:f32, 5.000000e-02:3>} : (tensor<1x2x3x3xui8>) -> tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>
+  %w = "flow.constant"() {value = dense<1> : tensor<2x2x1x1xi8>} : () -> tensor<2x2x1x1x!quant.uniform<i8:f32, 1.000000e-02:0>>
+  %0 = "flow.conv"(%x, %w) {dilations = array<i64: 1, 1>, epilogue = "relu x", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = f32, strides = array<i64: 1, 1>, to = i32} : (tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>, tensor<2x2x1x1x!quant.uniform<i8:f32, 1.000000e-02:0>>) -> tensor<1x2x3x3xi32>
+  "func.return"(%0) : (tensor<1x2x3x3xi32>) -> ()
+}

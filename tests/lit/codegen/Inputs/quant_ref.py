@@ -97,7 +97,8 @@ def head(xshape, xq, yshape, yel):
         ttype(xshape, xq.text()))
 
 
-def run(label, text, x, want, xname='x'):
+def run(label, text, x, want, xname='x', tol=0):
+    """tol: the largest |difference| from `want` allowed (0: bit for bit)."""
     path = os.path.join(OUT, label + '.mlir')
     with open(path, 'w') as f:
         f.write(text)
@@ -111,7 +112,7 @@ def run(label, text, x, want, xname='x'):
         print('%s FAIL: flowc run --bind: %s' % (label, r.stderr.strip()))
         return
     ev = np.load(os.path.join(d, 'output_0.npy'))
-    if ev.dtype != want.dtype or not np.array_equal(ev, want):
+    if ev.dtype != want.dtype or ev.shape != want.shape or differ(ev, want, tol):
         print('%s FAIL: the evaluator differs from the NumPy reference (%s %s)' % (label, ev.dtype, ev.shape))
         return
     for cpu in CPUS:
@@ -133,12 +134,27 @@ def run(label, text, x, want, xname='x'):
             if got.shape != want.shape or got.dtype != want.dtype:
                 print('%s FAIL: %s %s, expected %s %s' % (label, got.shape, got.dtype, want.shape, want.dtype))
                 return
-            if not np.array_equal(got, want):
+            if differ(got, want, tol):
                 bad = np.argwhere(got != want)
                 print('%s FAIL (--cpu %s --threads %s): %d wrong, first at %s: got %s expected %s' % (
                     label, cpu, threads, len(bad), bad[0], got[tuple(bad[0])], want[tuple(bad[0])]))
                 return
     print('%s ok' % label)
+
+
+def differ(got, want, tol):
+    if tol == 0:
+        return not np.array_equal(got, want)
+    return np.abs(got.astype(np.float64) - want.astype(np.float64)).max() > tol
+
+
+class Epilogue:
+    """A quantised conv's epilogue (ops.def): `program` over the f32 product x and one-element f32 constants
+    `consts` (operands 3..), the result converted to `to` ('u8', 'i8' or None: f32); ref(y) computes it in
+    NumPy from the f32 product; tol as run's."""
+
+    def __init__(self, program, consts, to, ref, tol=0):
+        self.program, self.consts, self.to, self.ref, self.tol = program, consts, to, ref, tol
 
 
 def rand(st, shape, lo=None, hi=None):
@@ -147,9 +163,10 @@ def rand(st, shape, lo=None, hi=None):
 
 
 def conv_case(label, xshape, xq, wshape, wq, yq, group=1, strides=None, dil=None, pads=None, bias=False,
-              wlo=None, whi=None, xhi=None, xfn=None, wfn=None, bfn=None):
+              wlo=None, whi=None, xhi=None, xfn=None, wfn=None, bfn=None, ep=None):
     """xhi: x drawn up to it (the type keeps its full range); xfn, wfn, bfn: x = xfn(x), w = wfn(w),
-    b = bfn(b) after the draw, to place particular values."""
+    b = bfn(b) after the draw, to place particular values; ep: an Epilogue (yq None: qtype f32; the bias is
+    always an operand then, zeros without `bias`)."""
     n = len(xshape) - 2
     strides, dil, pads = strides or [1] * n, dil or [1] * n, pads or [0] * (2 * n)
     x = rand(xq.st, xshape, xq.qmin, xq.qmax if xhi is None else xhi)
@@ -165,20 +182,35 @@ def conv_case(label, xshape, xq, wshape, wq, yq, group=1, strides=None, dil=None
     acc = conv_acc(x, w, b, xq, wq, group, strides, dil, pads)
     want = requant(acc, xq, wq, yq, np.arange(M).reshape((1, -1) + (1,) * n))
     yel = yq.text() if yq else 'f32'
-    operands = '%x, %w' + (', %b' if bias else '')
+    if ep:
+        if b is None:
+            b, bias = np.zeros(M, dtype=np.int32), True
+        want = ep.ref(want)
+        yel = {'u8': 'ui8', 'i8': 'i8', None: 'f32'}[ep.to]
+    operands = '%x, %w' + (', %b' if bias else '') + ''.join(', %%e%d' % i for i in range(len(ep.consts) if ep else 0))
     otypes = [ttype(xshape, xq.text()), ttype(wshape, wq.text())] + ([ttype([M], 'i32')] if bias else [])
+    otypes += ['tensor<f32>'] * (len(ep.consts) if ep else 0)
     text = head(xshape, xq, want.shape, yel)
+    for i, c in enumerate(ep.consts if ep else []):
+        text += '    %%e%d = "flow.constant"() {value = dense<%s> : tensor<f32>} : () -> tensor<f32>\n' % (
+            i, np.format_float_scientific(np.float32(c), unique=True))
     text += '    %%w = "flow.constant"() {value = dense<%s> : %s} : () -> %s\n' % (
         json.dumps(w.tolist()), ttype(wshape, storage_name(wq.st)), otypes[1])
     if bias:
         text += '    %%b = "flow.constant"() {value = dense<%s> : %s} : () -> %s\n' % (
             json.dumps(b.tolist()), ttype([M], 'i32'), otypes[2])
     arr = lambda v: 'array<i64: %s>' % ', '.join(str(i) for i in v)
-    text += ('    %%y = "flow.conv"(%s) {dilations = %s, group = %d : i64, pads = %s, qtype = %s, strides = %s} : '
-             '(%s) -> %s\n') % (operands, arr(dil), group, arr(pads), yel, arr(strides), ', '.join(otypes),
-                                ttype(want.shape, yel))
+    attrs = 'dilations = %s, ' % arr(dil)
+    if ep:
+        attrs += 'epilogue = "%s", ' % ep.program
+    attrs += 'group = %d : i64, pads = %s, qtype = %s, strides = %s' % (group, arr(pads), yq.text() if yq else 'f32',
+                                                                       arr(strides))
+    if ep and ep.to:
+        attrs += ', to = %s' % storage_name(ep.to)
+    text += '    %%y = "flow.conv"(%s) {%s} : (%s) -> %s\n' % (operands, attrs, ', '.join(otypes),
+                                                                ttype(want.shape, yel))
     text += '    "func.return"(%%y) : (%s) -> ()\n  }\n}\n' % ttype(want.shape, yel)
-    run(label, text, x, want)
+    run(label, text, x, want, tol=ep.tol if ep else 0)
 
 
 def matmul_case(label, ashape, aq, bshape, bq, yq, bias=False, blo=None, bhi=None, ahi=None, afn=None, bfn=None):
