@@ -158,28 +158,40 @@ static FcOp *byte_cast_of(const FcValue *v) {
   return c->kind == FC_OP_CAST && !c->results[0].type.quant && (to == FC_DT_U8 || to == FC_DT_I8) ? c : NULL;
 }
 
-/* In a quantised conv's region, x / c by a one-element constant becomes x · RN(1/c) (where that is a normal
- * f32): the quantisation's division by its scale turned into a multiplier, as the requantisation of a
+/* Whether v is an operand of an op of region[0 .. n) other than skip. */
+static bool read_by_other(FcOp **region, int n, const FcOp *skip, const FcValue *v) {
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < region[j]->n_operands && region[j] != skip; i++)
+      if (region[j]->operands[i].value == v) return true;
+  return false;
+}
+
+/* In the prefix region[0 .. n) fused into a quantised conv, x / c by a one-element constant becomes
+ * x · RN(1/c) (where that is a normal f32 and no other op of the prefix reads c, so the extras stay as
+ * many): the quantisation's division by its scale turned into a multiplier, as the requantisation of a
  * quantised result is (ops.def), written in the IR so that the evaluator computes what the kernels do. A
  * quotient within an ulp of a rounding boundary then rounds to the other side of it: one step of the 8-bit
  * result, on 2.5e-7 of the elements (NumPy, 200 scales, values over the whole 8-bit range). The division
  * cost EfficientNet-B0's int8 build 13% of its time (a vdivps per vector). region's entries are replaced by
  * the products. */
-static FcStatus divisions_as_products(Fuser *f, FcOp **region, int n) {
+static FcStatus divisions_as_products(Fuser *f, FcOp **region, int n, FcValue **extras, int n_extra) {
   for (int j = 0; j < n; j++) {
     FcOp *u = region[j];
     if (u->kind != FC_OP_DIV || mark_of(&f->mk, u->operands[0].value) != ST_REGION ||
-        mark_of(&f->mk, u->operands[1].value) != ST_NONE || !scalar_const(u->operands[1].value))
+        mark_of(&f->mk, u->operands[1].value) != ST_NONE || !scalar_const(u->operands[1].value) ||
+        read_by_other(region, n, u, u->operands[1].value))
       continue;
     float r = (float)(1.0 / fc_tensor_get_f64(fc_value_const(u->operands[1].value), 0));
     if (!isnormal(r)) continue;
     FcBuilder b;
     fc_rw_builder_before(&b, u, f->diag);
     b.loc = u->loc;
-    FcValue *ops[2] = {u->operands[0].value, fc_b_const(&b, FC_DT_F32, 0, NULL, &r)};
+    FcValue *c = u->operands[1].value, *ops[2] = {u->operands[0].value, fc_b_const(&b, FC_DT_F32, 0, NULL, &r)};
     FcValue *y = fc_b_op1(&b, FC_OP_MUL, ops, 2, NULL, 0);
     FcStatus st = fc_b_status(&b);
     if (st != FC_OK) return st;
+    for (int i = 0; i < n_extra; i++) /* the reciprocal takes c's place among the extras */
+      if (extras[i] == c) extras[i] = ops[1];
     mark(&f->mk, y, ST_REGION, f->mk.slot[u->results[0].id]);
     fc_rw_replace_op(u, &y, &f->scratch);
     region[j] = y->def;
@@ -228,10 +240,6 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
     }
   }
   if (n == 0) return FC_OK;
-  if (quant) {
-    FcStatus st = divisions_as_products(f, region, n);
-    if (st != FC_OK) return st;
-  }
 
   /* ---- the longest closed prefix within the limits ---- */
   const FcTensor *bias_c = NULL;
@@ -267,6 +275,10 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
   }
   if (best < 0) return FC_OK;
   n_extra = best_extra;
+  if (quant) {
+    FcStatus st = divisions_as_products(f, region, best + 1, extras, n_extra);
+    if (st != FC_OK) return st;
+  }
 
   /* ---- the program ---- */
   int32_t ref[MAX_REGION + 1];

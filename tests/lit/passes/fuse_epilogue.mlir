@@ -280,10 +280,11 @@ func.func @int8_kept(%arg0: tensor<3x4xui8>) -> (tensor<3x5xf32>, tensor<3x5xi32
 // A quantised conv (qtype f32) takes an epilogue of one-element constants only (its kernels apply it where
 // they requantise, reading no operand): the residual add ends the prefix before it, so SiLU alone joins,
 // and the f32 result is kept (no cast follows). Without a bias the conv gets a zero i32 one where extras
-// follow; here none do.
+// follow; here none do. The division after the add, outside the prefix, stays a division.
 // CHECK-LABEL: func.func @quant_residual(
 // CHECK:         %[[C:.*]] = "flow.conv"(%{{.*}}, %{{.*}}) {dilations = array<i64: 1, 1>, epilogue = "sigmoid x; mul x s0", group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, qtype = f32, strides = array<i64: 1, 1>}
-// CHECK-NEXT:    "flow.add"(%[[C]], %arg1)
+// CHECK-NEXT:    %[[A:.*]] = "flow.add"(%[[C]], %arg1)
+// CHECK:         "flow.div"(%[[A]], %{{.*}})
 func.func @quant_residual(%arg0: tensor<1x2x3x3xui8>, %arg1: tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xf32>) {
   %x = "flow.scast"(%arg0) {qtype = !quant.uniform<u8:f32, 5.000000e-02:3>} : (tensor<1x2x3x3xui8>) -> tensor<1x2x3x3x!quant.uniform<u8:f32, 5.000000e-02:3>>
   %w = "flow.constant"() {value = dense<1> : tensor<2x2x1x1xi8>} : () -> tensor<2x2x1x1x!quant.uniform<i8:f32, 1.000000e-02:0>>
@@ -291,7 +292,9 @@ func.func @quant_residual(%arg0: tensor<1x2x3x3xui8>, %arg1: tensor<1x2x3x3xf32>
   %1 = "flow.sigmoid"(%0) : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
   %2 = "flow.mul"(%0, %1) : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
   %3 = "flow.add"(%2, %arg1) : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
-  "func.return"(%3) : (tensor<1x2x3x3xf32>) -> ()
+  %s = "flow.constant"() {value = dense<2.000000e-02> : tensor<f32>} : () -> tensor<f32>
+  %4 = "flow.div"(%3, %s) : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  "func.return"(%4) : (tensor<1x2x3x3xf32>) -> ()
 }
 
 // -----
