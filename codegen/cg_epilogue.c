@@ -55,9 +55,9 @@ struct FcCgEpilogue {
   int rank, nlead, ncol;
   const int64_t *dims;  /* the result's dims: nlead leading, then ncol col dims */
   int64_t rows, cols;
-  EpOperand ops[8];     /* the bias first (when present), then the referenced extras */
+  EpOperand ops[FC_PRODUCT_MAX_OPERANDS];     /* the bias first (when present), then the referenced extras */
   int n_ops;
-  int slot_of[8];       /* operand index -> position in ops[], -1 if unused */
+  int slot_of[FC_PRODUCT_MAX_OPERANDS];       /* operand index -> position in ops[], -1 if unused */
   bool has_bias;
   const FcEwProgram *prog; /* the op's `epilogue` attribute, or no steps */
   FcCgStep *steps;
@@ -107,7 +107,7 @@ static FcStatus init(FcKernel *k, int col_dims, bool dequantised, FcCgEpilogue *
   const FcEwProgram *prog = fc_op_attr_program(op, FC_ATTR_EPILOGUE);
   bool has_bias = is_conv && !dequantised && op->n_operands >= 3 && op->operands[2].value;
   if (!prog && !has_bias) return FC_OK;
-  if (col_dims < 0 || col_dims > rt->rank || op->n_operands > 8 || (is_conv && rt->rank < 2))
+  if (col_dims < 0 || col_dims > rt->rank || op->n_operands > FC_PRODUCT_MAX_OPERANDS || (is_conv && rt->rank < 2))
     return fc_cg_error(k, FC_ERR_INTERNAL, "epilogue: %d col dims of a rank-%d result", col_dims, rt->rank);
 
   FcCgEpilogue *e = FC_NEW(arena, FcCgEpilogue);
@@ -124,7 +124,7 @@ static FcStatus init(FcKernel *k, int col_dims, bool dequantised, FcCgEpilogue *
     else e->cols *= rt->dims[d];
   }
   e->has_bias = has_bias;
-  for (int i = 0; i < 8; i++) e->slot_of[i] = -1;
+  for (int i = 0; i < FC_PRODUCT_MAX_OPERANDS; i++) e->slot_of[i] = -1;
   static const FcEwProgram no_steps;
   e->prog = prog ? prog : &no_steps;
   FcStatus st = fc_cg_program_steps(k, e->prog, e->dt, "epilogue", &e->steps);
@@ -313,7 +313,7 @@ static int erf_plus_one(const FcCgEpilogue *e, int i) {
 static LLVMValueRef apply(FcKernel *k, const FcCgEpilogue *e, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col,
                           LLVMValueRef const *row_vals) {
   unsigned lanes = lanes_of(v);
-  LLVMValueRef vals[8] = {NULL};
+  LLVMValueRef vals[FC_PRODUCT_MAX_OPERANDS] = {NULL};
   for (int i = 0; i < e->n_ops; i++)
     vals[i] = operand_value(k, e, &e->ops[i], row, col, lanes, row_vals ? row_vals[i] : NULL);
   LLVMValueRef x = v;
@@ -381,7 +381,7 @@ void fc_cg_epilogue_row(FcKernel *k, FcCgEpilogue *e, LLVMValueRef dst, LLVMValu
                         LLVMValueRef n) {
   LLVMBuilderRef b = k->b;
   /* Row-constant operands: one load for the whole run. */
-  LLVMValueRef row_vals[8] = {NULL};
+  LLVMValueRef row_vals[FC_PRODUCT_MAX_OPERANDS] = {NULL};
   for (int i = 0; i < e->n_ops; i++)
     if (e->ops[i].kind == EP_ROW) row_vals[i] = load_row_value(k, e, &e->ops[i], row);
   LLVMValueRef end = LLVMBuildAdd(b, c0, n, "");

@@ -335,6 +335,10 @@ void fc_annots_copy_kept(FcArena *a, FcAnnots *to, const FcAnnots *from);
 
 /* ---- ops.c: the op table (expanded from ops.def) ------------------------------------------------- */
 
+/* The most operands a conv, conv_blocked or matmul takes (ops.def): its own, the bias and the extras of a
+ * fused epilogue (a HardSwish and the quantisation after it read 7 one-element constants). */
+#define FC_PRODUCT_MAX_OPERANDS 12
+
 typedef enum FcOpKind {
 #define FC_OP(E, mn, imin, imax, omin, omax, flags, schema, infer, eval) FC_OP_##E,
 #include "ops.def"

@@ -16,7 +16,8 @@
  * prefix (use counts, decremented as the prefix grows). That handles chains (conv → add → relu) and DAGs
  * where X or an intermediate value has several users that all join (SiLU: x * sigmoid(x); GELU:
  * x * 0.5 * (1 + erf(x / sqrt 2))). The prefix is also cut where the program would exceed
- * FC_EW_MAX_STEPS steps or the op the 8 operands ops.def allows (6 extras for matmul, 5 for conv).
+ * FC_EW_MAX_STEPS steps or the op the FC_PRODUCT_MAX_OPERANDS operands ops.def allows (10 extras for matmul, 9 for
+ * conv).
  *
  * Rewriting: a new conv/matmul with P's operands, the extras after them and the program is created
  * just before the prefix's last op (every operand is defined before that point: P's operands precede P,
@@ -47,7 +48,7 @@
 
 enum {
   WALK_LIMIT = 512,          /* ops visited past P looking for its region's users */
-  MAX_OPERANDS = 8,          /* ops.def: conv and matmul take at most 8 operands */
+  MAX_OPERANDS = FC_PRODUCT_MAX_OPERANDS, /* ops.def: what conv and matmul take at most */
   MAX_REGION = FC_EW_MAX_STEPS,
 };
 

@@ -354,7 +354,7 @@ static FcStatus rewrite(Rewriter *rw, FcOp *op) {
   fc_rw_builder_before(&b, op, rw->diag);
   FcValue *x = op->operands[0].value, *w = op->operands[1].value;
   int64_t M = w->type.dims[0];
-  FcValue *ops[8];
+  FcValue *ops[FC_PRODUCT_MAX_OPERANDS];
   int n = op->n_operands;
   ops[0] = x->type.dims[1] % rw->B == 0 ? to_blocked_once(rw, &b, x) : x;
   ops[1] = w;

@@ -92,7 +92,7 @@ static FcStatus prune(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
   slice_taps(w, t, n, lo, (size_t)(w->nbytes / numel));
   FcBuilder b;
   fc_rw_builder_before(&b, op, diag);
-  FcValue *ops[8];
+  FcValue *ops[FC_PRODUCT_MAX_OPERANDS];
   for (int i = 0; i < op->n_operands; i++) ops[i] = op->operands[i].value;
   ops[1] = fc_b_const_tensor(&b, t);
   FcAttr *attrs = FC_NEW_ARRAY(&m->arena, FcAttr, (size_t)op->n_attrs);

@@ -181,7 +181,7 @@ static void test_conv_blocked(void **state) {
   expect_type(conv_blocked(xb, w, b, 1, 8, 2), "tensor<1x3x5x5x8xf32>");
   expect_type(conv_blocked(xp, IN(F32, 16, 3, 3, 3), IN(F32, 16), 1, 8, 1), "tensor<1x2x9x9x8xf32>");
   expect_type(conv_blocked(xb, IN(F32, 16, 1, 3, 3), IN(F32, 16), 16, 8, 1), "tensor<1x2x9x9x8xf32>");
-  expect_err(conv_blocked(xb, w, NULL, 1, 8, 1), "conv_blocked: expects 3 to 8 operands, has 2");
+  expect_err(conv_blocked(xb, w, NULL, 1, 8, 1), "conv_blocked: expects 3 to 12 operands, has 2");
   expect_err(conv_blocked(xb, w, b, 1, 4, 1), "input's last dim is 8, the block 4");
   expect_err(conv_blocked(xb, w, b, 1, 0, 1), "block is 0, must be in [1, 64]");
   expect_err(conv_blocked(xb, IN(F32, 20, 16, 3, 3), IN(F32, 20), 1, 8, 1), "20 output channels are not a multiple of the block 8");

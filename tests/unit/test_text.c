@@ -423,7 +423,7 @@ static void test_parse_errors_ops(void **state) {
                     "t.mlir:4:5: redefinition of %0 (first defined at 3:5)");
   expect_body_error("    %arg0 = \"flow.relu\"(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n", "redefinition of %arg0");
   expect_body_error("    %0 = \"flow.add\"(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n", "flow.add takes 2 operands, got 1");
-  expect_body_error("    %0 = \"flow.conv\"(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n", "flow.conv takes 2 to 8 operands, got 1");
+  expect_body_error("    %0 = \"flow.conv\"(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n", "flow.conv takes 2 to 12 operands, got 1");
   expect_body_error("    %0:2 = \"flow.relu\"(%arg0) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)\n",
                     "flow.relu takes 1 results, got 2");
   expect_body_error("    %0 = \"flow.relu\"(%arg0) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)\n",

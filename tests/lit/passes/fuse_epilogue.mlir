@@ -210,12 +210,13 @@ func.func @f64(%arg0: tensor<4x8xf64>, %arg1: tensor<8x16xf64>) -> (tensor<4x16x
 
 // -----
 
-// A matmul takes at most 6 extras: the seventh distinct operand ends the region before its add.
+// A matmul takes at most 10 extras (FC_PRODUCT_MAX_OPERANDS 12): the eleventh distinct operand ends the region
+// before its add.
 // CHECK-LABEL: func.func @extras_limit(
-// CHECK-NEXT:    %0 = "flow.matmul"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) {epilogue = "add x o2; add s0 o3; add s1 o4; add s2 o5; add s3 o6; add s4 o7; add s5 o2"}
-// CHECK-NEXT:    %1 = "flow.add"(%0, %arg8)
+// CHECK-NEXT:    %0 = "flow.matmul"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9, %arg10, %arg11) {epilogue = "add x o2; add s0 o3; add s1 o4; add s2 o5; add s3 o6; add s4 o7; add s5 o8; add s6 o9; add s7 o10; add s8 o11; add s9 o2"}
+// CHECK-NEXT:    %1 = "flow.add"(%0, %arg12)
 // CHECK-NEXT:    "func.return"(%1)
-func.func @extras_limit(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>, %arg2: tensor<16xf32>, %arg3: tensor<16xf32>, %arg4: tensor<16xf32>, %arg5: tensor<16xf32>, %arg6: tensor<16xf32>, %arg7: tensor<16xf32>, %arg8: tensor<16xf32>) -> (tensor<4x16xf32>) {
+func.func @extras_limit(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>, %arg2: tensor<16xf32>, %arg3: tensor<16xf32>, %arg4: tensor<16xf32>, %arg5: tensor<16xf32>, %arg6: tensor<16xf32>, %arg7: tensor<16xf32>, %arg8: tensor<16xf32>, %arg9: tensor<16xf32>, %arg10: tensor<16xf32>, %arg11: tensor<16xf32>, %arg12: tensor<16xf32>) -> (tensor<4x16xf32>) {
   %0 = "flow.matmul"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   %1 = "flow.add"(%0, %arg2) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   %2 = "flow.add"(%1, %arg3) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
@@ -223,9 +224,13 @@ func.func @extras_limit(%arg0: tensor<4x8xf32>, %arg1: tensor<8x16xf32>, %arg2: 
   %4 = "flow.add"(%3, %arg5) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   %5 = "flow.add"(%4, %arg6) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   %6 = "flow.add"(%5, %arg7) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-  %7 = "flow.add"(%6, %arg2) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-  %8 = "flow.add"(%7, %arg8) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-  "func.return"(%8) : (tensor<4x16xf32>) -> ()
+  %7 = "flow.add"(%6, %arg8) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %8 = "flow.add"(%7, %arg9) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %9 = "flow.add"(%8, %arg10) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %10 = "flow.add"(%9, %arg11) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %11 = "flow.add"(%10, %arg2) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %12 = "flow.add"(%11, %arg12) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  "func.return"(%12) : (tensor<4x16xf32>) -> ()
 }
 
 // -----
