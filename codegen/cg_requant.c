@@ -20,11 +20,8 @@ static bool fail(char *why, size_t cap, const char *msg) {
 /* Whether every operand after the bias is a one-element f32 constant: all a quantised conv's epilogue may read
  * (the kernels apply it in fc_qp_finish, where nothing tells an element's position). */
 static bool epilogue_reads_immediates(const FcOp *op) {
-  for (int i = 3; i < op->n_operands; i++) {
-    const FcTensor *c = fc_value_const(op->operands[i].value);
-    int64_t n;
-    if (!c || c->type.dtype != FC_DT_F32 || c->type.quant || !fc_type_numel(&c->type, &n) || n != 1) return false;
-  }
+  for (int i = 3; i < op->n_operands; i++)
+    if (!fc_value_scalar_f32(op->operands[i].value)) return false;
   return true;
 }
 

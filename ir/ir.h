@@ -627,6 +627,8 @@ float fc_bf16_to_f32(uint16_t h);
 uint16_t fc_f32_to_bf16(float f);  /* round to nearest even */
 /* The constant behind a value, or NULL when it is not defined by a CONSTANT op with data. */
 const FcTensor *fc_value_const(const FcValue *v);
+/* fc_value_const of a plain f32 tensor of one element (a scalar, or [1, 1, ..]), else NULL. */
+const FcTensor *fc_value_scalar_f32(const FcValue *v);
 
 /* ---- infer_*.c: shape/dtype inference hooks named in ops.def -------------------------------------- */
 

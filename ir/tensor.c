@@ -190,3 +190,9 @@ const FcTensor *fc_value_const(const FcValue *v) {
   const FcAttr *a = fc_op_attr(v->def, FC_ATTR_VALUE);
   return a && a->kind == FC_AK_TENSOR && a->tensor->data ? a->tensor : NULL;
 }
+
+const FcTensor *fc_value_scalar_f32(const FcValue *v) {
+  const FcTensor *c = fc_value_const(v);
+  int64_t n;
+  return c && c->type.dtype == FC_DT_F32 && !c->type.quant && fc_type_numel(&c->type, &n) && n == 1 ? c : NULL;
+}

@@ -350,9 +350,7 @@ static const FcTensor *scalar_other(const FcOp *u, const FcValue *v) {
   if (u->n_operands != 2) return NULL;
   int o = u->operands[0].value == v ? 1 : 0;
   if (u->operands[1 - o].value != v || u->operands[o].value == v) return NULL;
-  const FcTensor *c = fc_value_const(u->operands[o].value);
-  int64_t n;
-  return c && c->type.dtype == FC_DT_F32 && !c->type.quant && fc_type_numel(&c->type, &n) && n == 1 ? c : NULL;
+  return fc_value_scalar_f32(u->operands[o].value);
 }
 
 /* Follows v's single-use chain of activations to a quantize of a per-tensor 8-bit type; returns that

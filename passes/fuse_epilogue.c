@@ -144,13 +144,6 @@ static int intern(FcValue **list, int *n, FcValue *v) {
   return (*n)++;
 }
 
-/* A one-element f32 constant: what a quantised conv's epilogue may read. */
-static bool scalar_const(const FcValue *v) {
-  const FcTensor *c = fc_value_const(v);
-  int64_t n;
-  return c && c->type.dtype == FC_DT_F32 && !c->type.quant && fc_type_numel(&c->type, &n) && n == 1;
-}
-
 /* The cast to u8 or i8 that is the only use of v, or NULL. */
 static FcOp *byte_cast_of(const FcValue *v) {
   if (fc_value_num_uses(v) != 1) return NULL;
@@ -179,10 +172,10 @@ static FcStatus divisions_as_products(Fuser *f, FcOp **region, int n, FcValue **
   for (int j = 0; j < n; j++) {
     FcOp *u = region[j];
     if (u->kind != FC_OP_DIV || mark_of(&f->mk, u->operands[0].value) != ST_REGION ||
-        mark_of(&f->mk, u->operands[1].value) != ST_NONE || !scalar_const(u->operands[1].value) ||
+        mark_of(&f->mk, u->operands[1].value) != ST_NONE || !fc_value_scalar_f32(u->operands[1].value) ||
         read_by_other(region, n, u, u->operands[1].value))
       continue;
-    float r = (float)(1.0 / fc_tensor_get_f64(fc_value_const(u->operands[1].value), 0));
+    float r = (float)(1.0 / fc_tensor_get_f64(fc_value_scalar_f32(u->operands[1].value), 0));
     if (!isnormal(r)) continue;
     FcBuilder b;
     fc_rw_builder_before(&b, u, f->diag);
@@ -261,7 +254,7 @@ static FcStatus fuse_into(Fuser *f, FcOp *p) {
         if (--rem[f->mk.slot[v->id]] == 0) pending--;
       } else if (!(j == 0 && bias_c)) {
         intern(extras, &n_extra, v);
-        loads |= quant && !scalar_const(v);
+        loads |= quant && !fc_value_scalar_f32(v);
       }
     }
     if (loads) break;
