@@ -89,4 +89,10 @@ void fc_conv_i8_channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, 
 bool fc_conv_i8_amx_taps_applies(const FcKernel *k, const FcConvI8 *t);
 FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t);
 
+/* kernel_dwconv_i8_channels.c: the quantised depthwise conv (kernel_dwconv_i8.c's op, channel multiplier 1)
+ * with 8 channels in the lanes, for small maps where the integer dot is vpmaddwd on tap pairs; q is the op's
+ * (fc_qp_init). The kernel leaves q to the caller. */
+bool fc_conv_dw_i8_channels_applies(const FcKernel *k, const FcQuantProduct *q);
+FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q);
+
 #endif /* FLOWC_CG_CONV_I8_H */

@@ -1,0 +1,331 @@
+/* kernel_dwconv_i8_channels.c — the quantised depthwise conv of kernel_dwconv_i8.c (group == C == M) with 8
+ * channels in the i32 lanes, for the small maps where that kernel's pixel vectors cost the most: targets
+ * whose integer dot is vpmaddwd on tap pairs (AVX2, AVX-512 without VNNI).
+ *
+ * Vectors of a plane's pixels pay per plane for its copy, its pair plane, the broadcast weights and a row's
+ * partial vector: on a 7x7 or 14x14 map that is most of the work (MobileNetV2's 7x7 convs ran at a fifth of
+ * f32's channel-blocked speed). Here a vector holds one output pixel of 8 channels, as the f32 blocked
+ * kernel's does, and the layout change happens inside the kernel. One outer iteration is (image, block of 8
+ * channels; the last block starts at C - 8 and recomputes what the one before wrote, identically):
+ *   1. the 8 input planes are transposed into the task's byte plane T[Hp][Wp][8] (a pixel's 8 channel bytes
+ *      side by side) by 8x8 byte transposes of 8 columns of a row; its padding holds zx (the real 0, as in
+ *      kernel_dwconv_i8.c), written once per call, since each block rewrites only the image's pixels;
+ *   2. the pair plane P[Hp][Wq] of <8 x i32>: lane c of column j holds the 16-bit pair
+ *      (x_c[r][j·sw], x_c[r][j·sw + dw]) (an i8 x sign-extended): the taps kw, kw + 1 of output column
+ *      j - kw·dw/sw. A pair's first tap kw = 2i is an even column offset, so with stride 2 only the even
+ *      columns are built;
+ *   3. 4 output pixels at a time: per tap pair one vpmaddwd of a P vector (a memory operand) with the 8
+ *      channels' weight pairs (an odd last tap meets weight 0), requantised together (4 vectors packed into 32
+ *      bytes: fc_qp_finish_packed) into the output plane O[OH·OW][8]; a row's last step moves back to end at
+ *      the row's end;
+ *   4. O is transposed back into the 8 output planes by 8x8 transposes of 8 consecutive pixels (the last
+ *      moves back to end at the plane's end).
+ * The arithmetic is kernel_dwconv_i8.c's pair plane path's (the same i32 sums, the same requantisation), so
+ * the two give the same bytes.
+ */
+#include <stdlib.h>
+
+#include "cg_conv_i8.h"
+
+enum {
+  LANES = 8,             /* channels per vector (i32 lanes of a ymm) */
+  STEP = 4,              /* output pixels per step: 4 vectors requantised and packed together */
+  MAX_ROW_8 = 28,        /* the widest output row (times the stride) taken where pixel vectors have 8 lanes */
+  MAX_TAPS = 81,         /* fc_target_i8_depthwise's bound */
+  MAX_SCRATCH = 1 << 20, /* T, P and O in each task's scratch */
+};
+
+typedef struct DwCh {
+  FcConv2 c;
+  int64_t rpairs, npairs; /* tap pairs per kernel row, in all */
+  int64_t Hp, Wp, Wq;     /* the padded byte plane (pixels) and the pair plane's columns */
+  int64_t t_bytes, p_bytes, o_bytes;
+} DwCh;
+
+static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
+
+static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
+  FcConv2 *c = &d->c;
+  if (!fc_conv2_of(k->op, c) || c->G != c->C || c->Cg != 1 || c->M != c->C || c->C < LANES) return false;
+  int64_t taps;
+  if (q->out == FC_DT_F32 || c->sw < 1 || c->sw > 2 || c->sh < 1 || c->dh < 1 || c->dw < 1 || c->ph < 0 ||
+      c->pw < 0 || !fc_checked_mul(c->KH, c->KW, &taps) || taps > MAX_TAPS)
+    return false;
+  /* the transposes' and the steps' reach: rows of 4 pixels or more, planes of 8 */
+  if (c->W < 4 || c->OW < STEP || c->H * c->W < LANES || c->P < LANES) return false;
+  FcI8Gemm g;
+  fc_target_i8_gemm(k->target, &g);
+  if (g.dot == FC_I8DOT_NONE || fc_target_i8_byte_permute(k->target) || fc_target_i8_pack_lanes(k->target) == 0)
+    return false;
+  /* Where this kernel beats the pixel vectors (both timed per layer on MobileNet's maps, 3x3): with vectors
+   * of 8 pixels (AVX2) on rows of up to 28 outputs at stride 1 and 14 at stride 2 (a strided row's pixel
+   * vectors gather every other byte); with 16 (AVX-512) only on rows of at most 8, which the pixel kernel runs
+   * on 8 of its lanes. */
+  if (c->OW > (g.lanes <= LANES ? MAX_ROW_8 / c->sw : LANES)) return false;
+  d->rpairs = (c->KW + 1) / 2;
+  d->npairs = c->KH * d->rpairs;
+  /* The row bound above keeps OW small, and so Wq and Wp with the bounded dilation; heights are checked. */
+  int64_t span_h, need_h;
+  if (c->dw > MAX_SCRATCH || c->pw > MAX_SCRATCH || c->ph > MAX_SCRATCH || c->H > MAX_SCRATCH ||
+      !fc_checked_mul(c->KH - 1, c->dh, &span_h) || !fc_checked_mul(c->OH - 1, c->sh, &need_h) ||
+      span_h > MAX_SCRATCH || need_h > MAX_SCRATCH)
+    return false;
+  d->Wq = c->OW + (d->rpairs - 1) * 2 * c->dw / c->sw;
+  d->Wp = (d->Wq - 1) * c->sw + c->dw + 1; /* the last pair's second tap (weight 0 when KW is odd) */
+  if (d->Wp < c->pw + c->W) d->Wp = c->pw + c->W;
+  d->Hp = need_h + span_h + 1;
+  if (d->Hp < c->ph + c->H) d->Hp = c->ph + c->H;
+  int64_t px, pq;
+  if (!fc_checked_mul(d->Hp, d->Wp, &px) || !fc_checked_mul(d->Hp, d->Wq, &pq) || px > MAX_SCRATCH ||
+      pq > MAX_SCRATCH)
+    return false;
+  d->t_bytes = px * LANES;
+  d->p_bytes = pq * LANES * 4;
+  d->o_bytes = c->P * LANES;
+  return d->t_bytes + d->p_bytes + d->o_bytes <= MAX_SCRATCH;
+}
+
+bool fc_conv_dw_i8_channels_applies(const FcKernel *k, const FcQuantProduct *q) {
+  DwCh d;
+  return geometry(k, q, &d);
+}
+
+/* [npairs][C] i32 weight pairs (the first tap in the low 16 bits) | corr: i32 × C | mult: f32 × C; the
+ * corrections for x read in its storage type (sign-extended when i8, as kernel_dwconv_i8.c's pack). */
+static int32_t *pack(const DwCh *d, const FcQuantProduct *q, int64_t *bytes) {
+  const FcConv2 *c = &d->c;
+  int64_t words = (d->npairs + 2) * c->C;
+  *bytes = words * 4;
+  int32_t *pk = calloc((size_t)words, 4);
+  if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
+  int32_t *corr = pk + d->npairs * c->C;
+  float *mult = (float *)(corr + c->C);
+  for (int64_t m = 0; m < c->C; m++) {
+    int64_t wsum = 0;
+    for (int64_t kh = 0; kh < c->KH; kh++)
+      for (int64_t kw = 0; kw < c->KW; kw++) {
+        int16_t v = q->w[(m * c->KH + kh) * c->KW + kw];
+        wsum += v;
+        uint32_t *word = (uint32_t *)&pk[(kh * d->rpairs + kw / 2) * c->C + m];
+        *word |= (uint32_t)(uint16_t)v << (16 * (kw % 2));
+      }
+    corr[m] = (int32_t)(uint32_t)(uint64_t)((int64_t)q->corr[m] + (q->flip ? 128 * wsum : 0));
+    mult[m] = q->mult[m];
+  }
+  return pk;
+}
+
+/* The 8x8 byte matrix rows[0 .. 8) (<8 x i8> each) transposed: out[i] (<16 x i8>) holds its rows 2i, 2i + 1.
+ * Three rounds of interleaves (bytes, then 16-bit and 32-bit pieces): punpckl/h on the target. */
+static void transpose8x8(FcKernel *k, LLVMValueRef *rows, LLVMValueRef *out) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef v16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 8);
+  LLVMTypeRef v32 = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), 4);
+  LLVMTypeRef v8 = LLVMVectorType(LLVMInt8TypeInContext(k->ctx), 16);
+  int lo8[16], lo[8], hi[8], lo4[4], hi4[4];
+  for (int i = 0; i < 8; i++) lo8[2 * i] = i, lo8[2 * i + 1] = 8 + i;
+  for (int i = 0; i < 4; i++) lo[2 * i] = i, lo[2 * i + 1] = 8 + i, hi[2 * i] = 4 + i, hi[2 * i + 1] = 12 + i;
+  for (int i = 0; i < 2; i++) lo4[2 * i] = i, lo4[2 * i + 1] = 4 + i, hi4[2 * i] = 2 + i, hi4[2 * i + 1] = 6 + i;
+  LLVMValueRef s1[4], s2[4];
+  for (int i = 0; i < 4; i++) /* rows 2i, 2i + 1 byte by byte: column j's pair at bytes 2j, 2j + 1 */
+    s1[i] = LLVMBuildBitCast(b, fc_cg_shuffle(k, rows[2 * i], rows[2 * i + 1], lo8, 16), v16, "");
+  for (int i = 0; i < 2; i++) { /* columns 0-3 (lo) and 4-7 (hi) of rows 4i .. 4i + 3 */
+    s2[2 * i] = LLVMBuildBitCast(b, fc_cg_shuffle(k, s1[2 * i], s1[2 * i + 1], lo, 8), v32, "");
+    s2[2 * i + 1] = LLVMBuildBitCast(b, fc_cg_shuffle(k, s1[2 * i], s1[2 * i + 1], hi, 8), v32, "");
+  }
+  for (int h = 0; h < 2; h++) { /* columns 4h .. 4h + 3 of all 8 rows, two columns a vector */
+    out[2 * h] = LLVMBuildBitCast(b, fc_cg_shuffle(k, s2[h], s2[2 + h], lo4, 4), v8, "");
+    out[2 * h + 1] = LLVMBuildBitCast(b, fc_cg_shuffle(k, s2[h], s2[2 + h], hi4, 4), v8, "");
+  }
+}
+
+static LLVMValueRef load_bytes(FcKernel *k, unsigned n, LLVMValueRef base, LLVMValueRef at) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef v = LLVMBuildLoad2(k->b, LLVMVectorType(i8, n), LLVMBuildGEP2(k->b, i8, base, &at, 1, ""), "");
+  LLVMSetAlignment(v, 1);
+  return v;
+}
+
+/* <8 x i32> at i32 index `at` of the packed constant. */
+static LLVMValueRef load_words(FcKernel *k, LLVMValueRef base, LLVMValueRef at) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMValueRef v = LLVMBuildLoad2(k->b, LLVMVectorType(i32, LANES), LLVMBuildGEP2(k->b, i32, base, &at, 1, ""), "");
+  LLVMSetAlignment(v, 4);
+  return v;
+}
+
+static void store_bytes(FcKernel *k, LLVMValueRef v, LLVMValueRef base, LLVMValueRef at) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMSetAlignment(LLVMBuildStore(k->b, v, LLVMBuildGEP2(k->b, i8, base, &at, 1, "")), 1);
+}
+
+/* Step 1 for 8 columns of input row `ih` read from column j0 of the 8 planes at `xb` (plane stride H·W):
+ * columns first .. first + count - 1 of the 8 read land in T at column pw + j0 + first of row ph + ih. */
+static void transpose_in(FcKernel *k, const DwCh *d, LLVMValueRef xb, LLVMValueRef tp, LLVMValueRef ih,
+                         LLVMValueRef j0, int first, int count) {
+  const FcConv2 *c = &d->c;
+  LLVMValueRef rows[8], out[4];
+  LLVMValueRef src = fc_cg_iadd(k, fc_cg_imulc(k, ih, c->W), j0);
+  for (int ch = 0; ch < 8; ch++) rows[ch] = load_bytes(k, 8, xb, fc_cg_iadd(k, src, c64(k, ch * c->H * c->W)));
+  transpose8x8(k, rows, out);
+  LLVMValueRef all = fc_cg_concat(k, out, 4); /* <64 x i8>: column i's 8 channel bytes at 8i */
+  LLVMValueRef col = fc_cg_iadd(k, j0, c64(k, c->pw + first));
+  LLVMValueRef dst = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, ih, c64(k, c->ph)), d->Wp), col), LANES);
+  if (first == 0 && count == 8) {
+    store_bytes(k, all, tp, dst);
+    return;
+  }
+  int idx[64];
+  for (int i = 0; i < 64; i++) idx[i] = (8 * first + i) % 64;
+  LLVMValueRef to = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), tp, &dst, 1, "");
+  fc_cg_store_prefix(k, fc_cg_shuffle(k, all, NULL, idx, 64), to, (unsigned)(8 * count));
+}
+
+/* Step 1: the block's 8 input planes (at xb) into T. Rows of 8 columns or more take whole 8-column groups, the
+ * last moved back to end at the row's end; narrower rows (4 to 7: MobileNet's 7x7 maps) read 8 bytes that
+ * end at the row's end (the first row: that start there), which stay inside the plane. */
+static void build_t(FcKernel *k, const DwCh *d, LLVMValueRef xb, LLVMValueRef tp) {
+  const FcConv2 *c = &d->c;
+  FcLoop lr, lj;
+  int64_t W = c->W;
+  if (W < 8) {
+    transpose_in(k, d, xb, tp, c64(k, 0), c64(k, 0), 0, (int)W);
+    if (c->H > 1) {
+      LLVMValueRef ih = fc_cg_loop_begin(k, &lr, c64(k, 1), c64(k, c->H), 1, "tr");
+      /* bytes [W - 8, W) of row ih: its columns sit at 8 - W .. 7 of the 8 */
+      transpose_in(k, d, xb, tp, ih, c64(k, W - 8), (int)(8 - W), (int)W);
+      fc_cg_loop_end(k, &lr);
+    }
+    return;
+  }
+  LLVMValueRef ih = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, c->H), 1, "tr");
+  LLVMValueRef j0 = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, W / 8 * 8), 8, "tj");
+  transpose_in(k, d, xb, tp, ih, j0, 0, 8);
+  fc_cg_loop_end(k, &lj);
+  if (W % 8) transpose_in(k, d, xb, tp, ih, c64(k, W - 8), 0, 8);
+  fc_cg_loop_end(k, &lr);
+}
+
+/* Step 2: P from T, every row. */
+static void build_pairs(FcKernel *k, const DwCh *d, const FcQuantProduct *q, LLVMValueRef tp, LLVMValueRef pp) {
+  const FcConv2 *c = &d->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef v16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 16);
+  int mix[16];
+  for (int i = 0; i < 8; i++) mix[2 * i] = i, mix[2 * i + 1] = 8 + i;
+  FcLoop lr, lj;
+  LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, d->Hp), 1, "pr");
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, d->Wq), 1, "pj");
+  LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wp), fc_cg_imulc(k, j, c->sw)), LANES);
+  /* pixel j's 8 channel bytes, then pixel j + dw's, interleaved channel by channel */
+  LLVMValueRef pair = c->dw == 1 ? fc_cg_shuffle(k, load_bytes(k, 16, tp, at), NULL, mix, 16)
+                                 : fc_cg_shuffle(k, load_bytes(k, 8, tp, at),
+                                                 load_bytes(k, 8, tp, fc_cg_iadd(k, at, c64(k, c->dw * LANES))), mix, 16);
+  pair = q->flip ? LLVMBuildSExt(b, pair, v16, "") : LLVMBuildZExt(b, pair, v16, "");
+  store_bytes(k, LLVMBuildBitCast(b, pair, LLVMVectorType(LLVMInt8TypeInContext(k->ctx), 32), ""), pp,
+              fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wq), j), LANES * 4));
+  fc_cg_loop_end(k, &lj);
+  fc_cg_loop_end(k, &lr);
+}
+
+typedef struct ChCtx {
+  FcKernel *k;
+  const DwCh *d;
+  const FcQuantProduct *q;
+  LLVMValueRef w[2 * MAX_TAPS]; /* the block's weight pairs, <8 x i32> */
+  int64_t poff[2 * MAX_TAPS];   /* pair p's offset in P (vectors) from the output pixel's first pair */
+  LLVMValueRef corr, mult;      /* the block's, <8 x i32> and <8 x float> */
+} ChCtx;
+
+/* Step 3 for output pixels ox0 .. ox0 + 3 of row oy: into O at (oy·OW + ox0)·8. */
+static void emit_step(ChCtx *x, LLVMValueRef pp, LLVMValueRef op, LLVMValueRef oy, LLVMValueRef ox0) {
+  FcKernel *k = x->k;
+  const DwCh *d = x->d;
+  const FcConv2 *c = &d->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), vi = LLVMVectorType(i32, LANES);
+  LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, oy, c->sh * d->Wq), ox0);
+  LLVMValueRef acc[STEP], corr[STEP], mult[STEP];
+  for (int u = 0; u < STEP; u++) {
+    acc[u] = LLVMConstNull(vi);
+    corr[u] = x->corr, mult[u] = x->mult;
+    for (int64_t p = 0; p < d->npairs; p++) {
+      LLVMValueRef at = fc_cg_iadd(k, row, c64(k, x->poff[p] + u));
+      LLVMValueRef v = LLVMBuildLoad2(b, vi, LLVMBuildGEP2(b, vi, pp, &at, 1, ""), "");
+      LLVMSetAlignment(v, 32);
+      acc[u] = fc_i8_dot(k, FC_I8DOT_WIDEN, LANES, acc[u], v, x->w[p]);
+    }
+  }
+  LLVMValueRef out = fc_qp_finish_packed(k, x->q, acc, STEP, corr, mult);
+  if (!out) {
+    LLVMValueRef parts[STEP];
+    for (int u = 0; u < STEP; u++) parts[u] = fc_qp_finish(k, x->q, acc[u], corr[u], mult[u]);
+    out = fc_cg_concat(k, parts, STEP);
+  }
+  store_bytes(k, out, op, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), ox0), LANES));
+}
+
+/* Step 4: 8 pixels of O from pixel f into the 8 output planes at yb (plane stride OH·OW). */
+static void transpose_out(FcKernel *k, const DwCh *d, LLVMValueRef op, LLVMValueRef yb, LLVMValueRef f) {
+  LLVMValueRef rows[8], out[4];
+  for (int i = 0; i < 8; i++) rows[i] = load_bytes(k, 8, op, fc_cg_imulc(k, fc_cg_iadd(k, f, c64(k, i)), LANES));
+  transpose8x8(k, rows, out);
+  int lo[8], hi[8];
+  for (int i = 0; i < 8; i++) lo[i] = i, hi[i] = 8 + i;
+  for (int ch = 0; ch < 8; ch++) {
+    LLVMValueRef v = fc_cg_shuffle(k, out[ch / 2], NULL, ch % 2 ? hi : lo, 8);
+    store_bytes(k, v, yb, fc_cg_iadd(k, f, c64(k, ch * d->c.P)));
+  }
+}
+
+FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q) {
+  DwCh d;
+  FC_ASSERT(geometry(k, q, &d));
+  const FcConv2 *c = &d.c;
+  int64_t bytes;
+  int32_t *pk = pack(&d, q, &bytes);
+  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8c"));
+  free(pk);
+  int64_t blocks = (c->C + LANES - 1) / LANES;
+  fc_kernel_set_outer(k, c->N * blocks, (2.0 * (double)(c->KH * c->KW) + 4.0) * (double)c->P * LANES);
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMTypeRef vf = LLVMVectorType(LLVMFloatTypeInContext(k->ctx), LANES);
+  /* scratch: P (32-byte vectors first), T, O */
+  LLVMValueRef pp = fc_kernel_scratch(k, d.p_bytes + d.t_bytes + d.o_bytes);
+  LLVMValueRef tp = LLVMBuildGEP2(b, i8, pp, (LLVMValueRef[]){c64(k, d.p_bytes)}, 1, "t");
+  LLVMValueRef op = LLVMBuildGEP2(b, i8, tp, (LLVMValueRef[]){c64(k, d.t_bytes)}, 1, "o");
+  int zx = q->zx - (q->flip ? 128 : 0); /* the padding: zx in x's storage type */
+  LLVMBuildMemSet(b, tp, LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), c64(k, d.t_bytes), 16);
+  ChCtx x = {.k = k, .d = &d, .q = q};
+  for (int64_t kh = 0; kh < c->KH; kh++)
+    for (int64_t i = 0; i < d.rpairs; i++) x.poff[kh * d.rpairs + i] = kh * c->dh * d.Wq + 2 * i * c->dw / c->sw;
+
+  FcLoop lo;
+  LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk"); /* n·blocks + block */
+  LLVMValueRef n = LLVMBuildUDiv(b, it, c64(k, blocks), "n");
+  LLVMValueRef c0 = fc_cg_smin(k, fc_cg_imulc(k, LLVMBuildURem(b, it, c64(k, blocks), ""), LANES), c64(k, c->C - LANES));
+  LLVMValueRef plane0 = fc_cg_iadd(k, fc_cg_imulc(k, n, c->C), c0);
+  LLVMValueRef xb = LLVMBuildGEP2(b, i8, k->in[0], (LLVMValueRef[]){fc_cg_imulc(k, plane0, c->H * c->W)}, 1, "");
+  LLVMValueRef yb = LLVMBuildGEP2(b, i8, k->out[0], (LLVMValueRef[]){fc_cg_imulc(k, plane0, c->P)}, 1, "");
+  build_t(k, &d, xb, tp);
+  build_pairs(k, &d, q, tp, pp);
+  for (int64_t p = 0; p < d.npairs; p++)
+    x.w[p] = load_words(k, wp, fc_cg_iadd(k, c64(k, p * c->C), c0));
+  x.corr = load_words(k, wp, fc_cg_iadd(k, c64(k, d.npairs * c->C), c0));
+  x.mult = LLVMBuildBitCast(b, load_words(k, wp, fc_cg_iadd(k, c64(k, (d.npairs + 1) * c->C), c0)), vf, "");
+  FcLoop ly, lx;
+  LLVMValueRef oy = fc_cg_loop_begin(k, &ly, c64(k, 0), c64(k, c->OH), 1, "oy");
+  LLVMValueRef ox = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, c->OW / STEP * STEP), STEP, "ox");
+  emit_step(&x, pp, op, oy, ox);
+  fc_cg_loop_end(k, &lx);
+  if (c->OW % STEP) emit_step(&x, pp, op, oy, c64(k, c->OW - STEP));
+  fc_cg_loop_end(k, &ly);
+  FcLoop lf;
+  LLVMValueRef f = fc_cg_loop_begin(k, &lf, c64(k, 0), c64(k, c->P / 8 * 8), 8, "of");
+  transpose_out(k, &d, op, yb, f);
+  fc_cg_loop_end(k, &lf);
+  if (c->P % 8) transpose_out(k, &d, op, yb, c64(k, c->P - 8));
+  fc_cg_loop_end(k, &lo);
+  return FC_OK;
+}
