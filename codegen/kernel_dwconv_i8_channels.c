@@ -16,10 +16,10 @@
  *      columns are built;
  *   3. 4 output pixels at a time: per tap pair one vpmaddwd of a P vector (a memory operand) with the 8
  *      channels' weight pairs (an odd last tap meets weight 0), requantised together (4 vectors packed into 32
- *      bytes: fc_qp_finish_packed) into the output plane O[OH·OW][8]; a row's last step moves back to end at
- *      the row's end;
- *   4. O is transposed back into the 8 output planes by 8x8 transposes of 8 consecutive pixels (the last
- *      moves back to end at the plane's end).
+ *      bytes: fc_qp_finish_packed; an f32 result or an epilogue vector by vector) into the output plane
+ *      O[OH·OW][8]; a row's last step moves back to end at the row's end;
+ *   4. O is transposed back into the 8 output planes by 8x8 transposes (of bytes, or of floats) of 8
+ *      consecutive pixels (the last moves back to end at the plane's end).
  * The arithmetic is kernel_dwconv_i8.c's pair plane path's (the same i32 sums, the same requantisation), so
  * the two give the same bytes.
  */
@@ -31,6 +31,7 @@ enum {
   LANES = 8,             /* channels per vector (i32 lanes of a ymm) */
   STEP = 4,              /* output pixels per step: 4 vectors requantised and packed together */
   MAX_ROW_8 = 28,        /* the widest output row (times the stride) taken where pixel vectors have 8 lanes */
+  MAX_WIDE_PAIRS = 6,    /* ... for filters of at most this many tap pairs */
   MAX_TAPS = 81,         /* fc_target_i8_depthwise's bound */
   MAX_SCRATCH = 1 << 20, /* T, P and O in each task's scratch */
 };
@@ -40,6 +41,7 @@ typedef struct DwCh {
   int64_t rpairs, npairs; /* tap pairs per kernel row, in all */
   int64_t Hp, Wp, Wq;     /* the padded byte plane (pixels) and the pair plane's columns */
   int64_t t_bytes, p_bytes, o_bytes;
+  int es;                 /* the result's element bytes: 1 (u8/i8) or 4 (f32) */
 } DwCh;
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
@@ -48,7 +50,7 @@ static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
   FcConv2 *c = &d->c;
   if (!fc_conv2_of(k->op, c) || c->G != c->C || c->Cg != 1 || c->M != c->C || c->C < LANES) return false;
   int64_t taps;
-  if (q->out == FC_DT_F32 || c->sw < 1 || c->sw > 2 || c->sh < 1 || c->dh < 1 || c->dw < 1 || c->ph < 0 ||
+  if (c->sw < 1 || c->sw > 2 || c->sh < 1 || c->dh < 1 || c->dw < 1 || c->ph < 0 ||
       c->pw < 0 || !fc_checked_mul(c->KH, c->KW, &taps) || taps > MAX_TAPS)
     return false;
   /* the transposes' and the steps' reach: rows of 4 pixels or more, planes of 8 */
@@ -57,13 +59,15 @@ static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
   fc_target_i8_gemm(k->target, &g);
   if (g.dot == FC_I8DOT_NONE || fc_target_i8_byte_permute(k->target) || fc_target_i8_pack_lanes(k->target) == 0)
     return false;
-  /* Where this kernel beats the pixel vectors (both timed per layer on MobileNet's maps, 3x3): with vectors
-   * of 8 pixels (AVX2) on rows of up to 28 outputs at stride 1 and 14 at stride 2 (a strided row's pixel
-   * vectors gather every other byte); with 16 (AVX-512) only on rows of at most 8, which the pixel kernel runs
-   * on 8 of its lanes. */
-  if (c->OW > (g.lanes <= LANES ? MAX_ROW_8 / c->sw : LANES)) return false;
   d->rpairs = (c->KW + 1) / 2;
   d->npairs = c->KH * d->rpairs;
+  /* Where this kernel beats the pixel vectors (both timed per layer on MobileNet's and EfficientNet's maps):
+   * rows of at most 8 outputs, which the pixel kernel runs on 8 lanes; with vectors of 8 pixels (AVX2) also
+   * rows of up to 28 outputs at stride 1 and 14 at stride 2 (a strided row's pixel vectors gather every other
+   * byte) for filters of at most 6 tap pairs (3x3): more weight vectors than that spill beside the 4 pixels'
+   * accumulators. */
+  bool wide_ok = g.lanes <= LANES && d->npairs <= MAX_WIDE_PAIRS;
+  if (c->OW > (wide_ok ? MAX_ROW_8 / c->sw : LANES)) return false;
   /* The row bound above keeps OW small, and so Wq and Wp with the bounded dilation; heights are checked. */
   int64_t span_h, need_h;
   if (c->dw > MAX_SCRATCH || c->pw > MAX_SCRATCH || c->ph > MAX_SCRATCH || c->H > MAX_SCRATCH ||
@@ -81,7 +85,8 @@ static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
     return false;
   d->t_bytes = px * LANES;
   d->p_bytes = pq * LANES * 4;
-  d->o_bytes = c->P * LANES;
+  d->es = q->out == FC_DT_F32 ? 4 : 1;
+  d->o_bytes = c->P * LANES * d->es;
   return d->t_bytes + d->p_bytes + d->o_bytes <= MAX_SCRATCH;
 }
 
@@ -218,9 +223,13 @@ static void build_pairs(FcKernel *k, const DwCh *d, const FcQuantProduct *q, LLV
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, d->Wq), 1, "pj");
   LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wp), fc_cg_imulc(k, j, c->sw)), LANES);
   /* pixel j's 8 channel bytes, then pixel j + dw's, interleaved channel by channel */
-  LLVMValueRef pair = c->dw == 1 ? fc_cg_shuffle(k, load_bytes(k, 16, tp, at), NULL, mix, 16)
-                                 : fc_cg_shuffle(k, load_bytes(k, 8, tp, at),
-                                                 load_bytes(k, 8, tp, fc_cg_iadd(k, at, c64(k, c->dw * LANES))), mix, 16);
+  LLVMValueRef pair;
+  if (c->dw == 1) {
+    pair = fc_cg_shuffle(k, load_bytes(k, 16, tp, at), NULL, mix, 16);
+  } else {
+    LLVMValueRef second = load_bytes(k, 8, tp, fc_cg_iadd(k, at, c64(k, c->dw * LANES)));
+    pair = fc_cg_shuffle(k, load_bytes(k, 8, tp, at), second, mix, 16);
+  }
   pair = q->flip ? LLVMBuildSExt(b, pair, v16, "") : LLVMBuildZExt(b, pair, v16, "");
   store_bytes(k, LLVMBuildBitCast(b, pair, LLVMVectorType(LLVMInt8TypeInContext(k->ctx), 32), ""), pp,
               fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wq), j), LANES * 4));
@@ -256,18 +265,51 @@ static void emit_step(ChCtx *x, LLVMValueRef pp, LLVMValueRef op, LLVMValueRef o
       acc[u] = fc_i8_dot(k, FC_I8DOT_WIDEN, LANES, acc[u], v, x->w[p]);
     }
   }
-  LLVMValueRef out = fc_qp_finish_packed(k, x->q, acc, STEP, corr, mult);
+  LLVMValueRef out = d->es == 1 ? fc_qp_finish_packed(k, x->q, acc, STEP, corr, mult) : NULL;
   if (!out) {
     LLVMValueRef parts[STEP];
     for (int u = 0; u < STEP; u++) parts[u] = fc_qp_finish(k, x->q, acc[u], corr[u], mult[u]);
     out = fc_cg_concat(k, parts, STEP);
   }
-  store_bytes(k, out, op, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), ox0), LANES));
+  store_bytes(k, out, op, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, oy, c->OW), ox0), LANES * d->es));
 }
 
-/* Step 4: 8 pixels of O from pixel f into the 8 output planes at yb (plane stride OH·OW). */
+/* The 8x8 f32 matrix rows[0 .. 8) transposed into out[0 .. 8): unpcklps/unpckhps, shufps, vperm2f128. */
+static void transpose8x8_f32(FcKernel *k, LLVMValueRef *rows, LLVMValueRef *out) {
+  static const int ulo[8] = {0, 8, 1, 9, 4, 12, 5, 13}, uhi[8] = {2, 10, 3, 11, 6, 14, 7, 15};
+  static const int slo[8] = {0, 1, 8, 9, 4, 5, 12, 13}, shi[8] = {2, 3, 10, 11, 6, 7, 14, 15};
+  static const int plo[8] = {0, 1, 2, 3, 8, 9, 10, 11}, phi[8] = {4, 5, 6, 7, 12, 13, 14, 15};
+  LLVMValueRef t[8], u[8];
+  for (int i = 0; i < 4; i++) { /* rows 2i, 2i + 1 interleaved: columns 0, 1, 4, 5 (lo) and 2, 3, 6, 7 (hi) */
+    t[2 * i] = fc_cg_shuffle(k, rows[2 * i], rows[2 * i + 1], ulo, 8);
+    t[2 * i + 1] = fc_cg_shuffle(k, rows[2 * i], rows[2 * i + 1], uhi, 8);
+  }
+  for (int h = 0; h < 2; h++) /* rows 4h .. 4h + 3 of column j in lanes 0-3 and of column j + 4 in lanes 4-7 */
+    for (int j = 0; j < 2; j++) {
+      u[4 * h + 2 * j] = fc_cg_shuffle(k, t[4 * h + j], t[4 * h + 2 + j], slo, 8);
+      u[4 * h + 2 * j + 1] = fc_cg_shuffle(k, t[4 * h + j], t[4 * h + 2 + j], shi, 8);
+    }
+  for (int j = 0; j < 4; j++) {
+    out[j] = fc_cg_shuffle(k, u[j], u[4 + j], plo, 8);
+    out[j + 4] = fc_cg_shuffle(k, u[j], u[4 + j], phi, 8);
+  }
+}
+
+/* Step 4: 8 pixels of O from pixel f into the 8 output planes at yb (plane stride OH·OW elements). */
 static void transpose_out(FcKernel *k, const DwCh *d, LLVMValueRef op, LLVMValueRef yb, LLVMValueRef f) {
-  LLVMValueRef rows[8], out[4];
+  LLVMValueRef rows[8], out[8];
+  if (d->es == 4) {
+    LLVMTypeRef vf = LLVMVectorType(LLVMFloatTypeInContext(k->ctx), 8);
+    for (int i = 0; i < 8; i++) {
+      LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, f, c64(k, i)), LANES * 4);
+      rows[i] = LLVMBuildLoad2(k->b, vf, LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), op, &at, 1, ""), "");
+      LLVMSetAlignment(rows[i], 32);
+    }
+    transpose8x8_f32(k, rows, out);
+    for (int ch = 0; ch < 8; ch++)
+      store_bytes(k, out[ch], yb, fc_cg_imulc(k, fc_cg_iadd(k, f, c64(k, ch * d->c.P)), 4));
+    return;
+  }
   for (int i = 0; i < 8; i++) rows[i] = load_bytes(k, 8, op, fc_cg_imulc(k, fc_cg_iadd(k, f, c64(k, i)), LANES));
   transpose8x8(k, rows, out);
   int lo[8], hi[8];
@@ -291,10 +333,10 @@ FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMTypeRef vf = LLVMVectorType(LLVMFloatTypeInContext(k->ctx), LANES);
-  /* scratch: P (32-byte vectors first), T, O */
+  /* scratch: P and O (32-byte vectors, so first), then T */
   LLVMValueRef pp = fc_kernel_scratch(k, d.p_bytes + d.t_bytes + d.o_bytes);
-  LLVMValueRef tp = LLVMBuildGEP2(b, i8, pp, (LLVMValueRef[]){c64(k, d.p_bytes)}, 1, "t");
-  LLVMValueRef op = LLVMBuildGEP2(b, i8, tp, (LLVMValueRef[]){c64(k, d.t_bytes)}, 1, "o");
+  LLVMValueRef op = LLVMBuildGEP2(b, i8, pp, (LLVMValueRef[]){c64(k, d.p_bytes)}, 1, "o");
+  LLVMValueRef tp = LLVMBuildGEP2(b, i8, op, (LLVMValueRef[]){c64(k, d.o_bytes)}, 1, "t");
   int zx = q->zx - (q->flip ? 128 : 0); /* the padding: zx in x's storage type */
   LLVMBuildMemSet(b, tp, LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), c64(k, d.t_bytes), 16);
   ChCtx x = {.k = k, .d = &d, .q = q};
@@ -304,10 +346,11 @@ FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q) {
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "blk"); /* n·blocks + block */
   LLVMValueRef n = LLVMBuildUDiv(b, it, c64(k, blocks), "n");
-  LLVMValueRef c0 = fc_cg_smin(k, fc_cg_imulc(k, LLVMBuildURem(b, it, c64(k, blocks), ""), LANES), c64(k, c->C - LANES));
+  LLVMValueRef blk = LLVMBuildURem(b, it, c64(k, blocks), "");
+  LLVMValueRef c0 = fc_cg_smin(k, fc_cg_imulc(k, blk, LANES), c64(k, c->C - LANES));
   LLVMValueRef plane0 = fc_cg_iadd(k, fc_cg_imulc(k, n, c->C), c0);
   LLVMValueRef xb = LLVMBuildGEP2(b, i8, k->in[0], (LLVMValueRef[]){fc_cg_imulc(k, plane0, c->H * c->W)}, 1, "");
-  LLVMValueRef yb = LLVMBuildGEP2(b, i8, k->out[0], (LLVMValueRef[]){fc_cg_imulc(k, plane0, c->P)}, 1, "");
+  LLVMValueRef yb = LLVMBuildGEP2(b, i8, k->out[0], (LLVMValueRef[]){fc_cg_imulc(k, plane0, c->P * d.es)}, 1, "");
   build_t(k, &d, xb, tp);
   build_pairs(k, &d, q, tp, pp);
   for (int64_t p = 0; p < d.npairs; p++)
