@@ -89,6 +89,24 @@ void fc_conv_i8_channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, 
 bool fc_conv_i8_amx_taps_applies(const FcKernel *k, const FcConvI8 *t);
 FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t);
 
+/* kernel_conv_i8_fixup.c: the dual kernel's pointwise blocks with a few bytes above 0x7f. Whether t (planned)
+ * takes it: pointwise, u8 x, images of 32 pixels or more. The block's pixels [p0, p0 + npix) of the image
+ * whose input column holds such a byte (an i64 count); and, after the block ran on vpmaddubsw, those pixels'
+ * outputs recomputed exactly and stored over what it wrote. */
+typedef struct FcConvI8Fixup {
+  LLVMValueRef xg;   /* the image's group's first input channel */
+  LLVMValueRef wp;   /* the s8 packing (then corrections and multipliers at wbytes) */
+  int64_t wbytes;
+  LLVMValueRef grp;  /* the group */
+  LLVMValueRef yb;   /* the image's group's first output channel, elements of et */
+  LLVMTypeRef et;
+} FcConvI8Fixup;
+bool fc_conv_i8_fixup_applies(const FcConvI8 *t);
+LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVMValueRef p0,
+                                          LLVMValueRef npix);
+void fc_conv_i8_fix_wide_pixels(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef p0,
+                                LLVMValueRef npix);
+
 /* kernel_dwconv_i8_channels.c: the quantised depthwise conv (kernel_dwconv_i8.c's op, channel multiplier 1)
  * with 8 channels in the lanes, for small maps where the integer dot is vpmaddwd on tap pairs; q is the op's
  * (fc_qp_init). The kernel leaves q to the caller. */

@@ -34,7 +34,8 @@
  * tiles widened once) with a k loop that takes each chunk with its dot, into the same accumulators. The
  * direct and the pointwise builds, which have no byte rows, test the block's input rows instead
  * (fc_conv_i8_block_narrow) and run a MADDUBS or a WIDEN variant of the whole kernel on the same blocks
- * (WIDEN's take MADDUBS's pixels) in the same scratch.
+ * (WIDEN's take MADDUBS's pixels) in the same scratch; a pointwise block whose wide pixels (a byte above 0x7f
+ * in their column) are at most 1/32 of it runs on MADDUBS and recomputes those (kernel_conv_i8_fixup.c).
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
  * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 pairs (2 k of a pixel
  * zero-extended, 4 bytes), and each channel tile's weights are sign-extended from the s8 packing ONCE per
@@ -1119,7 +1120,8 @@ FcStatus fc_conv_i8(FcKernel *k) {
    * the exact WIDEN on the others. The direct build (no byte rows to test) and the pointwise one (x's planes
    * interleaved in place: copying them into rows to test costs more than the few WIDEN blocks save, measured
    * on MobileNetV2's 1x1 convs of K = 16..96) instead test the block's input and run the MADDUBS variant (t)
-   * or the WIDEN one (tw) on all of it. */
+   * or the WIDEN one (tw) on all of it; the pointwise one runs MADDUBS and fixes its few wide pixels up where
+   * they are few (kernel_conv_i8_fixup.c). */
   bool dual = t.g.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&t.q);
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !dual && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   t.wide16 = !t.q.w8;
@@ -1211,7 +1213,24 @@ FcStatus fc_conv_i8(FcKernel *k) {
   }
   VecBlock vb_ = {.wp = wp, .wide = wide, .acc = acc, .grp = grp, .wgrp = fc_cg_imulc(k, grp, wbytes / c->G),
                   .ybase = ybase, .npix = npix, .edge = ctile, .vi = vi, .vb = vb, .et = et, .wbytes = wbytes};
-  if (dual) {
+  if (dual && fc_conv_i8_fixup_applies(&t)) {
+    /* at most 1/32 of the block's pixels wide: vpmaddubsw, then those pixels again (kernel_conv_i8_fixup.c) */
+    LLVMValueRef nwide = fc_conv_i8_count_wide_pixels(k, &t, xg, p0, npix);
+    LLVMValueRef few = LLVMBuildICmp(b, LLVMIntSLE, fc_cg_imulc(k, nwide, 32), npix, "few_wide");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, few);
+    vec_block(k, &t, &vb_, xg, blk, p0);
+    LLVMBasicBlockRef fixed = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSGT, nwide, c64(k, 0), ""));
+    LLVMValueRef yoff = fc_cg_imulc(k, ng, c->Mg * c->P);
+    FcConvI8Fixup fx = {.xg = xg, .wp = wp, .wbytes = wbytes, .grp = grp, .et = et,
+                        .yb = LLVMBuildGEP2(b, et, k->out[0], &yoff, 1, "")};
+    fc_conv_i8_fix_wide_pixels(k, &t, &fx, p0, npix);
+    fc_cg_if_end(k, fixed);
+    fc_cg_if_end(k, cont);
+    cont = fc_cg_if_begin(k, LLVMBuildNot(b, few, ""));
+    vb_.wide = wide_w;
+    vec_block(k, &tw, &vb_, xg, blk, p0);
+    fc_cg_if_end(k, cont);
+  } else if (dual) {
     LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, p0, npix);
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
     vec_block(k, &t, &vb_, xg, blk, p0);
