@@ -55,9 +55,9 @@ struct FcCgEpilogue {
   int rank, nlead, ncol;
   const int64_t *dims;  /* the result's dims: nlead leading, then ncol col dims */
   int64_t rows, cols;
-  EpOperand ops[FC_PRODUCT_MAX_OPERANDS];     /* the bias first (when present), then the referenced extras */
+  EpOperand ops[FC_PRODUCT_MAX_OPERANDS]; /* the bias first (when present), then the referenced extras */
   int n_ops;
-  int slot_of[FC_PRODUCT_MAX_OPERANDS];       /* operand index -> position in ops[], -1 if unused */
+  int slot_of[FC_PRODUCT_MAX_OPERANDS];   /* operand index -> position in ops[], -1 if unused */
   bool has_bias;
   const FcEwProgram *prog; /* the op's `epilogue` attribute, or no steps */
   FcCgStep *steps;

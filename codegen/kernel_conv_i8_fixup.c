@@ -4,9 +4,9 @@
  *
  * vpmaddubsw adds two u8 × s8 products into an i16 that saturates; with activations below 0x80 it cannot
  * (PyTorch's x86 qconfig calibrates 7-bit ranges for this), but ONNX's QuantizeLinear keeps values past the
- * calibrated range up to 255. They are rare (2e-5 of MobileNetV2's activations) yet most layers have some, and
- * a block with one of them took the exact 16-bit path (vpmaddwd with a vpaddd beside each: about 1.3× the
- * time), so about half the pointwise blocks did. A saturating pair only spoils its own pixel's sums, so:
+ * calibrated range up to 255. They are rare, yet most layers have some, and a block with one of them would
+ * take the exact 16-bit path (vpmaddwd with a vpaddd beside each: a third more vector instructions), so many
+ * pointwise blocks would. A saturating pair only spoils its own pixel's sums, so:
  *   1. count the block's wide pixels: per vector of 32 pixels, the OR of its Cg channel rows, whose byte sign
  *      bits (vpmovmskb) mark the pixels (the last vector moves back to end at the image's end; the bits
  *      outside the block are dropped);

@@ -3,8 +3,7 @@
  * whose integer dot is vpmaddwd on tap pairs (AVX2, AVX-512 without VNNI).
  *
  * Vectors of a plane's pixels pay per plane for its copy, its pair plane, the broadcast weights and a row's
- * partial vector: on a 7x7 or 14x14 map that is most of the work (MobileNetV2's 7x7 convs ran at a fifth of
- * f32's channel-blocked speed). Here a vector holds one output pixel of 8 channels, as the f32 blocked
+ * partial vector: on a 7x7 or 14x14 map that is most of the work. Here a vector holds one output pixel of 8 channels, as the f32 blocked
  * kernel's does, and the layout change happens inside the kernel. One outer iteration is (image, block of 8
  * channels; the last block starts at C - 8 and recomputes what the one before wrote, identically):
  *   1. the 8 input planes are transposed into the task's byte plane T[Hp][Wp][8] (a pixel's 8 channel bytes
