@@ -47,8 +47,17 @@ typedef struct FcConvI8 {
                            * else 32 u16 pairs (WIDEN); flags[NH] = 1 where any chunk is WIDEN. Where none
                            * is, the Col is plain quads instead (Col[k/4][p][4], the fast path). Set kg = 2
                            * and KG = 32·NH, the sizes of the widest layout, and no direct build */
-  LLVMValueRef flags;     /* chunked: NH + 1 bytes the build writes */
+  LLVMValueRef flags;     /* chunked: NH + 1 bytes the build writes (NH + 2 with wide_cols) */
+  LLVMValueRef wide_cols; /* chunked, set by a kernel that fixes wide columns up (the few-pixel one): PB / 16
+                           * i16 masks of the block's pixels whose column holds a byte above 0x7f. Where
+                           * they are at most 1/FC_CONV_I8_FIX_SHARE of the pixels the build writes plain
+                           * quads (flags[NH] = 0) and flags[NH + 1] = 1, else chunks and flags[NH + 1] = 0 */
 } FcConvI8;
+
+/* A kernel that runs vpmaddubsw over a few wide columns recomputes each of them with two exact vpmaddubsw
+ * dots (its bytes' low 7 bits, then their 0x80s: cg_conv_i8.h's callers), about twice a column's work,
+ * where the chunked WIDEN path costs about a third more on every column: worth it up to an eighth of them. */
+enum { FC_CONV_I8_FIX_SHARE = 8 };
 
 /* The pixel kernel's register tile for P output pixels: fc_target_i8_conv's, with fewer pixel vectors where
  * that pads P less. */

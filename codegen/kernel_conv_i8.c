@@ -373,7 +373,7 @@ static void interleave(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMVa
 /* Step 2 of a chunked Col (cg_conv_i8.h): per chunk of 64 rows, whether its bytes are all below 0x80
  * (flags[h], and flags[NH] whether any chunk is not); then, where one is not, each chunk's 16 quads or 32
  * u16 pairs into its slot, else the plain quads of every row (the kernel's fast path). */
-static void interleave_chunks(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
+static void interleave_by_chunks(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i1 = LLVMInt1TypeInContext(k->ctx);
   FcConvI8 quads = *t, pairs = *t, all = *t;
@@ -410,6 +410,58 @@ static void interleave_chunks(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows,
   interleave(k, &pairs, crows, ccols);
   fc_cg_if_end(k, in);
   fc_cg_loop_end(k, &lh);
+  fc_cg_if_end(k, cont);
+}
+
+/* The block's wide columns (a byte above 0x7f among the K rows of its pixel), from the byte rows: per 16
+ * pixels the OR of their K row vectors, whose sign bits (vpmovmskb) are stored as an i16 at
+ * t->wide_cols[p / 16]; returns how many there are (an i64). The pixels past the block's read zx. */
+static LLVMValueRef mark_wide_columns(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx), i64 = fc_cg_i64(k);
+  LLVMTypeRef v16 = LLVMVectorType(i8, 16);
+  LLVMValueRef count = fc_cg_entry_alloca(k, i64, "wide_cols"), acc = fc_cg_entry_alloca(k, v16, "wide_or");
+  LLVMBuildStore(b, c64(k, 0), count);
+  FcLoop lj, lk;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, t->PB / 16), 1, "wide_j");
+  LLVMBuildStore(b, LLVMConstNull(v16), acc);
+  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t->c.K), 1, "wide_k");
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, kk, t->PB), fc_cg_imulc(k, j, 16));
+  LLVMValueRef v = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, rows, &at, 1, ""), "");
+  LLVMSetAlignment(v, 16);
+  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, v16, acc, ""), v, ""), acc);
+  fc_cg_loop_end(k, &lk);
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, v16, acc, ""), LLVMConstNull(v16), "");
+  LLVMValueRef bits = LLVMBuildBitCast(b, neg, i16, "");
+  LLVMBuildStore(b, bits, LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""));
+  LLVMValueRef n = LLVMBuildZExt(b, fc_cg_intrinsic(k, "llvm.ctpop", i16, &bits, 1), i64, "");
+  LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, i64, count, ""), n, ""), count);
+  fc_cg_loop_end(k, &lj);
+  return LLVMBuildLoad2(b, i64, count, "wide_columns");
+}
+
+/* Step 2 of a chunked Col. Where the kernel fixes wide columns up (t->wide_cols) and the block has at most
+ * 1/FIX_SHARE of them, the plain quads of every row (flags[NH] = 0) with flags[NH + 1] = 1: the kernel runs
+ * vpmaddubsw on all and recomputes those columns; otherwise (flags[NH + 1] = 0) by chunks. */
+static void interleave_chunks(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMValueRef cols) {
+  if (!t->wide_cols) {
+    interleave_by_chunks(k, t, rows, cols);
+    return;
+  }
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  FcConvI8 all = *t;
+  all.kg = 4;
+  all.KG = (t->c.K + 3) / 4;
+  LLVMValueRef n = mark_wide_columns(k, t, rows);
+  LLVMValueRef few = LLVMBuildICmp(b, LLVMIntSLE, fc_cg_imulc(k, n, FC_CONV_I8_FIX_SHARE), c64(k, t->c.P), "few_wide");
+  LLVMBuildStore(b, LLVMBuildZExt(b, few, i8, ""), LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH + 1)}, 1, ""));
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, few);
+  LLVMBuildStore(b, LLVMConstInt(i8, 0, 0), LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH)}, 1, ""));
+  interleave(k, &all, rows, cols);
+  fc_cg_if_end(k, cont);
+  cont = fc_cg_if_begin(k, LLVMBuildNot(b, few, ""));
+  interleave_by_chunks(k, t, rows, cols);
   fc_cg_if_end(k, cont);
 }
 

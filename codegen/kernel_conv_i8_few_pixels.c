@@ -26,7 +26,11 @@
  * form of kernel_conv_i8.c: real activations exceed 127 in a few channels only): the Col is built by chunks
  * of 64 k, each as quads for vpmaddubsw where all its bytes are below 0x80, else as u16 pairs (cg_conv_i8.h's
  * chunked Col; plain quads where no chunk needs pairs), and a tile's k loop takes each chunk with its dot,
- * into the same i32 accumulators. All of them accumulate exactly in i32 the products the pixel kernel
+ * into the same i32 accumulators. One wide byte makes its whole chunk WIDEN for every pixel, and MobileNetV2's
+ * linear bottlenecks have one in most images, so where the wide columns (the pixels whose column holds such a
+ * byte) are at most an eighth of the image the Col is plain quads anyway and, after a panel's tiles, each wide
+ * column's outputs are recomputed exactly: its quads split into the bytes' low 7 bits and their 0x80s, two
+ * vpmaddubsw dots that cannot saturate (fix_wide_columns). All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
  * lanes, so the results are bit-identical. Weights outside s8 (an asymmetric weight zero point) stay on the
  * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
@@ -281,27 +285,16 @@ static void plain_k_loop(FcKernel *k, const FewPx *f, FcI8Dot dot, int64_t KG, i
   }
 }
 
-/* One tile: pixels [p0, p0 + mr) × the group's channels [c0, c0 + nv·lanes) (c0 at slot cs of panel pn), over
- * the whole K, requantised and stored to Y at ybase + channel·P + pixel. On the way it prefetches into L2
- * its share of the next panel's weights: lines [pf_line, pf_line + f->pf_lines) of the packing (see
- * fc_conv_i8_few_pixels), spread over its k groups (plain_k_loop, chunked_k_loop). */
-static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
-                 LLVMValueRef ybase, LLVMValueRef pn, LLVMValueRef cs, LLVMValueRef p0, LLVMValueRef pf_line) {
+/* The channel tile at c0 of the group (slot c0 - pn·PW of panel pn): per vector v its first channel cv[v],
+ * kept inside the padded units (a vector wholly past them is dropped, so it may read any of them), and where
+ * its weights start in the s8 packing (wbase) and in the widened panel (wide_base; wbase too for WIDEN). */
+static void channel_bases(FcKernel *k, const FewPx *f, LLVMValueRef grp, LLVMValueRef pn, LLVMValueRef c0,
+                          LLVMValueRef *cv, LLVMValueRef *wbase, LLVMValueRef *wide_base) {
   const FcConvI8 *t = &f->t;
-  const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
-  int64_t nr = (int64_t)nv * w;
-  LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w);
-  LLVMTypeRef vf = LLVMVectorType(f32, (unsigned)w);
-  LLVMTypeRef et = t->q.out == FC_DT_F32 ? f32 : i8;
-  LLVMValueRef c0 = fc_cg_iadd(k, fc_cg_imulc(k, pn, f->PW), cs);
-  /* vector v's first channel in the group, kept inside the padded units (a vector wholly past them is
-   * dropped, so it may read any of them) */
-  LLVMValueRef cv[4], wbase[4], wide_base[4];
-  for (int v = 0; v < nv; v++) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  int w = t->g.lanes;
+  for (int v = 0; v < t->g.nv; v++) {
     cv[v] = fc_cg_smin(k, fc_cg_iadd(k, c0, c64(k, (int64_t)v * w)), c64(k, f->MT * 16 - w));
     /* its slot in the widened panel (a clamped vector's too: the panel holds unit MT - 1) */
     LLVMValueRef slot = fc_cg_isub(k, cv[v], fc_cg_imulc(k, pn, f->PW));
@@ -310,23 +303,21 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
     LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), u), f->KQ * 64), fc_cg_imulc(k, r, 4));
     wbase[v] = t->sext ? wide_base[v] : LLVMBuildGEP2(b, i8, f->wp, &off, 1, "");
   }
-  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
-  LLVMValueRef pcol = LLVMBuildGEP2(b, i8, t->cols, (LLVMValueRef[]){fc_cg_imulc(k, p0, 4)}, 1, "");
-  if (t->chunked) {
-    /* an image without a WIDEN chunk has its Col as plain quads (interleave_chunks) */
-    LLVMValueRef any = LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH)}, 1, "");
-    LLVMValueRef mixed = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, i8, any, ""), LLVMConstInt(i8, 0, 0), "");
-    LLVMBasicBlockRef cont = fc_cg_if_begin(k, mixed);
-    chunked_k_loop(k, f, acc, pcol, wbase, wide_base, pf_line);
-    fc_cg_if_end(k, cont);
-    cont = fc_cg_if_begin(k, LLVMBuildNot(b, mixed, ""));
-    plain_k_loop(k, f, FC_I8DOT_MADDUBS, f->KQ, 64, acc, pcol, wbase, pf_line);
-    fc_cg_if_end(k, cont);
-  } else {
-    plain_k_loop(k, f, t->g.dot, t->KG, t->sext ? f->PW * 4 : 64, acc, pcol, wbase, pf_line);
-  }
+}
 
-  /* requantised per lane: a vector of channels' corrections and multipliers (tables after the weights) */
+/* The first mr·nv accumulators (mr pixels from p0, the channel tile at c0 with its vectors at cv[]) requantised
+ * per lane (a vector of channels' corrections and multipliers: the tables after the weights) and stored to Y
+ * at ybase + channel·P + pixel, transposed. */
+static void finish_tile(FcKernel *k, const FewPx *f, int mr, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
+                        LLVMValueRef ybase, const LLVMValueRef *cv, LLVMValueRef c0, LLVMValueRef p0) {
+  const FcConvI8 *t = &f->t;
+  const FcConv2 *c = &t->c;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+  int w = t->g.lanes, nv = t->g.nv;
+  LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vf = LLVMVectorType(f32, (unsigned)w);
+  LLVMTypeRef et = t->q.out == FC_DT_F32 ? f32 : i8;
   int64_t chans = c->G * f->MT * 16;
   LLVMValueRef corr[4], mult[4];
   for (int v = 0; v < nv; v++) {
@@ -344,8 +335,100 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
       outv[i * nv + v] = fc_qp_finish(k, &t->q, a, corr[v], mult[v]);
     }
   LLVMValueRef npx = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->P), p0));
-  LLVMValueRef nch = fc_cg_smin(k, c64(k, nr), fc_cg_isub(k, c64(k, c->Mg), c0));
+  LLVMValueRef nch = fc_cg_smin(k, c64(k, t->nr), fc_cg_isub(k, c64(k, c->Mg), c0));
   fc_qp_store_tile_transposed(k, et, outv, mr, nv, w, edge, ybase, p0, npx, c->P, c0, nch);
+}
+
+/* One tile: pixels [p0, p0 + mr) × the group's channels [c0, c0 + nv·lanes) (c0 at slot cs of panel pn), over
+ * the whole K, requantised and stored to Y at ybase + channel·P + pixel. On the way it prefetches into L2
+ * its share of the next panel's weights: lines [pf_line, pf_line + f->pf_lines) of the packing (see
+ * fc_conv_i8_few_pixels), spread over its k groups (plain_k_loop, chunked_k_loop). */
+static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
+                 LLVMValueRef ybase, LLVMValueRef pn, LLVMValueRef cs, LLVMValueRef p0, LLVMValueRef pf_line) {
+  const FcConvI8 *t = &f->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
+  LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w);
+  LLVMValueRef c0 = fc_cg_iadd(k, fc_cg_imulc(k, pn, f->PW), cs);
+  LLVMValueRef cv[4], wbase[4], wide_base[4];
+  channel_bases(k, f, grp, pn, c0, cv, wbase, wide_base);
+  for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
+  LLVMValueRef pcol = LLVMBuildGEP2(b, i8, t->cols, (LLVMValueRef[]){fc_cg_imulc(k, p0, 4)}, 1, "");
+  if (t->chunked) {
+    /* an image without a WIDEN chunk has its Col as plain quads (interleave_chunks) */
+    LLVMValueRef any = LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH)}, 1, "");
+    LLVMValueRef mixed = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, i8, any, ""), LLVMConstInt(i8, 0, 0), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, mixed);
+    chunked_k_loop(k, f, acc, pcol, wbase, wide_base, pf_line);
+    fc_cg_if_end(k, cont);
+    cont = fc_cg_if_begin(k, LLVMBuildNot(b, mixed, ""));
+    plain_k_loop(k, f, FC_I8DOT_MADDUBS, f->KQ, 64, acc, pcol, wbase, pf_line);
+    fc_cg_if_end(k, cont);
+  } else {
+    plain_k_loop(k, f, t->g.dot, t->KG, t->sext ? f->PW * 4 : 64, acc, pcol, wbase, pf_line);
+  }
+  finish_tile(k, f, mr, acc, edge, grp, ybase, cv, c0, p0);
+}
+
+/* Pixel p's outputs of the panel's ctiles channel tiles recomputed exactly over what its vpmaddubsw tiles
+ * stored: its column (plain quads) split into the bytes' low 7 bits and their 0x80s, each with vpmaddubsw
+ * into the same accumulators (a pair of products stays within i16 for either: 127 · 128 · 2 and 128 · 128 · 2
+ * at most, the latter -32768 exactly), which sum to the exact dot. */
+static void fix_column(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
+                       LLVMValueRef ybase, LLVMValueRef pn, LLVMValueRef ctiles, LLVMValueRef p) {
+  const FcConvI8 *t = &f->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  int w = t->g.lanes, nv = t->g.nv;
+  LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
+  FcLoop lc, lq;
+  LLVMValueRef ct = fc_cg_loop_begin(k, &lc, c64(k, 0), ctiles, 1, "fix_ct");
+  LLVMValueRef c0 = fc_cg_iadd(k, fc_cg_imulc(k, pn, f->PW), fc_cg_imulc(k, ct, t->nr));
+  LLVMValueRef cv[4], wbase[4], wide_base[4];
+  channel_bases(k, f, grp, pn, c0, cv, wbase, wide_base);
+  for (int v = 0; v < nv; v++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, v)));
+  LLVMValueRef q = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, f->KQ), 1, "fix_q");
+  LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, q, t->PB), p), 4);
+  LLVMValueRef a32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, t->cols, &at, 1, ""), "");
+  LLVMSetAlignment(a32, 4);
+  LLVMValueRef lo = LLVMBuildBitCast(b, fc_cg_splat(k, LLVMBuildAnd(b, a32, LLVMConstInt(i32, 0x7f7f7f7f, 0), ""), (unsigned)w), vb, "");
+  LLVMValueRef hi = LLVMBuildBitCast(b, fc_cg_splat(k, LLVMBuildAnd(b, a32, LLVMConstInt(i32, 0x80808080u, 0), ""), (unsigned)w), vb, "");
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef wv = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, q, 64)}, 1, ""), "");
+    LLVMSetAlignment(wv, (unsigned)(4 * w));
+    LLVMValueRef pa = fc_cg_tile_at(k, vi, acc, c64(k, v));
+    LLVMValueRef sum = fc_i8_dot(k, FC_I8DOT_MADDUBS, w, LLVMBuildLoad2(b, vi, pa, ""), lo, wv);
+    LLVMBuildStore(b, fc_i8_dot(k, FC_I8DOT_MADDUBS, w, sum, hi, wv), pa);
+  }
+  fc_cg_loop_end(k, &lq);
+  finish_tile(k, f, 1, acc, edge, grp, ybase, cv, c0, p);
+  fc_cg_loop_end(k, &lc);
+}
+
+/* Where the Col build chose the fix-up (flags[NH + 1]: a few wide columns, plain quads), each wide pixel's
+ * outputs of panel pn recomputed (fix_column): its bits in the i16 masks at t->wide_cols. */
+static void fix_wide_columns(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
+                             LLVMValueRef ybase, LLVMValueRef pn, LLVMValueRef ctiles) {
+  const FcConvI8 *t = &f->t;
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx), i64 = fc_cg_i64(k);
+  LLVMValueRef fix = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH + 1)}, 1, ""), "");
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, fix, LLVMConstInt(i8, 0, 0), ""));
+  LLVMValueRef left = fc_cg_entry_alloca(k, i64, "fix_bits");
+  FcLoop lj, lp;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, t->PB / 16), 1, "fix_j");
+  LLVMValueRef m = LLVMBuildZExt(b, LLVMBuildLoad2(b, i16, LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""), ""), i64, "");
+  LLVMBuildStore(b, m, left);
+  fc_cg_loop_begin(k, &lp, c64(k, 0), fc_cg_intrinsic(k, "llvm.ctpop", i64, &m, 1), 1, "fix_p");
+  LLVMValueRef bits = LLVMBuildLoad2(b, i64, left, "");
+  LLVMValueRef tz[2] = {bits, LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0)}; /* bits != 0: defined */
+  LLVMValueRef bit = fc_cg_intrinsic(k, "llvm.cttz", i64, tz, 2);
+  LLVMBuildStore(b, LLVMBuildAnd(b, bits, LLVMBuildSub(b, bits, LLVMConstInt(i64, 1, 0), ""), ""), left);
+  fix_column(k, f, acc, edge, grp, ybase, pn, ctiles, fc_cg_iadd(k, fc_cg_imulc(k, j, 16), bit));
+  fc_cg_loop_end(k, &lp);
+  fc_cg_loop_end(k, &lj);
+  fc_cg_if_end(k, cont);
 }
 
 /* f's k groups (t->g and t->chunked set): kg, KG and NH. A chunked Col takes the sizes of its widest layout
@@ -390,6 +473,7 @@ static void run_panel(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRe
   tile(k, f, acc, edge, grp, ybase, pn, fc_cg_imulc(k, ct, nr), fc_cg_imulc(k, pt, f->t.g.mr), pf_line);
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lc);
+  if (f->t.wide_cols) fix_wide_columns(k, f, acc, edge, grp, ybase, pn, ctiles);
 }
 
 FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
@@ -451,10 +535,13 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
 
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMValueRef scr = fc_kernel_scratch(k, flags_at + (t->chunked ? round_up(t->NH + 1, 64) : 0));
+  /* a chunked Col's flags (NH + 2 bytes) and its wide columns' masks (PB / 16 i16) last */
+  int64_t masks_at = flags_at + round_up(t->NH + 2, 64);
+  LLVMValueRef scr = fc_kernel_scratch(k, t->chunked ? masks_at + round_up(t->PB / 8, 64) : flags_at);
   fc_conv_i8_cols_at(k, t, scr);
   f.wide = t->rows;
   t->flags = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, flags_at)}, 1, "flags");
+  if (t->chunked) t->wide_cols = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, masks_at)}, 1, "wide_cols");
   LLVMValueRef cached = fc_kernel_cached_key(k); /* the (image, group) whose Col the scratch holds */
   LLVMValueRef acc = fc_cg_tile_new(k, LLVMVectorType(i32, (unsigned)w), mr * nv, "acc");
   LLVMTypeRef et = t->q.out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
