@@ -48,10 +48,12 @@ typedef struct FcConvI8 {
                            * is, the Col is plain quads instead (Col[k/4][p][4], the fast path). Set kg = 2
                            * and KG = 32·NH, the sizes of the widest layout, and no direct build */
   LLVMValueRef flags;     /* chunked: NH + 1 bytes the build writes (NH + 2 with wide_cols) */
-  LLVMValueRef wide_cols; /* chunked, set by a kernel that fixes wide columns up (the few-pixel one): PB / 16
-                           * i16 masks of the block's pixels whose column holds a byte above 0x7f. Where
-                           * they are at most 1/FC_CONV_I8_FIX_SHARE of the pixels the build writes plain
-                           * quads (flags[NH] = 0) and flags[NH + 1] = 1, else chunks and flags[NH + 1] = 0 */
+  LLVMValueRef wide_cols; /* set by a kernel that fixes wide columns up: PB / 16 i16 masks of the block's
+                           * pixels whose column holds a byte above 0x7f, which the build writes. Chunked
+                           * (the few-pixel kernel): where they are at most 1/FC_CONV_I8_FIX_SHARE of the
+                           * pixels the build writes plain quads (flags[NH] = 0) and flags[NH + 1] = 1, else
+                           * chunks and flags[NH + 1] = 0. Plain quads (the pixel kernel's pointwise
+                           * fix-up): the interleave marks them as it goes */
 } FcConvI8;
 
 /* A kernel that runs vpmaddubsw over a few wide columns recomputes each of them with two exact vpmaddubsw
@@ -99,9 +101,9 @@ bool fc_conv_i8_amx_taps_applies(const FcKernel *k, const FcConvI8 *t);
 FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t);
 
 /* kernel_conv_i8_fixup.c: the dual kernel's pointwise blocks with a few bytes above 0x7f. Whether t (planned)
- * takes it: pointwise, u8 x, images of 32 pixels or more. The block's pixels [p0, p0 + npix) of the image
- * whose input column holds such a byte (an i64 count); and, after the block ran on vpmaddubsw, those pixels'
- * outputs recomputed exactly and stored over what it wrote. */
+ * takes it: pointwise, u8 x. The block's Col is then built as quads with t->wide_cols set (its wide pixels'
+ * masks, interleave_from); their count (an i64) from the masks; and, after the block ran on vpmaddubsw,
+ * those pixels' outputs recomputed exactly and stored over what it wrote (p0: the block's first pixel). */
 typedef struct FcConvI8Fixup {
   LLVMValueRef xg;   /* the image's group's first input channel */
   LLVMValueRef wp;   /* the s8 packing (then corrections and multipliers at wbytes) */
@@ -111,10 +113,15 @@ typedef struct FcConvI8Fixup {
   LLVMTypeRef et;
 } FcConvI8Fixup;
 bool fc_conv_i8_fixup_applies(const FcConvI8 *t);
-LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVMValueRef p0,
-                                          LLVMValueRef npix);
-void fc_conv_i8_fix_wide_pixels(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef p0,
-                                LLVMValueRef npix);
+LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t);
+void fc_conv_i8_fix_wide_pixels(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef p0);
+/* Loops over the pixels marked in t->wide_cols (the block's, from 0; set bits of the PB / 16 masks in order):
+ * begin returns the current one (an i64), end closes the loops. */
+typedef struct FcWideLoop {
+  FcLoop lj, lp;
+} FcWideLoop;
+LLVMValueRef fc_conv_i8_wide_loop_begin(FcKernel *k, const FcConvI8 *t, FcWideLoop *w);
+void fc_conv_i8_wide_loop_end(FcKernel *k, FcWideLoop *w);
 
 /* kernel_dwconv_i8_channels.c: the quantised depthwise conv (kernel_dwconv_i8.c's op, channel multiplier 1)
  * with 8 channels in the lanes, for small maps where the integer dot is vpmaddwd on tap pairs; q is the op's

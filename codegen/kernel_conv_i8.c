@@ -32,10 +32,11 @@
  * Col of cg_conv_i8.h): a block with no byte above 0x7f interleaves plain quads and runs vpmaddubsw in the
  * MADDUBS order; one with such bytes lays out each chunk for its own dot and runs WIDEN's order (channel
  * tiles widened once) with a k loop that takes each chunk with its dot, into the same accumulators. The
- * direct and the pointwise builds, which have no byte rows, test the block's input rows instead
- * (fc_conv_i8_block_narrow) and run a MADDUBS or a WIDEN variant of the whole kernel on the same blocks
- * (WIDEN's take MADDUBS's pixels) in the same scratch; a pointwise block whose wide pixels (a byte above 0x7f
- * in their column) are at most 1/32 of it runs on MADDUBS and recomputes those (kernel_conv_i8_fixup.c).
+ * direct build, which has no byte rows, tests the block's input rows instead (fc_conv_i8_block_narrow) and
+ * runs a MADDUBS or a WIDEN variant of the whole kernel on the same blocks (WIDEN's take MADDUBS's pixels) in
+ * the same scratch. A pointwise block interleaves its Col as quads marking its wide pixels (a byte above 0x7f
+ * in their column) as it goes; where they are at most 1/32 of it, it runs on MADDUBS and recomputes those
+ * (kernel_conv_i8_fixup.c), else its Col is built again for WIDEN.
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
  * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 pairs (2 k of a pixel
  * zero-extended, 4 bytes), and each channel tile's weights are sign-extended from the s8 packing ONCE per
@@ -466,14 +467,27 @@ static void interleave_chunks(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows,
 }
 
 /* The same from rows of `stride` bytes: the block's rows themselves, or (from_x) x's channel planes of a
- * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here. */
+ * pointwise conv read in place: rows past K repeat row K - 1 (their weights are 0) and i8 x is flipped here.
+ * Where the kernel fixes wide columns up (t->wide_cols, a Col of quads), the loops run pixels outer, k inner,
+ * OR the rows each 16 pixels read and store the sign bits (vpmovmskb) as their i16 mask: the test costs
+ * three ORs a step where a pass of its own would load every byte again (the rows a step reads stay in L1
+ * for the next 16 pixels: 16 bytes of each row's line a step). */
 static void interleave_from(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, int64_t stride, bool from_x,
                             LLVMValueRef cols) {
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v16 = LLVMVectorType(i8, 16), i16 = LLVMInt16TypeInContext(k->ctx);
+  bool marks = t->wide_cols && !t->chunked && t->kg == 4;
+  LLVMValueRef acc = marks ? fc_cg_entry_alloca(k, v16, "wide_or") : NULL;
   FcLoop lg, lp;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, t->KG), 1, "g");
-  LLVMValueRef pp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->PB), 16, "pp");
+  LLVMValueRef g, pp;
+  if (marks) {
+    pp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->PB), 16, "pp");
+    LLVMBuildStore(b, LLVMConstNull(v16), acc);
+    g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, t->KG), 1, "g");
+  } else {
+    g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, t->KG), 1, "g");
+    pp = fc_cg_loop_begin(k, &lp, c64(k, 0), c64(k, t->PB), 16, "pp");
+  }
   LLVMValueRef r[4];
   for (int i = 0; i < t->kg; i++) {
     LLVMValueRef row = fc_cg_iadd(k, fc_cg_imulc(k, g, t->kg), c64(k, i));
@@ -483,12 +497,24 @@ static void interleave_from(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, i
     LLVMSetAlignment(r[i], from_x ? 1 : 16);
     if (from_x && t->q.flip) r[i] = LLVMBuildXor(b, r[i], fc_cg_splat_const(v16, LLVMConstInt(i8, 0x80, 0)), "");
   }
+  if (marks) {
+    LLVMValueRef any = LLVMBuildOr(b, LLVMBuildOr(b, r[0], r[1], ""), LLVMBuildOr(b, r[2], r[3], ""), "");
+    LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, v16, acc, ""), any, ""), acc);
+  }
   LLVMValueRef out = interleave_vecs(k, t, r);
   LLVMValueRef off = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), pp), 4);
   LLVMValueRef st = LLVMBuildStore(b, out, LLVMBuildGEP2(b, i8, cols, &off, 1, ""));
   LLVMSetAlignment(st, 64);
-  fc_cg_loop_end(k, &lp);
-  fc_cg_loop_end(k, &lg);
+  if (marks) {
+    fc_cg_loop_end(k, &lg);
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, v16, acc, ""), LLVMConstNull(v16), "");
+    LLVMValueRef j = LLVMBuildSDiv(b, pp, c64(k, 16), "");
+    LLVMBuildStore(b, LLVMBuildBitCast(b, neg, i16, ""), LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""));
+    fc_cg_loop_end(k, &lp);
+  } else {
+    fc_cg_loop_end(k, &lp);
+    fc_cg_loop_end(k, &lg);
+  }
 }
 
 /* The direct im2col (small K with output rows of 16 pixels or more: the stems, C = 1..3 into 7x7 or 3x3
@@ -1220,7 +1246,10 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   /* the variants' scratch layouts overlay each other: a block uses one of them */
-  LLVMValueRef scr = fc_kernel_scratch(k, end > end_w ? end : end_w), cols = scr;
+  int64_t masks_at = end > end_w ? end : end_w; /* the pointwise fix-up's masks of wide pixels: PB / 16 i16 */
+  bool fixup = dual && fc_conv_i8_fixup_applies(&t);
+  LLVMValueRef scr = fc_kernel_scratch(k, masks_at + (fixup ? (t.PB / 8 + 63) / 64 * 64 : 0)), cols = scr;
+  LLVMValueRef masks = fixup ? LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, masks_at)}, 1, "wide_masks") : NULL;
   fc_conv_i8_cols_at(k, &t, scr);
   LLVMValueRef wide = LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, wide_at)}, 1, "wide"), wide_w = NULL;
   if (dual) {
@@ -1265,17 +1294,22 @@ FcStatus fc_conv_i8(FcKernel *k) {
   }
   VecBlock vb_ = {.wp = wp, .wide = wide, .acc = acc, .grp = grp, .wgrp = fc_cg_imulc(k, grp, wbytes / c->G),
                   .ybase = ybase, .npix = npix, .edge = ctile, .vi = vi, .vb = vb, .et = et, .wbytes = wbytes};
-  if (dual && fc_conv_i8_fixup_applies(&t)) {
-    /* at most 1/32 of the block's pixels wide: vpmaddubsw, then those pixels again (kernel_conv_i8_fixup.c) */
-    LLVMValueRef nwide = fc_conv_i8_count_wide_pixels(k, &t, xg, p0, npix);
+  if (fixup) {
+    /* the Col as quads, its wide pixels marked; at most 1/32 of the block's pixels wide: vpmaddubsw, then
+     * those pixels again (kernel_conv_i8_fixup.c); else the Col again as pairs, for WIDEN */
+    FcConvI8 tf = t;
+    tf.wide_cols = masks;
+    fc_conv_i8_build_cols(k, &tf, xg, blk, p0, npix);
+    LLVMValueRef nwide = fc_conv_i8_count_wide_pixels(k, &tf);
     LLVMValueRef few = LLVMBuildICmp(b, LLVMIntSLE, fc_cg_imulc(k, nwide, 32), npix, "few_wide");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, few);
-    vec_block(k, &t, &vb_, xg, blk, p0);
+    vb_.cols = tf.cols;
+    vec_tiles(k, &tf, &vb_);
     LLVMBasicBlockRef fixed = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSGT, nwide, c64(k, 0), ""));
     LLVMValueRef yoff = fc_cg_imulc(k, ng, c->Mg * c->P);
     FcConvI8Fixup fx = {.xg = xg, .wp = wp, .wbytes = wbytes, .grp = grp, .et = et,
                         .yb = LLVMBuildGEP2(b, et, k->out[0], &yoff, 1, "")};
-    fc_conv_i8_fix_wide_pixels(k, &t, &fx, p0, npix);
+    fc_conv_i8_fix_wide_pixels(k, &tf, &fx, p0);
     fc_cg_if_end(k, fixed);
     fc_cg_if_end(k, cont);
     cont = fc_cg_if_begin(k, LLVMBuildNot(b, few, ""));

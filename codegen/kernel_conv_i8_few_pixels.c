@@ -407,27 +407,18 @@ static void fix_column(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueR
 }
 
 /* Where the Col build chose the fix-up (flags[NH + 1]: a few wide columns, plain quads), each wide pixel's
- * outputs of panel pn recomputed (fix_column): its bits in the i16 masks at t->wide_cols. */
+ * outputs of panel pn recomputed (fix_column). */
 static void fix_wide_columns(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edge, LLVMValueRef grp,
                              LLVMValueRef ybase, LLVMValueRef pn, LLVMValueRef ctiles) {
   const FcConvI8 *t = &f->t;
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx), i64 = fc_cg_i64(k);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef fix = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH + 1)}, 1, ""), "");
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, fix, LLVMConstInt(i8, 0, 0), ""));
-  LLVMValueRef left = fc_cg_entry_alloca(k, i64, "fix_bits");
-  FcLoop lj, lp;
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, t->PB / 16), 1, "fix_j");
-  LLVMValueRef m = LLVMBuildZExt(b, LLVMBuildLoad2(b, i16, LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""), ""), i64, "");
-  LLVMBuildStore(b, m, left);
-  fc_cg_loop_begin(k, &lp, c64(k, 0), fc_cg_intrinsic(k, "llvm.ctpop", i64, &m, 1), 1, "fix_p");
-  LLVMValueRef bits = LLVMBuildLoad2(b, i64, left, "");
-  LLVMValueRef tz[2] = {bits, LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0)}; /* bits != 0: defined */
-  LLVMValueRef bit = fc_cg_intrinsic(k, "llvm.cttz", i64, tz, 2);
-  LLVMBuildStore(b, LLVMBuildAnd(b, bits, LLVMBuildSub(b, bits, LLVMConstInt(i64, 1, 0), ""), ""), left);
-  fix_column(k, f, acc, edge, grp, ybase, pn, ctiles, fc_cg_iadd(k, fc_cg_imulc(k, j, 16), bit));
-  fc_cg_loop_end(k, &lp);
-  fc_cg_loop_end(k, &lj);
+  FcWideLoop w;
+  LLVMValueRef p = fc_conv_i8_wide_loop_begin(k, t, &w);
+  fix_column(k, f, acc, edge, grp, ybase, pn, ctiles, p);
+  fc_conv_i8_wide_loop_end(k, &w);
   fc_cg_if_end(k, cont);
 }
 

@@ -7,69 +7,33 @@
  * calibrated range up to 255. They are rare, yet most layers have some, and a block with one of them would
  * take the exact 16-bit path (vpmaddwd with a vpaddd beside each: a third more vector instructions), so many
  * pointwise blocks would. A saturating pair only spoils its own pixel's sums, so:
- *   1. count the block's wide pixels: per vector of 32 pixels, the OR of its Cg channel rows, whose byte sign
- *      bits (vpmovmskb) mark the pixels (the last vector moves back to end at the image's end; the bits
- *      outside the block are dropped);
- *   2. where they are at most 1/32 of the block, run it on vpmaddubsw and then, per wide pixel, gather its
+ *   1. count the block's wide pixels: the interleave of its Col as quads marks them as it goes (per 16
+ *      pixels the OR of the rows it reads, whose byte sign bits, vpmovmskb, are an i16 mask in the scratch:
+ *      kernel_conv_i8.c's interleave_from), and the count is the masks' popcounts;
+ *   2. where they are at most 1/32 of the block, run its tiles on that Col and then, per wide pixel, gather its
  *      column (Cg bytes) and recompute every output channel: per channel the dot of the column with the
  *      channel's row of the s8 packing (64-byte chunks, both widened to i16: vpmaddwd), the correction and the
  *      requantisation (fc_qp_finish), stored over what the block wrote. A fix-up costs about as much
  *      vpmaddubsw work as 4 (K near 1000) to 11 (K = 32) of the block's pixels, and the exact 16-bit path a
- *      third more than vpmaddubsw on every pixel, hence the bound; past it the block takes that path.
+ *      third more than vpmaddubsw on every pixel, hence the bound; past it the block takes that path (its
+ *      Col built again, as u16 pairs).
  * The recomputed values are the exact i32 sums requantised as everywhere else: the outputs stay bit-identical.
  */
 #include "cg_conv_i8.h"
 
-enum { VEC = 32 /* pixels a test vector covers */ };
-
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
-bool fc_conv_i8_fixup_applies(const FcConvI8 *t) { return t->pointwise && t->c.P >= VEC && !t->q.flip; }
+bool fc_conv_i8_fixup_applies(const FcConvI8 *t) { return t->pointwise && !t->q.flip; }
 
-/* The wide pixels of vector j of the block (pixels p0 + 32j .. of the image, at most npix - 32j of them): an i64
- * of bits for the pixels start .. start + 31, where *start is where the vector's loads begin. */
-static LLVMValueRef wide_bits(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVMValueRef p0, LLVMValueRef npix,
-                              LLVMValueRef j, LLVMValueRef *start) {
+LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t) {
   LLVMBuilderRef b = k->b;
-  const FcConv2 *c = &t->c;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), v32 = LLVMVectorType(i8, VEC), i64 = fc_cg_i64(k);
-  LLVMValueRef first = fc_cg_iadd(k, p0, fc_cg_imulc(k, j, VEC));
-  LLVMValueRef s = fc_cg_smin(k, first, c64(k, c->P - VEC));
-  LLVMValueRef acc = fc_cg_entry_alloca(k, v32, "wide_or");
-  LLVMBuildStore(b, LLVMConstNull(v32), acc);
-  FcLoop lk;
-  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, c->Cg), 1, "wide_k");
-  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, kk, c->P), s);
-  LLVMValueRef v = LLVMBuildLoad2(b, v32, LLVMBuildGEP2(b, i8, xg, &at, 1, ""), "");
-  LLVMSetAlignment(v, 1);
-  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, v32, acc, ""), v, ""), acc);
-  fc_cg_loop_end(k, &lk);
-  /* bytes above 0x7f (u8 x: the dual kernel never runs on a flipped i8 x) have their sign bit set */
-  LLVMValueRef all = LLVMBuildLoad2(b, v32, acc, "");
-  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, all, LLVMConstNull(v32), "");
-  LLVMValueRef bits = LLVMBuildZExt(b, LLVMBuildBitCast(b, neg, LLVMInt32TypeInContext(k->ctx), ""), i64, "");
-  /* keep [first, min(first + 32, p0 + npix)) - s */
-  LLVMValueRef lo = fc_cg_isub(k, first, s);
-  LLVMValueRef hi = fc_cg_isub(k, fc_cg_smin(k, fc_cg_iadd(k, first, c64(k, VEC)), fc_cg_iadd(k, p0, npix)), s);
-  LLVMValueRef one = LLVMConstInt(i64, 1, 0);
-  LLVMValueRef below_hi = LLVMBuildSub(b, LLVMBuildShl(b, one, hi, ""), one, "");
-  LLVMValueRef below_lo = LLVMBuildSub(b, LLVMBuildShl(b, one, lo, ""), one, "");
-  *start = s;
-  return LLVMBuildAnd(b, bits, LLVMBuildAnd(b, below_hi, LLVMBuildNot(b, below_lo, ""), ""), "wide");
-}
-
-LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVMValueRef p0,
-                                          LLVMValueRef npix) {
-  LLVMBuilderRef b = k->b;
-  LLVMTypeRef i64 = fc_cg_i64(k);
+  LLVMTypeRef i16 = LLVMInt16TypeInContext(k->ctx), i64 = fc_cg_i64(k);
   LLVMValueRef count = fc_cg_entry_alloca(k, i64, "wide_count");
   LLVMBuildStore(b, c64(k, 0), count);
   FcLoop lj;
-  LLVMValueRef vecs = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, VEC - 1)), c64(k, VEC), "");
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), vecs, 1, "wide_v");
-  LLVMValueRef start;
-  LLVMValueRef bits = wide_bits(k, t, xg, p0, npix, j, &start);
-  LLVMValueRef n = fc_cg_intrinsic(k, "llvm.ctpop", i64, &bits, 1);
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, t->PB / 16), 1, "wide_j");
+  LLVMValueRef m = LLVMBuildLoad2(b, i16, LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""), "");
+  LLVMValueRef n = LLVMBuildZExt(b, fc_cg_intrinsic(k, "llvm.ctpop", i16, &m, 1), i64, "");
   LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, i64, count, ""), n, ""), count);
   fc_cg_loop_end(k, &lj);
   return LLVMBuildLoad2(b, i64, count, "wide_pixels");
@@ -119,26 +83,32 @@ static void fix_pixel(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LL
   fc_cg_loop_end(k, &lm);
 }
 
-void fc_conv_i8_fix_wide_pixels(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef p0,
-                                LLVMValueRef npix) {
+LLVMValueRef fc_conv_i8_wide_loop_begin(FcKernel *k, const FcConvI8 *t, FcWideLoop *w) {
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = fc_cg_i64(k);
-  LLVMValueRef col = fc_cg_entry_alloca(k, LLVMArrayType(i8, (unsigned)(t->NH * 64)), "fix_col");
-  LLVMBuildMemSet(b, col, LLVMConstInt(i8, 0, 0), c64(k, t->NH * 64), 16); /* the bytes past Cg stay 0 */
-  LLVMValueRef left = fc_cg_entry_alloca(k, i64, "fix_bits");
-  FcLoop lj, lp;
-  LLVMValueRef vecs = LLVMBuildSDiv(b, fc_cg_iadd(k, npix, c64(k, VEC - 1)), c64(k, VEC), "");
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), vecs, 1, "fix_v");
-  LLVMValueRef start;
-  LLVMValueRef bits = wide_bits(k, t, f->xg, p0, npix, j, &start);
-  LLVMBuildStore(b, bits, left);
-  LLVMValueRef n = fc_cg_intrinsic(k, "llvm.ctpop", i64, &bits, 1);
-  fc_cg_loop_begin(k, &lp, c64(k, 0), n, 1, "fix_p");
-  LLVMValueRef m = LLVMBuildLoad2(b, i64, left, "");
-  LLVMValueRef tz[2] = {m, LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0)}; /* m != 0: defined */
+  LLVMTypeRef i16 = LLVMInt16TypeInContext(k->ctx), i64 = fc_cg_i64(k);
+  LLVMValueRef left = fc_cg_entry_alloca(k, i64, "wide_bits");
+  LLVMValueRef j = fc_cg_loop_begin(k, &w->lj, c64(k, 0), c64(k, t->PB / 16), 1, "wide_j");
+  LLVMValueRef m = LLVMBuildZExt(b, LLVMBuildLoad2(b, i16, LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""), ""), i64, "");
+  LLVMBuildStore(b, m, left);
+  fc_cg_loop_begin(k, &w->lp, c64(k, 0), fc_cg_intrinsic(k, "llvm.ctpop", i64, &m, 1), 1, "wide_p");
+  LLVMValueRef bits = LLVMBuildLoad2(b, i64, left, "");
+  LLVMValueRef tz[2] = {bits, LLVMConstInt(LLVMInt1TypeInContext(k->ctx), 1, 0)}; /* bits != 0: defined */
   LLVMValueRef bit = fc_cg_intrinsic(k, "llvm.cttz", i64, tz, 2);
-  LLVMBuildStore(b, LLVMBuildAnd(b, m, LLVMBuildSub(b, m, LLVMConstInt(i64, 1, 0), ""), ""), left);
-  fix_pixel(k, t, f, col, fc_cg_iadd(k, start, bit));
-  fc_cg_loop_end(k, &lp);
-  fc_cg_loop_end(k, &lj);
+  LLVMBuildStore(b, LLVMBuildAnd(b, bits, LLVMBuildSub(b, bits, LLVMConstInt(i64, 1, 0), ""), ""), left);
+  return fc_cg_iadd(k, fc_cg_imulc(k, j, 16), bit);
+}
+
+void fc_conv_i8_wide_loop_end(FcKernel *k, FcWideLoop *w) {
+  fc_cg_loop_end(k, &w->lp);
+  fc_cg_loop_end(k, &w->lj);
+}
+
+void fc_conv_i8_fix_wide_pixels(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef p0) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef col = fc_cg_entry_alloca(k, LLVMArrayType(i8, (unsigned)(t->NH * 64)), "fix_col");
+  LLVMBuildMemSet(k->b, col, LLVMConstInt(i8, 0, 0), c64(k, t->NH * 64), 16); /* the bytes past Cg stay 0 */
+  FcWideLoop w;
+  LLVMValueRef p = fc_conv_i8_wide_loop_begin(k, t, &w);
+  fix_pixel(k, t, f, col, fc_cg_iadd(k, p0, p));
+  fc_conv_i8_wide_loop_end(k, &w);
 }
