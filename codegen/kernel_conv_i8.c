@@ -414,31 +414,44 @@ static void interleave_by_chunks(FcKernel *k, const FcConvI8 *t, LLVMValueRef ro
   fc_cg_if_end(k, cont);
 }
 
-/* The block's wide columns (a byte above 0x7f among the K rows of its pixel), from the byte rows: per 16
- * pixels the OR of their K row vectors, whose sign bits (vpmovmskb) are stored as an i16 at
- * t->wide_cols[p / 16]; returns how many there are (an i64). The pixels past the block's read zx. */
-static LLVMValueRef mark_wide_columns(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows) {
+/* Marks [first, first + count·n) of the block's pixels by vectors of n (16 or 32) pixels: the OR of their K
+ * byte rows, whose sign bits (vpmovmskb) are stored as n / 16 of the i16 masks at t->wide_cols (n bits at the
+ * first pixel's mask: little-endian), their popcounts added to *count (an i64 alloca). */
+static void mark_wide_runs(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, int64_t first, int64_t count, unsigned n,
+                           LLVMValueRef total) {
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx), i64 = fc_cg_i64(k);
-  LLVMTypeRef v16 = LLVMVectorType(i8, 16);
-  LLVMValueRef count = fc_cg_entry_alloca(k, i64, "wide_cols"), acc = fc_cg_entry_alloca(k, v16, "wide_or");
-  LLVMBuildStore(b, c64(k, 0), count);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), in = LLVMIntTypeInContext(k->ctx, n), i64 = fc_cg_i64(k);
+  LLVMTypeRef vn = LLVMVectorType(i8, n);
+  LLVMValueRef acc = fc_cg_entry_alloca(k, vn, "wide_or");
   FcLoop lj, lk;
-  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, t->PB / 16), 1, "wide_j");
-  LLVMBuildStore(b, LLVMConstNull(v16), acc);
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, count), 1, "wide_j");
+  LLVMValueRef p = fc_cg_iadd(k, c64(k, first), fc_cg_imulc(k, j, n));
+  LLVMBuildStore(b, LLVMConstNull(vn), acc);
   LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, t->c.K), 1, "wide_k");
-  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, kk, t->PB), fc_cg_imulc(k, j, 16));
-  LLVMValueRef v = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, rows, &at, 1, ""), "");
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, kk, t->PB), p);
+  LLVMValueRef v = LLVMBuildLoad2(b, vn, LLVMBuildGEP2(b, i8, rows, &at, 1, ""), "");
   LLVMSetAlignment(v, 16);
-  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, v16, acc, ""), v, ""), acc);
+  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, vn, acc, ""), v, ""), acc);
   fc_cg_loop_end(k, &lk);
-  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, v16, acc, ""), LLVMConstNull(v16), "");
-  LLVMValueRef bits = LLVMBuildBitCast(b, neg, i16, "");
-  LLVMBuildStore(b, bits, LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""));
-  LLVMValueRef n = LLVMBuildZExt(b, fc_cg_intrinsic(k, "llvm.ctpop", i16, &bits, 1), i64, "");
-  LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, i64, count, ""), n, ""), count);
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, vn, acc, ""), LLVMConstNull(vn), "");
+  LLVMValueRef bits = LLVMBuildBitCast(b, neg, in, "");
+  LLVMValueRef m16 = LLVMBuildSDiv(b, p, c64(k, 16), "");
+  LLVMValueRef st = LLVMBuildStore(b, bits, LLVMBuildGEP2(b, LLVMInt16TypeInContext(k->ctx), t->wide_cols, &m16, 1, ""));
+  LLVMSetAlignment(st, 2);
+  LLVMValueRef c = LLVMBuildZExt(b, fc_cg_intrinsic(k, "llvm.ctpop", in, &bits, 1), i64, "");
+  LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, i64, total, ""), c, ""), total);
   fc_cg_loop_end(k, &lj);
-  return LLVMBuildLoad2(b, i64, count, "wide_columns");
+}
+
+/* The block's wide columns (a byte above 0x7f among the K rows of its pixel), from the byte rows, as PB / 16
+ * i16 masks at t->wide_cols (32 pixels a vector, the last 16 alone where PB is an odd multiple of 16);
+ * returns how many there are (an i64). The pixels past the block's read zx. */
+static LLVMValueRef mark_wide_columns(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows) {
+  LLVMValueRef count = fc_cg_entry_alloca(k, fc_cg_i64(k), "wide_cols");
+  LLVMBuildStore(k->b, c64(k, 0), count);
+  mark_wide_runs(k, t, rows, 0, t->PB / 32, 32, count);
+  if (t->PB % 32) mark_wide_runs(k, t, rows, t->PB / 32 * 32, 1, 16, count);
+  return LLVMBuildLoad2(k->b, fc_cg_i64(k), count, "wide_columns");
 }
 
 /* Step 2 of a chunked Col. Where the kernel fixes wide columns up (t->wide_cols) and the block has at most
