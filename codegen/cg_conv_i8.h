@@ -105,7 +105,6 @@ FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t);
  * masks, interleave_from); their count (an i64) from the masks; and, after the block ran on vpmaddubsw,
  * those pixels' outputs recomputed exactly and stored over what it wrote (p0: the block's first pixel). */
 typedef struct FcConvI8Fixup {
-  LLVMValueRef xg;   /* the image's group's first input channel */
   LLVMValueRef wp;   /* the s8 packing (then corrections and multipliers at wbytes) */
   int64_t wbytes;
   LLVMValueRef grp;  /* the group */

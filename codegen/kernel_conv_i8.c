@@ -1320,7 +1320,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
     vec_tiles(k, &tf, &vb_);
     LLVMBasicBlockRef fixed = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSGT, nwide, c64(k, 0), ""));
     LLVMValueRef yoff = fc_cg_imulc(k, ng, c->Mg * c->P);
-    FcConvI8Fixup fx = {.xg = xg, .wp = wp, .wbytes = wbytes, .grp = grp, .et = et,
+    FcConvI8Fixup fx = {.wp = wp, .wbytes = wbytes, .grp = grp, .et = et,
                         .yb = LLVMBuildGEP2(b, et, k->out[0], &yoff, 1, "")};
     fc_conv_i8_fix_wide_pixels(k, &tf, &fx, p0);
     fc_cg_if_end(k, fixed);

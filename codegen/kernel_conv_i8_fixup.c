@@ -10,8 +10,8 @@
  *   1. count the block's wide pixels: the interleave of its Col as quads marks them as it goes (per 16
  *      pixels the OR of the rows it reads, whose byte sign bits, vpmovmskb, are an i16 mask in the scratch:
  *      kernel_conv_i8.c's interleave_from), and the count is the masks' popcounts;
- *   2. where they are at most 1/32 of the block, run its tiles on that Col and then, per wide pixel, gather its
- *      column (Cg bytes) and recompute every output channel: per channel the dot of the column with the
+ *   2. where they are at most 1/32 of the block, run its tiles on that Col and then, per wide pixel, copy its
+ *      column's quads out of it and recompute every output channel: per channel the dot of the column with the
  *      channel's row of the s8 packing (64-byte chunks, both widened to i16: vpmaddwd), the correction and the
  *      requantisation (fc_qp_finish), stored over what the block wrote. A fix-up costs about as much
  *      vpmaddubsw work as 4 (K near 1000) to 11 (K = 32) of the block's pixels, and the exact 16-bit path a
@@ -39,20 +39,24 @@ LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t) {
   return LLVMBuildLoad2(b, i64, count, "wide_pixels");
 }
 
-/* Pixel p (of the image) recomputed: its column gathered into col (NH·64 bytes, zero past Cg), then each output
- * channel's dot, requantisation and store at yb + ml·P + p. */
-static void fix_pixel(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef col, LLVMValueRef p) {
+/* The block's pixel p (the image's p0 + p) recomputed: its column copied from the block's Col of quads (t->cols,
+ * quad q of pixel p at (q·PB + p)·4; the bytes past K meet zero weights) into col (NH·64 bytes, zero past the
+ * last quad), then each output channel's dot, requantisation and store at yb + ml·P + p0 + p. */
+static void fix_pixel(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef col, LLVMValueRef p,
+                      LLVMValueRef p0) {
   LLVMBuilderRef b = k->b;
   const FcConv2 *c = &t->c;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef v16 = LLVMVectorType(i8, 16), w16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 16);
   LLVMTypeRef vi = LLVMVectorType(i32, 8);
-  FcLoop lk, lm, ln;
-  LLVMValueRef kk = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, c->Cg), 1, "fix_k");
-  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, kk, c->P), p);
-  LLVMValueRef x = LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, f->xg, &at, 1, ""), "");
-  LLVMBuildStore(b, x, LLVMBuildGEP2(b, i8, col, &kk, 1, ""));
-  fc_cg_loop_end(k, &lk);
+  FcLoop lq, lm, ln;
+  LLVMValueRef q = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, (c->K + 3) / 4), 1, "fix_q");
+  LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, q, t->PB), p), 4);
+  LLVMValueRef quad = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, t->cols, &at, 1, ""), "");
+  LLVMSetAlignment(quad, 4);
+  LLVMValueRef st = LLVMBuildStore(b, quad, LLVMBuildGEP2(b, i8, col, (LLVMValueRef[]){fc_cg_imulc(k, q, 4)}, 1, ""));
+  LLVMSetAlignment(st, 4);
+  fc_cg_loop_end(k, &lq);
   LLVMValueRef acc = fc_cg_entry_alloca(k, vi, "fix_acc");
   LLVMValueRef ml = fc_cg_loop_begin(k, &lm, c64(k, 0), c64(k, c->Mg), 1, "fix_m");
   /* row ml of the s8 packing: chunk n at (((grp·MT + ml/16)·NH + n)·16 + ml%16)·64 */
@@ -63,8 +67,8 @@ static void fix_pixel(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LL
   LLVMValueRef chunk = fc_cg_iadd(k, fc_cg_imulc(k, tile, t->NH), n);
   LLVMValueRef wat = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, chunk, 16), row), 64);
   LLVMValueRef sum = LLVMBuildLoad2(b, vi, acc, "");
-  for (int q = 0; q < 4; q++) {
-    LLVMValueRef wo = fc_cg_iadd(k, wat, c64(k, 16 * q)), xo = fc_cg_iadd(k, fc_cg_imulc(k, n, 64), c64(k, 16 * q));
+  for (int h = 0; h < 4; h++) { /* the chunk's 16-byte quarters */
+    LLVMValueRef wo = fc_cg_iadd(k, wat, c64(k, 16 * h)), xo = fc_cg_iadd(k, fc_cg_imulc(k, n, 64), c64(k, 16 * h));
     LLVMValueRef w = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, f->wp, &wo, 1, ""), "");
     LLVMValueRef xv = LLVMBuildLoad2(b, v16, LLVMBuildGEP2(b, i8, col, &xo, 1, ""), "");
     LLVMSetAlignment(w, 1);
@@ -78,7 +82,7 @@ static void fix_pixel(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LL
   LLVMValueRef corr, mult;
   fc_conv_i8_channel_scales(k, t, f->wp, f->wbytes, f->grp, ml, 0, 1, &corr, &mult);
   LLVMValueRef y = fc_qp_finish(k, &t->q, total, corr, mult);
-  LLVMValueRef yat = fc_cg_iadd(k, fc_cg_imulc(k, ml, c->P), p);
+  LLVMValueRef yat = fc_cg_iadd(k, fc_cg_imulc(k, ml, c->P), fc_cg_iadd(k, p0, p));
   LLVMBuildStore(b, y, LLVMBuildGEP2(b, f->et, f->yb, &yat, 1, ""));
   fc_cg_loop_end(k, &lm);
 }
@@ -106,9 +110,9 @@ void fc_conv_i8_wide_loop_end(FcKernel *k, FcWideLoop *w) {
 void fc_conv_i8_fix_wide_pixels(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef p0) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef col = fc_cg_entry_alloca(k, LLVMArrayType(i8, (unsigned)(t->NH * 64)), "fix_col");
-  LLVMBuildMemSet(k->b, col, LLVMConstInt(i8, 0, 0), c64(k, t->NH * 64), 16); /* the bytes past Cg stay 0 */
+  LLVMBuildMemSet(k->b, col, LLVMConstInt(i8, 0, 0), c64(k, t->NH * 64), 16); /* past the last quad: 0 */
   FcWideLoop w;
   LLVMValueRef p = fc_conv_i8_wide_loop_begin(k, t, &w);
-  fix_pixel(k, t, f, col, fc_cg_iadd(k, p0, p));
+  fix_pixel(k, t, f, col, p, p0);
   fc_conv_i8_wide_loop_end(k, &w);
 }
