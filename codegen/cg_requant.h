@@ -113,6 +113,11 @@ int fc_qp_finish_tile(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *
 /* kernel_matmul_i8.c: acc + the products of 4 bytes of u8 a with 4 bytes of s8 b per i32 lane (for WIDEN:
  * 2 u16 of a with 2 s16 of b), by the target's instruction; a, b: any 32·lanes-bit vectors, acc <lanes x i32>. */
 LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b);
+/* kernel_matmul_i8.c: acc + two quads' products by vpmaddubsw at once (a0 with b0, a1 with b1, as
+ * fc_i8_dot's MADDUBS), their i16 lanes added before vpmaddwd widens them: exact only where every lane's sum
+ * fits i16 (cg_quad_pairs.c decides where). */
+LLVMValueRef fc_i8_dot_pair(FcKernel *k, int lanes, LLVMValueRef acc, LLVMValueRef a0, LLVMValueRef b0, LLVMValueRef a1,
+                           LLVMValueRef b1);
 /* WIDEN from s8 packings: the 4 bytes of the i32 q32 sign- (sign) or zero-extended to 4 i16 and repeated
  * over <2·lanes x i16> (vpbroadcastd + vpmovsxbw / vpmovzxbw), the operand that meets a vector of
  * lanes/2 quads widened to i16: vpmaddwd then leaves each quad's two partial sums in adjacent i32 lanes. */

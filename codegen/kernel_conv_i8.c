@@ -36,7 +36,9 @@
  * runs a MADDUBS or a WIDEN variant of the whole kernel on the same blocks (WIDEN's take MADDUBS's pixels) in
  * the same scratch. A pointwise block interleaves its Col as quads marking its wide pixels (a byte above 0x7f
  * in their column) as it goes; where they are at most 1/32 of it, it runs on MADDUBS and recomputes those
- * (kernel_conv_i8_fixup.c), else its Col is built again for WIDEN.
+ * (kernel_conv_i8_fixup.c), else its Col is built again for WIDEN. Wherever vpmaddubsw runs, the quads whose
+ * weights allow it are taken two at a time, their i16 lanes added before vpmaddwd (cg_quad_pairs.c: a table
+ * after the packing says which, per 16 channels and chunk).
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
  * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 pairs (2 k of a pixel
  * zero-extended, 4 bytes), and each channel tile's weights are sign-extended from the s8 packing ONCE per
@@ -790,10 +792,11 @@ void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVM
 
 /* The packed weights and tables: the s8 packing ([G][MT][NH][16 channels][64 bytes], see the top comment)
  * or WIDEN16's [G][MT][KG][mr][4] bytes of i16 pairs | corr: i32 × M | mult: f32 × M. */
-static int8_t *pack_weights(const FcConvI8 *t, int64_t wbytes, int64_t *bytes) {
+static int8_t *pack_weights(const FcConvI8 *t, int64_t wbytes, const uint8_t *pairs, int64_t pair_bytes,
+                            int64_t *bytes) {
   const FcConv2 *c = &t->c;
   int mr = t->g.mr;
-  *bytes = wbytes + 8 * c->M;
+  *bytes = wbytes + 8 * c->M + (pairs ? pair_bytes : 0);
   int8_t *pk = calloc((size_t)*bytes, 1);
   if (!pk) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t m = 0; m < c->M; m++) {
@@ -812,6 +815,7 @@ static int8_t *pack_weights(const FcConvI8 *t, int64_t wbytes, int64_t *bytes) {
   }
   memcpy(pk + wbytes, t->q.corr, (size_t)c->M * 4);
   memcpy(pk + wbytes + 4 * c->M, t->q.mult, (size_t)c->M * 4);
+  if (pairs) memcpy(pk + wbytes + 8 * c->M, pairs, (size_t)pair_bytes);
   return pk;
 }
 
@@ -842,30 +846,72 @@ typedef struct KStep {
   FcI8Dot dot;
 } KStep;
 
-/* One k group g (a quad; WIDEN and WIDEN16: a pair) of the tile: nv Col vectors of the panel at pcol against
- * the 4 bytes of each of the mr channels, broadcast. */
-static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wrow) {
+/* One k group (a quad; WIDEN and WIDEN16: a pair) of the tile, its Col row at byte coff[0] (g·PB·4): nv
+ * Col vectors of the panel at pcol against the 4 bytes of each of the mr channels at wrow[0], broadcast.
+ * With n = 2, two quads at once by fc_i8_dot_pair (cg_quad_pairs.c's pairs only). */
+static void k_step_n(FcKernel *k, const KStep *s, const LLVMValueRef *coff, const LLVMValueRef *wrow, int n) {
   const FcConvI8 *t = s->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
-  LLVMValueRef cv[8];
-  for (int v = 0; v < nv; v++) {
-    LLVMValueRef px = fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), fc_cg_iadd(k, s->pcol, c64(k, v * w)));
-    LLVMValueRef off = fc_cg_imulc(k, px, 4);
-    cv[v] = LLVMBuildLoad2(b, s->vb, LLVMBuildGEP2(b, i8, s->cols, &off, 1, ""), "");
-    LLVMSetAlignment(cv[v], 32);
-  }
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef off = fc_cg_iadd(k, wrow, c64(k, s->wchan * i));
-    LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, s->wp, &off, 1, ""), "");
-    LLVMSetAlignment(w32, 4);
-    LLVMValueRef wv = LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), s->vb, "");
+  LLVMValueRef cv[2][8] = {{0}};
+  for (int h = 0; h < n; h++)
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef p = fc_cg_tile_at(k, s->vi, s->acc, c64(k, i * nv + v));
-      LLVMBuildStore(b, fc_i8_dot(k, s->dot, w, LLVMBuildLoad2(b, s->vi, p, ""), cv[v], wv), p);
+      LLVMValueRef off = fc_cg_iadd(k, coff[h], fc_cg_imulc(k, fc_cg_iadd(k, s->pcol, c64(k, v * w)), 4));
+      cv[h][v] = LLVMBuildLoad2(b, s->vb, LLVMBuildGEP2(b, i8, s->cols, &off, 1, ""), "");
+      LLVMSetAlignment(cv[h][v], 32);
+    }
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef wv[2] = {0};
+    for (int h = 0; h < n; h++) {
+      LLVMValueRef off = fc_cg_iadd(k, wrow[h], c64(k, s->wchan * i));
+      LLVMValueRef w32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, s->wp, &off, 1, ""), "");
+      LLVMSetAlignment(w32, 4);
+      wv[h] = LLVMBuildBitCast(b, fc_cg_splat(k, w32, (unsigned)w), s->vb, "");
+    }
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, s->vi, s->acc, c64(k, i * nv + v)), a = LLVMBuildLoad2(b, s->vi, p, "");
+      LLVMBuildStore(b, n == 2 ? fc_i8_dot_pair(k, w, a, cv[0][v], wv[0], cv[1][v], wv[1]) : fc_i8_dot(k, s->dot, w, a, cv[0][v], wv[0]), p);
     }
   }
+}
+
+static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wrow) {
+  LLVMValueRef coff = fc_cg_imulc(k, g, s->t->PB * 4);
+  k_step_n(k, s, &coff, &wrow, 1);
+}
+
+/* A chunk's quads in cg_quad_pairs.c's order: the Col offset of the chunk's first k group g0 (g0·PB·4) and
+ * its weight row hrow (quad j: + 4j). */
+typedef struct PairedChunk {
+  const KStep *ks;
+  LLVMValueRef cbase, hrow;
+} PairedChunk;
+
+static void paired_step(FcKernel *k, void *ctx, const LLVMValueRef *coff, const LLVMValueRef *woff, int n) {
+  const PairedChunk *pc = ctx;
+  LLVMValueRef c[2], wrow[2];
+  for (int h = 0; h < n; h++) {
+    c[h] = fc_cg_iadd(k, pc->cbase, coff[h]);
+    wrow[h] = fc_cg_iadd(k, pc->hrow, woff[h]);
+  }
+  k_step_n(k, pc->ks, c, wrow, n);
+}
+
+/* Chunk h's quads (n of them) on vpmaddubsw: in the pair table's order where the tile has one (its unit's
+ * entry: channel tile ct16 of group grp), else one by one. */
+static void chunk_quads(FcKernel *k, const KStep *ks, LLVMValueRef grp, LLVMValueRef ct16, LLVMValueRef h,
+                        LLVMValueRef g0, LLVMValueRef hrow, int64_t n) {
+  const FcConvI8 *t = ks->t;
+  if (t->pairs.table) {
+    PairedChunk pc = {ks, fc_cg_imulc(k, g0, t->PB * 4), hrow};
+    fc_quad_pairs_chunk(k, &t->pairs, fc_cg_iadd(k, fc_cg_imulc(k, grp, t->MT), ct16), h, n, paired_step, &pc);
+    return;
+  }
+  FcLoop lq;
+  LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, n), 1, "quad");
+  k_step(k, ks, fc_cg_iadd(k, g0, qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
+  fc_cg_loop_end(k, &lq);
 }
 
 /* What the vector register tiles of one block share. */
@@ -934,10 +980,7 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
       ks.dot = FC_I8DOT_MADDUBS;
       ks.wp = a->wp;
       ks.wchan = 64;
-      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
-      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, quads), 1, "quad");
-      k_step(k, &ks, fc_cg_iadd(k, g0, qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
-      fc_cg_loop_end(k, &lq);
+      chunk_quads(k, &ks, a->grp, t16, h, g0, fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), quads);
       fc_cg_if_end(k, cont);
       cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
       ks.dot = FC_I8DOT_WIDEN;
@@ -969,21 +1012,14 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
     LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
     LLVMValueRef wtile = fc_cg_iadd(k, a->wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t->NH * 1024), fc_cg_imulc(k, r16, 64)));
     if (t->KG >= 16) {
-      FcLoop lh, lq;
+      FcLoop lh;
       LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
-      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
-      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, 16), 1, "quad");
-      k_step(k, &ks, fc_cg_iadd(k, fc_cg_imulc(k, h, 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
-      fc_cg_loop_end(k, &lq);
+      chunk_quads(k, &ks, a->grp, t16, h, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), 16);
       fc_cg_loop_end(k, &lh);
     }
-    if (t->KG % 16) {
-      FcLoop lq;
-      LLVMValueRef hrow = fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024));
-      LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, t->KG % 16), 1, "quad");
-      k_step(k, &ks, fc_cg_iadd(k, c64(k, t->KG / 16 * 16), qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
-      fc_cg_loop_end(k, &lq);
-    }
+    if (t->KG % 16)
+      chunk_quads(k, &ks, a->grp, t16, c64(k, t->KG / 16), c64(k, t->KG / 16 * 16),
+                  fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024)), t->KG % 16);
   }
 
   /* requantise: one multiplier per channel row (rows past the group read its last channel); the correction
@@ -1235,7 +1271,8 @@ FcStatus fc_conv_i8(FcKernel *k) {
   }
   if (!fc_checked_mul(c->N * c->G, blocks, &outer) || !scratch_layout(&t, &wide_at, &end) ||
       (dual && !scratch_layout(&tw, &wide_at_w, &end_w)) ||
-      !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) || wbytes > INT64_MAX - 8 * c->M) {
+      !fc_checked_mul(t.MT * (t.wide16 ? t.KG * mr * 4 : t.NH * 1024), c->G, &wbytes) ||
+      wbytes > INT64_MAX / 2 - 8 * c->M) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "the im2col blocks are too large");
   }
@@ -1246,9 +1283,14 @@ FcStatus fc_conv_i8(FcKernel *k) {
    * (ResNet's 56x56 3x3 convs, 1.8 MB: 3% slower on 1 thread, 10% faster on 2; 14x14: 40% faster on 2). */
   int64_t splits = amx && outer == 1 && t.MT >= 2 && t.col_bytes <= (1 << 20) ? 2 : 1;
   outer *= splits;
-  int64_t bytes;
-  int8_t *pk = pack_weights(&t, wbytes, &bytes);
+  /* the pair table follows the packing where it pays on some variant (the same bytes for all); this one
+   * reads it where its dot is vpmaddubsw */
+  int64_t bytes, pair_bytes = 0;
+  uint8_t *pairs = t.wide16 ? NULL : fc_quad_pairs_plan(&t.q, c, &pair_bytes);
+  int8_t *pk = pack_weights(&t, wbytes, pairs, pair_bytes, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
+  if (pairs && t.g.dot == FC_I8DOT_MADDUBS) t.pairs = fc_quad_pairs_use(k, c, wp, wbytes + 8 * c->M, t.PB * 4, 4);
+  free(pairs);
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);
 

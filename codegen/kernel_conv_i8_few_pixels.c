@@ -32,7 +32,8 @@
  * column's outputs are recomputed exactly: its quads split into the bytes' low 7 bits and their 0x80s, two
  * vpmaddubsw dots that cannot saturate (fix_wide_columns). All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
- * lanes, so the results are bit-identical. Weights outside s8 (an asymmetric weight zero point) stay on the
+ * lanes, so the results are bit-identical. Where vpmaddubsw runs on tiles of at most 16 channels, the quads the
+ * weights allow go two at a time (cg_quad_pairs.c), as in the pixel kernel. Weights outside s8 (an asymmetric weight zero point) stay on the
  * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
  * channel's mr pixels are adjacent there.
  */
@@ -119,10 +120,10 @@ typedef struct FewPx {
 } FewPx;
 
 /* The packed constant: weights [G][MT][KQ][16][4] | corr: i32 × G·MT·16 | mult: f32 × G·MT·16. */
-static int8_t *pack_weights(const FewPx *f, int64_t *bytes) {
+static int8_t *pack_weights(const FewPx *f, const uint8_t *pairs, int64_t pair_bytes, int64_t *bytes) {
   const FcConv2 *c = &f->t.c;
   int64_t chans = c->G * f->MT * 16;
-  *bytes = f->wbytes + 8 * chans;
+  *bytes = f->wbytes + 8 * chans + (pairs ? pair_bytes : 0);
   int8_t *pk = calloc((size_t)*bytes, 1);
   int32_t *corr = calloc((size_t)chans, 4);
   float *mult = calloc((size_t)chans, 4);
@@ -136,6 +137,7 @@ static int8_t *pack_weights(const FewPx *f, int64_t *bytes) {
   }
   memcpy(pk + f->wbytes, corr, (size_t)chans * 4);
   memcpy(pk + f->wbytes + 4 * chans, mult, (size_t)chans * 4);
+  if (pairs) memcpy(pk + f->wbytes + 8 * chans, pairs, (size_t)pair_bytes);
   free(corr);
   free(mult);
   return pk;
@@ -179,36 +181,77 @@ static void prefetch_l2(FcKernel *k, LLVMValueRef p) {
   fc_cg_intrinsic(k, "llvm.prefetch", ptr, args, 4);
 }
 
-/* One k group g of a tile with the dot `dot`: mr pixels' quads (pairs) at arow + 4i broadcast against the nv
- * weight vectors at wbase[v] + g·wstep. */
-static void k_step(FcKernel *k, const FewPx *f, FcI8Dot dot, LLVMValueRef acc, LLVMValueRef pcol,
-                   const LLVMValueRef *wbase, int64_t wstep, LLVMValueRef g) {
+/* One k group of a tile with the dot `dot`: mr pixels' quads (pairs) at pcol + coff[0] + 4i (coff: g·PB·4)
+ * broadcast against the nv weight vectors at wbase[v] + woff[0] (g·wstep). With n = 2, two quads at once by
+ * fc_i8_dot_pair (cg_quad_pairs.c's pairs only). */
+static void k_step_n(FcKernel *k, const FewPx *f, FcI8Dot dot, LLVMValueRef acc, LLVMValueRef pcol,
+                     const LLVMValueRef *wbase, const LLVMValueRef *coff, const LLVMValueRef *woff, int n) {
   const FcConvI8 *t = &f->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
   LLVMTypeRef vi = LLVMVectorType(i32, (unsigned)w), vb = LLVMVectorType(i8, (unsigned)(4 * w));
-  LLVMValueRef wv[4], arow = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){fc_cg_imulc(k, g, t->PB * 4)}, 1, "");
-  for (int v = 0; v < nv; v++) {
-    wv[v] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, g, wstep)}, 1, ""), "");
-    LLVMSetAlignment(wv[v], (unsigned)(4 * w));
-  }
-  for (int i = 0; i < mr; i++) {
-    LLVMValueRef a32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, arow, (LLVMValueRef[]){c64(k, 4 * i)}, 1, ""), "");
-    LLVMSetAlignment(a32, 4);
-    LLVMValueRef a = LLVMBuildBitCast(b, fc_cg_splat(k, a32, (unsigned)w), vb, "");
+  LLVMValueRef wv[2][4] = {{0}}, arow[2] = {0};
+  for (int h = 0; h < n; h++) {
+    arow[h] = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){coff[h]}, 1, "");
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v));
-      LLVMBuildStore(b, fc_i8_dot(k, dot, w, LLVMBuildLoad2(b, vi, p, ""), a, wv[v]), p);
+      wv[h][v] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){woff[h]}, 1, ""), "");
+      LLVMSetAlignment(wv[h][v], (unsigned)(4 * w));
     }
   }
+  for (int i = 0; i < mr; i++) {
+    LLVMValueRef a[2] = {0};
+    for (int h = 0; h < n; h++) {
+      LLVMValueRef a32 = LLVMBuildLoad2(b, i32, LLVMBuildGEP2(b, i8, arow[h], (LLVMValueRef[]){c64(k, 4 * i)}, 1, ""), "");
+      LLVMSetAlignment(a32, 4);
+      a[h] = LLVMBuildBitCast(b, fc_cg_splat(k, a32, (unsigned)w), vb, "");
+    }
+    for (int v = 0; v < nv; v++) {
+      LLVMValueRef p = fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), s = LLVMBuildLoad2(b, vi, p, "");
+      LLVMBuildStore(b, n == 2 ? fc_i8_dot_pair(k, w, s, a[0], wv[0][v], a[1], wv[1][v]) : fc_i8_dot(k, dot, w, s, a[0], wv[0][v]), p);
+    }
+  }
+}
+
+static void k_step(FcKernel *k, const FewPx *f, FcI8Dot dot, LLVMValueRef acc, LLVMValueRef pcol,
+                   const LLVMValueRef *wbase, int64_t wstep, LLVMValueRef g) {
+  LLVMValueRef coff = fc_cg_imulc(k, g, f->t.PB * 4), woff = fc_cg_imulc(k, g, wstep);
+  k_step_n(k, f, dot, acc, pcol, wbase, &coff, &woff, 1);
+}
+
+/* A chunk's quads on vpmaddubsw in cg_quad_pairs.c's order: the tile, the chunk's Col at hcol and its
+ * weights at hw[v] (quad j: + 64j). */
+typedef struct PairedChunk {
+  const FewPx *f;
+  LLVMValueRef acc, hcol;
+  const LLVMValueRef *hw;
+} PairedChunk;
+
+static void paired_step(FcKernel *k, void *ctx, const LLVMValueRef *coff, const LLVMValueRef *woff, int n) {
+  const PairedChunk *pc = ctx;
+  k_step_n(k, pc->f, FC_I8DOT_MADDUBS, pc->acc, pc->hcol, pc->hw, coff, woff, n);
+}
+
+/* Chunk h's n quads on vpmaddubsw (Col at hcol, weights at hw[v]): in the pair table's order where the
+ * kernel has one (the entry of the tile's unit, unit: group · MT + the unit), else one by one. */
+static void chunk_quads(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef hcol, const LLVMValueRef *hw,
+                        LLVMValueRef unit, LLVMValueRef h, int64_t n) {
+  if (f->t.pairs.table) {
+    PairedChunk pc = {f, acc, hcol, hw};
+    fc_quad_pairs_chunk(k, &f->t.pairs, unit, h, n, paired_step, &pc);
+    return;
+  }
+  FcLoop lk;
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, n), 1, "quad");
+  k_step(k, f, FC_I8DOT_MADDUBS, acc, hcol, hw, 64, g);
+  fc_cg_loop_end(k, &lk);
 }
 
 /* Chunk h (of `quads` quads, a constant, so LLVM unrolls its loop) of a tile over a chunked Col
  * (cg_conv_i8.h): its quads with vpmaddubsw against the s8 packing (wbase) where flags[h] says its bytes
  * allow, else its pairs with vpmaddwd against the widened panel (wide_base). */
 static void chunk_k_steps(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
-                          const LLVMValueRef *wide_base, LLVMValueRef h, int64_t quads) {
+                          const LLVMValueRef *wide_base, LLVMValueRef unit, LLVMValueRef h, int64_t quads) {
   const FcConvI8 *t = &f->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
@@ -219,23 +262,37 @@ static void chunk_k_steps(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVal
   FcLoop lk;
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
   for (int v = 0; v < t->g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, quads), 1, "quad");
-  k_step(k, f, FC_I8DOT_MADDUBS, acc, hcol, hw, 64, g);
-  fc_cg_loop_end(k, &lk);
+  chunk_quads(k, f, acc, hcol, hw, unit, h, quads);
   fc_cg_if_end(k, cont);
   cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
   for (int v = 0; v < t->g.nv; v++)
     hw[v] = LLVMBuildGEP2(b, i8, wide_base[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 32 * f->PW * 4)}, 1, "");
-  g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, 2 * quads), 1, "pair");
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, 2 * quads), 1, "pair");
   k_step(k, f, FC_I8DOT_WIDEN, acc, hcol, hw, f->PW * 4, g);
   fc_cg_loop_end(k, &lk);
   fc_cg_if_end(k, cont);
 }
 
-/* The k loop of a tile over a chunked Col: its whole chunks and the last one's real quads. Each chunk
- * first prefetches its share of the tile's pf_lines lines of the next panel's weights. */
+/* Chunk h (of `quads` quads) of a tile: of a chunked Col (chunk_k_steps), or (plain) of plain quads on
+ * vpmaddubsw in the pair table's order. */
+static void chunk_body(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
+                       const LLVMValueRef *wide_base, LLVMValueRef unit, LLVMValueRef h, int64_t quads, bool plain) {
+  if (!plain) {
+    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, unit, h, quads);
+    return;
+  }
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef hw[4] = {0}, hcol = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){fc_cg_imulc(k, h, 64 * f->t.PB)}, 1, "");
+  for (int v = 0; v < f->t.g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
+  chunk_quads(k, f, acc, hcol, hw, unit, h, quads);
+}
+
+/* The k loop of a tile by chunks of 16 quads (chunk_body: a chunked Col's, or plain quads in the pair
+ * table's order): the whole chunks and the last one's real quads. Each chunk first prefetches its share of
+ * the tile's pf_lines lines of the next panel's weights. */
 static void chunked_k_loop(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
-                           const LLVMValueRef *wide_base, LLVMValueRef pf_line) {
+                           const LLVMValueRef *wide_base, LLVMValueRef unit, LLVMValueRef pf_line, bool plain) {
   const FcConvI8 *t = &f->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
@@ -250,13 +307,13 @@ static void chunked_k_loop(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVa
   if (f->KQ % 16) {
     LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, f->KQ / 16), "");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, whole);
-    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, 16);
+    chunk_body(k, f, acc, pcol, wbase, wide_base, unit, h, 16, plain);
     fc_cg_if_end(k, cont);
     cont = fc_cg_if_begin(k, LLVMBuildNot(b, whole, ""));
-    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, f->KQ % 16);
+    chunk_body(k, f, acc, pcol, wbase, wide_base, unit, h, f->KQ % 16, plain);
     fc_cg_if_end(k, cont);
   } else {
-    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, 16);
+    chunk_body(k, f, acc, pcol, wbase, wide_base, unit, h, 16, plain);
   }
   fc_cg_loop_end(k, &lh);
 }
@@ -355,16 +412,24 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
   channel_bases(k, f, grp, pn, c0, cv, wbase, wide_base);
   for (int i = 0; i < mr * nv; i++) LLVMBuildStore(b, LLVMConstNull(vi), fc_cg_tile_at(k, vi, acc, c64(k, i)));
   LLVMValueRef pcol = LLVMBuildGEP2(b, i8, t->cols, (LLVMValueRef[]){fc_cg_imulc(k, p0, 4)}, 1, "");
+  /* the pair table's row: the tile's channels lie in one unit of 16 (t->pairs set only then) */
+  LLVMValueRef unit = fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), LLVMBuildSDiv(b, cv[0], c64(k, 16), ""));
+  bool paired = t->pairs.table != NULL;
   if (t->chunked) {
     /* an image without a WIDEN chunk has its Col as plain quads (interleave_chunks) */
     LLVMValueRef any = LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH)}, 1, "");
     LLVMValueRef mixed = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, i8, any, ""), LLVMConstInt(i8, 0, 0), "");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, mixed);
-    chunked_k_loop(k, f, acc, pcol, wbase, wide_base, pf_line);
+    chunked_k_loop(k, f, acc, pcol, wbase, wide_base, unit, pf_line, false);
     fc_cg_if_end(k, cont);
     cont = fc_cg_if_begin(k, LLVMBuildNot(b, mixed, ""));
-    plain_k_loop(k, f, FC_I8DOT_MADDUBS, f->KQ, 64, acc, pcol, wbase, pf_line);
+    if (paired)
+      chunked_k_loop(k, f, acc, pcol, wbase, wide_base, unit, pf_line, true);
+    else
+      plain_k_loop(k, f, FC_I8DOT_MADDUBS, f->KQ, 64, acc, pcol, wbase, pf_line);
     fc_cg_if_end(k, cont);
+  } else if (paired) {
+    chunked_k_loop(k, f, acc, pcol, wbase, wide_base, unit, pf_line, true);
   } else {
     plain_k_loop(k, f, t->g.dot, t->KG, t->sext ? f->PW * 4 : 64, acc, pcol, wbase, pf_line);
   }
@@ -517,8 +582,15 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
     return fc_cg_error(k, FC_ERR_LIMIT, "the few-pixel int8 conv's blocks are too large");
   }
   flags_at = round_up(end > t->col_bytes + wide_bytes ? end : t->col_bytes + wide_bytes, 64);
-  int8_t *pk = pack_weights(&f, &bytes);
+  /* the pair table follows the packing where it pays on some variant (the same bytes for all); this one
+   * reads it where its dot is vpmaddubsw and its tiles lie inside units of 16 channels */
+  int64_t pair_bytes = 0;
+  uint8_t *pairs = fc_quad_pairs_plan(&t->q, c, &pair_bytes);
+  int8_t *pk = pack_weights(&f, pairs, pair_bytes, &bytes);
   f.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
+  if (pairs && t->g.dot == FC_I8DOT_MADDUBS && nr <= 16)
+    t->pairs = fc_quad_pairs_use(k, c, f.wp, f.wbytes + 8 * c->G * f.MT * 16, t->PB * 4, 64);
+  free(pairs);
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->P * (double)f.PW * (double)c->K);
   fc_conv_i8_cols_tables(k, t);

@@ -109,6 +109,20 @@ LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LL
   }
 }
 
+LLVMValueRef fc_i8_dot_pair(FcKernel *k, int lanes, LLVMValueRef acc, LLVMValueRef a0, LLVMValueRef b0, LLVMValueRef a1,
+                           LLVMValueRef b1) {
+  LLVMBuilderRef bld = k->b;
+  bool z = lanes == 16;
+  LLVMTypeRef vb = LLVMVectorType(LLVMInt8TypeInContext(k->ctx), (unsigned)(4 * lanes));
+  LLVMTypeRef vw = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)(2 * lanes));
+  const char *maddubs = z ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw";
+  LLVMValueRef ab0[2] = {LLVMBuildBitCast(bld, a0, vb, ""), LLVMBuildBitCast(bld, b0, vb, "")};
+  LLVMValueRef ab1[2] = {LLVMBuildBitCast(bld, a1, vb, ""), LLVMBuildBitCast(bld, b1, vb, "")};
+  LLVMValueRef sum = LLVMBuildAdd(bld, fc_cg_intrinsic(k, maddubs, NULL, ab0, 2), fc_cg_intrinsic(k, maddubs, NULL, ab1, 2), "");
+  LLVMValueRef pw[2] = {sum, fc_cg_splat_const(vw, LLVMConstInt(LLVMInt16TypeInContext(k->ctx), 1, 0))};
+  return LLVMBuildAdd(bld, acc, fc_cg_intrinsic(k, z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd", NULL, pw, 2), "");
+}
+
 LLVMValueRef fc_i8_quad_widen(FcKernel *k, LLVMValueRef q32, int lanes, bool sign) {
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef vb = LLVMVectorType(LLVMInt8TypeInContext(k->ctx), (unsigned)(2 * lanes));

@@ -1,0 +1,165 @@
+/* cg_quad_pairs.c — vpmaddubsw on two k quads at once where their sums cannot leave i16: the dual and
+ * pair-exact dots of the quantised GEMM convs (kernel_conv_i8.c, kernel_conv_i8_few_pixels.c) without VNNI.
+ *
+ * vpmaddubsw leaves per i16 lane the sum of two u8 × s8 products, and vpmaddwd with ones adds lane pairs into
+ * i32: three instructions per 4 k (two on the multiply ports). Two quads q0, q1 whose i16 lanes may be added
+ * first (vpaddw) take five for 8 k, three of them multiplies: a sixth fewer instructions and a quarter fewer
+ * multiplies. vpaddw wraps, so the sum is exact where every lane's true value fits i16: lane L of channel c
+ * holds Σ x·w over the bytes 2L, 2L + 1 of both quads, with x in [0, A] (A: 127 on the bytes the dual
+ * kernels run vpmaddubsw on, the type's largest u8 value where pairs are exact anyway), so it lies in
+ * [-A·S-, A·S+] with S+ (S-) the sum of those four weights' positive parts (magnitudes of negative parts):
+ * A·S+ <= 32767 and A·S- <= 32768 make it exact, whatever the activations. The weights are constants, so
+ * which quads may pair is decided here, at compile time, for the 16 channels of a unit (the channel tiles of
+ * both kernels lie inside one), within each chunk of 16 quads (the chunked Col's unit of layout, so the dual
+ * kernels' mixed chunks keep their own dots): a greedy matching that takes the quad with the fewest partners
+ * first, which pairs all of a chunk's quads in real networks' wide layers (MobileNetV2's 7-bit QDQ model:
+ * nearly every quad of its 1×1 convs of K >= 64; a quarter to nine tenths at K = 16..32).
+ *
+ * Where three quarters of the quads pair or more, the table follows the packed weights in their constant,
+ * the same bytes for every CPU variant of an artefact (the VNNI and AMX ones ignore it; the decision depends
+ * on the weights and the activations' type alone): per (group, unit, chunk) entry e, 16 bytes of quad indices
+ * within the chunk, the pairs first (2j, 2j + 1 for j < np), then the single quads; then one byte per entry,
+ * np. fc_quad_pairs_chunk emits a chunk's k loop from it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_conv_i8.h"
+
+/* w' of channel m (of q's [channels, K] matrix), k, or 0 past K. */
+static int weight_at(const FcQuantProduct *q, int64_t m, int64_t kk) { return kk < q->K ? q->w[m * q->K + kk] : 0; }
+
+/* Quads a and b of channel m may share an i16 lane: both lanes' sums stay within i16 for x in [0, xbound]. */
+static bool quads_pair(const FcQuantProduct *q, int64_t m, int64_t a, int64_t b, int xbound) {
+  for (int lane = 0; lane < 2; lane++) {
+    int64_t pos = 0, neg = 0;
+    for (int j = 0; j < 2; j++) {
+      int wa = weight_at(q, m, 4 * a + 2 * lane + j), wb = weight_at(q, m, 4 * b + 2 * lane + j);
+      pos += (wa > 0 ? wa : 0) + (wb > 0 ? wb : 0);
+      neg += (wa < 0 ? -wa : 0) + (wb < 0 ? -wb : 0);
+    }
+    if (pos * xbound > 32767 || neg * xbound > 32768) return false;
+  }
+  return true;
+}
+
+/* One entry: the chunk's n quads (from q0) for channels [m0, m1): the order and the pair count. */
+static int plan_chunk(const FcQuantProduct *q, int64_t m0, int64_t m1, int64_t q0, int n, int xbound,
+                      uint8_t *order) {
+  uint16_t ok[16] = {0}; /* ok[i] bit j: quads i and j pair for every channel */
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) {
+      bool all = true;
+      for (int64_t m = m0; m < m1 && all; m++) all = quads_pair(q, m, q0 + i, q0 + j, xbound);
+      if (all) ok[i] |= (uint16_t)(1u << j), ok[j] |= (uint16_t)(1u << i);
+    }
+  uint16_t left = (uint16_t)((1u << n) - 1);
+  int np = 0;
+  for (;;) {
+    /* the unpaired quad with the fewest unpaired partners, with its partner of fewest partners */
+    int best = -1, best_deg = 17;
+    for (int i = 0; i < n; i++) {
+      int deg = __builtin_popcount(ok[i] & left);
+      if ((left >> i & 1) && deg > 0 && deg < best_deg) best = i, best_deg = deg;
+    }
+    if (best < 0) break;
+    int mate = -1, mate_deg = 17;
+    for (int j = 0; j < n; j++) {
+      int deg = __builtin_popcount(ok[j] & left);
+      if ((ok[best] & left) >> j & 1 && deg < mate_deg) mate = j, mate_deg = deg;
+    }
+    order[2 * np] = (uint8_t)best;
+    order[2 * np + 1] = (uint8_t)mate;
+    np++;
+    left &= (uint16_t) ~((1u << best) | (1u << mate));
+  }
+  int at = 2 * np;
+  for (int i = 0; i < n; i++)
+    if (left >> i & 1) order[at++] = (uint8_t)i;
+  return np;
+}
+
+/* The largest activation byte q's vpmaddubsw dots meet: the type's where fc_qp_pairs_exact holds, 127 for the
+ * dual kernels' narrow bytes; 0 where they never run vpmaddubsw. */
+static int activation_bound(const FcQuantProduct *q) {
+  if (!q->w8) return 0;
+  if (fc_qp_pairs_exact(q)) return q->xmax;
+  return fc_qp_narrow_at_run_time(q) ? 127 : 0;
+}
+
+uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *bytes) {
+  int xbound = activation_bound(q);
+  if (!xbound) return NULL;
+  int64_t units = (c->Mg + 15) / 16, KQ = (c->K + 3) / 4, chunks = (KQ + 15) / 16;
+  int64_t entries = c->G * units * chunks, paired = 0;
+  *bytes = entries * (FC_QUAD_PAIRS_ENTRY + 1);
+  uint8_t *table = calloc((size_t)*bytes, 1);
+  if (!table) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t g = 0; g < c->G; g++)
+    for (int64_t u = 0; u < units; u++)
+      for (int64_t h = 0; h < chunks; h++) {
+        int64_t e = (g * units + u) * chunks + h, m0 = g * c->Mg + u * 16;
+        int64_t m1 = m0 + 16 < (g + 1) * c->Mg ? m0 + 16 : (g + 1) * c->Mg;
+        int n = (int)(KQ - 16 * h < 16 ? KQ - 16 * h : 16);
+        int np = plan_chunk(q, m0, m1, 16 * h, n, xbound, table + e * FC_QUAD_PAIRS_ENTRY);
+        table[entries * FC_QUAD_PAIRS_ENTRY + e] = (uint8_t)np;
+        paired += 2 * np;
+      }
+  /* the table's loops cost about what the pairs save where a third of the quads stay single (MobileNetV2's
+   * K = 24: 4 of 6 paired, 10% slower; K = 32, 5 of 6 or more: 6-8% faster) */
+  if (4 * paired < 3 * c->G * units * KQ) {
+    free(table);
+    return NULL;
+  }
+  return table;
+}
+
+FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, LLVMValueRef wp, int64_t at, int64_t col_stride,
+                              int64_t w_stride) {
+  int64_t units = (c->Mg + 15) / 16, chunks = ((c->K + 3) / 4 + 15) / 16;
+  FcQuadPairs p = {NULL, NULL, c->G * units * chunks, chunks};
+  p.table = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), wp, (LLVMValueRef[]){fc_cg_const_i64(k, at)}, 1, "pairs");
+  int64_t offs[32];
+  for (int q = 0; q < 16; q++) offs[q] = q * col_stride, offs[16 + q] = q * w_stride;
+  p.offsets = fc_cg_i64_table(k, offs, 32, "pair_offsets");
+  return p;
+}
+
+/* Quad j of the entry at order (an i64 index): its Col and weight offsets, by loads alone (the quad's index,
+ * then the two from the offset table), which keep the integer multiply and shift ports free for the dots. */
+static void quad_offsets(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLVMValueRef j, LLVMValueRef *coff,
+                         LLVMValueRef *woff) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
+  LLVMValueRef q = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, order, &j, 1, ""), ""), i64, "");
+  *coff = fc_cg_load(k, FC_DT_I64, p->offsets, q);
+  *woff = fc_cg_load(k, FC_DT_I64, p->offsets, fc_cg_iadd(k, q, fc_cg_const_i64(k, 16)));
+}
+
+/* Pair j of the entry at order. */
+static void pair_step(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLVMValueRef j, FcQuadStep step,
+                       void *ctx) {
+  LLVMValueRef coff[2], woff[2];
+  for (int i = 0; i < 2; i++)
+    quad_offsets(k, p, order, fc_cg_iadd(k, fc_cg_imulc(k, j, 2), fc_cg_const_i64(k, i)), &coff[i], &woff[i]);
+  step(k, ctx, coff, woff, 2);
+}
+
+void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, int64_t n,
+                         FcQuadStep step, void *ctx) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
+  LLVMValueRef e = fc_cg_iadd(k, fc_cg_imulc(k, unit, p->chunks), h);
+  LLVMValueRef order = LLVMBuildGEP2(b, i8, p->table, (LLVMValueRef[]){fc_cg_imulc(k, e, FC_QUAD_PAIRS_ENTRY)}, 1, "");
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_const_i64(k, p->entries * FC_QUAD_PAIRS_ENTRY), e);
+  LLVMValueRef np = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, p->table, &at, 1, ""), ""), i64, "");
+  FcLoop lp, ls;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lp, fc_cg_const_i64(k, 0), np, 1, "qpair");
+  pair_step(k, p, order, j, step, ctx);
+  fc_cg_loop_end(k, &lp);
+  j = fc_cg_loop_begin(k, &ls, fc_cg_imulc(k, np, 2), fc_cg_const_i64(k, n), 1, "qsingle");
+  LLVMValueRef coff, woff;
+  quad_offsets(k, p, order, j, &coff, &woff);
+  step(k, ctx, &coff, &woff, 1);
+  fc_cg_loop_end(k, &ls);
+}
