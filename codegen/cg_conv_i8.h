@@ -23,8 +23,8 @@ bool fc_conv2_of(const FcOp *op, FcConv2 *c);
 
 /* cg_quad_pairs.c (its top comment): which k quads vpmaddubsw may take two at a time, per (group, unit of 16
  * channels, chunk of 16 quads), as a table after a packing's weights: entries of FC_QUAD_PAIRS_ENTRY bytes
- * (the chunk's quad indices, pairs first), then one byte per entry (its pairs). */
-enum { FC_QUAD_PAIRS_ENTRY = 16 };
+ * (the chunk's quad indices, two a byte, pairs first), then one byte per entry (its pairs). */
+enum { FC_QUAD_PAIRS_ENTRY = 8 };
 typedef struct FcQuadPairs {
   LLVMValueRef table;      /* in the packed constant */
   LLVMValueRef offsets;    /* i64 × 32: quad j's Col offset (j < 16), then its weights' (fc_quad_pairs_use) */

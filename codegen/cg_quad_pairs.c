@@ -17,9 +17,9 @@
  *
  * Where three quarters of the quads pair or more, the table follows the packed weights in their constant,
  * the same bytes for every CPU variant of an artefact (the VNNI and AMX ones ignore it; the decision depends
- * on the weights and the activations' type alone): per (group, unit, chunk) entry e, 16 bytes of quad indices
- * within the chunk, the pairs first (2j, 2j + 1 for j < np), then the single quads; then one byte per entry,
- * np. fc_quad_pairs_chunk emits a chunk's k loop from it.
+ * on the weights and the activations' type alone): per (group, unit, chunk) entry e, 8 bytes of quad indices
+ * within the chunk, two a byte (low nibble first), the pairs first (pair j: byte j), then the single quads;
+ * then one byte per entry, np. fc_quad_pairs_chunk emits a chunk's k loop from it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +101,10 @@ uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *
         int64_t e = (g * units + u) * chunks + h, m0 = g * c->Mg + u * 16;
         int64_t m1 = m0 + 16 < (g + 1) * c->Mg ? m0 + 16 : (g + 1) * c->Mg;
         int n = (int)(KQ - 16 * h < 16 ? KQ - 16 * h : 16);
-        int np = plan_chunk(q, m0, m1, 16 * h, n, xbound, table + e * FC_QUAD_PAIRS_ENTRY);
+        uint8_t order[16], *enc = table + e * FC_QUAD_PAIRS_ENTRY;
+        int np = plan_chunk(q, m0, m1, 16 * h, n, xbound, order);
+        for (int i = 0; i < n; i++) /* two quad indices a byte: the pairs', then the singles' */
+          enc[i / 2] |= (uint8_t)(order[i] << (4 * (i % 2)));
         table[entries * FC_QUAD_PAIRS_ENTRY + e] = (uint8_t)np;
         paired += 2 * np;
       }
@@ -125,23 +128,32 @@ FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, LLVMValueRef wp, in
   return p;
 }
 
-/* Quad j of the entry at order (an i64 index): its Col and weight offsets, by loads alone (the quad's index,
- * then the two from the offset table), which keep the integer multiply and shift ports free for the dots. */
-static void quad_offsets(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLVMValueRef j, LLVMValueRef *coff,
+/* Quad i of the entry at order (an i64 index: nibble i % 2 of byte i / 2): its Col and weight offsets, from
+ * the offset table (loads, which keep the integer multiply port free for the dots). */
+static void quad_offsets(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLVMValueRef i, LLVMValueRef *coff,
                          LLVMValueRef *woff) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
-  LLVMValueRef q = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, order, &j, 1, ""), ""), i64, "");
+  LLVMValueRef at = LLVMBuildLShr(b, i, fc_cg_const_i64(k, 1), "");
+  LLVMValueRef byte = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, order, &at, 1, ""), ""), i64, "");
+  LLVMValueRef sh = LLVMBuildShl(b, LLVMBuildAnd(b, i, fc_cg_const_i64(k, 1), ""), fc_cg_const_i64(k, 2), "");
+  LLVMValueRef q = LLVMBuildAnd(b, LLVMBuildLShr(b, byte, sh, ""), fc_cg_const_i64(k, 15), "");
   *coff = fc_cg_load(k, FC_DT_I64, p->offsets, q);
   *woff = fc_cg_load(k, FC_DT_I64, p->offsets, fc_cg_iadd(k, q, fc_cg_const_i64(k, 16)));
 }
 
-/* Pair j of the entry at order. */
+/* Pair j of the entry at order: byte j, its low nibble and its high one. */
 static void pair_step(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLVMValueRef j, FcQuadStep step,
-                       void *ctx) {
+                      void *ctx) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
+  LLVMValueRef byte = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, order, &j, 1, ""), ""), i64, "");
+  LLVMValueRef q[2] = {LLVMBuildAnd(b, byte, fc_cg_const_i64(k, 15), ""), LLVMBuildLShr(b, byte, fc_cg_const_i64(k, 4), "")};
   LLVMValueRef coff[2], woff[2];
-  for (int i = 0; i < 2; i++)
-    quad_offsets(k, p, order, fc_cg_iadd(k, fc_cg_imulc(k, j, 2), fc_cg_const_i64(k, i)), &coff[i], &woff[i]);
+  for (int i = 0; i < 2; i++) {
+    coff[i] = fc_cg_load(k, FC_DT_I64, p->offsets, q[i]);
+    woff[i] = fc_cg_load(k, FC_DT_I64, p->offsets, fc_cg_iadd(k, q[i], fc_cg_const_i64(k, 16)));
+  }
   step(k, ctx, coff, woff, 2);
 }
 
