@@ -27,22 +27,23 @@ bool fc_conv2_of(const FcOp *op, FcConv2 *c);
 enum { FC_QUAD_PAIRS_ENTRY = 8 };
 typedef struct FcQuadPairs {
   LLVMValueRef table;      /* in the packed constant */
-  LLVMValueRef offsets;    /* i64 × 32: quad j's Col offset (j < 16), then its weights' (fc_quad_pairs_use) */
+  LLVMValueRef offsets;    /* i32 × 32: quad j's Col offset (j < 16), then its weights' (fc_quad_pairs_use) */
   int64_t entries, chunks; /* G · units · chunks; chunks of 16 quads a channel */
+  bool singles;            /* some entry has single quads */
 } FcQuadPairs;
 /* The table for q's weights (chan_axis 0) of conv c and the activations its vpmaddubsw dots meet (the type's
  * range where fc_qp_pairs_exact holds, 7 bits where the dual kernels choose it at run time), malloc'd,
  * *bytes long; NULL where no kernel runs vpmaddubsw or fewer than three quarters of the quads pair. Depends
  * on q and c alone, so every variant of a packing appends the same bytes. */
 uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *bytes);
-/* The planned table at wp + at (in the kernel's packed constant) as the kernel reads it, a chunk's quad j at
- * col_stride·j bytes into its Col and w_stride·j into its weights. */
-FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, LLVMValueRef wp, int64_t at, int64_t col_stride,
-                              int64_t w_stride);
-/* Emits chunk h's k loop (n quads, a constant) of entry row `unit` (group · units + unit): step(.., 2) per
- * pair, then step(.., 1) per single quad, with the quads' Col and weight offsets (i64) in the chunk. */
+/* The planned table (also at wp + at, in the kernel's packed constant) as the kernel reads it, a chunk's quad
+ * j at col_stride·j bytes into its Col and w_stride·j into its weights (both below 2^31 / 16). */
+FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, const uint8_t *table, LLVMValueRef wp, int64_t at,
+                              int64_t col_stride, int64_t w_stride);
+/* Emits chunk h's k loop (n quads, an i64) of entry row `unit` (group · units + unit): step(.., 2) per pair,
+ * then step(.., 1) per single quad, with the quads' Col and weight offsets (i64) in the chunk. */
 typedef void (*FcQuadStep)(FcKernel *k, void *ctx, const LLVMValueRef *coff, const LLVMValueRef *woff, int n);
-void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, int64_t n,
+void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, LLVMValueRef n,
                          FcQuadStep step, void *ctx);
 
 typedef struct FcConvI8 {

@@ -117,15 +117,28 @@ uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *
   return table;
 }
 
-FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, LLVMValueRef wp, int64_t at, int64_t col_stride,
-                              int64_t w_stride) {
-  int64_t units = (c->Mg + 15) / 16, chunks = ((c->K + 3) / 4 + 15) / 16;
-  FcQuadPairs p = {NULL, NULL, c->G * units * chunks, chunks};
+FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, const uint8_t *table, LLVMValueRef wp, int64_t at,
+                              int64_t col_stride, int64_t w_stride) {
+  int64_t units = (c->Mg + 15) / 16, KQ = (c->K + 3) / 4, chunks = (KQ + 15) / 16;
+  FcQuadPairs p = {NULL, NULL, c->G * units * chunks, chunks, false};
+  for (int64_t e = 0; e < p.entries; e++) {
+    int64_t h = e % chunks, n = KQ - 16 * h < 16 ? KQ - 16 * h : 16;
+    p.singles |= 2 * table[p.entries * FC_QUAD_PAIRS_ENTRY + e] < n;
+  }
   p.table = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), wp, (LLVMValueRef[]){fc_cg_const_i64(k, at)}, 1, "pairs");
-  int64_t offs[32];
-  for (int q = 0; q < 16; q++) offs[q] = q * col_stride, offs[16 + q] = q * w_stride;
-  p.offsets = fc_cg_i64_table(k, offs, 32, "pair_offsets");
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMValueRef offs[32];
+  for (int q = 0; q < 16; q++) {
+    offs[q] = LLVMConstInt(i32, (unsigned long long)(q * col_stride), 1);
+    offs[16 + q] = LLVMConstInt(i32, (unsigned long long)(q * w_stride), 1);
+  }
+  p.offsets = fc_cg_const_table(k, i32, offs, 32, "pair_offsets");
   return p;
+}
+
+/* Entry q of the offset table (i64). */
+static LLVMValueRef offset_at(FcKernel *k, const FcQuadPairs *p, LLVMValueRef q) {
+  return LLVMBuildSExt(k->b, fc_cg_load(k, FC_DT_I32, p->offsets, q), LLVMInt64TypeInContext(k->ctx), "");
 }
 
 /* Quad i of the entry at order (an i64 index: nibble i % 2 of byte i / 2): its Col and weight offsets, from
@@ -138,8 +151,8 @@ static void quad_offsets(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, 
   LLVMValueRef byte = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, order, &at, 1, ""), ""), i64, "");
   LLVMValueRef sh = LLVMBuildShl(b, LLVMBuildAnd(b, i, fc_cg_const_i64(k, 1), ""), fc_cg_const_i64(k, 2), "");
   LLVMValueRef q = LLVMBuildAnd(b, LLVMBuildLShr(b, byte, sh, ""), fc_cg_const_i64(k, 15), "");
-  *coff = fc_cg_load(k, FC_DT_I64, p->offsets, q);
-  *woff = fc_cg_load(k, FC_DT_I64, p->offsets, fc_cg_iadd(k, q, fc_cg_const_i64(k, 16)));
+  *coff = offset_at(k, p, q);
+  *woff = offset_at(k, p, fc_cg_iadd(k, q, fc_cg_const_i64(k, 16)));
 }
 
 /* Pair j of the entry at order: byte j, its low nibble and its high one. */
@@ -151,13 +164,13 @@ static void pair_step(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLV
   LLVMValueRef q[2] = {LLVMBuildAnd(b, byte, fc_cg_const_i64(k, 15), ""), LLVMBuildLShr(b, byte, fc_cg_const_i64(k, 4), "")};
   LLVMValueRef coff[2], woff[2];
   for (int i = 0; i < 2; i++) {
-    coff[i] = fc_cg_load(k, FC_DT_I64, p->offsets, q[i]);
-    woff[i] = fc_cg_load(k, FC_DT_I64, p->offsets, fc_cg_iadd(k, q[i], fc_cg_const_i64(k, 16)));
+    coff[i] = offset_at(k, p, q[i]);
+    woff[i] = offset_at(k, p, fc_cg_iadd(k, q[i], fc_cg_const_i64(k, 16)));
   }
   step(k, ctx, coff, woff, 2);
 }
 
-void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, int64_t n,
+void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, LLVMValueRef n,
                          FcQuadStep step, void *ctx) {
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
@@ -169,7 +182,8 @@ void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, L
   LLVMValueRef j = fc_cg_loop_begin(k, &lp, fc_cg_const_i64(k, 0), np, 1, "qpair");
   pair_step(k, p, order, j, step, ctx);
   fc_cg_loop_end(k, &lp);
-  j = fc_cg_loop_begin(k, &ls, fc_cg_imulc(k, np, 2), fc_cg_const_i64(k, n), 1, "qsingle");
+  if (!p->singles) return; /* no code for single quads where the table has none */
+  j = fc_cg_loop_begin(k, &ls, fc_cg_imulc(k, np, 2), n, 1, "qsingle");
   LLVMValueRef coff, woff;
   quad_offsets(k, p, order, j, &coff, &woff);
   step(k, ctx, &coff, &woff, 1);

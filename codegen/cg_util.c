@@ -506,6 +506,12 @@ LLVMValueRef fc_cg_tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMVa
 LLVMValueRef fc_cg_const_table(FcKernel *k, LLVMTypeRef t, LLVMValueRef *vals, int64_t n, const char *name) {
   if (n == 0) vals[n++] = LLVMConstNull(t);
   LLVMValueRef init = LLVMConstArray2(t, vals, (uint64_t)n);
+  /* LLVM uniques constant arrays, so an equal table has this very initializer: one global for both keeps
+   * the kernels that read it textually equal (ops of one shape then share one function, cg_module.c) */
+  for (LLVMValueRef g = LLVMGetFirstGlobal(k->mod); g; g = LLVMGetNextGlobal(g))
+    if (LLVMGetInitializer(g) == init && LLVMIsGlobalConstant(g) && LLVMGetLinkage(g) == LLVMPrivateLinkage &&
+        LLVMGetAlignment(g) == 64)
+      return g;
   LLVMValueRef g = LLVMAddGlobal(k->mod, LLVMTypeOf(init), name);
   LLVMSetInitializer(g, init);
   LLVMSetGlobalConstant(g, 1);

@@ -282,7 +282,7 @@ LLVMValueRef fc_cg_entry_alloca(FcKernel *k, LLVMTypeRef t, const char *name);
 LLVMValueRef fc_cg_tile_new(FcKernel *k, LLVMTypeRef t, int64_t n, const char *name);
 LLVMValueRef fc_cg_tile_at(FcKernel *k, LLVMTypeRef t, LLVMValueRef tile, LLVMValueRef i);
 /* A private constant global array of the n constants vals of type t (vals must have room for one
- * element when n == 0: an empty table holds one zero). */
+ * element when n == 0: an empty table holds one zero); an equal table made before is returned instead. */
 LLVMValueRef fc_cg_const_table(FcKernel *k, LLVMTypeRef t, LLVMValueRef *vals, int64_t n, const char *name);
 /* A private constant i64 table; elements are read with fc_cg_load(k, FC_DT_I64, table, i). */
 LLVMValueRef fc_cg_i64_table(FcKernel *k, const int64_t *v, int64_t n, const char *name);

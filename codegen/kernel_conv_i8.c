@@ -899,17 +899,17 @@ static void paired_step(FcKernel *k, void *ctx, const LLVMValueRef *coff, const 
 }
 
 /* Chunk h's quads (n of them) on vpmaddubsw: in the pair table's order where the tile has one (its unit's
- * entry: channel tile ct16 of group grp), else one by one. */
+ * entry: channel tile ct16 of group grp) and `paired` asks for it, else one by one. */
 static void chunk_quads(FcKernel *k, const KStep *ks, LLVMValueRef grp, LLVMValueRef ct16, LLVMValueRef h,
-                        LLVMValueRef g0, LLVMValueRef hrow, int64_t n) {
+                        LLVMValueRef g0, LLVMValueRef hrow, LLVMValueRef n, bool paired) {
   const FcConvI8 *t = ks->t;
-  if (t->pairs.table) {
+  if (paired && t->pairs.table) {
     PairedChunk pc = {ks, fc_cg_imulc(k, g0, t->PB * 4), hrow};
     fc_quad_pairs_chunk(k, &t->pairs, fc_cg_iadd(k, fc_cg_imulc(k, grp, t->MT), ct16), h, n, paired_step, &pc);
     return;
   }
   FcLoop lq;
-  LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, n), 1, "quad");
+  LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), n, 1, "quad");
   k_step(k, ks, fc_cg_iadd(k, g0, qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
   fc_cg_loop_end(k, &lq);
 }
@@ -980,7 +980,8 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
       ks.dot = FC_I8DOT_MADDUBS;
       ks.wp = a->wp;
       ks.wchan = 64;
-      chunk_quads(k, &ks, a->grp, t16, h, g0, fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), quads);
+      /* (a block with a WIDEN chunk is rare: its quads one by one, which keeps the code smaller) */
+      chunk_quads(k, &ks, a->grp, t16, h, g0, fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), c64(k, quads), false);
       fc_cg_if_end(k, cont);
       cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
       ks.dot = FC_I8DOT_WIDEN;
@@ -1011,15 +1012,25 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
      * real ones), so the addresses are plain increments */
     LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
     LLVMValueRef wtile = fc_cg_iadd(k, a->wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t->NH * 1024), fc_cg_imulc(k, r16, 64)));
-    if (t->KG >= 16) {
+    if (t->pairs.table) {
+      /* the pair table's order, every chunk (the last over its real quads) by one loop */
       FcLoop lh;
-      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
-      chunk_quads(k, &ks, a->grp, t16, h, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), 16);
+      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->NH), 1, "chunk");
+      LLVMValueRef n = fc_cg_smin(k, c64(k, 16), fc_cg_isub(k, c64(k, t->KG), fc_cg_imulc(k, h, 16)));
+      chunk_quads(k, &ks, a->grp, t16, h, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), n, true);
       fc_cg_loop_end(k, &lh);
+    } else {
+      if (t->KG >= 16) {
+        FcLoop lh;
+        LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
+        chunk_quads(k, &ks, a->grp, t16, h, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)),
+                    c64(k, 16), false);
+        fc_cg_loop_end(k, &lh);
+      }
+      if (t->KG % 16)
+        chunk_quads(k, &ks, a->grp, t16, c64(k, t->KG / 16), c64(k, t->KG / 16 * 16),
+                    fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024)), c64(k, t->KG % 16), false);
     }
-    if (t->KG % 16)
-      chunk_quads(k, &ks, a->grp, t16, c64(k, t->KG / 16), c64(k, t->KG / 16 * 16),
-                  fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024)), t->KG % 16);
   }
 
   /* requantise: one multiplier per channel row (rows past the group read its last channel); the correction
@@ -1289,7 +1300,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   uint8_t *pairs = t.wide16 ? NULL : fc_quad_pairs_plan(&t.q, c, &pair_bytes);
   int8_t *pk = pack_weights(&t, wbytes, pairs, pair_bytes, &bytes);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
-  if (pairs && t.g.dot == FC_I8DOT_MADDUBS) t.pairs = fc_quad_pairs_use(k, c, wp, wbytes + 8 * c->M, t.PB * 4, 4);
+  if (pairs && t.g.dot == FC_I8DOT_MADDUBS) t.pairs = fc_quad_pairs_use(k, c, pairs, wp, wbytes + 8 * c->M, t.PB * 4, 4);
   free(pairs);
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);

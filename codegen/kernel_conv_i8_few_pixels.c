@@ -232,26 +232,11 @@ static void paired_step(FcKernel *k, void *ctx, const LLVMValueRef *coff, const 
   k_step_n(k, pc->f, FC_I8DOT_MADDUBS, pc->acc, pc->hcol, pc->hw, coff, woff, n);
 }
 
-/* Chunk h's n quads on vpmaddubsw (Col at hcol, weights at hw[v]): in the pair table's order where the
- * kernel has one (the entry of the tile's unit, unit: group · MT + the unit), else one by one. */
-static void chunk_quads(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef hcol, const LLVMValueRef *hw,
-                        LLVMValueRef unit, LLVMValueRef h, int64_t n) {
-  if (f->t.pairs.table) {
-    PairedChunk pc = {f, acc, hcol, hw};
-    fc_quad_pairs_chunk(k, &f->t.pairs, unit, h, n, paired_step, &pc);
-    return;
-  }
-  FcLoop lk;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, n), 1, "quad");
-  k_step(k, f, FC_I8DOT_MADDUBS, acc, hcol, hw, 64, g);
-  fc_cg_loop_end(k, &lk);
-}
-
 /* Chunk h (of `quads` quads, a constant, so LLVM unrolls its loop) of a tile over a chunked Col
  * (cg_conv_i8.h): its quads with vpmaddubsw against the s8 packing (wbase) where flags[h] says its bytes
  * allow, else its pairs with vpmaddwd against the widened panel (wide_base). */
 static void chunk_k_steps(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
-                          const LLVMValueRef *wide_base, LLVMValueRef unit, LLVMValueRef h, int64_t quads) {
+                          const LLVMValueRef *wide_base, LLVMValueRef h, int64_t quads) {
   const FcConvI8 *t = &f->t;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
@@ -262,7 +247,11 @@ static void chunk_k_steps(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVal
   FcLoop lk;
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
   for (int v = 0; v < t->g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
-  chunk_quads(k, f, acc, hcol, hw, unit, h, quads);
+  /* (an image with a WIDEN chunk is rare: its quads one by one, which keeps the code smaller) */
+  FcLoop lq;
+  LLVMValueRef q = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, quads), 1, "quad");
+  k_step(k, f, FC_I8DOT_MADDUBS, acc, hcol, hw, 64, q);
+  fc_cg_loop_end(k, &lq);
   fc_cg_if_end(k, cont);
   cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
   for (int v = 0; v < t->g.nv; v++)
@@ -273,24 +262,10 @@ static void chunk_k_steps(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVal
   fc_cg_if_end(k, cont);
 }
 
-/* Chunk h (of `quads` quads) of a tile: of a chunked Col (chunk_k_steps), or (plain) of plain quads on
- * vpmaddubsw in the pair table's order. */
-static void chunk_body(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
-                       const LLVMValueRef *wide_base, LLVMValueRef unit, LLVMValueRef h, int64_t quads, bool plain) {
-  if (!plain) {
-    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, unit, h, quads);
-    return;
-  }
-  LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
-  LLVMValueRef hw[4] = {0}, hcol = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){fc_cg_imulc(k, h, 64 * f->t.PB)}, 1, "");
-  for (int v = 0; v < f->t.g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
-  chunk_quads(k, f, acc, hcol, hw, unit, h, quads);
-}
-
-/* The k loop of a tile by chunks of 16 quads (chunk_body: a chunked Col's, or plain quads in the pair
- * table's order): the whole chunks and the last one's real quads. Each chunk first prefetches its share of
- * the tile's pf_lines lines of the next panel's weights. */
+/* The k loop of a tile by chunks of 16 quads: a chunked Col's (chunk_k_steps: the whole chunks, then the last
+ * one's real quads), or (plain) plain quads on vpmaddubsw in the pair table's order (every chunk by one loop;
+ * unit: the table's row, group · MT + the tile's unit). Each chunk first prefetches its share of the tile's
+ * pf_lines lines of the next panel's weights. */
 static void chunked_k_loop(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef pcol, const LLVMValueRef *wbase,
                            const LLVMValueRef *wide_base, LLVMValueRef unit, LLVMValueRef pf_line, bool plain) {
   const FcConvI8 *t = &f->t;
@@ -304,16 +279,22 @@ static void chunked_k_loop(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVa
     LLVMValueRef line = fc_cg_smin(k, fc_cg_iadd(k, pf_line, nth), c64(k, f->lines - 1));
     prefetch_l2(k, LLVMBuildGEP2(b, i8, f->wp, (LLVMValueRef[]){fc_cg_imulc(k, line, 64)}, 1, ""));
   }
-  if (f->KQ % 16) {
+  if (plain) {
+    LLVMValueRef hw[4] = {0}, hcol = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){fc_cg_imulc(k, h, 64 * t->PB)}, 1, "");
+    for (int v = 0; v < t->g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
+    PairedChunk pc = {f, acc, hcol, hw};
+    LLVMValueRef n = fc_cg_smin(k, c64(k, 16), fc_cg_isub(k, c64(k, f->KQ), fc_cg_imulc(k, h, 16)));
+    fc_quad_pairs_chunk(k, &t->pairs, unit, h, n, paired_step, &pc);
+  } else if (f->KQ % 16) {
     LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, f->KQ / 16), "");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, whole);
-    chunk_body(k, f, acc, pcol, wbase, wide_base, unit, h, 16, plain);
+    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, 16);
     fc_cg_if_end(k, cont);
     cont = fc_cg_if_begin(k, LLVMBuildNot(b, whole, ""));
-    chunk_body(k, f, acc, pcol, wbase, wide_base, unit, h, f->KQ % 16, plain);
+    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, f->KQ % 16);
     fc_cg_if_end(k, cont);
   } else {
-    chunk_body(k, f, acc, pcol, wbase, wide_base, unit, h, 16, plain);
+    chunk_k_steps(k, f, acc, pcol, wbase, wide_base, h, 16);
   }
   fc_cg_loop_end(k, &lh);
 }
@@ -589,7 +570,7 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   int8_t *pk = pack_weights(&f, pairs, pair_bytes, &bytes);
   f.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
   if (pairs && t->g.dot == FC_I8DOT_MADDUBS && nr <= 16)
-    t->pairs = fc_quad_pairs_use(k, c, f.wp, f.wbytes + 8 * c->G * f.MT * 16, t->PB * 4, 64);
+    t->pairs = fc_quad_pairs_use(k, c, pairs, f.wp, f.wbytes + 8 * c->G * f.MT * 16, t->PB * 4, 64);
   free(pairs);
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->P * (double)f.PW * (double)c->K);
