@@ -32,9 +32,9 @@
  * column's outputs are recomputed exactly: its quads split into the bytes' low 7 bits and their 0x80s, two
  * vpmaddubsw dots that cannot saturate (fix_wide_columns). All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
- * lanes, so the results are bit-identical. Where vpmaddubsw runs on tiles of at most 16 channels, the quads the
- * weights allow go two at a time (cg_quad_pairs.c), as in the pixel kernel. Weights outside s8 (an asymmetric weight zero point) stay on the
- * pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
+ * lanes, so the results are bit-identical. Where vpmaddubsw runs on tiles of at most 16 channels, the quads
+ * the weights allow go two at a time (cg_quad_pairs.c), as in the pixel kernel. Weights outside s8 (an
+ * asymmetric weight zero point) stay on the pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
  * channel's mr pixels are adjacent there.
  */
 #include <stdlib.h>
@@ -247,16 +247,15 @@ static void chunk_k_steps(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVal
   FcLoop lk;
   LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
   for (int v = 0; v < t->g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
-  /* (an image with a WIDEN chunk is rare: its quads one by one, which keeps the code smaller) */
-  FcLoop lq;
-  LLVMValueRef q = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, quads), 1, "quad");
-  k_step(k, f, FC_I8DOT_MADDUBS, acc, hcol, hw, 64, q);
-  fc_cg_loop_end(k, &lq);
+  /* (an image with a WIDEN chunk is rare: its quads one by one, without the pair table's loops) */
+  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, quads), 1, "quad");
+  k_step(k, f, FC_I8DOT_MADDUBS, acc, hcol, hw, 64, g);
+  fc_cg_loop_end(k, &lk);
   fc_cg_if_end(k, cont);
   cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
   for (int v = 0; v < t->g.nv; v++)
     hw[v] = LLVMBuildGEP2(b, i8, wide_base[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 32 * f->PW * 4)}, 1, "");
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, 2 * quads), 1, "pair");
+  g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, 2 * quads), 1, "pair");
   k_step(k, f, FC_I8DOT_WIDEN, acc, hcol, hw, f->PW * 4, g);
   fc_cg_loop_end(k, &lk);
   fc_cg_if_end(k, cont);
