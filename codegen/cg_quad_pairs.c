@@ -79,6 +79,15 @@ static int plan_chunk(const FcQuantProduct *q, int64_t m0, int64_t m1, int64_t q
   return np;
 }
 
+/* The table's shape for conv c: units of 16 channels a group, k quads, chunks of 16 quads; and the quads of
+ * chunk h. */
+static void table_shape(const FcConv2 *c, int64_t *units, int64_t *KQ, int64_t *chunks) {
+  *units = (c->Mg + 15) / 16;
+  *KQ = (c->K + 3) / 4;
+  *chunks = (*KQ + 15) / 16;
+}
+static int chunk_quads(int64_t KQ, int64_t h) { return (int)(KQ - 16 * h < 16 ? KQ - 16 * h : 16); }
+
 /* The largest activation byte q's vpmaddubsw dots meet: the type's where fc_qp_pairs_exact holds, 127 for the
  * dual kernels' narrow bytes; 0 where they never run vpmaddubsw. */
 static int activation_bound(const FcQuantProduct *q) {
@@ -90,7 +99,8 @@ static int activation_bound(const FcQuantProduct *q) {
 uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *bytes) {
   int xbound = activation_bound(q);
   if (!xbound) return NULL;
-  int64_t units = (c->Mg + 15) / 16, KQ = (c->K + 3) / 4, chunks = (KQ + 15) / 16;
+  int64_t units, KQ, chunks;
+  table_shape(c, &units, &KQ, &chunks);
   int64_t entries = c->G * units * chunks, paired = 0;
   *bytes = entries * (FC_QUAD_PAIRS_ENTRY + 1);
   uint8_t *table = calloc((size_t)*bytes, 1);
@@ -100,7 +110,7 @@ uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *
       for (int64_t h = 0; h < chunks; h++) {
         int64_t e = (g * units + u) * chunks + h, m0 = g * c->Mg + u * 16;
         int64_t m1 = m0 + 16 < (g + 1) * c->Mg ? m0 + 16 : (g + 1) * c->Mg;
-        int n = (int)(KQ - 16 * h < 16 ? KQ - 16 * h : 16);
+        int n = chunk_quads(KQ, h);
         uint8_t order[16], *enc = table + e * FC_QUAD_PAIRS_ENTRY;
         int np = plan_chunk(q, m0, m1, 16 * h, n, xbound, order);
         for (int i = 0; i < n; i++) /* two quad indices a byte: the pairs', then the singles' */
@@ -119,12 +129,10 @@ uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *
 
 FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, const uint8_t *table, LLVMValueRef wp, int64_t at,
                               int64_t col_stride, int64_t w_stride) {
-  int64_t units = (c->Mg + 15) / 16, KQ = (c->K + 3) / 4, chunks = (KQ + 15) / 16;
+  int64_t units, KQ, chunks;
+  table_shape(c, &units, &KQ, &chunks);
   FcQuadPairs p = {NULL, NULL, c->G * units * chunks, chunks, false};
-  for (int64_t e = 0; e < p.entries; e++) {
-    int64_t h = e % chunks, n = KQ - 16 * h < 16 ? KQ - 16 * h : 16;
-    p.singles |= 2 * table[p.entries * FC_QUAD_PAIRS_ENTRY + e] < n;
-  }
+  for (int64_t e = 0; e < p.entries; e++) p.singles |= 2 * table[p.entries * FC_QUAD_PAIRS_ENTRY + e] < chunk_quads(KQ, e % chunks);
   p.table = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), wp, (LLVMValueRef[]){fc_cg_const_i64(k, at)}, 1, "pairs");
   LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMValueRef offs[32];
@@ -136,56 +144,43 @@ FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, const uint8_t *tabl
   return p;
 }
 
-/* Entry q of the offset table (i64). */
-static LLVMValueRef offset_at(FcKernel *k, const FcQuadPairs *p, LLVMValueRef q) {
-  return LLVMBuildSExt(k->b, fc_cg_load(k, FC_DT_I32, p->offsets, q), LLVMInt64TypeInContext(k->ctx), "");
+/* Quad q's (an i64 index in its chunk) Col and weight offsets, from the offset table: loads, which keep the
+ * integer multiply port free for the dots. */
+static void quad_offsets(FcKernel *k, const FcQuadPairs *p, LLVMValueRef q, LLVMValueRef *coff, LLVMValueRef *woff) {
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(k->ctx);
+  *coff = LLVMBuildSExt(k->b, fc_cg_load(k, FC_DT_I32, p->offsets, q), i64, "");
+  *woff = LLVMBuildSExt(k->b, fc_cg_load(k, FC_DT_I32, p->offsets, fc_cg_iadd(k, q, fc_cg_const_i64(k, 16))), i64, "");
 }
 
-/* Quad i of the entry at order (an i64 index: nibble i % 2 of byte i / 2): its Col and weight offsets, from
- * the offset table (loads, which keep the integer multiply port free for the dots). */
-static void quad_offsets(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLVMValueRef i, LLVMValueRef *coff,
-                         LLVMValueRef *woff) {
-  LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
-  LLVMValueRef at = LLVMBuildLShr(b, i, fc_cg_const_i64(k, 1), "");
-  LLVMValueRef byte = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, order, &at, 1, ""), ""), i64, "");
-  LLVMValueRef sh = LLVMBuildShl(b, LLVMBuildAnd(b, i, fc_cg_const_i64(k, 1), ""), fc_cg_const_i64(k, 2), "");
-  LLVMValueRef q = LLVMBuildAnd(b, LLVMBuildLShr(b, byte, sh, ""), fc_cg_const_i64(k, 15), "");
-  *coff = offset_at(k, p, q);
-  *woff = offset_at(k, p, fc_cg_iadd(k, q, fc_cg_const_i64(k, 16)));
-}
-
-/* Pair j of the entry at order: byte j, its low nibble and its high one. */
-static void pair_step(FcKernel *k, const FcQuadPairs *p, LLVMValueRef order, LLVMValueRef j, FcQuadStep step,
-                      void *ctx) {
-  LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
-  LLVMValueRef byte = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, order, &j, 1, ""), ""), i64, "");
-  LLVMValueRef q[2] = {LLVMBuildAnd(b, byte, fc_cg_const_i64(k, 15), ""), LLVMBuildLShr(b, byte, fc_cg_const_i64(k, 4), "")};
-  LLVMValueRef coff[2], woff[2];
-  for (int i = 0; i < 2; i++) {
-    coff[i] = offset_at(k, p, q[i]);
-    woff[i] = offset_at(k, p, fc_cg_iadd(k, q[i], fc_cg_const_i64(k, 16)));
-  }
-  step(k, ctx, coff, woff, 2);
+/* Byte at of the entry at order (an i64), zero-extended. */
+static LLVMValueRef entry_byte(FcKernel *k, LLVMValueRef order, LLVMValueRef at) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  return LLVMBuildZExt(k->b, LLVMBuildLoad2(k->b, i8, LLVMBuildGEP2(k->b, i8, order, &at, 1, ""), ""),
+                       LLVMInt64TypeInContext(k->ctx), "");
 }
 
 void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, LLVMValueRef n,
                          FcQuadStep step, void *ctx) {
   LLVMBuilderRef b = k->b;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i64 = LLVMInt64TypeInContext(k->ctx);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   LLVMValueRef e = fc_cg_iadd(k, fc_cg_imulc(k, unit, p->chunks), h);
   LLVMValueRef order = LLVMBuildGEP2(b, i8, p->table, (LLVMValueRef[]){fc_cg_imulc(k, e, FC_QUAD_PAIRS_ENTRY)}, 1, "");
   LLVMValueRef at = fc_cg_iadd(k, fc_cg_const_i64(k, p->entries * FC_QUAD_PAIRS_ENTRY), e);
-  LLVMValueRef np = LLVMBuildZExt(b, LLVMBuildLoad2(b, i8, LLVMBuildGEP2(b, i8, p->table, &at, 1, ""), ""), i64, "");
+  LLVMValueRef np = entry_byte(k, p->table, at);
+  /* pair j: byte j, its low nibble and its high one */
   FcLoop lp, ls;
   LLVMValueRef j = fc_cg_loop_begin(k, &lp, fc_cg_const_i64(k, 0), np, 1, "qpair");
-  pair_step(k, p, order, j, step, ctx);
+  LLVMValueRef byte = entry_byte(k, order, j), coff[2], woff[2];
+  quad_offsets(k, p, LLVMBuildAnd(b, byte, fc_cg_const_i64(k, 15), ""), &coff[0], &woff[0]);
+  quad_offsets(k, p, LLVMBuildLShr(b, byte, fc_cg_const_i64(k, 4), ""), &coff[1], &woff[1]);
+  step(k, ctx, coff, woff, 2);
   fc_cg_loop_end(k, &lp);
   if (!p->singles) return; /* no code for single quads where the table has none */
-  j = fc_cg_loop_begin(k, &ls, fc_cg_imulc(k, np, 2), n, 1, "qsingle");
-  LLVMValueRef coff, woff;
-  quad_offsets(k, p, order, j, &coff, &woff);
-  step(k, ctx, &coff, &woff, 1);
+  /* single i (from 2·np): nibble i % 2 of byte i / 2 */
+  LLVMValueRef i = fc_cg_loop_begin(k, &ls, fc_cg_imulc(k, np, 2), n, 1, "qsingle");
+  byte = entry_byte(k, order, LLVMBuildLShr(b, i, fc_cg_const_i64(k, 1), ""));
+  LLVMValueRef sh = LLVMBuildShl(b, LLVMBuildAnd(b, i, fc_cg_const_i64(k, 1), ""), fc_cg_const_i64(k, 2), "");
+  quad_offsets(k, p, LLVMBuildAnd(b, LLVMBuildLShr(b, byte, sh, ""), fc_cg_const_i64(k, 15), ""), &coff[0], &woff[0]);
+  step(k, ctx, coff, woff, 1);
   fc_cg_loop_end(k, &ls);
 }

@@ -881,8 +881,8 @@ static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wro
   k_step_n(k, s, &coff, &wrow, 1);
 }
 
-/* A chunk's quads in cg_quad_pairs.c's order: the Col offset of the chunk's first k group g0 (g0·PB·4) and
- * its weight row hrow (quad j: + 4j). */
+/* A chunk's quads in cg_quad_pairs.c's order (fc_quad_pairs_chunk's step): the Col offset of the chunk's
+ * first k group g0 (g0·PB·4) and its weight row hrow (quad j: + 4j). */
 typedef struct PairedChunk {
   const KStep *ks;
   LLVMValueRef cbase, hrow;
@@ -898,18 +898,10 @@ static void paired_step(FcKernel *k, void *ctx, const LLVMValueRef *coff, const 
   k_step_n(k, pc->ks, c, wrow, n);
 }
 
-/* Chunk h's quads (n of them) on vpmaddubsw: in the pair table's order where the tile has one (its unit's
- * entry: channel tile ct16 of group grp) and `paired` asks for it, else one by one. */
-static void chunk_quads(FcKernel *k, const KStep *ks, LLVMValueRef grp, LLVMValueRef ct16, LLVMValueRef h,
-                        LLVMValueRef g0, LLVMValueRef hrow, LLVMValueRef n, bool paired) {
-  const FcConvI8 *t = ks->t;
-  if (paired && t->pairs.table) {
-    PairedChunk pc = {ks, fc_cg_imulc(k, g0, t->PB * 4), hrow};
-    fc_quad_pairs_chunk(k, &t->pairs, fc_cg_iadd(k, fc_cg_imulc(k, grp, t->MT), ct16), h, n, paired_step, &pc);
-    return;
-  }
+/* The n quads (a constant) from k group g0 one by one, their weights from hrow (quad j: + 4j). */
+static void quad_loop(FcKernel *k, const KStep *ks, LLVMValueRef g0, LLVMValueRef hrow, int64_t n) {
   FcLoop lq;
-  LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), n, 1, "quad");
+  LLVMValueRef qq = fc_cg_loop_begin(k, &lq, c64(k, 0), c64(k, n), 1, "quad");
   k_step(k, ks, fc_cg_iadd(k, g0, qq), fc_cg_iadd(k, hrow, fc_cg_imulc(k, qq, 4)));
   fc_cg_loop_end(k, &lq);
 }
@@ -981,7 +973,7 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
       ks.wp = a->wp;
       ks.wchan = 64;
       /* (a block with a WIDEN chunk is rare: its quads one by one, which keeps the code smaller) */
-      chunk_quads(k, &ks, a->grp, t16, h, g0, fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), c64(k, quads), false);
+      quad_loop(k, &ks, g0, fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), quads);
       fc_cg_if_end(k, cont);
       cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
       ks.dot = FC_I8DOT_WIDEN;
@@ -1017,19 +1009,18 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
       FcLoop lh;
       LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->NH), 1, "chunk");
       LLVMValueRef n = fc_cg_smin(k, c64(k, 16), fc_cg_isub(k, c64(k, t->KG), fc_cg_imulc(k, h, 16)));
-      chunk_quads(k, &ks, a->grp, t16, h, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), n, true);
+      PairedChunk pc = {&ks, fc_cg_imulc(k, h, 16 * t->PB * 4), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024))};
+      fc_quad_pairs_chunk(k, &t->pairs, fc_cg_iadd(k, fc_cg_imulc(k, a->grp, t->MT), t16), h, n, paired_step, &pc);
       fc_cg_loop_end(k, &lh);
     } else {
       if (t->KG >= 16) {
         FcLoop lh;
         LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
-        chunk_quads(k, &ks, a->grp, t16, h, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)),
-                    c64(k, 16), false);
+        quad_loop(k, &ks, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), 16);
         fc_cg_loop_end(k, &lh);
       }
       if (t->KG % 16)
-        chunk_quads(k, &ks, a->grp, t16, c64(k, t->KG / 16), c64(k, t->KG / 16 * 16),
-                    fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024)), c64(k, t->KG % 16), false);
+        quad_loop(k, &ks, c64(k, t->KG / 16 * 16), fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024)), t->KG % 16);
     }
   }
 
