@@ -344,11 +344,16 @@ static void share_kernel(FcCg *cg, SharedKernels *sk, CgKernel *k) {
   char *text = LLVMPrintValueToString(k->fn);
   size_t nlen = 0;
   const char *name = LLVMGetValueName2(k->fn, &nlen);
-  char *at = strstr(text, name);
-  if (at && nlen > 0) memset(at, '#', nlen); /* the name is in the header line only */
-  /* Metadata attachments (loop hints) print as module-wide numbers, !0, !27, ...: drop the numbers. */
+  /* The name is in the header line only; it is dropped, not blanked, since names differ in length (k9_conv,
+   * k10_conv). Metadata attachments (loop hints) print as module-wide numbers, !0, !27, ...: their numbers
+   * are dropped too. */
+  char *at = nlen > 0 ? strstr(text, name) : NULL;
   char *w = text;
   for (const char *r = text; *r; r++) {
+    if (r == at) {
+      r += nlen - 1;
+      continue;
+    }
     *w++ = *r;
     if (*r == '!')
       while (r[1] >= '0' && r[1] <= '9') r++;

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cg_requant.h"
 
@@ -129,6 +130,31 @@ void fc_qp_free(FcQuantProduct *q) {
   q->w = NULL;
   q->corr = NULL;
   q->mult = NULL;
+}
+
+int8_t *fc_qp_zx_append(const FcQuantProduct *q, int8_t *pk, int64_t *bytes, int64_t *at) {
+  *at = (*bytes + 3) / 4 * 4;
+  int8_t *grown = realloc(pk, (size_t)(*at + 4));
+  if (!grown) fc_die(__FILE__, __LINE__, "out of memory");
+  memset(grown + *bytes, 0, (size_t)(*at + 4 - *bytes));
+  grown[*at] = (int8_t)(uint8_t)(q->zx & 0xff);
+  *bytes = *at + 4;
+  return grown;
+}
+
+void fc_qp_zx_at(FcQuantProduct *q, LLVMValueRef base, int64_t at) {
+  q->zx_base = base;
+  q->zx_at = at;
+}
+
+LLVMValueRef fc_qp_zx_byte(FcKernel *k, const FcQuantProduct *q, bool storage) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  LLVMValueRef v = LLVMConstInt(i8, (unsigned long long)(q->zx & 0xff), 0);
+  if (q->zx_base) {
+    LLVMValueRef off = fc_cg_const_i64(k, q->zx_at);
+    v = LLVMBuildLoad2(k->b, i8, LLVMBuildGEP2(k->b, i8, q->zx_base, &off, 1, ""), "zx");
+  }
+  return storage && q->flip ? LLVMBuildXor(k->b, v, LLVMConstInt(i8, 0x80, 0), "") : v;
 }
 
 bool fc_qp_pairs_exact(const FcQuantProduct *q) {

@@ -44,6 +44,10 @@ typedef struct FcQuantProduct {
   FcDtype out;          /* U8, I8 (requantised, or an epilogue's `to`) or F32 */
   int32_t zy, lo, hi;   /* requantised: zero point and the clamp bounds of rne(·) before adding zy */
   FcCgEpilogue *ep;     /* a conv's epilogue over the f32 product (then converted to out), or NULL */
+  /* x's zero point as data: zx_at bytes into the kernel's constant zx_base (fc_qp_zx_at), or zx_base is
+   * NULL and the emitters write zx as a constant */
+  LLVMValueRef zx_base;
+  int64_t zx_at;
 } FcQuantProduct;
 
 /* Whether op (a flow.conv or flow.matmul) is a quantised product of qspec §2: x per-tensor u8/i8, weights
@@ -73,6 +77,20 @@ void fc_qp_store_tile_epilogue(FcKernel *k, FcCgEpilogue *e, const LLVMValueRef 
 void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w,
                                  LLVMValueRef edge, LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows,
                                  int64_t col_stride, LLVMValueRef col0, LLVMValueRef cols);
+
+/* x's zero point as data rather than code, so that kernels of the same shape whose ops differ only in it
+ * share one function (cg_module.c compares kernel texts): the padding of an input of zero point 66 and of
+ * one of 59 would otherwise make two kernels of 1 300 instructions (MobileNetV2 has 7 such copies). The
+ * packing gets 4 more bytes at *at (its size rounded up to 4: every op of one shape has the same offset),
+ * fc_qp_zx_at records where, and fc_qp_zx_byte loads it at each use (fills and memsets outside the tile
+ * loops). zy and the clamp bounds stay constants: loaded, they sit in the requantisation inside the tile
+ * loops, where LLVM keeps them in vector registers (it cannot rematerialise them as it does constants)
+ * and the 1x1 convs spilled: 10-20% slower on AVX2, measured with plain, invariant and full-vector loads. */
+int8_t *fc_qp_zx_append(const FcQuantProduct *q, int8_t *pk, int64_t *bytes, int64_t *at);
+void fc_qp_zx_at(FcQuantProduct *q, LLVMValueRef base, int64_t at);
+/* zx as an i8: the u8 view, or (storage) the byte x's own type stores for it (the padding of kernels that
+ * read x unflipped). */
+LLVMValueRef fc_qp_zx_byte(FcKernel *k, const FcQuantProduct *q, bool storage);
 
 /* Whether vpmaddubsw's i16 pair sums a1·w1 + a2·w2 (a in [0, xmax]) can never saturate for pairs of
  * consecutive k (2p, 2p + 1) of every channel. */

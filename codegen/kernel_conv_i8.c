@@ -194,7 +194,7 @@ static void build_rows_padded(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows,
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
-  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
+  LLVMValueRef zx = fc_qp_zx_byte(k, &t->q, false);
   int64_t Hp = padded_h(c), Wp = padded_w(c);
   int64_t s0 = c->pw < Wp ? c->pw : Wp, s1 = c->pw + c->W < Wp ? c->pw + c->W : Wp; /* columns with x */
   FcLoop lc, lr;
@@ -302,7 +302,7 @@ static void build_rows(FcKernel *k, const FcConvI8 *t, LLVMValueRef rows, LLVMVa
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
-  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
+  LLVMValueRef zx = fc_qp_zx_byte(k, &t->q, false);
   LLVMValueRef oh0 = LLVMBuildSDiv(b, p0, c64(k, c->OW), "");
   LLVMValueRef oh1 = LLVMBuildSDiv(b, fc_cg_iadd(k, p0, fc_cg_isub(k, npix, c64(k, 1))), c64(k, c->OW), "");
   FcLoop lc, lh, lw, lo;
@@ -547,7 +547,7 @@ static void build_phases(FcKernel *k, const FcConvI8 *t, LLVMValueRef planes, LL
   const FcConv2 *c = &t->c;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
-  LLVMValueRef zx = LLVMConstInt(i8, (unsigned)t->q.zx, 0);
+  LLVMValueRef zx = fc_qp_zx_byte(k, &t->q, false);
   FcLoop lc, lr;
   LLVMValueRef ci = fc_cg_loop_begin(k, &lc, c64(k, 0), c64(k, c->Cg), 1, "phc");
   LLVMValueRef rl = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, t->Rin), 1, "phr");
@@ -635,7 +635,7 @@ static void build_cols_direct(FcKernel *k, const FcConvI8 *t, LLVMValueRef cols,
   int64_t real = (c->K + t->kg - 1) / t->kg; /* the groups past it (AMX's whole chunks) meet zero weights */
   LLVMValueRef pad_at = c64(k, real * t->PB * 4);
   fc_cg_fill_bytes(k, LLVMBuildGEP2(b, i8, cols, &pad_at, 1, ""), c64(k, 0), c64(k, (t->KG - real) * t->PB * 4),
-             LLVMConstInt(i8, (unsigned)t->q.zx, 0));
+             fc_qp_zx_byte(k, &t->q, false));
   LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, real), 1, "dg");
   LLVMValueRef src[4];
   for (int i = 0; i < t->kg; i++) {
@@ -679,7 +679,7 @@ static void build_cols_direct(FcKernel *k, const FcConvI8 *t, LLVMValueRef cols,
   }
   fc_cg_loop_end(k, &lp);
   fc_cg_loop_end(k, &lr);
-  fc_cg_fill_bytes(k, grow, fc_cg_imulc(k, npix, 4), c64(k, t->PB * 4), LLVMConstInt(i8, (unsigned)t->q.zx, 0));
+  fc_cg_fill_bytes(k, grow, fc_cg_imulc(k, npix, 4), c64(k, t->PB * 4), fc_qp_zx_byte(k, &t->q, false));
   fc_cg_loop_end(k, &lg);
 }
 
@@ -779,7 +779,7 @@ void fc_conv_i8_build_cols(FcKernel *k, const FcConvI8 *t, LLVMValueRef xg, LLVM
     if (t->KG * t->kg > c->K) { /* the rows of the last group past K meet zero weights: any defined bytes */
       LLVMValueRef r = c64(k, c->K * t->PB);
       fc_cg_fill_bytes(k, LLVMBuildGEP2(b, i8, rows, &r, 1, ""), c64(k, 0), c64(k, (t->KG * t->kg - c->K) * t->PB),
-                 LLVMConstInt(i8, (unsigned)t->q.zx, 0));
+                 fc_qp_zx_byte(k, &t->q, false));
     }
     if (t->chunked) interleave_chunks(k, t, rows, cols);
     else interleave(k, t, rows, cols);
@@ -1289,8 +1289,12 @@ FcStatus fc_conv_i8(FcKernel *k) {
    * reads it where its dot is vpmaddubsw */
   int64_t bytes, pair_bytes = 0;
   uint8_t *pairs = t.wide16 ? NULL : fc_quad_pairs_plan(&t.q, c, &pair_bytes);
+  int64_t zx_at;
   int8_t *pk = pack_weights(&t, wbytes, pairs, pair_bytes, &bytes);
+  pk = fc_qp_zx_append(&t.q, pk, &bytes, &zx_at);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
+  fc_qp_zx_at(&t.q, wp, zx_at);
+  tw.q.zx_base = t.q.zx_base, tw.q.zx_at = t.q.zx_at;
   if (pairs && t.g.dot == FC_I8DOT_MADDUBS) t.pairs = fc_quad_pairs_use(k, c, pairs, wp, wbytes + 8 * c->M, t.PB * 4, 4);
   free(pairs);
   free(pk);

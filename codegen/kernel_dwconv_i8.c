@@ -613,18 +613,19 @@ static void perm_block(PermEmit *e, const PermSrc *src) {
   }
 }
 
-static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q) {
-  int64_t bytes;
-  int32_t *pk = perm_pack(d, p, q, &bytes);
+static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q_) {
+  int64_t bytes, zx_at;
+  FcQuantProduct qr = *q_, *q = &qr;
+  int8_t *pk = fc_qp_zx_append(q, (int8_t *)perm_pack(d, p, q, &bytes), &bytes, &zx_at);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8q"));
   free(pk);
+  fc_qp_zx_at(q, wp, zx_at);
   fc_kernel_set_outer(k, d->N * d->M, (2.0 * (double)d->KK + 4.0) * (double)d->OH * (double)d->OW);
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
   PermEmit e = {.k = k, .d = d, .p = p, .q = q, .et = q->out == FC_DT_F32 ? f32 : i8};
-  int zx = q->zx - (q->flip ? 128 : 0); /* the padding: zx in x's storage type */
-  LLVMValueRef zx8 = LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), bp = NULL;
-  e.pad = fc_cg_splat_const(LLVMVectorType(i8, 64), zx8);
+  LLVMValueRef zx8 = fc_qp_zx_byte(k, q, true), bp = NULL; /* the padding: zx in x's storage type */
+  e.pad = fc_cg_splat(k, zx8, 64);
   int64_t plane_bytes = p->Hp * p->Wp + PERM_MAX_WIN; /* a window may reach past the last row */
   if (!p->direct) {
     bp = fc_kernel_scratch(k, plane_bytes);
@@ -718,10 +719,11 @@ FcStatus fc_conv_dw_i8(FcKernel *k) {
     fc_qp_free(&q);
     return st;
   }
-  int64_t bytes;
-  int32_t *pk = pack(&d, &q, &bytes);
+  int64_t bytes, zx_at;
+  int8_t *pk = fc_qp_zx_append(&q, (int8_t *)pack(&d, &q, &bytes), &bytes, &zx_at);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8"));
   free(pk);
+  fc_qp_zx_at(&q, wp, zx_at);
   fc_kernel_set_outer(k, d.N * d.M, (2.0 * (double)d.KK + 4.0) * (double)d.OH * (double)d.OW);
 
   LLVMBuilderRef b = k->b;
@@ -735,8 +737,7 @@ FcStatus fc_conv_dw_i8(FcKernel *k) {
   LLVMValueRef pp = fc_kernel_scratch(k, pair_bytes + plane_bytes);
   LLVMValueRef bp = LLVMBuildGEP2(b, i8, pp, (LLVMValueRef[]){c64(k, pair_bytes)}, 1, "bytes");
   /* the padding, once per call: zx in x's storage type */
-  int zx = q.zx - (q.flip ? 128 : 0);
-  LLVMBuildMemSet(b, bp, LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), c64(k, plane_bytes), 16);
+  LLVMBuildMemSet(b, bp, fc_qp_zx_byte(k, &q, true), c64(k, plane_bytes), 16);
   for (int64_t kh = 0; kh < d.KH; kh++) {
     for (int64_t i = 0; d.planes && i < d.rpairs; i++) c.poff[kh * d.rpairs + i] = kh * d.dh * d.Wq + 2 * i * d.dw;
     for (int64_t kw = 0; kw < d.KW; kw++) c.toff[kh * d.KW + kw] = kh * d.dh * d.Wp + kw * d.dw;

@@ -319,14 +319,16 @@ static void transpose_out(FcKernel *k, const DwCh *d, LLVMValueRef op, LLVMValue
   }
 }
 
-FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q) {
+FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q_) {
   DwCh d;
+  FcQuantProduct qr = *q_, *q = &qr;
   FC_ASSERT(geometry(k, q, &d));
   const FcConv2 *c = &d.c;
-  int64_t bytes;
-  int32_t *pk = pack(&d, q, &bytes);
+  int64_t bytes, zx_at;
+  int8_t *pk = fc_qp_zx_append(q, (int8_t *)pack(&d, q, &bytes), &bytes, &zx_at);
   LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8c"));
   free(pk);
+  fc_qp_zx_at(q, wp, zx_at);
   int64_t blocks = (c->C + LANES - 1) / LANES;
   fc_kernel_set_outer(k, c->N * blocks, (2.0 * (double)(c->KH * c->KW) + 4.0) * (double)c->P * LANES);
   LLVMBuilderRef b = k->b;
@@ -336,8 +338,7 @@ FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q) {
   LLVMValueRef pp = fc_kernel_scratch(k, d.p_bytes + d.t_bytes + d.o_bytes);
   LLVMValueRef op = LLVMBuildGEP2(b, i8, pp, (LLVMValueRef[]){c64(k, d.p_bytes)}, 1, "o");
   LLVMValueRef tp = LLVMBuildGEP2(b, i8, op, (LLVMValueRef[]){c64(k, d.o_bytes)}, 1, "t");
-  int zx = q->zx - (q->flip ? 128 : 0); /* the padding: zx in x's storage type */
-  LLVMBuildMemSet(b, tp, LLVMConstInt(i8, (unsigned)(zx & 0xff), 0), c64(k, d.t_bytes), 16);
+  LLVMBuildMemSet(b, tp, fc_qp_zx_byte(k, q, true), c64(k, d.t_bytes), 16); /* the padding: zx in x's storage type */
   ChCtx x = {.k = k, .d = &d, .q = q};
   for (int64_t kh = 0; kh < c->KH; kh++)
     for (int64_t i = 0; i < d.rpairs; i++) x.poff[kh * d.rpairs + i] = kh * c->dh * d.Wq + 2 * i * c->dw / c->sw;
