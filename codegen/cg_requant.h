@@ -83,9 +83,9 @@ void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef
  * one of 59 would otherwise make two kernels of 1 300 instructions (MobileNetV2 has 7 such copies). The
  * packing gets 4 more bytes at *at (its size rounded up to 4: every op of one shape has the same offset),
  * fc_qp_zx_at records where, and fc_qp_zx_byte loads it at each use (fills and memsets outside the tile
- * loops). zy and the clamp bounds stay constants: loaded, they sit in the requantisation inside the tile
- * loops, where LLVM keeps them in vector registers (it cannot rematerialise them as it does constants)
- * and the 1x1 convs spilled: 10-20% slower on AVX2, measured with plain, invariant and full-vector loads. */
+ * loops). zy and the clamp bounds stay constants: loaded in the requantisation inside the tile loops they
+ * made MobileNetV2's 1x1 convs 10-20% slower on AVX2, whether the loads were plain, !invariant.load,
+ * volatile (never hoisted) or of whole 64-byte splats (no broadcast): why was not found. */
 int8_t *fc_qp_zx_append(const FcQuantProduct *q, int8_t *pk, int64_t *bytes, int64_t *at);
 void fc_qp_zx_at(FcQuantProduct *q, LLVMValueRef base, int64_t at);
 /* zx as an i8: the u8 view, or (storage) the byte x's own type stores for it (the padding of kernels that
