@@ -174,7 +174,7 @@ static void build_pairs(DwCtx *c, LLVMValueRef bp, LLVMValueRef pp) {
   LLVMBuilderRef b = k->b;
   unsigned L = (unsigned)d->lanes;
   LLVMTypeRef vb = LLVMVectorType(c->i8, L), vw = LLVMVectorType(c->i32, L);
-  LLVMTypeRef vh = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), L);
+  LLVMTypeRef vh = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2 * L);
   FcLoop lr, lj;
   LLVMValueRef r = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, d->Hp), 1, "pr");
   LLVMValueRef j0 = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, d->Wq), L, "pj");
@@ -182,16 +182,18 @@ static void build_pairs(DwCtx *c, LLVMValueRef bp, LLVMValueRef pp) {
   LLVMValueRef half[2];
   for (int h = 0; h < 2; h++) {
     LLVMValueRef off = h ? fc_cg_iadd(k, at, c64(k, d->dw)) : at;
-    LLVMValueRef v = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, c->i8, bp, &off, 1, ""), "");
-    LLVMSetAlignment(v, 1);
-    /* the 16 bits of x (i8 sign-extended), as the low or high half of an i32 */
-    v = c->q->flip ? LLVMBuildSExt(b, v, vh, "") : LLVMBuildZExt(b, v, vh, "");
-    v = LLVMBuildZExt(b, v, vw, "");
-    half[h] = h ? LLVMBuildShl(b, v, fc_cg_splat_const(vw, LLVMConstInt(c->i32, 16, 0)), "") : v;
+    half[h] = LLVMBuildLoad2(b, vb, LLVMBuildGEP2(b, c->i8, bp, &off, 1, ""), "");
+    LLVMSetAlignment(half[h], 1);
   }
+  /* the bytes interleaved (x[j], x[j + dw], ...: one vpunpcklbw), then each widened to 16 bits (i8 x
+   * sign-extended: one vpmovzxbw or vpmovsxbw), so pixel j's i32 holds x[j] low and x[j + dw] high in half the
+   * instructions of widening each load to i32 and shifting and or-ing them */
+  int idx[32];
+  for (unsigned i = 0; i < L; i++) idx[2 * i] = (int)i, idx[2 * i + 1] = (int)(L + i);
+  LLVMValueRef v = fc_cg_shuffle(k, half[0], half[1], idx, (int)(2 * L));
+  v = c->q->flip ? LLVMBuildSExt(b, v, vh, "") : LLVMBuildZExt(b, v, vh, "");
   LLVMValueRef dst = fc_cg_iadd(k, fc_cg_imulc(k, r, d->Wq), j0);
-  LLVMValueRef pairs = LLVMBuildOr(b, half[0], half[1], "pairs");
-  LLVMValueRef st = LLVMBuildStore(b, pairs, LLVMBuildGEP2(b, c->i32, pp, &dst, 1, ""));
+  LLVMValueRef st = LLVMBuildStore(b, LLVMBuildBitCast(b, v, vw, "pairs"), LLVMBuildGEP2(b, c->i32, pp, &dst, 1, ""));
   LLVMSetAlignment(st, 4);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lr);
