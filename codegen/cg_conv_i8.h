@@ -151,8 +151,9 @@ void fc_conv_i8_wide_loop_end(FcKernel *k, FcWideLoop *w);
 
 /* kernel_dwconv_i8_channels.c: the quantised depthwise conv (kernel_dwconv_i8.c's op, channel multiplier 1)
  * with 8 channels in the lanes, for small maps where the integer dot is vpmaddwd on tap pairs; q is the op's
- * (fc_qp_init). The kernel leaves q to the caller. */
+ * (fc_qp_init): the kernel records where its constant holds zx (fc_qp_packed_weights) and leaves freeing q to
+ * the caller. */
 bool fc_conv_dw_i8_channels_applies(const FcKernel *k, const FcQuantProduct *q);
-FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q);
+FcStatus fc_conv_dw_i8_channels(FcKernel *k, FcQuantProduct *q);
 
 #endif /* FLOWC_CG_CONV_I8_H */

@@ -132,19 +132,16 @@ void fc_qp_free(FcQuantProduct *q) {
   q->mult = NULL;
 }
 
-int8_t *fc_qp_zx_append(const FcQuantProduct *q, int8_t *pk, int64_t *bytes, int64_t *at) {
-  *at = (*bytes + 3) / 4 * 4;
-  int8_t *grown = realloc(pk, (size_t)(*at + 4));
+LLVMValueRef fc_qp_packed_weights(FcKernel *k, FcQuantProduct *q, void *pk, int64_t bytes, const char *name) {
+  int64_t at = (bytes + 3) / 4 * 4;
+  uint8_t *grown = realloc(pk, (size_t)(at + 4));
   if (!grown) fc_die(__FILE__, __LINE__, "out of memory");
-  memset(grown + *bytes, 0, (size_t)(*at + 4 - *bytes));
-  grown[*at] = (int8_t)(uint8_t)(q->zx & 0xff);
-  *bytes = *at + 4;
-  return grown;
-}
-
-void fc_qp_zx_at(FcQuantProduct *q, LLVMValueRef base, int64_t at) {
-  q->zx_base = base;
+  memset(grown + bytes, 0, (size_t)(at + 4 - bytes));
+  grown[at] = (uint8_t)(q->zx & 0xff);
+  q->zx_base = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, grown, (size_t)(at + 4), name));
   q->zx_at = at;
+  free(grown);
+  return q->zx_base;
 }
 
 LLVMValueRef fc_qp_zx_byte(FcKernel *k, const FcQuantProduct *q, bool storage) {

@@ -44,8 +44,8 @@ typedef struct FcQuantProduct {
   FcDtype out;          /* U8, I8 (requantised, or an epilogue's `to`) or F32 */
   int32_t zy, lo, hi;   /* requantised: zero point and the clamp bounds of rne(·) before adding zy */
   FcCgEpilogue *ep;     /* a conv's epilogue over the f32 product (then converted to out), or NULL */
-  /* x's zero point as data: zx_at bytes into the kernel's constant zx_base (fc_qp_zx_at), or zx_base is
-   * NULL and the emitters write zx as a constant */
+  /* x's zero point as data: zx_at bytes into the kernel's constant zx_base (fc_qp_packed_weights), or
+   * zx_base is NULL and the emitters write zx as a constant */
   LLVMValueRef zx_base;
   int64_t zx_at;
 } FcQuantProduct;
@@ -81,13 +81,13 @@ void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef
 /* x's zero point as data rather than code, so that kernels of the same shape whose ops differ only in it
  * share one function (cg_module.c compares kernel texts): the padding of an input of zero point 66 and of
  * one of 59 would otherwise make two kernels of 1 300 instructions (MobileNetV2 has 7 such copies). The
- * packing gets 4 more bytes at *at (its size rounded up to 4: every op of one shape has the same offset),
- * fc_qp_zx_at records where, and fc_qp_zx_byte loads it at each use (fills and memsets outside the tile
- * loops). zy and the clamp bounds stay constants: loaded in the requantisation inside the tile loops they
+ * packing gets 4 more bytes (at its size rounded up to 4: every op of one shape has the same offset) and
+ * fc_qp_zx_byte loads it at each use (fills and memsets outside the tile loops). zy and the clamp bounds stay constants: loaded in the requantisation inside the tile loops they
  * made MobileNetV2's 1x1 convs 10-20% slower on AVX2, whether the loads were plain, !invariant.load,
  * volatile (never hoisted) or of whole 64-byte splats (no broadcast): why was not found. */
-int8_t *fc_qp_zx_append(const FcQuantProduct *q, int8_t *pk, int64_t *bytes, int64_t *at);
-void fc_qp_zx_at(FcQuantProduct *q, LLVMValueRef base, int64_t at);
+/* The kernel's packed weights pk (bytes, malloc'd; freed here) with zx after them, as the global that
+ * operand 1 (the weights) becomes (fc_kernel_substitute_operand): returns its pointer, and q reads zx there. */
+LLVMValueRef fc_qp_packed_weights(FcKernel *k, FcQuantProduct *q, void *pk, int64_t bytes, const char *name);
 /* zx as an i8: the u8 view, or (storage) the byte x's own type stores for it (the padding of kernels that
  * read x unflipped). */
 LLVMValueRef fc_qp_zx_byte(FcKernel *k, const FcQuantProduct *q, bool storage);

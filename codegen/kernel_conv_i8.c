@@ -1289,15 +1289,11 @@ FcStatus fc_conv_i8(FcKernel *k) {
    * reads it where its dot is vpmaddubsw */
   int64_t bytes, pair_bytes = 0;
   uint8_t *pairs = t.wide16 ? NULL : fc_quad_pairs_plan(&t.q, c, &pair_bytes);
-  int64_t zx_at;
   int8_t *pk = pack_weights(&t, wbytes, pairs, pair_bytes, &bytes);
-  pk = fc_qp_zx_append(&t.q, pk, &bytes, &zx_at);
-  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8"));
-  fc_qp_zx_at(&t.q, wp, zx_at);
+  LLVMValueRef wp = fc_qp_packed_weights(k, &t.q, pk, bytes, "packed_w_i8");
   tw.q.zx_base = t.q.zx_base, tw.q.zx_at = t.q.zx_at;
   if (pairs && t.g.dot == FC_I8DOT_MADDUBS) t.pairs = fc_quad_pairs_use(k, c, pairs, wp, wbytes + 8 * c->M, t.PB * 4, 4);
   free(pairs);
-  free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);
 
   fc_conv_i8_cols_tables(k, &t);

@@ -566,15 +566,11 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
    * reads it where its dot is vpmaddubsw and its tiles lie inside units of 16 channels */
   int64_t pair_bytes = 0;
   uint8_t *pairs = fc_quad_pairs_plan(&t->q, c, &pair_bytes);
-  int64_t zx_at;
   int8_t *pk = pack_weights(&f, pairs, pair_bytes, &bytes);
-  pk = fc_qp_zx_append(&t->q, pk, &bytes, &zx_at);
-  f.wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_w_i8_fewpx"));
-  fc_qp_zx_at(&t->q, f.wp, zx_at);
+  f.wp = fc_qp_packed_weights(k, &t->q, pk, bytes, "packed_w_i8_fewpx");
   if (pairs && t->g.dot == FC_I8DOT_MADDUBS && nr <= 16)
     t->pairs = fc_quad_pairs_use(k, c, pairs, f.wp, f.wbytes + 8 * c->G * f.MT * 16, t->PB * 4, 64);
   free(pairs);
-  free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->P * (double)f.PW * (double)c->K);
   fc_conv_i8_cols_tables(k, t);
   f.lines = f.wbytes / 64;

@@ -615,13 +615,10 @@ static void perm_block(PermEmit *e, const PermSrc *src) {
   }
 }
 
-static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, const FcQuantProduct *q_) {
-  int64_t bytes, zx_at;
-  FcQuantProduct qr = *q_, *q = &qr;
-  int8_t *pk = fc_qp_zx_append(q, (int8_t *)perm_pack(d, p, q, &bytes), &bytes, &zx_at);
-  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8q"));
-  free(pk);
-  fc_qp_zx_at(q, wp, zx_at);
+static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, FcQuantProduct *q) {
+  int64_t bytes;
+  int32_t *pk = perm_pack(d, p, q, &bytes);
+  LLVMValueRef wp = fc_qp_packed_weights(k, q, pk, bytes, "packed_dw_i8q");
   fc_kernel_set_outer(k, d->N * d->M, (2.0 * (double)d->KK + 4.0) * (double)d->OH * (double)d->OW);
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
@@ -721,11 +718,9 @@ FcStatus fc_conv_dw_i8(FcKernel *k) {
     fc_qp_free(&q);
     return st;
   }
-  int64_t bytes, zx_at;
-  int8_t *pk = fc_qp_zx_append(&q, (int8_t *)pack(&d, &q, &bytes), &bytes, &zx_at);
-  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8"));
-  free(pk);
-  fc_qp_zx_at(&q, wp, zx_at);
+  int64_t bytes;
+  int32_t *pk = pack(&d, &q, &bytes);
+  LLVMValueRef wp = fc_qp_packed_weights(k, &q, pk, bytes, "packed_dw_i8");
   fc_kernel_set_outer(k, d.N * d.M, (2.0 * (double)d.KK + 4.0) * (double)d.OH * (double)d.OW);
 
   LLVMBuilderRef b = k->b;

@@ -319,16 +319,13 @@ static void transpose_out(FcKernel *k, const DwCh *d, LLVMValueRef op, LLVMValue
   }
 }
 
-FcStatus fc_conv_dw_i8_channels(FcKernel *k, const FcQuantProduct *q_) {
+FcStatus fc_conv_dw_i8_channels(FcKernel *k, FcQuantProduct *q) {
   DwCh d;
-  FcQuantProduct qr = *q_, *q = &qr;
   FC_ASSERT(geometry(k, q, &d));
   const FcConv2 *c = &d.c;
-  int64_t bytes, zx_at;
-  int8_t *pk = fc_qp_zx_append(q, (int8_t *)pack(&d, q, &bytes), &bytes, &zx_at);
-  LLVMValueRef wp = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, pk, (size_t)bytes, "packed_dw_i8c"));
-  free(pk);
-  fc_qp_zx_at(q, wp, zx_at);
+  int64_t bytes;
+  int32_t *pk = pack(&d, q, &bytes);
+  LLVMValueRef wp = fc_qp_packed_weights(k, q, pk, bytes, "packed_dw_i8c");
   int64_t blocks = (c->C + LANES - 1) / LANES;
   fc_kernel_set_outer(k, c->N * blocks, (2.0 * (double)(c->KH * c->KW) + 4.0) * (double)c->P * LANES);
   LLVMBuilderRef b = k->b;
