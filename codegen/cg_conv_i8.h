@@ -127,10 +127,11 @@ void fc_conv_i8_channel_scales(FcKernel *k, const FcConvI8 *t, LLVMValueRef wp, 
 bool fc_conv_i8_amx_taps_applies(const FcKernel *k, const FcConvI8 *t);
 FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t);
 
-/* kernel_conv_i8_fixup.c: the dual kernel's pointwise blocks with a few bytes above 0x7f. Whether t (planned)
- * takes it: pointwise, u8 x. The block's Col is then built as quads with t->wide_cols set (its wide pixels'
- * masks, interleave_from); their count (an i64) from the masks; and, after the block ran on vpmaddubsw,
- * those pixels' outputs recomputed exactly and stored over what it wrote (p0: the block's first pixel). */
+/* kernel_conv_i8_fixup.c: the dual kernel's pointwise and direct blocks with a few bytes above 0x7f. Whether
+ * t (planned) takes it: pointwise or direct, u8 x. The block's Col is then built as quads with t->wide_cols
+ * set (its wide pixels' masks: interleave_from, or fc_conv_i8_mark_wide_quads after the direct build); their
+ * count (an i64) from the masks; and, after the block ran on vpmaddubsw, those pixels' outputs recomputed
+ * exactly and stored over what it wrote (p0: the block's first pixel). */
 typedef struct FcConvI8Fixup {
   LLVMValueRef wp;   /* the s8 packing (then corrections and multipliers at wbytes) */
   int64_t wbytes;
@@ -139,6 +140,9 @@ typedef struct FcConvI8Fixup {
   LLVMTypeRef et;
 } FcConvI8Fixup;
 bool fc_conv_i8_fixup_applies(const FcConvI8 *t);
+/* The direct build's Col has no byte rows to mark its wide pixels as it goes: they are marked from the
+ * built Col of quads instead (the pixels past the block read zx, below 0x80). */
+void fc_conv_i8_mark_wide_quads(FcKernel *k, const FcConvI8 *t);
 LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t);
 void fc_conv_i8_fix_wide_pixels(FcKernel *k, const FcConvI8 *t, const FcConvI8Fixup *f, LLVMValueRef p0);
 /* Loops over the pixels marked in t->wide_cols (the block's, from 0; set bits of the PB / 16 masks in order):

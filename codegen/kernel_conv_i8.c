@@ -32,11 +32,13 @@
  * Col of cg_conv_i8.h): a block with no byte above 0x7f interleaves plain quads and runs vpmaddubsw in the
  * MADDUBS order; one with such bytes lays out each chunk for its own dot and runs WIDEN's order (channel
  * tiles widened once) with a k loop that takes each chunk with its dot, into the same accumulators. The
- * direct build, which has no byte rows, tests the block's input rows instead (fc_conv_i8_block_narrow) and
- * runs a MADDUBS or a WIDEN variant of the whole kernel on the same blocks (WIDEN's take MADDUBS's pixels) in
- * the same scratch. A pointwise block interleaves its Col as quads marking its wide pixels (a byte above 0x7f
- * in their column) as it goes; where they are at most 1/32 of it, it runs on MADDUBS and recomputes those
- * (kernel_conv_i8_fixup.c), else its Col is built again for WIDEN. Wherever vpmaddubsw runs, the quads whose
+ * pointwise and direct builds, which have a MADDUBS and a WIDEN variant of the whole kernel on the same
+ * blocks (WIDEN's take MADDUBS's pixels) in the same scratch, mark a block's wide pixels (a byte above 0x7f
+ * in their column) instead: the pointwise interleave as it goes, the direct build from its Col where the
+ * block's input rows hold such a byte (fc_conv_i8_block_narrow); where they are at most 1/32 of the block,
+ * it runs on MADDUBS and recomputes those (kernel_conv_i8_fixup.c), else its Col is built again for WIDEN.
+ * An image's few outliers past the calibrated range thus cost a stem their pixels' recomputation, not the
+ * 16-bit path for its whole block of rows. Wherever vpmaddubsw runs, the quads whose
  * weights allow it are taken two at a time, their i16 lanes added before vpmaddwd (cg_quad_pairs.c: a table
  * after the packing says which, per 16 channels and chunk).
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
@@ -1248,9 +1250,8 @@ FcStatus fc_conv_i8(FcKernel *k) {
    * A block's Col is chunked (cg_conv_i8.h): vpmaddubsw on the chunks of 64 k whose bytes are all below 0x80,
    * the exact WIDEN on the others. The direct build (no byte rows to test) and the pointwise one (x's planes
    * interleaved in place: copying them into rows to test costs more than the few WIDEN blocks save, measured
-   * on MobileNetV2's 1x1 convs of K = 16..96) instead test the block's input and run the MADDUBS variant (t)
-   * or the WIDEN one (tw) on all of it; the pointwise one runs MADDUBS and fixes its few wide pixels up where
-   * they are few (kernel_conv_i8_fixup.c). */
+   * on MobileNetV2's 1x1 convs of K = 16..96) instead run the MADDUBS variant (t) and fix the block's wide
+   * pixels up where they are few (kernel_conv_i8_fixup.c), else the WIDEN one (tw) on all of it. */
   bool dual = t.g.dot == FC_I8DOT_MADDUBS && fc_qp_narrow_at_run_time(&t.q);
   if (!t.q.w8 || (t.g.dot == FC_I8DOT_MADDUBS && !dual && !fc_qp_pairs_exact(&t.q))) t.g.dot = FC_I8DOT_WIDEN;
   t.wide16 = !t.q.w8;
@@ -1303,8 +1304,9 @@ FcStatus fc_conv_i8(FcKernel *k) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   /* the variants' scratch layouts overlay each other: a block uses one of them */
-  int64_t masks_at = end > end_w ? end : end_w; /* the pointwise fix-up's masks of wide pixels: PB / 16 i16 */
-  bool fixup = dual && fc_conv_i8_fixup_applies(&t);
+  int64_t masks_at = end > end_w ? end : end_w; /* the fix-up's masks of wide pixels: PB / 16 i16 */
+  bool fixup = dual; /* (a dual kernel's build is pointwise or direct: the others' Col is chunked) */
+  FC_ASSERT(!fixup || (fc_conv_i8_fixup_applies(&t) && t.PB % 16 == 0));
   LLVMValueRef scr = fc_kernel_scratch(k, masks_at + (fixup ? (t.PB / 8 + 63) / 64 * 64 : 0)), cols = scr;
   LLVMValueRef masks = fixup ? LLVMBuildGEP2(b, i8, scr, (LLVMValueRef[]){c64(k, masks_at)}, 1, "wide_masks") : NULL;
   fc_conv_i8_cols_at(k, &t, scr);
@@ -1357,6 +1359,17 @@ FcStatus fc_conv_i8(FcKernel *k) {
     FcConvI8 tf = t;
     tf.wide_cols = masks;
     fc_conv_i8_build_cols(k, &tf, xg, blk, p0, npix);
+    if (t.direct) {
+      /* the block's input rows are a smaller pass than its Col (K bytes a pixel): most blocks have no wide
+       * byte there, and then no pixel to mark */
+      LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, p0, npix);
+      LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
+      LLVMBuildMemSet(b, masks, LLVMConstInt(i8, 0, 0), c64(k, t.PB / 8), 2);
+      fc_cg_if_end(k, cont);
+      cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+      fc_conv_i8_mark_wide_quads(k, &tf);
+      fc_cg_if_end(k, cont);
+    }
     LLVMValueRef nwide = fc_conv_i8_count_wide_pixels(k, &tf);
     LLVMValueRef few = LLVMBuildICmp(b, LLVMIntSLE, fc_cg_imulc(k, nwide, 32), npix, "few_wide");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, few);
@@ -1370,15 +1383,6 @@ FcStatus fc_conv_i8(FcKernel *k) {
     fc_cg_if_end(k, fixed);
     fc_cg_if_end(k, cont);
     cont = fc_cg_if_begin(k, LLVMBuildNot(b, few, ""));
-    vb_.wide = wide_w;
-    vec_block(k, &tw, &vb_, xg, blk, p0);
-    fc_cg_if_end(k, cont);
-  } else if (dual) {
-    LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, p0, npix);
-    LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
-    vec_block(k, &t, &vb_, xg, blk, p0);
-    fc_cg_if_end(k, cont);
-    cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
     vb_.wide = wide_w;
     vec_block(k, &tw, &vb_, xg, blk, p0);
     fc_cg_if_end(k, cont);

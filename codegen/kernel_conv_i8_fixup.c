@@ -1,4 +1,5 @@
-/* kernel_conv_i8_fixup.c — the dual kernel's exact fix-up for pointwise convs (kernel_conv_i8.c): a block of
+/* kernel_conv_i8_fixup.c — the dual kernel's exact fix-up for pointwise convs and the direct build of stems
+ * (kernel_conv_i8.c): a block of
  * pixels with a few bytes above 0x7f runs on vpmaddubsw anyway, and only the pixels whose input column holds
  * such a byte are recomputed exactly afterwards.
  *
@@ -9,12 +10,15 @@
  * pointwise blocks would. A saturating pair only spoils its own pixel's sums, so:
  *   1. count the block's wide pixels: the interleave of its Col as quads marks them as it goes (per 16
  *      pixels the OR of the rows it reads, whose byte sign bits, vpmovmskb, are an i16 mask in the scratch:
- *      kernel_conv_i8.c's interleave_from), and the count is the masks' popcounts;
+ *      kernel_conv_i8.c's interleave_from); the direct build, which has no rows, has them marked from its
+ *      Col (per 16 pixels the OR of their quads, a pixel wide where a byte of its own has the top bit), and
+ *      only where the block's input rows hold such a byte (an image's outliers: its stem's blocks have none
+ *      or a handful); the count is the masks' popcounts;
  *   2. where they are at most 1/32 of the block, run its tiles on that Col and then, per wide pixel, copy its
  *      column's quads out of it and recompute every output channel: per channel the dot of the column with the
  *      channel's row of the s8 packing (64-byte chunks, both widened to i16: vpmaddwd), the correction and the
  *      requantisation (fc_qp_finish), stored over what the block wrote. A fix-up costs about as much
- *      vpmaddubsw work as 4 (K near 1000) to 11 (K = 32) of the block's pixels, and the exact 16-bit path a
+ *      vpmaddubsw work as 4 (K near 1000) to 11 (K = 27..32) of the block's pixels, and the exact 16-bit path a
  *      third more than vpmaddubsw on every pixel, hence the bound; past it the block takes that path (its
  *      Col built again, as u16 pairs).
  * The recomputed values are the exact i32 sums requantised as everywhere else: the outputs stay bit-identical.
@@ -23,7 +27,30 @@
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
-bool fc_conv_i8_fixup_applies(const FcConvI8 *t) { return t->pointwise && !t->q.flip; }
+bool fc_conv_i8_fixup_applies(const FcConvI8 *t) { return (t->pointwise || t->direct) && !t->q.flip; }
+
+void fc_conv_i8_mark_wide_quads(FcKernel *k, const FcConvI8 *t) {
+  LLVMBuilderRef b = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef v64 = LLVMVectorType(i8, 64), w16 = LLVMVectorType(i32, 16), i16 = LLVMInt16TypeInContext(k->ctx);
+  LLVMValueRef acc = fc_cg_entry_alloca(k, v64, "wide_or");
+  FcLoop lj, lg;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), c64(k, t->PB / 16), 1, "mark_j");
+  LLVMBuildStore(b, LLVMConstNull(v64), acc);
+  LLVMValueRef g = fc_cg_loop_begin(k, &lg, c64(k, 0), c64(k, (t->c.K + 3) / 4), 1, "mark_g");
+  LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, g, t->PB), fc_cg_imulc(k, j, 16)), 4);
+  LLVMValueRef v = LLVMBuildLoad2(b, v64, LLVMBuildGEP2(b, i8, t->cols, &at, 1, ""), "");
+  LLVMSetAlignment(v, 16);
+  LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, v64, acc, ""), v, ""), acc);
+  fc_cg_loop_end(k, &lg);
+  /* a pixel is wide where any byte of its quads has its top bit */
+  LLVMValueRef quads = LLVMBuildBitCast(b, LLVMBuildLoad2(b, v64, acc, ""), w16, "");
+  LLVMValueRef top = LLVMBuildAnd(b, quads, fc_cg_splat_const(w16, LLVMConstInt(i32, 0x80808080u, 0)), "");
+  LLVMValueRef wide = LLVMBuildICmp(b, LLVMIntNE, top, LLVMConstNull(w16), "");
+  LLVMValueRef st = LLVMBuildStore(b, LLVMBuildBitCast(b, wide, i16, ""), LLVMBuildGEP2(b, i16, t->wide_cols, &j, 1, ""));
+  LLVMSetAlignment(st, 2);
+  fc_cg_loop_end(k, &lj);
+}
 
 LLVMValueRef fc_conv_i8_count_wide_pixels(FcKernel *k, const FcConvI8 *t) {
   LLVMBuilderRef b = k->b;
