@@ -337,13 +337,20 @@ def write_case(out, model, x, y, in_name, out_name, info, npys=()):
 
 
 def export_locked(name, out_root, digest):
-    t0 = time.time()
+    # The export traces the int8 module, running it once more: on one thread too, as torch 1.13's onednn
+    # fails some of MobileNetV2's 1x1 convs on 2 threads on AMD Zen 4 ("could not create a primitive
+    # descriptor for a reorder primitive"; on 1 thread they run).
     with one_thread():
-        model, x, calibration = float_model(name)
-        qmodel = quantize(model, x, calibration)
-        with torch.no_grad():
-            y8 = qmodel(x).numpy()
-            y32 = model(x).numpy()
+        export_one_thread(name, out_root, digest)
+
+
+def export_one_thread(name, out_root, digest):
+    t0 = time.time()
+    model, x, calibration = float_model(name)
+    qmodel = quantize(model, x, calibration)
+    with torch.no_grad():
+        y8 = qmodel(x).numpy()
+        y32 = model(x).numpy()
     common = {"arch": type(model).__name__, "input": {"name": "input", "shape": list(x.shape)},
               "torch": torch.__version__, "opset": OPSET, "source_sha256": digest}
 

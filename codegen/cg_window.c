@@ -164,6 +164,29 @@ static LLVMValueRef masked_load(FcKernel *k, LLVMTypeRef t, LLVMValueRef p, cons
   return fc_cg_masked_load(k, t, p, LLVMConstVector(bits, n), splat(fill, n));
 }
 
+/* An edge tap of stride 1 or 2 from one plain load: the load's `width` columns moved inside the row (from
+ * a = first clamped to [0, W - width]) and one two-source shuffle that takes each on-lane's column from it and
+ * every other lane from a splat of `fill`. The load covers every column inside the row that the tap reads:
+ * they lie in [first, first + width) ∩ [0, W), inside [a, a + width) whichever side the clamp moved it. Taken
+ * for bytes, which have no masked load on AVX2 or SSE (LLVM makes one scalar load and insert per lane of it,
+ * which on small maps, where most vectors are edges, costs more than the taps' max); f32 keeps its masked
+ * loads (vmaskmovps). NULL where the row is narrower than the load or the stride above 2. */
+static LLVMValueRef shifted_edge_load(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, int64_t first,
+                                      int64_t width, int phase, const bool *on) {
+  if (width > r->W || r->sw > 2) return NULL;
+  int vl = r->vl, idx[FC_WIN_MAX_VL];
+  int64_t a = first < 0 ? 0 : first > r->W - width ? r->W - width : first;
+  for (int q = 0; q < vl; q++) {
+    int w = r->sw == 1 ? q : fc_win_even_lane(vl, q) + phase; /* lane q's column, from first */
+    bool lane_on = on[r->sw == 1 ? q : w / 2];
+    FC_ASSERT(!lane_on || (first + w >= a && first + w < a + width));
+    idx[q] = lane_on ? (int)(first + w - a) : (int)width; /* width: the fill splat's lane 0 */
+  }
+  LLVMTypeRef et = LLVMTypeOf(fill), wt = LLVMVectorType(et, (unsigned)width);
+  LLVMValueRef x = vload(k, wt, et, eptr(k, et, rp, fc_cg_const_i64(k, a)));
+  return fc_cg_shuffle(k, x, splat(fill, (unsigned)width), idx, vl);
+}
+
 LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill, LLVMValueRef rp, LLVMValueRef ox0v,
                                int64_t ox0, int64_t kw) {
   int vl = r->vl;
@@ -184,6 +207,9 @@ LLVMValueRef fc_win_tap_vector(FcKernel *k, const FcWinRow *r, LLVMValueRef fill
     LLVMValueRef x = r->sw == 1 ? ox0v : LLVMBuildMul(k->b, ox0v, fc_cg_const_i64(k, r->sw), "");
     at = LLVMBuildAdd(k->b, x, at, "");
   }
+  bool bytes = LLVMGetTypeKind(et) == LLVMIntegerTypeKind;
+  LLVMValueRef shifted = !all && bytes ? shifted_edge_load(k, r, fill, rp, first, width, phase, on) : NULL;
+  if (shifted) return shifted;
   LLVMValueRef p = eptr(k, et, rp, at);
   if (r->sw == 1) return all ? vload(k, vt, et, p) : masked_load(k, vt, p, on, (unsigned)vl, fill);
   if (r->sw == 2) {

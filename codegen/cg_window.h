@@ -2,7 +2,8 @@
  * kernel_dwconv.c; pools, kernel_pool.c): an output row is computed vl columns at a time, each tap
  * (kernel column kw) reading one input vector. Positions whose every tap load lies inside the row are
  * "full" (plain vector loads in a loop); the others are edges, emitted straight-line with masked loads
- * whose masked-off lanes read a fill value (0 for convolution, NaN or 0 for pools). Stride 2 loads 2·vl
+ * whose masked-off lanes read a fill value (0 for convolution, NaN or 0 for pools; bytes, which have no
+ * masked load on AVX2, load the vector moved inside the row and shuffle the fill in). Stride 2 loads 2·vl
  * columns and keeps every other one with one shuffle, in the lane order of fc_win_even_lane; larger
  * strides build the vector lane by lane. The blocked-layout kernels (kernel_dwconv_blocked.c,
  * kernel_pool_blocked.c, kernel_conv_blocked.c) share its row-block split, interior range and pool
@@ -75,7 +76,7 @@ bool fc_win_columns_full(const FcWinRow *r, int64_t ox0);
 /* The right edge positions of plan p as one full vector ending at the row's end: its first column, which
  * overlaps the full positions before it (their outputs are recomputed identically), or -1 where that vector
  * would read outside the row or not reach back to the edges. Plain loads where the edges would take masked
- * ones: AVX2 has no masked byte load, so an 8-bit row's edges otherwise load lane by lane. */
+ * or shifted ones. */
 int64_t fc_win_right_tail(const FcWinRow *r, const FcWinPlan *p);
 /* Stride 2: lane p of the even pick of a 2·vl-wide load, as shufps takes it within each 128-bit lane. */
 int fc_win_even_lane(int vl, int p);

@@ -9,10 +9,10 @@
  * floats), so rows in the vertical padding cost no branches. Along the width the row is cut at compile
  * time into a contiguous range of "full" vector positions, whose every tap reads inside [0, W), run as
  * a loop of plain loads, and a few "edge" positions emitted straight-line with per-tap lane masks
- * (masked loads; lanes outside the row read the padding value), or, where every tap of the row's last
- * VL columns reads inside it, that one plain vector (fc_win_right_tail: AVX2 has no masked byte loads,
- * so an 8-bit edge would load lane by lane; the overlap recomputes a few outputs identically). Stride 2
- * loads 2·VL floats and keeps every other one with one in-lane shuffle (shufps); the lanes come out in a
+ * (masked loads; lanes outside the row read the padding value; 8-bit rows, which AVX2 cannot load
+ * masked, one plain load moved inside the row and a shuffle that puts the padding in), or, where every tap
+ * of the row's last VL columns reads inside it, that one plain vector (fc_win_right_tail; the overlap
+ * recomputes a few outputs identically). Stride 2 loads 2·VL floats and keeps every other one with one in-lane shuffle (shufps); the lanes come out in a
  * fixed permuted order, the same for every tap, and one shuffle per output vector restores it. Larger
  * strides insert VL scalars.
  *
