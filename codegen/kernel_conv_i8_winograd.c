@@ -1,5 +1,6 @@
 /* kernel_conv_i8_winograd.c — the quantised 3×3 stride-1 conv (qspec §2) by Winograd's F(4×4, 3×3) or F(2×2, 3×3)
- * in exact integer arithmetic, for CPUs whose only byte dot is AVX2's vpmaddubsw (fc_target_i8_winograd).
+ * in exact integer arithmetic, for CPUs whose only byte dot is AVX2's vpmaddubsw, and by F(4×4) alone for those
+ * whose VNNI byte dot is slow beside its 16-bit one (AMD Zen 4 and 5; fc_target_i8_winograd).
  *
  * There the direct int8 conv issues vpmaddubsw + vpmaddwd on the two multiply ports per 32 multiply-adds,
  * while F(m×m, 3×3) needs (m+2)² products per m² outputs instead of 9·m² (16 per 4 for m = 2, 36 per 16 for
@@ -110,18 +111,23 @@ static bool tiles_suit(const FcConv2 *c, int m) {
   return u_bytes(c, m) <= U_BYTES_PER_OUTPUT * outputs && (m == 2 || outputs >= MIN_F4_PIXELS);
 }
 
+/* Whether the target takes F(m×m) (fc_target_i8_winograd) and the conv's shape suits it. */
+static bool variant_suits(const FcKernel *k, const FcConv2 *c, int m) {
+  return fc_target_i8_winograd(k->target, m) && tiles_suit(c, m);
+}
+
 static bool geometry(const FcKernel *k, FcConv2 *c) {
   const FcOp *op = k->op;
   if (!op->operands[0].value->type.quant || !fc_qp_applies(op, 0, NULL, 0) || !fc_conv2_of(op, c)) return false;
   if (op->results[0].type.rank != 4 || c->KH != 3 || c->KW != 3 || c->sh != 1 || c->sw != 1 || c->dh != 1 ||
       c->dw != 1 || c->G != 1 || c->C < MIN_CHANNELS || c->M < MIN_CHANNELS || c->OH < 2)
     return false;
-  return tiles_suit(c, 2) || tiles_suit(c, 4);
+  return variant_suits(k, c, 2) || variant_suits(k, c, 4);
 }
 
 bool fc_conv_i8_winograd_applies(const FcKernel *k) {
   FcConv2 c;
-  return fc_target_i8_winograd(k->target) && geometry(k, &c);
+  return geometry(k, &c);
 }
 
 /* Whether every output channel's scaled sum, 64·|Σ x·w'| with x in [0, xmax], fits i32 (F(4×4)'s bound). */
@@ -549,7 +555,7 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   FcStatus st = fc_qp_init(k, 0, c->K, c->M, &t.q);
   if (st != FC_OK) return st;
   /* F(4×4) where its shape, transformed weights and bound allow, else F(2×2) (see the top) */
-  t.m = tiles_suit(c, 4) && sums_fit_f4(&t.q) ? 4 : 2;
+  t.m = variant_suits(k, c, 4) && sums_fit_f4(&t.q) ? 4 : 2;
   t.shift = t.m == 4 ? 6 : 2;
   t.folded = scale_folds(&t.q, t.shift);
   t.A = t.m + 2;
@@ -579,7 +585,7 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
    * modest. P is followed by 64 bytes that F(4×4)'s last loads may reach. */
   double scratch = (double)c->C * t.A * (double)t.R * (double)t.Wp + 64 + A2 * (double)(t.CP + MR) * (double)t.TBs * 4;
   double ubytes = u_bytes(c, t.m);
-  if ((t.m == 2 && (!tiles_suit(c, 2) ||
+  if ((t.m == 2 && (!variant_suits(k, c, 2) ||
                     36.0 * (double)c->C * (double)t.q.xmax * (double)max_abs_w(&t.q) >= 2147483648.0)) ||
       scratch > (64 << 20) || ubytes > (256 << 20) || blocks * (double)t.MS > (double)INT64_MAX / 2) {
     fc_qp_free(&t.q);

@@ -162,10 +162,12 @@ static const char *cpu_default_artefact(const char *triple) {
   return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4" : NULL;
 }
 
-/* Quantised models add the integer dot products' generations: AVX512-VNNI (vpdpbusd, cascadelake) and AMX
- * tiles (sapphirerapids: tdpbusd/tdpbsud, several times VNNI's rate: cg_amx.h). */
+/* Quantised models add the integer dot products' generations: AVX512-VNNI (vpdpbusd, cascadelake), AMX
+ * tiles (sapphirerapids: tdpbusd/tdpbsud, several times VNNI's rate: cg_amx.h), and AMD's AVX-512 (znver4,
+ * which Zen 5 runs too: the same VNNI, but its 3×3 convs take the 16-bit Winograd kernel, fc_target_i8_winograd;
+ * its sse4a keeps it from Intel CPUs, AMX keeps sapphirerapids from AMD's). */
 static const char *cpu_default_int8_artefact(const char *triple) {
-  return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4,cascadelake,sapphirerapids" : NULL;
+  return triple_is_x86_64(triple) ? "x86-64-v3,x86-64-v4,cascadelake,znver4,sapphirerapids" : NULL;
 }
 
 /* The architecture of a triple this kind generates for; false for others. */
@@ -591,9 +593,11 @@ void fc_target_i8_conv_few_pixels_tile(const FcTarget *t, FcI8Dot dot, int64_t P
   g->nv = best_nv;
 }
 
-bool fc_target_i8_winograd(const FcTarget *t) {
-  return t->arch == FC_ARCH_X86_64 && fc_target_has(t, FC_FEAT_AVX2) && !fc_target_has(t, FC_FEAT_AVX512BW) &&
-         !fc_target_has(t, FC_FEAT_AVXVNNI);
+bool fc_target_i8_winograd(const FcTarget *t, int m) {
+  if (t->arch != FC_ARCH_X86_64 || !fc_target_has(t, FC_FEAT_AVX2) || fc_target_i8_amx(t)) return false;
+  bool vnni = fc_target_has(t, FC_FEAT_AVX512VNNI) || fc_target_has(t, FC_FEAT_AVXVNNI);
+  if (!vnni) return !fc_target_has(t, FC_FEAT_AVX512BW);
+  return m == 4 && fc_target_has(t, FC_FEAT_FASTDPWSSD);
 }
 
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group) {

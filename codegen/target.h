@@ -40,7 +40,8 @@
   X(AMXINT8, "amx-int8")                                                                                             \
   X(NEON, "neon")                                                                                                    \
   X(FULLFP16, "fullfp16")                                                                                            \
-  X(DOTPROD, "dotprod")
+  X(DOTPROD, "dotprod")                                                                                              \
+  X(FASTDPWSSD, "fast-dpwssd") /* a tuning flag, not an instruction set: LLVM's AMD Zen 4 and 5 */
 
 typedef enum FcFeature {
 #define X(id, name) FC_FEAT_##id,
@@ -304,11 +305,15 @@ bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_pe
  * in registers) and planes of at most 256 × 256 pixels (a padded copy of one sits in each task's scratch).
  * fold_qdq folds such convs into their quantised form. */
 bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane);
-/* Whether 3×3 stride-1 quantised convs run by exact integer Winograd F(2×2, 3×3) on 16-bit products
- * (kernel_conv_i8_winograd.c): on AVX2 whose only byte dot is vpmaddubsw (two multiply uops per 32 products),
- * vpmaddwd's 16 products in one uop over 2.25× fewer products win; with VNNI (one vpdpbusd per 32) or AMX
- * they would not, and AVX-512 without VNNI is not tuned for it yet. */
-bool fc_target_i8_winograd(const FcTarget *t);
+/* Whether 3×3 stride-1 quantised convs run by exact integer Winograd F(m×m, 3×3), m = 2 or 4, on 16-bit
+ * products (kernel_conv_i8_winograd.c). On AVX2 whose only byte dot is vpmaddubsw (two multiply uops per 32
+ * products), vpmaddwd's 16 products in one uop over 2.25× (F(2×2)) or 4× (F(4×4)) fewer products win. Where
+ * VNNI's vpdpbusd makes 32 in one uop they win only if that uop is slow: on the CPUs LLVM tunes with
+ * fast-dpwssd (AMD Zen 4 and 5, whose 512-bit operations are double-pumped, so vpdpbusd makes 64
+ * multiply-adds a cycle, where Intel's server cores with two 512-bit units make 128) F(4×4)'s 4× fewer
+ * products, at half vpdpbusd's products an instruction, still halve the dot's cycles; F(2×2)'s 2.25× would not
+ * pay for its transforms. With AMX neither wins, and AVX-512 without VNNI is not tuned for it yet. */
+bool fc_target_i8_winograd(const FcTarget *t, int m);
 /* Whether that kernel gathers each output pixel's byte quad of taps straight from the padded plane and multiplies
  * it with vpdpbusd (AVX512-VNNI: Cascade Lake, Ice Lake server, Sapphire Rapids): one vpermb / vpermt2b per
  * gather where the target has AVX512-VBMI (it asks FC_FEAT_AVX512VBMI), else a vpermd and a vpshufb. Without

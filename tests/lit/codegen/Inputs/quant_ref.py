@@ -17,12 +17,13 @@ def init(flowc, out, seed=2026):
     FLOWC, OUT, rng = flowc, out, np.random.default_rng(seed)
 
 
-CPUS = ['x86-64-v3', 'alderlake', 'x86-64-v4', 'icelake-server', 'sapphirerapids', 'x86-64']
+CPUS = ['x86-64-v3', 'alderlake', 'x86-64-v4', 'icelake-server', 'sapphirerapids', 'znver4', 'x86-64']
 FLAGS = {l.split(':')[0].strip(): l.split(':')[1].split() for l in open('/proc/cpuinfo') if l.startswith('flags')}
 HOST = set(FLAGS.get('flags', []))
 NEEDS = {'x86-64-v3': {'avx2'}, 'alderlake': {'avx2', 'avx_vnni'}, 'x86-64-v4': {'avx512bw', 'avx512vl'},
          'icelake-server': {'avx512bw', 'avx512vl', 'avx512_vnni'},
          'sapphirerapids': {'avx512bw', 'avx512vl', 'avx512_vnni', 'avx512_bf16', 'avx512_fp16', 'amx_tile', 'amx_int8'},
+         'znver4': {'avx512bw', 'avx512vl', 'avx512_vnni', 'avx512_bf16', 'avx512vbmi', 'gfni', 'vaes', 'sse4a', 'clzero'},
          'x86-64': set()}
 RANGE = {'u8': (0, 255), 'i8': (-128, 127)}
 NP = {'u8': np.uint8, 'i8': np.int8}
