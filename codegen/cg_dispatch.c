@@ -193,25 +193,6 @@ void fc_multi_abort(FcMultiBuild *mb) {
   free(mb);
 }
 
-static void set_string_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *key, const char *val) {
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(ctx, key, (unsigned)strlen(key), val, (unsigned)strlen(val)));
-}
-
-/* Gives every function defined in mod that names no CPU of its own the target machine's CPU and features. */
-static void stamp_target(LLVMModuleRef mod, LLVMTargetMachineRef tm) {
-  LLVMContextRef ctx = LLVMGetModuleContext(mod);
-  char *cpu = LLVMGetTargetMachineCPU(tm), *features = LLVMGetTargetMachineFeatureString(tm);
-  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
-    if (LLVMIsDeclaration(fn) || LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "target-cpu", 10))
-      continue;
-    set_string_attr(ctx, fn, "target-cpu", cpu);
-    set_string_attr(ctx, fn, "target-features", features);
-  }
-  LLVMDisposeMessage(cpu);
-  LLVMDisposeMessage(features);
-}
-
 static void variant_symbol(const FcMultiBuild *mb, int k, const char *what, char *buf, size_t cap) {
   snprintf(buf, cap, "%s__cpu%d_%s", mb->o.model_name, k, what);
 }
@@ -280,7 +261,7 @@ FcStatus fc_multi_add(FcMultiBuild *mb, FcModule *m, const FcTarget *t, FcDiag *
   LLVMContextRef ctx = apart ? LLVMContextCreate() : mb->ctx;
   LLVMModuleRef mod = NULL;
   FcStatus st = fc_codegen_module(m, &co, ctx, t, &mod, diag);
-  if (st == FC_OK) stamp_target(mod, tm);
+  if (st == FC_OK) fc_codegen_stamp_target(mod, tm);
   if (st == FC_OK && apart) {
     st = start_apart(mb, mb->n, ctx, mod, t, diag);
     ctx = NULL;

@@ -1011,3 +1011,21 @@ FcStatus fc_codegen_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt
   }
   return FC_OK;
 }
+
+static void set_string_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *key, const char *val) {
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(ctx, key, (unsigned)strlen(key), val, (unsigned)strlen(val)));
+}
+
+void fc_codegen_stamp_target(LLVMModuleRef mod, LLVMTargetMachineRef tm) {
+  LLVMContextRef ctx = LLVMGetModuleContext(mod);
+  char *cpu = LLVMGetTargetMachineCPU(tm), *features = LLVMGetTargetMachineFeatureString(tm);
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+    if (LLVMIsDeclaration(fn) || LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "target-cpu", 10))
+      continue;
+    set_string_attr(ctx, fn, "target-cpu", cpu);
+    set_string_attr(ctx, fn, "target-features", features);
+  }
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(features);
+}

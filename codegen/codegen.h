@@ -52,6 +52,10 @@ FcStatus fc_codegen_module(FcModule *m, const FcCodegenOptions *o, LLVMContextRe
                            LLVMModuleRef *out, FcDiag *diag);
 /* Runs LLVM's default<O0..3> pipeline for the target machine. */
 FcStatus fc_codegen_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, FcDiag *diag);
+/* Gives every function defined in mod that names no CPU of its own tm's CPU and features ("target-cpu",
+ * "target-features"), so that another target machine generating its code — the one object of a
+ * multiversioned artefact, the JIT's host machine — still selects instructions for tm's CPU. */
+void fc_codegen_stamp_target(LLVMModuleRef mod, LLVMTargetMachineRef tm);
 
 /* ---- cg_emit.c: objects, executables, libraries --------------------------------------------------- */
 

@@ -41,6 +41,9 @@ FcStatus fc_compile_jit(FcModule *m, const FcPipelineOptions *po, const FcCodege
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = NULL;
   st = fc_codegen_module(m, &o, ctx, target, &mod, diag);
+  /* The JIT's machine is the host's: without the stamp, `--cpu x86-64-v3` code would be generated with
+   * every feature of the host (AVX-512's 32 registers, VNNI's fused dots), not the CPU asked for. */
+  if (st == FC_OK) fc_codegen_stamp_target(mod, fc_target_tm(target));
   if (st == FC_OK) fc_progress(&o.progress, "LLVM optimisation", NULL, 0, 0);
   if (st == FC_OK) st = fc_codegen_optimize(mod, fc_target_tm(target), o.opt_level, diag);
   fc_target_free(target);
