@@ -18,7 +18,8 @@
  * past Mg and K), then the corrections (i32) and multipliers (f32) of the G·MT·16 padded channels, so a
  * vector of 8 or 16 channels' quads, and of their corrections and multipliers, is one load. The layout depends
  * on the shape only, and so does the choice of this kernel (fc_conv_i8_few_pixels_applies) on every target
- * without AMX: the variants of a multiversioned artefact read one stored copy. An AMX variant keeps the
+ * without AMX for maps of up to 16×16: the variants of a multiversioned artefact read one stored copy (the
+ * larger maps that VNNI variants alone take here are packed twice). An AMX variant keeps the
  * pixel kernel's tiles (not bound by pixel vectors) and its packing: a second copy there.
  * Dots: vpdpbusd; vpmaddubsw + vpmaddwd where no weight pair can saturate it; else WIDEN: Col as u16 pairs
  * (kg = 2), the task's panel sign-extended once into its scratch as i16 pairs ([pair][16·U channels][2 × i16])
@@ -44,8 +45,17 @@
 
 /* At most this many output pixels, and bytes of the interleaved Col of one image (counted at its widest, 2
  * bytes a k): it stays in L2 while every channel panel streams it (ResNet-18's 7×7 convs: 295 KB at
- * K = 4608, 590 KB as u16 pairs; with the byte rows and padded planes a task's scratch is about 1.5 times it). */
-enum { MAX_PIXELS = 256, MAX_COL_BYTES = 1 << 20 };
+ * K = 4608, 590 KB as u16 pairs; with the byte rows and padded planes a task's scratch is about 1.5 times it).
+ * Where the target's dot is one instruction (fc_target_i8_channel_lanes_large), convs with kernels wider
+ * than 1×1 and K of at least LARGE_MIN_K take this kernel on maps up to LARGE_MAX_PIXELS too, their Col up to
+ * LARGE_MAX_COL_BYTES (ResNet-18's 56×56 3×3 convs: 3.6 MB, from L3). */
+enum {
+  MAX_PIXELS = 256,
+  MAX_COL_BYTES = 1 << 20,
+  LARGE_MAX_PIXELS = 64 * 64,
+  LARGE_MAX_COL_BYTES = 8 << 20,
+  LARGE_MIN_K = 256,
+};
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
@@ -66,15 +76,14 @@ static bool weights_fit_s8(const FcOp *op) {
   return true;
 }
 
-/* Whether a conv of this shape takes this kernel: a small map (at most MAX_PIXELS, 16×16) whose tiles here pad
- * no more than the pixel kernel's, at 8 and at 16 lanes (AVX2 and AVX-512) both, so the choice is the same on
- * every target without AMX (one packing in a multiversioned artefact). Not only the padding pays: the pixel
- * kernel streams the weights once per L2-sized block of pixels (5 blocks at ResNet's 14×14 3×3 convs, where
- * both orientations pad alike), this one once per image (measured faster at 7×7 and 14×14, the same at
- * worst). Larger maps keep the pixel kernel: their Col would not stay in L2. */
+/* Whether a conv's map (its size checked by the caller: MAX_PIXELS, or LARGE_MAX_PIXELS on VNNI) pads its
+ * tiles here no more than the pixel kernel's, at 8 and at 16 lanes (AVX2 and AVX-512) both, so the choice for
+ * small maps is the same on every target without AMX (one packing in a multiversioned artefact). Not only the
+ * padding pays: the pixel kernel streams the weights once per L2-sized block of pixels (5 blocks at ResNet's
+ * 14×14 3×3 convs, where both orientations pad alike), this one once per image (measured faster at 7×7 and
+ * 14×14, the same at worst). Larger maps keep the pixel kernel except on VNNI (see the enum above). */
 static bool few_pixels_pays(const FcConv2 *c) {
   static const int widths[2][2] = {{8, 2}, {16, 4}}; /* lanes, the pixel kernel's most pixel vectors */
-  if (c->P > MAX_PIXELS) return false;
   for (int i = 0; i < 2; i++) {
     int lanes = widths[i][0];
     /* the pixel kernel (fc_conv_i8_pixel_tile): 4 channels × the 2 .. max vectors of pixels that pad P least */
@@ -102,7 +111,11 @@ bool fc_conv_i8_few_pixels_applies(const FcKernel *k) {
   if (!w8 || fc_target_i8_amx_worth(k->target, c.Mg, c.K)) return false;
   /* the whole image's Col at its widest (u16 pairs: 2 bytes a k) for pixels padded to 16 */
   int64_t col;
-  if (!fc_checked_mul(2 * c.K, round_up(c.P, 16), &col) || col > MAX_COL_BYTES) return false;
+  if (!fc_checked_mul(2 * c.K, round_up(c.P, 16), &col)) return false;
+  if ((c.P > MAX_PIXELS || col > MAX_COL_BYTES) &&
+      (!fc_target_i8_channel_lanes_large(k->target) || c.KH * c.KW == 1 || c.K < LARGE_MIN_K ||
+       c.P > LARGE_MAX_PIXELS || col > LARGE_MAX_COL_BYTES))
+    return false;
   return few_pixels_pays(&c);
 }
 

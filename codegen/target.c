@@ -600,6 +600,12 @@ bool fc_target_i8_winograd(const FcTarget *t, int m) {
   return m == 4 && fc_target_has(t, FC_FEAT_FASTDPWSSD);
 }
 
+bool fc_target_i8_channel_lanes_large(const FcTarget *t) {
+  FcI8Gemm g;
+  fc_target_i8_conv(t, &g);
+  return g.dot == FC_I8DOT_VNNI && !fc_target_i8_amx(t);
+}
+
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group) {
   FcI8Gemm g;
   fc_target_i8_conv(t, &g);

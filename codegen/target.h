@@ -314,6 +314,13 @@ bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, i
  * products, at half vpdpbusd's products an instruction, still halve the dot's cycles; F(2×2)'s 2.25× would not
  * pay for its transforms. With AMX neither wins, and AVX-512 without VNNI is not tuned for it yet. */
 bool fc_target_i8_winograd(const FcTarget *t, int m);
+/* Whether the channel-lane quantised conv (kernel_conv_i8_few_pixels.c) also takes maps beyond 16×16 (up to
+ * 64×64, kernels wider than 1×1, K >= 256): where the byte dot is VNNI's one instruction (and no AMX), a
+ * pixel's broadcast quad against vectors of channels beats the pixel kernel's L2-sized im2col blocks, which
+ * stream the weights once a block (ResNet-18's 56×56 and 28×28 3×3 convs on cascadelake code, about 840 →
+ * 650 and 865 → 580 µs on Zen 4); with AVX2's two-instruction dot and its run-time dual paths it loses
+ * (Inception-v3 61 → 71 ms). */
+bool fc_target_i8_channel_lanes_large(const FcTarget *t);
 /* Whether that kernel gathers each output pixel's byte quad of taps straight from the padded plane and multiplies
  * it with vpdpbusd (AVX512-VNNI: Cascade Lake, Ice Lake server, Sapphire Rapids): one vpermb / vpermt2b per
  * gather where the target has AVX512-VBMI (it asks FC_FEAT_AVX512VBMI), else a vpermd and a vpshufb. Without
