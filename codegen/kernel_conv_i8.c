@@ -1362,11 +1362,9 @@ FcStatus fc_conv_i8(FcKernel *k) {
     if (t.direct) {
       /* the block's input rows are a smaller pass than its Col (K bytes a pixel): most blocks have no wide
        * byte there, and then no pixel to mark */
-      LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, p0, npix);
-      LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
       LLVMBuildMemSet(b, masks, LLVMConstInt(i8, 0, 0), c64(k, t.PB / 8), 2);
-      fc_cg_if_end(k, cont);
-      cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
+      LLVMValueRef narrow = fc_conv_i8_block_narrow(k, c, xg, p0, npix);
+      LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildNot(b, narrow, ""));
       fc_conv_i8_mark_wide_quads(k, &tf);
       fc_cg_if_end(k, cont);
     }
