@@ -355,6 +355,21 @@ static void channel_bases(FcKernel *k, const FewPx *f, LLVMValueRef grp, LLVMVal
   }
 }
 
+/* outv[j] = fc_qp_finish(acc[j]) for j < n, 4 vectors at a time through fc_qp_finish_packed where it applies
+ * (its saturating packs instead of a clamp and a truncation per vector), each vector then the matching quarter
+ * of the packed bytes. */
+static void finish_vectors(FcKernel *k, const FcQuantProduct *q, const LLVMValueRef *acc, const LLVMValueRef *corr,
+                           const LLVMValueRef *mult, int n, int w, LLVMValueRef *outv) {
+  int j = 0;
+  for (LLVMValueRef packed; j + 4 <= n && (packed = fc_qp_finish_packed(k, q, acc + j, 4, corr + j, mult + j)); j += 4)
+    for (int u = 0; u < 4; u++) {
+      int idx[16];
+      for (int e = 0; e < w; e++) idx[e] = u * w + e;
+      outv[j + u] = fc_cg_shuffle(k, packed, LLVMGetUndef(LLVMTypeOf(packed)), idx, w);
+    }
+  for (; j < n; j++) outv[j] = fc_qp_finish(k, q, acc[j], corr[j], mult[j]);
+}
+
 /* The first mr·nv accumulators (mr pixels from p0, the channel tile at c0 with its vectors at cv[]) requantised
  * per lane (a vector of channels' corrections and multipliers: the tables after the weights) and stored to Y
  * at ybase + channel·P + pixel, transposed. */
@@ -378,12 +393,13 @@ static void finish_tile(FcKernel *k, const FewPx *f, int mr, LLVMValueRef acc, L
     LLVMSetAlignment(corr[v], 4);
     LLVMSetAlignment(mult[v], 4);
   }
-  LLVMValueRef outv[64];
+  LLVMValueRef outv[64], accv[64], cor[64], mul[64];
   for (int i = 0; i < mr; i++)
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef a = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
-      outv[i * nv + v] = fc_qp_finish(k, &t->q, a, corr[v], mult[v]);
+      accv[i * nv + v] = LLVMBuildLoad2(b, vi, fc_cg_tile_at(k, vi, acc, c64(k, i * nv + v)), "");
+      cor[i * nv + v] = corr[v], mul[i * nv + v] = mult[v];
     }
+  finish_vectors(k, &t->q, accv, cor, mul, mr * nv, w, outv);
   LLVMValueRef npx = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, c->P), p0));
   LLVMValueRef nch = fc_cg_smin(k, c64(k, t->nr), fc_cg_isub(k, c64(k, c->Mg), c0));
   fc_qp_store_tile_transposed(k, et, outv, mr, nv, w, edge, ybase, p0, npx, c->P, c0, nch);
