@@ -53,6 +53,8 @@
 #include "cg_requant.h"
 #include "codegen.h"
 
+enum { FEW_ROWS_NV = 4 }; /* the widest register tile (vectors of columns) for an A of fewer rows than the tile */
+
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
 
 /* u8 A x i8 B into i32, or into f32 (`to`: the i32 sums converted, then any fused epilogue). */
@@ -377,6 +379,18 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   }
   I8Tile t = {0};
   fc_target_i8_gemm(k->target, &t.g);
+  /* Fewer rows than the tile's (a batch-1 classifier: M = 1) take a tile of as few rows, a power of two, and
+   * wider by as much, up to FEW_ROWS_NV vectors (WIDEN's doubled B vectors stay within tile_step's 8): the
+   * rows past M would repeat row M - 1's products. Without VNNI the B vectors may be widened per tile
+   * (WIDEN), which a tile of fewer rows does for fewer rows, and the dual kernel's WIDEN tiles past M are
+   * skipped anyway: there it pays only where at least 3/4 of the rows would be repeats (measured on Zen 4). */
+  if (M < t.g.mr && (t.g.dot == FC_I8DOT_VNNI || 4 * M <= t.g.mr)) {
+    int mr = 1;
+    while (mr < M) mr *= 2;
+    int nv = t.g.nv * t.g.mr / mr;
+    t.g.nv = nv < FEW_ROWS_NV ? nv : FEW_ROWS_NV;
+    t.g.mr = mr;
+  }
   /* The dual kernel (kernel_conv_i8.c's): where vpmaddubsw could saturate only on activations above 127,
    * each row tile tests its rows of A and runs vpmaddubsw (t) or the exact WIDEN on two half-height tiles
    * (tw), which keep WIDEN's register count. */
@@ -411,7 +425,9 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   t.vi = tw.vi = LLVMVectorType(i32, (unsigned)w);
-  t.acc = tw.acc = fc_cg_tile_new(k, t.vi, mr * t.nb, "acc"); /* WIDEN: half the rows, twice the vectors */
+  /* WIDEN: half the rows (but a row tile's one row), twice the vectors */
+  int64_t acc_vectors = (int64_t)mr * t.nb > (int64_t)tw.g.mr * tw.nb ? (int64_t)mr * t.nb : (int64_t)tw.g.mr * tw.nb;
+  t.acc = tw.acc = fc_cg_tile_new(k, t.vi, acc_vectors, "acc");
   /* the result's element: i32 (plain), the storage byte (requantised) or f32 */
   FcDtype odt = quant ? q.out : rt->dtype;
   m.et = odt == FC_DT_I32 ? i32 : odt == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : i8;
