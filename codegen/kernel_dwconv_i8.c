@@ -24,8 +24,9 @@
  *   4. the i32 vectors are requantised (cg_requant.h: correction, multiplier, rne, clamp, zero point) and
  *      stored as bytes; a row's partial last step stores whole vectors too when the excess lands in the
  *      plane's next row (rewritten right after), else it goes through fc_qp_store_tile's stack tile.
- * Rows of at most 8 output pixels use 8 lanes even where the target has 16. Small maps (channel multiplier 1)
- * go to kernel_dwconv_i8_channels.c instead, which puts 8 channels in the lanes.
+ * Rows of at most 8 output pixels use 8 lanes even where the target has 16. Small maps and, with AVX2, strided
+ * rows of any width (channel multiplier 1) go to kernel_dwconv_i8_channels.c instead, which puts 8 channels in
+ * the lanes.
  * The packed constant holds per channel the weight pairs as i32 words, then the corrections and multipliers.
  *
  * On AVX512-VNNI targets (fc_target_i8_byte_permute) the pair planes give way to quads of taps gathered from

@@ -1,6 +1,6 @@
 /* kernel_dwconv_i8_channels.c — the quantised depthwise conv of kernel_dwconv_i8.c (group == C == M) with 8
- * channels in the i32 lanes, for the small maps where that kernel's pixel vectors cost the most: targets
- * whose integer dot is vpmaddwd on tap pairs (AVX2, AVX-512 without VNNI).
+ * channels in the i32 lanes, for the small maps and (AVX2) the stride-2 rows where that kernel's pixel vectors
+ * cost the most: targets whose integer dot is vpmaddwd on tap pairs (AVX2, AVX-512 without VNNI).
  *
  * Vectors of a plane's pixels pay per plane for its copy, its pair plane, the broadcast weights and a row's
  * partial vector: on a 7x7 or 14x14 map that is most of the work. Here a vector holds one output pixel of 8 channels, as the f32 blocked
@@ -29,7 +29,7 @@
 enum {
   LANES = 8,             /* channels per vector (i32 lanes of a ymm) */
   STEP = 4,              /* output pixels per step: 4 vectors requantised and packed together */
-  MAX_ROW_8 = 28,        /* the widest output row (times the stride) taken where pixel vectors have 8 lanes */
+  MAX_ROW_8 = 28,        /* the widest output row taken at stride 1 where pixel vectors have 8 lanes */
   MAX_WIDE_PAIRS = 6,    /* ... for filters of at most this many tap pairs */
   MAX_TAPS = 81,         /* fc_target_i8_depthwise's bound */
   MAX_SCRATCH = 1 << 20, /* T, P and O in each task's scratch */
@@ -61,15 +61,18 @@ static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
   d->rpairs = (c->KW + 1) / 2;
   d->npairs = c->KH * d->rpairs;
   /* Where this kernel beats the pixel vectors (both timed per layer on MobileNet's and EfficientNet's maps):
-   * rows of at most 8 outputs, which the pixel kernel runs on 8 lanes; with vectors of 8 pixels (AVX2) also
-   * rows of up to 28 outputs at stride 1 and 14 at stride 2 (a strided row's pixel vectors gather every other
-   * byte) for filters of at most 6 tap pairs (3x3): more weight vectors than that spill beside the 4 pixels'
-   * accumulators. */
+   * rows of at most 8 outputs, which the pixel kernel runs on 8 lanes; with vectors of 8 pixels (AVX2) also,
+   * for filters of at most 6 tap pairs (3x3: more weight vectors than that spill beside the 4 pixels'
+   * accumulators), rows of up to 28 outputs at stride 1 and rows of any width at stride 2, where the pixel
+   * vectors gather every other byte of two loads per tap pair and this kernel builds its pair plane for the
+   * even columns only (whatever fits the scratch: MobileNetV2's 112x112 and 56x56 maps, and the 33x33, 38x38,
+   * 75x75 and 150x150 that other input sizes give, all measured faster; at stride 1 the pixel kernel keeps
+   * rows from 29 on). */
   bool wide_ok = g.lanes <= LANES && d->npairs <= MAX_WIDE_PAIRS;
-  if (c->OW > (wide_ok ? MAX_ROW_8 / c->sw : LANES)) return false;
-  /* The row bound above keeps OW small, and so Wq and Wp with the bounded dilation; heights are checked. */
+  if (c->OW > (!wide_ok ? LANES : c->sw == 1 ? MAX_ROW_8 : MAX_SCRATCH)) return false;
+  /* OW and the dilation are bounded, and so Wq and Wp; heights are checked. */
   int64_t span_h, need_h;
-  if (c->dw > MAX_SCRATCH || c->pw > MAX_SCRATCH || c->ph > MAX_SCRATCH || c->H > MAX_SCRATCH ||
+  if (c->dw > MAX_SCRATCH || c->pw > MAX_SCRATCH || c->ph > MAX_SCRATCH || c->H > MAX_SCRATCH || c->W > MAX_SCRATCH ||
       !fc_checked_mul(c->KH - 1, c->dh, &span_h) || !fc_checked_mul(c->OH - 1, c->sh, &need_h) ||
       span_h > MAX_SCRATCH || need_h > MAX_SCRATCH)
     return false;
