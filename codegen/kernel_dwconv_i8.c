@@ -245,18 +245,18 @@ static LLVMValueRef taps(DwCtx *c, LLVMValueRef pp, LLVMValueRef bp, LLVMValueRe
   return acc;
 }
 
-/* Steps 3-4: output columns ox0 .. ox0 + NR of the output row whose pair-plane (i32) or byte-plane row starts
- * at `row`, requantised and stored at y[yrow + ox]; `cols` (NULL for a whole step) is how many to store. */
+/* Steps 3-4: output columns ox0 .. ox0 + nvec·lanes of the output row whose pair-plane (i32) or byte-plane row
+ * starts at `row`, requantised and stored at y[yrow + ox]; `cols` (NULL for a whole step) is how many to store. */
 static void emit_step(DwCtx *c, LLVMValueRef pp, LLVMValueRef bp, LLVMValueRef row, LLVMValueRef yrow,
-                      LLVMValueRef ox0, LLVMValueRef cols) {
+                      LLVMValueRef ox0, LLVMValueRef cols, int nvec) {
   FcKernel *k = c->k;
   const DwI8 *d = c->d;
   LLVMBuilderRef b = k->b;
   LLVMValueRef out[2], acc[2], corr[2] = {c->corr, c->corr}, mult[2] = {c->mult, c->mult};
-  for (int v = 0; v < d->nv; v++)
+  for (int v = 0; v < nvec; v++)
     acc[v] = taps(c, pp, bp, row, fc_cg_iadd(k, ox0, c64(k, (int64_t)v * d->lanes)));
-  int nv = fc_qp_finish_tile(k, c->q, acc, 1, d->nv, corr, mult, out); /* stored vectors */
-  int64_t w = d->nv * d->lanes / nv;
+  int nv = fc_qp_finish_tile(k, c->q, acc, 1, nvec, corr, mult, out); /* stored vectors */
+  int64_t w = nvec * d->lanes / nv;
   LLVMTypeRef et = c->q->out == FC_DT_F32 ? LLVMFloatTypeInContext(k->ctx) : c->i8;
   if (!cols) {
     for (int v = 0; v < nv; v++) {
@@ -775,18 +775,20 @@ FcStatus fc_conv_dw_i8(FcKernel *k) {
   if (d.full_steps > 0) {
     FcLoop lx;
     LLVMValueRef ox0 = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, d.full_steps * d.NR), d.NR, "ox");
-    emit_step(&c, pp, bp, row, yrow, ox0, NULL);
+    emit_step(&c, pp, bp, row, yrow, ox0, NULL, d.nv);
     fc_cg_loop_end(k, &lx);
   }
   if (d.OW % d.NR) {
-    /* A row's partial last step may store whole vectors when what they write past the row lies inside the
-     * next row of the same plane, which this task computes next and overwrites; the plane's last row goes
-     * through the stack tile. */
+    /* A row's partial last step computes one vector where the rest of the row fits it, and may store whole
+     * vectors when what they write past the row lies inside the next row of the same plane, which this task
+     * computes next and overwrites; the plane's last row goes through the stack tile. */
     int64_t tail = d.OW % d.NR;
+    int nvec = tail <= d.lanes ? 1 : d.nv;
+    int64_t span = (int64_t)nvec * d.lanes;
     LLVMValueRef cols = c64(k, tail);
-    if (d.NR - tail <= d.OW)
-      cols = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, d.OH - 1), ""), c64(k, d.NR), cols);
-    emit_step(&c, pp, bp, row, yrow, c64(k, d.full_steps * d.NR), cols);
+    if (span - tail <= d.OW)
+      cols = fc_cg_select(k, LLVMBuildICmp(b, LLVMIntSLT, oy, c64(k, d.OH - 1), ""), c64(k, span), cols);
+    emit_step(&c, pp, bp, row, yrow, c64(k, d.full_steps * d.NR), cols, nvec);
   }
   fc_cg_loop_end(k, &ly);
   fc_cg_loop_end(k, &lt);
