@@ -30,7 +30,6 @@ enum {
   LANES = 8,             /* channels per vector (i32 lanes of a ymm) */
   STEP = 4,              /* output pixels per step: 4 vectors requantised and packed together */
   MAX_ROW_8 = 28,        /* the widest output row taken at stride 1 where pixel vectors have 8 lanes */
-  MAX_WIDE_PAIRS = 6,    /* ... for filters of at most this many tap pairs */
   MAX_TAPS = 81,         /* fc_target_i8_depthwise's bound */
   MAX_SCRATCH = 1 << 20, /* T, P and O in each task's scratch */
 };
@@ -61,14 +60,15 @@ static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
   d->rpairs = (c->KW + 1) / 2;
   d->npairs = c->KH * d->rpairs;
   /* Where this kernel beats the pixel vectors (both timed per layer on MobileNet's and EfficientNet's maps):
-   * rows of at most 8 outputs, which the pixel kernel runs on 8 lanes; with vectors of 8 pixels (AVX2) also,
-   * for filters of at most 6 tap pairs (3x3: more weight vectors than that spill beside the 4 pixels'
-   * accumulators), rows of up to 28 outputs at stride 1 and rows of any width at stride 2, where the pixel
-   * vectors gather every other byte of two loads per tap pair and this kernel builds its pair plane for the
-   * even columns only (whatever fits the scratch: MobileNetV2's 112x112 and 56x56 maps, and the 33x33, 38x38,
-   * 75x75 and 150x150 that other input sizes give, all measured faster; at stride 1 the pixel kernel keeps
-   * rows from 29 on). */
-  bool wide_ok = g.lanes <= LANES && d->npairs <= MAX_WIDE_PAIRS;
+   * rows of at most 8 outputs, which the pixel kernel runs on 8 lanes; with vectors of 8 pixels (AVX2) also
+   * rows of up to 28 outputs at stride 1 and rows of any width at stride 2, where the pixel vectors gather
+   * every other byte of two loads per tap pair and this kernel builds its pair plane for the even columns
+   * only (whatever fits the scratch: MobileNetV2's 112x112 and 56x56 maps, and the 33x33, 38x38, 75x75 and
+   * 150x150 that other input sizes give, all measured faster; at stride 1 the pixel kernel keeps rows from
+   * 29 on), for filters of any size: beyond 3x3 the weight pairs no longer stay in registers beside the 4
+   * pixels' accumulators, but their reloads from the stack cost less than the pixel kernel's per-tap work
+   * (5x5, 7x7 and 9x9 filters measured 1.1-2x faster on Zen 4, stride 2 the most). */
+  bool wide_ok = g.lanes <= LANES;
   if (c->OW > (!wide_ok ? LANES : c->sw == 1 ? MAX_ROW_8 : MAX_SCRATCH)) return false;
   /* OW and the dilation are bounded, and so Wq and Wp; heights are checked. */
   int64_t span_h, need_h;
