@@ -425,8 +425,9 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
   t.vi = tw.vi = LLVMVectorType(i32, (unsigned)w);
-  /* WIDEN: half the rows (but a row tile's one row), twice the vectors */
-  int64_t acc_vectors = (int64_t)mr * t.nb > (int64_t)tw.g.mr * tw.nb ? (int64_t)mr * t.nb : (int64_t)tw.g.mr * tw.nb;
+  /* one stack tile for both: WIDEN's has half the rows (but a one-row tile keeps its row) and twice the vectors */
+  int64_t acc_vectors = (int64_t)mr * t.nb, widen_vectors = (int64_t)tw.g.mr * tw.nb;
+  if (widen_vectors > acc_vectors) acc_vectors = widen_vectors;
   t.acc = tw.acc = fc_cg_tile_new(k, t.vi, acc_vectors, "acc");
   /* the result's element: i32 (plain), the storage byte (requantised) or f32 */
   FcDtype odt = quant ? q.out : rt->dtype;
