@@ -26,7 +26,8 @@
  *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases
  *        (a QDQ model's f32 bias included, before fold_qdq converts it); fold_qdq turns the dequantize ->
  *        conv/matmul -> quantize patterns of quantised models into quantised convs/matmuls for the
- *        integer kernels; lower_quant then writes the quantize/dequantize ops left as core ops (canonicalize and fold clean
+ *        integer kernels; split_conv_bands cuts those whose taps read mostly padding into rectangles
+ *        of outputs that read the same taps (the integer kernels compute every tap); lower_quant then writes the quantize/dequantize ops left as core ops (canonicalize and fold clean
  *        up after it: a dequantized constant weight becomes an f32 constant), so that fuse_epilogue finds the activation right after the conv and fuses it, with bias
  *        and residual adds, into the conv's or matmul's epilogue; hoist_avg_pool moves an average pool
  *        above the epilogue-free 1x1 conv feeding it (the conv then runs on the pooled map); layout then
@@ -56,10 +57,10 @@ static const char *const level_pipelines[4] = {
     "lower_quant",
     "lower_quant,canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fold_qdq,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
     "fuse_elementwise,fuse_casts,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fold_qdq,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
     "fuse_elementwise,fuse_casts,dce",
 };
 
