@@ -20,8 +20,6 @@
 #include "passes.h"
 #include "rewrite.h"
 
-#include <string.h>
-
 enum { MAX_SP = FC_DEFAULT_MAX_RANK };
 
 /* Whether tap kk of a dim (size D, output O, stride s, dilation d, leading pad p) reads inside [0, D)
@@ -31,23 +29,6 @@ static bool tap_reads_map(int64_t kk, int64_t D, int64_t O, int64_t s, int64_t d
   int64_t o_lo = off >= 0 ? 0 : (-off + s - 1) / s;     /* first o with o·s + off >= 0 */
   if (o_lo >= O) return false;
   return o_lo * s + off < D;
-}
-
-/* Copies the taps [lo[i], lo[i] + K'[i]) of w (dims [M, Cg, K...]) into t (dims [M, Cg, K'...]). */
-static void slice_taps(const FcTensor *w, FcTensor *t, int n, const int64_t *lo, size_t esize) {
-  const int64_t *K = w->type.dims + 2, *Kn = t->type.dims + 2;
-  int64_t outer = w->type.dims[0] * w->type.dims[1], src_taps = 1, dst_taps = 1;
-  for (int i = 0; i < n; i++) src_taps *= K[i], dst_taps *= Kn[i];
-  const char *src = w->data;
-  char *dst = (char *)t->data;
-  int64_t idx[MAX_SP];
-  for (int64_t j = 0; j < dst_taps; j++) {
-    int64_t r = j, so = 0;
-    for (int i = n - 1; i >= 0; i--) idx[i] = r % Kn[i], r /= Kn[i];
-    for (int i = 0; i < n; i++) so = so * K[i] + idx[i] + lo[i];
-    for (int64_t q = 0; q < outer; q++)
-      memcpy(dst + (size_t)(q * dst_taps + j) * esize, src + (size_t)(q * src_taps + so) * esize, esize);
-  }
 }
 
 static FcStatus prune(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
@@ -89,7 +70,7 @@ static FcStatus prune(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
   if (!changed) return FC_OK;
 
   FcTensor *t = fc_tensor_new(&m->arena, fc_type_make(&m->arena, w->type.dtype, n + 2, kn));
-  slice_taps(w, t, n, lo, (size_t)(w->nbytes / numel));
+  fc_rw_slice_taps(w, t, n, lo);
   FcBuilder b;
   fc_rw_builder_before(&b, op, diag);
   FcValue *ops[FC_PRODUCT_MAX_OPERANDS];

@@ -1,5 +1,5 @@
 /* rewrite.c — helpers shared by the rewriting passes: a scratch op stack, dead-op erasure that follows
- * operand chains, replace-and-erase, and constant materialisation.
+ * operand chains, replace-and-erase, constant materialisation, and slicing a conv's kernel taps.
  *
  * Replacing an op carries its annotations over to the ops that now define its values, as far as each
  * annotation's policy says (annots.def: SBP, placement, quantisation and pruning describe the values,
@@ -108,4 +108,21 @@ FcStatus fc_rw_op_error(FcDiag *diag, const FcOp *op, FcStatus st, const char *m
   size_t n = strlen(mn);
   if (strncmp(msg, mn, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2;
   return fc_error_node(diag, st, fc_op_name(op), mn, "%s", msg);
+}
+
+void fc_rw_slice_taps(const FcTensor *w, FcTensor *t, int n, const int64_t *lo) {
+  size_t esize = fc_dtype_size(w->type.dtype);
+  const int64_t *K = w->type.dims + 2, *Kn = t->type.dims + 2;
+  int64_t outer = w->type.dims[0] * w->type.dims[1], src_taps = 1, dst_taps = 1;
+  for (int i = 0; i < n; i++) src_taps *= K[i], dst_taps *= Kn[i];
+  const char *src = w->data;
+  char *dst = (char *)t->data;
+  int64_t idx[FC_DEFAULT_MAX_RANK];
+  for (int64_t j = 0; j < dst_taps; j++) {
+    int64_t r = j, so = 0;
+    for (int i = n - 1; i >= 0; i--) idx[i] = r % Kn[i], r /= Kn[i];
+    for (int i = 0; i < n; i++) so = so * K[i] + idx[i] + lo[i];
+    for (int64_t q = 0; q < outer; q++)
+      memcpy(dst + (size_t)(q * dst_taps + j) * esize, src + (size_t)(q * src_taps + so) * esize, esize);
+  }
 }

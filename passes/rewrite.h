@@ -47,6 +47,10 @@ FcStatus fc_rw_replace_built(FcBuilder *b, FcOp *op, FcValue *y, FcOpStack *scra
  * loc `loc`; returns its result, or NULL with an error in `diag`. */
 FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDiag *diag);
 
+/* A conv's kernel taps [lo[i], lo[i] + t's K'[i]) along each of its n spatial dims: copies them from w
+ * (dims [M, Cg, K...]) into t (dims [M, Cg, K'...], of w's element type), for the passes that drop taps. */
+void fc_rw_slice_taps(const FcTensor *w, FcTensor *t, int n, const int64_t *lo);
+
 /* Records `msg` (from an inference hook or evaluator about `op`) in the verifier's form
  * "node '<loc>' (<mnemonic>): <what>", dropping the "<mnemonic>: " the hooks start with; a message
  * that already names its node is kept as it is. Returns `st`. */

@@ -70,18 +70,9 @@ static int64_t band_work(const Band *bd, int n) {
 
 /* w[:, :, rb.a..rb.b, cb.a..cb.b] as a new constant of w's (quantised) element type. */
 static FcTensor *slice_weights(FcModule *m, const FcTensor *w, const Band *rb, const Band *cb) {
-  const int64_t *dims = w->type.dims;
-  int64_t kh = rb->b - rb->a + 1, kw = cb->b - cb->a + 1, outer = dims[0] * dims[1];
-  int64_t nd[4] = {dims[0], dims[1], kh, kw};
-  FcType t = w->type.quant ? fc_type_make_quant(&m->arena, w->type.quant, 4, nd) : fc_type_make(&m->arena, w->type.dtype, 4, nd);
-  FcTensor *out = fc_tensor_new(&m->arena, t);
-  size_t es = (size_t)fc_dtype_size(w->type.dtype);
-  const char *src = w->data;
-  char *dst = (char *)out->data;
-  for (int64_t q = 0; q < outer; q++)
-    for (int64_t i = 0; i < kh; i++)
-      memcpy(dst + (size_t)((q * kh + i) * kw) * es, src + (size_t)((q * dims[2] + rb->a + i) * dims[3] + cb->a) * es,
-             (size_t)kw * es);
+  int64_t nd[4] = {w->type.dims[0], w->type.dims[1], rb->b - rb->a + 1, cb->b - cb->a + 1}, lo[2] = {rb->a, cb->a};
+  FcTensor *out = fc_tensor_new(&m->arena, fc_type_make_quant(&m->arena, w->type.quant, 4, nd));
+  fc_rw_slice_taps(w, out, 2, lo);
   return out;
 }
 
