@@ -490,7 +490,31 @@ static FcOp *quantize_user(const FcValue *v) {
   return NULL;
 }
 
-static void print_report(FILE *out, const FcCalib *c, const Row *rows, int n) {
+/* The matmuls quantize_static left to dynamic quantisation (no calibrated range: loop bodies), named on one
+ * line of the report: their activations are quantised per run, so they have no row of their own. */
+typedef struct DynamicList {
+  char *text;
+  size_t len;
+  int n;
+} DynamicList;
+
+static FcStatus list_dynamic(FcGraph *g, void *ctx) {
+  DynamicList *d = ctx;
+  fc_graph_for_each_op(g, op) {
+    if (op->kind != FC_OP_MATMUL || op->n_operands < 2) continue;
+    const FcType *a = &op->operands[0].value->type, *b = &op->operands[1].value->type;
+    if (a->quant || b->quant || a->dtype != FC_DT_U8 || b->dtype != FC_DT_I8) continue;
+    const char *name = fc_op_name(op);
+    size_t add = strlen(name) + 12;
+    char *t = realloc(d->text, d->len + add + 1);
+    if (!t) fc_die(__FILE__, __LINE__, "out of memory");
+    d->text = t;
+    d->len += (size_t)snprintf(t + d->len, add + 1, "%snode '%s'", d->n++ ? ", " : "", name);
+  }
+  return FC_OK;
+}
+
+static void print_report(FILE *out, const FcCalib *c, const Row *rows, int n, const DynamicList *dynamic) {
   const FcQuantOptions *q = c->o.quant;
   /* The ranges follow the CPU whose integer dot quantize_static obeyed (a multiversioned artefact's most
    * portable variant), not necessarily the one this report ran on: name it and what it reduced. */
@@ -521,6 +545,9 @@ static void print_report(FILE *out, const FcCalib *c, const Row *rows, int n) {
     else snprintf(snr, sizeof snr, "%.1f", r->ref2 > 0 ? 10 * log10(r->ref2 / r->err2) : -INFINITY);
     fprintf(out, "  %-*s  %-25s %-12s %5s %8s %11.4g\n", w, r->label, range, scale, zp, snr, r->max_err);
   }
+  if (dynamic->n)
+    fprintf(out, "  quantised per run (no calibrated range: loop bodies), %d matmul%s: %s\n", dynamic->n,
+            dynamic->n == 1 ? "" : "s", dynamic->text);
 }
 
 static void compare(Row *r, const float *ref, const float *got, size_t n) {
@@ -533,8 +560,10 @@ static void compare(Row *r, const float *ref, const float *got, size_t n) {
   }
 }
 
-/* The quantised copy: loaded, annotated, quantize_static, taps, and rows describing them. */
-static FcStatus build_quantised(FcCalib *c, FcModule *q, Row **rows_out, int *n_rows, FcDiag *diag) {
+/* The quantised copy: loaded, annotated, quantize_static, taps, and rows describing them; *dynamic lists the
+ * matmuls quantised per run. */
+static FcStatus build_quantised(FcCalib *c, FcModule *q, Row **rows_out, int *n_rows, DynamicList *dynamic,
+                                FcDiag *diag) {
   FcGraph *g = q->graph;
   FcStatus st = fc_calib_annotate(c, q, diag);
   if (st != FC_OK) return st;
@@ -553,6 +582,7 @@ static FcStatus build_quantised(FcCalib *c, FcModule *q, Row **rows_out, int *n_
   po.target = c->o.target ? c->o.target : target;
   if (st == FC_OK) st = fc_pipeline_run(q, &po, diag);
   fc_target_free(target);
+  if (st == FC_OK) st = fc_graph_walk(g, list_dynamic, dynamic);
   int n = 0, n_out = fc_graph_num_outputs(g);
   FcValue **outs = calloc((size_t)(n_out + c->n_points) + 1, sizeof *outs);
   const char **names = calloc((size_t)(n_out + c->n_points) + 1, sizeof *names);
@@ -607,10 +637,11 @@ FcStatus fc_calib_report(FcCalib *c, FcCalibLoadFn load, void *ctx, FILE *out, F
   FcModule *q = NULL;
   Row *rows = NULL;
   int n_rows = 0;
+  DynamicList dynamic = {0};
   FcJit *jit = NULL;
   void **in = NULL, **qout = NULL, *ws = NULL;
   FcStatus st = load(ctx, &q, diag);
-  if (st == FC_OK) st = build_quantised(c, q, &rows, &n_rows, diag);
+  if (st == FC_OK) st = build_quantised(c, q, &rows, &n_rows, &dynamic, diag);
   /* The rest of the quantised pipeline: what follows quantize_static. */
   const char *rest = strchr(c->o.quant_passes, ',');
   if (st == FC_OK) st = fc_calib_jit(q, &c->o, rest ? rest + 1 : "", &jit, &in, &qout, &ws, diag);
@@ -635,12 +666,13 @@ FcStatus fc_calib_report(FcCalib *c, FcCalibLoadFn load, void *ctx, FILE *out, F
     }
   }
   if (st == FC_OK) {
-    print_report(out, c, rows, n_rows);
+    print_report(out, c, rows, n_rows, &dynamic);
     if (fflush(out) != 0 || ferror(out)) st = fc_error(diag, FC_ERR_IO, "cannot write the quantisation report");
   }
   fc_calib_buffers_free(qm, in, qout, ws);
   fc_jit_destroy(jit);
   fc_module_destroy(q);
   free(rows);
+  free(dynamic.text);
   return st;
 }

@@ -59,6 +59,11 @@ static inline const FcTarget *fc_pass_int8_target(const FcPassContext *pc) {
  * (*reduce_acts) or the weights do (*weight_qmax 64; 127 otherwise). quantize-report names the same choice. */
 void fc_quant_reduced_ranges(const FcQuantOptions *o, const FcTarget *t, bool *reduce_acts, int *weight_qmax);
 
+/* quantize_dynamic's rewrite of one op (quantize_dynamic.c): a matmul by a constant f32 B that qualifies becomes
+ * the integer GEMM of activations quantised per run; any other op is left as it is. quantize_static calls it
+ * for the matmuls calibration saw no range for (loop bodies: an RNN's recurrent matmuls). */
+FcStatus fc_quantize_matmul_dynamic(FcModule *m, FcOp *op, FcPassContext *pc);
+
 typedef FcStatus (*FcPassFn)(FcModule *m, FcPassContext *pc);
 
 typedef struct FcPassInfo {

@@ -105,13 +105,17 @@ static FcStatus rewrite(FcModule *m, FcOp *op, int qmax, FcOpStack *scratch, FcD
   return fc_rw_replace_built(&b, op, y, scratch);
 }
 
-FcStatus fc_pass_quantize_dynamic(FcModule *m, FcPassContext *pc) {
+FcStatus fc_quantize_matmul_dynamic(FcModule *m, FcOp *op, FcPassContext *pc) {
+  if (!rewritable(op)) return FC_OK;
   FcOpStack scratch;
-  fc_op_stack_init(&scratch, &m->arena);
-  int qmax = weight_qmax(fc_pass_int8_target(pc));
+  fc_op_stack_init(&scratch, &pc->scratch);
+  return rewrite(m, op, weight_qmax(fc_pass_int8_target(pc)), &scratch, pc->diag);
+}
+
+FcStatus fc_pass_quantize_dynamic(FcModule *m, FcPassContext *pc) {
   FcStatus st = FC_OK;
   fc_graph_for_each_op_safe(m->graph, op, next) {
-    if (st == FC_OK && rewritable(op)) st = rewrite(m, op, qmax, &scratch, pc->diag);
+    if (st == FC_OK) st = fc_quantize_matmul_dynamic(m, op, pc);
   }
   return st;
 }

@@ -19,6 +19,10 @@
  * them (a conv, through its ReLU) gets a requantised result. The same parameters are right at every step
  * because those ops commute with the monotone quantisation (max(q(a), q(b)) = q(max(a, b)), clamps included).
  * An activation feeding several quantised ops is quantised once.
+ * A matmul whose activation has no calibrated range gets quantize_dynamic's form instead (activations
+ * quantised per run, fc_quantize_matmul_dynamic): calibration observes the function's values, not those of
+ * loop bodies, so this is an RNN's recurrent matmul, which would otherwise stay in float and leave a
+ * recurrent model's int8 build about as slow and large as its f32 one (a 2-layer LSTM: 1.08x and 0.73x).
  *
  * Saturation: without VNNI the u8 x i8 dot is vpmaddubsw, which adds two u8·i8 products into a saturating
  * i16; 255·127·2 overflows it. Where fc_target_i8_gemm says so, one operand gives up a bit: by default the
@@ -245,7 +249,10 @@ FcStatus fc_pass_quantize_static(FcModule *m, FcPassContext *pc) {
   fc_graph_for_each_op_safe(m->graph, op, next) {
     if (!candidate(op) || skipped(o, op)) continue;
     FcValue *w = op->operands[1].value;
-    FcStatus st = quantize_op(m, op, o, reduce_acts, weight_qmax, &memo, pc);
+    double lo, hi;
+    FcStatus st = op->kind == FC_OP_MATMUL && !range_of(op->operands[0].value, &lo, &hi)
+                      ? fc_quantize_matmul_dynamic(m, op, pc)
+                      : quantize_op(m, op, o, reduce_acts, weight_qmax, &memo, pc);
     if (st != FC_OK) return st;
     if (!fc_value_has_uses(w)) fc_rw_erase_if_dead(w->def, &dead); /* the f32 weights */
   }
