@@ -132,13 +132,15 @@ void fc_qp_free(FcQuantProduct *q) {
   q->mult = NULL;
 }
 
-LLVMValueRef fc_qp_packed_weights(FcKernel *k, FcQuantProduct *q, void *pk, int64_t bytes, const char *name) {
+LLVMValueRef fc_qp_packed_weights(FcKernel *k, FcQuantProduct *q, void *pk, int64_t bytes, int64_t head,
+                                  const char *name) {
   int64_t at = (bytes + 3) / 4 * 4;
   uint8_t *grown = realloc(pk, (size_t)(at + 4));
   if (!grown) fc_die(__FILE__, __LINE__, "out of memory");
   memset(grown + bytes, 0, (size_t)(at + 4 - bytes));
   grown[at] = (uint8_t)(q->zx & 0xff);
-  q->zx_base = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, grown, (size_t)(at + 4), name));
+  q->zx_base =
+      fc_kernel_substitute_operand(k, 1, fc_cg_packed_weights_bytes(k, grown, (size_t)(at + 4), (size_t)head, name));
   q->zx_at = at;
   free(grown);
   return q->zx_base;

@@ -85,9 +85,11 @@ void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef
  * fc_qp_zx_byte loads it at each use (fills and memsets outside the tile loops). zy and the clamp bounds stay constants: loaded in the requantisation inside the tile loops they
  * made MobileNetV2's 1x1 convs 10-20% slower on AVX2, whether the loads were plain, !invariant.load,
  * volatile (never hoisted) or of whole 64-byte splats (no broadcast): why was not found. */
-/* The kernel's packed weights pk (bytes, malloc'd; freed here) with zx after them, as the global that
- * operand 1 (the weights) becomes (fc_kernel_substitute_operand): returns its pointer, and q reads zx there. */
-LLVMValueRef fc_qp_packed_weights(FcKernel *k, FcQuantProduct *q, void *pk, int64_t bytes, const char *name);
+/* The kernel's packed weights pk (bytes, malloc'd; freed here, the first `head` of them made from the weights
+ * alone: fc_cg_packed_weights_bytes) with zx after them, as the global that operand 1 (the weights) becomes
+ * (fc_kernel_substitute_operand): returns its pointer, and q reads zx there. */
+LLVMValueRef fc_qp_packed_weights(FcKernel *k, FcQuantProduct *q, void *pk, int64_t bytes, int64_t head,
+                                  const char *name);
 /* zx as an i8: the u8 view, or (storage) the byte x's own type stores for it (the padding of kernels that
  * read x unflipped). */
 LLVMValueRef fc_qp_zx_byte(FcKernel *k, const FcQuantProduct *q, bool storage);

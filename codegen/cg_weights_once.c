@@ -15,6 +15,12 @@
  * A derived blob is likewise a private constant (its source) and a zeroed buffer, filled by a call of the
  * runtime function that the kernel named, with a constant table of its parameters: the transform is
  * written once, in C, in the runtime, and the artefact carries only what it is made from.
+ * A quantised kernel's packed constant whose weights other ops share (fc_cg_packed_weights_bytes) is a
+ * zeroed buffer too, assembled from two private constants by byte copies: the part made from the weights,
+ * which is byte-identical in every op that shares them (LLVM's constant merging, or the content-hashed
+ * blobs of a multiversioned artefact, keep one), and the op's own corrections and multipliers. Six encoder
+ * layers sharing one set of weights (zoo encoder_l, --quantize int8) stored it six times: 1.51x the f32
+ * artefact. Ops whose weights are their own keep one constant, read in place.
  *
  * Expansion: every 16-bit blob is an entry {16-bit source, f32 buffer, count} of a table (one per format),
  * and one internal function walks the tables, converting each element: `fpext half` where the target
@@ -37,7 +43,7 @@
 struct FcCgStored {
   LLVMValueRef src, dst;
   uint64_t count;
-  FcDtype dtype;      /* FC_DT_F16 or FC_DT_BF16; FC_DT_U8 for a derived blob */
+  FcDtype dtype;      /* FC_DT_F16 or FC_DT_BF16; FC_DT_U8 for a derived blob; FC_DT_I8 for a byte copy */
   const char *fn;     /* derived: the runtime function */
   LLVMValueRef params; /* derived: its i64 parameters */
 };
@@ -96,6 +102,33 @@ LLVMValueRef fc_cg_derived_bytes(FcKernel *k, const char *fn, const void *src, s
   return dst;
 }
 
+enum { SPLIT_MIN_HEAD = 4096 }; /* below this, one more constant and two copies cost more than they save */
+
+/* Whether another conv or matmul than op reads op's weights (operand 1). */
+static bool weights_shared(const FcOp *op) {
+  if (op->n_operands < 2) return false;
+  int readers = 0;
+  for (const FcUse *u = op->operands[1].value->first_use; u; u = u->next_use)
+    readers += u->index == 1 && (u->user->kind == FC_OP_CONV || u->user->kind == FC_OP_MATMUL);
+  return readers > 1;
+}
+
+LLVMValueRef fc_cg_packed_weights_bytes(FcKernel *k, const void *data, size_t nbytes, size_t head, const char *name) {
+  if (head < SPLIT_MIN_HEAD || head >= nbytes || !weights_shared(k->op)) return fc_cg_const_bytes(k, data, nbytes, name);
+  FcCg *cg = k->cg;
+  char part[64];
+  snprintf(part, sizeof part, "%s.weights", name);
+  LLVMValueRef w = fc_cg_bytes_global(cg, part, data, head);
+  snprintf(part, sizeof part, "%s.op", name);
+  LLVMValueRef rest = fc_cg_bytes_global(cg, part, (const uint8_t *)data + head, nbytes - head);
+  LLVMValueRef dst = zeroed_buffer(cg, name, cg->i8, nbytes);
+  LLVMValueRef off = LLVMConstInt(cg->i64, head, 0);
+  add_stored(cg, (FcCgStored){.src = w, .dst = dst, .count = head, .dtype = FC_DT_I8});
+  add_stored(cg, (FcCgStored){.src = rest, .dst = LLVMConstInBoundsGEP2(cg->i8, dst, &off, 1), .count = nbytes - head,
+                              .dtype = FC_DT_I8});
+  return dst;
+}
+
 LLVMValueRef fc_cg_const_f32(FcKernel *k, const FcValue *src, const float *data, size_t count, const char *name) {
   FcDtype storage = src && src->def ? fc_op_storage_dtype(src->def) : FC_DT_F32;
   return fc_cg_weights_global(k->cg, name, data, count, storage);
@@ -115,7 +148,7 @@ static LLVMValueRef stored_table(FcCg *cg, LLVMTypeRef entry_ty, FcDtype dt, int
     rows[j++] = LLVMConstNamedStruct(entry_ty, f, 3);
   }
   LLVMValueRef init = LLVMConstArray2(entry_ty, rows, (uint64_t)*n);
-  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), dt == FC_DT_F16 ? ".stored_f16" : ".stored_bf16");
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), dt == FC_DT_F16 ? ".stored_f16" : dt == FC_DT_BF16 ? ".stored_bf16" : ".stored_copies");
   LLVMSetInitializer(g, init);
   LLVMSetGlobalConstant(g, 1);
   LLVMSetLinkage(g, LLVMPrivateLinkage);
@@ -135,6 +168,11 @@ static void expand_table(FcKernel *k, LLVMTypeRef entry_ty, LLVMValueRef table, 
   LLVMValueRef src = LLVMBuildLoad2(b, cg->ptr, LLVMBuildStructGEP2(b, entry_ty, row, 0, ""), "src");
   LLVMValueRef dst = LLVMBuildLoad2(b, cg->ptr, LLVMBuildStructGEP2(b, entry_ty, row, 1, ""), "dst");
   LLVMValueRef count = LLVMBuildLoad2(b, cg->i64, LLVMBuildStructGEP2(b, entry_ty, row, 2, ""), "count");
+  if (dt == FC_DT_I8) { /* byte copies */
+    LLVMBuildMemCpy(b, dst, 1, src, 1, count);
+    fc_cg_loop_end(k, &le);
+    return;
+  }
   LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), count, 1, "elem");
   LLVMValueRef v;
   if (hw) {
@@ -162,8 +200,8 @@ static LLVMValueRef build_expander(FcCg *cg) {
   /* The loop and load helpers of cg_util.c need only these fields of a kernel. */
   FcKernel k = {.cg = cg, .ctx = cg->ctx, .mod = cg->mod, .b = b, .fn = fn, .target = cg->target};
   LLVMTypeRef entry_ty = LLVMStructTypeInContext(cg->ctx, (LLVMTypeRef[]){cg->ptr, cg->ptr, cg->i64}, 3, 0);
-  static const FcDtype formats[2] = {FC_DT_F16, FC_DT_BF16};
-  for (int f = 0; f < 2; f++) {
+  static const FcDtype formats[3] = {FC_DT_F16, FC_DT_BF16, FC_DT_I8};
+  for (int f = 0; f < 3; f++) {
     int n;
     LLVMValueRef table = stored_table(cg, entry_ty, formats[f], &n);
     if (table) expand_table(&k, entry_ty, table, n, formats[f]);

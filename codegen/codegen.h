@@ -136,6 +136,12 @@ LLVMValueRef fc_kernel_substitute_operand(FcKernel *k, int i, LLVMValueRef globa
 /* A private constant global (64-byte aligned) holding `nbytes` bytes copied from data: weights that a
  * kernel re-laid-out at compile time (packed GEMM panels, Winograd-transformed filters). */
 LLVMValueRef fc_cg_const_bytes(FcKernel *k, const void *data, size_t nbytes, const char *name);
+/* fc_cg_const_bytes for a quantised kernel's packed constant whose first `head` bytes come from its weights
+ * (operand 1) alone and the rest from the op (corrections, multipliers: its activations' scales). Where other
+ * convs or matmuls read the same weights (layers that share them: ALBERT, an unrolled recurrence), the head
+ * and the rest become two constants, identical heads merging into one, copied into a zeroed buffer
+ * before the first run (cg_weights_once.c), so that the artefact stores shared weights once. */
+LLVMValueRef fc_cg_packed_weights_bytes(FcKernel *k, const void *data, size_t nbytes, size_t head, const char *name);
 /* The same for `count` f32 values made from the constant `src` (packed, re-laid-out or transformed
  * weights), stored the way src's flow.storage annotation says (fc_op_storage_dtype): in 16 bits, the
  * global then being an f32 buffer filled before the model's first run (cg_weights_once.c), or as f32. */

@@ -1291,7 +1291,7 @@ FcStatus fc_conv_i8(FcKernel *k) {
   int64_t bytes, pair_bytes = 0;
   uint8_t *pairs = t.wide16 ? NULL : fc_quad_pairs_plan(&t.q, c, &pair_bytes);
   int8_t *pk = pack_weights(&t, wbytes, pairs, pair_bytes, &bytes);
-  LLVMValueRef wp = fc_qp_packed_weights(k, &t.q, pk, bytes, "packed_w_i8");
+  LLVMValueRef wp = fc_qp_packed_weights(k, &t.q, pk, bytes, wbytes, "packed_w_i8");
   tw.q.zx_base = t.q.zx_base, tw.q.zx_at = t.q.zx_at;
   if (pairs && t.g.dot == FC_I8DOT_MADDUBS) t.pairs = fc_quad_pairs_use(k, c, pairs, wp, wbytes + 8 * c->M, t.PB * 4, 4);
   free(pairs);

@@ -596,7 +596,7 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
   int64_t pair_bytes = 0;
   uint8_t *pairs = fc_quad_pairs_plan(&t->q, c, &pair_bytes);
   int8_t *pk = pack_weights(&f, pairs, pair_bytes, &bytes);
-  f.wp = fc_qp_packed_weights(k, &t->q, pk, bytes, "packed_w_i8_fewpx");
+  f.wp = fc_qp_packed_weights(k, &t->q, pk, bytes, f.wbytes, "packed_w_i8_fewpx");
   if (pairs && t->g.dot == FC_I8DOT_MADDUBS && nr <= 16)
     t->pairs = fc_quad_pairs_use(k, c, pairs, f.wp, f.wbytes + 8 * c->G * f.MT * 16, t->PB * 4, 64);
   free(pairs);

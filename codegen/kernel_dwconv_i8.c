@@ -619,7 +619,7 @@ static void perm_block(PermEmit *e, const PermSrc *src) {
 static FcStatus conv_dw_i8_perm(FcKernel *k, const DwI8 *d, const DwPerm *p, FcQuantProduct *q) {
   int64_t bytes;
   int32_t *pk = perm_pack(d, p, q, &bytes);
-  LLVMValueRef wp = fc_qp_packed_weights(k, q, pk, bytes, "packed_dw_i8q");
+  LLVMValueRef wp = fc_qp_packed_weights(k, q, pk, bytes, 0, "packed_dw_i8q");
   fc_kernel_set_outer(k, d->N * d->M, (2.0 * (double)d->KK + 4.0) * (double)d->OH * (double)d->OW);
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
@@ -721,7 +721,7 @@ FcStatus fc_conv_dw_i8(FcKernel *k) {
   }
   int64_t bytes;
   int32_t *pk = pack(&d, &q, &bytes);
-  LLVMValueRef wp = fc_qp_packed_weights(k, &q, pk, bytes, "packed_dw_i8");
+  LLVMValueRef wp = fc_qp_packed_weights(k, &q, pk, bytes, 0, "packed_dw_i8");
   fc_kernel_set_outer(k, d.N * d.M, (2.0 * (double)d.KK + 4.0) * (double)d.OH * (double)d.OW);
 
   LLVMBuilderRef b = k->b;

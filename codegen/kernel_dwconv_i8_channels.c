@@ -328,7 +328,7 @@ FcStatus fc_conv_dw_i8_channels(FcKernel *k, FcQuantProduct *q) {
   const FcConv2 *c = &d.c;
   int64_t bytes;
   int32_t *pk = pack(&d, q, &bytes);
-  LLVMValueRef wp = fc_qp_packed_weights(k, q, pk, bytes, "packed_dw_i8c");
+  LLVMValueRef wp = fc_qp_packed_weights(k, q, pk, bytes, 0, "packed_dw_i8c");
   int64_t blocks = (c->C + LANES - 1) / LANES;
   fc_kernel_set_outer(k, c->N * blocks, (2.0 * (double)(c->KH * c->KW) + 4.0) * (double)c->P * LANES);
   LLVMBuilderRef b = k->b;

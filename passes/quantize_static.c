@@ -18,7 +18,8 @@
  * pair goes on each of their inputs too: fold_qdq then runs them on the integers, and the producer ahead of
  * them (a conv, through its ReLU) gets a requantised result. The same parameters are right at every step
  * because those ops commute with the monotone quantisation (max(q(a), q(b)) = q(max(a, b)), clamps included).
- * An activation feeding several quantised ops is quantised once.
+ * An activation feeding several quantised ops is quantised once, and so are weights read by several ops
+ * (layers that share them), which stay one constant.
  * A matmul whose activation has no calibrated range gets quantize_dynamic's form instead (activations
  * quantised per run, fc_quantize_matmul_dynamic): calibration observes the function's values, not those of
  * loop bodies, so this is an RNN's recurrent matmul, which would otherwise stay in float and leave a
@@ -194,13 +195,17 @@ static void memo_put(FcArena *a, Memo *m, FcValue *from, FcValue *to) {
 }
 
 static FcStatus quantize_op(FcModule *m, FcOp *op, const FcQuantOptions *o, bool reduce, int weight_qmax, Memo *memo,
-                            FcPassContext *pc) {
+                            Memo *weights, FcPassContext *pc) {
   FcValue *x = op->operands[0].value;
   double lo, hi;
   if (!range_of(x, &lo, &hi)) return FC_OK;
   int axis = o->per_tensor_weights ? -1 : op->kind == FC_OP_CONV ? 0 : 1;
-  FcTensor *wq = quantize_weights(&m->arena, fc_value_const(op->operands[1].value), axis, weight_qmax);
-  if (!wq) return FC_OK;
+  /* Weights that several ops read (layers sharing them) are quantised once, so they stay one constant: the
+   * kernels then store them once (fc_cg_packed_weights_bytes). A conv's and a matmul's per-channel axes
+   * differ, so the memo is per kind. */
+  FcValue *w = op->operands[1].value, *wdq = memo_get(&weights[op->kind == FC_OP_CONV], w);
+  FcTensor *wq = wdq ? NULL : quantize_weights(&m->arena, fc_value_const(w), axis, weight_qmax);
+  if (!wdq && !wq) return FC_OK;
   FcQuant q = activation_quant(&m->arena, o, reduce, lo, hi);
   FcStatus st = FC_OK;
   FcValue *dq = memo_get(memo, x);
@@ -219,12 +224,14 @@ static FcStatus quantize_op(FcModule *m, FcOp *op, const FcQuantOptions *o, bool
     if (st == FC_OK) memo_put(&pc->scratch, memo, x, dq);
   }
   if (st != FC_OK) return st;
-  FcBuilder b;
-  fc_rw_builder_before(&b, op, pc->diag);
-  const FcValue *w = op->operands[1].value;
-  b.loc = w->def->loc ? w->def->loc : op->loc;
-  FcValue *wdq = fc_b_dequantize(&b, fc_b_const_tensor(&b, wq));
-  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  if (!wdq) {
+    FcBuilder b;
+    fc_rw_builder_before(&b, op, pc->diag);
+    b.loc = w->def->loc ? w->def->loc : op->loc;
+    wdq = fc_b_dequantize(&b, fc_b_const_tensor(&b, wq));
+    if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+    memo_put(&pc->scratch, &weights[op->kind == FC_OP_CONV], w, wdq);
+  }
   fc_op_set_operand(op, 1, wdq);
   return FC_OK;
 }
@@ -243,7 +250,7 @@ FcStatus fc_pass_quantize_static(FcModule *m, FcPassContext *pc) {
   bool reduce_acts;
   int weight_qmax;
   fc_quant_reduced_ranges(o, fc_pass_int8_target(pc), &reduce_acts, &weight_qmax);
-  Memo memo = {0};
+  Memo memo = {0}, weights[2] = {{0}};
   FcOpStack dead;
   fc_op_stack_init(&dead, &pc->scratch);
   fc_graph_for_each_op_safe(m->graph, op, next) {
@@ -252,7 +259,7 @@ FcStatus fc_pass_quantize_static(FcModule *m, FcPassContext *pc) {
     double lo, hi;
     FcStatus st = op->kind == FC_OP_MATMUL && !range_of(op->operands[0].value, &lo, &hi)
                       ? fc_quantize_matmul_dynamic(m, op, pc)
-                      : quantize_op(m, op, o, reduce_acts, weight_qmax, &memo, pc);
+                      : quantize_op(m, op, o, reduce_acts, weight_qmax, &memo, weights, pc);
     if (st != FC_OK) return st;
     if (!fc_value_has_uses(w)) fc_rw_erase_if_dead(w->def, &dead); /* the f32 weights */
   }
