@@ -21,7 +21,9 @@
  *        bodies, where the second round and the kernels see them as constants. Then the fusions, on the cleaned-up graph: fuse_layer_norm turns the
  *        written-out LayerNorm (ReduceMean, Sub, Pow, ...) into one layer_norm op before anything
  *        else can take its mul/add tail; eliminate_transpose removes layout-free transposes and
- *        sinks the rest (canonicalize merges the reshapes it leaves); prune_conv_taps drops conv taps
+ *        sinks the rest (canonicalize merges the reshapes it leaves); decompose_conv_transpose makes
+ *        a strided conv_transpose one conv per output phase (before calibration, so that int8 quantises
+ *        them, and before anything packs weights); prune_conv_taps drops conv taps
  *        that read only padding (dilated convs on small maps), before anything packs the weights; fold_batchnorm folds
  *        per-channel scale/shift chains (inference BatchNormalization) into conv weights and biases
  *        (a QDQ model's f32 bias included, before fold_qdq converts it); fold_qdq turns the dequantize ->
@@ -57,10 +59,10 @@ static const char *const level_pipelines[4] = {
     "lower_quant",
     "lower_quant,canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "decompose_conv_transpose,prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
     "fuse_elementwise,fuse_casts,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "decompose_conv_transpose,prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
     "fuse_elementwise,fuse_casts,dce",
 };
 
