@@ -10,7 +10,8 @@ so bench/zoo.py reads each as an ONNX backend test case. The set covers what a u
 not: grouped convolutions (RegNet, ResNeXt), depthwise and squeeze-and-excitation blocks (MobileNetV3,
 EfficientNet), channel shuffles, concatenating blocks (GoogLeNet, DenseNet), large fully connected layers
 (AlexNet, VGG-11), a vision transformer, dilated convolutions (DeepLabV3's ASPP), a detection backbone
-(ResNet-18 + feature pyramid), a 1-D audio network (M5 over one second at 16 kHz), recurrent networks
+(ResNet-18 + feature pyramid), a 1-D audio network (M5 over one second at 16 kHz), transposed convolutions
+(a small UNet, DCGAN's generator), recurrent networks
 (bidirectional GRU, LSTM), and transformer encoders and GPT-style causal decoders of two sizes.
 
 Every model has one input and one output (the feature pyramid's levels are flattened and concatenated),
@@ -195,6 +196,43 @@ def vit_tiny():
     return he_linear(model), image(224), ["input"], ["output"]  # its head starts at zero: all-zero logits
 
 
+class UNet(nn.Module):
+    """A small UNet (Ronneberger et al. 2015): three levels of conv-BN-ReLU pairs, 2x2 stride-2 transposed
+    convs up, skip concatenations, a 1x1 head of 5 classes."""
+
+    def __init__(self, c=32, classes=5):
+        super().__init__()
+
+        def pair(i, o, s=1):
+            return nn.Sequential(nn.Conv2d(i, o, 3, s, 1), nn.BatchNorm2d(o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, 1, 1), nn.BatchNorm2d(o), nn.ReLU())
+        self.e1, self.e2, self.e3 = pair(3, c), pair(c, 2 * c, 2), pair(2 * c, 4 * c, 2)
+        self.u2, self.d2 = nn.ConvTranspose2d(4 * c, 2 * c, 2, 2), pair(4 * c, 2 * c)
+        self.u1, self.d1 = nn.ConvTranspose2d(2 * c, c, 2, 2), pair(2 * c, c)
+        self.head = nn.Conv2d(c, classes, 1)
+
+    def forward(self, x):
+        a = self.e1(x)
+        b = self.e2(a)
+        d = self.d2(torch.cat([self.u2(self.e3(b)), b], 1))
+        return self.head(self.d1(torch.cat([self.u1(d), a], 1)))
+
+
+def unet():
+    return UNet(), image(128), ["input"], ["output"]
+
+
+def dcgan():
+    """DCGAN's generator (Radford et al. 2016): a 100-d code through 4x4 stride-2 pad-1 transposed convs with
+    batch norm and ReLU to a 64x64 RGB image (tanh)."""
+    def up(i, o):
+        return [nn.ConvTranspose2d(i, o, 4, 2, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+    model = nn.Sequential(nn.ConvTranspose2d(100, 512, 4, 1, 0, bias=False), nn.BatchNorm2d(512), nn.ReLU(),
+                          *up(512, 256), *up(256, 128), *up(128, 64), nn.ConvTranspose2d(64, 3, 4, 2, 1, bias=False),
+                          nn.Tanh())
+    return model, torch.randn(1, 100, 1, 1), ["input"], ["output"]
+
+
 # name -> (builder, what it stands for in the issue)
 ZOO = {
     "regnet_x_400mf": (torchvision_model("regnet_x_400mf"), "grouped conv (group width 16)"),
@@ -211,6 +249,8 @@ ZOO = {
     "deeplabv3_mbv3": (deeplab, "segmentation, dilated ASPP, 256x256"),
     "resnet18_fpn": (resnet18_fpn, "detection backbone + feature pyramid, 256x256"),
     "m5_audio": (m5, "Conv1d stack over 16000 samples"),
+    "unet_small": (unet, "segmentation, 2x2 stride-2 transposed convs + skip concats, 128x128"),
+    "dcgan_g": (dcgan, "GAN generator, 4x4 stride-2 transposed convs to 64x64"),
     "gru_bi2": (gru(64), "2-layer bidirectional GRU, 64 steps"),
     "lstm2": (lstm(64), "2-layer LSTM, 64 steps"),
     "encoder_s": (encoder(128, 2, 64), "TransformerEncoder d 128, 2 layers, seq 64"),

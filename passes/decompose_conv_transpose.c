@@ -17,9 +17,11 @@
  * The phase results [N, M, Qh, Qw] are concatenated along the channels (rh-major), viewed as
  * [N, sh, sw, M, Qh, Qw], transposed to [N, M, Qh, sh, Qw, sw] and viewed as [N, M, Qh·sh, Qw·sw], then
  * sliced to [Oh, Ow] where the phases overran it (the overrun reads padding only).
- * Applies to 1-D and 2-D f32 conv_transposes with constant weights, dilation 1 and some stride above 1
- * (stride 1 everywhere would be one flipped conv, rare enough to leave) whose phases all have taps and
- * non-negative pads (pb < K: otherwise the output crops the input and a phase would need a negative pad);
+ * Stride 1 everywhere is one phase: one conv, the flipped kernel. A one-pixel input with one group (a GAN
+ * generator's projection of its code to a 4x4 map) is a matmul instead, each tap one output pixel; as a conv
+ * its taps would read padding for all outputs but one.
+ * Applies to 1-D and 2-D f32 conv_transposes with constant weights and dilation 1 whose phases all have taps
+ * and non-negative pads (pb < K: otherwise the output crops the input and a phase would need a negative pad);
  * the others keep the loop nest. Each phase adds the products of its taps in a different order than the
  * loop nest (per input channel, then tap) does, which moves f32 results by rounding only.
  */
@@ -94,6 +96,32 @@ static FcValue *tiled_bias(FcBuilder *b, FcValue *bias, int64_t phases, int64_t 
                       (int64_t[1]){phases * M});
 }
 
+/* A conv_transpose of a one-pixel input with one group (a generator's projection of its code) is a matmul,
+ * each tap one output pixel: y[n, m, k..] = Σ_c x[n, c]·w[c, m, k..] + b[m], sliced from the pads on. */
+static FcStatus as_matmul(FcModule *m, FcOp *op, const FcTensor *w, int nd, const Dim *dims, int64_t N, int64_t M,
+                          FcOpStack *scratch, FcDiag *diag) {
+  FcBuilder b;
+  fc_rw_builder_before(&b, op, diag);
+  int64_t C = w->type.dims[0], taps = 1;
+  for (int i = 0; i < nd; i++) taps *= dims[i].K;
+  int64_t wd[2] = {C, M * taps}, xd[2] = {N, C}, yd[2 + MAX_DIMS] = {N, M, 1, 1}, bd[1 + MAX_DIMS] = {M, 1, 1};
+  FcTensor *wm = fc_tensor_new(&m->arena, fc_type_make(&m->arena, FC_DT_F32, 2, wd));
+  memcpy((void *)wm->data, w->data, (size_t)w->nbytes); /* [C, M, K..] is [C, M·taps] */
+  FcValue *y = fc_b_binary(&b, FC_OP_MATMUL, fc_b_reshape(&b, op->operands[0].value, 2, xd), fc_b_const_tensor(&b, wm));
+  for (int i = 0; i < nd; i++) yd[2 + i] = dims[i].K;
+  y = fc_b_reshape(&b, y, 2 + nd, yd);
+  if (op->n_operands == 3) y = fc_b_binary(&b, FC_OP_ADD, y, fc_b_reshape(&b, op->operands[2].value, 1 + nd, bd));
+  bool crop = false;
+  int64_t st[2 + MAX_DIMS] = {0, 0}, en[2 + MAX_DIMS] = {N, M}, sp[2 + MAX_DIMS] = {1, 1, 1, 1};
+  for (int i = 0; i < nd; i++) {
+    st[2 + i] = dims[i].pb;
+    en[2 + i] = dims[i].pb + dims[i].O;
+    crop |= dims[i].O != dims[i].K;
+  }
+  if (crop) y = fc_b_slice(&b, y, st, en, sp);
+  return fc_rw_replace_built(&b, op, y, scratch);
+}
+
 static FcStatus decompose(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *diag) {
   if (op->kind != FC_OP_CONV_TRANSPOSE || op->n_results != 1) return FC_OK;
   const FcValue *x = op->operands[0].value, *wv = op->operands[1].value;
@@ -119,19 +147,22 @@ static FcStatus decompose(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *dia
     if (!plan_dim(&dims[i])) return FC_OK;
     phases *= s[i];
   }
-  if (phases == 1 || G < 1 || x->type.dims[1] % G != 0) return FC_OK;
+  if (G < 1 || x->type.dims[1] % G != 0) return FC_OK;
+  int64_t N = yt->dims[0], M = yt->dims[1];
+  bool one_pixel = G == 1;
+  for (int i = 0; i < nd; i++) one_pixel &= dims[i].I == 1 && dims[i].O <= dims[i].K - dims[i].pb;
+  if (one_pixel) return as_matmul(m, op, w, nd, dims, N, M, scratch, diag);
 
   /* Phases of one geometry (K a multiple of the stride and the pads alike: FCN's and UNet's 2x2 stride 2)
    * make one conv with their weights stacked along the output channels, which is the concatenation itself
    * and a wider GEMM; grouped ones stay apart, since stacking would regroup the channels. */
-  bool one_conv = G == 1;
+  bool one_conv = G == 1 && phases > 1;
   for (int i = 0; i < nd; i++)
     for (int64_t q = 1; q < dims[i].s; q++)
       one_conv &= dims[i].n[q] == dims[i].n[0] && dims[i].pad0[q] == dims[i].pad0[0] &&
                   dims[i].pad1[q] == dims[i].pad1[0];
   FcBuilder b;
   fc_rw_builder_before(&b, op, diag);
-  int64_t N = yt->dims[0], M = yt->dims[1];
   FcValue *parts[MAX_STRIDE * MAX_STRIDE];
   FcTensor *stacked = NULL;
   int64_t r[MAX_DIMS] = {0, 0};
@@ -164,6 +195,7 @@ static FcStatus decompose(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *dia
     FcValue *ops[3] = {op->operands[0].value, fc_b_const_tensor(&b, pw), bias};
     parts[one_conv ? 0 : ph] = fc_b_op1(&b, FC_OP_CONV, ops, op->n_operands, attrs, 4);
   }
+  if (phases == 1) return fc_rw_replace_built(&b, op, parts[0], scratch); /* stride 1: Q = O */
   /* interleave: [N, sh·sw·M, Q..] -> [N, sh, sw, M, Qh, Qw] -> [N, M, Qh, sh, Qw, sw] -> [N, M, Qh·sh, Qw·sw] */
   FcValue *y = one_conv ? parts[0] : fc_b_concat(&b, parts, (int)phases, 1);
   int64_t sh = nd == 2 ? dims[0].s : 1, Qh = nd == 2 ? dims[0].Q : 1, sw = dims[nd - 1].s, Qw = dims[nd - 1].Q;
