@@ -18,9 +18,9 @@
  * A quantised kernel's packed constant whose weights other ops share (fc_cg_packed_weights_bytes) is a
  * zeroed buffer too, assembled from two private constants by byte copies: the part made from the weights,
  * which is byte-identical in every op that shares them (LLVM's constant merging, or the content-hashed
- * blobs of a multiversioned artefact, keep one), and the op's own corrections and multipliers. Six encoder
- * layers sharing one set of weights (zoo encoder_l, --quantize int8) stored it six times: 1.51x the f32
- * artefact. Ops whose weights are their own keep one constant, read in place.
+ * blobs of a multiversioned artefact, keep one), and the op's own corrections and multipliers; otherwise
+ * layers that share their weights would store them once per layer. Ops whose weights are their own keep one
+ * constant, read in place (a copy would double their memory).
  *
  * Expansion: every 16-bit blob is an entry {16-bit source, f32 buffer, count} of a table (one per format),
  * and one internal function walks the tables, converting each element: `fpext half` where the target
@@ -114,7 +114,8 @@ static bool weights_shared(const FcOp *op) {
 }
 
 LLVMValueRef fc_cg_packed_weights_bytes(FcKernel *k, const void *data, size_t nbytes, size_t head, const char *name) {
-  if (head < SPLIT_MIN_HEAD || head >= nbytes || !weights_shared(k->op)) return fc_cg_const_bytes(k, data, nbytes, name);
+  if (head < SPLIT_MIN_HEAD || head >= nbytes || !weights_shared(k->op))
+    return fc_cg_const_bytes(k, data, nbytes, name);
   FcCg *cg = k->cg;
   char part[64];
   snprintf(part, sizeof part, "%s.weights", name);
@@ -148,7 +149,8 @@ static LLVMValueRef stored_table(FcCg *cg, LLVMTypeRef entry_ty, FcDtype dt, int
     rows[j++] = LLVMConstNamedStruct(entry_ty, f, 3);
   }
   LLVMValueRef init = LLVMConstArray2(entry_ty, rows, (uint64_t)*n);
-  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), dt == FC_DT_F16 ? ".stored_f16" : dt == FC_DT_BF16 ? ".stored_bf16" : ".stored_copies");
+  const char *name = dt == FC_DT_F16 ? ".stored_f16" : dt == FC_DT_BF16 ? ".stored_bf16" : ".stored_copies";
+  LLVMValueRef g = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), name);
   LLVMSetInitializer(g, init);
   LLVMSetGlobalConstant(g, 1);
   LLVMSetLinkage(g, LLVMPrivateLinkage);

@@ -239,8 +239,8 @@ FcStatus fc_conv_i8_amx_taps(FcKernel *k, FcConvI8 *t) {
   }
   int64_t bytes;
   int8_t *pk = pack_weights(&s, &bytes);
-  LLVMValueRef wp =
-      fc_kernel_substitute_operand(k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)bytes, (size_t)s.wbytes, "packed_w_i8_taps"));
+  LLVMValueRef wp = fc_kernel_substitute_operand(
+      k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)bytes, (size_t)s.wbytes, "packed_w_i8_taps"));
   free(pk);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)(s.RB * c->OW));
 

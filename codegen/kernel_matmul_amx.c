@@ -178,7 +178,8 @@ FcStatus fc_matmul_amx(FcKernel *k) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
   }
-  t.bp = fc_kernel_substitute_operand(k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)total, (size_t)t.wbytes, "packed_b_i8"));
+  t.bp = fc_kernel_substitute_operand(
+      k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)total, (size_t)t.wbytes, "packed_b_i8"));
   free(pk);
   int64_t rblocks = (t.M + BLOCK - 1) / BLOCK, cblocks = (t.N + BLOCK - 1) / BLOCK;
   fc_kernel_set_outer(k, rblocks * cblocks, 2.0 * BLOCK * BLOCK * (double)t.K);

@@ -418,7 +418,8 @@ FcStatus fc_matmul_i8(FcKernel *k) {
     fc_qp_free(&q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
   }
-  m.bp = fc_kernel_substitute_operand(k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)total, (size_t)m.bytes, "packed_b_i8"));
+  m.bp = fc_kernel_substitute_operand(
+      k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)total, (size_t)m.bytes, "packed_b_i8"));
   free(pk);
   fc_kernel_set_outer(k, panels * mtiles, 2.0 * mr * nr * (double)K);
 

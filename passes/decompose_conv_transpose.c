@@ -1,8 +1,7 @@
 /* decompose_conv_transpose.c — a strided conv_transpose as one stride-1 conv per output phase, interleaved:
  * the fast conv kernels (GEMM, Winograd, integer) then run the decoders of segmentation networks, GANs and
- * autoencoders, where the conv_transpose loop nest (kernel_nn.c: a scatter per tap into a row, about 4
- * GFLOP/s) took 70% of a small UNet's time; and calibration and quantize_static see convs, so an int8
- * build quantises them too.
+ * autoencoders instead of the conv_transpose loop nest (kernel_nn.c: a strided scatter per tap into a row,
+ * which does not vectorise); and calibration and quantize_static see convs, so an int8 build quantises them.
  *
  * Along one spatial dim (stride s, kernel K, dilation 1, pads pb/pe, output size O), output o = s·q + r
  * (phase r in [0, s)) receives input i through tap kk when i·s + kk - pb = s·q + r: the taps

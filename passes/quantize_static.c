@@ -23,7 +23,7 @@
  * A matmul whose activation has no calibrated range gets quantize_dynamic's form instead (activations
  * quantised per run, fc_quantize_matmul_dynamic): calibration observes the function's values, not those of
  * loop bodies, so this is an RNN's recurrent matmul, which would otherwise stay in float and leave a
- * recurrent model's int8 build about as slow and large as its f32 one (a 2-layer LSTM: 1.08x and 0.73x).
+ * recurrent model's int8 build about as slow and large as its f32 one.
  *
  * Saturation: without VNNI the u8 x i8 dot is vpmaddubsw, which adds two u8·i8 products into a saturating
  * i16; 255·127·2 overflows it. Where fc_target_i8_gemm says so, one operand gives up a bit: by default the
