@@ -84,13 +84,17 @@ static void tile_fill(FcKernel *k, LLVMTypeRef ct, LLVMValueRef tile, LLVMValueR
 
 /* ---- quantised products (qspec §2) on the direct loop nests -------------------------------------------- */
 
-/* The weights w' (i16, the op's element order) followed by one i32 and one f32 per channel (bias or
- * correction, multiplier), substituted for operand 1 (cg_requant.h); *tab gets the byte offset of the i32s. */
+/* The weights w' (the op's element order: i8 where every w' fits, as with symmetric i8 weights, so that the
+ * artefact keeps a byte a weight; else i16) followed by one i32 and one f32 per channel (bias or correction,
+ * multiplier), substituted for operand 1 (cg_requant.h); *tab gets the byte offset of the i32s. */
 static LLVMValueRef quant_table(FcKernel *k, const FcQuantProduct *q, const int32_t *add, int64_t *tab) {
-  int64_t n = q->K * q->channels, wb = (2 * n + 3) / 4 * 4, bytes = wb + 8 * q->channels;
+  int64_t n = q->K * q->channels, es = q->w8 ? 1 : 2, wb = (es * n + 3) / 4 * 4, bytes = wb + 8 * q->channels;
   char *blob = calloc((size_t)bytes, 1);
   if (!blob) fc_die(__FILE__, __LINE__, "out of memory");
-  memcpy(blob, q->w, (size_t)n * 2);
+  if (q->w8)
+    for (int64_t i = 0; i < n; i++) blob[i] = (char)(int8_t)q->w[i];
+  else
+    memcpy(blob, q->w, (size_t)n * 2);
   memcpy(blob + wb, add, (size_t)q->channels * 4);
   memcpy(blob + wb + 4 * q->channels, q->mult, (size_t)q->channels * 4);
   LLVMValueRef g = fc_kernel_substitute_operand(k, 1, fc_cg_const_bytes(k, blob, (size_t)bytes, "quant_w"));
@@ -108,8 +112,9 @@ static LLVMValueRef quant_x(FcKernel *k, const FcQuantProduct *q, FcDtype dt, LL
   return sub_zx ? LLVMBuildSub(k->b, v, LLVMConstInt(i32, (unsigned)q->zx, 0), "") : v;
 }
 
-static LLVMValueRef quant_w(FcKernel *k, LLVMValueRef idx) {
-  return LLVMBuildSExt(k->b, fc_cg_load(k, FC_DT_I16, k->in[1], idx), LLVMInt32TypeInContext(k->ctx), "");
+static LLVMValueRef quant_w(FcKernel *k, const FcQuantProduct *q, LLVMValueRef idx) {
+  LLVMValueRef w = fc_cg_load(k, q->w8 ? FC_DT_I8 : FC_DT_I16, k->in[1], idx);
+  return LLVMBuildSExt(k->b, w, LLVMInt32TypeInContext(k->ctx), "");
 }
 
 /* Channel ch's i32 (at byte tab) and f32 (after `channels` of them) from the substituted table. */
@@ -224,7 +229,7 @@ static FcStatus matmul_direct(FcKernel *k, const FcQuantProduct *q, int64_t qtab
   LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), tn, 1, "j");
   LLVMValueRef p = fc_cg_tile_at(k, ct, tile, j);
   LLVMValueRef bi_ = fc_cg_iadd(k, brow, j);
-  LLVMValueRef bv = q ? quant_w(k, bi_) : fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], bi_), bdt, acc_dt);
+  LLVMValueRef bv = q ? quant_w(k, q, bi_) : fc_cg_convert(k, fc_cg_load(k, bdt, k->in[1], bi_), bdt, acc_dt);
   LLVMBuildStore(k->b, fc_cg_madd(k, a, bv, LLVMBuildLoad2(k->b, ct, p, "")), p);
   fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lk);
@@ -352,7 +357,7 @@ static void conv_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   LLVMValueRef hi = fc_cg_smin(k, tload(k, c->hi_tab, kk), fc_cg_iadd(k, rw->t0, rw->tn));
   LLVMValueRef off = fc_cg_iadd(k, fc_cg_imulc(k, kk, g->d[l]), c64(k, -g->pad[l]));
   LLVMValueRef wi = fc_cg_iadd(k, wo, kk);
-  LLVMValueRef wv = c->q ? quant_w(k, wi) : fc_cg_load(k, c->dt, k->in[1], wi);
+  LLVMValueRef wv = c->q ? quant_w(k, c->q, wi) : fc_cg_load(k, c->dt, k->in[1], wi);
   LLVMValueRef xrow = fc_cg_iadd(k, xo, off);
   FcLoop lj;
   LLVMValueRef ow = fc_cg_loop_begin(k, &lj, lo, hi, 1, "ow");
