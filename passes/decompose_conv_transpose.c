@@ -130,6 +130,8 @@ static FcStatus decompose(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *dia
   if (nd < 1 || nd > MAX_DIMS || x->type.dtype != FC_DT_F32 || x->type.quant || wv->type.dtype != FC_DT_F32 ||
       wv->type.quant || !w || !w->data || yt->dtype != FC_DT_F32)
     return FC_OK;
+  for (int i = 0; i < x->type.rank; i++)
+    if (x->type.dims[i] < 1 || wv->type.dims[i] < 1) return FC_OK; /* empty tensors: nothing to gain */
   if (op->n_operands == 3) {
     const FcValue *bias = op->operands[2].value;
     if (bias->type.dtype != FC_DT_F32 || bias->type.quant) return FC_OK;
