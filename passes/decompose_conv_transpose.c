@@ -54,15 +54,11 @@ static bool plan_dim(Dim *d) {
   return true;
 }
 
-/* The phase's conv weights [M, Cg, n..] from w [C, Mg, K..] (f32), in the module arena. */
-static FcTensor *phase_weights(FcModule *m, const FcTensor *w, int nd, const Dim *dims, const int64_t *r, int64_t G) {
+/* The phase's conv weights [M, Cg, n..] from w [C, Mg, K..] (f32), written at dst. */
+static void phase_weights(const FcTensor *w, int nd, const Dim *dims, const int64_t *r, int64_t G, float *dst) {
   int64_t C = w->type.dims[0], Mg = w->type.dims[1], Cg = C / G, M = Mg * G;
-  int64_t wd[2 + MAX_DIMS] = {M, Cg, 1, 1};
   int64_t Kh = nd == 2 ? dims[0].K : 1, Kw = dims[nd - 1].K;
-  for (int i = 0; i < nd; i++) wd[2 + i] = dims[i].n[r[i]];
-  FcTensor *t = fc_tensor_new(&m->arena, fc_type_make(&m->arena, FC_DT_F32, 2 + nd, wd));
   const float *src = w->data;
-  float *dst = (float *)t->data;
   int64_t nh = nd == 2 ? dims[0].n[r[0]] : 1, nw = dims[nd - 1].n[r[nd - 1]];
   int64_t k0h = nd == 2 ? dims[0].k0[r[0]] : 0, k0w = dims[nd - 1].k0[r[nd - 1]];
   int64_t sh = nd == 2 ? dims[0].s : 1, sw = dims[nd - 1].s;
@@ -74,7 +70,6 @@ static FcTensor *phase_weights(FcModule *m, const FcTensor *w, int nd, const Dim
           int64_t kh = k0h + (nh - 1 - jh) * sh, kw = k0w + (nw - 1 - jw) * sw;
           dst[((mo * Cg + c) * nh + jh) * nw + jw] = src[(((g * Cg + c) * Mg + mg) * Kh + kh) * Kw + kw];
         }
-  return t;
 }
 
 /* The bias [M] once per phase, [phases · M]: a constant where it is one (quantize_static takes only convs
@@ -165,23 +160,17 @@ static FcStatus decompose(FcModule *m, FcOp *op, FcOpStack *scratch, FcDiag *dia
   FcBuilder b;
   fc_rw_builder_before(&b, op, diag);
   FcValue *parts[MAX_STRIDE * MAX_STRIDE];
-  FcTensor *stacked = NULL;
+  FcTensor *pw = NULL;
   int64_t r[MAX_DIMS] = {0, 0};
   for (int64_t ph = 0; ph < phases; ph++) {
     r[nd - 1] = ph % dims[nd - 1].s;
     if (nd == 2) r[0] = ph / dims[1].s;
-    FcTensor *pw = phase_weights(m, w, nd, dims, r, G);
-    if (one_conv) {
-      if (!stacked) {
-        int64_t sd[2 + MAX_DIMS];
-        memcpy(sd, pw->type.dims, sizeof(int64_t) * (size_t)(2 + nd));
-        sd[0] *= phases; /* at most 64 times a weight's output channels: within what verified types allow */
-        stacked = fc_tensor_new(&m->arena, fc_type_make(&m->arena, FC_DT_F32, 2 + nd, sd));
-      }
-      memcpy((char *)stacked->data + ph * pw->nbytes, pw->data, (size_t)pw->nbytes);
-      if (ph + 1 < phases) continue;
-      pw = stacked;
-    }
+    /* [M, Cg, n..], or all phases' stacked along M for one conv (their total is w's size) */
+    int64_t wd[2 + MAX_DIMS] = {one_conv ? phases * M : M, x->type.dims[1] / G, 1, 1}, per = wd[1] * M;
+    for (int i = 0; i < nd; i++) per *= wd[2 + i] = dims[i].n[r[i]];
+    if (!one_conv || ph == 0) pw = fc_tensor_new(&m->arena, fc_type_make(&m->arena, FC_DT_F32, 2 + nd, wd));
+    phase_weights(w, nd, dims, r, G, (float *)pw->data + (one_conv ? ph * per : 0));
+    if (one_conv && ph + 1 < phases) continue;
     int64_t *strides = FC_NEW_ARRAY(&m->arena, int64_t, nd), *dil = FC_NEW_ARRAY(&m->arena, int64_t, nd);
     int64_t *pads = FC_NEW_ARRAY(&m->arena, int64_t, 2 * nd);
     for (int i = 0; i < nd; i++) {
