@@ -8,11 +8,14 @@
  * everything above it; ops that an earlier rewrite erased are skipped):
  *
  *   sink       P(dequantize(q)..) -> dequantize(P(q)..) for the pass-through ops P of qspec §3 (reshape,
- *              transpose, max_pool without indices, slice, concat) when every operand is a dequantize of
- *              one per-tensor type used by P alone: exact (they move integers, and max commutes with the
- *              monotone dequantisation), moves a quarter of the bytes, and brings the dequantize to the
- *              quantize or conv below it. Dequantized constants are not sunk: they are weights, matched
- *              where they are used (a Gemm's transposed weight included).
+ *              transpose, max_pool without indices, slice, concat) when every operand is a dequantize used
+ *              by P alone, all of per-tensor types on one grid (storage, scale, zero point; ranges narrowed
+ *              differently are read through views of their union's type): exact (they move integers, and
+ *              max commutes with the monotone dequantisation), moves a quarter of the bytes, and brings the
+ *              dequantize to the quantize or conv below it. When P's result is read by other pass-through
+ *              ops that would sink as well, each gets a dequantize of its own (a split after a channel
+ *              shuffle). Dequantized constants are not sunk: they are weights, matched where they are used
+ *              (a Gemm's transposed weight included).
  *   requant    quantize(dequantize(q)) -> q when the quantize has q's scale, zero point and storage and a
  *              range containing q's: dequantize then quantize returns every integer unchanged, since
  *              (k * s) / s rounds back to k for |k| < 2^16 and a normal f32 scale. Other pairs stay
@@ -97,27 +100,92 @@ static bool used_only_by(const FcValue *v, const FcOp *op) {
   return true;
 }
 
+/* a and b quantise on the same grid (storage, scale, zero point), whatever their ranges. */
+static bool same_grid(const FcQuant *a, const FcQuant *b) {
+  FcQuant x = *a;
+  x.qmin = b->qmin;
+  x.qmax = b->qmax;
+  return fc_quant_equal(&x, b);
+}
+
+/* Operand i of op is a dequantize that `op` alone reads, of a per-tensor type; its quantised value's type. */
+static const FcQuant *sinkable_operand(const FcOp *op, int i) {
+  FcValue *v = op->operands[i].value;
+  FcOp *d = def_kind(v, FC_OP_DEQUANTIZE);
+  if (!d || !used_only_by(v, op)) return NULL;
+  const FcValue *qv = d->operands[0].value;
+  const FcQuant *q = qv->type.quant;
+  if (!q || q->axis >= 0 || fc_value_const(qv) || (def_kind(qv, FC_OP_SCAST) && fc_value_const(qv->def->operands[0].value)))
+    return NULL;
+  return q;
+}
+
+/* y = dequantize(q), the result of a sunk pass-through op, read by several ops: each pass-through op among
+ * them that would then sink too (every other operand a dequantize of q's type that it alone reads) gets a
+ * dequantize of its own, so that a split or a channel shuffle's consumers move bytes as well (the walk
+ * reaches them later). The others keep sharing y. */
+static FcStatus split_for_sinking(Qdq *s, FcValue *y) {
+  if (!y->first_use || !y->first_use->next_use) return FC_OK;
+  FcValue *q = y->def->operands[0].value;
+  int n = fc_value_num_uses(y), k = 0;
+  FcUse **uses = FC_NEW_ARRAY(&s->m->arena, FcUse *, (size_t)n);
+  for (FcUse *u = y->first_use; u; u = u->next_use) uses[k++] = u;
+  FcOp **users = FC_NEW_ARRAY(&s->m->arena, FcOp *, (size_t)n);
+  int *index = FC_NEW_ARRAY(&s->m->arena, int, (size_t)n);
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    FcOp *user = uses[i]->user;
+    if (!passes_through(user) || user->n_operands < 1 || user->n_operands > 4096) continue;
+    bool sinks = true;
+    for (int j = 0; j < user->n_operands && sinks; j++) {
+      if (user->operands[j].value == y) continue;
+      const FcQuant *qj = sinkable_operand(user, j);
+      sinks = qj && same_grid(qj, q->type.quant);
+    }
+    if (!sinks) continue;
+    users[m] = user;
+    index[m++] = uses[i]->index;
+  }
+  if (m == n) m--; /* the last of them keeps y */
+  for (int i = 0; i < m; i++) {
+    FcBuilder b;
+    fc_rw_builder_before(&b, users[i], s->diag);
+    b.loc = y->def->loc;
+    FcValue *dq = fc_b_dequantize(&b, q);
+    if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+    fc_op_set_operand(users[i], index[i], dq);
+  }
+  return FC_OK;
+}
+
 static FcStatus sink(Qdq *s, FcOp *op) {
   if (op->n_operands < 1 || op->n_operands > 4096) return FC_OK;
   const FcQuant *q = NULL;
+  FcQuant range = {0}; /* the union of the operands' ranges */
   for (int i = 0; i < op->n_operands; i++) {
-    FcValue *v = op->operands[i].value;
-    FcOp *d = def_kind(v, FC_OP_DEQUANTIZE);
-    if (!d || !used_only_by(v, op)) return FC_OK;
-    const FcValue *qv = d->operands[0].value;
-    const FcQuant *qi = qv->type.quant;
-    if (!qi || qi->axis >= 0 || fc_value_const(qv) ||
-        (def_kind(qv, FC_OP_SCAST) && fc_value_const(qv->def->operands[0].value)))
-      return FC_OK;
-    if (q && !fc_quant_equal(q, qi)) return FC_OK;
+    const FcQuant *qi = sinkable_operand(op, i);
+    if (!qi || (q && !same_grid(q, qi))) return FC_OK;
+    if (!q) range = *qi;
+    range.qmin = qi->qmin < range.qmin ? qi->qmin : range.qmin;
+    range.qmax = qi->qmax > range.qmax ? qi->qmax : range.qmax;
     q = qi;
   }
   FcValue **ops = FC_NEW_ARRAY(&s->m->arena, FcValue *, (size_t)op->n_operands);
-  for (int i = 0; i < op->n_operands; i++) ops[i] = op->operands[i].value->def->operands[0].value;
   FcBuilder b;
   fc_rw_builder_before(&b, op, s->diag);
-  FcValue *y = fc_b_dequantize(&b, fc_b_op1(&b, op->kind, ops, op->n_operands, op->attrs, op->n_attrs));
-  return fc_rw_replace_built(&b, op, y, &s->scratch);
+  for (int i = 0; i < op->n_operands; i++) {
+    ops[i] = op->operands[i].value->def->operands[0].value;
+    /* operands narrowed differently (a ReLU's result beside a plain one): views of the union's type */
+    if (!fc_quant_equal(ops[i]->type.quant, &range)) {
+      FcQuant *u = FC_NEW(&s->m->arena, FcQuant);
+      *u = range;
+      ops[i] = fc_b_scast(&b, fc_b_scast(&b, ops[i], NULL), u);
+    }
+  }
+  FcValue *yq = fc_b_op1(&b, op->kind, ops, op->n_operands, op->attrs, op->n_attrs);
+  FcValue *y = fc_b_dequantize(&b, yq);
+  FcStatus st = fc_rw_replace_built(&b, op, y, &s->scratch);
+  return st == FC_OK ? split_for_sinking(s, y) : st;
 }
 
 /* ---- retyping a quantised value ----------------------------------------------------------------------- */

@@ -190,3 +190,31 @@ func.func @mean_near_misses(%arg0: tensor<2x3x4x!quant.uniform<u8:f32, 0.5:10>>,
   %5 = "flow.quantize"(%4) {qtype = !quant.uniform<u8:f32, 0.25>} : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<u8:f32, 0.25>>
   "func.return"(%2, %1, %5) : (tensor<2x4x!quant.uniform<u8:f32, 0.25>>, tensor<2x4xf32>, tensor<2x3x!quant.uniform<u8:f32, 0.25>>) -> ()
 }
+
+// -----
+
+// Data moves whose operands are dequantized on one grid (storage, scale, zero point) but with different
+// ranges (a ReLU-narrowed result beside a plain one) move the integers, those of the narrower range through a
+// view of the union's type; and a moved result read by several data moves (a channel split after a shuffle)
+// gives each of them a dequantize of its own, so that they move the integers too.
+// CHECK-LABEL: func.func @moves(
+// CHECK-NEXT:    %0 = "flow.transpose"(%arg0) {{.*}} -> tensor<1x2x2x2x!quant.uniform<u8:f32, 5.000000e-01:10>>
+// CHECK-DAG:     %[[S1:.*]] = "flow.slice"(%0) {{.*}} -> tensor<1x1x2x2x!quant.uniform<u8:f32, 5.000000e-01:10>>
+// CHECK-DAG:     %[[S2:.*]] = "flow.slice"(%0) {{.*}} -> tensor<1x1x2x2x!quant.uniform<u8:f32, 5.000000e-01:10>>
+// CHECK-DAG:     %[[V0:.*]] = "flow.scast"(%arg1) {qtype = ui8}
+// CHECK-DAG:     %[[V:.*]] = "flow.scast"(%[[V0]]) {qtype = !quant.uniform<u8:f32, 5.000000e-01:10>}
+// CHECK:         %[[CAT:.*]] = "flow.concat"(%arg0, %[[V]]) {{.*}} -> tensor<1x4x2x2x!quant.uniform<u8:f32, 5.000000e-01:10>>
+// CHECK-NOT:     "flow.transpose"
+// CHECK-NOT:     "flow.slice"
+// CHECK-NOT:     "flow.concat"
+// CHECK:         "func.return"
+func.func @moves(%arg0: tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:10>>, %arg1: tensor<1x2x2x2x!quant.uniform<u8<10:255>:f32, 0.5:10>>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x4x2x2xf32>) {
+  %d = "flow.dequantize"(%arg0) : (tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:10>>) -> tensor<1x2x2x2xf32>
+  %t = "flow.transpose"(%d) {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %s1 = "flow.slice"(%t) {ends = array<i64: 1, 1, 2, 2>, starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %s2 = "flow.slice"(%t) {ends = array<i64: 1, 2, 2, 2>, starts = array<i64: 0, 1, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %d3 = "flow.dequantize"(%arg0) : (tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:10>>) -> tensor<1x2x2x2xf32>
+  %d2 = "flow.dequantize"(%arg1) : (tensor<1x2x2x2x!quant.uniform<u8<10:255>:f32, 0.5:10>>) -> tensor<1x2x2x2xf32>
+  %cat = "flow.concat"(%d3, %d2) {axis = 1 : i64} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x4x2x2xf32>
+  "func.return"(%s1, %s2, %cat) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x4x2x2xf32>) -> ()
+}

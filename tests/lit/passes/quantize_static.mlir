@@ -11,6 +11,8 @@
 // RUN: %flowc build %s --split-input-file --passes=quantize_static --cpu x86-64-v3 --emit ir | FileCheck %s --check-prefixes=CHECK,AVX2
 // The IR it writes verifies and lowers: -O0's lower_quant after it runs (flowc run compares nothing here).
 // RUN: %flowc build %s --split-input-file --passes=quantize_static,lower_quant --verify-each --emit ir > /dev/null
+// With fold_qdq after it, the ShuffleNet unit's data moves run on the bytes of the one type (FOLD below).
+// RUN: %flowc build %s --split-input-file --passes=quantize_static,fold_qdq --cpu x86-64-v3 --emit ir | FileCheck %s --check-prefix=FOLD
 
 // CHECK-LABEL: func.func @main
 // CHECK: %[[Q:.*]] = "flow.quantize"(%arg0) {qtype = !quant.uniform<u8:f32, 1.568627543747425e-02:64>}
@@ -28,12 +30,14 @@ module {
 }
 
 // -----
-// conv -> relu -> max_pool -> reshape -> matmul: the pair goes on the matmul's input and on the input of each
-// pass-through op before it (all with the reshape's range [0, 2]: scale f32(2/255) = 7.8431377e-03, zero point
-// 0, not printed), so that fold_qdq can run max_pool and reshape on u8 and requantise the conv. The conv's own input (the
-// graph input, [0, 1]) gets its pair, its weights one scale per output channel (dim 0: 1/127 and 2/127, or 1/64 and
-// 2/64), and its
-// f32 bias stays for fold_qdq. One activation read by two matmuls is quantised once.
+// conv -> relu -> max_pool -> reshape -> matmul: relu's result, max_pool's and reshape's are one class (values
+// joined by data moves), which only data moves and the matmuls read, so it gets one type from the matmuls'
+// range (the reshape's [0, 2]: scale f32(2/255) = 7.8431377e-03, zero point 0, not printed): the pair goes on
+// the class's source (relu's result, a dequantize before its one use) so that fold_qdq can run max_pool and
+// reshape on u8 and requantise the conv, and on the matmuls' input (folded away once reshape runs on u8). The
+// conv's own input (the graph input, [0, 1]) gets its pair, its weights one scale per output channel (dim 0:
+// 1/127 and 2/127, or 1/64 and 2/64), and its f32 bias stays for fold_qdq. One activation read by two matmuls
+// is quantised once.
 // CHECK-LABEL: func.func @main
 // CHECK: %[[QX:.*]] = "flow.quantize"(%arg0) {qtype = !quant.uniform<u8:f32, 3.921568859368563e-03>}
 // CHECK: %[[DX:.*]] = "flow.dequantize"(%[[QX]])
@@ -45,9 +49,7 @@ module {
 // CHECK: %[[Q1:.*]] = "flow.quantize"(%[[R]]) {qtype = !quant.uniform<u8:f32, 7.843137718737125e-03>}
 // CHECK: %[[D1:.*]] = "flow.dequantize"(%[[Q1]])
 // CHECK: %[[P:.*]] = "flow.max_pool"(%[[D1]])
-// CHECK: %[[Q2:.*]] = "flow.quantize"(%[[P]]) {qtype = !quant.uniform<u8:f32, 7.843137718737125e-03>}
-// CHECK: %[[D2:.*]] = "flow.dequantize"(%[[Q2]])
-// CHECK: %[[S:.*]] = "flow.reshape"(%[[D2]])
+// CHECK: %[[S:.*]] = "flow.reshape"(%[[P]])
 // CHECK: %[[Q3:.*]] = "flow.quantize"(%[[S]]) {qtype = !quant.uniform<u8:f32, 7.843137718737125e-03>}
 // CHECK: %[[D3:.*]] = "flow.dequantize"(%[[Q3]])
 // CHECK: "flow.matmul"(%[[D3]], %{{.*}})
@@ -80,5 +82,74 @@ module {
     %1 = "flow.matmul"(%arg0, %0) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32> loc("mm")
     %2 = "flow.matmul"(%arg0, %arg1) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32> loc("mm2")
     "func.return"(%1, %2) : (tensor<2x4xf32>, tensor<2x4xf32>) -> ()
+  }
+}
+
+// -----
+// A ShuffleNet unit: the input is split in two by slices, one half goes through a conv and ReLU, the halves are
+// concatenated and shuffled (reshape, transpose, reshape), and a second conv reads the result. The input, both
+// halves, the ReLU's result, the concat and the shuffle are one class, read by nothing but data moves and the
+// two convs, so it gets ONE type, from the union of the convs' ranges ([0, 1] and [0, 3]: scale f32(3/255),
+// zero point 0): its two sources, the graph input and the ReLU's result, are quantised to it (a dequantize
+// before each use) and each conv's input gets a pair of the same type, so that fold_qdq moves bytes all the way.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[QI:.*]] = "flow.quantize"(%arg0) {qtype = !quant.uniform<u8:f32, 1.17647061124444e-02>}
+// CHECK-DAG: %[[DA:.*]] = "flow.dequantize"(%[[QI]])
+// CHECK-DAG: %[[DB:.*]] = "flow.dequantize"(%[[QI]])
+// CHECK-DAG: "flow.slice"(%[[DA]])
+// CHECK-DAG: "flow.slice"(%[[DB]])
+// CHECK: "flow.quantize"(%{{.*}}) {qtype = !quant.uniform<u8:f32, 1.17647061124444e-02>}
+// CHECK: "flow.conv"
+// CHECK: %[[R:.*]] = "flow.relu"
+// CHECK: %[[QR:.*]] = "flow.quantize"(%[[R]]) {qtype = !quant.uniform<u8:f32, 1.17647061124444e-02>}
+// CHECK: %[[DR:.*]] = "flow.dequantize"(%[[QR]])
+// CHECK: "flow.concat"(%{{.*}}, %[[DR]])
+// CHECK: "flow.quantize"(%{{.*}}) {qtype = !quant.uniform<u8:f32, 1.17647061124444e-02>}
+// CHECK: "flow.conv"
+// CHECK-NOT: flow.quantize
+// FOLD: %[[Q:.*]] = "flow.quantize"(%arg0) {qtype = ![[T:quant.uniform<u8:f32, 1.17647061124444e-02>]]}
+// FOLD-DAG: %[[A:.*]] = "flow.slice"(%[[Q]]) {{.*}} -> tensor<1x2x2x2x![[T]]>
+// FOLD-DAG: %[[B:.*]] = "flow.slice"(%[[Q]]) {{.*}} -> tensor<1x2x2x2x![[T]]>
+// FOLD: %[[C:.*]] = "flow.conv"(%[[B]], {{.*}} qtype = ![[T]],
+// FOLD: %[[CAT:.*]] = "flow.concat"(%[[A]], %[[C]]) {{.*}} -> tensor<1x4x2x2x![[T]]>
+// FOLD: "flow.reshape"(%[[CAT]]) {{.*}} -> tensor<1x2x2x2x2x![[T]]>
+// FOLD: "flow.transpose"({{.*}} -> tensor<1x2x2x2x2x![[T]]>
+// FOLD: %[[Y:.*]] = "flow.reshape"({{.*}} -> tensor<1x4x2x2x![[T]]>
+// FOLD-NOT: flow.quantize
+// FOLD: "flow.conv"(%[[Y]],
+module {
+  func.func @main(%arg0: tensor<1x4x2x2xf32> {flow.name = "x", flow.calib_range = array<f64: 0.0, 1.0>}) -> (tensor<1x3x2x2xf32> {flow.name = "y"}) {
+    %a = "flow.slice"(%arg0) {ends = array<i64: 1, 2, 2, 2>, starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x2x2xf32> loc("split_a")
+    %b = "flow.slice"(%arg0) {ends = array<i64: 1, 4, 2, 2>, starts = array<i64: 0, 2, 0, 0>, steps = array<i64: 1, 1, 1, 1>, flow.calib_range = array<f64: 0.0, 1.0>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x2x2xf32> loc("split_b")
+    %w1 = "flow.constant"() {value = dense<[[[[1.0]], [[-0.5]]], [[[0.5]], [[2.0]]]]> : tensor<2x2x1x1xf32>} : () -> tensor<2x2x1x1xf32> loc("w1")
+    %c = "flow.conv"(%b, %w1) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32> loc("branch")
+    %r = "flow.relu"(%c) : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> loc("branch_relu")
+    %cat = "flow.concat"(%a, %r) {axis = 1 : i64} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x4x2x2xf32> loc("concat")
+    %rs = "flow.reshape"(%cat) {shape = array<i64: 1, 2, 2, 2, 2>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x2x2x2xf32> loc("shuffle_a")
+    %t = "flow.transpose"(%rs) {perm = array<i64: 0, 2, 1, 3, 4>} : (tensor<1x2x2x2x2xf32>) -> tensor<1x2x2x2x2xf32> loc("shuffle_b")
+    %y = "flow.reshape"(%t) {shape = array<i64: 1, 4, 2, 2>, flow.calib_range = array<f64: 0.0, 3.0>} : (tensor<1x2x2x2x2xf32>) -> tensor<1x4x2x2xf32> loc("shuffle_c")
+    %w2 = "flow.constant"() {value = dense<0.25> : tensor<3x4x1x1xf32>} : () -> tensor<3x4x1x1xf32> loc("w2")
+    %o = "flow.conv"(%y, %w2) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x2x2xf32>, tensor<3x4x1x1xf32>) -> tensor<1x3x2x2xf32> loc("next")
+    "func.return"(%o) : (tensor<1x3x2x2xf32>) -> ()
+  }
+}
+
+// -----
+// The same concat also a model output: its class is read by more than data moves and quantised ops, so it keeps
+// the quantisation at the conv's input (its own range [0, 3]) and the concat stays in float.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[R:.*]] = "flow.relu"
+// CHECK: %[[CAT:.*]] = "flow.concat"(%arg0, %[[R]])
+// CHECK: %[[Q:.*]] = "flow.quantize"(%[[CAT]]) {qtype = !quant.uniform<u8:f32, 1.17647061124444e-02>}
+// CHECK: %[[D:.*]] = "flow.dequantize"(%[[Q]])
+// CHECK: "flow.conv"(%[[D]]
+// CHECK: "func.return"(%{{.*}}, %[[CAT]])
+module {
+  func.func @main(%arg0: tensor<1x2x2x2xf32> {flow.name = "x", flow.calib_range = array<f64: 0.0, 1.0>}) -> (tensor<1x3x2x2xf32> {flow.name = "y"}, tensor<1x4x2x2xf32> {flow.name = "cat"}) {
+    %r = "flow.relu"(%arg0) : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> loc("relu")
+    %cat = "flow.concat"(%arg0, %r) {axis = 1 : i64, flow.calib_range = array<f64: 0.0, 3.0>} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x4x2x2xf32> loc("concat")
+    %w2 = "flow.constant"() {value = dense<0.25> : tensor<3x4x1x1xf32>} : () -> tensor<3x4x1x1xf32> loc("w2")
+    %o = "flow.conv"(%cat, %w2) {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x2x2xf32>, tensor<3x4x1x1xf32>) -> tensor<1x3x2x2xf32> loc("next")
+    "func.return"(%o, %cat) : (tensor<1x3x2x2xf32>, tensor<1x4x2x2xf32>) -> ()
   }
 }
