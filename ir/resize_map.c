@@ -23,6 +23,13 @@ bool fc_resize_params(const FcOp *op, FcResizeParams *p, const char **attr, cons
   return true;
 }
 
+bool fc_resize_moves_data(const FcOp *op) {
+  FcResizeParams p;
+  const char *attr, *value;
+  return fc_resize_params(op, &p, &attr, &value) && p.mode == FC_RESIZE_MODE_NEAREST &&
+         p.ctm != FC_RESIZE_CTM_TF_CROP_AND_RESIZE;
+}
+
 int fc_resize_taps_per(FcMode mode) {
   return mode == FC_RESIZE_MODE_CUBIC ? 4 : mode == FC_RESIZE_MODE_LINEAR ? 2 : 1;
 }

@@ -34,6 +34,9 @@ bool fc_resize_params(const FcOp *op, FcResizeParams *p, const char **attr, cons
  * reference's operation order; false when tf_crop_and_resize (roi [r0, r1]) lands outside the input. */
 bool fc_resize_coord(const FcResizeParams *p, double x, double scale, int64_t in, int64_t out, float r0, float r1,
                      double *xo);
+/* The resize only copies input elements (nearest, no tf_crop_and_resize extrapolation): it commutes with
+ * any element-wise map, a quantisation included. */
+bool fc_resize_moves_data(const FcOp *op);
 /* Taps per output of a mode: 1 (nearest), 2 (linear), 4 (cubic). */
 int fc_resize_taps_per(FcMode mode);
 /* Fills m's tables (from arena a) for an axis of m->in inputs and m->out outputs at `scale`, with

@@ -8,7 +8,7 @@
  * everything above it; ops that an earlier rewrite erased are skipped):
  *
  *   sink       P(dequantize(q)..) -> dequantize(P(q)..) for the pass-through ops P of qspec §3 (reshape,
- *              transpose, max_pool without indices, slice, concat) when every operand is a dequantize used
+ *              transpose, max_pool without indices, slice, concat, a nearest resize) when every operand is a dequantize used
  *              by P alone, all of per-tensor types on one grid (storage, scale, zero point; ranges narrowed
  *              differently are read through views of their union's type): exact (they move integers, and
  *              max commutes with the monotone dequantisation), moves a quarter of the bytes, and brings the
@@ -49,6 +49,7 @@
  * changes a type that an existing user sees.
  */
 #include "passes.h"
+#include "resize_map.h"
 #include "rewrite.h"
 
 #include <float.h>
@@ -89,6 +90,7 @@ static bool passes_through(const FcOp *op) {
   case FC_OP_SLICE:
   case FC_OP_CONCAT: return op->n_results == 1;
   case FC_OP_MAX_POOL: return op->n_results == 1; /* the indices of a max are not a pass-through */
+  case FC_OP_RESIZE: return op->n_results == 1 && fc_resize_moves_data(op);
   default: return false;
   }
 }

@@ -15,7 +15,7 @@
  *                                                 negating a weight never overflows)
  * Scales are rounded to f32 once, as an ONNX file stores them.
  * Data movement is quantised as a whole: the values joined by the ops of qspec §3 that move data without
- * computing (reshape, transpose, slice, max_pool, and concat) form classes, and a class that nothing but
+ * computing (reshape, transpose, slice, max_pool, a nearest resize, and concat) form classes, and a class that nothing but
  * such ops and quantised ops reads (no float op, no model output) gets ONE type, from the union of its
  * quantised ops' calibrated ranges ("aligned scales"). Its sources (the values a class member is moved from:
  * a conv's result, a model input) are quantised once, a dequantize before each use, so fold_qdq runs every op
@@ -42,6 +42,7 @@
  * images (README). A weight that is not finite leaves its op in float.
  */
 #include "passes.h"
+#include "resize_map.h"
 #include "rewrite.h"
 
 #include <float.h>
@@ -204,8 +205,8 @@ static void memo_put(FcArena *a, Memo *m, FcValue *from, FcValue *to) {
 
 /* ---- aligned classes: data movement quantised as a whole -------------------------------------------- */
 
-/* An op that moves f32 data without computing (qspec §3, concat included): its result joins its operands'
- * class. Constants are weights and never move here. */
+/* An op that moves f32 data without computing (qspec §3, concat and a nearest resize included): its result
+ * joins its operands' class. Constants are weights and never move here. */
 static bool moves_data(const FcOp *op) {
   switch (op->kind) {
   case FC_OP_RESHAPE:
@@ -216,6 +217,9 @@ static bool moves_data(const FcOp *op) {
     break;
   case FC_OP_CONCAT:
     if (op->n_operands < 1 || op->n_results != 1) return false;
+    break;
+  case FC_OP_RESIZE:
+    if (op->n_operands != 1 || !fc_resize_moves_data(op)) return false;
     break;
   default: return false;
   }

@@ -218,3 +218,20 @@ func.func @moves(%arg0: tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:10>>, %arg1: t
   %cat = "flow.concat"(%d3, %d2) {axis = 1 : i64} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x4x2x2xf32>
   "func.return"(%s1, %s2, %cat) : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<1x4x2x2xf32>) -> ()
 }
+
+// -----
+
+// A nearest resize moves elements (sizes 9x11 from 5x6, as a feature pyramid upsamples): it sinks like the
+// other pass-through ops; a linear one computes and stays in float.
+// CHECK-LABEL: func.func @resize(
+// CHECK-NEXT:    %0 = "flow.resize"(%arg0) {{.*}}mode = "nearest"{{.*}} -> tensor<1x2x9x11x!quant.uniform<u8:f32, 5.000000e-01:10>>
+// CHECK-NEXT:    %1 = "flow.dequantize"(%0)
+// CHECK-NEXT:    %2 = "flow.dequantize"(%arg0)
+// CHECK-NEXT:    %3 = "flow.resize"(%2) {{.*}}mode = "linear"{{.*}} -> tensor<1x2x9x11xf32>
+func.func @resize(%arg0: tensor<1x2x5x6x!quant.uniform<u8:f32, 0.5:10>>) -> (tensor<1x2x9x11xf32>, tensor<1x2x9x11xf32>) {
+  %d = "flow.dequantize"(%arg0) : (tensor<1x2x5x6x!quant.uniform<u8:f32, 0.5:10>>) -> tensor<1x2x5x6xf32>
+  %n = "flow.resize"(%d) {coordinate_transformation_mode = "asymmetric", cubic_coeff_a = -7.500000e-01 : f32, exclude_outside = 0 : i64, extrapolation_value = 0.000000e+00 : f32, mode = "nearest", nearest_mode = "floor", roi = array<f32>, scales = array<f32>, sizes = array<i64: 1, 2, 9, 11>} : (tensor<1x2x5x6xf32>) -> tensor<1x2x9x11xf32>
+  %d2 = "flow.dequantize"(%arg0) : (tensor<1x2x5x6x!quant.uniform<u8:f32, 0.5:10>>) -> tensor<1x2x5x6xf32>
+  %l = "flow.resize"(%d2) {coordinate_transformation_mode = "half_pixel", cubic_coeff_a = -7.500000e-01 : f32, exclude_outside = 0 : i64, extrapolation_value = 0.000000e+00 : f32, mode = "linear", nearest_mode = "floor", roi = array<f32>, scales = array<f32>, sizes = array<i64: 1, 2, 9, 11>} : (tensor<1x2x5x6xf32>) -> tensor<1x2x9x11xf32>
+  "func.return"(%n, %l) : (tensor<1x2x9x11xf32>, tensor<1x2x9x11xf32>) -> ()
+}

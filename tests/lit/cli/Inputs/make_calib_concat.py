@@ -4,8 +4,10 @@ test input.
 x [2, 4, 9, 11] -> conv 3x3 pad 1 (8 channels) -> relu -> inception block: 1x1 conv (6), 3x3 conv pad 1 (10)
 and max_pool 3x3 stride 1 pad 1 -> 1x1 conv (4), each with relu, concatenated (20 channels) -> two ShuffleNet
 units: Split in halves of 10, the second through 1x1 conv + relu, depthwise 3x3 pad 1, 1x1 conv + relu,
-concatenated with the first half and shuffled (reshape [N, 2, 10, H, W], transpose, reshape) -> 1x1 conv to 5
-channels (no relu: a signed output) -> y [2, 5, 9, 11]. Five samples in DIR/calib/s<k>/x.npy, one test input
+concatenated with the first half and shuffled (reshape [N, 2, 10, H, W], transpose, reshape) -> concatenated
+with itself downsampled (3x3 stride-2 conv to 8 channels + relu, 5x6) and resized back to 9x11 (nearest,
+asymmetric, floor: a feature pyramid's top-down path) -> 1x1 conv to 5 channels (no relu: a signed output)
+-> y [2, 5, 9, 11]. Five samples in DIR/calib/s<k>/x.npy, one test input
 DIR/test.npy, all standard normal (seed 3).
 """
 import os
@@ -57,7 +59,14 @@ nodes.append(helper.make_node("MaxPool", [stem], ["pool"], name="pool", kernel_s
 b3 = conv("b3", "pool", 8, 4, 1)
 nodes.append(helper.make_node("Concat", [b1, b2, b3], ["inception"], name="inception", axis=1))
 u = unit("u2", unit("u1", "inception"))
-conv("y", u, 20, 5, 1, relu=False)
+w = const("down_w", rng.standard_normal((8, 20, 3, 3)) * (1.5 / np.sqrt(180)))
+nodes.append(helper.make_node("Conv", [u, w], ["down"], name="down", strides=[2, 2], pads=[1, 1, 1, 1]))
+nodes.append(helper.make_node("Relu", ["down"], ["down_r"], name="down_relu"))
+sizes = const("up_sizes", [N, 8, H, W], np.int64)
+nodes.append(helper.make_node("Resize", ["down_r", "", "", sizes], ["up"], name="up", mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
+nodes.append(helper.make_node("Concat", [u, "up"], ["fpn"], name="fpn", axis=1))
+conv("y", "fpn", 28, 5, 1, relu=False)
 x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, 4, H, W])
 y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, 5, H, W])
 model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 13)])
