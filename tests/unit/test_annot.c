@@ -178,7 +178,8 @@ static void test_annot_lists(void **state) {
   fc_module_destroy(m);
 }
 
-/* flow.calib_range (calibrate.c writes it, quantize_static reads it): two finite f64, lo <= hi, on a float value. */
+/* flow.calib_range (calibrate.c writes it, quantize_static reads it): two finite f64, lo <= hi, on a float value
+ * or a quantised one expressing floats (a calibrated conv after fold_qdq, as --emit ir writes it). */
 static void test_calib_range(void **state) {
   (void)state;
   FcType f = {FC_DT_F32, 1, DIMS(4)}, i = {FC_DT_I32, 1, DIMS(4)};
@@ -202,6 +203,12 @@ static void test_calib_range(void **state) {
   v.floats.n = 2;
   assert_false(fc_annot_check("flow.calib_range", &v, &i, why, sizeof why));
   assert_string_equal(why, "flow.calib_range: the subject's element type i32 is not a float type");
+  double scale = 0.5;
+  int64_t zp = 3;
+  FcQuant q = {.storage = FC_DT_U8, .expressed = FC_DT_F32, .qmin = 0, .qmax = 255, .axis = -1, .n = 1,
+               .scales = &scale, .zero_points = &zp};
+  FcType u = {FC_DT_U8, 1, DIMS(4), .quant = &q};
+  assert_true(fc_annot_check("flow.calib_range", &v, &u, why, sizeof why));
   FcAnnotValue ints = FC_AV_I64S(((int64_t[]){0, 1}), 2);
   assert_false(fc_annot_check("flow.calib_range", &ints, &f, why, sizeof why));
   assert_int_equal(fc_annot_policy("flow.calib_range"), FC_ANNOT_KEEP);
