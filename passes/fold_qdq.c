@@ -4,7 +4,7 @@
  * The importer writes QuantizeLinear/DequantizeLinear with constant parameters as quantize and dequantize
  * (canonicalize removes the storage casts between them), so a quantised layer arrives as
  *     dequantize(xq) -> conv/matmul(., dequantize(wq constant), bias) -> [relu | max/min by scalars] -> quantize
- * Four rewrites, in one forward walk over a snapshot of the ops (producers first, so a rewrite has seen
+ * Five rewrites, in one forward walk over a snapshot of the ops (producers first, so a rewrite has seen
  * everything above it; ops that an earlier rewrite erased are skipped):
  *
  *   sink       P(dequantize(q)..) -> dequantize(P(q)..) for the pass-through ops P of qspec §3 (reshape,
@@ -16,6 +16,9 @@
  *              ops that would sink as well, each gets a dequantize of its own (a split after a channel
  *              shuffle). Dequantized constants are not sunk: they are weights, matched where they are used
  *              (a Gemm's transposed weight included).
+ *   concat     quantize(concat(dequantize(q_i)..)) -> concat(r_i..) when the concat's operands are dequantized
+ *              8-bit values of other scales (requant_concat below): each r_i is q_i requantised to the
+ *              quantize's type, or q_i where it has that type already. Exact.
  *   requant    quantize(dequantize(q)) -> q when the quantize has q's scale, zero point and storage and a
  *              range containing q's: dequantize then quantize returns every integer unchanged, since
  *              (k * s) / s rounds back to k for |k| < 2^16 and a normal f32 scale. Other pairs stay
@@ -242,6 +245,40 @@ static bool round_trips(const FcQuant *q, const FcQuant *to) {
       return false;
   }
   return q->storage == FC_DT_U8 || q->storage == FC_DT_I8 || q->storage == FC_DT_U16 || q->storage == FC_DT_I16;
+}
+
+/* quantize(concat(dequantize(q_1), ..)), the concat read by the quantize alone, each q_i per-tensor 8-bit ->
+ * concat(r_1, ..) of the quantize's type: r_i is q_i itself where it round-trips to that type (a view when
+ * only its range is narrower), else quantize(dequantize(q_i)), an element map of 8-bit values that codegen
+ * runs as a 256-entry table. Exact: a concat only moves elements, so quantising its result quantises each
+ * operand. The branches of a QDQ inception block (one scale each, as PyTorch's export writes them) then
+ * write their bytes and the concat moves a quarter of what the f32 one did. */
+static FcStatus requant_concat(Qdq *s, FcOp *op) {
+  FcOp *c = def_kind(op->operands[0].value, FC_OP_CONCAT);
+  const FcQuant *to = op->results[0].type.quant;
+  if (!c || !per_tensor_8bit(to) || single_user(&c->results[0]) != op || c->n_operands > 4096) return FC_OK;
+  for (int i = 0; i < c->n_operands; i++) {
+    FcOp *d = def_kind(c->operands[i].value, FC_OP_DEQUANTIZE);
+    const FcValue *q = d ? d->operands[0].value : NULL;
+    if (!q || !per_tensor_8bit(q->type.quant) || fc_value_const(q)) return FC_OK;
+  }
+  FcValue **ops = FC_NEW_ARRAY(&s->m->arena, FcValue *, (size_t)c->n_operands);
+  FcBuilder b;
+  fc_rw_builder_before(&b, op, s->diag);
+  for (int i = 0; i < c->n_operands; i++) {
+    FcValue *q = c->operands[i].value->def->operands[0].value;
+    if (fc_quant_equal(q->type.quant, to))
+      ops[i] = q;
+    else if (round_trips(q->type.quant, to))
+      ops[i] = fc_b_scast(&b, fc_b_scast(&b, q, NULL), to);
+    else
+      ops[i] = fc_b_quantize(&b, fc_b_dequantize(&b, q), to);
+  }
+  FcValue *y = fc_b_op1(&b, FC_OP_CONCAT, ops, c->n_operands, c->attrs, c->n_attrs);
+  if (fc_b_status(&b) != FC_OK) return fc_b_status(&b);
+  FcStatus st = replace_quant_value(s, &op->results[0], y);
+  if (st == FC_OK) fc_rw_erase_if_dead(c, &s->scratch);
+  return st;
 }
 
 static FcStatus requant(Qdq *s, FcOp *op) {
@@ -573,7 +610,9 @@ FcStatus fc_pass_fold_qdq(FcModule *m, FcPassContext *pc) {
     if (op->erased) continue;
     FcStatus st;
     if (op->kind == FC_OP_QUANTIZE)
-      st = def_kind(op->operands[0].value, FC_OP_REDUCE_MEAN) ? mean(&s, op) : requant(&s, op);
+      st = def_kind(op->operands[0].value, FC_OP_REDUCE_MEAN) ? mean(&s, op)
+           : def_kind(op->operands[0].value, FC_OP_CONCAT)    ? requant_concat(&s, op)
+                                                                : requant(&s, op);
     else
       st = op->kind == FC_OP_CONV || op->kind == FC_OP_MATMUL ? compute(&s, op) : sink(&s, op);
     if (st != FC_OK) return st;
