@@ -7,15 +7,14 @@
  * Five rewrites, in one forward walk over a snapshot of the ops (producers first, so a rewrite has seen
  * everything above it; ops that an earlier rewrite erased are skipped):
  *
- *   sink       P(dequantize(q)..) -> dequantize(P(q)..) for the pass-through ops P of qspec §3 (reshape,
- *              transpose, max_pool without indices, slice, concat, a nearest resize) when every operand is a dequantize used
- *              by P alone, all of per-tensor types on one grid (storage, scale, zero point; ranges narrowed
- *              differently are read through views of their union's type): exact (they move integers, and
- *              max commutes with the monotone dequantisation), moves a quarter of the bytes, and brings the
- *              dequantize to the quantize or conv below it. When P's result is read by other pass-through
- *              ops that would sink as well, each gets a dequantize of its own (a split after a channel
- *              shuffle). Dequantized constants are not sunk: they are weights, matched where they are used
- *              (a Gemm's transposed weight included).
+ *   sink       P(dequantize(q)..) -> dequantize(P(q)..) for the pass-through ops P of qspec §3 (reshape, transpose,
+ *              max_pool without indices, slice, concat, a nearest resize) when every operand is a dequantize used by P
+ *              alone, all of per-tensor types on one grid (storage, scale, zero point; ranges narrowed differently are
+ *              read through views of their union's type): exact (they move integers, and max commutes with the monotone
+ *              dequantisation), moves a quarter of the bytes, and brings the dequantize to the quantize or conv below
+ *              it. When P's result is read by other pass-through ops that would sink as well, each gets a dequantize of
+ *              its own (a split after a channel shuffle). Dequantized constants are not sunk: they are weights, matched
+ *              where they are used (a Gemm's transposed weight included).
  *   concat     quantize(concat(dequantize(q_i)..)) -> concat(r_i..) when the concat's operands are dequantized
  *              8-bit values of other scales (requant_concat below): each r_i is q_i requantised to the
  *              quantize's type, or q_i where it has that type already. Exact.
@@ -120,7 +119,8 @@ static const FcQuant *sinkable_operand(const FcOp *op, int i) {
   if (!d || !used_only_by(v, op)) return NULL;
   const FcValue *qv = d->operands[0].value;
   const FcQuant *q = qv->type.quant;
-  if (!q || q->axis >= 0 || fc_value_const(qv) || (def_kind(qv, FC_OP_SCAST) && fc_value_const(qv->def->operands[0].value)))
+  if (!q || q->axis >= 0 || fc_value_const(qv) ||
+      (def_kind(qv, FC_OP_SCAST) && fc_value_const(qv->def->operands[0].value)))
     return NULL;
   return q;
 }

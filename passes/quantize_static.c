@@ -14,18 +14,17 @@
  *                                                 q = rne(w / s) in [-127, 127] (narrowed: -128 never used, so
  *                                                 negating a weight never overflows)
  * Scales are rounded to f32 once, as an ONNX file stores them.
- * Data movement is quantised as a whole: the values joined by the ops of qspec §3 that move data without
- * computing (reshape, transpose, slice, max_pool, a nearest resize, and concat) form classes, and a class that nothing but
- * such ops and quantised ops reads (no float op, no model output) gets ONE type, from the union of its
- * quantised ops' calibrated ranges ("aligned scales"). Its sources (the values a class member is moved from:
- * a conv's result, a model input) are quantised once, a dequantize before each use, so fold_qdq runs every op
- * of the class on the integers and each producing conv requantises straight to the class's type: an
- * inception block's branches write their concat's bytes, and a ShuffleNet's split, concat and channel shuffle
- * move bytes from one unit to the next instead of floats that are quantised again at every unit. One type is
- * right throughout because those ops commute with the monotone quantisation (max(q(a), q(b)) = q(max(a, b)),
- * clamps included), and a class's range covers every value its quantised ops see. Any other class (read by a
- * float op or returned) keeps the quantisation at x: the quantize/dequantize pair goes on x and on the
- * inputs of the single-use pass-through ops ahead of it.
+ * Data movement is quantised as a whole: the values joined by the ops of qspec §3 that move data without computing
+ * (reshape, transpose, slice, max_pool, a nearest resize, and concat) form classes, and a class that nothing but such
+ * ops and quantised ops reads (no float op, no model output) gets ONE type, from the union of its quantised ops'
+ * calibrated ranges ("aligned scales"). Its sources (the values a class member is moved from: a conv's result, a model
+ * input) are quantised once, a dequantize before each use, so fold_qdq runs every op of the class on the integers and
+ * each producing conv requantises straight to the class's type: an inception block's branches write their concat's
+ * bytes, and a ShuffleNet's split, concat and channel shuffle move bytes from one unit to the next instead of floats
+ * that are quantised again at every unit. One type is right throughout because those ops commute with the monotone
+ * quantisation (max(q(a), q(b)) = q(max(a, b)), clamps included), and a class's range covers every value its quantised
+ * ops see. Any other class (read by a float op or returned) keeps the quantisation at x: the quantize/dequantize pair
+ * goes on x and on the inputs of the single-use pass-through ops ahead of it.
  * An activation feeding several quantised ops is quantised once, and so are weights read by several ops
  * (layers that share them), which stay one constant.
  * A matmul whose activation has no calibrated range gets quantize_dynamic's form instead (activations
