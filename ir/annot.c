@@ -74,9 +74,9 @@ static bool check_calib_range(const FcAnnotValue *v, const FcType *subject, char
   if (!isfinite(lo) || !isfinite(hi) || lo > hi) return fail(why, cap, "[%g, %g] is not a finite range", lo, hi);
   /* a quantised result (a calibrated model's conv, once fold_qdq made it integer) keeps the range of the reals
    * it expresses */
-  bool real = fc_dtype_is_float(subject ? subject->dtype : FC_DT_F32) ||
-              (subject->quant && fc_dtype_is_float(subject->quant->expressed));
-  if (!real)
+  bool real = subject && (fc_dtype_is_float(subject->dtype) ||
+                          (subject->quant && fc_dtype_is_float(subject->quant->expressed)));
+  if (subject && !real)
     return fail(why, cap, "the subject's element type %s is not a float type", fc_dtype_name(subject->dtype));
   return true;
 }

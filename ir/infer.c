@@ -231,10 +231,7 @@ FcStatus fc_infer_random(FcOp *op, FcArena *arena, FcDiag *diag) {
 
 /* ---- fc_op_infer --------------------------------------------------------------------------------- */
 
-/* Ops that move storage integers without computing on them: a per-tensor quantised operand passes its type
- * through (max commutes with the monotone quantisation; the others only move elements, a nearest resize
- * included). */
-static bool passes_quant_through(const FcOp *op) {
+bool fc_op_passes_quant_through(const FcOp *op) {
   FcOpKind k = op->kind;
   return k == FC_OP_RESHAPE || k == FC_OP_TRANSPOSE || k == FC_OP_MAX_POOL || k == FC_OP_SLICE || k == FC_OP_CONCAT ||
          (k == FC_OP_RESIZE && fc_resize_moves_data(op));
@@ -248,7 +245,7 @@ static FcStatus check_quant_operands(const FcOp *op, FcDiag *diag) {
   if ((fc_op_info(k)->flags & FC_OPF_TERMINATOR) || k == FC_OP_DEQUANTIZE || k == FC_OP_SCAST || k == FC_OP_CONV ||
       k == FC_OP_MATMUL || k == FC_OP_REDUCE_MEAN)
     return FC_OK;
-  if (passes_quant_through(op) && op->n_operands > 0 && op->operands[0].value) {
+  if (fc_op_passes_quant_through(op) && op->n_operands > 0 && op->operands[0].value) {
     const FcQuant *q = op->operands[0].value->type.quant;
     for (int i = 0; q && i < op->n_operands; i++) {
       const FcValue *v = op->operands[i].value;
@@ -274,7 +271,7 @@ static FcStatus check_quant_operands(const FcOp *op, FcDiag *diag) {
 FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(check_quant_operands(op, diag));
   FC_ITRY(fc_op_info(op->kind)->infer(op, arena, diag));
-  if (passes_quant_through(op) && op->n_operands > 0 && op->operands[0].value->type.quant)
+  if (fc_op_passes_quant_through(op) && op->n_operands > 0 && op->operands[0].value->type.quant)
     op->results[0].type.quant = fc_quant_copy(arena, op->operands[0].value->type.quant);
   /* One place for the per-tensor limit: a hook computes a shape (Pad's pads, OneHot's depth, Tile's
    * repeats, ...) and whatever it computes, no result may need more bytes than a tensor may have. */

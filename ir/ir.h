@@ -667,6 +667,10 @@ FcStatus fc_op_infer(FcOp *op, FcDiag *diag);
  * terminator takes yet), and refuses (FC_ERR_LIMIT) any static result larger than
  * FC_DEFAULT_MAX_TENSOR_BYTES: the builder, the shape pass and fc_op_infer all infer through it. */
 FcStatus fc_op_infer_results(FcOp *op, FcArena *arena, FcDiag *diag);
+/* op moves storage integers without computing on them (reshape, transpose, max_pool, slice, concat, a nearest
+ * resize): a per-tensor quantised operand passes its type through (max commutes with the monotone
+ * quantisation; the others only move elements). The one list fold_qdq and quantize_static ask too. */
+bool fc_op_passes_quant_through(const FcOp *op);
 
 /* ---- verify.c ------------------------------------------------------------------------------------- */
 

@@ -51,7 +51,6 @@
  * changes a type that an existing user sees.
  */
 #include "passes.h"
-#include "resize_map.h"
 #include "rewrite.h"
 
 #include <float.h>
@@ -85,17 +84,8 @@ static bool per_tensor_8bit(const FcQuant *q) {
 
 /* ---- sink: pass-through ops onto the quantised values ----------------------------------------------- */
 
-static bool passes_through(const FcOp *op) {
-  switch (op->kind) {
-  case FC_OP_RESHAPE:
-  case FC_OP_TRANSPOSE:
-  case FC_OP_SLICE:
-  case FC_OP_CONCAT: return op->n_results == 1;
-  case FC_OP_MAX_POOL: return op->n_results == 1; /* the indices of a max are not a pass-through */
-  case FC_OP_RESIZE: return op->n_results == 1 && fc_resize_moves_data(op);
-  default: return false;
-  }
-}
+/* The indices of a max are not a pass-through. */
+static bool passes_through(const FcOp *op) { return op->n_results == 1 && fc_op_passes_quant_through(op); }
 
 /* All uses of v are operands of op. */
 static bool used_only_by(const FcValue *v, const FcOp *op) {

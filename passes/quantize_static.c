@@ -41,7 +41,6 @@
  * images (README). A weight that is not finite leaves its op in float.
  */
 #include "passes.h"
-#include "resize_map.h"
 #include "rewrite.h"
 
 #include <float.h>
@@ -207,21 +206,9 @@ static void memo_put(FcArena *a, Memo *m, FcValue *from, FcValue *to) {
 /* An op that moves f32 data without computing (qspec §3, concat and a nearest resize included): its result
  * joins its operands' class. Constants are weights and never move here. */
 static bool moves_data(const FcOp *op) {
-  switch (op->kind) {
-  case FC_OP_RESHAPE:
-  case FC_OP_TRANSPOSE:
-  case FC_OP_SLICE:
-  case FC_OP_MAX_POOL:
-    if (op->n_operands != 1 || !pass_through(op)) return false;
-    break;
-  case FC_OP_CONCAT:
-    if (op->n_operands < 1 || op->n_results != 1) return false;
-    break;
-  case FC_OP_RESIZE:
-    if (op->n_operands != 1 || !fc_resize_moves_data(op)) return false;
-    break;
-  default: return false;
-  }
+  if (!fc_op_passes_quant_through(op) || op->n_operands < 1 || (op->kind != FC_OP_CONCAT && op->n_operands != 1))
+    return false;
+  if (op->kind == FC_OP_MAX_POOL ? !pass_through(op) : op->n_results != 1) return false;
   const FcType *y = &op->results[0].type;
   if (y->dtype != FC_DT_F32 || y->quant) return false;
   for (int i = 0; i < op->n_operands; i++) {
