@@ -18,7 +18,8 @@ typedef struct FcConv2 {
   int64_t sh, sw, dh, dw, ph, pw;
 } FcConv2;
 
-/* op's geometry when it is a 1-D or 2-D flow.conv (any dtype) of consistent groups; false otherwise. */
+/* op's geometry when it is a 1-D or 2-D flow.conv (any dtype) of consistent groups, or a flow.conv_blocked (its
+ * channels counted over the blocks); false otherwise. */
 bool fc_conv2_of(const FcOp *op, FcConv2 *c);
 
 /* cg_quad_pairs.c (its top comment): which k quads vpmaddubsw may take two at a time, per (group, unit of 16

@@ -209,6 +209,11 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k);
  * over the output pixels of a row with vpmaddwd on pairs of taps (fc_target_i8_depthwise). */
 bool fc_conv_dw_i8_applies(const FcKernel *k);
 FcStatus fc_conv_dw_i8(FcKernel *k);
+/* The quantised flow.conv_blocked of passes/layout_i8.c (block 8), or an error naming what the kernel lacks:
+ * depthwise (kernel_dwconv_i8_channels.c: input blocked or NCHW) and 1x1 (kernel_matmul_i8.c: the integer GEMM
+ * over each image's pixels, reading and writing blocks of 8 channels). */
+FcStatus fc_conv_dw_i8_blocked(FcKernel *k);
+FcStatus fc_matmul_i8_blocked(FcKernel *k);
 
 /* ---- cg_util.c: helpers every emitter uses ------------------------------------------------------- */
 

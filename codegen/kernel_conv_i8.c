@@ -82,10 +82,13 @@ static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); 
 
 bool fc_conv2_of(const FcOp *op, FcConv2 *c) {
   const FcType *x = &op->operands[0].value->type, *w = &op->operands[1].value->type, *y = &op->results[0].type;
-  int n = x->rank - 2;
+  bool blocked = op->kind == FC_OP_CONV_BLOCKED;
+  int n = w->rank - 2;
   const int64_t *s, *d, *p;
-  if (n < 1 || n > 2 || w->rank != x->rank || y->rank != x->rank || fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != n ||
-      fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != n || fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 2 * n)
+  if (n < 1 || n > 2 || (blocked ? n != 2 || y->rank != 5 || (x->rank != 4 && x->rank != 5)
+                                 : x->rank != w->rank || y->rank != x->rank) ||
+      fc_op_attr_ints(op, FC_ATTR_STRIDES, &s) != n || fc_op_attr_ints(op, FC_ATTR_DILATIONS, &d) != n ||
+      fc_op_attr_ints(op, FC_ATTR_PADS, &p) != 2 * n)
     return false;
   bool two = n == 2;
   *c = (FcConv2){.N = x->dims[0], .C = x->dims[1], .H = two ? x->dims[2] : 1, .W = x->dims[n + 1],
@@ -93,6 +96,9 @@ bool fc_conv2_of(const FcOp *op, FcConv2 *c) {
                .OH = two ? y->dims[2] : 1, .OW = y->dims[n + 1], .G = fc_op_attr_int(op, FC_ATTR_GROUP, 1),
                .sh = two ? s[0] : 1, .sw = s[n - 1], .dh = two ? d[0] : 1, .dw = d[n - 1],
                .ph = two ? p[0] : 0, .pw = p[n - 1]};
+  /* conv_blocked: [N, C/B, H, W, B] (or a plain x), the checked dims' products stay tensor sizes */
+  if (blocked && x->rank == 5) c->C = x->dims[1] * x->dims[4];
+  if (blocked && y->dims[1] * y->dims[4] != c->M) return false;
   if (c->G < 1 || c->C != c->G * c->Cg || c->M % c->G) return false;
   c->Mg = c->M / c->G;
   /* every factor is a dim of a checked tensor, and K and P are below a tensor's element count */

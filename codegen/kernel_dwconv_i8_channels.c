@@ -20,7 +20,10 @@
  *   4. O is transposed back into the 8 output planes by 8x8 transposes (of bytes, or of floats) of 8
  *      consecutive pixels (the last moves back to end at the plane's end).
  * The arithmetic is kernel_dwconv_i8.c's pair plane path's (the same i32 sums, the same requantisation), so
- * the two give the same bytes.
+ * the two give the same bytes. The quantised flow.conv_blocked of passes/layout_i8.c (block 8, NCHW8c bytes:
+ * a block's plane is [H][W][8], T without its padding, and [OH][OW][8], O itself) runs the same steps with
+ * step 1 a copy of the block plane's rows (or the transposes, where its input is still NCHW), step 3 storing
+ * into the result's block plane and no step 4.
  */
 #include <stdlib.h>
 
@@ -40,6 +43,7 @@ typedef struct DwCh {
   int64_t Hp, Wp, Wq;     /* the padded byte plane (pixels) and the pair plane's columns */
   int64_t t_bytes, p_bytes, o_bytes;
   int es;                 /* the result's element bytes: 1 (u8/i8) or 4 (f32) */
+  bool x_blocked, y_blocked; /* NCHW8c input, result (a quantised flow.conv_blocked of block 8) */
 } DwCh;
 
 static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); }
@@ -47,6 +51,9 @@ static LLVMValueRef c64(FcKernel *k, int64_t v) { return fc_cg_const_i64(k, v); 
 static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
   FcConv2 *c = &d->c;
   if (!fc_conv2_of(k->op, c) || c->G != c->C || c->Cg != 1 || c->M != c->C || c->C < LANES) return false;
+  d->y_blocked = k->op->kind == FC_OP_CONV_BLOCKED;
+  d->x_blocked = d->y_blocked && k->op->operands[0].value->type.rank == 5;
+  if (d->y_blocked && (c->C % LANES || k->op->results[0].type.dims[4] != LANES)) return false;
   int64_t taps;
   if (c->sw < 1 || c->sw > 2 || c->sh < 1 || c->dh < 1 || c->dw < 1 || c->ph < 0 ||
       c->pw < 0 || !fc_checked_mul(c->KH, c->KW, &taps) || taps > MAX_TAPS)
@@ -88,7 +95,7 @@ static bool geometry(const FcKernel *k, const FcQuantProduct *q, DwCh *d) {
   d->t_bytes = px * LANES;
   d->p_bytes = pq * LANES * 4;
   d->es = q->out == FC_DT_F32 ? 4 : 1;
-  d->o_bytes = c->P * LANES * d->es;
+  d->o_bytes = d->y_blocked ? 0 : c->P * LANES * d->es;
   return d->t_bytes + d->p_bytes + d->o_bytes <= MAX_SCRATCH;
 }
 
@@ -210,6 +217,20 @@ static void build_t(FcKernel *k, const DwCh *d, LLVMValueRef xb, LLVMValueRef tp
   transpose_in(k, d, xb, tp, ih, j0, 0, 8);
   fc_cg_loop_end(k, &lj);
   if (W % 8) transpose_in(k, d, xb, tp, ih, c64(k, W - 8), 0, 8);
+  fc_cg_loop_end(k, &lr);
+}
+
+/* Step 1 from a blocked input (xb: the block's plane, [H][W][8]): its rows copied. */
+static void copy_rows(FcKernel *k, const DwCh *d, LLVMValueRef xb, LLVMValueRef tp) {
+  const FcConv2 *c = &d->c;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  FcLoop lr;
+  LLVMValueRef ih = fc_cg_loop_begin(k, &lr, c64(k, 0), c64(k, c->H), 1, "tr");
+  LLVMValueRef src = fc_cg_imulc(k, ih, c->W * LANES);
+  LLVMValueRef row = fc_cg_imulc(k, fc_cg_iadd(k, ih, c64(k, c->ph)), d->Wp);
+  LLVMValueRef dst = fc_cg_imulc(k, fc_cg_iadd(k, row, c64(k, c->pw)), LANES);
+  LLVMBuildMemCpy(k->b, LLVMBuildGEP2(k->b, i8, tp, &dst, 1, ""), 1, LLVMBuildGEP2(k->b, i8, xb, &src, 1, ""), 1,
+                  c64(k, c->W * LANES));
   fc_cg_loop_end(k, &lr);
 }
 
@@ -351,7 +372,9 @@ FcStatus fc_conv_dw_i8_channels(FcKernel *k, FcQuantProduct *q) {
   LLVMValueRef plane0 = fc_cg_iadd(k, fc_cg_imulc(k, n, c->C), c0);
   LLVMValueRef xb = LLVMBuildGEP2(b, i8, k->in[0], (LLVMValueRef[]){fc_cg_imulc(k, plane0, c->H * c->W)}, 1, "");
   LLVMValueRef yb = LLVMBuildGEP2(b, i8, k->out[0], (LLVMValueRef[]){fc_cg_imulc(k, plane0, c->P * d.es)}, 1, "");
-  build_t(k, &d, xb, tp);
+  if (d.x_blocked) copy_rows(k, &d, xb, tp);
+  else build_t(k, &d, xb, tp);
+  if (d.y_blocked) op = yb; /* the block's result plane is O itself */
   build_pairs(k, &d, q, tp, pp);
   for (int64_t p = 0; p < d.npairs; p++)
     x.w[p] = load_words(k, wp, fc_cg_iadd(k, c64(k, p * c->C), c0));
@@ -364,6 +387,10 @@ FcStatus fc_conv_dw_i8_channels(FcKernel *k, FcQuantProduct *q) {
   fc_cg_loop_end(k, &lx);
   if (c->OW % STEP) emit_step(&x, pp, op, oy, c64(k, c->OW - STEP));
   fc_cg_loop_end(k, &ly);
+  if (d.y_blocked) {
+    fc_cg_loop_end(k, &lo);
+    return FC_OK;
+  }
   FcLoop lf;
   LLVMValueRef f = fc_cg_loop_begin(k, &lf, c64(k, 0), c64(k, c->P / 8 * 8), 8, "of");
   transpose_out(k, &d, op, yb, f);
@@ -371,4 +398,22 @@ FcStatus fc_conv_dw_i8_channels(FcKernel *k, FcQuantProduct *q) {
   if (c->P % 8) transpose_out(k, &d, op, yb, c64(k, c->P - 8));
   fc_cg_loop_end(k, &lo);
   return FC_OK;
+}
+
+FcStatus fc_conv_dw_i8_blocked(FcKernel *k) {
+  FcConv2 c;
+  char why[160] = "";
+  if (!fc_conv2_of(k->op, &c) || !fc_qp_applies(k->op, 0, why, sizeof why))
+    return fc_cg_error(k, FC_ERR_UNSUPPORTED, "no kernel for this quantised conv_blocked%s%s", *why ? ": " : "", why);
+  FcQuantProduct q;
+  FcStatus st = fc_qp_init(k, 0, c.KH * c.KW, c.M, &q);
+  if (st != FC_OK) return st;
+  if (fc_conv_dw_i8_channels_applies(k, &q)) st = fc_conv_dw_i8_channels(k, &q);
+  else
+    st = fc_cg_error(k, FC_ERR_UNSUPPORTED,
+                     "no kernel for this quantised depthwise conv_blocked: the channel-lane kernel needs a target "
+                     "with the 8-lane 16-bit dot, blocks of 8 channels, strides 1 or 2, at most 81 taps and rows "
+                     "of 4 to 28 outputs (any width at stride 2)");
+  fc_qp_free(&q);
+  return st;
 }

@@ -46,10 +46,14 @@
  * corrections (i32) and multipliers (f32), one per column up to the padded N, follow the packed panels in the
  * same constant (so kernels of equal shape and zero points are shared, and equal in every variant), and each
  * finished vector is requantised before its one store.
+ * The same kernel runs the quantised 1x1 flow.conv_blocked of passes/layout_i8.c (NCHW8c bytes, 8 lanes): per
+ * image, A's rows are the pixels, k's byte at (k/8·M + row)·8 + k%8, and a tile's vector of 8 columns is one
+ * block of its rows' results, [rows][8] bytes side by side in y, requantised together into one store.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg_conv_i8.h"
 #include "cg_requant.h"
 #include "codegen.h"
 
@@ -242,6 +246,10 @@ static int8_t *pack_b(const I8Tile *t, const FcQuantProduct *q, bool quant, int6
 /* What every tile of the kernel shares. */
 typedef struct I8Mm {
   int64_t K, N, M, units, bytes, npad; /* units: unit panels of the s8 packing; bytes: the B part; npad: N padded */
+  /* a quantised 1x1 flow.conv_blocked (block 8): per image, A is x [K/8][M][8] (M: its pixels) and the
+   * result y [N/8][M][8], at abase and cbase (the image's) */
+  bool blocked;
+  LLVMValueRef abase, cbase;
   bool quant;
   FcCgEpilogue *e; /* the plain form's f32 result: its epilogue, or NULL */
   bool to_f32;     /* the plain form with an f32 result */
@@ -262,6 +270,40 @@ static void plan_tile(I8Tile *t, bool wide16) {
   t->kstride = t->wide16 ? (int64_t)t->g.nv * t->g.lanes * 4 : 64;
 }
 
+/* The blocked form's store: vector v of the tile's rows is one block of 8 channels of mr pixels, which lie side by
+ * side in y ([N/8][M][8]): packed together (fc_qp_finish_packed: 8·mr bytes) into one store, or through the
+ * stack tile where the tile has fewer rows; a vector past N (a 16-column tile over 8 last channels) is dropped. */
+static void store_blocked(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef *accs, LLVMValueRef *corr,
+                          LLVMValueRef *mult, LLVMValueRef m0, LLVMValueRef n0) {
+  LLVMBuilderRef bld = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
+  int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
+  LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, m->M), m0));
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef a[16], co[16], mu[16], parts[16];
+    for (int i = 0; i < mr; i++) a[i] = accs[i * nv + v], co[i] = corr[i * nv + v], mu[i] = mult[i * nv + v];
+    LLVMValueRef col = fc_cg_iadd(k, n0, c64(k, v * w));
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(bld, LLVMIntSLT, col, c64(k, m->N), ""));
+    LLVMValueRef y = mr > 1 ? fc_qp_finish_packed(k, m->q, a, mr, co, mu) : NULL;
+    if (!y) {
+      for (int i = 0; i < mr; i++) parts[i] = fc_qp_finish(k, m->q, a[i], co[i], mu[i]);
+      y = mr > 1 ? fc_cg_concat(k, parts, mr) : parts[0];
+    }
+    LLVMValueRef blk = LLVMBuildLShr(bld, col, c64(k, 3), "");
+    LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, blk, m->M), m0), 8);
+    LLVMValueRef dst = LLVMBuildGEP2(bld, i8, m->cbase, &at, 1, "");
+    LLVMValueRef is_full = LLVMBuildICmp(bld, LLVMIntEQ, rows, c64(k, mr), "");
+    LLVMBasicBlockRef in = fc_cg_if_begin(k, is_full);
+    LLVMSetAlignment(LLVMBuildStore(bld, y, dst), 1);
+    fc_cg_if_end(k, in);
+    in = fc_cg_if_begin(k, LLVMBuildNot(bld, is_full, ""));
+    LLVMBuildStore(bld, y, m->ctile);
+    LLVMBuildMemCpy(bld, dst, 1, m->ctile, 1, fc_cg_imulc(k, rows, 8));
+    fc_cg_if_end(k, in);
+    fc_cg_if_end(k, cont);
+  }
+}
+
 /* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped) against
  * the columns of panel qp (nr = nv·lanes of them), over the whole K, then requantised (or not) and stored. */
 static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef m0, LLVMValueRef qp) {
@@ -276,8 +318,8 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
   LLVMValueRef arow[16];
   for (int i = 0; i < mr; i++) {
     LLVMValueRef row = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, m->M - 1));
-    LLVMValueRef off = fc_cg_imulc(k, row, K);
-    arow[i] = LLVMBuildGEP2(bld, i8, k->in[0], &off, 1, "");
+    LLVMValueRef off = fc_cg_imulc(k, row, m->blocked ? 8 : K);
+    arow[i] = LLVMBuildGEP2(bld, i8, m->blocked ? m->abase : k->in[0], &off, 1, "");
   }
   /* each B vector's first byte: its columns' panel (a unit panel clamped to the last one) and row offset */
   LLVMValueRef bvec[8];
@@ -298,6 +340,9 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
   FcLoop lk;
   LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / t->kg), 1, "kg");
   LLVMValueRef koff = fc_cg_imulc(k, g, t->kg);
+  if (m->blocked) /* k's block of 8, then its byte in the block */
+    koff = fc_cg_iadd(k, fc_cg_imulc(k, LLVMBuildLShr(bld, koff, c64(k, 3), ""), m->M * 8),
+                      LLVMBuildAnd(bld, koff, c64(k, 7), ""));
   LLVMTypeRef v2i8 = LLVMVectorType(i8, 2), v2i16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2);
   LLVMValueRef flip = t->wide16 ? fc_cg_splat_const(v2i8, LLVMConstInt(i8, 0x80, 0)) : LLVMConstInt(i32, 0x80808080u, 0);
   for (int i = 0; i < mr; i++) {
@@ -350,6 +395,10 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
       corr[i * nv + v] = vcorr, mult[i * nv + v] = vmult;
     }
   }
+  if (m->blocked) {
+    store_blocked(k, m, t, accs, corr, mult, m0, n0);
+    return;
+  }
   int per_row = m->quant ? fc_qp_finish_tile(k, q, accs, mr, nv, corr, mult, outv) : nv;
 
   /* Full tiles store their vectors; edge tiles go through a stack tile and copy the valid part. */
@@ -363,20 +412,41 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
   fc_qp_store_tile(k, m->et, outv, mr, per_row, nv * w / per_row, m->ctile, c64(k, 0), m0, rows, m->N, n0, cols);
 }
 
-FcStatus fc_matmul_i8(FcKernel *k) {
+/* Whether the bytes of a row tile of a blocked A (rows·8 bytes at base + b·stride for b < blocks) are all below
+ * 0x80: a full tile ORs one vector of 8·mr bytes a block, a tile of fewer rows takes fc_i8_runs_below_0x80. */
+static LLVMValueRef blocked_rows_narrow(FcKernel *k, LLVMValueRef base, int64_t blocks, int64_t stride,
+                                       LLVMValueRef rows, int mr) {
+  LLVMBuilderRef bld = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), vt = LLVMVectorType(i8, (unsigned)(8 * mr));
+  LLVMValueRef flag = fc_cg_entry_alloca(k, LLVMInt1TypeInContext(k->ctx), "narrow");
+  LLVMValueRef full = LLVMBuildICmp(bld, LLVMIntEQ, rows, c64(k, mr), "");
+  LLVMBasicBlockRef in = fc_cg_if_begin(k, full);
+  LLVMValueRef acc = fc_cg_entry_alloca(k, vt, "or_rows");
+  LLVMBuildStore(bld, LLVMConstNull(vt), acc);
+  FcLoop lb;
+  LLVMValueRef b = fc_cg_loop_begin(k, &lb, c64(k, 0), c64(k, blocks), 1, "or_block");
+  LLVMValueRef off = fc_cg_imulc(k, b, stride);
+  LLVMValueRef v = LLVMBuildLoad2(bld, vt, LLVMBuildGEP2(bld, i8, base, &off, 1, ""), "");
+  LLVMSetAlignment(v, 1);
+  LLVMBuildStore(bld, LLVMBuildOr(bld, LLVMBuildLoad2(bld, vt, acc, ""), v, ""), acc);
+  fc_cg_loop_end(k, &lb);
+  /* no byte's top bit set: the sign mask (vpmovmskb) is 0 */
+  LLVMValueRef neg = LLVMBuildICmp(bld, LLVMIntSLT, LLVMBuildLoad2(bld, vt, acc, ""), LLVMConstNull(vt), "");
+  LLVMTypeRef mask_t = LLVMIntTypeInContext(k->ctx, (unsigned)(8 * mr));
+  LLVMValueRef mask = LLVMBuildBitCast(bld, neg, mask_t, "");
+  LLVMBuildStore(bld, LLVMBuildICmp(bld, LLVMIntEQ, mask, LLVMConstInt(mask_t, 0, 0), ""), flag);
+  fc_cg_if_end(k, in);
+  in = fc_cg_if_begin(k, LLVMBuildNot(bld, full, ""));
+  LLVMBuildStore(bld, fc_i8_runs_below_0x80(k, base, c64(k, blocks), stride, fc_cg_imulc(k, rows, 8)), flag);
+  fc_cg_if_end(k, in);
+  return LLVMBuildLoad2(bld, LLVMInt1TypeInContext(k->ctx), flag, "");
+}
+
+/* The kernel over `images` products of M rows each (one for a matmul: its rows are all of A's), q filled. */
+static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t images, bool blocked, bool quant,
+                         FcQuantProduct q) {
   const FcOp *op = k->op;
-  const FcType *bt = &op->operands[1].value->type, *rt = &op->results[0].type;
-  int64_t K = bt->dims[0], N = bt->dims[1], numel;
-  FC_ASSERT(fc_type_numel(rt, &numel));
-  int64_t M = numel / N;
-  FcQuantProduct q;
-  bool quant = !plain_form(op);
-  if (quant) {
-    FcStatus st = fc_qp_init(k, 1, K, N, &q);
-    if (st != FC_OK) return st;
-  } else {
-    fc_i8_plain_weights(op, K, N, &q);
-  }
+  const FcType *rt = &op->results[0].type;
   I8Tile t = {0};
   fc_target_i8_gemm(k->target, &t.g);
   /* Fewer rows than the tile's (a batch-1 classifier: M = 1) take a tile of as few rows, a power of two, and
@@ -403,7 +473,7 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   int w = t.g.lanes, mr = t.g.mr, nv = t.g.nv, nr = nv * w;
   FC_ASSERT(t.wide16 || nr % 16 == 0);
   int64_t panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr;
-  I8Mm m = {.K = K, .N = N, .M = M, .units = (N + 15) / 16, .quant = quant, .q = &q};
+  I8Mm m = {.K = K, .N = N, .M = M, .units = (N + 15) / 16, .quant = quant, .q = &q, .blocked = blocked};
   m.to_f32 = !quant && rt->dtype == FC_DT_F32;
   if (m.to_f32) {
     FcStatus st = fc_cg_epilogue_init(k, 1, &m.e);
@@ -421,7 +491,7 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   m.bp = fc_kernel_substitute_operand(
       k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)total, (size_t)m.bytes, "packed_b_i8"));
   free(pk);
-  fc_kernel_set_outer(k, panels * mtiles, 2.0 * mr * nr * (double)K);
+  fc_kernel_set_outer(k, images * panels * mtiles, 2.0 * mr * nr * (double)K);
 
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
@@ -437,11 +507,22 @@ FcStatus fc_matmul_i8(FcKernel *k) {
 
   FcLoop lo;
   LLVMValueRef it = fc_cg_loop_begin(k, &lo, k->begin, k->end, 1, "tile");
+  LLVMValueRef img = LLVMBuildSDiv(bld, it, c64(k, panels * mtiles), "");
+  it = LLVMBuildSRem(bld, it, c64(k, panels * mtiles), "");
   LLVMValueRef qp = LLVMBuildSDiv(bld, it, c64(k, mtiles), ""), mt = LLVMBuildSRem(bld, it, c64(k, mtiles), "");
   LLVMValueRef m0 = fc_cg_imulc(k, mt, mr);
+  if (blocked) { /* quantised: 8-bit results */
+    LLVMValueRef ia = fc_cg_imulc(k, img, K * M), ic = fc_cg_imulc(k, img, N * M);
+    m.abase = LLVMBuildGEP2(bld, i8, k->in[0], &ia, 1, "");
+    m.cbase = LLVMBuildGEP2(bld, i8, k->out[0], &ic, 1, "");
+  }
   if (dual) {
-    LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, M), m0)), off = fc_cg_imulc(k, m0, K);
-    LLVMValueRef narrow = fc_i8_runs_below_0x80(k, LLVMBuildGEP2(bld, i8, k->in[0], &off, 1, ""), rows, K, c64(k, K));
+    LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, M), m0));
+    LLVMValueRef off = fc_cg_imulc(k, m0, blocked ? 8 : K);
+    LLVMValueRef base = LLVMBuildGEP2(bld, i8, blocked ? m.abase : k->in[0], &off, 1, "");
+    /* the tile's bytes: its rows (blocked: a run of 8·mr bytes in each block of 8 channels) */
+    LLVMValueRef narrow = blocked ? blocked_rows_narrow(k, base, K / 8, M * 8, rows, mr)
+                                  : fc_i8_runs_below_0x80(k, base, rows, K, c64(k, K));
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, narrow);
     emit_tile(k, &m, &t, m0, qp);
     fc_cg_if_end(k, cont);
@@ -459,4 +540,46 @@ FcStatus fc_matmul_i8(FcKernel *k) {
   fc_cg_loop_end(k, &lo);
   fc_qp_free(&q);
   return FC_OK;
+}
+
+FcStatus fc_matmul_i8(FcKernel *k) {
+  const FcOp *op = k->op;
+  const FcType *bt = &op->operands[1].value->type, *rt = &op->results[0].type;
+  int64_t K = bt->dims[0], N = bt->dims[1], numel;
+  FC_ASSERT(fc_type_numel(rt, &numel));
+  FcQuantProduct q;
+  bool quant = !plain_form(op);
+  if (quant) {
+    FcStatus st = fc_qp_init(k, 1, K, N, &q);
+    if (st != FC_OK) return st;
+  } else {
+    fc_i8_plain_weights(op, K, N, &q);
+  }
+  return matmul_i8(k, K, N, numel / N, 1, false, quant, q);
+}
+
+FcStatus fc_matmul_i8_blocked(FcKernel *k) {
+  FcConv2 c;
+  FcI8Gemm g;
+  fc_target_i8_gemm(k->target, &g);
+  const FcType *yt = &k->op->results[0].type;
+  if (!fc_conv2_of(k->op, &c) || !fc_qp_applies(k->op, 0, NULL, 0) || !yt->quant || c.G != 1 || c.KH != 1 ||
+      c.KW != 1 || c.sh != 1 || c.sw != 1 || c.ph != 0 || c.pw != 0 || c.H != c.OH || c.W != c.OW || c.C % 8 ||
+      c.M % 8 || yt->dims[4] != 8 || k->op->operands[0].value->type.rank != 5 || g.dot == FC_I8DOT_NONE ||
+      g.lanes != 8 || fc_target_i8_pack_lanes(k->target) != 8)
+    return fc_cg_error(k, FC_ERR_UNSUPPORTED,
+                       "no kernel for this quantised conv_blocked: a 1x1 one needs blocks of 8 channels in and out, "
+                       "stride 1, no padding, a u8/i8 result and a target whose integer vectors have 8 lanes");
+  FcQuantProduct q;
+  FcStatus st = fc_qp_init(k, 0, c.C, c.M, &q);
+  if (st != FC_OK) return st;
+  /* the conv's weights [M, C] as the GEMM's B [C, M] (per-channel data stays per channel) */
+  int16_t *wt = malloc((size_t)(c.C * c.M) * sizeof *wt);
+  if (!wt) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t mm = 0; mm < c.M; mm++)
+    for (int64_t kk = 0; kk < c.C; kk++) wt[kk * c.M + mm] = q.w[mm * c.C + kk];
+  free(q.w);
+  q.w = wt;
+  q.chan_axis = 1;
+  return matmul_i8(k, c.C, c.M, c.P, c.N, true, true, q);
 }

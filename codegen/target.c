@@ -625,6 +625,12 @@ int fc_target_i8_pack_lanes(const FcTarget *t) {
   return fc_target_has(t, FC_FEAT_AVX512BW) ? 16 : fc_target_has(t, FC_FEAT_AVX2) ? 8 : 0;
 }
 
+int64_t fc_target_i8_blocked_pixels(const FcTarget *t) {
+  FcI8Gemm g;
+  fc_target_i8_gemm(t, &g);
+  return g.dot == FC_I8DOT_MADDUBS && g.lanes == 8 && fc_target_i8_pack_lanes(t) == 8 ? 28 * 28 : 0;
+}
+
 bool fc_target_i8_byte_permute(const FcTarget *t) {
   FcI8Gemm g;
   fc_target_i8_gemm(t, &g);

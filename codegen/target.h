@@ -329,5 +329,11 @@ bool fc_target_i8_byte_permute(const FcTarget *t);
 /* The lanes of the i32 vectors whose requantised bytes the target narrows with saturating packs (vpackssdw,
  * vpackuswb; cg_requant.c's fc_qp_finish_packed): 16 with AVX-512BW, 8 with AVX2, else 0. */
 int fc_target_i8_pack_lanes(const FcTarget *t);
+/* The most output pixels of a quantised conv that passes/layout_i8.c puts in the blocked layout NCHW8c (its
+ * depthwise kernel, kernel_dwconv_i8_channels.c, and the integer GEMM over pixels for its 1x1 convs then read
+ * and write blocks of 8 channel bytes), 0 for none. AVX2 whose byte dot is vpmaddubsw: there the depthwise
+ * kernel of small maps would otherwise transpose each block of 8 channel planes in and out; maps of up to
+ * 28x28 (larger ones keep NCHW, whose 1x1 conv kernel is faster there: bench/RESULTS.md). */
+int64_t fc_target_i8_blocked_pixels(const FcTarget *t);
 
 #endif /* FLOWC_TARGET_H */

@@ -1052,8 +1052,8 @@ FcStatus fc_onnx_export(FILE *out, FcModule *m, FcDiag *diag) {
 /* Passes left out of an --emit onnx pipeline: those whose results have no ONNX form (epilogues, the blocked
  * layout, element-wise programs, casts folded into them), and lower_quant, which would write
  * quantize/dequantize as f32 arithmetic where ONNX has QuantizeLinear/DequantizeLinear. */
-static const char *const unexportable_passes[] = {"fuse_epilogue", "layout", "fuse_elementwise", "fuse_casts",
-                                                  "lower_quant"};
+static const char *const unexportable_passes[] = {"fuse_epilogue", "layout", "layout_i8", "fuse_elementwise",
+                                                  "fuse_casts", "lower_quant"};
 
 bool fc_onnx_export_passes(const char *list, char *buf, size_t cap) {
   size_t len = 0;

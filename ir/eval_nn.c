@@ -304,10 +304,10 @@ static FcStatus conv_plain(const FcOp *op, const FcTensor *const *in, const FcTy
 }
 
 /* The quantised form (ops.def): the i32 conv of the shifted operands (its zero padding is the input's zero
- * point), then requantised per output channel; with an epilogue, the f32 product goes through it and is
- * converted to the result dtype (`to`) as flow.cast converts. */
-static FcStatus conv_quant(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
-  const FcType *rt = &op->results[0].type;
+ * point), then requantised per output channel into *y (the op's result type, its elements in the plain
+ * order of rt: conv's own result, conv_blocked's unblocked one). */
+static FcStatus conv_quant(const FcOp *op, const FcTensor *const *in, const FcType *rt, FcTensor **y, FcArena *arena,
+                           FcDiag *diag) {
   FcArena scratch;
   fc_arena_init(&scratch);
   const FcTensor *shifted[3] = {fc_ev_quant_shifted(&scratch, in[0]), fc_ev_quant_shifted(&scratch, in[1]),
@@ -318,11 +318,20 @@ static FcStatus conv_quant(const FcOp *op, const FcTensor *const *in, FcTensor *
   if (st == FC_OK) {
     int64_t nm = rt->dims[0] * rt->dims[1]; /* conv_plain checked the sizes */
     int64_t inner = nm ? fc_ev_numel(rt) / nm : 1;
-    out[0] = fc_ev_requantize(op, arena, acc->data, in[0]->type.quant, in[1]->type.quant, inner);
+    *y = fc_ev_requantize(op, arena, acc->data, in[0]->type.quant, in[1]->type.quant, inner);
   }
   fc_arena_free(&scratch);
+  return st;
+}
+
+/* with an epilogue, the f32 product goes through it and is converted to the result dtype (`to`) as flow.cast
+ * converts. */
+static FcStatus conv_quant_epilogue(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,
+                                    FcDiag *diag) {
+  const FcType *rt = &op->results[0].type;
+  FC_EV_TRY(conv_quant(op, in, rt, &out[0], arena, diag));
   const FcEwProgram *p = fc_op_attr_program(op, FC_ATTR_EPILOGUE);
-  if (st != FC_OK || !p) return st;
+  if (!p) return FC_OK;
   FcTensor *y = NULL;
   FC_EV_TRY(fc_ew_program_eval(op, p, &out[0]->type, out[0], in, &y, arena, diag));
   const FcTensor *r = NULL;
@@ -333,51 +342,57 @@ static FcStatus conv_quant(const FcOp *op, const FcTensor *const *in, FcTensor *
 
 FcStatus fc_eval_conv(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena, FcDiag *diag) {
   FC_EV_TRY(fc_ev_check(op, in, 2, diag));
-  if (in[0]->type.quant) return conv_quant(op, in, out, arena, diag);
+  if (in[0]->type.quant) return conv_quant_epilogue(op, in, out, arena, diag);
   FC_EV_TRY(conv_plain(op, in, &op->results[0].type, &out[0], arena, diag));
   return apply_epilogue(op, in, out, arena, diag);
 }
 
-/* Copies f32 data between plain [N, C, S] (S = spatial size) and blocked [N, C/B, S, B] order. */
-static void reblock_f32(float *dst, const float *src, int64_t N, int64_t C, int64_t S, int64_t B, bool to_blocked) {
+/* Copies elements of es bytes between plain [N, C, S] (S = spatial size) and blocked [N, C/B, S, B] order. */
+static void reblock(uint8_t *dst, const uint8_t *src, size_t es, int64_t N, int64_t C, int64_t S, int64_t B,
+                    bool to_blocked) {
   for (int64_t n = 0; n < N; n++)
     for (int64_t c = 0; c < C; c++)
       for (int64_t i = 0; i < S; i++) {
         int64_t p = (n * C + c) * S + i, q = ((n * (C / B) + c / B) * S + i) * B + c % B;
-        if (to_blocked) dst[q] = src[p];
-        else dst[p] = src[q];
+        if (to_blocked) memcpy(dst + (size_t)q * es, src + (size_t)p * es, es);
+        else memcpy(dst + (size_t)p * es, src + (size_t)q * es, es);
       }
 }
 
-/* conv_blocked: the plain conv of the unblocked input, blocked, then the epilogue over the 5-D result. */
+/* conv_blocked: the plain conv of the unblocked input (the quantised form's too), blocked, then the epilogue
+ * over the 5-D result. */
 FcStatus fc_eval_conv_blocked(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,
                               FcDiag *diag) {
   FC_EV_TRY(fc_ev_check(op, in, 3, diag));
   const FcType *xt = &in[0]->type, *rt = &op->results[0].type;
   int64_t B = rt->rank == 5 ? rt->dims[4] : 0;
-  if (xt->dtype != FC_DT_F32 || rt->dtype != FC_DT_F32 || B < 1 || (xt->rank != 4 && xt->rank != 5) ||
-      (xt->rank == 5 && xt->dims[4] != B))
-    return fc_ev_fail(op, diag, FC_ERR_INPUT, "x must be f32 [N, C, H, W] or [N, C/B, H, W, B]");
+  bool quant = xt->quant != NULL;
+  if ((quant ? !rt->quant && rt->dtype != FC_DT_F32 : xt->dtype != FC_DT_F32 || rt->dtype != FC_DT_F32) || B < 1 ||
+      (xt->rank != 4 && xt->rank != 5) || (xt->rank == 5 && xt->dims[4] != B))
+    return fc_ev_fail(op, diag, FC_ERR_INPUT, "x must be f32 or quantised [N, C, H, W] or [N, C/B, H, W, B]");
   FcType xp, yp;
   int64_t S, OS, C, M;
   if (!fc_checked_mul(xt->dims[2], xt->dims[3], &S) || !fc_checked_mul(rt->dims[2], rt->dims[3], &OS) ||
       !fc_checked_mul(xt->dims[1], xt->rank == 5 ? B : 1, &C) || !fc_checked_mul(rt->dims[1], B, &M))
     return fc_ev_fail(op, diag, FC_ERR_LIMIT, "tensor sizes overflow");
   const FcTensor *args[3] = {in[0], in[1], in[2]};
+  size_t xes = fc_dtype_size(xt->dtype), yes = fc_dtype_size(rt->dtype);
   if (xt->rank == 5) {
     int64_t dims[4] = {xt->dims[0], C, xt->dims[2], xt->dims[3]};
-    xp = fc_type_make(arena, FC_DT_F32, 4, dims);
+    xp = fc_type_make(arena, xt->dtype, 4, dims);
+    xp.quant = xt->quant;
     FcTensor *x = fc_tensor_new(arena, xp);
-    reblock_f32((float *)x->data, in[0]->data, xt->dims[0], dims[1], S, B, false);
+    reblock((uint8_t *)x->data, in[0]->data, xes, xt->dims[0], dims[1], S, B, false);
     args[0] = x;
   }
   int64_t ydims[4] = {rt->dims[0], M, rt->dims[2], rt->dims[3]};
-  yp = fc_type_make(arena, FC_DT_F32, 4, ydims);
+  yp = fc_type_make(arena, quant ? FC_DT_I32 : FC_DT_F32, 4, ydims);
   FcTensor *y = NULL;
-  FC_EV_TRY(conv_plain(op, args, &yp, &y, arena, diag));
+  if (quant) FC_EV_TRY(conv_quant(op, args, &yp, &y, arena, diag));
+  else FC_EV_TRY(conv_plain(op, args, &yp, &y, arena, diag));
   fc_ev_make_results(op, out, arena);
-  reblock_f32((float *)out[0]->data, y->data, ydims[0], M, OS, B, true);
-  return apply_epilogue(op, in, out, arena, diag);
+  reblock((uint8_t *)out[0]->data, y->data, yes, ydims[0], M, OS, B, true);
+  return quant ? FC_OK : apply_epilogue(op, in, out, arena, diag);
 }
 
 FcStatus fc_eval_conv_transpose(const FcOp *op, const FcTensor *const *in, FcTensor **out, FcArena *arena,

@@ -237,13 +237,14 @@ bool fc_op_passes_quant_through(const FcOp *op) {
          (k == FC_OP_RESIZE && fc_resize_moves_data(op));
 }
 
-/* Only the ops of quantisation, the quantised forms of conv, matmul and reduce_mean (their hooks check the
- * operands) and the pass-through ops take quantised operands; every other op refuses them here, before its
- * hook runs: a hook would otherwise read the storage dtype (i8) as the data and infer integer arithmetic on it. */
+/* Only the ops of quantisation, the quantised forms of conv, conv_blocked, matmul and reduce_mean (their hooks
+ * check the operands) and the pass-through ops take quantised operands; every other op refuses them here,
+ * before its hook runs: a hook would otherwise read the storage dtype (i8) as the data and infer integer
+ * arithmetic on it. */
 static FcStatus check_quant_operands(const FcOp *op, FcDiag *diag) {
   FcOpKind k = op->kind;
   if ((fc_op_info(k)->flags & FC_OPF_TERMINATOR) || k == FC_OP_DEQUANTIZE || k == FC_OP_SCAST || k == FC_OP_CONV ||
-      k == FC_OP_MATMUL || k == FC_OP_REDUCE_MEAN)
+      k == FC_OP_CONV_BLOCKED || k == FC_OP_MATMUL || k == FC_OP_REDUCE_MEAN)
     return FC_OK;
   if (fc_op_passes_quant_through(op) && op->n_operands > 0 && op->operands[0].value) {
     const FcQuant *q = op->operands[0].value->type.quant;

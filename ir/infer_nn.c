@@ -209,11 +209,14 @@ FcStatus fc_infer_conv(FcOp *op, FcArena *arena, FcDiag *diag) {
   return FC_OK;
 }
 
-/* conv_blocked: x blocked [N, C/B, H, W, B] or plain [N, C, H, W]; y [N, M/B, OH, OW, B] (ops.def). */
+/* conv_blocked: x blocked [N, C/B, H, W, B] or plain [N, C, H, W]; y [N, M/B, OH, OW, B] (ops.def); the
+ * quantised form of block 8, depthwise or 1x1. */
 FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
   FC_ITRY(fc_ih_counts(op, diag));
   const FcType *x = fc_ih_in(op, 0), *w = fc_ih_in(op, 1);
   int64_t blk, g;
+  bool quantised;
+  FC_ITRY(fc_ih_quant_compute(op, 0, &quantised, diag));
   FC_ITRY(fc_ih_int(op, FC_ATTR_BLOCK, &blk, diag));
   if (blk < 1 || blk > 64) return fc_ih_fail(op, diag, "block is %lld, must be in [1, 64]", (long long)blk);
   bool blocked = x->rank == 5;
@@ -221,21 +224,25 @@ FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
     return fc_ih_fail(op, diag, "input must be [N, C, H, W] or [N, C/B, H, W, B], has rank %d", x->rank);
   if (blocked && x->dims[4] != blk)
     return fc_ih_fail(op, diag, "input's last dim is %lld, the block %lld", (long long)x->dims[4], (long long)blk);
-  if (w->rank != 4 || w->dtype != FC_DT_F32 || x->dtype != FC_DT_F32)
-    return fc_ih_fail(op, diag, "input and weight must be f32, the weight [M, C/group, KH, KW]");
+  if (w->rank != 4 || (!quantised && (w->dtype != FC_DT_F32 || x->dtype != FC_DT_F32)))
+    return fc_ih_fail(op, diag, "input and weight must be f32 or quantised, the weight [M, C/group, KH, KW]");
   FC_ITRY(fc_ih_int(op, FC_ATTR_GROUP, &g, diag));
   int64_t c = x->dims[1], m = w->dims[0], cg;
   if (blocked && !fc_checked_mul(c, blk, &c)) return fc_ih_fail(op, diag, "channel count overflows");
   if (g < 1 || !fc_checked_mul(w->dims[1], g, &cg) || cg != c)
     return fc_ih_fail(op, diag, "weight has %lld input channels per group, input has %lld (group %lld)",
                       (long long)w->dims[1], (long long)c, (long long)g);
-  if (g != 1 && (m % g != 0 || !blocked))
+  if (g != 1 && (m % g != 0 || (!blocked && !quantised)))
     return fc_ih_fail(op, diag, "group %lld: only 1, or one that divides the output channels, over a blocked input",
                       (long long)g);
   if (m % blk != 0)
     return fc_ih_fail(op, diag, "%lld output channels are not a multiple of the block %lld", (long long)m,
                       (long long)blk);
-  FC_ITRY(check_bias(op, m, diag));
+  if (quantised && (blk != 8 || (g != 1 && (g != m || m != c)) || (g == 1 && (!blocked || w->dims[2] != 1 ||
+                                                                              w->dims[3] != 1))))
+    return fc_ih_fail(op, diag, "a quantised conv_blocked is depthwise or 1x1 over a blocked input, in blocks of 8, "
+                      "has group %lld, block %lld", (long long)g, (long long)blk);
+  if (!quantised) FC_ITRY(check_bias(op, m, diag));
   Spatial s;
   FC_ITRY(spatial_attrs(op, 2, &s, diag));
   int64_t *d = fc_ih_dims(arena, 5);
@@ -243,6 +250,7 @@ FcStatus fc_infer_conv_blocked(FcOp *op, FcArena *arena, FcDiag *diag) {
   d[1] = m / blk;
   for (int i = 0; i < 2; i++) FC_ITRY(window_out(op, &s, i, x->dims[2 + i], w->dims[2 + i], false, &d[2 + i], diag));
   d[4] = blk;
+  if (quantised) return fc_ih_set_quant_compute(op, arena, m, 5, d, diag);
   FC_ITRY(check_epilogue(op, 3, x->dtype, 5, d, arena, diag));
   fc_ih_set(op, 0, arena, x->dtype, 5, d);
   return FC_OK;

@@ -215,40 +215,6 @@ static bool is_member(const FcTarget *t, const FcOp *op, bool wide) {
   return wants_blocked(t, op) || is_carrier(t, op);
 }
 
-/* x [N, C, H, W] (C % B == 0) in the blocked layout [N, C/B, H, W, B] (a reshape alone when H = W = 1). */
-static FcValue *to_blocked(FcBuilder *b, FcValue *x, int64_t B) {
-  if (!x) return NULL;
-  const int64_t *d = x->type.dims;
-  int64_t split[5] = {d[0], d[1] / B, B, d[2], d[3]}, perm[5] = {0, 1, 3, 4, 2};
-  if (d[2] * d[3] == 1) {
-    int64_t blocked[5] = {d[0], d[1] / B, 1, 1, B};
-    return fc_b_reshape(b, x, 5, blocked);
-  }
-  return fc_b_transpose(b, fc_b_reshape(b, x, 5, split), perm);
-}
-
-/* y [N, M/B, H, W, B] back in NCHW (a reshape alone when H = W = 1). */
-static FcValue *from_blocked(FcBuilder *b, FcValue *y) {
-  if (!y) return NULL;
-  const int64_t *d = y->type.dims;
-  int64_t perm[5] = {0, 1, 4, 2, 3}, plain[4] = {d[0], d[1] * d[4], d[2], d[3]};
-  return fc_b_reshape(b, d[2] * d[3] == 1 ? y : fc_b_transpose(b, y, perm), 4, plain);
-}
-
-/* The blocked value that v is from_blocked of (reshape of transpose (0, 1, 4, 2, 3) of a
- * [N, C/B, H, W, B] value), or NULL. */
-static FcValue *blocked_source(FcValue *v, int64_t B) {
-  FcOp *r = v->def, *t = r && r->kind == FC_OP_RESHAPE ? r->operands[0].value->def : NULL;
-  if (!t || t->kind != FC_OP_TRANSPOSE) return NULL;
-  FcValue *yb = t->operands[0].value;
-  const int64_t *p;
-  if (yb->type.rank != 5 || yb->type.dims[4] != B || fc_op_attr_ints(t, FC_ATTR_PERM, &p) != 5) return NULL;
-  static const int64_t inverse[5] = {0, 1, 4, 2, 3};
-  for (int i = 0; i < 5; i++)
-    if (p[i] != inverse[i]) return NULL;
-  return v->type.rank == 4 ? yb : NULL;
-}
-
 /* The rewrite's state: the blocked form made for each value so far (by value id), so a value read
  * by several converted convs (a block's input, also its residual) changes layout once; a converted
  * conv's result is read in its blocked form directly. */
@@ -262,10 +228,10 @@ typedef struct Rewriter {
 } Rewriter;
 
 static FcValue *to_blocked_once(Rewriter *rw, FcBuilder *b, FcValue *v) {
-  FcValue *src = blocked_source(v, rw->B);
+  FcValue *src = fc_rw_blocked_source(v, rw->B);
   if (src) return src;
   if (v->id < rw->n_ids && rw->blocked[v->id]) return rw->blocked[v->id];
-  FcValue *vb = to_blocked(b, v, rw->B);
+  FcValue *vb = fc_rw_to_blocked(b, v, rw->B);
   if (vb && v->id < rw->n_ids) rw->blocked[v->id] = vb;
   return vb;
 }
@@ -280,7 +246,7 @@ static FcValue *block_extra(Rewriter *rw, FcBuilder *b, FcValue *e) {
     int64_t r[5] = {d[0], 1, d[2], d[3], 1};
     return fc_b_reshape(b, e, 5, r);
   }
-  return t->rank == 4 ? to_blocked_once(rw, b, e) : to_blocked(b, fc_b_reshape(b, e, 4, d), rw->B);
+  return t->rank == 4 ? to_blocked_once(rw, b, e) : fc_rw_to_blocked(b, fc_b_reshape(b, e, 4, d), rw->B);
 }
 
 /* A 2-D pool's spatial attribute (2 values; pads: 4, begins then ends) extended by the block's dim with
@@ -315,7 +281,7 @@ static FcStatus rewrite_pool(Rewriter *rw, FcOp *op) {
     const FcAttr *a = fc_op_attr(op, copied[i]);
     if (a) attrs[na++] = *a;
   }
-  FcValue *y = from_blocked(&b, fc_b_op1(&b, op->kind, &xb, 1, attrs, na));
+  FcValue *y = fc_rw_from_blocked(&b, fc_b_op1(&b, op->kind, &xb, 1, attrs, na));
   return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
 
@@ -328,7 +294,7 @@ static FcStatus rewrite_scale(Rewriter *rw, FcOp *op, int xi) {
   int64_t blocked[5] = {d[0], d[1] / rw->B, 1, 1, rw->B};
   ops[xi] = to_blocked_once(rw, &b, op->operands[xi].value);
   ops[1 - xi] = fc_b_reshape(&b, s, 5, blocked);
-  FcValue *y = from_blocked(&b, fc_b_op1(&b, FC_OP_MUL, ops, 2, NULL, 0));
+  FcValue *y = fc_rw_from_blocked(&b, fc_b_op1(&b, FC_OP_MUL, ops, 2, NULL, 0));
   return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
 
@@ -344,7 +310,7 @@ static FcStatus rewrite_carried(Rewriter *rw, FcOp *op, bool concat) {
     ops[i] = image ? to_blocked_once(rw, &b, v) : block_extra(rw, &b, v);
   }
   FcAttr axis = FC_A_INT(AXIS, 1);
-  FcValue *y = from_blocked(&b, fc_b_op1(&b, op->kind, ops, op->n_operands, concat ? &axis : op->attrs,
+  FcValue *y = fc_rw_from_blocked(&b, fc_b_op1(&b, op->kind, ops, op->n_operands, concat ? &axis : op->attrs,
                                          concat ? 1 : op->n_attrs));
   return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
@@ -376,7 +342,7 @@ static FcStatus rewrite(Rewriter *rw, FcOp *op) {
     if (a) attrs[na++] = *a;
   }
   FcValue *yb = fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, n, attrs, na);
-  FcValue *y = from_blocked(&b, yb);
+  FcValue *y = fc_rw_from_blocked(&b, yb);
   return fc_rw_replace_built(&b, op, y, &rw->scratch);
 }
 
@@ -394,12 +360,12 @@ static bool is_spatial_reduce(const FcOp *op) {
  * average pooling — runs on the blocked value, so only its small [N, C/8, 1, 1, 8] result changes
  * layout, by a reshape. */
 static FcStatus sink_spatial_reduce(FcOp *op, int64_t B, FcOpStack *scratch, FcDiag *diag) {
-  FcValue *yb = is_spatial_reduce(op) ? blocked_source(op->operands[0].value, B) : NULL;
+  FcValue *yb = is_spatial_reduce(op) ? fc_rw_blocked_source(op->operands[0].value, B) : NULL;
   if (!yb) return FC_OK;
   static const int64_t axes[2] = {2, 3};
   FcBuilder b;
   fc_rw_builder_before(&b, op, diag);
-  FcValue *y = from_blocked(&b, fc_b_reduce(&b, op->kind, yb, 2, axes, true));
+  FcValue *y = fc_rw_from_blocked(&b, fc_b_reduce(&b, op->kind, yb, 2, axes, true));
   return fc_rw_replace_built(&b, op, y, scratch);
 }
 

@@ -59,10 +59,10 @@ static const char *const level_pipelines[4] = {
     "lower_quant",
     "lower_quant,canonicalize,fold,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "decompose_conv_transpose,prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "decompose_conv_transpose,prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,layout_i8,canonicalize,fold,"
     "fuse_elementwise,fuse_casts,dce",
     "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,fuse_layer_norm,eliminate_transpose,canonicalize,"
-    "decompose_conv_transpose,prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,canonicalize,fold,"
+    "decompose_conv_transpose,prune_conv_taps,fold_batchnorm,fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,hoist_avg_pool,layout,layout_i8,canonicalize,fold,"
     "fuse_elementwise,fuse_casts,dce",
 };
 

@@ -126,3 +126,33 @@ void fc_rw_slice_taps(const FcTensor *w, FcTensor *t, int n, const int64_t *lo) 
       memcpy(dst + (size_t)(q * dst_taps + j) * esize, src + (size_t)(q * src_taps + so) * esize, esize);
   }
 }
+
+FcValue *fc_rw_to_blocked(FcBuilder *b, FcValue *x, int64_t B) {
+  if (!x) return NULL;
+  const int64_t *d = x->type.dims;
+  int64_t split[5] = {d[0], d[1] / B, B, d[2], d[3]}, perm[5] = {0, 1, 3, 4, 2};
+  if (d[2] * d[3] == 1) {
+    int64_t blocked[5] = {d[0], d[1] / B, 1, 1, B};
+    return fc_b_reshape(b, x, 5, blocked);
+  }
+  return fc_b_transpose(b, fc_b_reshape(b, x, 5, split), perm);
+}
+
+FcValue *fc_rw_from_blocked(FcBuilder *b, FcValue *y) {
+  if (!y) return NULL;
+  const int64_t *d = y->type.dims;
+  int64_t perm[5] = {0, 1, 4, 2, 3}, plain[4] = {d[0], d[1] * d[4], d[2], d[3]};
+  return fc_b_reshape(b, d[2] * d[3] == 1 ? y : fc_b_transpose(b, y, perm), 4, plain);
+}
+
+FcValue *fc_rw_blocked_source(FcValue *v, int64_t B) {
+  FcOp *r = v->def, *t = r && r->kind == FC_OP_RESHAPE ? r->operands[0].value->def : NULL;
+  if (!t || t->kind != FC_OP_TRANSPOSE) return NULL;
+  FcValue *yb = t->operands[0].value;
+  const int64_t *p;
+  if (yb->type.rank != 5 || yb->type.dims[4] != B || fc_op_attr_ints(t, FC_ATTR_PERM, &p) != 5) return NULL;
+  static const int64_t inverse[5] = {0, 1, 4, 2, 3};
+  for (int i = 0; i < 5; i++)
+    if (p[i] != inverse[i]) return NULL;
+  return v->type.rank == 4 ? yb : NULL;
+}

@@ -51,6 +51,13 @@ FcValue *fc_rw_make_constant(FcOp *pos, const FcTensor *t, const char *loc, FcDi
  * (dims [M, Cg, K...]) into t (dims [M, Cg, K'...], of w's element type), for the passes that drop taps. */
 void fc_rw_slice_taps(const FcTensor *w, FcTensor *t, int n, const int64_t *lo);
 
+/* The blocked layout NCHW<B>c of passes/layout.c and layout_i8.c: x [N, C, H, W] (C % B == 0) as
+ * [N, C/B, H, W, B] by a reshape and a transpose (a reshape alone when H = W = 1), y [N, M/B, H, W, B] back,
+ * and the blocked value that v is fc_rw_from_blocked of (a reshape of a transpose (0, 1, 4, 2, 3) of a
+ * [N, C/B, H, W, B] value), or NULL. NULL in, NULL out (a failed builder's value). */
+FcValue *fc_rw_to_blocked(FcBuilder *b, FcValue *x, int64_t B);
+FcValue *fc_rw_from_blocked(FcBuilder *b, FcValue *y);
+FcValue *fc_rw_blocked_source(FcValue *v, int64_t B);
 /* Records `msg` (from an inference hook or evaluator about `op`) in the verifier's form
  * "node '<loc>' (<mnemonic>): <what>", dropping the "<mnemonic>: " the hooks start with; a message
  * that already names its node is kept as it is. Returns `st`. */

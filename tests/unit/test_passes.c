@@ -98,7 +98,7 @@ static void test_registry(void **state) {
   static const char *names[] = {"shapes",          "canonicalize",    "fold",
                                 "cse",             "dce",             "fold_batchnorm",
                                 "fuse_epilogue",   "fuse_layer_norm", "eliminate_transpose",
-                                "fuse_elementwise", "fuse_casts", "layout", "decompose_conv_transpose", "prune_conv_taps", "split_conv_bands",
+                                "fuse_elementwise", "fuse_casts", "layout", "layout_i8", "decompose_conv_transpose", "prune_conv_taps", "split_conv_bands",
                                 "hoist_avg_pool",  "sink_constants",  "fold_qdq",
                                 "lower_quant",     "quantize_dynamic", "quantize_static",
                                 "store_weights_f16", "store_weights_bf16", "sbp_data",
@@ -130,7 +130,7 @@ static void test_pipeline_levels(void **state) {
   assert_string_equal(fc_pipeline_for_level(2), "shapes,canonicalize,fold,cse,sink_constants,canonicalize,fold,cse,"
                                                 "fuse_layer_norm,eliminate_transpose,canonicalize,decompose_conv_transpose,prune_conv_taps,fold_batchnorm,"
                                                 "fold_qdq,split_conv_bands,lower_quant,canonicalize,fold,fuse_epilogue,"
-                                                "hoist_avg_pool,layout,canonicalize,fold,fuse_elementwise,fuse_casts,dce");
+                                                "hoist_avg_pool,layout,layout_i8,canonicalize,fold,fuse_elementwise,fuse_casts,dce");
   assert_string_equal(fc_pipeline_for_level(3), fc_pipeline_for_level(2));
   assert_string_equal(fc_pipeline_for_level(-4), fc_pipeline_for_level(0));
   assert_string_equal(fc_pipeline_for_level(99), fc_pipeline_for_level(3));
