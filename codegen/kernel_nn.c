@@ -515,8 +515,8 @@ static void convt_taps(ConvCtx *c, int i, LLVMValueRef xo, LLVMValueRef wo) {
   fc_cg_loop_end(k, &lk);
 }
 
-/* flow.conv_blocked: only the layout pass makes it, for convs these two kernels handle (passes/layout.c
- * keeps within their limits); an op written by hand beyond them is refused. */
+/* flow.conv_blocked: only the layout passes make it, for convs these kernels handle (passes/layout.c and, the
+ * quantised form, layout_i8.c keep within their limits); an op written by hand beyond them is refused. */
 FcStatus fc_kernel_conv_blocked(FcKernel *k) {
   if (k->op->operands[0].value->type.quant)
     return fc_op_attr_int(k->op, FC_ATTR_GROUP, 1) > 1 ? fc_conv_dw_i8_blocked(k) : fc_matmul_i8_blocked(k);
