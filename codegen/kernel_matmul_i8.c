@@ -279,6 +279,7 @@ static void store_blocked(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValue
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
   LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, m->M), m0));
+  LLVMValueRef is_full = LLVMBuildICmp(bld, LLVMIntEQ, rows, c64(k, mr), "");
   for (int v = 0; v < nv; v++) {
     LLVMValueRef a[16], co[16], mu[16], parts[16];
     for (int i = 0; i < mr; i++) a[i] = accs[i * nv + v], co[i] = corr[i * nv + v], mu[i] = mult[i * nv + v];
@@ -292,7 +293,6 @@ static void store_blocked(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValue
     LLVMValueRef blk = LLVMBuildLShr(bld, col, c64(k, 3), "");
     LLVMValueRef at = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, blk, m->M), m0), 8);
     LLVMValueRef dst = LLVMBuildGEP2(bld, i8, m->cbase, &at, 1, "");
-    LLVMValueRef is_full = LLVMBuildICmp(bld, LLVMIntEQ, rows, c64(k, mr), "");
     LLVMBasicBlockRef in = fc_cg_if_begin(k, is_full);
     LLVMSetAlignment(LLVMBuildStore(bld, y, dst), 1);
     fc_cg_if_end(k, in);

@@ -169,9 +169,9 @@ static FcValue *blocked_of(FcBuilder *b, FcValue *v) {
 static FcStatus rewrite_conv(LayoutI8 *l, FcOp *op, bool depthwise) {
   FcBuilder b;
   fc_rw_builder_before(&b, op, l->diag);
-  FcValue *x = op->operands[0].value, *src = fc_rw_blocked_source(x, B);
+  FcValue *x = op->operands[0].value;
   int64_t M = op->results[0].type.dims[1];
-  FcValue *ops[3] = {src ? src : depthwise ? x : fc_rw_to_blocked(&b, x, B), op->operands[1].value,
+  FcValue *ops[3] = {depthwise && !fc_rw_blocked_source(x, B) ? x : blocked_of(&b, x), op->operands[1].value,
                      op->n_operands > 2 ? op->operands[2].value : NULL};
   if (!ops[2]) {
     FcArena *a = &l->m->arena;
@@ -185,7 +185,7 @@ static FcStatus rewrite_conv(LayoutI8 *l, FcOp *op, bool depthwise) {
   attrs[na++] = FC_A_INT(GROUP, fc_op_attr_int(op, FC_ATTR_GROUP, 1));
   const FcAttrName copied[4] = {FC_ATTR_STRIDES, FC_ATTR_PADS, FC_ATTR_DILATIONS, FC_ATTR_QTYPE};
   for (int i = 0; i < 4; i++) attrs[na++] = *fc_op_attr(op, copied[i]);
-  FcValue *y = ops[0] ? fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, 3, attrs, na) : NULL;
+  FcValue *y = fc_b_op1(&b, FC_OP_CONV_BLOCKED, ops, 3, attrs, na);
   return fc_rw_replace_built(&b, op, fc_rw_from_blocked(&b, y), &l->scratch);
 }
 
