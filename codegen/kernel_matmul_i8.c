@@ -48,7 +48,10 @@
  * finished vector is requantised before its one store.
  * The same kernel runs the quantised 1x1 flow.conv_blocked of passes/layout_i8.c (NCHW8c bytes, 8 lanes): per
  * image, A's rows are the pixels, k's byte at (k/8·M + row)·8 + k%8, and a tile's vector of 8 columns is one
- * block of its rows' results, [rows][8] bytes side by side in y, requantised together into one store.
+ * block of its rows' results, [rows][8] bytes side by side in y, requantised together into one store. Where M
+ * is not a multiple of the tile's rows the last row tile starts at M - mr and stores only the rows after the
+ * tile before it: every tile reads its rows at one stride from one address (clamped row addresses take
+ * registers from the k loop).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -248,8 +251,8 @@ typedef struct I8Mm {
   int64_t K, N, M, units, bytes, npad; /* units: unit panels of the s8 packing; bytes: the B part; npad: N padded */
   /* a quantised 1x1 flow.conv_blocked (block 8): per image, A is x [K/8][M][8] (M: its pixels) and the
    * result y [N/8][M][8], at abase and cbase (the image's) */
-  bool blocked;
-  LLVMValueRef abase, cbase;
+  bool blocked, rows_in_range; /* rows_in_range: no tile's row passes M (the last one shifted back) */
+  LLVMValueRef abase, cbase, first; /* first: the first row the task's tile stores */
   bool quant;
   FcCgEpilogue *e; /* the plain form's f32 result: its epilogue, or NULL */
   bool to_f32;     /* the plain form with an f32 result */
@@ -278,8 +281,11 @@ static void store_blocked(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValue
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   int w = t->g.lanes, mr = t->g.mr, nv = t->g.nv;
-  LLVMValueRef rows = fc_cg_smin(k, c64(k, mr), fc_cg_isub(k, c64(k, m->M), m0));
-  LLVMValueRef is_full = LLVMBuildICmp(bld, LLVMIntEQ, rows, c64(k, mr), "");
+  /* rows lo .. hi - 1 are stored: from the first of the task's tile (m->first) to M */
+  LLVMValueRef lo = fc_cg_smax(k, m->first, m0), hi = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, mr)), c64(k, m->M));
+  LLVMValueRef skip = fc_cg_imulc(k, fc_cg_isub(k, lo, m0), 8);
+  LLVMValueRef bytes = fc_cg_imulc(k, fc_cg_smax(k, fc_cg_isub(k, hi, lo), c64(k, 0)), 8);
+  LLVMValueRef is_full = LLVMBuildICmp(bld, LLVMIntEQ, bytes, c64(k, 8 * mr), "");
   for (int v = 0; v < nv; v++) {
     LLVMValueRef a[16], co[16], mu[16], parts[16];
     for (int i = 0; i < mr; i++) a[i] = accs[i * nv + v], co[i] = corr[i * nv + v], mu[i] = mult[i * nv + v];
@@ -298,13 +304,31 @@ static void store_blocked(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValue
     fc_cg_if_end(k, in);
     in = fc_cg_if_begin(k, LLVMBuildNot(bld, is_full, ""));
     LLVMBuildStore(bld, y, m->ctile);
-    LLVMBuildMemCpy(bld, dst, 1, m->ctile, 1, fc_cg_imulc(k, rows, 8));
+    LLVMValueRef from = LLVMBuildGEP2(bld, i8, m->ctile, &skip, 1, "");
+    LLVMBuildMemCpy(bld, LLVMBuildGEP2(bld, i8, dst, &skip, 1, ""), 1, from, 1, bytes);
     fc_cg_if_end(k, in);
     fc_cg_if_end(k, cont);
   }
 }
 
-/* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped) against
+/* Each row's k group at byte koff of its row (arow[i]) into a32[i]: 4 bytes as an i32 (an i8 A flipped to
+ * u8), or WIDEN16's 2 bytes zero-extended to a u16 pair. */
+static void load_groups(FcKernel *k, const I8Mm *m, const I8Tile *t, const LLVMValueRef *arow, LLVMValueRef koff,
+                        LLVMValueRef *a32) {
+  LLVMBuilderRef bld = k->b;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef v2i8 = LLVMVectorType(i8, 2), v2i16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2);
+  LLVMValueRef flip = t->wide16 ? fc_cg_splat_const(v2i8, LLVMConstInt(i8, 0x80, 0)) : LLVMConstInt(i32, 0x80808080u, 0);
+  for (int i = 0; i < t->g.mr; i++) {
+    a32[i] = LLVMBuildLoad2(bld, t->wide16 ? v2i8 : i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
+    LLVMSetAlignment(a32[i], 1);
+    if (m->q->flip) a32[i] = LLVMBuildXor(bld, a32[i], flip, "");
+    if (t->wide16) a32[i] = LLVMBuildBitCast(bld, LLVMBuildZExt(bld, a32[i], v2i16, ""), i32, "");
+  }
+}
+
+/* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped; a blocked A's
+ * tiles lie inside M, rows_in_range) against
  * the columns of panel qp (nr = nv·lanes of them), over the whole K, then requantised (or not) and stored. */
 static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef m0, LLVMValueRef qp) {
   LLVMBuilderRef bld = k->b;
@@ -317,7 +341,8 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
   LLVMValueRef n0 = fc_cg_imulc(k, qp, nr);
   LLVMValueRef arow[16];
   for (int i = 0; i < mr; i++) {
-    LLVMValueRef row = fc_cg_smin(k, fc_cg_iadd(k, m0, c64(k, i)), c64(k, m->M - 1));
+    LLVMValueRef row = fc_cg_iadd(k, m0, c64(k, i));
+    if (!m->rows_in_range) row = fc_cg_smin(k, row, c64(k, m->M - 1));
     LLVMValueRef off = fc_cg_imulc(k, row, m->blocked ? 8 : K);
     arow[i] = LLVMBuildGEP2(bld, i8, m->blocked ? m->abase : k->in[0], &off, 1, "");
   }
@@ -338,20 +363,19 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
 
   LLVMValueRef a32[16];
   FcLoop lk;
-  LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / t->kg), 1, "kg");
-  LLVMValueRef koff = fc_cg_imulc(k, g, t->kg);
-  if (m->blocked) /* k's block of 8, then its byte in the block */
-    koff = fc_cg_iadd(k, fc_cg_imulc(k, LLVMBuildLShr(bld, koff, c64(k, 3), ""), m->M * 8),
-                      LLVMBuildAnd(bld, koff, c64(k, 7), ""));
-  LLVMTypeRef v2i8 = LLVMVectorType(i8, 2), v2i16 = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), 2);
-  LLVMValueRef flip = t->wide16 ? fc_cg_splat_const(v2i8, LLVMConstInt(i8, 0x80, 0)) : LLVMConstInt(i32, 0x80808080u, 0);
-  for (int i = 0; i < mr; i++) {
-    a32[i] = LLVMBuildLoad2(bld, t->wide16 ? v2i8 : i32, LLVMBuildGEP2(bld, i8, arow[i], &koff, 1, ""), "");
-    LLVMSetAlignment(a32[i], 1);
-    if (q->flip) a32[i] = LLVMBuildXor(bld, a32[i], flip, "");
-    if (t->wide16) a32[i] = LLVMBuildBitCast(bld, LLVMBuildZExt(bld, a32[i], v2i16, ""), i32, "");
+  if (m->blocked) {
+    /* a block of 8 k a step: its groups at constant offsets from the block's address */
+    int per = 8 / t->kg;
+    LLVMValueRef b = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / 8), 1, "kblock");
+    for (int j = 0; j < per; j++) {
+      load_groups(k, m, t, arow, fc_cg_iadd(k, fc_cg_imulc(k, b, m->M * 8), c64(k, j * t->kg)), a32);
+      tile_step(k, t, a32, bvec, fc_cg_iadd(k, fc_cg_imulc(k, b, per * t->kstride), c64(k, j * t->kstride)));
+    }
+  } else {
+    LLVMValueRef g = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / t->kg), 1, "kg");
+    load_groups(k, m, t, arow, fc_cg_imulc(k, g, t->kg), a32);
+    tile_step(k, t, a32, bvec, fc_cg_imulc(k, g, t->kstride));
   }
-  tile_step(k, t, a32, bvec, fc_cg_imulc(k, g, t->kstride));
   fc_cg_loop_end(k, &lk);
   if (K % t->kg) {
     /* The last group's bytes one by one (the row may end there), zero-extended to 32 / kg bits each; B is
@@ -474,6 +498,9 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
   FC_ASSERT(t.wide16 || nr % 16 == 0);
   int64_t panels = (N + nr - 1) / nr, mtiles = (M + mr - 1) / mr;
   I8Mm m = {.K = K, .N = N, .M = M, .units = (N + 15) / 16, .quant = quant, .q = &q, .blocked = blocked};
+  /* A blocked A's last row tile starts at M - mr (storing its rows from the tile's own first), so every tile
+   * reads mr rows at one stride from its first: one address register for them all. */
+  m.rows_in_range = blocked && M >= mr;
   m.to_f32 = !quant && rt->dtype == FC_DT_F32;
   if (m.to_f32) {
     FcStatus st = fc_cg_epilogue_init(k, 1, &m.e);
@@ -511,6 +538,8 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
   it = LLVMBuildSRem(bld, it, c64(k, panels * mtiles), "");
   LLVMValueRef qp = LLVMBuildSDiv(bld, it, c64(k, mtiles), ""), mt = LLVMBuildSRem(bld, it, c64(k, mtiles), "");
   LLVMValueRef m0 = fc_cg_imulc(k, mt, mr);
+  m.first = m0;
+  if (m.rows_in_range) m0 = fc_cg_smin(k, m0, c64(k, M - mr));
   if (blocked) { /* quantised: 8-bit results */
     LLVMValueRef ia = fc_cg_imulc(k, img, K * M), ic = fc_cg_imulc(k, img, N * M);
     m.abase = LLVMBuildGEP2(bld, i8, k->in[0], &ia, 1, "");
