@@ -149,11 +149,12 @@ LLVMValueRef fc_i8_pair_sums(FcKernel *k, int lanes, LLVMValueRef lo, LLVMValueR
  * product without zero points or corrections (xmax 255), for the integer GEMM kernels. */
 void fc_i8_plain_weights(const FcOp *op, int64_t K, int64_t N, FcQuantProduct *q);
 /* kernel_matmul_i8.c: the one s8 packing of a constant B [K, N] (w' of q) that every integer GEMM variant
- * reads: unit panels of 16 columns, fc_i8_panel_groups(K) groups of 4 k each (ceil(K/4) rounded up to whole
- * 64-byte chunks), then the quantised form's corrections and multipliers over the npad padded columns. NULL
- * when a size overflows; *bytes is the panels' size. */
+ * reads: unit panels of 16 columns, kgp groups of 4 k each (fc_i8_panel_groups(K): ceil(K/4) rounded up to
+ * whole 64-byte chunks, which the AMX kernel reads; a packing no AMX kernel reads may take ceil(K/4)), then
+ * the quantised form's corrections and multipliers over the npad padded columns. NULL when a size
+ * overflows; *bytes is the panels' size. */
 int64_t fc_i8_panel_groups(int64_t K);
-int8_t *fc_i8_pack_panels(const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t *bytes, int64_t *npad,
-                          int64_t *total);
+int8_t *fc_i8_pack_panels(const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t kgp, int64_t *bytes,
+                          int64_t *npad, int64_t *total);
 
 #endif /* FLOWC_CG_REQUANT_H */

@@ -173,7 +173,7 @@ FcStatus fc_matmul_amx(FcKernel *k) {
   t.KG = fc_i8_panel_groups(t.K);
   t.chunks = t.KG / 16;
   int64_t units = (t.N + 15) / 16, total;
-  int8_t *pk = fc_i8_pack_panels(&t.q, t.quant, t.K, t.N, &t.wbytes, &t.npad, &total);
+  int8_t *pk = fc_i8_pack_panels(&t.q, t.quant, t.K, t.N, t.KG, &t.wbytes, &t.npad, &total);
   if (!pk) {
     fc_qp_free(&t.q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");

@@ -48,10 +48,11 @@
  * finished vector is requantised before its one store.
  * The same kernel runs the quantised 1x1 flow.conv_blocked of passes/layout_i8.c (NCHW8c bytes, 8 lanes): per
  * image, A's rows are the pixels, k's byte at (k/8·M + row)·8 + k%8, and a tile's vector of 8 columns is one
- * block of its rows' results, [rows][8] bytes side by side in y, requantised together into one store. Where M
- * is not a multiple of the tile's rows the last row tile starts at M - mr and stores only the rows after the
- * tile before it: every tile reads its rows at one stride from one address (clamped row addresses take
- * registers from the k loop).
+ * block of its rows' results, [rows][8] bytes side by side in y, requantised together into one store. Its
+ * packing has KG = ceil(K/4): only the AVX2 variant without VNNI runs the blocked form, so no AMX kernel reads
+ * it. Where M is not a multiple of the tile's rows the last row tile starts at M - mr and stores only the rows
+ * after the tile before it: every tile reads its rows at one stride from one address (clamped row addresses
+ * take registers from the k loop).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -200,9 +201,9 @@ void fc_i8_plain_weights(const FcOp *op, int64_t K, int64_t N, FcQuantProduct *q
 
 int64_t fc_i8_panel_groups(int64_t K) { return (K + 63) / 64 * 16; }
 
-int8_t *fc_i8_pack_panels(const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t *bytes, int64_t *npad,
-                          int64_t *total) {
-  int64_t kgp = fc_i8_panel_groups(K), units = (N + 15) / 16;
+int8_t *fc_i8_pack_panels(const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t kgp, int64_t *bytes,
+                          int64_t *npad, int64_t *total) {
+  int64_t units = (N + 15) / 16;
   if (!fc_checked_mul(units, kgp, bytes) || !fc_checked_mul(*bytes, 64, bytes) || !fc_checked_mul(units, 16, npad) ||
       *bytes > INT64_MAX / 2 - 8 * *npad)
     return NULL;
@@ -221,9 +222,9 @@ int8_t *fc_i8_pack_panels(const FcQuantProduct *q, bool quant, int64_t K, int64_
 /* The packed constant: the shared s8 layout (fc_i8_pack_panels), or for WIDEN16 (w' outside s8) panels of nr
  * columns of little-endian s16 pairs; then [corr: i32 × npad | mult: f32 × npad] (the quantised form only).
  * *bytes gets the size of the B part; NULL when a size overflows. */
-static int8_t *pack_b(const I8Tile *t, const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t *bytes,
-                      int64_t *npad, int64_t *total) {
-  if (!t->wide16) return fc_i8_pack_panels(q, quant, K, N, bytes, npad, total);
+static int8_t *pack_b(const I8Tile *t, const FcQuantProduct *q, bool quant, int64_t K, int64_t N, int64_t kgp,
+                      int64_t *bytes, int64_t *npad, int64_t *total) {
+  if (!t->wide16) return fc_i8_pack_panels(q, quant, K, N, kgp, bytes, npad, total);
   int64_t unit = (int64_t)t->g.nv * t->g.lanes; /* columns per panel */
   int64_t KGs = (K + 1) / 2, panels = (N + unit - 1) / unit;
   if (!fc_checked_mul(panels, KGs, bytes) || !fc_checked_mul(*bytes, 4 * unit, bytes) ||
@@ -248,7 +249,8 @@ static int8_t *pack_b(const I8Tile *t, const FcQuantProduct *q, bool quant, int6
 
 /* What every tile of the kernel shares. */
 typedef struct I8Mm {
-  int64_t K, N, M, units, bytes, npad; /* units: unit panels of the s8 packing; bytes: the B part; npad: N padded */
+  int64_t K, N, M, units, kgp, bytes, npad; /* units: unit panels of the s8 packing, of kgp k groups each; bytes:
+                                             * the B part; npad: N padded */
   /* a quantised 1x1 flow.conv_blocked (block 8): per image, A is x [K/8][M][8] (M: its pixels) and the
    * result y [N/8][M][8], at abase and cbase (the image's) */
   bool blocked, rows_in_range; /* rows_in_range: no tile's row passes M (the last one shifted back) */
@@ -355,7 +357,7 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
       off = fc_cg_iadd(k, fc_cg_imulc(k, qp, KG * nr * 4), c64(k, col * 4));
     } else {
       LLVMValueRef u = fc_cg_smin(k, fc_cg_iadd(k, fc_cg_imulc(k, qp, nr / 16), c64(k, col / 16)), c64(k, m->units - 1));
-      off = fc_cg_iadd(k, fc_cg_imulc(k, u, fc_i8_panel_groups(K) * 64), c64(k, col % 16 * 4));
+      off = fc_cg_iadd(k, fc_cg_imulc(k, u, m->kgp * 64), c64(k, col % 16 * 4));
     }
     bvec[c] = LLVMBuildGEP2(bld, i8, m->bp, &off, 1, "");
   }
@@ -501,6 +503,8 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
   /* A blocked A's last row tile starts at M - mr (storing its rows from the tile's own first), so every tile
    * reads mr rows at one stride from its first: one address register for them all. */
   m.rows_in_range = blocked && M >= mr;
+  /* the blocked form runs only where no AMX kernel reads its packing (passes/layout_i8.c): its K unpadded */
+  m.kgp = blocked ? (K + 3) / 4 : fc_i8_panel_groups(K);
   m.to_f32 = !quant && rt->dtype == FC_DT_F32;
   if (m.to_f32) {
     FcStatus st = fc_cg_epilogue_init(k, 1, &m.e);
@@ -510,7 +514,7 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
     }
   }
   int64_t total;
-  int8_t *pk = pack_b(&t, &q, quant, K, N, &m.bytes, &m.npad, &total);
+  int8_t *pk = pack_b(&t, &q, quant, K, N, m.kgp, &m.bytes, &m.npad, &total);
   if (!pk) {
     fc_qp_free(&q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
