@@ -47,6 +47,15 @@ typedef void (*FcQuadStep)(FcKernel *k, void *ctx, const LLVMValueRef *coff, con
 void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, LLVMValueRef n,
                          FcQuadStep step, void *ctx);
 
+/* A GEMM's B [K, N] (q's w', chan_axis 1) in units of 16 columns and full chunks of 16 quads (64 k): per
+ * (unit, chunk) one byte, 0 where its quads run one by one, else p + 1 where every quad a of the chunk pairs
+ * with a ^ d (d = 1, 2, 8 for pattern p = 0, 1, 2) for each of the unit's columns, the activations
+ * bounded as fc_quad_pairs_plan's are. A fixed pattern keeps each pair's addresses constants of the chunk:
+ * kernel_matmul_i8.c's blocked form. NULL where no chunk pairs (or no kernel runs vpmaddubsw); malloc'd,
+ * *bytes long (units · K/64). */
+enum { FC_QUAD_XOR_PATTERNS = 3 };
+uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t N, int64_t K, int64_t *bytes);
+
 typedef struct FcConvI8 {
   FcConv2 c;
   FcQuantProduct q;

@@ -20,14 +20,22 @@
  * on the weights and the activations' type alone): per (group, unit, chunk) entry e, 8 bytes of quad indices
  * within the chunk, two a byte (low nibble first), the pairs first (pair j: byte j), then the single quads;
  * then one byte per entry, np. fc_quad_pairs_chunk emits a chunk's k loop from it.
+ *
+ * The blocked int8 GEMM (kernel_matmul_i8.c) reads its activations at addresses its k loop computes per quad,
+ * and there a table-driven order costs what the pairs save. fc_quad_xor_pairs_plan gives it fixed patterns
+ * instead: a full chunk of a unit pairs every quad a with a ^ d for one d of 1, 2, 8 (whichever holds for all
+ * its pairs and channels first), or runs one quad at a time; one byte per (unit, chunk).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cg_conv_i8.h"
 
-/* w' of channel m (of q's [channels, K] matrix), k, or 0 past K. */
-static int weight_at(const FcQuantProduct *q, int64_t m, int64_t kk) { return kk < q->K ? q->w[m * q->K + kk] : 0; }
+/* w' of channel m, k (q's [channels, K] matrix, or [K, channels] for a matmul's B), or 0 past K. */
+static int weight_at(const FcQuantProduct *q, int64_t m, int64_t kk) {
+  if (kk >= q->K) return 0;
+  return q->chan_axis == 1 ? q->w[kk * q->channels + m] : q->w[m * q->K + kk];
+}
 
 /* Quads a and b of channel m may share an i16 lane: both lanes' sums stay within i16 for x in [0, xbound]. */
 static bool quads_pair(const FcQuantProduct *q, int64_t m, int64_t a, int64_t b, int xbound) {
@@ -183,4 +191,35 @@ void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, L
   quad_offsets(k, p, LLVMBuildAnd(b, LLVMBuildLShr(b, byte, sh, ""), fc_cg_const_i64(k, 15), ""), &coff[0], &woff[0]);
   step(k, ctx, coff, woff, 1);
   fc_cg_loop_end(k, &ls);
+}
+
+/* Chunk h of unit u pairs every quad a with a ^ d (the pattern's distance), for all the unit's channels. */
+static bool chunk_pairs_at(const FcQuantProduct *q, int64_t m0, int64_t m1, int64_t h, int d, int xbound) {
+  for (int a = 0; a < 16; a++)
+    if (!(a & d))
+      for (int64_t m = m0; m < m1; m++)
+        if (!quads_pair(q, m, 16 * h + a, 16 * h + (a ^ d), xbound)) return false;
+  return true;
+}
+
+uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t N, int64_t K, int64_t *bytes) {
+  static const int dist[FC_QUAD_XOR_PATTERNS] = {1, 2, 8};
+  int xbound = activation_bound(q);
+  int64_t units = (N + 15) / 16, chunks = K / 64, paired = 0;
+  if (!xbound || !chunks) return NULL;
+  *bytes = units * chunks;
+  uint8_t *codes = calloc((size_t)*bytes, 1);
+  if (!codes) fc_die(__FILE__, __LINE__, "out of memory");
+  for (int64_t u = 0; u < units; u++)
+    for (int64_t h = 0; h < chunks; h++)
+      for (int p = 0; p < FC_QUAD_XOR_PATTERNS && !codes[u * chunks + h]; p++)
+        if (chunk_pairs_at(q, 16 * u, 16 * u + 16 < N ? 16 * u + 16 : N, h, dist[p], xbound)) {
+          codes[u * chunks + h] = (uint8_t)(p + 1);
+          paired++;
+        }
+  if (!paired) {
+    free(codes);
+    return NULL;
+  }
+  return codes;
 }

@@ -52,7 +52,11 @@
  * packing has KG = ceil(K/4): only the AVX2 variant without VNNI runs the blocked form, so no AMX kernel reads
  * it. Where M is not a multiple of the tile's rows the last row tile starts at M - mr and stores only the rows
  * after the tile before it: every tile reads its rows at one stride from one address (clamped row addresses
- * take registers from the k loop).
+ * take registers from the k loop). Its MADDUBS tiles take two quads at once (fc_i8_dot_pair: their i16 sums
+ * added before vpmaddwd) in each full chunk of 64 k whose weights allow one of cg_quad_pairs.c's fixed XOR
+ * patterns for the tile's 16 columns (a byte per unit and chunk after the packing): a fixed pattern keeps
+ * every address a constant of the chunk's loop, where a per-chunk order read from a table cost what the
+ * pairs save.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -167,26 +171,39 @@ typedef struct I8Tile {
 
 static LLVMValueRef acc_at(FcKernel *k, const I8Tile *t, int i) { return fc_cg_tile_at(k, t->vi, t->acc, c64(k, i)); }
 
-/* One k step for every row of the tile: a32[i] (i32: 4 bytes of row i, or a u16 pair for WIDEN16) against the
- * B vectors at bvec[c] + off. */
-static void tile_step(FcKernel *k, const I8Tile *t, LLVMValueRef *a32, LLVMValueRef *bvec, LLVMValueRef off) {
+/* n (1, or 2: a pair of cg_quad_pairs.c's) k steps at once for every row of the tile: a32[h][i] (i32: 4 bytes
+ * of row i, or a u16 pair for WIDEN16) against the B vectors at bvec[c] + off[h]. */
+static void tile_step_n(FcKernel *k, const I8Tile *t, LLVMValueRef a32[][16], const LLVMValueRef *bvec,
+                        const LLVMValueRef *off, int n) {
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx);
   int w = t->g.lanes;
-  LLVMValueRef bv[8];
-  for (int c = 0; c < t->nb; c++) {
-    LLVMTypeRef vt = LLVMVectorType(i8, (unsigned)t->cb);
-    bv[c] = LLVMBuildLoad2(bld, vt, LLVMBuildGEP2(bld, i8, bvec[c], &off, 1, ""), "");
-    LLVMSetAlignment(bv[c], (unsigned)(t->cb < 64 ? t->cb : 64));
-    if (t->sext) bv[c] = LLVMBuildSExt(bld, bv[c], LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)t->cb), "");
-  }
-  for (int i = 0; i < t->g.mr; i++) {
-    LLVMValueRef a = t->sext ? fc_i8_quad_widen(k, a32[i], w, false) : fc_cg_splat(k, a32[i], (unsigned)w);
+  LLVMValueRef bv[2][8];
+  for (int h = 0; h < n; h++)
     for (int c = 0; c < t->nb; c++) {
-      LLVMValueRef p = acc_at(k, t, i * t->nb + c);
-      LLVMBuildStore(bld, fc_i8_dot(k, t->g.dot, w, LLVMBuildLoad2(bld, t->vi, p, ""), a, bv[c]), p);
+      LLVMValueRef o = off[h], at = LLVMBuildGEP2(bld, i8, bvec[c], &o, 1, "");
+      bv[h][c] = LLVMBuildLoad2(bld, LLVMVectorType(i8, (unsigned)t->cb), at, "");
+      LLVMSetAlignment(bv[h][c], (unsigned)(t->cb < 64 ? t->cb : 64));
+      if (t->sext)
+        bv[h][c] = LLVMBuildSExt(bld, bv[h][c], LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)t->cb), "");
+    }
+  for (int i = 0; i < t->g.mr; i++) {
+    LLVMValueRef a[2];
+    for (int h = 0; h < n; h++)
+      a[h] = t->sext ? fc_i8_quad_widen(k, a32[h][i], w, false) : fc_cg_splat(k, a32[h][i], (unsigned)w);
+    for (int c = 0; c < t->nb; c++) {
+      LLVMValueRef p = acc_at(k, t, i * t->nb + c), acc = LLVMBuildLoad2(bld, t->vi, p, "");
+      acc = n == 2 ? fc_i8_dot_pair(k, w, acc, a[0], bv[0][c], a[1], bv[1][c])
+                   : fc_i8_dot(k, t->g.dot, w, acc, a[0], bv[0][c]);
+      LLVMBuildStore(bld, acc, p);
     }
   }
+}
+
+static void tile_step(FcKernel *k, const I8Tile *t, LLVMValueRef *a32, LLVMValueRef *bvec, LLVMValueRef off) {
+  LLVMValueRef rows[1][16];
+  memcpy(rows[0], a32, (size_t)t->g.mr * sizeof *a32);
+  tile_step_n(k, t, rows, bvec, &off, 1);
 }
 
 /* The weights as int16 [K, N] and, for the quantised form, the folded corrections (q->w8 and the pair test
@@ -258,6 +275,8 @@ typedef struct I8Mm {
   bool quant;
   FcCgEpilogue *e; /* the plain form's f32 result: its epilogue, or NULL */
   bool to_f32;     /* the plain form with an f32 result */
+  LLVMValueRef xor_codes; /* the blocked form's pattern codes (fc_quad_xor_pairs_plan) where its tile reads
+                           * them, or NULL */
   const FcQuantProduct *q;
   LLVMValueRef bp, ctile;
   LLVMTypeRef et;
@@ -329,6 +348,51 @@ static void load_groups(FcKernel *k, const I8Mm *m, const I8Tile *t, const LLVMV
   }
 }
 
+/* n quads (1, or a pair) of a blocked A's k: quad[h] is quad q of the k range from block `block` (an i64),
+ * at byte (block + q/2)·8M + (q%2)·4 of each row and row block·2 + q of the B panel. */
+static void blocked_quads(FcKernel *k, const I8Mm *m, const I8Tile *t, const LLVMValueRef *arow,
+                          const LLVMValueRef *bvec, LLVMValueRef block, const int *quad, int n) {
+  LLVMValueRef a32[2][16], boff[2];
+  for (int h = 0; h < n; h++) {
+    LLVMValueRef b = fc_cg_iadd(k, block, c64(k, quad[h] / 2));
+    load_groups(k, m, t, arow, fc_cg_iadd(k, fc_cg_imulc(k, b, m->M * 8), c64(k, quad[h] % 2 * 4)), a32[h]);
+    boff[h] = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, block, 2), c64(k, quad[h])), t->kstride);
+  }
+  tile_step_n(k, t, a32, bvec, boff, n);
+}
+
+/* The blocked form's full chunks of 64 k by the pattern code of (unit qp, chunk) (fc_quad_xor_pairs_plan):
+ * code p + 1 takes the chunk as 8 pairs (a, a ^ d), two an iteration at offsets constant but for the
+ * iteration's block; code 0 its 16 quads one by one. The last K % 64 are left to the caller. */
+static void xor_pair_chunks(FcKernel *k, const I8Mm *m, const I8Tile *t, const LLVMValueRef *arow,
+                            const LLVMValueRef *bvec, LLVMValueRef qp) {
+  /* per pattern (d = 1, 2, 8): blocks an iteration, and its two pairs as quads from the iteration's block */
+  static const int blocks[FC_QUAD_XOR_PATTERNS] = {2, 2, 1};
+  static const int pairs[FC_QUAD_XOR_PATTERNS][2][2] = {{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}, {{0, 8}, {1, 9}}};
+  LLVMBuilderRef bld = k->b;
+  int64_t chunks = m->K / 64;
+  FcLoop lh, li;
+  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, chunks), 1, "chunk");
+  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, qp, chunks), h);
+  LLVMValueRef code = LLVMBuildZExt(bld, fc_cg_load(k, FC_DT_U8, m->xor_codes, at), LLVMInt64TypeInContext(k->ctx), "");
+  LLVMValueRef block0 = fc_cg_imulc(k, h, 8);
+  for (int p = 0; p <= FC_QUAD_XOR_PATTERNS; p++) {
+    LLVMBasicBlockRef in = fc_cg_if_begin(k, LLVMBuildICmp(bld, LLVMIntEQ, code, c64(k, p), ""));
+    if (p == 0) { /* the chunk's 8 blocks, two quads each */
+      LLVMValueRef b = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, 8), 1, "block");
+      for (int j = 0; j < 2; j++) blocked_quads(k, m, t, arow, bvec, fc_cg_iadd(k, block0, b), &j, 1);
+    } else {
+      int nb = blocks[p - 1];
+      LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, 4), 1, "pairs");
+      for (int j = 0; j < 2; j++)
+        blocked_quads(k, m, t, arow, bvec, fc_cg_iadd(k, block0, fc_cg_imulc(k, i, nb)), pairs[p - 1][j], 2);
+    }
+    fc_cg_loop_end(k, &li);
+    fc_cg_if_end(k, in);
+  }
+  fc_cg_loop_end(k, &lh);
+}
+
 /* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped; a blocked A's
  * tiles lie inside M, rows_in_range) against
  * the columns of panel qp (nr = nv·lanes of them), over the whole K, then requantised (or not) and stored. */
@@ -366,9 +430,15 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
   LLVMValueRef a32[16];
   FcLoop lk;
   if (m->blocked) {
-    /* a block of 8 k a step: its groups at constant offsets from the block's address */
+    /* a block of 8 k a step: its groups at constant offsets from the block's address; before them, where the
+     * weights pair, the full chunks of 64 k */
     int per = 8 / t->kg;
-    LLVMValueRef b = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / 8), 1, "kblock");
+    int64_t b0 = 0;
+    if (m->xor_codes && t->g.dot == FC_I8DOT_MADDUBS) {
+      xor_pair_chunks(k, m, t, arow, bvec, qp);
+      b0 = K / 64 * 8;
+    }
+    LLVMValueRef b = fc_cg_loop_begin(k, &lk, c64(k, b0), c64(k, K / 8), 1, "kblock");
     for (int j = 0; j < per; j++) {
       load_groups(k, m, t, arow, fc_cg_iadd(k, fc_cg_imulc(k, b, m->M * 8), c64(k, j * t->kg)), a32);
       tile_step(k, t, a32, bvec, fc_cg_iadd(k, fc_cg_imulc(k, b, per * t->kstride), c64(k, j * t->kstride)));
@@ -519,9 +589,23 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
     fc_qp_free(&q);
     return fc_cg_error(k, FC_ERR_LIMIT, "packed weights are too large");
   }
+  /* Without VNNI the blocked form's vpmaddubsw takes two quads at once where the weights keep their i16 sums
+   * exact; the chunks' pattern codes follow its packing. */
+  int64_t code_bytes = 0;
+  uint8_t *codes = blocked && !t.wide16 ? fc_quad_xor_pairs_plan(&q, N, K, &code_bytes) : NULL;
+  if (codes) {
+    int8_t *grown = realloc(pk, (size_t)(total + code_bytes));
+    if (!grown) fc_die(__FILE__, __LINE__, "out of memory");
+    pk = grown;
+    memcpy(pk + total, codes, (size_t)code_bytes);
+  }
+  free(codes);
   m.bp = fc_kernel_substitute_operand(
-      k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)total, (size_t)m.bytes, "packed_b_i8"));
+      k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)(total + code_bytes), (size_t)m.bytes, "packed_b_i8"));
   free(pk);
+  /* a tile of one unit of 16 columns reads its unit's codes */
+  if (code_bytes && t.g.dot == FC_I8DOT_MADDUBS && nr == 16)
+    m.xor_codes = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), m.bp, (LLVMValueRef[]){c64(k, total)}, 1, "");
   fc_kernel_set_outer(k, images * panels * mtiles, 2.0 * mr * nr * (double)K);
 
   LLVMBuilderRef bld = k->b;
