@@ -47,14 +47,18 @@ typedef void (*FcQuadStep)(FcKernel *k, void *ctx, const LLVMValueRef *coff, con
 void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, LLVMValueRef n,
                          FcQuadStep step, void *ctx);
 
-/* A GEMM's B [K, N] (q's w', chan_axis 1) in units of 16 columns and full chunks of 16 quads (64 k): per
- * (unit, chunk) one byte, 0 where its quads run one by one, else p + 1 where every quad a of the chunk pairs
- * with a ^ d (d = 1, 2, 8 for pattern p = 0, 1, 2) for each of the unit's columns, the activations
- * bounded as fc_quad_pairs_plan's are. A fixed pattern keeps each pair's addresses constants of the chunk:
- * kernel_matmul_i8.c's blocked form. NULL where no chunk pairs (or no kernel runs vpmaddubsw); malloc'd,
- * *bytes long (units · K/64). */
+/* Fixed pair patterns (cg_quad_pairs.c's top comment): for q's weights ([channels, K], or a matmul's [K,
+ * channels]) in G groups of Mg channels, per (group, unit of 16 channels, full chunk of 16 quads) one byte,
+ * 0 where its quads run one by one, else p + 1 where every quad a of the chunk pairs with a ^ d (d = 1, 2, 8
+ * for pattern p = 0, 1, 2) for each of the unit's channels, the activations bounded as fc_quad_pairs_plan's
+ * are. NULL where no chunk pairs (or no kernel runs vpmaddubsw); malloc'd, *bytes long (G · units · K/64). */
 enum { FC_QUAD_XOR_PATTERNS = 3 };
-uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t N, int64_t K, int64_t *bytes);
+uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, int64_t K, int64_t *bytes);
+/* Emits chunk h's (an i64) k loop by its code (an i64): step(.., quad0, quads, n) with n quads (2: a pair, or
+ * 1) at quad0 + quads[j] (quad0 an i64 from the chunk's first quad 16h, quads constants), so that every
+ * address is a constant of an iteration. */
+typedef void (*FcQuadXorStep)(FcKernel *k, void *ctx, LLVMValueRef quad0, const int *quads, int n);
+void fc_quad_xor_chunk(FcKernel *k, LLVMValueRef code, LLVMValueRef h, FcQuadXorStep step, void *ctx);
 
 typedef struct FcConvI8 {
   FcConv2 c;

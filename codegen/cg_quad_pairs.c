@@ -1,5 +1,6 @@
 /* cg_quad_pairs.c — vpmaddubsw on two k quads at once where their sums cannot leave i16: the dual and
- * pair-exact dots of the quantised GEMM convs (kernel_conv_i8.c, kernel_conv_i8_few_pixels.c) without VNNI.
+ * pair-exact dots of the quantised GEMM convs (kernel_conv_i8.c, kernel_conv_i8_few_pixels.c) and of the
+ * blocked 1x1 conv (kernel_matmul_i8.c) without VNNI.
  *
  * vpmaddubsw leaves per i16 lane the sum of two u8 × s8 products, and vpmaddwd with ones adds lane pairs into
  * i32: three instructions per 4 k (two on the multiply ports). Two quads q0, q1 whose i16 lanes may be added
@@ -10,8 +11,9 @@
  * [-A·S-, A·S+] with S+ (S-) the sum of those four weights' positive parts (magnitudes of negative parts):
  * A·S+ <= 32767 and A·S- <= 32768 make it exact, whatever the activations. The weights are constants, so
  * which quads may pair is decided here, at compile time, for the 16 channels of a unit (the channel tiles of
- * both kernels lie inside one), within each chunk of 16 quads (the chunked Col's unit of layout, so the dual
- * kernels' mixed chunks keep their own dots): a greedy matching that takes the quad with the fewest partners
+ * the kernels lie inside one), within each chunk of 16 quads (the chunked Col's unit of layout, so the dual
+ * kernels' mixed chunks keep their own dots). The pixel kernel (a channel's weights broadcast, pixels in the
+ * lanes) reads a table of pairs: a greedy matching that takes the quad with the fewest partners
  * first, which pairs all of a chunk's quads in real networks' wide layers (MobileNetV2's 7-bit QDQ model:
  * nearly every quad of its 1×1 convs of K >= 64; a quarter to nine tenths at K = 16..32).
  *
@@ -21,10 +23,14 @@
  * within the chunk, two a byte (low nibble first), the pairs first (pair j: byte j), then the single quads;
  * then one byte per entry, np. fc_quad_pairs_chunk emits a chunk's k loop from it.
  *
- * The blocked int8 GEMM (kernel_matmul_i8.c) reads its activations at addresses its k loop computes per quad,
- * and there a table-driven order costs what the pairs save. fc_quad_xor_pairs_plan gives it fixed patterns
- * instead: a full chunk of a unit pairs every quad a with a ^ d for one d of 1, 2, 8 (whichever holds for all
- * its pairs and channels first), or runs one quad at a time; one byte per (unit, chunk).
+ * The kernels with the channels in the lanes (the few-pixel conv, the blocked 1x1 conv) broadcast each
+ * pixel's quad from an address the k loop computes; there the table's per-pair order costs about what the
+ * pairs save. They read fixed patterns instead (fc_quad_xor_pairs_plan): a full chunk of a unit pairs every
+ * quad a with a ^ d for one d of 1, 2, 8 (the first that holds for all its pairs and channels), or runs its
+ * quads one at a time; one byte per (group, unit, chunk), after the packing like the table, and
+ * fc_quad_xor_chunk emits the chunk's loops with every address a constant of an iteration. The three
+ * patterns cover nearly every chunk of real networks' wide layers (ResNet-18's 3×3 convs, MobileNetV2's
+ * projections) and some of the expansions' (a fourth to a half of MobileNetV2's deepest).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +199,7 @@ void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, L
   fc_cg_loop_end(k, &ls);
 }
 
-/* Chunk h of unit u pairs every quad a with a ^ d (the pattern's distance), for all the unit's channels. */
+/* Chunk h of channels [m0, m1) pairs every quad a with a ^ d, for all those channels. */
 static bool chunk_pairs_at(const FcQuantProduct *q, int64_t m0, int64_t m1, int64_t h, int d, int xbound) {
   for (int a = 0; a < 16; a++)
     if (!(a & d))
@@ -202,24 +208,52 @@ static bool chunk_pairs_at(const FcQuantProduct *q, int64_t m0, int64_t m1, int6
   return true;
 }
 
-uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t N, int64_t K, int64_t *bytes) {
-  static const int dist[FC_QUAD_XOR_PATTERNS] = {1, 2, 8};
+/* the patterns' distances; each of a pattern's 4 iterations takes two pairs, its quads relative to the
+ * iteration's first quad (xor_step quads after the one before) */
+static const int xor_dist[FC_QUAD_XOR_PATTERNS] = {1, 2, 8};
+static const int xor_step[FC_QUAD_XOR_PATTERNS] = {4, 4, 2};
+static const int xor_pairs[FC_QUAD_XOR_PATTERNS][2][2] = {{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}, {{0, 8}, {1, 9}}};
+
+uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, int64_t K, int64_t *bytes) {
   int xbound = activation_bound(q);
-  int64_t units = (N + 15) / 16, chunks = K / 64, paired = 0;
+  int64_t units = (Mg + 15) / 16, chunks = K / 64, paired = 0;
   if (!xbound || !chunks) return NULL;
-  *bytes = units * chunks;
+  *bytes = G * units * chunks;
   uint8_t *codes = calloc((size_t)*bytes, 1);
   if (!codes) fc_die(__FILE__, __LINE__, "out of memory");
-  for (int64_t u = 0; u < units; u++)
-    for (int64_t h = 0; h < chunks; h++)
-      for (int p = 0; p < FC_QUAD_XOR_PATTERNS && !codes[u * chunks + h]; p++)
-        if (chunk_pairs_at(q, 16 * u, 16 * u + 16 < N ? 16 * u + 16 : N, h, dist[p], xbound)) {
-          codes[u * chunks + h] = (uint8_t)(p + 1);
-          paired++;
-        }
+  for (int64_t g = 0; g < G; g++)
+    for (int64_t u = 0; u < units; u++) {
+      int64_t m0 = g * Mg + 16 * u, m1 = m0 + 16 < (g + 1) * Mg ? m0 + 16 : (g + 1) * Mg;
+      uint8_t *row = codes + (g * units + u) * chunks;
+      for (int64_t h = 0; h < chunks; h++)
+        for (int p = 0; p < FC_QUAD_XOR_PATTERNS && !row[h]; p++)
+          if (chunk_pairs_at(q, m0, m1, h, xor_dist[p], xbound)) {
+            row[h] = (uint8_t)(p + 1);
+            paired++;
+          }
+    }
   if (!paired) {
     free(codes);
     return NULL;
   }
   return codes;
+}
+
+void fc_quad_xor_chunk(FcKernel *k, LLVMValueRef code, LLVMValueRef h, FcQuadXorStep step, void *ctx) {
+  LLVMValueRef q0 = fc_cg_imulc(k, h, 16);
+  FcLoop li;
+  for (int p = 0; p <= FC_QUAD_XOR_PATTERNS; p++) {
+    LLVMBasicBlockRef in = fc_cg_if_begin(k, LLVMBuildICmp(k->b, LLVMIntEQ, code, fc_cg_const_i64(k, p), ""));
+    if (p == 0) { /* the chunk's quads one by one, two an iteration */
+      LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), fc_cg_const_i64(k, 8), 1, "quads");
+      LLVMValueRef at = fc_cg_iadd(k, q0, fc_cg_imulc(k, i, 2));
+      for (int j = 0; j < 2; j++) step(k, ctx, at, &j, 1);
+    } else {
+      LLVMValueRef i = fc_cg_loop_begin(k, &li, fc_cg_const_i64(k, 0), fc_cg_const_i64(k, 4), 1, "pairs");
+      LLVMValueRef at = fc_cg_iadd(k, q0, fc_cg_imulc(k, i, xor_step[p - 1]));
+      for (int j = 0; j < 2; j++) step(k, ctx, at, xor_pairs[p - 1][j], 2);
+    }
+    fc_cg_loop_end(k, &li);
+    fc_cg_if_end(k, in);
+  }
 }

@@ -34,7 +34,8 @@
  * vpmaddubsw dots that cannot saturate (fix_wide_columns). All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
  * lanes, so the results are bit-identical. Where vpmaddubsw runs on tiles of at most 16 channels, the quads
- * the weights allow go two at a time (cg_quad_pairs.c), as in the pixel kernel. Weights outside s8 (an
+ * go two at a time in each chunk of 64 k whose weights allow one of cg_quad_pairs.c's fixed patterns (the
+ * pixel kernel's table of arbitrary pairs costs more than it saves here). Weights outside s8 (an
  * asymmetric weight zero point) stay on the pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
  * channel's mr pixels are adjacent there.
  */
@@ -130,6 +131,7 @@ typedef struct FewPx {
   int64_t lines;          /* 64-byte lines of the packed weights (G·MT·KQ) */
   int64_t pf_lines;       /* a tile's share of the next panel's lines */
   LLVMValueRef wp, wide;  /* the packed constant; WIDEN's widened panel in the scratch */
+  LLVMValueRef codes;     /* the pair patterns (fc_quad_xor_pairs_plan) where the tiles read them, or NULL */
 } FewPx;
 
 /* The packed constant: weights [G][MT][KQ][16][4] | corr: i32 × G·MT·16 | mult: f32 × G·MT·16. */
@@ -232,17 +234,23 @@ static void k_step(FcKernel *k, const FewPx *f, FcI8Dot dot, LLVMValueRef acc, L
   k_step_n(k, f, dot, acc, pcol, wbase, &coff, &woff, 1);
 }
 
-/* A chunk's quads on vpmaddubsw in cg_quad_pairs.c's order: the tile, the chunk's Col at hcol and its
- * weights at hw[v] (quad j: + 64j). */
-typedef struct PairedChunk {
+/* A chunk's quads on vpmaddubsw by its pair pattern (fc_quad_xor_chunk's step): the tile, its Col at pcol and
+ * its weights at wbase[v] (quad g: + g·PB·4 and + 64g). */
+typedef struct XorChunk {
   const FewPx *f;
-  LLVMValueRef acc, hcol;
-  const LLVMValueRef *hw;
-} PairedChunk;
+  LLVMValueRef acc, pcol;
+  const LLVMValueRef *wbase;
+} XorChunk;
 
-static void paired_step(FcKernel *k, void *ctx, const LLVMValueRef *coff, const LLVMValueRef *woff, int n) {
-  const PairedChunk *pc = ctx;
-  k_step_n(k, pc->f, FC_I8DOT_MADDUBS, pc->acc, pc->hcol, pc->hw, coff, woff, n);
+static void xor_step(FcKernel *k, void *ctx, LLVMValueRef quad0, const int *quads, int n) {
+  const XorChunk *x = ctx;
+  LLVMValueRef coff[2], woff[2];
+  for (int h = 0; h < n; h++) {
+    LLVMValueRef g = fc_cg_iadd(k, quad0, c64(k, quads[h]));
+    coff[h] = fc_cg_imulc(k, g, x->f->t.PB * 4);
+    woff[h] = fc_cg_imulc(k, g, 64);
+  }
+  k_step_n(k, x->f, FC_I8DOT_MADDUBS, x->acc, x->pcol, x->wbase, coff, woff, n);
 }
 
 /* Chunk h (of `quads` quads, a constant, so LLVM unrolls its loop) of a tile over a chunked Col
@@ -292,11 +300,22 @@ static void chunked_k_loop(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVa
     prefetch_l2(k, LLVMBuildGEP2(b, i8, f->wp, (LLVMValueRef[]){fc_cg_imulc(k, line, 64)}, 1, ""));
   }
   if (plain) {
-    LLVMValueRef hw[4] = {0}, hcol = LLVMBuildGEP2(b, i8, pcol, (LLVMValueRef[]){fc_cg_imulc(k, h, 64 * t->PB)}, 1, "");
-    for (int v = 0; v < t->g.nv; v++) hw[v] = LLVMBuildGEP2(b, i8, wbase[v], (LLVMValueRef[]){fc_cg_imulc(k, h, 16 * 64)}, 1, "");
-    PairedChunk pc = {f, acc, hcol, hw};
-    LLVMValueRef n = fc_cg_smin(k, c64(k, 16), fc_cg_isub(k, c64(k, f->KQ), fc_cg_imulc(k, h, 16)));
-    fc_quad_pairs_chunk(k, &t->pairs, unit, h, n, paired_step, &pc);
+    /* a whole chunk by its pair pattern, the last one's real quads one by one */
+    XorChunk x = {f, acc, pcol, wbase};
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, f->KQ / 16), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, whole);
+    LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, unit, f->KQ / 16), h);
+    LLVMValueRef code = LLVMBuildZExt(b, fc_cg_load(k, FC_DT_U8, f->codes, at), LLVMInt64TypeInContext(k->ctx), "");
+    fc_quad_xor_chunk(k, code, h, xor_step, &x);
+    fc_cg_if_end(k, cont);
+    if (f->KQ % 16) {
+      cont = fc_cg_if_begin(k, LLVMBuildNot(b, whole, ""));
+      FcLoop lq;
+      LLVMValueRef g = fc_cg_loop_begin(k, &lq, c64(k, f->KQ / 16 * 16), c64(k, f->KQ), 1, "quad");
+      k_step(k, f, FC_I8DOT_MADDUBS, acc, pcol, wbase, 64, g);
+      fc_cg_loop_end(k, &lq);
+      fc_cg_if_end(k, cont);
+    }
   } else if (f->KQ % 16) {
     LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, f->KQ / 16), "");
     LLVMBasicBlockRef cont = fc_cg_if_begin(k, whole);
@@ -423,7 +442,7 @@ static void tile(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMValueRef edg
   LLVMValueRef pcol = LLVMBuildGEP2(b, i8, t->cols, (LLVMValueRef[]){fc_cg_imulc(k, p0, 4)}, 1, "");
   /* the pair table's row: the tile's channels lie in one unit of 16 (t->pairs set only then) */
   LLVMValueRef unit = fc_cg_iadd(k, fc_cg_imulc(k, grp, f->MT), LLVMBuildSDiv(b, cv[0], c64(k, 16), ""));
-  bool paired = t->pairs.table != NULL;
+  bool paired = f->codes != NULL;
   if (t->chunked) {
     /* an image without a WIDEN chunk has its Col as plain quads (interleave_chunks) */
     LLVMValueRef any = LLVMBuildGEP2(b, i8, t->flags, (LLVMValueRef[]){c64(k, t->NH)}, 1, "");
@@ -591,14 +610,15 @@ FcStatus fc_conv_i8_few_pixels(FcKernel *k) {
     return fc_cg_error(k, FC_ERR_LIMIT, "the few-pixel int8 conv's blocks are too large");
   }
   flags_at = round_up(end > t->col_bytes + wide_bytes ? end : t->col_bytes + wide_bytes, 64);
-  /* the pair table follows the packing where it pays on some variant (the same bytes for all); this one
-   * reads it where its dot is vpmaddubsw and its tiles lie inside units of 16 channels */
+  /* the pair patterns follow the packing where they pay on some variant (the same bytes for all); this one
+   * reads them where its dot is vpmaddubsw and its tiles lie inside units of 16 channels */
   int64_t pair_bytes = 0;
-  uint8_t *pairs = fc_quad_pairs_plan(&t->q, c, &pair_bytes);
+  uint8_t *pairs = fc_quad_xor_pairs_plan(&t->q, c->G, c->Mg, c->K, &pair_bytes);
   int8_t *pk = pack_weights(&f, pairs, pair_bytes, &bytes);
   f.wp = fc_qp_packed_weights(k, &t->q, pk, bytes, f.wbytes, "packed_w_i8_fewpx");
   if (pairs && t->g.dot == FC_I8DOT_MADDUBS && nr <= 16)
-    t->pairs = fc_quad_pairs_use(k, c, pairs, f.wp, f.wbytes + 8 * c->G * f.MT * 16, t->PB * 4, 64);
+    f.codes = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), f.wp,
+                            (LLVMValueRef[]){c64(k, f.wbytes + 8 * c->G * f.MT * 16)}, 1, "pair_codes");
   free(pairs);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->P * (double)f.PW * (double)c->K);
   fc_conv_i8_cols_tables(k, t);

@@ -348,49 +348,24 @@ static void load_groups(FcKernel *k, const I8Mm *m, const I8Tile *t, const LLVMV
   }
 }
 
-/* n quads (1, or a pair) of a blocked A's k: quad[h] is quad q of the k range from block `block` (an i64),
- * at byte (block + q/2)·8M + (q%2)·4 of each row and row block·2 + q of the B panel. */
-static void blocked_quads(FcKernel *k, const I8Mm *m, const I8Tile *t, const LLVMValueRef *arow,
-                          const LLVMValueRef *bvec, LLVMValueRef block, const int *quad, int n) {
-  LLVMValueRef a32[2][16], boff[2];
-  for (int h = 0; h < n; h++) {
-    LLVMValueRef b = fc_cg_iadd(k, block, c64(k, quad[h] / 2));
-    load_groups(k, m, t, arow, fc_cg_iadd(k, fc_cg_imulc(k, b, m->M * 8), c64(k, quad[h] % 2 * 4)), a32[h]);
-    boff[h] = fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, block, 2), c64(k, quad[h])), t->kstride);
-  }
-  tile_step_n(k, t, a32, bvec, boff, n);
-}
+/* A chunk's quads on the blocked form (fc_quad_xor_chunk's step): quad q's 4 bytes of each row at
+ * (q/2)·8M + (q%2)·4, its B row q of the unit panel. */
+typedef struct XorTile {
+  const I8Mm *m;
+  const I8Tile *t;
+  const LLVMValueRef *arow, *bvec;
+} XorTile;
 
-/* The blocked form's full chunks of 64 k by the pattern code of (unit qp, chunk) (fc_quad_xor_pairs_plan):
- * code p + 1 takes the chunk as 8 pairs (a, a ^ d), two an iteration at offsets constant but for the
- * iteration's block; code 0 its 16 quads one by one. The last K % 64 are left to the caller. */
-static void xor_pair_chunks(FcKernel *k, const I8Mm *m, const I8Tile *t, const LLVMValueRef *arow,
-                            const LLVMValueRef *bvec, LLVMValueRef qp) {
-  /* per pattern (d = 1, 2, 8): blocks an iteration, and its two pairs as quads from the iteration's block */
-  static const int blocks[FC_QUAD_XOR_PATTERNS] = {2, 2, 1};
-  static const int pairs[FC_QUAD_XOR_PATTERNS][2][2] = {{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}, {{0, 8}, {1, 9}}};
-  LLVMBuilderRef bld = k->b;
-  int64_t chunks = m->K / 64;
-  FcLoop lh, li;
-  LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, chunks), 1, "chunk");
-  LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, qp, chunks), h);
-  LLVMValueRef code = LLVMBuildZExt(bld, fc_cg_load(k, FC_DT_U8, m->xor_codes, at), LLVMInt64TypeInContext(k->ctx), "");
-  LLVMValueRef block0 = fc_cg_imulc(k, h, 8);
-  for (int p = 0; p <= FC_QUAD_XOR_PATTERNS; p++) {
-    LLVMBasicBlockRef in = fc_cg_if_begin(k, LLVMBuildICmp(bld, LLVMIntEQ, code, c64(k, p), ""));
-    if (p == 0) { /* the chunk's 8 blocks, two quads each */
-      LLVMValueRef b = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, 8), 1, "block");
-      for (int j = 0; j < 2; j++) blocked_quads(k, m, t, arow, bvec, fc_cg_iadd(k, block0, b), &j, 1);
-    } else {
-      int nb = blocks[p - 1];
-      LLVMValueRef i = fc_cg_loop_begin(k, &li, c64(k, 0), c64(k, 4), 1, "pairs");
-      for (int j = 0; j < 2; j++)
-        blocked_quads(k, m, t, arow, bvec, fc_cg_iadd(k, block0, fc_cg_imulc(k, i, nb)), pairs[p - 1][j], 2);
-    }
-    fc_cg_loop_end(k, &li);
-    fc_cg_if_end(k, in);
+static void blocked_quads(FcKernel *k, void *ctx, LLVMValueRef quad0, const int *quad, int n) {
+  const XorTile *x = ctx;
+  LLVMValueRef a32[2][16], boff[2];
+  for (int h = 0; h < n; h++) { /* quad0 is even: quad0 + q is in block quad0/2 + q/2 */
+    LLVMValueRef b = fc_cg_iadd(k, LLVMBuildLShr(k->b, quad0, c64(k, 1), ""), c64(k, quad[h] / 2));
+    load_groups(k, x->m, x->t, x->arow, fc_cg_iadd(k, fc_cg_imulc(k, b, x->m->M * 8), c64(k, quad[h] % 2 * 4)),
+                a32[h]);
+    boff[h] = fc_cg_imulc(k, fc_cg_iadd(k, quad0, c64(k, quad[h])), x->t->kstride);
   }
-  fc_cg_loop_end(k, &lh);
+  tile_step_n(k, x->t, a32, x->bvec, boff, n);
 }
 
 /* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped; a blocked A's
@@ -435,7 +410,12 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
     int per = 8 / t->kg;
     int64_t b0 = 0;
     if (m->xor_codes && t->g.dot == FC_I8DOT_MADDUBS) {
-      xor_pair_chunks(k, m, t, arow, bvec, qp);
+      XorTile x = {m, t, arow, bvec};
+      LLVMValueRef h = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / 64), 1, "chunk");
+      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, qp, K / 64), h);
+      LLVMValueRef code = fc_cg_load(k, FC_DT_U8, m->xor_codes, at);
+      fc_quad_xor_chunk(k, LLVMBuildZExt(bld, code, LLVMInt64TypeInContext(k->ctx), ""), h, blocked_quads, &x);
+      fc_cg_loop_end(k, &lk);
       b0 = K / 64 * 8;
     }
     LLVMValueRef b = fc_cg_loop_begin(k, &lk, c64(k, b0), c64(k, K / 8), 1, "kblock");
@@ -592,7 +572,7 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
   /* Without VNNI the blocked form's vpmaddubsw takes two quads at once where the weights keep their i16 sums
    * exact; the chunks' pattern codes follow its packing. */
   int64_t code_bytes = 0;
-  uint8_t *codes = blocked && !t.wide16 ? fc_quad_xor_pairs_plan(&q, N, K, &code_bytes) : NULL;
+  uint8_t *codes = blocked && !t.wide16 ? fc_quad_xor_pairs_plan(&q, 1, N, K, &code_bytes) : NULL;
   if (codes) {
     int8_t *grown = realloc(pk, (size_t)(total + code_bytes));
     if (!grown) fc_die(__FILE__, __LINE__, "out of memory");
