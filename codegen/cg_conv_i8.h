@@ -22,36 +22,12 @@ typedef struct FcConv2 {
  * channels counted over the blocks); false otherwise. */
 bool fc_conv2_of(const FcOp *op, FcConv2 *c);
 
-/* cg_quad_pairs.c (its top comment): which k quads vpmaddubsw may take two at a time, per (group, unit of 16
- * channels, chunk of 16 quads), as a table after a packing's weights: entries of FC_QUAD_PAIRS_ENTRY bytes
- * (the chunk's quad indices, two a byte, pairs first), then one byte per entry (its pairs). */
-enum { FC_QUAD_PAIRS_ENTRY = 8 };
-typedef struct FcQuadPairs {
-  LLVMValueRef table;      /* in the packed constant */
-  LLVMValueRef offsets;    /* i32 × 32: quad j's Col offset (j < 16), then its weights' (fc_quad_pairs_use) */
-  int64_t entries, chunks; /* G · units · chunks; chunks of 16 quads a channel */
-  bool singles;            /* some entry has single quads */
-} FcQuadPairs;
-/* The table for q's weights (chan_axis 0) of conv c and the activations its vpmaddubsw dots meet (the type's
- * range where fc_qp_pairs_exact holds, 7 bits where the dual kernels choose it at run time), malloc'd,
- * *bytes long; NULL where no kernel runs vpmaddubsw or fewer than three quarters of the quads pair. Depends
- * on q and c alone, so every variant of a packing appends the same bytes. */
-uint8_t *fc_quad_pairs_plan(const FcQuantProduct *q, const FcConv2 *c, int64_t *bytes);
-/* The planned table (also at wp + at, in the kernel's packed constant) as the kernel reads it, a chunk's quad
- * j at col_stride·j bytes into its Col and w_stride·j into its weights (both below 2^31 / 16). */
-FcQuadPairs fc_quad_pairs_use(FcKernel *k, const FcConv2 *c, const uint8_t *table, LLVMValueRef wp, int64_t at,
-                              int64_t col_stride, int64_t w_stride);
-/* Emits chunk h's k loop (n quads, an i64) of entry row `unit` (group · units + unit): step(.., 2) per pair,
- * then step(.., 1) per single quad, with the quads' Col and weight offsets (i64) in the chunk. */
-typedef void (*FcQuadStep)(FcKernel *k, void *ctx, const LLVMValueRef *coff, const LLVMValueRef *woff, int n);
-void fc_quad_pairs_chunk(FcKernel *k, const FcQuadPairs *p, LLVMValueRef unit, LLVMValueRef h, LLVMValueRef n,
-                         FcQuadStep step, void *ctx);
-
-/* Fixed pair patterns (cg_quad_pairs.c's top comment): for q's weights ([channels, K], or a matmul's [K,
- * channels]) in G groups of Mg channels, per (group, unit of 16 channels, full chunk of 16 quads) one byte,
- * 0 where its quads run one by one, else p + 1 where every quad a of the chunk pairs with a ^ d (d = 1, 2, 8
- * for pattern p = 0, 1, 2) for each of the unit's channels, the activations bounded as fc_quad_pairs_plan's
- * are. NULL where no chunk pairs (or no kernel runs vpmaddubsw); malloc'd, *bytes long (G · units · K/64). */
+/* cg_quad_pairs.c (its top comment): which k quads vpmaddubsw may take two at a time. For q's weights
+ * ([channels, K], or a matmul's [K, channels]) in G groups of Mg channels, per (group, unit of 16 channels,
+ * full chunk of 16 quads) one byte, 0 where its quads run one by one, else p + 1 where every quad a of the
+ * chunk pairs with a ^ d (d = 1, 2, 8 for pattern p = 0, 1, 2) for each of the unit's channels. Depends on q
+ * alone, so every variant of a packing appends the same bytes. NULL where no chunk pairs (or no kernel runs
+ * vpmaddubsw on q); malloc'd, *bytes long (G · units · K/64). */
 enum { FC_QUAD_XOR_PATTERNS = 3 };
 uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, int64_t K, int64_t *bytes);
 /* Emits chunk h's (an i64) k loop by its code (an i64): step(.., quad0, quads, n) with n quads (2: a pair, or
@@ -93,8 +69,8 @@ typedef struct FcConvI8 {
                            * pixels the build writes plain quads (flags[NH] = 0) and flags[NH + 1] = 1, else
                            * chunks and flags[NH + 1] = 0. Plain quads (the pixel kernel's pointwise
                            * fix-up): the interleave marks them as it goes */
-  FcQuadPairs pairs;       /* the s8 packing's pair table (cg_quad_pairs.c): table NULL where the kernel
-                           * runs every quad alone */
+  LLVMValueRef pair_codes; /* the s8 packing's pair patterns (fc_quad_xor_pairs_plan), or NULL where the
+                           * kernel runs every quad alone */
 } FcConvI8;
 
 /* A kernel that runs vpmaddubsw over a few wide columns recomputes each of them with two exact vpmaddubsw

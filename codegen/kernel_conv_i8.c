@@ -39,8 +39,8 @@
  * it runs on MADDUBS and recomputes those (kernel_conv_i8_fixup.c), else its Col is built again for WIDEN.
  * An image's few outliers past the calibrated range thus cost a stem their pixels' recomputation, not the
  * 16-bit path for its whole block of rows. Wherever vpmaddubsw runs, the quads whose
- * weights allow it are taken two at a time, their i16 lanes added before vpmaddwd (cg_quad_pairs.c: a table
- * after the packing says which, per 16 channels and chunk).
+ * weights allow it are taken two at a time, their i16 lanes added before vpmaddwd (cg_quad_pairs.c: a byte
+ * after the packing gives the chunk's fixed pattern, per 16 channels and chunk of 64 k).
  * WIDEN (the exact path where vpmaddubsw could saturate: u8 activations 0..255 with full-range s8 weights,
  * the common case on AVX2 and AVX-512 without VNNI): Col is interleaved as u16 pairs (2 k of a pixel
  * zero-extended, 4 bytes), and each channel tile's weights are sign-extended from the s8 packing ONCE per
@@ -889,21 +889,22 @@ static void k_step(FcKernel *k, const KStep *s, LLVMValueRef g, LLVMValueRef wro
   k_step_n(k, s, &coff, &wrow, 1);
 }
 
-/* A chunk's quads in cg_quad_pairs.c's order (fc_quad_pairs_chunk's step): the Col offset of the chunk's
- * first k group g0 (g0·PB·4) and its weight row hrow (quad j: + 4j). */
-typedef struct PairedChunk {
+/* A chunk's quads by its pair pattern (fc_quad_xor_chunk's step): chunk h's weights at hrow (quad g of the
+ * chunk: + 4(g - 16h)), the Col's quad g at g·PB·4. */
+typedef struct XorChunk {
   const KStep *ks;
-  LLVMValueRef cbase, hrow;
-} PairedChunk;
+  LLVMValueRef h, hrow;
+} XorChunk;
 
-static void paired_step(FcKernel *k, void *ctx, const LLVMValueRef *coff, const LLVMValueRef *woff, int n) {
-  const PairedChunk *pc = ctx;
+static void xor_step(FcKernel *k, void *ctx, LLVMValueRef quad0, const int *quads, int n) {
+  const XorChunk *x = ctx;
   LLVMValueRef c[2], wrow[2];
   for (int h = 0; h < n; h++) {
-    c[h] = fc_cg_iadd(k, pc->cbase, coff[h]);
-    wrow[h] = fc_cg_iadd(k, pc->hrow, woff[h]);
+    LLVMValueRef g = fc_cg_iadd(k, quad0, c64(k, quads[h]));
+    c[h] = fc_cg_imulc(k, g, x->ks->t->PB * 4);
+    wrow[h] = fc_cg_iadd(k, x->hrow, fc_cg_imulc(k, fc_cg_isub(k, g, fc_cg_imulc(k, x->h, 16)), 4));
   }
-  k_step_n(k, pc->ks, c, wrow, n);
+  k_step_n(k, x->ks, c, wrow, n);
 }
 
 /* The n quads (a constant) from k group g0 one by one, their weights from hrow (quad j: + 4j). */
@@ -1012,24 +1013,23 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
      * real ones), so the addresses are plain increments */
     LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
     LLVMValueRef wtile = fc_cg_iadd(k, a->wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t->NH * 1024), fc_cg_imulc(k, r16, 64)));
-    if (t->pairs.table) {
-      /* the pair table's order, every chunk (the last over its real quads) by one loop */
+    if (t->KG >= 16) {
+      /* whole chunks: by their pair patterns (the tile's unit's row of codes) where the kernel reads them */
       FcLoop lh;
-      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->NH), 1, "chunk");
-      LLVMValueRef n = fc_cg_smin(k, c64(k, 16), fc_cg_isub(k, c64(k, t->KG), fc_cg_imulc(k, h, 16)));
-      PairedChunk pc = {&ks, fc_cg_imulc(k, h, 16 * t->PB * 4), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024))};
-      fc_quad_pairs_chunk(k, &t->pairs, fc_cg_iadd(k, fc_cg_imulc(k, a->grp, t->MT), t16), h, n, paired_step, &pc);
-      fc_cg_loop_end(k, &lh);
-    } else {
-      if (t->KG >= 16) {
-        FcLoop lh;
-        LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
-        quad_loop(k, &ks, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), 16);
-        fc_cg_loop_end(k, &lh);
+      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
+      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
+      if (t->pair_codes) {
+        LLVMValueRef unit = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, t->MT), t16);
+        LLVMValueRef code = fc_cg_load(k, FC_DT_U8, t->pair_codes, fc_cg_iadd(k, fc_cg_imulc(k, unit, t->KG / 16), h));
+        XorChunk x = {&ks, h, hrow};
+        fc_quad_xor_chunk(k, LLVMBuildZExt(b, code, LLVMInt64TypeInContext(k->ctx), ""), h, xor_step, &x);
+      } else {
+        quad_loop(k, &ks, fc_cg_imulc(k, h, 16), hrow, 16);
       }
-      if (t->KG % 16)
-        quad_loop(k, &ks, c64(k, t->KG / 16 * 16), fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024)), t->KG % 16);
+      fc_cg_loop_end(k, &lh);
     }
+    if (t->KG % 16)
+      quad_loop(k, &ks, c64(k, t->KG / 16 * 16), fc_cg_iadd(k, wtile, c64(k, t->KG / 16 * 1024)), t->KG % 16);
   }
 
   /* requantise: one multiplier per channel row (rows past the group read its last channel); the correction
@@ -1292,14 +1292,16 @@ FcStatus fc_conv_i8(FcKernel *k) {
    * (ResNet's 56x56 3x3 convs, 1.8 MB: 3% slower on 1 thread, 10% faster on 2; 14x14: 40% faster on 2). */
   int64_t splits = amx && outer == 1 && t.MT >= 2 && t.col_bytes <= (1 << 20) ? 2 : 1;
   outer *= splits;
-  /* the pair table follows the packing where it pays on some variant (the same bytes for all); this one
-   * reads it where its dot is vpmaddubsw */
+  /* the pair patterns follow the packing where they pay on some variant (the same bytes for all); this one
+   * reads them where its dot is vpmaddubsw */
   int64_t bytes, pair_bytes = 0;
-  uint8_t *pairs = t.wide16 ? NULL : fc_quad_pairs_plan(&t.q, c, &pair_bytes);
+  uint8_t *pairs = t.wide16 ? NULL : fc_quad_xor_pairs_plan(&t.q, c->G, c->Mg, c->K, &pair_bytes);
   int8_t *pk = pack_weights(&t, wbytes, pairs, pair_bytes, &bytes);
   LLVMValueRef wp = fc_qp_packed_weights(k, &t.q, pk, bytes, wbytes, "packed_w_i8");
   tw.q.zx_base = t.q.zx_base, tw.q.zx_at = t.q.zx_at;
-  if (pairs && t.g.dot == FC_I8DOT_MADDUBS) t.pairs = fc_quad_pairs_use(k, c, pairs, wp, wbytes + 8 * c->M, t.PB * 4, 4);
+  if (pairs && t.g.dot == FC_I8DOT_MADDUBS)
+    t.pair_codes = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), wp, (LLVMValueRef[]){c64(k, wbytes + 8 * c->M)}, 1,
+                                 "pair_codes");
   free(pairs);
   fc_kernel_set_outer(k, outer, 2.0 * (double)c->Mg * (double)c->K * (double)t.PB / (double)splits);
 

@@ -34,8 +34,8 @@
  * vpmaddubsw dots that cannot saturate (fix_wide_columns). All of them accumulate exactly in i32 the products the pixel kernel
  * does, and the requantisation (cg_requant.h) is the same per element with the channel varying along the
  * lanes, so the results are bit-identical. Where vpmaddubsw runs on tiles of at most 16 channels, the quads
- * go two at a time in each chunk of 64 k whose weights allow one of cg_quad_pairs.c's fixed patterns (the
- * pixel kernel's table of arbitrary pairs costs more than it saves here). Weights outside s8 (an
+ * go two at a time in each chunk of 64 k whose weights allow one of cg_quad_pairs.c's fixed patterns, as in
+ * the pixel kernel. Weights outside s8 (an
  * asymmetric weight zero point) stay on the pixel kernel. A finished tile is stored to Y (NCHW) transposed (fc_qp_store_tile_transposed): each
  * channel's mr pixels are adjacent there.
  */
