@@ -580,9 +580,16 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
     memcpy(pk + total, codes, (size_t)code_bytes);
   }
   free(codes);
-  m.bp = fc_kernel_substitute_operand(
-      k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)(total + code_bytes), (size_t)m.bytes, "packed_b_i8"));
-  free(pk);
+  if (blocked) {
+    /* byte for byte the few-pixel kernel's constant for this conv (weights, corrections, multipliers, pair
+     * patterns, x's zero point: kernel_conv_i8_few_pixels.c), which an artefact's other variants run on the
+     * maps of up to 16x16: one stored copy */
+    m.bp = fc_qp_packed_weights(k, &q, pk, total + code_bytes, m.bytes, "packed_w_i8_fewpx");
+  } else {
+    m.bp = fc_kernel_substitute_operand(
+        k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)(total + code_bytes), (size_t)m.bytes, "packed_b_i8"));
+    free(pk);
+  }
   /* a tile of one unit of 16 columns reads its unit's codes */
   if (code_bytes && t.g.dot == FC_I8DOT_MADDUBS && nr == 16)
     m.xor_codes = LLVMBuildGEP2(k->b, LLVMInt8TypeInContext(k->ctx), m.bp, (LLVMValueRef[]){c64(k, total)}, 1, "");
