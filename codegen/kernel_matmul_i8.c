@@ -368,9 +368,9 @@ static void blocked_quads(FcKernel *k, void *ctx, LLVMValueRef quad0, const int 
   tile_step_n(k, x->t, a32, x->bvec, boff, n);
 }
 
-/* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped; a blocked A's
- * tiles lie inside M, rows_in_range) against
- * the columns of panel qp (nr = nv·lanes of them), over the whole K, then requantised (or not) and stored. */
+/* One register tile: rows m0 .. m0 + mr - 1 of A (rows past M read row M - 1, their results dropped; a blocked
+ * A's tiles lie inside M, rows_in_range) against the columns of panel qp (nr = nv·lanes of them), over the
+ * whole K, then requantised (or not) and stored. */
 static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef m0, LLVMValueRef qp) {
   LLVMBuilderRef bld = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
@@ -587,7 +587,7 @@ static FcStatus matmul_i8(FcKernel *k, int64_t K, int64_t N, int64_t M, int64_t 
     m.bp = fc_qp_packed_weights(k, &q, pk, total + code_bytes, m.bytes, "packed_w_i8_fewpx");
   } else {
     m.bp = fc_kernel_substitute_operand(
-        k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)(total + code_bytes), (size_t)m.bytes, "packed_b_i8"));
+        k, 1, fc_cg_packed_weights_bytes(k, pk, (size_t)total, (size_t)m.bytes, "packed_b_i8"));
     free(pk);
   }
   /* a tile of one unit of 16 columns reads its unit's codes */
