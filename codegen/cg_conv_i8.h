@@ -27,7 +27,7 @@ bool fc_conv2_of(const FcOp *op, FcConv2 *c);
  * full chunk of 16 quads) one byte, 0 where its quads run one by one, else p + 1 where every quad a of the
  * chunk pairs with a ^ d (d = 1, 2, 8 for pattern p = 0, 1, 2) for each of the unit's channels. Depends on q
  * alone, so every variant of a packing appends the same bytes. NULL where no chunk pairs (or no kernel runs
- * vpmaddubsw on q); malloc'd, *bytes long (G · units · K/64). */
+ * vpmaddubsw on q, and then *bytes is 0); malloc'd, *bytes long (G · units · K/64). */
 enum { FC_QUAD_XOR_PATTERNS = 3 };
 uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, int64_t K, int64_t *bytes);
 /* Emits chunk h's (an i64) k loop by its code (an i64): step(.., quad0, quads, n) with n quads (2: a pair, or

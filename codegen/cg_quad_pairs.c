@@ -73,9 +73,9 @@ static const int xor_pairs[FC_QUAD_XOR_PATTERNS][2][2] = {{{0, 1}, {2, 3}}, {{0,
 uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, int64_t K, int64_t *bytes) {
   int xbound = activation_bound(q);
   int64_t units = (Mg + 15) / 16, chunks = K / 64, paired = 0;
+  *bytes = 0;
   if (!xbound || !chunks) return NULL;
-  *bytes = G * units * chunks;
-  uint8_t *codes = calloc((size_t)*bytes, 1);
+  uint8_t *codes = calloc((size_t)(G * units * chunks), 1);
   if (!codes) fc_die(__FILE__, __LINE__, "out of memory");
   for (int64_t g = 0; g < G; g++)
     for (int64_t u = 0; u < units; u++) {
@@ -92,6 +92,7 @@ uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, 
     free(codes);
     return NULL;
   }
+  *bytes = G * units * chunks;
   return codes;
 }
 
