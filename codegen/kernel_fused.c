@@ -28,7 +28,8 @@
  * flow.cast; so is the program's value when the result is stored as another dtype (`to`): a quantised
  * model's u8 tensors go through the float glue between its integer kernels in one pass, a byte read and a
  * byte written per element. Such 8-bit results are computed GLUE_UNROLL vectors at a time where the row is
- * long enough, then vector by vector, then element by element. A program of one byte made of exactly rounded
+ * long enough (u8 ones from f32 converted by x86's saturating packs: u8_by_packs), then vector by vector, then
+ * element by element. A program of one byte made of exactly rounded
  * steps is a table lookup instead where the target has AVX2 or AVX-512 VBMI (kernel_fused_lut.c, asked first).
  */
 #include "cg_epilogue.h"
@@ -156,6 +157,57 @@ static LLVMValueRef run_program(FcKernel *k, const Fused *f, LLVMValueRef *in, L
   return vals[f->prog->n_steps - 1];
 }
 
+/* Whether the program's value is at most 255 or NaN: its last step is a min with a one-element constant of at
+ * most 255 (whatever min makes of a NaN, nothing above the constant comes out). */
+static bool program_at_most_255(const FcKernel *k, const Fused *f) {
+  const FcEwStep *st = &f->prog->steps[f->prog->n_steps - 1];
+  if (st->kind != FC_OP_MIN) return false;
+  for (int j = 0; j < st->n_args; j++) {
+    const FcTensor *c = st->args[j] >= 0 ? fc_value_scalar_f32(k->op->operands[st->args[j]].value) : NULL;
+    if (c && ((const float *)c->data)[0] <= 255.0f) return true;
+  }
+  return false;
+}
+
+/* GLUE_UNROLL vectors of vw f32 lanes (vw the target's pack width: AVX2 or AVX-512BW) converted to u8 as
+ * flow.cast converts them (toward zero, saturating, NaN to 0) by the requantising stores' packs: a vminps with
+ * 255 first (x86's min returns its second operand, the value, when either is NaN; left out when the program
+ * already ends at most 255), vcvttps2dq (0x80000000 for a NaN and for anything outside i32), then the
+ * signed-saturating pack to i16 and the unsigned-saturating one to u8, which take everything below 0, and
+ * 0x80000000, to 0; one vpermd puts the 128-bit lanes' dwords back in element order. fc_cg_convert's clamps
+ * to [0, 255] in f32 and its truncation's masks before LLVM's packs are what this leaves out. */
+static LLVMValueRef u8_by_packs(FcKernel *k, const Fused *f, LLVMValueRef y) {
+  LLVMBuilderRef b = k->b;
+  unsigned w = (unsigned)f->vw;
+  bool wide = w == 16;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
+  LLVMTypeRef vf = LLVMVectorType(f32, w), vd = LLVMVectorType(i32, w);
+  bool clamp = !program_at_most_255(k, f);
+  LLVMValueRef r[GLUE_UNROLL], h[GLUE_UNROLL / 2];
+  int part[64];
+  for (int v = 0; v < GLUE_UNROLL; v++) {
+    for (unsigned e = 0; e < w; e++) part[e] = (int)(v * w + e);
+    LLVMValueRef x = fc_cg_shuffle(k, y, NULL, part, (int)w);
+    if (clamp) {
+      LLVMValueRef a[3] = {fc_cg_splat_const(vf, LLVMConstReal(f32, 255.0)), x, LLVMConstInt(i32, 4, 0)};
+      x = fc_cg_intrinsic(k, wide ? "llvm.x86.avx512.min.ps.512" : "llvm.x86.avx.min.ps.256", NULL, a, wide ? 3 : 2);
+    }
+    LLVMValueRef c[4] = {x, LLVMGetUndef(vd), LLVMConstInt(LLVMInt16TypeInContext(k->ctx), 0xffff, 0),
+                         LLVMConstInt(i32, 4, 0)};
+    r[v] = fc_cg_intrinsic(k, wide ? "llvm.x86.avx512.mask.cvttps2dq.512" : "llvm.x86.avx.cvtt.ps2dq.256", NULL, c,
+                           wide ? 4 : 1);
+  }
+  for (int j = 0; j < GLUE_UNROLL / 2; j++)
+    h[j] = fc_cg_intrinsic(k, wide ? "llvm.x86.avx512.packssdw.512" : "llvm.x86.avx2.packssdw", NULL, r + 2 * j, 2);
+  LLVMValueRef bytes = fc_cg_intrinsic(k, wide ? "llvm.x86.avx512.packuswb.512" : "llvm.x86.avx2.packuswb", NULL, h, 2);
+  /* 128-bit lane l of the packed bytes holds dword l of each of the 4 vectors */
+  int parts = (int)w / 4, idx[64];
+  for (int d = 0; d < GLUE_UNROLL * parts; d++) idx[d] = 4 * (d % parts) + d / parts;
+  LLVMTypeRef vq = LLVMVectorType(i32, (unsigned)(GLUE_UNROLL * parts));
+  LLVMValueRef q = fc_cg_shuffle(k, LLVMBuildBitCast(b, bytes, vq, ""), NULL, idx, GLUE_UNROLL * parts);
+  return LLVMBuildBitCast(b, q, LLVMVectorType(LLVMInt8TypeInContext(k->ctx), GLUE_UNROLL * w), "");
+}
+
 /* Per-kernel emission state: the operand pointers of this copy of the nest and the row's offsets. */
 typedef struct Nest {
   LLVMValueRef *ptrs;  /* operand j's buffer; the result pointer for an operand computed in place */
@@ -188,7 +240,10 @@ static void emit_inner(FcKernel *k, const Fused *f, const Nest *n, LLVMValueRef 
     n->in[j] = lanes > 1 ? load_lanes(k, f->odt[j], n->ptrs[j], idx, lanes) : fc_cg_load(k, f->odt[j], n->ptrs[j], idx);
     n->in[j] = fc_cg_convert(k, n->in[j], f->odt[j], f->dt);
   }
-  LLVMValueRef y = fc_cg_convert(k, run_program(k, f, n->in, n->vals), f->dt, f->st);
+  LLVMValueRef y = run_program(k, f, n->in, n->vals);
+  bool packs = lanes == GLUE_UNROLL * f->vw && f->st == FC_DT_U8 && f->dt == FC_DT_F32 &&
+               fc_target_i8_pack_lanes(k->target) == f->vw;
+  y = packs ? u8_by_packs(k, f, y) : fc_cg_convert(k, y, f->dt, f->st);
   if (lanes > 1) store_lanes(k, op->results[0].type.dtype, k->out[0], oi, y);
   else fc_cg_store(k, op->results[0].type.dtype, k->out[0], oi, y);
   fc_cg_loop_end(k, &l);
