@@ -261,6 +261,16 @@ LLVMValueRef fc_qp_finish(FcKernel *k, const FcQuantProduct *q, LLVMValueRef acc
   return LLVMBuildTrunc(b, iv, vec ? LLVMVectorType(i8, n) : i8, "");
 }
 
+LLVMValueRef fc_qp_packs_in_order(FcKernel *k, LLVMValueRef bytes, int g, int w) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx);
+  /* 128-bit lane l of the packed bytes holds dword l of each of its g vectors (dword: 4 results) */
+  int parts = w / 4, words = g * parts, idx[64];
+  for (int d = 0; d < words; d++) idx[d] = 4 * (d % parts) + d / parts;
+  LLVMValueRef dw = LLVMBuildBitCast(k->b, bytes, LLVMVectorType(i32, (unsigned)w), "");
+  LLVMValueRef y = fc_cg_shuffle(k, dw, NULL, idx, words);
+  return LLVMBuildBitCast(k->b, y, LLVMVectorType(LLVMInt8TypeInContext(k->ctx), (unsigned)(g * w)), "");
+}
+
 /* Why the packs give fc_qp_finish's bytes exactly: at most hi after the min, the rounded value plus zy is at
  * most qmax and passes the packs unchanged; at least lo it is exact too. Where every product is known to lie
  * inside i32 (product_in_i32) the f32 min is left out: a rounded value above hi saturates to the type's
@@ -281,19 +291,15 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
     return NULL;
   LLVMBuilderRef b = k->b;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(k->ctx), i16 = LLVMInt16TypeInContext(k->ctx);
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(k->ctx), f32 = LLVMFloatTypeInContext(k->ctx);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
   LLVMTypeRef vf = LLVMVectorType(f32, (unsigned)w), vw = LLVMVectorType(i16, 2 * (unsigned)w);
-  LLVMTypeRef vb = LLVMVectorType(i8, 4 * (unsigned)w), vd = LLVMVectorType(i32, (unsigned)w);
+  LLVMTypeRef vb = LLVMVectorType(i8, 4 * (unsigned)w);
   bool u8 = q->out == FC_DT_U8, wide = w == 16;
   const char *pack_w = wide ? "llvm.x86.avx512.packssdw.512" : "llvm.x86.avx2.packssdw";
   const char *pack_b = u8 ? (wide ? "llvm.x86.avx512.packuswb.512" : "llvm.x86.avx2.packuswb")
                           : (wide ? "llvm.x86.avx512.packsswb.512" : "llvm.x86.avx2.packsswb");
   LLVMValueRef hi = fc_cg_splat_const(vf, LLVMConstReal(f32, q->hi));
   int32_t qmin = q->lo + q->zy, qmax = q->hi + q->zy;
-  /* 128-bit lane l of the packed bytes holds dword l of each of its g vectors (dword: 4 results) */
-  int parts = w / 4, words = g * parts;
-  LLVMValueRef idx[64];
-  for (int d = 0; d < words; d++) idx[d] = LLVMConstInt(i32, (unsigned long long)(4 * (d % parts) + d / parts), 0);
   LLVMValueRef groups[8];
   for (int s = 0; s < n / g; s++) {
     LLVMValueRef r[4];
@@ -325,9 +331,7 @@ LLVMValueRef fc_qp_finish_packed(FcKernel *k, const FcQuantProduct *q, const LLV
       LLVMValueRef mn[2] = {y, fc_cg_splat_const(vb, LLVMConstInt(i8, (unsigned long long)(int64_t)qmax, 1))};
       y = fc_cg_intrinsic(k, u8 ? "llvm.umin" : "llvm.smin", vb, mn, 2);
     }
-    y = LLVMBuildShuffleVector(b, LLVMBuildBitCast(b, y, vd, ""), LLVMGetPoison(vd),
-                               LLVMConstVector(idx, (unsigned)words), "");
-    groups[s] = LLVMBuildBitCast(b, y, LLVMVectorType(i8, (unsigned)(g * w)), "");
+    groups[s] = fc_qp_packs_in_order(k, y, g, w);
   }
   return fc_cg_concat(k, groups, n / g);
 }

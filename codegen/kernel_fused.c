@@ -32,7 +32,7 @@
  * element by element. A program of one byte made of exactly rounded
  * steps is a table lookup instead where the target has AVX2 or AVX-512 VBMI (kernel_fused_lut.c, asked first).
  */
-#include "cg_epilogue.h"
+#include "cg_requant.h"
 #include "ew_program.h"
 
 /* Rows longer than FU_SPLIT_ABOVE elements are cut into chunks of FU_CHUNK (a multiple of every vector
@@ -174,10 +174,10 @@ static bool program_at_most_255(const FcKernel *k, const Fused *f) {
  * 255 first (x86's min returns its second operand, the value, when either is NaN; left out when the program
  * already ends at most 255), vcvttps2dq (0x80000000 for a NaN and for anything outside i32), then the
  * signed-saturating pack to i16 and the unsigned-saturating one to u8, which take everything below 0, and
- * 0x80000000, to 0; one vpermd puts the 128-bit lanes' dwords back in element order. fc_cg_convert's clamps
- * to [0, 255] in f32 and its truncation's masks before LLVM's packs are what this leaves out. */
+ * 0x80000000, to 0; one vpermd puts the 128-bit lanes' dwords back in element order (fc_qp_packs_in_order).
+ * fc_cg_convert's clamps to [0, 255] in f32 and its truncation's masks before LLVM's packs are what this
+ * leaves out. */
 static LLVMValueRef u8_by_packs(FcKernel *k, const Fused *f, LLVMValueRef y) {
-  LLVMBuilderRef b = k->b;
   unsigned w = (unsigned)f->vw;
   bool wide = w == 16;
   LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), i32 = LLVMInt32TypeInContext(k->ctx);
@@ -200,12 +200,7 @@ static LLVMValueRef u8_by_packs(FcKernel *k, const Fused *f, LLVMValueRef y) {
   for (int j = 0; j < GLUE_UNROLL / 2; j++)
     h[j] = fc_cg_intrinsic(k, wide ? "llvm.x86.avx512.packssdw.512" : "llvm.x86.avx2.packssdw", NULL, r + 2 * j, 2);
   LLVMValueRef bytes = fc_cg_intrinsic(k, wide ? "llvm.x86.avx512.packuswb.512" : "llvm.x86.avx2.packuswb", NULL, h, 2);
-  /* 128-bit lane l of the packed bytes holds dword l of each of the 4 vectors */
-  int parts = (int)w / 4, idx[64];
-  for (int d = 0; d < GLUE_UNROLL * parts; d++) idx[d] = 4 * (d % parts) + d / parts;
-  LLVMTypeRef vq = LLVMVectorType(i32, (unsigned)(GLUE_UNROLL * parts));
-  LLVMValueRef q = fc_cg_shuffle(k, LLVMBuildBitCast(b, bytes, vq, ""), NULL, idx, GLUE_UNROLL * parts);
-  return LLVMBuildBitCast(b, q, LLVMVectorType(LLVMInt8TypeInContext(k->ctx), GLUE_UNROLL * w), "");
+  return fc_qp_packs_in_order(k, bytes, GLUE_UNROLL, (int)w);
 }
 
 /* Per-kernel emission state: the operand pointers of this copy of the nest and the row's offsets. */

@@ -41,6 +41,15 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
+def cpu_flags():
+    """The x86 feature flags of /proc/cpuinfo (empty elsewhere, or where it cannot be read)."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            return next((set(l.split(':', 1)[1].split()) for l in f if l.startswith('flags')), set())
+    except OSError:
+        return set()
+
+
 def s8_weight_bound():
     """The largest |w| of the s8 weights drawn: 128, the full range, where onnxruntime's u8 x s8 products are
     exact; 64 where they may saturate. Its x86 kernels (MLAS) use vpdpbusd where the CPU has AVX512-VNNI or
@@ -48,11 +57,7 @@ def s8_weight_bound():
     255 * 128 * 2 overflows it, 255 * 64 * 2 does not (onnxruntime's quantisation guide suggests reduce_range
     for that). flowc's kernels are exact with any weights; tests/lit checks the full range against flowc's
     reference evaluator on every host."""
-    try:
-        with open('/proc/cpuinfo') as f:
-            flags = next((set(l.split(':', 1)[1].split()) for l in f if l.startswith('flags')), set())
-    except OSError:
-        return 128
+    flags = cpu_flags()
     return 64 if 'avx2' in flags and not flags & {'avx512_vnni', 'avx_vnni'} else 128
 
 
@@ -67,15 +72,7 @@ def s8_weights(rng, shape, limit=128):
 
 def host_cpus():
     """The --cpu names this machine can run, best first (x86-64 only; elsewhere just the native one)."""
-    try:
-        flags = set()
-        with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('flags'):
-                    flags = set(line.split(':', 1)[1].split())
-                    break
-    except OSError:
-        return ['native']
+    flags = cpu_flags()
     if 'sse2' not in flags:
         return ['native']
     cpus = ['native']
