@@ -28,11 +28,13 @@
  * to a vector, or TW where 1, 2 or 4 tiles fill a row and 8 / TW rows share a vector), transforms 8 tiles at a
  * time (two loads of 8·m bytes, at the tiles' first column and m past it, hold the window columns of 8 tiles:
  * bytes m·j + q; narrow rows load m·TW bytes each, side by side) into V[ξ][c/2][tile] as s16 pairs of
- * neighbouring channels (one i32 a tile), and then per tile of MR output channels: for each of the (m+2)²
- * transform positions ξ the GEMM Y[ξ][m][tile] = Σ_{c pairs} vpmaddwd(V[ξ][c/2][tile], U[ξ][m][c/2]) on MR × 2
- * vectors of 8 tiles (U, the transformed weights, with the channels' corrections and multipliers after them,
- * made from the weights when the model first runs: runtime/winograd_i8.c, so the artefact keeps 1 byte a
- * weight instead of U's 4 or 8), then the output transform, the scaling back, the requantisation and the store of
+ * neighbouring channels (one i32 a tile), and then per group of MG tiles of MR output channels: for each of the
+ * (m+2)² transform positions ξ and each pair of vectors of 8 tiles, for every m tile of the group in turn (so
+ * the pair's V, read from L2 once per group, serves them all from L1), the GEMM Y[ξ][m][tile] =
+ * Σ_{c pairs} vpmaddwd(V[ξ][c/2][tile], U[ξ][m][c/2]) on MR × 2 vectors (U, the transformed weights, with the
+ * channels' corrections and multipliers after them, made from the weights when the model first runs:
+ * runtime/winograd_i8.c, so the artefact keeps 1 byte a weight instead of U's 4 or 8); then per m tile the
+ * output transform, the scaling back, the requantisation and the store of
  * each 8 tiles' m×m outputs as m rows of 8·m (a prefix at the right edge; rows past OH dropped). A row's last
  * vector of tiles reaches past its TW tiles into the next row's first, which that row's own step writes
  * afterwards, or into the slack after the block. R makes R·TW a multiple of 16 tiles (whole pairs of vectors)
@@ -55,6 +57,8 @@ enum {
   U_BYTES_PER_OUTPUT = 16 << 10, /* transformed weights an output of the batch may account for */
   MAX_A = 6,                 /* the window of F(4×4, 3×3) */
   MIN_F4_PIXELS = 640,       /* output pixels of the batch F(4×4) needs (see tiles_suit) */
+  Y_BUDGET = 96 * 1024,      /* bytes of Y for the m tiles whose GEMMs share each V vector pair (gemm) */
+  MAX_MG = 8,                /* at most so many m tiles a group: their U beside the V pair in L1 */
 };
 
 static const uint32_t INV9 = 954437177u; /* 9 · INV9 = 1 modulo 2^32 */
@@ -74,7 +78,8 @@ typedef struct Wino {
   int64_t CP, Mp, MT;                  /* channel pairs; output channels padded to MR and their tiles */
   int64_t GR, R, NB, MS;               /* tile rows of the batch, tile rows a block, blocks, output channel splits */
   int64_t TBs;                         /* V's and Y's row of tiles: R·TW rounded up to 2 vectors, + 1 of slack */
-  int64_t p_bytes, v_bytes, y_bytes;   /* the task's scratch: P, V, Y (each 64-byte aligned) */
+  int64_t p_bytes, v_bytes, y_bytes;   /* the task's scratch: P, V, Y (each 64-byte aligned; Y for MG m tiles) */
+  int64_t MG;                          /* m tiles whose GEMMs run together (gemm) */
   int64_t u_bytes;                     /* U in the packed constant; corrections (i32 × Mp) and multipliers follow */
 } Wino;
 
@@ -414,24 +419,36 @@ static void gemm_vectors(FcKernel *k, const Wino *t, LLVMValueRef vx, LLVMValueR
     }
 }
 
-static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef mt,
-                 LLVMValueRef tiles, LLVMValueRef acc) {
+/* Y of the m tiles mt0 .. mt0 + count (the j-th at Y + j·y_bytes): per position ξ and pair of tile vectors, every
+ * m tile in turn, so the pair's V stays in L1 for all of them and V streams from L2 once per group of m tiles
+ * instead of once per m tile. */
+static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef mt0,
+                 LLVMValueRef count, LLVMValueRef tiles, LLVMValueRef acc) {
   LLVMBuilderRef b = k->b;
-  FcLoop lx, lt;
+  FcLoop lx, lt, lj;
   LLVMValueRef xi = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, t->A * t->A), 1, "wxi");
   LLVMValueRef vx = gep8(k, V, fc_cg_imulc(k, xi, t->CP * t->TBs * 4));
-  LLVMValueRef ux = gep8(k, wp, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, xi, t->MT), mt), t->CP * MR * 4));
-  LLVMValueRef yx = gep8(k, Y, fc_cg_imulc(k, xi, MR * t->TBs * 4));
   /* whole vectors of 8 tiles (the last one's lanes past the block read the slack), in pairs, then a lone one */
   LLVMValueRef nvec = LLVMBuildSDiv(b, fc_cg_iadd(k, tiles, c64(k, TV - 1)), c64(k, TV), "");
   LLVMValueRef pairs = LLVMBuildSDiv(b, nvec, c64(k, 2), "");
-  LLVMValueRef tp = fc_cg_loop_begin(k, &lt, c64(k, 0), pairs, 1, "wtp");
-  gemm_vectors(k, t, vx, ux, yx, fc_cg_imulc(k, tp, 2 * TV), 2, acc);
-  fc_cg_loop_end(k, &lt);
-  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, nvec, c64(k, 2), ""),
-                                                          c64(k, 0), ""));
-  gemm_vectors(k, t, vx, ux, yx, fc_cg_imulc(k, pairs, 2 * TV), 1, acc);
-  fc_cg_if_end(k, cont);
+  for (int nv = 2; nv >= 1; nv--) {
+    LLVMBasicBlockRef cont = NULL;
+    LLVMValueRef t0;
+    if (nv == 2) {
+      t0 = fc_cg_imulc(k, fc_cg_loop_begin(k, &lt, c64(k, 0), pairs, 1, "wtp"), 2 * TV);
+    } else {
+      cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, nvec, c64(k, 2), ""), c64(k, 0), ""));
+      t0 = fc_cg_imulc(k, pairs, 2 * TV);
+    }
+    LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), count, 1, "wmj");
+    LLVMValueRef mt = fc_cg_iadd(k, mt0, j);
+    LLVMValueRef ux = gep8(k, wp, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, xi, t->MT), mt), t->CP * MR * 4));
+    LLVMValueRef yx = gep8(k, Y, fc_cg_iadd(k, fc_cg_imulc(k, j, t->y_bytes), fc_cg_imulc(k, xi, MR * t->TBs * 4)));
+    gemm_vectors(k, t, vx, ux, yx, t0, nv, acc);
+    fc_cg_loop_end(k, &lj);
+    if (nv == 2) fc_cg_loop_end(k, &lt);
+    else fc_cg_if_end(k, cont);
+  }
   fc_cg_loop_end(k, &lx);
 }
 
@@ -583,7 +600,8 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   t.MS = blocks >= 4 ? 1 : t.MT < 4 ? t.MT : 4;
   /* F(2×2): 4·|Σ x·w'| must fit i32 (see the top); the shape suits it; the scratch and packed weights stay
    * modest. P is followed by 64 bytes that F(4×4)'s last loads may reach. */
-  double scratch = (double)c->C * t.A * (double)t.R * (double)t.Wp + 64 + A2 * (double)(t.CP + MR) * (double)t.TBs * 4;
+  double scratch = (double)c->C * t.A * (double)t.R * (double)t.Wp + 64 + A2 * (double)(t.CP + MR) * (double)t.TBs * 4 +
+                   Y_BUDGET;
   double ubytes = u_bytes(c, t.m);
   if ((t.m == 2 && (!variant_suits(k, c, 2) ||
                     36.0 * (double)c->C * (double)t.q.xmax * (double)max_abs_w(&t.q) >= 2147483648.0)) ||
@@ -594,6 +612,7 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   t.p_bytes = round_up(c->C * t.A * t.R * t.Wp + 64, 64);
   t.v_bytes = round_up(A2 * t.CP * t.TBs * 4, 64);
   t.y_bytes = A2 * MR * t.TBs * 4;
+  t.MG = Y_BUDGET / t.y_bytes < 1 ? 1 : Y_BUDGET / t.y_bytes > MAX_MG ? MAX_MG : Y_BUDGET / t.y_bytes;
   t.u_bytes = (int64_t)ubytes;
   int64_t bytes;
   int w_bytes;
@@ -611,7 +630,7 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
 
   LLVMBuilderRef b = k->b;
   LLVMTypeRef vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), TV);
-  LLVMValueRef scr = fc_kernel_scratch(k, t.p_bytes + t.v_bytes + t.y_bytes);
+  LLVMValueRef scr = fc_kernel_scratch(k, t.p_bytes + t.v_bytes + t.MG * t.y_bytes);
   LLVMValueRef P = scr, V = gep8(k, scr, c64(k, t.p_bytes)), Y = gep8(k, scr, c64(k, t.p_bytes + t.v_bytes));
   LLVMValueRef acc = fc_cg_tile_new(k, vi, MR * 2, "wacc");
   FcLoop lo, lm;
@@ -627,9 +646,13 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   fc_cg_if_end(k, built);
   LLVMValueRef mt0 = LLVMBuildSDiv(b, fc_cg_imulc(k, ms, t.MT), c64(k, t.MS), "");
   LLVMValueRef mt1 = LLVMBuildSDiv(b, fc_cg_imulc(k, fc_cg_iadd(k, ms, c64(k, 1)), t.MT), c64(k, t.MS), "");
-  LLVMValueRef mt = fc_cg_loop_begin(k, &lm, mt0, mt1, 1, "wmt");
-  gemm(k, &t, V, Y, wp, mt, fc_cg_imulc(k, rows, t.TW), acc);
-  transform_output(k, &t, Y, wp, mt, gr0, rows);
+  LLVMValueRef mg = fc_cg_loop_begin(k, &lm, mt0, mt1, t.MG, "wmg");
+  LLVMValueRef count = fc_cg_smin(k, c64(k, t.MG), fc_cg_isub(k, mt1, mg));
+  gemm(k, &t, V, Y, wp, mg, count, fc_cg_imulc(k, rows, t.TW), acc);
+  FcLoop lj;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), count, 1, "wmo");
+  transform_output(k, &t, gep8(k, Y, fc_cg_imulc(k, j, t.y_bytes)), wp, fc_cg_iadd(k, mg, j), gr0, rows);
+  fc_cg_loop_end(k, &lj);
   fc_cg_loop_end(k, &lm);
   fc_cg_loop_end(k, &lo);
   fc_qp_free(&t.q);
