@@ -54,7 +54,7 @@ enum {
   TV = 8,                    /* tiles per vector (i32 lanes of a ymm) */
   V_BUDGET = 192 * 1024,     /* bytes of a block's transformed input: stays in L2 with Y and U's tile */
   MIN_CHANNELS = 16,         /* fewer input or output channels: the transforms outweigh the GEMM */
-  U_BYTES_PER_OUTPUT = 16 << 10, /* transformed weights an output of the batch may account for */
+  U_BYTES_PER_OUTPUT = 128 << 10, /* transformed weights an output of the batch may account for */
   MAX_A = 6,                 /* the window of F(4×4, 3×3) */
   MIN_F4_PIXELS = 640,       /* output pixels of the batch F(4×4) needs (see tiles_suit) */
   Y_BUDGET = 96 * 1024,      /* bytes of Y for the m tiles whose GEMMs share each V vector pair (gemm) */
@@ -105,8 +105,9 @@ static int64_t padded_tw(int64_t tw) { return TV % tw == 0 ? tw : round_up(tw, T
 /* Whether F(m×m, 3×3) suits the conv's shape: the transforms run on vectors of 8 tiles (padded_tw), at most
  * half of one wasted for F(2×2) and a third for F(4×4), whose transforms weigh more against its smaller GEMM;
  * and the transformed weights, (m+2)²/9 × 2 bytes a weight beside the other variants' shared s8 packing,
- * which stream from memory once a run, are few against the outputs (a map of few tiles, e.g. 7×7 at batch 1,
- * keeps the direct kernel: ResNet-18's layer4 would take 25 MB more memory for 0.5 ms). Per multiply-add
+ * which stream from memory once a run, are not too many against the outputs: at most 128 KB an output pixel of
+ * the batch, which a 7×7 map of 512 channels at batch 1 (ResNet's layer4: 8 MB of U a conv, made at the first
+ * run) just meets, while a map of few tiles and more channels keeps the direct kernel. Per multiply-add
  * F(4×4) streams 32/S bytes of them (S: the batch's output pixels in whole tiles), so it needs S >= MIN_F4_PIXELS
  * (1/20 of a byte: GoogLeNet's 14×14 convs, S = 256, ran no faster as F(4×4) and took 7 MB more). */
 static bool tiles_suit(const FcConv2 *c, int m) {
