@@ -57,6 +57,8 @@ enum {
   U_BYTES_PER_OUTPUT = 128 << 10, /* transformed weights an output of the batch may account for */
   MAX_A = 6,                 /* the window of F(4×4, 3×3) */
   MIN_F4_PIXELS = 640,       /* output pixels of the batch F(4×4) needs (see tiles_suit) */
+  MIN_F4_PIXELS_WIDE = 256,  /* ... where the conv has at least MIN_F4_CHANNELS input and output channels */
+  MIN_F4_CHANNELS = 64,
   Y_BUDGET = 96 * 1024,      /* bytes of Y for the m tiles whose GEMMs share each V vector pair (gemm) */
   MAX_MG = 8,                /* at most so many m tiles a group: their U beside the V pair in L1 */
 };
@@ -109,12 +111,17 @@ static int64_t padded_tw(int64_t tw) { return TV % tw == 0 ? tw : round_up(tw, T
  * the batch, which a 7×7 map of 512 channels at batch 1 (ResNet's layer4: 8 MB of U a conv, made at the first
  * run) just meets, while a map of few tiles and more channels keeps the direct kernel. Per multiply-add
  * F(4×4) streams 32/S bytes of them (S: the batch's output pixels in whole tiles), so it needs S >= MIN_F4_PIXELS
- * (1/20 of a byte: GoogLeNet's 14×14 convs, S = 256, ran no faster as F(4×4) and took 7 MB more). */
+ * (1/20 of a byte), or S >= MIN_F4_PIXELS_WIDE (a 14×14 map) where C and M are both at least MIN_F4_CHANNELS:
+ * its transforms per tile grow with C and with M, its GEMM with C·M, so on few channels they outweigh the
+ * multiply-adds F(4×4) saves (GoogLeNet's 14×14 convs of 32 -> 128 channels ran slower as F(4×4), those of
+ * 96 -> 208 and more faster, and ResNet's of 256 channels). */
 static bool tiles_suit(const FcConv2 *c, int m) {
   int64_t tw = (c->OW + m - 1) / m;
   if (m == 2 ? padded_tw(tw) > 2 * tw : 2 * padded_tw(tw) > 3 * tw) return false;
   double outputs = (double)c->N * (double)((c->OH + m - 1) / m) * (double)tw * m * m;
-  return u_bytes(c, m) <= U_BYTES_PER_OUTPUT * outputs && (m == 2 || outputs >= MIN_F4_PIXELS);
+  bool wide = c->C >= MIN_F4_CHANNELS && c->M >= MIN_F4_CHANNELS;
+  return u_bytes(c, m) <= U_BYTES_PER_OUTPUT * outputs &&
+         (m == 2 || outputs >= MIN_F4_PIXELS || (wide && outputs >= MIN_F4_PIXELS_WIDE));
 }
 
 /* Whether the target takes F(m×m) (fc_target_i8_winograd) and the conv's shape suits it. */
