@@ -71,13 +71,13 @@ void fc_qp_store_tile(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int 
 void fc_qp_store_tile_epilogue(FcKernel *k, FcCgEpilogue *e, const LLVMValueRef *out, int mr, int nv, int w,
                                LLVMValueRef edge, LLVMValueRef row0, LLVMValueRef rows, int64_t row_stride,
                                LLVMValueRef col0, LLVMValueRef cols);
-/* The same for a tile whose columns are output rows: tile element (i, j) goes to base + (col0 + j) · col_stride
- * + row0 + i (the few-pixel conv's pixels × channels into NCHW); a full tile by shuffles, each output row's
- * mr elements one small vector. */
 /* The bytes of x86's saturating packs (vpackssdw, then vpackuswb or vpacksswb) of g = 2 or 4 vectors of w i32
  * lanes (w = 8 or 16; with g = 2 the second pack reads its first operand twice), as <w x i32>: reordered into
  * the g vectors' element order, <g·w x i8>. */
 LLVMValueRef fc_qp_packs_in_order(FcKernel *k, LLVMValueRef bytes, int g, int w);
+/* The same for a tile whose columns are output rows: tile element (i, j) goes to base + (col0 + j) · col_stride
+ * + row0 + i (the few-pixel conv's pixels × channels into NCHW); a full tile by shuffles, each output row's
+ * mr elements one small vector. */
 void fc_qp_store_tile_transposed(FcKernel *k, LLVMTypeRef et, const LLVMValueRef *out, int mr, int nv, int w,
                                  LLVMValueRef edge, LLVMValueRef base, LLVMValueRef row0, LLVMValueRef rows,
                                  int64_t col_stride, LLVMValueRef col0, LLVMValueRef cols);

@@ -427,36 +427,37 @@ static void gemm_vectors(FcKernel *k, const Wino *t, LLVMValueRef vx, LLVMValueR
     }
 }
 
-/* Y of the m tiles mt0 .. mt0 + count (the j-th at Y + j·y_bytes): per position ξ and pair of tile vectors, every
- * m tile in turn, so the pair's V stays in L1 for all of them and V streams from L2 once per group of m tiles
- * instead of once per m tile. */
+/* Y[ξ] of the m tiles mt0 .. mt0 + count (the j-th at Y + j·y_bytes) for the nv tile vectors from t0: every m
+ * tile in turn on the same V vectors, which stay in L1 for all of them. */
+static void gemm_group(FcKernel *k, const Wino *t, LLVMValueRef vx, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef xi,
+                       LLVMValueRef mt0, LLVMValueRef count, LLVMValueRef t0, int nv, LLVMValueRef acc) {
+  FcLoop lj;
+  LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), count, 1, "wmj");
+  LLVMValueRef mt = fc_cg_iadd(k, mt0, j);
+  LLVMValueRef ux = gep8(k, wp, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, xi, t->MT), mt), t->CP * MR * 4));
+  LLVMValueRef yx = gep8(k, Y, fc_cg_iadd(k, fc_cg_imulc(k, j, t->y_bytes), fc_cg_imulc(k, xi, MR * t->TBs * 4)));
+  gemm_vectors(k, t, vx, ux, yx, t0, nv, acc);
+  fc_cg_loop_end(k, &lj);
+}
+
+/* Y of the m tiles mt0 .. mt0 + count: per position ξ and pair of tile vectors, the whole group (gemm_group), so
+ * V streams from L2 once per group of m tiles instead of once per m tile. */
 static void gemm(FcKernel *k, const Wino *t, LLVMValueRef V, LLVMValueRef Y, LLVMValueRef wp, LLVMValueRef mt0,
                  LLVMValueRef count, LLVMValueRef tiles, LLVMValueRef acc) {
   LLVMBuilderRef b = k->b;
-  FcLoop lx, lt, lj;
-  LLVMValueRef xi = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, t->A * t->A), 1, "wxi");
-  LLVMValueRef vx = gep8(k, V, fc_cg_imulc(k, xi, t->CP * t->TBs * 4));
+  FcLoop lx, lt;
   /* whole vectors of 8 tiles (the last one's lanes past the block read the slack), in pairs, then a lone one */
   LLVMValueRef nvec = LLVMBuildSDiv(b, fc_cg_iadd(k, tiles, c64(k, TV - 1)), c64(k, TV), "");
   LLVMValueRef pairs = LLVMBuildSDiv(b, nvec, c64(k, 2), "");
-  for (int nv = 2; nv >= 1; nv--) {
-    LLVMBasicBlockRef cont = NULL;
-    LLVMValueRef t0;
-    if (nv == 2) {
-      t0 = fc_cg_imulc(k, fc_cg_loop_begin(k, &lt, c64(k, 0), pairs, 1, "wtp"), 2 * TV);
-    } else {
-      cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, nvec, c64(k, 2), ""), c64(k, 0), ""));
-      t0 = fc_cg_imulc(k, pairs, 2 * TV);
-    }
-    LLVMValueRef j = fc_cg_loop_begin(k, &lj, c64(k, 0), count, 1, "wmj");
-    LLVMValueRef mt = fc_cg_iadd(k, mt0, j);
-    LLVMValueRef ux = gep8(k, wp, fc_cg_imulc(k, fc_cg_iadd(k, fc_cg_imulc(k, xi, t->MT), mt), t->CP * MR * 4));
-    LLVMValueRef yx = gep8(k, Y, fc_cg_iadd(k, fc_cg_imulc(k, j, t->y_bytes), fc_cg_imulc(k, xi, MR * t->TBs * 4)));
-    gemm_vectors(k, t, vx, ux, yx, t0, nv, acc);
-    fc_cg_loop_end(k, &lj);
-    if (nv == 2) fc_cg_loop_end(k, &lt);
-    else fc_cg_if_end(k, cont);
-  }
+  LLVMValueRef xi = fc_cg_loop_begin(k, &lx, c64(k, 0), c64(k, t->A * t->A), 1, "wxi");
+  LLVMValueRef vx = gep8(k, V, fc_cg_imulc(k, xi, t->CP * t->TBs * 4));
+  LLVMValueRef tp = fc_cg_loop_begin(k, &lt, c64(k, 0), pairs, 1, "wtp");
+  gemm_group(k, t, vx, Y, wp, xi, mt0, count, fc_cg_imulc(k, tp, 2 * TV), 2, acc);
+  fc_cg_loop_end(k, &lt);
+  LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, nvec, c64(k, 2), ""),
+                                                          c64(k, 0), ""));
+  gemm_group(k, t, vx, Y, wp, xi, mt0, count, fc_cg_imulc(k, pairs, 2 * TV), 1, acc);
+  fc_cg_if_end(k, cont);
   fc_cg_loop_end(k, &lx);
 }
 
@@ -620,7 +621,8 @@ FcStatus fc_conv_i8_winograd(FcKernel *k) {
   t.p_bytes = round_up(c->C * t.A * t.R * t.Wp + 64, 64);
   t.v_bytes = round_up(A2 * t.CP * t.TBs * 4, 64);
   t.y_bytes = A2 * MR * t.TBs * 4;
-  t.MG = Y_BUDGET / t.y_bytes < 1 ? 1 : Y_BUDGET / t.y_bytes > MAX_MG ? MAX_MG : Y_BUDGET / t.y_bytes;
+  int64_t per_budget = Y_BUDGET / t.y_bytes;
+  t.MG = per_budget < 1 ? 1 : per_budget > MAX_MG ? MAX_MG : per_budget;
   t.u_bytes = (int64_t)ubytes;
   int64_t bytes;
   int w_bytes;
