@@ -27,9 +27,12 @@ bool fc_conv2_of(const FcOp *op, FcConv2 *c);
  * full chunk of 16 quads) one byte, 0 where its quads run one by one, else p + 1 where every quad a of the
  * chunk pairs with a ^ d (d = 1, 2, 8 for pattern p = 0, 1, 2) for each of the unit's channels. Depends on q
  * alone, so every variant of a packing appends the same bytes. NULL where no chunk pairs (or no kernel runs
- * vpmaddubsw on q, and then *bytes is 0); malloc'd, *bytes long (G · units · K/64). */
+ * vpmaddubsw on q, and then *bytes is 0); malloc'd, *bytes long (G · units · fc_quad_xor_chunks(K)). */
 enum { FC_QUAD_XOR_PATTERNS = 3 };
 uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, int64_t K, int64_t *bytes);
+/* The chunks a row of the plan codes: those of 64 whole k (K/64). A kernel's chunk of 16 quads whose last quad
+ * is partial (K = 64n - 3 .. 64n - 1) has no code: it runs quad by quad. */
+int64_t fc_quad_xor_chunks(int64_t K);
 /* Emits chunk h's (an i64) k loop by its code (an i64): step(.., quad0, quads, n) with n quads (2: a pair, or
  * 1) at quad0 + quads[j] (quad0 an i64 from the chunk's first quad 16h, quads constants), so that every
  * address is a constant of an iteration. */

@@ -70,9 +70,11 @@ static const int xor_dist[FC_QUAD_XOR_PATTERNS] = {1, 2, 8};
 static const int xor_step[FC_QUAD_XOR_PATTERNS] = {4, 4, 2};
 static const int xor_pairs[FC_QUAD_XOR_PATTERNS][2][2] = {{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}, {{0, 8}, {1, 9}}};
 
+int64_t fc_quad_xor_chunks(int64_t K) { return K / 64; }
+
 uint8_t *fc_quad_xor_pairs_plan(const FcQuantProduct *q, int64_t G, int64_t Mg, int64_t K, int64_t *bytes) {
   int xbound = activation_bound(q);
-  int64_t units = (Mg + 15) / 16, chunks = K / 64, paired = 0;
+  int64_t units = (Mg + 15) / 16, chunks = fc_quad_xor_chunks(K), paired = 0;
   *bytes = 0;
   if (!xbound || !chunks) return NULL;
   uint8_t *codes = calloc((size_t)(G * units * chunks), 1);

@@ -1013,19 +1013,21 @@ static void vec_tile(FcKernel *k, const FcConvI8 *t, const VecBlock *a, LLVMValu
      * real ones), so the addresses are plain increments */
     LLVMValueRef t16 = LLVMBuildSDiv(b, ml0, c64(k, 16), ""), r16 = LLVMBuildSRem(b, ml0, c64(k, 16), "");
     LLVMValueRef wtile = fc_cg_iadd(k, a->wgrp, fc_cg_iadd(k, fc_cg_imulc(k, t16, t->NH * 1024), fc_cg_imulc(k, r16, 64)));
-    if (t->KG >= 16) {
-      /* whole chunks: by their pair patterns (the tile's unit's row of codes) where the kernel reads them */
-      FcLoop lh;
-      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, t->KG / 16), 1, "chunk");
-      LLVMValueRef hrow = fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024));
-      if (t->pair_codes) {
-        LLVMValueRef unit = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, t->MT), t16);
-        LLVMValueRef code = fc_cg_load(k, FC_DT_U8, t->pair_codes, fc_cg_iadd(k, fc_cg_imulc(k, unit, t->KG / 16), h));
-        XorChunk x = {&ks, h, hrow};
-        fc_quad_xor_chunk(k, LLVMBuildZExt(b, code, LLVMInt64TypeInContext(k->ctx), ""), h, xor_step, &x);
-      } else {
-        quad_loop(k, &ks, fc_cg_imulc(k, h, 16), hrow, 16);
-      }
+    /* whole chunks: by their pair patterns (the tile's unit's row of codes) where the kernel reads them and
+     * the plan has a code (fc_quad_xor_chunks), else quad by quad */
+    int64_t coded = t->pair_codes ? fc_quad_xor_chunks(c->K) : 0;
+    FcLoop lh;
+    if (coded > 0) {
+      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, 0), c64(k, coded), 1, "chunk");
+      LLVMValueRef unit = fc_cg_iadd(k, fc_cg_imulc(k, a->grp, t->MT), t16);
+      LLVMValueRef code = fc_cg_load(k, FC_DT_U8, t->pair_codes, fc_cg_iadd(k, fc_cg_imulc(k, unit, coded), h));
+      XorChunk x = {&ks, h, fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024))};
+      fc_quad_xor_chunk(k, LLVMBuildZExt(b, code, LLVMInt64TypeInContext(k->ctx), ""), h, xor_step, &x);
+      fc_cg_loop_end(k, &lh);
+    }
+    if (t->KG / 16 > coded) {
+      LLVMValueRef h = fc_cg_loop_begin(k, &lh, c64(k, coded), c64(k, t->KG / 16), 1, "chunk");
+      quad_loop(k, &ks, fc_cg_imulc(k, h, 16), fc_cg_iadd(k, wtile, fc_cg_imulc(k, h, 1024)), 16);
       fc_cg_loop_end(k, &lh);
     }
     if (t->KG % 16)

@@ -411,12 +411,13 @@ static void emit_tile(FcKernel *k, const I8Mm *m, const I8Tile *t, LLVMValueRef 
     int64_t b0 = 0;
     if (m->xor_codes && t->g.dot == FC_I8DOT_MADDUBS) {
       XorTile x = {m, t, arow, bvec};
-      LLVMValueRef h = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, K / 64), 1, "chunk");
-      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, qp, K / 64), h);
+      int64_t coded = fc_quad_xor_chunks(K);
+      LLVMValueRef h = fc_cg_loop_begin(k, &lk, c64(k, 0), c64(k, coded), 1, "chunk");
+      LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, qp, coded), h);
       LLVMValueRef code = fc_cg_load(k, FC_DT_U8, m->xor_codes, at);
       fc_quad_xor_chunk(k, LLVMBuildZExt(bld, code, LLVMInt64TypeInContext(k->ctx), ""), h, blocked_quads, &x);
       fc_cg_loop_end(k, &lk);
-      b0 = K / 64 * 8;
+      b0 = coded * 8;
     }
     LLVMValueRef b = fc_cg_loop_begin(k, &lk, c64(k, b0), c64(k, K / 8), 1, "kblock");
     for (int j = 0; j < per; j++) {
