@@ -95,12 +95,30 @@ bool fc_matmul_i8_applies(const FcKernel *k) {
 
 
 
+/* pmaddwd of two <2·lanes x i16> vectors: one instruction at 512 and 256 bits; without AVX2 (SSE2 targets,
+ * fc_target_i8_gemm's 8 lanes in pairs of xmm registers) one 128-bit pmaddwd per half. */
+static LLVMValueRef maddwd(FcKernel *k, int lanes, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef args[2] = {a, b};
+  if (lanes == 16) return fc_cg_intrinsic(k, "llvm.x86.avx512.pmaddw.d.512", NULL, args, 2);
+  if (fc_target_has(k->target, FC_FEAT_AVX2)) return fc_cg_intrinsic(k, "llvm.x86.avx2.pmadd.wd", NULL, args, 2);
+  FC_ASSERT(lanes == 8);
+  int lo[8], hi[8];
+  for (int i = 0; i < 8; i++) lo[i] = i, hi[i] = 8 + i;
+  LLVMValueRef half[2];
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef part[2] = {fc_cg_shuffle(k, a, NULL, h ? hi : lo, 8), fc_cg_shuffle(k, b, NULL, h ? hi : lo, 8)};
+    half[h] = fc_cg_intrinsic(k, "llvm.x86.sse2.pmadd.wd", NULL, part, 2);
+  }
+  return fc_cg_concat(k, half, 2);
+}
+
 LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef bld = k->b;
   bool z = lanes == 16;
   LLVMTypeRef vi = LLVMVectorType(LLVMInt32TypeInContext(k->ctx), (unsigned)lanes);
   LLVMTypeRef vw = LLVMVectorType(LLVMInt16TypeInContext(k->ctx), (unsigned)(2 * lanes));
-  const char *maddwd = z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd";
+  /* only the exact pmaddwd path runs without AVX2 (fc_target_i8_gemm) */
+  FC_ASSERT(dot == FC_I8DOT_WIDEN || z || fc_target_has(k->target, FC_FEAT_AVX2));
   switch (dot) {
   case FC_I8DOT_VNNI: {
     LLVMValueRef args[3] = {acc, LLVMBuildBitCast(bld, a, vi, ""), LLVMBuildBitCast(bld, b, vi, "")};
@@ -112,14 +130,12 @@ LLVMValueRef fc_i8_dot(FcKernel *k, FcI8Dot dot, int lanes, LLVMValueRef acc, LL
     const char *maddubs = z ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw";
     LLVMValueRef p16 = fc_cg_intrinsic(k, maddubs, NULL, ab, 2);
     LLVMValueRef one = LLVMConstInt(LLVMInt16TypeInContext(k->ctx), 1, 0);
-    LLVMValueRef pw[2] = {p16, fc_cg_splat_const(vw, one)};
-    return LLVMBuildAdd(bld, acc, fc_cg_intrinsic(k, maddwd, NULL, pw, 2), "");
+    return LLVMBuildAdd(bld, acc, maddwd(k, lanes, p16, fc_cg_splat_const(vw, one)), "");
   }
-  default: {
+  default:
     /* a: u16 pairs, b: s16 pairs (the WIDEN packing) */
-    LLVMValueRef args[2] = {LLVMBuildBitCast(bld, a, vw, ""), LLVMBuildBitCast(bld, b, vw, "")};
-    return LLVMBuildAdd(bld, acc, fc_cg_intrinsic(k, maddwd, NULL, args, 2), "");
-  }
+    return LLVMBuildAdd(bld, acc, maddwd(k, lanes, LLVMBuildBitCast(bld, a, vw, ""), LLVMBuildBitCast(bld, b, vw, "")),
+                        "");
   }
 }
 
@@ -133,8 +149,8 @@ LLVMValueRef fc_i8_dot_pair(FcKernel *k, int lanes, LLVMValueRef acc, LLVMValueR
   LLVMValueRef ab0[2] = {LLVMBuildBitCast(bld, a0, vb, ""), LLVMBuildBitCast(bld, b0, vb, "")};
   LLVMValueRef ab1[2] = {LLVMBuildBitCast(bld, a1, vb, ""), LLVMBuildBitCast(bld, b1, vb, "")};
   LLVMValueRef sum = LLVMBuildAdd(bld, fc_cg_intrinsic(k, maddubs, NULL, ab0, 2), fc_cg_intrinsic(k, maddubs, NULL, ab1, 2), "");
-  LLVMValueRef pw[2] = {sum, fc_cg_splat_const(vw, LLVMConstInt(LLVMInt16TypeInContext(k->ctx), 1, 0))};
-  return LLVMBuildAdd(bld, acc, fc_cg_intrinsic(k, z ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd", NULL, pw, 2), "");
+  LLVMValueRef ones = fc_cg_splat_const(vw, LLVMConstInt(LLVMInt16TypeInContext(k->ctx), 1, 0));
+  return LLVMBuildAdd(bld, acc, maddwd(k, lanes, sum, ones), "");
 }
 
 LLVMValueRef fc_i8_quad_widen(FcKernel *k, LLVMValueRef q32, int lanes, bool sign) {

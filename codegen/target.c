@@ -331,6 +331,12 @@ void fc_target_i8_gemm(const FcTarget *t, FcI8Gemm *g) {
     *g = (FcI8Gemm){fc_target_has(t, FC_FEAT_AVX512VNNI) ? FC_I8DOT_VNNI : FC_I8DOT_MADDUBS, 16, 8, 2, COL_BYTES};
   } else if (fc_target_has(t, FC_FEAT_AVX2)) {
     *g = (FcI8Gemm){fc_target_has(t, FC_FEAT_AVXVNNI) ? FC_I8DOT_VNNI : FC_I8DOT_MADDUBS, 8, 4, 2, COL_BYTES};
+  } else {
+    /* SSE2 only (x86-64 before AVX2): the kernels' 256-bit vectors are pairs of xmm registers and the dot
+     * is pmaddwd on each half (fc_i8_dot): the exact WIDEN path, which needs nothing past SSE2 and issues
+     * as many multiply-adds per instruction as pmaddubsw + pmaddwd would. Half the registers of AVX2 in
+     * vectors of 8 lanes: a 2 x 2 tile. */
+    *g = (FcI8Gemm){FC_I8DOT_WIDEN, 8, 2, 2, COL_BYTES};
   }
 }
 
@@ -579,7 +585,8 @@ void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g) {
 void fc_target_i8_conv_few_pixels_tile(const FcTarget *t, FcI8Dot dot, int64_t P, int64_t Mg, FcI8Gemm *g) {
   fc_target_i8_conv(t, g);
   g->dot = dot;
-  int regs = g->lanes == 16 ? 32 : 16, spare = dot == FC_I8DOT_VNNI ? 1 : dot == FC_I8DOT_MADDUBS ? 3 : 2;
+  int regs = g->lanes == 16 ? 32 : fc_target_has(t, FC_FEAT_AVX2) ? 16 : 8; /* SSE2: 16 xmm, 8 vectors */
+  int spare = dot == FC_I8DOT_VNNI ? 1 : dot == FC_I8DOT_MADDUBS ? 3 : 2;
   double dot_cycles = dot == FC_I8DOT_MADDUBS ? 1.0 : 0.5, best = 0;
   int best_mr = 1, best_nv = 1;
   for (int nv = 1; nv <= (g->lanes == 16 ? 4 : 2); nv++)
@@ -609,15 +616,19 @@ bool fc_target_i8_channel_lanes_large(const FcTarget *t) {
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group) {
   FcI8Gemm g;
   fc_target_i8_conv(t, &g);
-  return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && 2 * out_per_group >= g.mr;
+  /* at least 2 channels a group: half the 4-channel tile of AVX2 and AVX-512 (SSE2 has 2-channel tiles, but
+   * one channel a group, a depthwise conv, wastes most of its 16-channel weight tiles: f32 runs it faster) */
+  return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && out_per_group >= 2;
 }
 
 bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane) {
   enum { MAX_TAPS = 81, MAX_PLANE = 256 * 256 };
   FcI8Gemm g;
   fc_target_i8_gemm(t, &g);
-  return g.dot != FC_I8DOT_NONE && spatial_rank >= 1 && spatial_rank <= 2 && taps >= 1 && taps <= MAX_TAPS &&
-         plane >= 1 && plane <= MAX_PLANE;
+  /* not on SSE2's pairs of 128-bit halves: its pair planes and per-tap pmaddwd run 2.5-3x slower than the f32
+   * depthwise kernel there, which the conv then keeps (passes/fold_qdq.c) */
+  return g.dot != FC_I8DOT_NONE && fc_target_has(t, FC_FEAT_AVX2) && spatial_rank >= 1 && spatial_rank <= 2 &&
+         taps >= 1 && taps <= MAX_TAPS && plane >= 1 && plane <= MAX_PLANE;
 }
 
 int fc_target_i8_pack_lanes(const FcTarget *t) {

@@ -258,16 +258,17 @@ double fc_conv_winograd_speedup(const FcTarget *t, const FcConvShape *s);
 /* The u8 × s8 → i32 dot products of the integer GEMM (codegen/kernel_matmul_i8.c): how 4 adjacent bytes
  * of an A row meet 4 bytes of a B column on this target, the vector width and the register tile. */
 typedef enum FcI8Dot {
-  FC_I8DOT_NONE,    /* no x86 integer SIMD the kernel uses: the generic loop nest */
+  FC_I8DOT_NONE,    /* not x86: the generic loop nest */
   FC_I8DOT_VNNI,    /* vpdpbusd (AVX512-VNNI at 512 bits, AVX-VNNI at 256): exact, one instruction */
   FC_I8DOT_MADDUBS, /* vpmaddubsw + vpmaddwd by ones: saturates i16 pair sums, exact while no pair of B can
                      * (every |b| <= 64, say); the kernel falls back to FC_I8DOT_WIDEN otherwise */
   FC_I8DOT_WIDEN,   /* vpmaddwd on bytes widened to i16 in registers (the same s8 packing; i16 pairs only
-                     * where B - zb leaves s8): exact for every B */
+                     * where B - zb leaves s8): exact for every B; the one dot of x86 without AVX2 (SSE2's
+                     * pmaddwd on each 128-bit half of the kernels' 256-bit vectors) */
 } FcI8Dot;
 typedef struct FcI8Gemm {
   FcI8Dot dot;
-  int lanes;  /* i32 lanes per vector (8: 256-bit, 16: 512-bit) */
+  int lanes;  /* i32 lanes per vector (8: 256-bit, two xmm registers without AVX2; 16: 512-bit) */
   int mr, nv; /* register tile: mr rows × nv vectors of i32 accumulators */
   int64_t col_bytes; /* packed activations a task builds and re-reads from L2 (kernel_conv_i8.c's im2col block) */
 } FcI8Gemm;
@@ -295,14 +296,15 @@ void fc_target_i8_conv(const FcTarget *t, FcI8Gemm *g);
  * dot's temporaries fit the vector registers. */
 void fc_target_i8_conv_few_pixels_tile(const FcTarget *t, FcI8Dot dot, int64_t P, int64_t Mg, FcI8Gemm *g);
 /* Whether a quantised 1-D/2-D conv with `out_per_group` output channels per group runs on the integer GEMM
- * (kernel_conv_i8.c): a dot instruction, and groups of at least half a register tile of channels. Others
+ * (kernel_conv_i8.c): a dot instruction, and groups of at least 2 channels. Others
  * (depthwise: kernel_dwconv_i8.c, see fc_target_i8_depthwise) take the direct loop nest, slower than the
  * f32 kernels: fold_qdq leaves them in float. */
 bool fc_target_i8_conv_tiles(const FcTarget *t, int spatial_rank, int64_t out_per_group);
 /* Whether a quantised depthwise 1-D/2-D conv (one input channel per group) with `taps` kernel taps over input
  * planes of `plane` pixels runs on the integer depthwise kernel (kernel_dwconv_i8.c): the 16-bit dot
- * (vpmaddwd; vpdpbusd on byte quads where fc_target_i8_byte_permute holds), at most 81 taps (its weights stay
- * in registers) and planes of at most 256 × 256 pixels (a padded copy of one sits in each task's scratch).
+ * (vpmaddwd; vpdpbusd on byte quads where fc_target_i8_byte_permute holds; AVX2 and up), at most 81 taps (its
+ * weights stay in registers) and planes of at most 256 × 256 pixels (a padded copy of one sits in each task's
+ * scratch).
  * fold_qdq folds such convs into their quantised form. */
 bool fc_target_i8_depthwise(const FcTarget *t, int spatial_rank, int64_t taps, int64_t plane);
 /* Whether 3×3 stride-1 quantised convs run by exact integer Winograd F(m×m, 3×3), m = 2 or 4, on 16-bit
