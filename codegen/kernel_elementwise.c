@@ -78,6 +78,25 @@ static LLVMValueRef math1(FcKernel *k, FcMathFn fn, LLVMValueRef x) {
 
 /* ---- floats --------------------------------------------------------------------------------------- */
 
+/* Round half to even. x86 before SSE4.1 has no roundps, and LLVM calls libm's roundevenf per element there
+ * (the quantisation of every QDQ model runs it); instead (|x| + 2^p) - 2^p, p the significand's bits, rounds
+ * |x| < 2^p to the nearest integer, ties to even, under the default rounding mode (the add rounds, the
+ * subtract is exact), and x's sign is put back (-0.4 gives -0). Larger magnitudes are already integers, and
+ * they, the infinities and NaN fail the comparison and pass unchanged. */
+static LLVMValueRef round_half_even(FcKernel *k, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x), e = elem_of(t);
+  LLVMTypeKind kind = LLVMGetTypeKind(e);
+  if (k->target->arch != FC_ARCH_X86_64 || fc_target_has(k->target, FC_FEAT_SSE41) ||
+      (kind != LLVMFloatTypeKind && kind != LLVMDoubleTypeKind))
+    return intrinsic1(k, "llvm.roundeven", x);
+  LLVMBuilderRef b = k->b;
+  LLVMValueRef big = fc_cg_splat_const(t, LLVMConstReal(e, kind == LLVMFloatTypeKind ? 0x1p23 : 0x1p52));
+  LLVMValueRef mag = intrinsic1(k, "llvm.fabs", x);
+  LLVMValueRef args[2] = {LLVMBuildFSub(b, LLVMBuildFAdd(b, mag, big, ""), big, ""), x};
+  LLVMValueRef r = intrinsic(k, "llvm.copysign", t, args, 2);
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, mag, big, ""), r, x, "");
+}
+
 /* max/min as the evaluator: NaN if either is NaN; of +0 and -0, max is +0 and min is -0. */
 /* A float constant's value (a splat's: every lane the same), or NaN where v is none. */
 static double const_value(LLVMValueRef v) {
@@ -262,7 +281,7 @@ static LLVMValueRef unary_float(FcKernel *k, const FcOp *op, LLVMValueRef x) {
   }
   case FC_OP_CEIL: return intrinsic1(k, "llvm.ceil", x);
   case FC_OP_FLOOR: return intrinsic1(k, "llvm.floor", x);
-  case FC_OP_ROUND: return intrinsic1(k, "llvm.roundeven", x);
+  case FC_OP_ROUND: return round_half_even(k, x);
   case FC_OP_SQRT: return intrinsic1(k, "llvm.sqrt", x);
   case FC_OP_RECIPROCAL: return LLVMBuildFDiv(B, cfp(x, 1.0), x, "");
   case FC_OP_RELU: return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, cfp(x, 0.0), ""), cfp(x, 0.0), x, "");

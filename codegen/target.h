@@ -23,6 +23,7 @@
 
 /* CPU features flowc asks about, by LLVM's names. FC_FEATURE(ID, "llvm-name"). */
 #define FC_TARGET_FEATURES(X)                                                                                        \
+  X(SSE41, "sse4.1")                                                                                                 \
   X(SSE42, "sse4.2")                                                                                                 \
   X(AVX, "avx")                                                                                                      \
   X(AVX2, "avx2")                                                                                                    \
