@@ -13,14 +13,14 @@
  * and s_a·s_b computed once per run as [N] vectors; f32 rounds acc and z_a·colsum only above 2^24, by a
  * relative 2^-24, far below the quantisation step (2^-8 of the range).
  *
- * The weight range is REDUCED, |b_q| <= 64 (s_b[n] = max_k |B[k, n]| / 64), unless the target's integer
- * GEMM is exact for every i8 (vpdpbusd with VNNI, or the generic loop nest): vpmaddubsw adds two u8·i8
- * products into a saturating i16, and 255·64·2 < 32767 keeps every pair exact, so the fast AVX2/AVX-512
- * path applies instead of the widening one (onnxruntime's reduce_range is the same trade). A dynamic
- * range of 128 levels per column instead of 255 costs one bit of weight precision. A multiversioned
- * artefact decides by its most portable variant (FcQuantOptions.int8_target): one model for all variants,
- * the same results on every CPU and one copy of the weights (the AVX2 variant's exact 16-bit path for
- * ±127 weights is 1.6x slower than vpmaddubsw on them, which would leave int8 slower than f32 there).
+ * The weight range is REDUCED, |b_q| <= 64 (s_b[n] = max_k |B[k, n]| / 64), unless the target's integer GEMM is
+ * exact for every i8 (vpdpbusd with VNNI, pmaddwd where it is the only dot: x86 without AVX2, or the generic loop
+ * nest): vpmaddubsw adds two u8·i8 products into a saturating i16, and 255·64·2 < 32767 keeps every pair exact, so
+ * the fast AVX2/AVX-512 path applies instead of the widening one (onnxruntime's reduce_range is the same trade). A
+ * dynamic range of 128 levels per column instead of 255 costs one bit of weight precision. A multiversioned artefact
+ * decides by its most portable variant (FcQuantOptions.int8_target): one model for all variants, the same results on
+ * every CPU and one copy of the weights (the AVX2 variant's exact 16-bit path for ±127 weights is 1.6x slower than
+ * vpmaddubsw on them, which would leave int8 slower than f32 there).
  *
  * Only matmuls without an epilogue are rewritten (the pass runs before fuse_epilogue, which then fuses
  * the bias and activations onto the ops that end the new chain), with a rank >= 2 f32 A, and B large
@@ -42,7 +42,7 @@
 static int weight_qmax(const FcTarget *t) {
   FcI8Gemm g;
   fc_target_i8_gemm(t, &g);
-  return g.dot == FC_I8DOT_VNNI || g.dot == FC_I8DOT_NONE ? 127 : 64;
+  return g.dot == FC_I8DOT_MADDUBS ? 64 : 127;
 }
 
 static bool rewritable(const FcOp *op) {
