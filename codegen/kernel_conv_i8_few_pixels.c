@@ -300,29 +300,22 @@ static void chunked_k_loop(FcKernel *k, const FewPx *f, LLVMValueRef acc, LLVMVa
     prefetch_l2(k, LLVMBuildGEP2(b, i8, f->wp, (LLVMValueRef[]){fc_cg_imulc(k, line, 64)}, 1, ""));
   }
   if (plain) {
-    /* a whole chunk by its pair pattern (the plan's code: fc_quad_xor_chunks), a whole chunk without one (its
-     * last quad partial) and the last one's real quads one by one */
+    /* a chunk with a code (fc_quad_xor_chunks: 64 whole k) by its pair pattern, the rest (the last chunk, and
+     * a whole one whose last quad is partial) by their real quads one by one */
     XorChunk x = {f, acc, pcol, wbase};
     int64_t coded = fc_quad_xor_chunks(t->c.K);
-    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, f->KQ / 16), "");
-    LLVMBasicBlockRef cont = fc_cg_if_begin(k, LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, coded), ""));
+    LLVMValueRef has_code = LLVMBuildICmp(b, LLVMIntSLT, h, c64(k, coded), "");
+    LLVMBasicBlockRef cont = fc_cg_if_begin(k, has_code);
     LLVMValueRef at = fc_cg_iadd(k, fc_cg_imulc(k, unit, coded), h);
     LLVMValueRef code = LLVMBuildZExt(b, fc_cg_load(k, FC_DT_U8, f->codes, at), LLVMInt64TypeInContext(k->ctx), "");
     fc_quad_xor_chunk(k, code, h, xor_step, &x);
     fc_cg_if_end(k, cont);
-    if (f->KQ / 16 > coded) {
-      cont = fc_cg_if_begin(k, LLVMBuildAnd(b, whole, LLVMBuildICmp(b, LLVMIntSGE, h, c64(k, coded), ""), ""));
+    if (t->NH > coded) {
+      cont = fc_cg_if_begin(k, LLVMBuildNot(b, has_code, ""));
       FcLoop lq;
       LLVMValueRef q0 = fc_cg_imulc(k, h, 16);
-      LLVMValueRef g = fc_cg_loop_begin(k, &lq, q0, fc_cg_iadd(k, q0, c64(k, 16)), 1, "quad");
-      k_step(k, f, FC_I8DOT_MADDUBS, acc, pcol, wbase, 64, g);
-      fc_cg_loop_end(k, &lq);
-      fc_cg_if_end(k, cont);
-    }
-    if (f->KQ % 16) {
-      cont = fc_cg_if_begin(k, LLVMBuildNot(b, whole, ""));
-      FcLoop lq;
-      LLVMValueRef g = fc_cg_loop_begin(k, &lq, c64(k, f->KQ / 16 * 16), c64(k, f->KQ), 1, "quad");
+      LLVMValueRef end = fc_cg_smin(k, fc_cg_iadd(k, q0, c64(k, 16)), c64(k, f->KQ));
+      LLVMValueRef g = fc_cg_loop_begin(k, &lq, q0, end, 1, "quad");
       k_step(k, f, FC_I8DOT_MADDUBS, acc, pcol, wbase, 64, g);
       fc_cg_loop_end(k, &lq);
       fc_cg_if_end(k, cont);
